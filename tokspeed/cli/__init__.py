@@ -1,0 +1,1 @@
+"""The `tokspeed` command line: one module per verb, registered in ``main.COMMANDS``."""

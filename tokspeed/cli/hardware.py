@@ -1,0 +1,11 @@
+"""`tokspeed hardware` (not implemented yet: a stub that its issue replaces)."""
+
+from ..errors import UserError
+
+
+def add_parser(sub):
+    return sub.add_parser("hardware", help="(coming soon)")
+
+
+def run(args) -> int:
+    raise UserError("`tokspeed hardware` is not implemented yet")

@@ -1,0 +1,75 @@
+"""Entry point: builds the parser from one module per verb and turns user errors into one line + exit 2.
+
+Each verb module defines ``add_parser(subparsers)`` and ``run(args) -> int``, and imports
+anything heavy inside ``run`` so that ``tokspeed predict`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from ..errors import UserError
+
+# verb -> module under tokspeed.cli
+COMMANDS = {
+    "predict": "predict",
+    "sweep": "sweep",
+    "compare": "compare",
+    "models": "models",
+    "hardware": "hardware",
+    "inspect": "inspect",
+    "tokens": "tokens",
+    "probe": "probe",
+    "measure": "measure",
+    "compare-runs": "compare_runs",
+    "bench-server": "bench_server",
+    "plan": "plan",
+    "explain": "explain",
+    "report": "report",
+    "web": "web",
+}
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line on stderr, exit 2."""
+
+    def error(self, message):
+        sys.stderr.write(f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(prog="tokspeed", description="Predict, measure and explain the cost of one LLM token.")
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"tokspeed {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for verb, mod in COMMANDS.items():
+        module = importlib.import_module(f"tokspeed.cli.{mod}")
+        p = module.add_parser(sub)
+        p.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except UserError as e:
+        sys.stderr.write(f"tokspeed: error: {e}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("tokspeed: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,11 @@
+"""`tokspeed measure` (not implemented yet: a stub that its issue replaces)."""
+
+from ..errors import UserError
+
+
+def add_parser(sub):
+    return sub.add_parser("measure", help="(coming soon)")
+
+
+def run(args) -> int:
+    raise UserError("`tokspeed measure` is not implemented yet")

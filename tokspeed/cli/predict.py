@@ -1,0 +1,11 @@
+"""`tokspeed predict` (not implemented yet: a stub that its issue replaces)."""
+
+from ..errors import UserError
+
+
+def add_parser(sub):
+    return sub.add_parser("predict", help="(coming soon)")
+
+
+def run(args) -> int:
+    raise UserError("`tokspeed predict` is not implemented yet")

@@ -1,0 +1,11 @@
+"""`tokspeed sweep` (not implemented yet: a stub that its issue replaces)."""
+
+from ..errors import UserError
+
+
+def add_parser(sub):
+    return sub.add_parser("sweep", help="(coming soon)")
+
+
+def run(args) -> int:
+    raise UserError("`tokspeed sweep` is not implemented yet")

@@ -1,0 +1,106 @@
+"""Hardware: one device's vendor peaks, validated. Units are in the field names.
+
+Peaks are vendor figures (dense, no 2:4 sparsity); what an engine achieves of them is the
+engine model's business (``tokspeed.engines``), never folded in here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from ..errors import UserError
+
+KINDS = ("gpu", "soc", "cpu", "accelerator")
+
+
+@dataclass(frozen=True)
+class Hardware:
+    id: str
+    name: str
+    kind: str                      # gpu | soc | cpu | accelerator (TPU, Gaudi)
+    vendor: str
+    memory_gb: float               # capacity as labelled (decimal GB)
+    bandwidth_gbps: float          # peak memory bandwidth, decimal GB/s
+    fp16_tflops: float = 0.0       # dense FP16/BF16 tensor peak, FP32 accumulate (0 = unknown)
+    fp8_tflops: float = 0.0
+    int8_tops: float = 0.0
+    fp32_tflops: float = 0.0       # non-tensor (CUDA core / vector / CPU SIMD) FP32
+    memory_type: str = ""
+    host_link: str = ""            # e.g. "PCIe 4.0 x16"
+    host_link_gbps: float = 0.0    # per direction, decimal GB/s
+    scale_up_gbps: float = 0.0     # GPU-to-GPU aggregate bidirectional as vendors print it (0 = none)
+    tdp_w: float = 0.0
+    release_year: int = 0
+    usable_memory_gb: float = 0.0  # 0 -> derived (see usable_bytes)
+    source: str = ""
+    notes: str = ""
+    aliases: tuple = field(default=(), compare=False)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise UserError(f"hardware {self.id}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        for f in ("memory_gb", "bandwidth_gbps"):
+            v = getattr(self, f)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0 < v < 1e7):
+                raise UserError(f"hardware {self.id}: {f} must be a positive number, got {v!r}")
+        for f in ("fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "host_link_gbps",
+                  "scale_up_gbps", "tdp_w", "usable_memory_gb"):
+            v = getattr(self, f)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0 <= v < 1e8):
+                raise UserError(f"hardware {self.id}: {f} must be a non-negative number, got {v!r}")
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+
+    # ---- derived -------------------------------------------------------------------------
+    @property
+    def bandwidth_bytes_s(self) -> float:
+        return self.bandwidth_gbps * 1e9
+
+    @property
+    def capacity_bytes(self) -> float:
+        return self.memory_gb * 1e9
+
+    @property
+    def usable_bytes(self) -> float:
+        """Memory a model may use. Apple SoCs: Metal's recommendedMaxWorkingSetSize is ~75 % of RAM
+        for machines above 36 GB and ~67 % below (llama.cpp #1870/#2011); others: the label."""
+        if self.usable_memory_gb:
+            return self.usable_memory_gb * 1e9
+        if self.kind == "soc" and self.vendor.lower() == "apple":
+            return self.capacity_bytes * (0.75 if self.memory_gb > 36 else 2 / 3)
+        return self.capacity_bytes
+
+    @property
+    def matmul_flops(self) -> float:
+        """Peak FLOP/s for the matrix work of a forward pass: tensor FP16 if known, else vector FP32."""
+        return (self.fp16_tflops or self.fp32_tflops) * 1e12
+
+    @property
+    def vector_flops(self) -> float:
+        return (self.fp32_tflops or self.fp16_tflops) * 1e12
+
+    @property
+    def ridge_flops_per_byte(self) -> float:
+        """Arithmetic intensity where compute and memory time are equal (the roofline ridge)."""
+        return self.matmul_flops / self.bandwidth_bytes_s if self.matmul_flops else 0.0
+
+    @property
+    def scale_up_per_direction_bytes_s(self) -> float:
+        return self.scale_up_gbps / 2 * 1e9
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Hardware":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UserError(f"hardware {data.get('id', data.get('name', '?'))}: unknown field(s) {', '.join(unknown)}")
+        missing = [k for k in ("name", "kind", "vendor", "memory_gb", "bandwidth_gbps") if k not in data]
+        if missing:
+            raise UserError(f"hardware {data.get('id', data.get('name', '?'))}: missing {', '.join(missing)}")
+        data = dict(data)
+        data.setdefault("id", data["name"].lower().replace(" ", "-"))
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["aliases"] = list(self.aliases)
+        return d

@@ -1,0 +1,265 @@
+"""ModelSpec: a decoder-only transformer's shape, validated, with exact parameter counts.
+
+Field names follow the Hugging Face config where one exists. Everything that can be derived
+(head_dim from hidden/heads, parameter counts by component, KV bytes per token) is derived here
+and nowhere else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from ..errors import UserError
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    id: str
+    n_layers: int
+    d_model: int
+    n_heads: int
+    n_kv_heads: int
+    d_ff: int                       # dense FFN intermediate size (0 if every layer is MoE)
+    vocab_size: int
+    head_dim: int = 0               # 0 -> d_model // n_heads
+    name: str = ""
+    family: str = "llama"           # HF model_type
+    gated_mlp: bool = True          # SwiGLU/GeGLU (gate, up, down) vs plain (up, down)
+    tied_embeddings: bool = False
+    norm: str = "rmsnorm"           # rmsnorm | layernorm (layernorm has a bias)
+    norms_per_layer: int = 2        # 1 for parallel blocks (GPT-J, Phi-2), 4 for Gemma 2/3 sandwich norms
+    parallel_block: bool = False    # attention and MLP read the same normed input (GPT-J, Phi-2)
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    lm_head_bias: bool = False
+    qk_norm: bool = False           # per-head RMSNorm on q and k (Qwen3, Gemma 3)
+    attn_sinks: bool = False        # one learned logit per head (gpt-oss)
+    rope_theta: float = 10000.0
+    rotary_dim: int = 0             # 0 -> whole head (partial rotary: GPT-J 64, Phi-2 32)
+    max_context: int = 4096
+    sliding_window: int = 0         # tokens a sliding-window layer attends to (0 = none)
+    n_sliding_layers: int = 0       # how many layers use the sliding window
+    # Mixture of experts
+    n_experts: int = 0
+    n_active_experts: int = 0
+    n_shared_experts: int = 0
+    d_ff_expert: int = 0
+    d_ff_shared: int = 0            # 0 -> d_ff_expert
+    n_dense_layers: int = 0         # leading layers with a dense FFN (DeepSeek-V3: 3)
+    router_bias: bool = False
+    expert_bias: bool = False
+    shared_expert_gate: bool = False  # Qwen2-MoE: sigmoid gate d_model -> 1 on the shared expert
+    # Multi-head latent attention (DeepSeek-V2/V3)
+    kv_lora_rank: int = 0
+    q_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    qk_nope_head_dim: int = 0
+    v_head_dim: int = 0
+    # Provenance
+    source: str = ""                # where the numbers come from (HF config repo, paper)
+    published_params: float = 0.0   # billions, as the authors state them (for the catalog test)
+    published_active_params: float = 0.0
+    notes: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    def __post_init__(self):
+        def bad(msg):
+            raise UserError(f"model {self.id or '?'}: {msg}")
+
+        for f in ("n_layers", "d_model", "n_heads", "n_kv_heads", "vocab_size"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v > 10**7:
+                bad(f"{f} must be a positive integer, got {v!r}")
+        for f in ("d_ff", "head_dim", "sliding_window", "n_sliding_layers", "n_experts",
+                  "n_active_experts", "n_shared_experts", "d_ff_expert", "d_ff_shared",
+                  "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
+                  "qk_nope_head_dim", "v_head_dim", "rotary_dim"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**8:
+                bad(f"{f} must be a non-negative integer, got {v!r}")
+        if self.head_dim == 0:
+            if self.d_model % self.n_heads:
+                bad(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}; give head_dim")
+            object.__setattr__(self, "head_dim", self.d_model // self.n_heads)
+        if self.n_heads % self.n_kv_heads:
+            bad(f"n_heads {self.n_heads} must be a multiple of n_kv_heads {self.n_kv_heads}")
+        if self.norm not in ("rmsnorm", "layernorm"):
+            bad(f"norm must be rmsnorm or layernorm, got {self.norm!r}")
+        if self.n_sliding_layers > self.n_layers:
+            bad("n_sliding_layers exceeds n_layers")
+        if self.n_sliding_layers and not self.sliding_window:
+            bad("n_sliding_layers given without sliding_window")
+        if self.n_experts:
+            if not (0 < self.n_active_experts <= self.n_experts):
+                bad(f"n_active_experts must be in 1..n_experts ({self.n_experts})")
+            if not self.d_ff_expert:
+                bad("an MoE model needs d_ff_expert")
+            if self.n_dense_layers > self.n_layers:
+                bad("n_dense_layers exceeds n_layers")
+            if self.n_dense_layers and not self.d_ff:
+                bad("dense leading layers need d_ff")
+        elif not self.d_ff:
+            bad("d_ff must be positive for a dense model")
+        if self.is_mla and not (self.qk_rope_head_dim and self.qk_nope_head_dim and self.v_head_dim):
+            bad("MLA (kv_lora_rank) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
+
+    # ---- derived shape -------------------------------------------------------------------
+    @property
+    def is_moe(self) -> bool:
+        return self.n_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def n_moe_layers(self) -> int:
+        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+
+    @property
+    def n_ffn_dense_layers(self) -> int:
+        return self.n_dense_layers if self.is_moe else self.n_layers
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the query projection output."""
+        if self.is_mla:
+            return self.n_heads * (self.qk_nope_head_dim + self.qk_rope_head_dim)
+        return self.n_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of K (and of V) per token per layer for standard attention."""
+        return self.n_kv_heads * self.head_dim
+
+    @property
+    def attn_out_dim(self) -> int:
+        return self.n_heads * (self.v_head_dim if self.is_mla else self.head_dim)
+
+    @property
+    def kv_elements_per_token_layer(self) -> int:
+        """Values cached per token per layer: K and V, or MLA's compressed latent + rope key."""
+        if self.is_mla:
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.kv_dim
+
+    @property
+    def n_full_layers(self) -> int:
+        return self.n_layers - self.n_sliding_layers
+
+    def kv_cached_tokens(self, context: int) -> int:
+        """Token-layers held in the KV cache at a context length (sliding layers cap at the window)."""
+        sliding = min(context, self.sliding_window) if self.sliding_window else context
+        return self.n_full_layers * context + self.n_sliding_layers * sliding
+
+    # ---- parameter counts ----------------------------------------------------------------
+    def _norm_params(self, width: int) -> int:
+        return width * (2 if self.norm == "layernorm" else 1)
+
+    def attention_params_per_layer(self) -> int:
+        d = self.d_model
+        if self.is_mla:
+            qk_head = self.qk_nope_head_dim + self.qk_rope_head_dim
+            if self.q_lora_rank:
+                q = d * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * self.n_heads * qk_head
+            else:
+                q = d * self.n_heads * qk_head
+            kv = (d * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+                  + self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim))
+            o = self.attn_out_dim * d
+            return q + kv + o
+        p = d * self.q_dim + 2 * d * self.kv_dim + self.attn_out_dim * d
+        if self.qkv_bias:
+            p += self.q_dim + 2 * self.kv_dim
+        if self.o_bias:
+            p += d
+        if self.qk_norm:
+            p += 2 * self.head_dim
+        if self.attn_sinks:
+            p += self.n_heads
+        return p
+
+    def mlp_params(self, d_ff: int) -> int:
+        d = self.d_model
+        p = (3 if self.gated_mlp else 2) * d * d_ff
+        if self.mlp_bias:
+            p += (2 * d_ff if self.gated_mlp else d_ff) + d
+        return p
+
+    def expert_params(self) -> int:
+        """One routed expert."""
+        p = (3 if self.gated_mlp else 2) * self.d_model * self.d_ff_expert
+        if self.expert_bias:
+            p += (2 * self.d_ff_expert if self.gated_mlp else self.d_ff_expert) + self.d_model
+        return p
+
+    def shared_expert_params(self) -> int:
+        return self.n_shared_experts * self.mlp_params(self.d_ff_shared or self.d_ff_expert)
+
+    def router_params(self) -> int:
+        p = self.d_model * self.n_experts + (self.n_experts if self.router_bias else 0)
+        if self.shared_expert_gate:
+            p += self.d_model
+        return p
+
+    def param_counts(self) -> dict[str, int]:
+        """Exact parameters by component (whole model)."""
+        L = self.n_layers
+        counts = {
+            "embedding": self.vocab_size * self.d_model,
+            "attention": L * self.attention_params_per_layer(),
+            "ffn_dense": self.n_ffn_dense_layers * self.mlp_params(self.d_ff) if self.d_ff else 0,
+            "moe_experts": self.n_moe_layers * self.n_experts * self.expert_params(),
+            "moe_shared": self.n_moe_layers * self.shared_expert_params(),
+            "router": self.n_moe_layers * self.router_params() if self.is_moe else 0,
+            "norms": L * self.norms_per_layer * self._norm_params(self.d_model) + self._norm_params(self.d_model),
+            "lm_head": 0 if self.tied_embeddings else self.vocab_size * self.d_model
+            + (self.vocab_size if self.lm_head_bias else 0),
+        }
+        return counts
+
+    @property
+    def n_params(self) -> int:
+        return sum(self.param_counts().values())
+
+    @property
+    def n_active_params(self) -> int:
+        """Parameters used by one token (all but the routed experts it does not visit)."""
+        if not self.is_moe:
+            return self.n_params
+        idle = self.n_moe_layers * (self.n_experts - self.n_active_experts) * self.expert_params()
+        return self.n_params - idle
+
+    # ---- constructors --------------------------------------------------------------------
+    @classmethod
+    def from_name(cls, name: str) -> "ModelSpec":
+        from .catalog import get_model
+
+        return get_model(name)
+
+    @classmethod
+    def from_file(cls, path) -> "ModelSpec":
+        """A config.json, a Hugging Face folder, or a catalog-style TOML file."""
+        from .hf_config import spec_from_path
+
+        return spec_from_path(path)
+
+    @classmethod
+    def from_hf_config(cls, config: dict, id: str = "") -> "ModelSpec":
+        from .hf_config import spec_from_hf_config
+
+        return spec_from_hf_config(config, id=id)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ModelSpec":
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UserError(f"model {data.get('id', '?')}: unknown field(s) {', '.join(unknown)}")
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("extra", None)
+        return d
