@@ -1,0 +1,1 @@
+"""Quantization: storage formats (bytes per weight), llama.cpp mixes, KV-cache dtypes."""
