@@ -57,4 +57,8 @@ def hardware_from_toml(path) -> Hardware:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{p}: not valid TOML ({e})") from None
     raw.setdefault("id", p.stem)
+    # a probed profile (tokspeed.measure.profile) carries its probe results and fitted calibration
+    # in these two tables; they describe the device but are not Hardware fields
+    raw.pop("measured", None)
+    raw.pop("calibration", None)
     return Hardware.from_dict(raw)
