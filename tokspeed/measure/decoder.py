@@ -141,6 +141,11 @@ class Decoder(nn.Module):
         super().__init__()
         self.cfg, self.dtype, self.device, self.max_seq = cfg, dtype, torch.device(device), max_seq
         self._timer = _NoTimer()
+        # On CPU, weights are prepacked for oneDNN's matmul (the path torch.compile's CPU freezing
+        # uses): its matrix-vector product streams fp32 weights ~1.5-2x faster than F.linear's MKL
+        # gemv on this project's 2-core EPYC (benchmarks/RESULTS.md). Elsewhere, plain F.linear.
+        self.packed = self.device.type == "cpu" and _onednn_available(dtype)
+        lay = _pack if self.packed else (lambda t: t)
 
         def w(name, required=True):
             t = weights.pop(name, None)
@@ -153,27 +158,28 @@ class Decoder(nn.Module):
 
         self.tok_emb = w("token_embd")
         self.out_norm = w("output_norm")
-        self.lm_head = self.tok_emb if cfg.tied_embeddings else w("output")
+        self.lm_head = lay(self.tok_emb if cfg.tied_embeddings else w("output"))
         self.layers = []
         for i in range(cfg.n_layers):
             p = f"blk.{i}."
             L = {"attn_norm": w(p + "attn_norm"), "ffn_norm": w(p + "ffn_norm"),
-                 "wqkv": cat(p + "attn_q", p + "attn_k", p + "attn_v"), "wo": w(p + "attn_output")}
+                 "wqkv": lay(cat(p + "attn_q", p + "attn_k", p + "attn_v")), "wo": lay(w(p + "attn_output"))}
             if cfg.qkv_bias:
                 L["bqkv"] = cat(p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias")
             if cfg.qk_norm:
                 L["q_norm"], L["k_norm"] = w(p + "attn_q_norm"), w(p + "attn_k_norm")
             if cfg.is_moe_layer(i):
-                L["router"] = w(p + "ffn_gate_inp")
-                L["w13e"] = torch.cat([weights.pop(p + n).to(device=device, dtype=dtype)
-                                       for n in ("ffn_gate_exps", "ffn_up_exps")], 1).contiguous()  # [E, 2f, d]
-                L["w2e"] = w(p + "ffn_down_exps")                     # [E, d, d_ff_expert]
+                L["router"] = lay(w(p + "ffn_gate_inp"))
+                w13e = torch.cat([weights.pop(p + n).to(device=device, dtype=dtype)
+                                  for n in ("ffn_gate_exps", "ffn_up_exps")], 1)  # [E, 2f, d]
+                L["w13e"] = [lay(e.contiguous()) for e in w13e]
+                L["w2e"] = [lay(e.contiguous()) for e in w(p + "ffn_down_exps")]  # E x [d, f]
                 if cfg.n_shared_experts:
-                    L["w13s"] = cat(p + "ffn_gate_shexp", p + "ffn_up_shexp")
-                    L["w2s"] = w(p + "ffn_down_shexp")
+                    L["w13s"] = lay(cat(p + "ffn_gate_shexp", p + "ffn_up_shexp"))
+                    L["w2s"] = lay(w(p + "ffn_down_shexp"))
             else:
-                L["w13"] = cat(p + "ffn_gate", p + "ffn_up")
-                L["w2"] = w(p + "ffn_down")
+                L["w13"] = lay(cat(p + "ffn_gate", p + "ffn_up"))
+                L["w2"] = lay(w(p + "ffn_down"))
             self.layers.append(L)
         self.cos, self.sin = rope_tables(cfg, max_seq, device)
         shape = (cfg.n_layers, max_batch, cfg.n_kv_heads, max_seq, cfg.head_dim)
@@ -188,8 +194,8 @@ class Decoder(nn.Module):
         total = self.tok_emb[0].numel() * self.tok_emb.element_size() + _nbytes(self.out_norm) + _nbytes(self.lm_head)
         for i, L in enumerate(self.layers):
             for k, t in L.items():
-                if k in ("w13e", "w2e"):
-                    total += _nbytes(t) * c.n_active_experts // c.n_experts
+                if k in ("w13e", "w2e"):  # one expert's share, times the experts a token visits
+                    total += _nbytes(t[0]) * c.n_active_experts
                 else:
                     total += _nbytes(t)
         return total
@@ -220,15 +226,15 @@ class Decoder(nn.Module):
                 x = x + self._attention(i, L, rms_norm(x, L["attn_norm"], self.cfg.norm_eps), start, cos, sin, mask)
             with tm.stage("ffn"):
                 h = rms_norm(x, L["ffn_norm"], self.cfg.norm_eps)
-                x = x + (self._moe(L, h) if "router" in L else _swiglu(h, L["w13"], L["w2"]))
+                x = x + (self._moe(L, h) if "router" in L else self._swiglu(h, L["w13"], L["w2"]))
         with tm.stage("lm_head"):
             x = rms_norm(x[:, -1], self.out_norm, self.cfg.norm_eps)
-            return F.linear(x, self.lm_head).float()
+            return self._mm(x, self.lm_head).float()
 
     def _attention(self, i, L, h, start, cos, sin, mask):
         c = self.cfg
         B, T, _ = h.shape
-        qkv = F.linear(h, L["wqkv"], L.get("bqkv"))
+        qkv = self._mm(h, L["wqkv"], L.get("bqkv"))
         q, k, v = qkv.split((c.q_dim, c.kv_dim, c.kv_dim), -1)
         q = q.view(B, T, c.n_heads, c.head_dim).transpose(1, 2)
         k = k.view(B, T, c.n_kv_heads, c.head_dim).transpose(1, 2)
@@ -241,7 +247,7 @@ class Decoder(nn.Module):
         self.v_cache[i, :B, :, start:end] = v
         keys, vals = self.k_cache[i, :B, :, :end], self.v_cache[i, :B, :, :end]
         o = F.scaled_dot_product_attention(q, keys, vals, attn_mask=mask, enable_gqa=c.n_heads != c.n_kv_heads)
-        return F.linear(o.transpose(1, 2).reshape(B, T, c.q_dim), L["wo"])
+        return self._mm(o.transpose(1, 2).reshape(B, T, c.q_dim), L["wo"])
 
     def _moe(self, L, h):
         """Top-k routing: softmax over the router logits, keep the k largest, renormalize; each
@@ -249,22 +255,42 @@ class Decoder(nn.Module):
         c = self.cfg
         B, T, d = h.shape
         flat = h.reshape(-1, d)
-        probs = F.linear(flat, L["router"]).float().softmax(-1)
+        probs = self._mm(flat, L["router"]).float().softmax(-1)
         weight, idx = probs.topk(c.n_active_experts, -1)
         weight = (weight / weight.sum(-1, keepdim=True)).to(h.dtype)
         out = torch.zeros_like(flat)
         for e in idx.unique().tolist():
             rows, slot = (idx == e).nonzero(as_tuple=True)
-            y = _swiglu(flat[rows], L["w13e"][e], L["w2e"][e])
+            y = self._swiglu(flat[rows], L["w13e"][e], L["w2e"][e])
             out.index_add_(0, rows, y * weight[rows, slot, None])
         if "w13s" in L:
-            out = out + _swiglu(flat, L["w13s"], L["w2s"])
+            out = out + self._swiglu(flat, L["w13s"], L["w2s"])
         return out.view(B, T, d)
 
+    def _mm(self, x, w, bias=None):
+        """x [..., in] times a weight in this model's layout; 2-D so every path hits the BLAS gemv."""
+        x2 = x.reshape(-1, x.shape[-1])
+        y = torch.ops.mkldnn._linear_pointwise(x2, w, bias, "none", [], "") if self.packed else F.linear(x2, w, bias)
+        return y.view(*x.shape[:-1], y.shape[-1])
 
-def _swiglu(h, w13, w2):
-    g, u = F.linear(h, w13).chunk(2, -1)
-    return F.linear(F.silu(g) * u, w2)
+    def _swiglu(self, h, w13, w2):
+        g, u = self._mm(h, w13).chunk(2, -1)
+        return self._mm(F.silu(g) * u, w2)
+
+
+def _pack(w):
+    """A 2-D weight [out, in] reordered into oneDNN's blocked layout for batch-1 products."""
+    return torch.ops.mkldnn._reorder_linear_weight(w.contiguous(), 1)
+
+
+def _onednn_available(dtype) -> bool:
+    """Whether this torch build can prepack and run oneDNN linear for ``dtype`` here."""
+    try:
+        w = _pack(torch.ones(8, 8, dtype=dtype))
+        y = torch.ops.mkldnn._linear_pointwise(torch.ones(1, 8, dtype=dtype), w, None, "none", [], "")
+        return bool(float(y[0, 0]) == 8.0)
+    except (RuntimeError, AttributeError, NotImplementedError):
+        return False
 
 
 def _nbytes(t) -> int:
