@@ -200,6 +200,19 @@ class Decoder(nn.Module):
                     total += _nbytes(t)
         return total
 
+    def flops_per_token(self, context: int) -> int:
+        """Multiply-adds x 2 of one decode step per sequence: every weight matrix it uses (the
+        active experts only) and attention's q.K and p.V over ``context`` + 1 positions."""
+        c = self.cfg
+        mats = _numel(self.lm_head)
+        for L in self.layers:
+            for k, t in L.items():
+                if k in ("w13e", "w2e"):
+                    mats += _numel(t[0]) * c.n_active_experts
+                elif k in ("wqkv", "wo", "w13", "w2", "w13s", "w2s", "router"):
+                    mats += _numel(t)
+        return 2 * mats + 4 * c.n_layers * c.n_heads * c.head_dim * (context + 1)
+
     def kv_bytes_per_token(self, context: int, batch: int = 1) -> int:
         """KV cache bytes one decode step reads at ``context`` cached tokens (K and V, every layer),
         plus the one new K/V row it writes."""
@@ -295,4 +308,8 @@ def _onednn_available(dtype) -> bool:
 
 def _nbytes(t) -> int:
     return 0 if t is None else t.numel() * t.element_size()
+
+
+def _numel(t) -> int:
+    return 0 if t is None else t.numel()
 

@@ -105,6 +105,32 @@ def safetensors_weights(folder) -> tuple[dict, dict]:
     return _stack_experts(w, experts), config
 
 
+def _gguf_meta(reader) -> dict:
+    meta = {}
+    for key, fld in reader.fields.items():
+        try:
+            meta[key] = fld.contents()
+        except Exception:  # array fields of unusual types: not needed for the shape
+            pass
+    return meta
+
+
+def _role(tensor_name: str) -> str:
+    return tensor_name[:-len(".weight")] if tensor_name.endswith(".weight") else tensor_name
+
+
+def gguf_tensor_shapes(path) -> tuple[dict, dict]:
+    """(metadata, role -> (shape, bytes in the file)) without reading tensor data."""
+    from gguf import GGUFReader
+
+    try:
+        reader = GGUFReader(str(path))
+    except (OSError, ValueError) as e:
+        raise UserError(f"{path}: not a readable GGUF file ({e})") from None
+    shapes = {_role(t.name): (tuple(int(n) for n in reversed(t.shape)), int(t.n_bytes)) for t in reader.tensors}
+    return _gguf_meta(reader), shapes
+
+
 def gguf_weights(path) -> tuple[dict, dict]:
     """(weights by role as float32 tensors, metadata) from a GGUF file; quantized tensors are
     dequantized with gguf.quants.dequantize."""
@@ -117,18 +143,12 @@ def gguf_weights(path) -> tuple[dict, dict]:
         reader = GGUFReader(str(path))
     except (OSError, ValueError) as e:
         raise UserError(f"{path}: not a readable GGUF file ({e})") from None
-    meta = {}
-    for key, field in reader.fields.items():
-        try:
-            meta[key] = field.contents()
-        except Exception:  # array fields of unusual types: not needed for the shape
-            pass
+    meta = _gguf_meta(reader)
     w = {}
     for t in reader.tensors:
         arr = dequantize(t.data, t.tensor_type).astype(np.float32, copy=False)
         arr = arr.reshape(tuple(int(n) for n in reversed(t.shape)))
-        name = t.name[:-len(".weight")] if t.name.endswith(".weight") else t.name
-        w[name] = torch.from_numpy(np.ascontiguousarray(arr))
+        w[_role(t.name)] = torch.from_numpy(np.array(arr, dtype=np.float32))  # a writable copy
     return w, meta
 
 
@@ -137,8 +157,9 @@ def gguf_weights(path) -> tuple[dict, dict]:
 _GGUF_NORM_ROPE = {"llama", "mixtral", "granite", "granitemoe", "deci", "baichuan", "orion", "minicpm"}
 
 
-def spec_from_gguf(meta: dict, weights: dict, name: str):
-    """A ModelSpec and decoder overrides from GGUF metadata and the tensors actually present."""
+def spec_from_gguf(meta: dict, shapes: dict, name: str):
+    """A ModelSpec and decoder overrides from GGUF metadata and the tensors present
+    (``shapes``: role -> (shape, bytes), from ``gguf_tensor_shapes``)."""
     from ..models.spec import ModelSpec
 
     arch = meta.get("general.architecture", "llama")
@@ -155,12 +176,12 @@ def spec_from_gguf(meta: dict, weights: dict, name: str):
         id=name, name=str(meta.get("general.name", name)), family=arch, n_layers=n_layers, d_model=d,
         n_heads=heads, n_kv_heads=int(kv if not isinstance(kv, list) else kv[0]),
         head_dim=int(get("attention.key_length", 0) or 0), d_ff=int(get("feed_forward_length", 0) or 0),
-        vocab_size=int(weights["token_embd"].shape[0]), tied_embeddings="output" not in weights,
+        vocab_size=int(shapes["token_embd"][0][0]), tied_embeddings="output" not in shapes,
         rope_theta=float(get("rope.freq_base", 10000.0)), max_context=int(get("context_length", 4096)),
-        qkv_bias="blk.0.attn_q.bias" in weights, qk_norm="blk.0.attn_q_norm" in weights,
+        qkv_bias="blk.0.attn_q.bias" in shapes, qk_norm="blk.0.attn_q_norm" in shapes,
         n_experts=experts, n_active_experts=int(get("expert_used_count", 0) or 0),
         d_ff_expert=int(get("expert_feed_forward_length", 0) or 0) or
-        (int(weights["blk.0.ffn_gate_exps"].shape[1]) if experts else 0),
+        (int(shapes["blk.0.ffn_gate_exps"][0][1]) if experts else 0),
     )
     over = {"norm_eps": float(get("attention.layer_norm_rms_epsilon", 1e-5)), "rope_interleaved": arch in _GGUF_NORM_ROPE}
     return spec, over
