@@ -207,7 +207,8 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     wsum = sum(w for _, w in steps)
     step_s = total_t / wsum
     ideal_s = total_ideal / wsum
-    first_ops = forward_ops(spec, storage, kvb, batch, 1, context + prompt)
+    # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
+    first_ops = [o for o in forward_ops(spec, storage, kvb, batch, 1, context + prompt) if o.unit != "cpu"]
     bytes_tok = sum(o.bytes for o in first_ops) / batch
     w_tok = sum(o.weight_bytes for o in first_ops) / batch
     kv_tok = sum(o.kv_read_bytes + o.kv_write_bytes for o in first_ops) / batch
