@@ -53,8 +53,11 @@ def run(args) -> int:
     return 0
 
 
-def _n(v, fmt="{:,.1f}") -> str:
-    return fmt.format(v) if v else "—"
+def _n(v) -> str:
+    """'—' for unknown (0); thousands without decimals; smaller numbers with 4 significant digits."""
+    if not v:
+        return "—"
+    return f"{v:,.0f}" if v >= 1000 else f"{v:.4g}"
 
 
 def _table(devices) -> None:
@@ -62,17 +65,15 @@ def _table(devices) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=f"{len(devices)} devices (vendor peaks; tensor rates dense, FP32 accumulate)",
-              title_justify="left")
-    for col, kw in (("id", {"no_wrap": True}), ("name", {}), ("kind", {}), ("mem GB", {"justify": "right"}),
-                    ("BW GB/s", {"justify": "right"}), ("FP16 TF", {"justify": "right"}),
-                    ("FP8 TF", {"justify": "right"}), ("INT8 TOPS", {"justify": "right"}),
-                    ("host GB/s/dir", {"justify": "right"}), ("TDP W", {"justify": "right"})):
+    t = Table(title=f"{len(devices)} devices: vendor peaks. BW = memory GB/s; FP16/FP8 dense TFLOPS (FP32 accumulate); "
+                    "INT8 dense TOPS; host = host link GB/s per direction; W = TDP", title_justify="left")
+    for col, kw in (("id", {"no_wrap": True}), ("name", {"ratio": 1}), ("kind", {}), ("GB", {"justify": "right"}),
+                    ("BW", {"justify": "right"}), ("FP16", {"justify": "right"}), ("FP8", {"justify": "right"}),
+                    ("INT8", {"justify": "right"}), ("host", {"justify": "right"}), ("W", {"justify": "right"})):
         t.add_column(col, **kw)
     for h in devices:
-        t.add_row(h.id, escape(h.name), h.kind, _n(h.memory_gb, "{:,.0f}"), _n(h.bandwidth_gbps, "{:,.0f}"),
-                  _n(h.fp16_tflops), _n(h.fp8_tflops), _n(h.int8_tops, "{:,.0f}"),
-                  _n(h.host_link_gbps, "{:,.2f}"), _n(h.tdp_w, "{:,.0f}"))
+        t.add_row(h.id, escape(h.name), h.kind, _n(h.memory_gb), _n(h.bandwidth_gbps), _n(h.fp16_tflops),
+                  _n(h.fp8_tflops), _n(h.int8_tops), _n(h.host_link_gbps), _n(h.tdp_w))
     Console().print(t)
 
 
