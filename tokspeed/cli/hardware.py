@@ -78,9 +78,9 @@ def _table(devices) -> None:
 
 
 def _properties(hw) -> dict:
-    return {"usable_memory_gb": hw.usable_bytes / 1e9,
-            "ridge_flops_per_byte": hw.ridge_flops_per_byte,
-            "scale_up_per_direction_gbps": hw.scale_up_per_direction_bytes_s / 1e9}
+    """The Hardware properties the models use, under their Python names."""
+    return {"usable_bytes": hw.usable_bytes, "ridge_flops_per_byte": hw.ridge_flops_per_byte,
+            "scale_up_per_direction_bytes_s": hw.scale_up_per_direction_bytes_s}
 
 
 def _one(hw, as_json: bool) -> int:
@@ -94,13 +94,16 @@ def _one(hw, as_json: bool) -> int:
     from rich.markup import escape
     from rich.table import Table
 
+    from ..units import fmt_bytes
+
     t = Table(show_header=False, title=f"{hw.id}: {hw.name}", title_justify="left")
     t.add_column("field", style="bold", no_wrap=True)
     t.add_column("value")
     for k, v in d.items():
         if k == "properties":
             for pk, pv in v.items():
-                t.add_row(pk, f"{pv:,.2f}" if pv else "—")
+                shown = fmt_bytes(pv) + ("/s" if pk.endswith("_s") else "") if "bytes" in pk else f"{pv:,.1f}"
+                t.add_row(pk, shown if pv else "—")
             continue
         if isinstance(v, list):
             v = "\n".join(v) if k == "derived" else ", ".join(v)
