@@ -16,7 +16,7 @@ KINDS = ("gpu", "soc", "cpu", "accelerator")
 
 def add_parser(sub):
     p = sub.add_parser("hardware", help="list the hardware catalog or show one device",
-                       description=__doc__.splitlines()[0])
+                       description="List the hardware catalog, filter it, or show one device with its sources.")
     p.add_argument("filter", nargs="?", help="a device id/alias (shows it), or text to filter by")
     p.add_argument("--kind", choices=KINDS, help="only this kind of device")
     p.add_argument("--links", action="store_true", help="list interconnects (PCIe, NVLink, ...) instead")
