@@ -114,3 +114,17 @@ def test_predict_cold_start_is_fast():
                         "rtx-4090", "--json"], capture_output=True, text=True)
     for heavy in ("torch", "numpy", "matplotlib", "httpx", "gguf"):
         assert f" {heavy}\n" not in r.stderr and f"| {heavy}\n" not in r.stderr, heavy
+
+
+def test_prefill_is_unknown_without_a_flops_figure(tmp_path):
+    f = tmp_path / "noflops.toml"
+    f.write_text('name = "No FLOPS"\nkind = "soc"\nvendor = "Acme"\nmemory_gb = 64\nbandwidth_gbps = 400\n')
+    doc = json.loads(run_cli("predict", "llama-3-8b", "--hardware", f, "--json").stdout)
+    assert doc["prefill"]["tok_s"] is None and doc["ttft_s"] is None
+    assert doc["decode"]["tok_s"] > 0       # decode is memory bound: still predicted
+
+
+def test_llama_cpp_refuses_a_tpu():
+    r = run_cli("predict", "llama-3-8b", "--hardware", "tpu-v5e")
+    assert r.returncode == 2 and "vllm" in r.stderr
+    assert run_cli("predict", "llama-3-8b", "--hardware", "tpu-v5e", "--engine", "vllm").returncode == 0
