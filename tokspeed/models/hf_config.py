@@ -76,7 +76,7 @@ def _standard(cfg: dict, need_ff: bool = True) -> dict:
             continue
         kw[key] = v
     if missing:
-        raise UserError(f"config lacks {', '.join(missing)} (model_type {cfg.get('model_type', '?')!r})",
+        raise UserError(f"lacks {', '.join(missing)} (model_type {cfg.get('model_type', '?')!r})",
                         "a decoder config.json needs these fields")
     kw["n_kv_heads"] = _get(cfg, "num_key_value_heads", "n_head_kv", default=kw["n_heads"])
     kw["head_dim"] = _get(cfg, "head_dim", default=0)
