@@ -231,3 +231,19 @@ def test_missing_path_and_empty_folder(tmp_path):
         spec_from_path(tmp_path / "nope.json")
     with pytest.raises(UserError):
         spec_from_path(tmp_path)
+
+
+def test_qwen_moe_dense_layers_by_hand():
+    # mlp_only_layers turns two layers back into dense MLPs of intermediate_size 6144
+    cfg = dict(CONFIGS["qwen3-30b-a3b"], mlp_only_layers=[0, 1])
+    spec = ModelSpec.from_hf_config(cfg)
+    moe_layer = 128 * 3 * 2048 * 768 + 2048 * 128      # experts + router
+    dense_layer = 3 * 2048 * 6144
+    assert spec.n_dense_layers == 2
+    assert spec.n_params == get_model("qwen3-30b-a3b").n_params - 2 * moe_layer + 2 * dense_layer
+
+
+def test_gpt_oss_without_layer_types_alternates():
+    cfg = {k: v for k, v in CONFIGS["gpt-oss-20b"].items() if k != "layer_types"}
+    spec = ModelSpec.from_hf_config(cfg)
+    assert (spec.sliding_window, spec.n_sliding_layers) == (128, 12)   # GptOssConfig's default pattern

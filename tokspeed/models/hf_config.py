@@ -101,7 +101,7 @@ def _moe_generic(cfg: dict, kw: dict) -> None:
     kw["n_experts"] = int(n)
     kw["n_active_experts"] = int(_get(cfg, "num_experts_per_tok", "experts_per_token", default=0))
     kw["d_ff_expert"] = int(_get(cfg, "moe_intermediate_size", default=kw.get("d_ff", 0)))
-    if "moe_intermediate_size" not in cfg:   # Mixtral style: intermediate_size is the expert width
+    if cfg.get("moe_intermediate_size") is None:   # Mixtral style: intermediate_size is the expert width
         kw["d_ff"] = 0
 
 
@@ -154,9 +154,7 @@ def _qwen_moe_layers(cfg, kw):
 
 def _qwen2_moe(cfg, kw):
     _qwen2(cfg, kw)
-    ff = kw.get("d_ff", 0)
     _moe_generic(cfg, kw)
-    kw["d_ff"] = ff
     shared = int(cfg.get("shared_expert_intermediate_size", 0) or 0)
     if shared:
         kw["n_shared_experts"] = 1
@@ -172,9 +170,7 @@ def _qwen3(cfg, kw):
 
 def _qwen3_moe(cfg, kw):
     _qwen3(cfg, kw)
-    ff = kw.get("d_ff", 0)
     _moe_generic(cfg, kw)
-    kw["d_ff"] = ff
     _qwen_moe_layers(cfg, kw)
 
 
@@ -226,9 +222,7 @@ def _gptj(cfg, kw):
 
 
 def _deepseek_v3(cfg, kw):
-    ff = kw["d_ff"]
     _moe_generic(cfg, kw)
-    kw["d_ff"] = ff
     kw["n_shared_experts"] = int(cfg.get("n_shared_experts") or 0)
     kw["n_dense_layers"] = int(cfg.get("first_k_dense_replace", 0))
     kw["router_bias"] = cfg.get("topk_method", "noaux_tc") == "noaux_tc"   # e_score_correction_bias
@@ -242,6 +236,10 @@ def _gpt_oss(cfg, kw):
     _moe_generic(cfg, kw)
     kw["d_ff"] = 0
     kw.update(attn_sinks=True, router_bias=True, expert_bias=True)
+    if not cfg.get("layer_types") and cfg.get("sliding_window"):
+        # transformers GptOssConfig default: even-indexed layers slide, odd ones attend fully
+        kw["sliding_window"] = int(cfg["sliding_window"])
+        kw["n_sliding_layers"] = (kw["n_layers"] + 1) // 2
 
 
 # model_type -> (defaults of the transformers config class for fields real configs omit, reader)
@@ -263,7 +261,7 @@ _FAMILIES = {
     "phi3": ({"tie_word_embeddings": False}, _phi3),
     "phi": ({"tie_word_embeddings": False, "partial_rotary_factor": 0.5}, _phi),
     "gptj": ({"tie_word_embeddings": False, "rotary_dim": 64, "n_positions": 2048}, _gptj),
-    "deepseek_v3": ({"tie_word_embeddings": False}, _deepseek_v3),
+    "deepseek_v3": ({"tie_word_embeddings": False, "moe_intermediate_size": 2048}, _deepseek_v3),
     "gpt_oss": ({"tie_word_embeddings": False}, _gpt_oss),
 }
 _FAMILIES["gemma3"] = _FAMILIES["gemma3_text"]
