@@ -199,7 +199,7 @@ def _gemma3_text(cfg, kw):
 
 def _phi3(cfg, kw):
     _all_sliding(cfg, kw)
-    factor = float(cfg.get("partial_rotary_factor", 1.0))
+    factor = float(_get(cfg, "partial_rotary_factor", default=1.0))
     head_dim = kw["head_dim"] or kw["d_model"] // kw["n_heads"]
     if factor < 1.0:
         kw["rotary_dim"] = int(head_dim * factor)
@@ -210,7 +210,7 @@ def _phi(cfg, kw):
     kw.update(gated_mlp=False, norm="layernorm", norms_per_layer=1, parallel_block=True,
               qkv_bias=True, o_bias=True, mlp_bias=True, lm_head_bias=True)
     head_dim = kw["head_dim"] or kw["d_model"] // kw["n_heads"]
-    kw["rotary_dim"] = int(head_dim * float(cfg.get("partial_rotary_factor", 0.5)))
+    kw["rotary_dim"] = int(head_dim * float(_get(cfg, "partial_rotary_factor", default=0.5)))
 
 
 def _gptj(cfg, kw):
@@ -245,7 +245,8 @@ def _gpt_oss(cfg, kw):
 # model_type -> (defaults of the transformers config class for fields real configs omit, reader)
 _FAMILIES = {
     "llama": ({"tie_word_embeddings": False, "max_position_embeddings": 2048}, _llama),
-    "mistral": ({"tie_word_embeddings": False, "sliding_window": 4096}, _mistral),
+    "mistral": ({"tie_word_embeddings": False, "sliding_window": 4096, "max_position_embeddings": 131072},
+                _mistral),
     "mixtral": ({"tie_word_embeddings": False, "num_local_experts": 8, "num_experts_per_tok": 2,
                  "rope_theta": 1e6}, _mixtral),
     "qwen2": ({"tie_word_embeddings": False}, _qwen2),
@@ -309,12 +310,12 @@ def spec_from_hf_config(cfg: dict, id: str = "", where: str = "config") -> Model
         if model_type not in _FAMILIES:
             _moe_generic(flat, kw)
         reader(flat, kw)
+        vision = cfg.get("vision_config")
+        if model_type == "gemma3" and isinstance(vision, dict):
+            kw["vision_params"] = siglip_params(vision, kw["d_model"])
     except (TypeError, ValueError) as e:
         if isinstance(e, UserError):
             raise UserError(f"{where}: {e}") from None
         raise UserError(f"{where}: unreadable field value ({e})") from None
-    vision = cfg.get("vision_config") if isinstance(cfg.get("text_config"), dict) else None
-    if isinstance(vision, dict) and model_type == "gemma3":
-        kw["vision_params"] = siglip_params(vision, kw["d_model"])
     name = id or str(cfg.get("_name_or_path") or model_type)
     return ModelSpec(id=name, name=name, family=model_type, **kw)
