@@ -247,3 +247,10 @@ def test_gpt_oss_without_layer_types_alternates():
     cfg = {k: v for k, v in CONFIGS["gpt-oss-20b"].items() if k != "layer_types"}
     spec = ModelSpec.from_hf_config(cfg)
     assert (spec.sliding_window, spec.n_sliding_layers) == (128, 12)   # GptOssConfig's default pattern
+
+
+def test_bad_vision_field_is_user_error():
+    cfg = json.loads(json.dumps(CONFIGS["gemma-3-4b"]))
+    cfg["vision_config"]["hidden_size"] = "wide"
+    with pytest.raises(UserError, match="unreadable field value"):
+        ModelSpec.from_hf_config(cfg)
