@@ -79,3 +79,14 @@ def test_quantized_kv_shrinks_kv_bytes():
     a = tokspeed.predict("llama-3-8b", "h100-sxm", quant="F16", kv_dtype="f16", context=8192, prompt=0, gen=1)
     b = tokspeed.predict("llama-3-8b", "h100-sxm", quant="F16", kv_dtype="q8_0", context=8192, prompt=0, gen=1)
     assert b.memory.kv_bytes / a.memory.kv_bytes == pytest.approx(34 / 64)
+
+
+def test_tied_embedding_gets_the_output_type():
+    # llama.cpp: with no output.weight, token_embd is quantized by the output rule (Q6_K for k-quants and Q4_0)
+    from tokspeed.models.catalog import get_model
+
+    tied = get_model("qwen2.5-0.5b")
+    assert tied.tied_embeddings
+    assert scheme_for("Q4_K_M", tied).format_for("token_embd", None, tied.d_model).name == "Q6_K"
+    untied = get_model("llama-3-8b")
+    assert scheme_for("Q4_K_M", untied).format_for("token_embd", None, untied.d_model).name == "Q4_K"
