@@ -9,22 +9,13 @@ tables are ignored there and read back here (``read_profile``, ``load_calibratio
 from __future__ import annotations
 
 import datetime as _dt
-import os
 import tomllib
 from pathlib import Path
 
 from ..errors import UserError
+from ..hardware.catalog import local_profile_path  # noqa: F401  (where `tokspeed probe` writes by default)
 
 PROFILE_VERSION = 1
-
-
-def local_profile_path() -> Path:
-    """$TOKSPEED_LOCAL_PROFILE, else $XDG_CONFIG_HOME/tokspeed/local.toml (~/.config by default)."""
-    env = os.environ.get("TOKSPEED_LOCAL_PROFILE")
-    if env:
-        return Path(env).expanduser()
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "tokspeed" / "local.toml"
 
 
 # ---- a minimal TOML writer (flat keys and one level of tables are all a profile holds) -----------

@@ -26,16 +26,10 @@ class MeasureOptions:
 
 def resolve_hardware(name: str):
     """(Hardware, profile path or None). ``local`` is the probed profile (profile.local_profile_path)."""
-    from ..hardware.catalog import get_hardware, hardware_from_toml
-    from .profile import local_profile_path
+    from ..hardware.catalog import LOCAL_NAME, get_hardware, local_profile_path
 
-    if name.lower() == "local":
-        p = local_profile_path()
-        if not p.is_file():
-            raise UserError(f"no local hardware profile at {p}", "run `tokspeed probe` first, or pass --hardware NAME")
-        return hardware_from_toml(p), p
     hw = get_hardware(name)
-    p = Path(name).expanduser()
+    p = local_profile_path() if name.strip().lower() == LOCAL_NAME else Path(name).expanduser()
     return hw, (p if p.is_file() else None)
 
 
@@ -128,7 +122,7 @@ def add_predictions(run: dict, hw, calibration=None) -> dict:
     spec = run["_spec"]
     for p in run["points"]:
         pred = predict_point(spec, hw, run["backend"], run["quant"], p["context"], p["gen"], p["batch"],
-                             p["prompt"], calibration, run["model"]["path"] or None)
+                             p["prompt"], calibration)
         p["predicted"] = pred
         p["error_pct"] = (pred["tok_s"] - p["decode_tok_s"]) / p["decode_tok_s"] * 100
     run["calibration"] = calibration.to_dict() if calibration else None
