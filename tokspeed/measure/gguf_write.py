@@ -13,7 +13,7 @@ def write_gguf(path, cfg, weights: dict, dtype: str = "F32", name: str = "tokspe
     Q and K are stored for llama.cpp's adjacent-pair rotation, so a GGUF loader must set
     ``rope_interleaved`` (``weights.spec_from_gguf`` does, from the architecture)."""
     import numpy as np
-    from gguf import GGUFWriter
+    from gguf import GGUFWriter, LlamaFileType
 
     if cfg.n_experts or cfg.qkv_bias or cfg.qk_norm:
         raise ValueError("write_gguf writes dense llama-architecture models only")
@@ -32,7 +32,9 @@ def write_gguf(path, cfg, weights: dict, dtype: str = "F32", name: str = "tokspe
     w.add_layer_norm_rms_eps(cfg.norm_eps)
     w.add_vocab_size(cfg.vocab_size)
     w.add_tokenizer_model("no_vocab")
-    mat = np.float16 if dtype.upper() == "F16" else np.float32
+    f16 = dtype.upper() == "F16"
+    w.add_file_type(LlamaFileType.MOSTLY_F16 if f16 else LlamaFileType.ALL_F32)
+    mat = np.float16 if f16 else np.float32
     for role, t in weights.items():
         arr = t.float().numpy() if hasattr(t, "numpy") else np.asarray(t, dtype=np.float32)
         is_norm = role.endswith("norm")
