@@ -48,7 +48,8 @@ def gguf_quant_name(path) -> str:
     return name.replace("MOSTLY_", "").replace("ALL_", "")
 
 
-def _derive(point: dict, hw, quant: str) -> dict:
+def derive_rates(point: dict, hw, quant: str) -> dict:
+    """Achieved GB/s, MBU (of the profile's bandwidth) and MFU (of its fp32 or fp16 TFLOP/s) of a point."""
     step_s = point["batch"] / point["decode_tok_s"]
     gbps = point["bytes_per_step"] / step_s / 1e9
     peak = (hw.fp32_tflops if quant.upper() == "F32" else hw.fp16_tflops or hw.fp32_tflops) * 1e12
@@ -97,7 +98,7 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
         model = {"id": spec.id, "source": "gguf", "path": lm.path, "n_params": spec.n_params}
     else:
         raise UserError(f"unknown backend {opts.backend!r}", "use torch or llama.cpp")
-    points = [_derive(p, hw, quant) for p in points]
+    points = [derive_rates(p, hw, quant) for p in points]
     for p in points:
         if p["decode_step"]["unstable"]:
             warnings.append(f"batch {p['batch']} depth {p['context']}: decode steps spread "
