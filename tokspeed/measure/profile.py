@@ -102,13 +102,9 @@ def build_profile(machine, results, threads: int, tool: str = "tokspeed probe") 
 
 
 def write_profile(profile: dict, path) -> Path:
-    p = Path(path).expanduser()
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(dumps_toml(profile), encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"cannot write profile {p}: {e.strerror}") from None
-    return p
+    from .textfile import write_text
+
+    return write_text(path, dumps_toml(profile), "profile")
 
 
 def read_profile(path) -> dict:

@@ -41,13 +41,9 @@ def new_run(**fields) -> dict:
 
 
 def write_run(run: dict, path) -> Path:
-    p = Path(path).expanduser()
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(run, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"cannot write run file {p}: {e.strerror}") from None
-    return p
+    from .textfile import write_text
+
+    return write_text(path, json.dumps(run, indent=2, ensure_ascii=False) + "\n", "run file")
 
 
 def read_run(path) -> dict:
