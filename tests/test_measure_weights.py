@@ -78,5 +78,6 @@ def test_text_streams_tokens_and_candidates(tmp_path, monkeypatch):
     kinds = [e["kind"] for e in out["events"]]
     assert kinds[:2] == ["prompt", "candidates"] and kinds.count("token") == 5
     top = out["events"][1]["top"]
-    assert len(top) == 5 and all(0 <= p <= 1 for _, p in top)
-    assert [p for _, p in top] == sorted((p for _, p in top), reverse=True)
+    probs = [t[1] for t in top]            # (text, probability, token id)
+    assert len(top) == 5 and all(0 <= p <= 1 for p in probs)
+    assert probs == sorted(probs, reverse=True)

@@ -135,10 +135,10 @@ def _generate(args, err) -> int:
             out.print(f"prompt: {ev['tokens']} tokens: " + " | ".join(repr(p) for p in ev["pieces"]))
         elif ev["kind"] == "candidates":
             out.print(f"prefill + first step: {ev['ms']:.1f} ms; next-token distribution (top {len(ev['top'])}):")
-            for text, prob in ev["top"]:
-                out.print(f"  {prob:6.1%}  {text!r}")
+            for text, prob, tid in ev["top"]:
+                out.print(f"  {prob:6.1%}  {text!r} (#{tid})")
         else:
-            out.print(f"[bold]{ev['text']!r}[/] [dim]{ev['ms']:.1f} ms[/]")
+            out.print(f"[bold]{ev['text']!r}[/] (#{ev['id']}) [dim]{ev['ms']:.1f} ms[/]")
 
     if args.backend == "llama.cpp":
         from ..measure.backend_llamacpp import generate_text, load_llama

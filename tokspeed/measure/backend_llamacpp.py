@@ -153,7 +153,7 @@ def generate_text(lm: LlamaModel, text: str, gen: int, emit, top: int = 5):
     best = np.argsort(-probs)[:top]
     step_ms = (time.perf_counter() - t0) * 1e3
     emit({"kind": "candidates", "ms": step_ms,
-          "top": [(llm.detokenize([int(i)]).decode("utf-8", "replace"), float(probs[i])) for i in best]})
+          "top": [(llm.detokenize([int(i)]).decode("utf-8", "replace"), float(probs[i]), int(i)) for i in best]})
     nxt, out = int(best[0]), []
     for i in range(gen):
         out.append(nxt)

@@ -178,7 +178,7 @@ def generate_text(lm: LoadedModel, text: str, gen: int, emit, top: int = 5, temp
     probs = logits.float().cpu().softmax(-1)[0]
     p, idx = probs.topk(top)
     emit({"kind": "candidates", "ms": (time.perf_counter() - t0) * 1e3,
-          "top": [(lm.tokenizer.decode([int(i)]), float(v)) for v, i in zip(p, idx)]})
+          "top": [(lm.tokenizer.decode([int(i)]), float(v), int(i)) for v, i in zip(p, idx)]})
     pos, out = len(ids), []
     nxt = sample_cpu(logits, temperature)          # the first new token comes from the prefill
     step_ms = (time.perf_counter() - t0) * 1e3

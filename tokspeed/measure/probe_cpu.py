@@ -38,7 +38,6 @@ def probe_bandwidth(nbytes: int, repeats: int = 5, warmup: int = 1, prefix: str 
                     time_call(lambda: torch.add(a, b, alpha=3.0, out=c), repeats, warmup, sync),
                     "c = a + 3*b: 2 reads + 1 write"),
     ]
-    del a, b, c
     return out
 
 
@@ -66,7 +65,6 @@ def probe_matvec(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefi
             t = time_call(lambda: F.linear(x, w), repeats, warmup, sync)
         out.append(ProbeResult(f"{prefix}_matvec_{dt}", "GB/s", w.numel() * w.element_size(), t,
                                f"F.linear of 1 x {n} by a {n} x {n} {dt} weight: weight bytes read"))
-        del w, x
     return out
 
 
@@ -83,7 +81,6 @@ def probe_matmul(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefi
             t = time_call(lambda: a @ b, repeats, warmup, sync)
         out.append(ProbeResult(f"{prefix}_matmul_{dt}", "TFLOP/s", 2.0 * n**3, t,
                                f"{n} x {n} x {n} {dt} matmul: 2 n^3 FLOPs"))
-        del a, b
     return out
 
 
