@@ -118,29 +118,45 @@ def llamacpp_decode(model: str, gen: int, tmp: Path, hw):
 
 
 def error_sweep(hw, contexts, gen):
-    """Each shape measured at each depth; predictions before calibration (ideal bound) and after
-    (eta, overhead fitted by least squares on the other shapes' points: leave one shape out)."""
+    """Each shape measured at each depth, right after a fresh read-bandwidth probe (the machine is a
+    shared VM whose bandwidth drifts by tens of percent within minutes: each shape is predicted for
+    the bandwidth of its own moment). Measured = median step (a step in which another process took
+    a core is not this machine's speed). Before: the core's gpt-fast prior; after: (eta, overhead)
+    fitted by least squares on the other shapes' points (leave one shape out)."""
+    from dataclasses import replace
+
     from tokspeed.measure.calibrate import fit
+    from tokspeed.measure.probe_cpu import probe_bandwidth
     from tokspeed.measure.runner import MeasureOptions, add_predictions, measure
 
-    runs = {}
+    runs, bws = {}, {}
     for m in ERROR_SHAPES:
-        log(f"  measuring {m} at depths {contexts} ...")
-        run = measure(MeasureOptions(m, quant="F32", contexts=contexts, prompt=0, gen=gen), hw)
-        runs[m] = add_predictions(run, hw, None)
+        bws[m] = probe_bandwidth(2**30, 5)[0].value
+        hw_now = replace(hw, bandwidth_gbps=bws[m])
+        log(f"  measuring {m} at depths {contexts} (read bandwidth now {bws[m]:.1f} GB/s) ...")
+        run = measure(MeasureOptions(m, quant="F32", contexts=contexts, prompt=0, gen=gen), hw_now)
+        runs[m] = add_predictions(run, hw_now, None)
+
+    def point(m, p):   # (bytes, median seconds per step, bandwidth of the moment)
+        return p["predicted"]["bytes_per_step"], p["decode_step"]["median_s"], bws[m]
+
     rows = []
     for m, run in runs.items():
-        others = [(p["predicted"]["bytes_per_step"], 1 / p["decode_tok_s"])
-                  for o, r in runs.items() if o != m for p in r["points"]]
+        # eta is relative to the probe: fit on bytes scaled to a common bandwidth
+        others = [(b * hw.bandwidth_gbps / bw, t) for o, r in runs.items() if o != m
+                  for b, t, bw in (point(o, p) for p in r["points"])]
         cal = fit(others, hw.bandwidth_gbps, "torch", fitted_on="other shapes")
         for p in run["points"]:
-            after = 1 / cal.seconds_per_token(p["predicted"]["bytes_per_step"])
-            rows.append({"model": m, "context": p["context"], "measured": p["decode_tok_s"],
-                         "bound": p["predicted"]["bound_tok_s"], "before_pct": p["error_pct"],
-                         "after": after, "after_pct": (after / p["decode_tok_s"] - 1) * 100,
-                         "eta": cal.eta_memory, "overhead_ms": cal.overhead_s * 1e3, "mbu": p["mbu"],
-                         "gb": p["predicted"]["bytes_per_step"] / 1e9})
-    all_pts = [(p["predicted"]["bytes_per_step"], 1 / p["decode_tok_s"]) for r in runs.values() for p in r["points"]]
+            b, t, bw = point(m, p)
+            measured = 1 / t
+            after = 1 / cal.seconds_per_token(b * hw.bandwidth_gbps / bw)
+            rows.append({"model": m, "context": p["context"], "measured": measured, "bw": bw,
+                         "bound": p["predicted"]["bound_tok_s"], "before": p["predicted"]["tok_s"],
+                         "before_pct": (p["predicted"]["tok_s"] / measured - 1) * 100,
+                         "after": after, "after_pct": (after / measured - 1) * 100,
+                         "eta": cal.eta_memory, "overhead_ms": cal.overhead_s * 1e3,
+                         "mbu": b / t / 1e9 / bw, "gb": b / 1e9})
+    all_pts = [(b * hw.bandwidth_gbps / bw, t) for m, r in runs.items() for b, t, bw in (point(m, p) for p in r["points"])]
     return rows, fit(all_pts, hw.bandwidth_gbps, "torch", fitted_on="all shapes")
 
 
@@ -155,7 +171,7 @@ def main(argv=None) -> int:
     from tokspeed.measure.profile import build_profile, write_profile
 
     t_start = time.time()
-    gen = 8 if a.quick else 16
+    gen = 8 if a.quick else 24
     contexts = [0, 512] if a.quick else [0, 512, 2048]
     tmp = Path(tempfile.mkdtemp(prefix="tokspeed-bench-"))
     lines = []
@@ -164,6 +180,7 @@ def main(argv=None) -> int:
         print(s, flush=True)
         lines.append(s)
 
+    load0 = _load()
     log("probing ...")
     machine, res, threads = probe(7)
     hw = hardware_from_toml(write_profile(build_profile(machine, res, threads, "benchmarks/bench_decode.py"),
@@ -213,15 +230,18 @@ def main(argv=None) -> int:
     rows, cal_all = error_sweep(hw, contexts, gen)
     out(f"## 3. Predicted vs measured decode (F32, random weights, {gen} steps per depth)")
     out()
-    out("Before: `tokspeed.predict(engine='ideal')` on the probed profile (bandwidth / bytes). After: "
+    out("Each shape is measured right after a fresh read probe (GB/s column) and predicted for that bandwidth. "
+        "Measured = median step. Ideal = `tokspeed.predict(engine='ideal')` (bandwidth / bytes); before = "
+        "`tokspeed.predict(engine='gpt-fast')`, the core's prior for a gpt-fast-style decoder; after = "
         "t = bytes / (bandwidth · eta) + overhead with (eta, overhead) fitted by least squares on the "
         "**other two** shapes (leave one shape out), so no point predicts itself.")
     out()
-    out("| model | depth | GB/step | measured tok/s | MBU | before (ideal) | error | after (calibrated) | error | fit on others: eta, overhead |")
-    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    out("| model | depth | read GB/s | GB/step | measured tok/s | MBU | ideal | before | error | after | error | fit on others: eta, overhead |")
+    out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
-        out(f"| {r['model']} | {r['context']} | {r['gb']:.3f} | {r['measured']:.2f} | {r['mbu']:.0%} | {r['bound']:.2f} | "
-            f"{r['before_pct']:+.0f} % | {r['after']:.2f} | {r['after_pct']:+.1f} % | {r['eta']:.3f}, {r['overhead_ms']:.2f} ms |")
+        out(f"| {r['model']} | {r['context']} | {r['bw']:.1f} | {r['gb']:.3f} | {r['measured']:.2f} | {r['mbu']:.0%} | "
+            f"{r['bound']:.2f} | {r['before']:.2f} | {r['before_pct']:+.0f} % | {r['after']:.2f} | {r['after_pct']:+.1f} % | "
+            f"{r['eta']:.3f}, {r['overhead_ms']:.2f} ms |")
     worst_before = max(abs(r["before_pct"]) for r in rows)
     worst_after = max(abs(r["after_pct"]) for r in rows)
     out()
@@ -233,11 +253,19 @@ def main(argv=None) -> int:
 
     again = probe_bandwidth(2**30, 7)[0]
     out(f"Read bandwidth re-probed at the end: {again.value:.1f} GB/s (start: {bw:.1f}); the machine is shared, "
-        f"so MBU moves with it. Total run time {time.time() - t_start:.0f} s.")
+        f"so MBU moves with it. Load average at start {load0}, at end {_load()} (2 cores). "
+        f"Total run time {time.time() - t_start:.0f} s.")
     if not a.no_write:
         write_results("\n".join(lines))
         log(f"results written to {RESULTS}")
     return 0
+
+
+def _load() -> str:
+    try:
+        return open("/proc/loadavg").read().split()[0]
+    except OSError:
+        return "?"
 
 
 def write_results(section: str):

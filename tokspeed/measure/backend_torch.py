@@ -145,6 +145,7 @@ def measure_point(lm: LoadedModel, batch: int, context: int, prompt: int, gen: i
         "batch": batch, "context": context, "prompt": prompt, "gen": gen,
         "prefill_tok_s": batch * prompt / prefill_s if prompt else None, "prefill_s": prefill_s if prompt else None,
         "decode_tok_s": batch / step_s, "decode_ms_per_token": step_s * 1e3,
+        "decode_tok_s_median": batch / sorted(steps)[len(steps) // 2],
         "decode_step": Timing.from_samples(steps, warmup).to_dict(),
         "weight_bytes_per_token": w, "kv_bytes_per_token": kv_avg / batch,
         "bytes_per_step": w + kv_avg, "bytes_per_token": (w + kv_avg) / batch, "flops_per_step": flops,
