@@ -137,26 +137,29 @@ def error_sweep(hw, contexts, gen):
         run = measure(MeasureOptions(m, quant="F32", contexts=contexts, prompt=0, gen=gen), hw_now)
         runs[m] = add_predictions(run, hw_now, None)
 
-    def point(m, p):   # (bytes, median seconds per step, bandwidth of the moment)
-        return p["predicted"]["bytes_per_step"], p["decode_step"]["median_s"], bws[m]
+    def point(m, p):   # (bytes, median seconds per step, KV bytes, bandwidth of the moment)
+        pr = p["predicted"]
+        return pr["bytes_per_step"], p["decode_step"]["median_s"], pr["kv_bytes_per_step"], bws[m]
 
     rows = []
     for m, run in runs.items():
         # eta is relative to the probe: fit on bytes scaled to a common bandwidth
-        others = [(b * hw.bandwidth_gbps / bw, t) for o, r in runs.items() if o != m
-                  for b, t, bw in (point(o, p) for p in r["points"])]
+        others = [(b * hw.bandwidth_gbps / bw, t, kv * hw.bandwidth_gbps / bw) for o, r in runs.items() if o != m
+                  for b, t, kv, bw in (point(o, p) for p in r["points"])]
         cal = fit(others, hw.bandwidth_gbps, "torch", fitted_on="other shapes")
         for p in run["points"]:
-            b, t, bw = point(m, p)
+            b, t, kv, bw = point(m, p)
             measured = 1 / t
-            after = 1 / cal.seconds_per_token(b * hw.bandwidth_gbps / bw)
+            after = 1 / cal.seconds_per_token(b * hw.bandwidth_gbps / bw, kv * hw.bandwidth_gbps / bw)
             rows.append({"model": m, "context": p["context"], "measured": measured, "bw": bw,
                          "bound": p["predicted"]["bound_tok_s"], "before": p["predicted"]["tok_s"],
                          "before_pct": (p["predicted"]["tok_s"] / measured - 1) * 100,
                          "after": after, "after_pct": (after / measured - 1) * 100,
-                         "eta": cal.eta_memory, "overhead_ms": cal.overhead_s * 1e3,
+                         "eta": cal.eta_memory, "eta_kv": cal.eta_kv or cal.eta_memory,
+                         "overhead_ms": cal.overhead_s * 1e3,
                          "mbu": b / t / 1e9 / bw, "gb": b / 1e9})
-    all_pts = [(b * hw.bandwidth_gbps / bw, t) for m, r in runs.items() for b, t, bw in (point(m, p) for p in r["points"])]
+    all_pts = [(b * hw.bandwidth_gbps / bw, t, kv * hw.bandwidth_gbps / bw) for m, r in runs.items()
+               for b, t, kv, bw in (point(m, p) for p in r["points"])]
     return rows, fit(all_pts, hw.bandwidth_gbps, "torch", fitted_on="all shapes")
 
 
@@ -233,20 +236,21 @@ def main(argv=None) -> int:
     out("Each shape is measured right after a fresh read probe (GB/s column) and predicted for that bandwidth. "
         "Measured = median step. Ideal = `tokspeed.predict(engine='ideal')` (bandwidth / bytes); before = "
         "`tokspeed.predict(engine='gpt-fast')`, the core's prior for a gpt-fast-style decoder; after = "
-        "t = bytes / (bandwidth · eta) + overhead with (eta, overhead) fitted by least squares on the "
-        "**other two** shapes (leave one shape out), so no point predicts itself.")
+        "t = weight bytes / (bandwidth · eta) + KV bytes / (bandwidth · eta_kv) + overhead, fitted by least squares "
+        "(relative error) on the **other two** shapes (leave one shape out), so no point predicts itself.")
     out()
-    out("| model | depth | read GB/s | GB/step | measured tok/s | MBU | ideal | before | error | after | error | fit on others: eta, overhead |")
+    out("| model | depth | read GB/s | GB/step | measured tok/s | MBU | ideal | before | error | after | error | fit on others: eta, eta_kv, overhead |")
     out("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
         out(f"| {r['model']} | {r['context']} | {r['bw']:.1f} | {r['gb']:.3f} | {r['measured']:.2f} | {r['mbu']:.0%} | "
             f"{r['bound']:.2f} | {r['before']:.2f} | {r['before_pct']:+.0f} % | {r['after']:.2f} | {r['after_pct']:+.1f} % | "
-            f"{r['eta']:.3f}, {r['overhead_ms']:.2f} ms |")
+            f"{r['eta']:.3f}, {r['eta_kv']:.3f}, {r['overhead_ms']:.2f} ms |")
     worst_before = max(abs(r["before_pct"]) for r in rows)
     worst_after = max(abs(r["after_pct"]) for r in rows)
     out()
     out(f"Worst |error|: before {worst_before:.0f} % (target 30 %), after {worst_after:.1f} % (target 15 %). "
-        f"Fit on all {len(rows)} points: eta {cal_all.eta_memory:.3f}, overhead {cal_all.overhead_s * 1e3:.2f} ms/token, "
+        f"Fit on all {len(rows)} points: eta {cal_all.eta_memory:.3f}, eta_kv {cal_all.eta_kv or cal_all.eta_memory:.3f}, "
+        f"overhead {cal_all.overhead_s * 1e3:.2f} ms/token, "
         f"rms error {cal_all.rms_rel_error:.1%}.")
     log("re-probing read bandwidth ...")
     from tokspeed.measure.probe_cpu import probe_bandwidth

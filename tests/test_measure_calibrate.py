@@ -44,3 +44,15 @@ def test_store_then_load_through_local_profile(tmp_path, monkeypatch):
     assert load_calibration(hw, "llama.cpp") is None             # nothing fitted for that backend
     assert load_calibration(get_hardware("rtx-4090"), "torch") is None   # a catalog device never picks it up
     assert hardware_from_toml(p).name == "Test CPU (measured)"
+
+
+def test_recovers_a_separate_kv_efficiency():
+    bw = 40.0
+    # steps reading w weight bytes and kv KV bytes: t = w / (40e9 * 0.8) + kv / (40e9 * 0.4) + 1 ms
+    pts = [(w + kv, w / 32e9 + kv / 16e9 + 1e-3, kv) for w in (1e9, 2e9, 5e9) for kv in (0.0, 1e8, 4e8)]
+    cal = fit(pts, bw, "torch")
+    assert cal.eta_memory == pytest.approx(0.8, rel=1e-6)
+    assert cal.eta_kv == pytest.approx(0.4, rel=1e-6)
+    assert cal.overhead_s == pytest.approx(1e-3, rel=1e-6)
+    # 2 GB of weights + 0.2 GB of KV: 62.5 ms + 12.5 ms + 1 ms
+    assert cal.seconds_per_token(2.2e9, 0.2e9) == pytest.approx(0.0625 + 0.0125 + 0.001)

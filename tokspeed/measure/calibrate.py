@@ -1,10 +1,13 @@
 """This machine's decode efficiency, fitted from a measured run.
 
-Model: seconds per decoded token = bytes_read_per_token / (bandwidth * eta_memory) + overhead_s,
-with ``bandwidth`` the profile's measured read bandwidth. ``eta_memory`` (the fraction of the probe
-bandwidth the engine's kernels reach) and ``overhead_s`` (per-token fixed cost: kernel launches,
-Python, sampling) are fitted by least squares over the run's points (KV depths, models), which
-differ in bytes per token. They are stored per backend in the profile's [calibration.<backend>] table.
+Model: seconds per decode step = weight_bytes / (bandwidth * eta_memory) + kv_bytes / (bandwidth *
+eta_kv) + overhead_s, with ``bandwidth`` the profile's measured read bandwidth. ``eta_memory`` (the
+fraction of the probe bandwidth the matrix kernels reach), ``eta_kv`` (the same for attention over
+the KV cache, which also pays softmax and per-head work) and ``overhead_s`` (per-step fixed cost:
+Python, kernel launches, sampling) are fitted by least squares on relative error over the run's
+points (KV depths, models). When the points cannot separate KV from weights (one depth, or a fit
+that would make a term negative) eta_kv = eta_memory, and if need be overhead_s = 0. They are stored
+per backend in the profile's [calibration.<backend>] table.
 """
 
 from __future__ import annotations
@@ -19,46 +22,69 @@ class Calibration:
     backend: str
     eta_memory: float
     overhead_s: float
-    bandwidth_gbps: float      # the probe bandwidth eta is relative to
+    bandwidth_gbps: float      # the probe bandwidth the etas are relative to
     n_points: int
     rms_rel_error: float       # of the fit on its own points
     fitted_on: str = ""
     date: str = ""
+    eta_kv: float = 0.0        # 0 -> same as eta_memory
 
-    def seconds_per_token(self, bytes_per_token: float) -> float:
-        return bytes_per_token / (self.bandwidth_gbps * 1e9 * self.eta_memory) + self.overhead_s
+    def seconds_per_token(self, bytes_per_token: float, kv_bytes_per_token: float = 0.0) -> float:
+        """Seconds for one step reading ``bytes_per_token`` in all, ``kv_bytes_per_token`` of them KV."""
+        bw = self.bandwidth_gbps * 1e9
+        kv = min(kv_bytes_per_token, bytes_per_token)
+        return (bytes_per_token - kv) / (bw * self.eta_memory) + kv / (bw * (self.eta_kv or self.eta_memory)) \
+            + self.overhead_s
 
-    def tok_s(self, bytes_per_token: float) -> float:
-        return 1.0 / self.seconds_per_token(bytes_per_token)
+    def tok_s(self, bytes_per_token: float, kv_bytes_per_token: float = 0.0) -> float:
+        return 1.0 / self.seconds_per_token(bytes_per_token, kv_bytes_per_token)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
+def _lstsq_relative(rows, ts):
+    """Coefficients minimising sum(((rows . c) - t) / t)^2."""
+    import numpy as np
+
+    A = np.array(rows, dtype=float) / np.array(ts, dtype=float)[:, None]
+    c, *_ = np.linalg.lstsq(A, np.ones(len(ts)), rcond=None)
+    return [float(v) for v in c]
+
+
 def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "") -> Calibration:
-    """Least squares of t = a * bytes + b over ``points`` = [(bytes_per_token, seconds_per_token)];
-    eta = 1 / (a * bandwidth). With one distinct byte count (or a negative intercept), the overhead
-    is pinned to 0 and only eta is fitted (through the origin)."""
-    pts = [(float(x), float(t)) for x, t in points if x > 0 and t > 0]
+    """Fit over ``points`` = [(bytes_per_step, seconds_per_step[, kv_bytes_per_step])]. Tries
+    (eta_memory, eta_kv, overhead), then (eta_memory, overhead) with KV counted like weights, then
+    eta_memory alone, keeping the first whose terms are all physical (positive etas, overhead >= 0)."""
+    pts = [(float(p[0]), float(p[1]), float(p[2]) if len(p) > 2 else 0.0) for p in points if p[0] > 0 and p[1] > 0]
     if not pts:
         raise ValueError("no points to fit")
-    n = len(pts)
-    mx = sum(x for x, _ in pts) / n
-    mt = sum(t for _, t in pts) / n
-    sxx = sum((x - mx) ** 2 for x, _ in pts)
-    a = b = None
-    if n >= 2 and sxx > 0:
-        a = sum((x - mx) * (t - mt) for x, t in pts) / sxx
-        b = mt - a * mx
-    if a is None or a <= 0 or b < 0:
-        a = sum(x * t for x, t in pts) / sum(x * x for x, _ in pts)
-        b = 0.0
+    ts = [t for _, t, _ in pts]
+    kvs = {round(kv) for _, _, kv in pts}
+    models = []
+    if len(kvs) > 1 and len(pts) >= 4:
+        models.append(("kv", [[b - kv, kv, 1.0] for b, _, kv in pts]))
+    if len({round(b) for b, _, _ in pts}) > 1:
+        models.append(("overhead", [[b, 1.0] for b, _, _ in pts]))
+    models.append(("eta", [[b] for b, _, _ in pts]))
     bw = bandwidth_gbps * 1e9
-    cal = Calibration(backend, 1.0 / (a * bw), b, bandwidth_gbps, n, 0.0, fitted_on,
-                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
-    rel = [(cal.seconds_per_token(x) - t) / t for x, t in pts]
-    rms = (sum(r * r for r in rel) / n) ** 0.5
-    return Calibration(**{**asdict(cal), "rms_rel_error": rms})
+    for kind, rows in models:
+        c = _lstsq_relative(rows, ts)
+        if kind == "kv" and c[0] > 0 and c[1] > 0 and c[2] >= 0:
+            eta, eta_kv, over = 1 / (c[0] * bw), 1 / (c[1] * bw), c[2]
+            break
+        if kind == "overhead" and c[0] > 0 and c[1] >= 0:
+            eta, eta_kv, over = 1 / (c[0] * bw), 0.0, c[1]
+            break
+        if kind == "eta" and c[0] > 0:
+            eta, eta_kv, over = 1 / (c[0] * bw), 0.0, 0.0
+            break
+    else:
+        raise ValueError("no physical fit")
+    cal = Calibration(backend, eta, over, bandwidth_gbps, len(pts), 0.0, fitted_on,
+                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), eta_kv)
+    rel = [(cal.seconds_per_token(b, kv) - t) / t for b, t, kv in pts]
+    return Calibration(**{**asdict(cal), "rms_rel_error": (sum(r * r for r in rel) / len(rel)) ** 0.5})
 
 
 def store_calibration(profile_path, cal: Calibration) -> Path:

@@ -32,14 +32,17 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
     out = {"bound_tok_s": batch * dec["bound_tok_s"], "tok_s": batch * dec["tok_s"],
            # ideal step time x bandwidth: the bytes of one step as the core counts them
            "bytes_per_step": hardware.bandwidth_gbps * 1e9 / dec["bound_tok_s"],
+           "weight_bytes_per_step": dec["weight_bytes_per_token"] * batch,
            "engine": engine, "source": f"tokspeed.predict(engine={engine!r}, quant={q!r}, kv_dtype={kv!r})"}
+    out["kv_bytes_per_step"] = max(out["bytes_per_step"] - out["weight_bytes_per_step"], 0.0)
     if prompt:
         pre = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=prompt, gen=1, context=context,
                       batch=batch).to_dict()["prefill"]
         out["prefill_tok_s"] = pre.get("tok_s")
     if calibration is not None:
         out["uncalibrated_tok_s"] = out["tok_s"]
-        out["tok_s"] = batch / calibration.seconds_per_token(out["bytes_per_step"])
+        out["tok_s"] = batch / calibration.seconds_per_token(out["bytes_per_step"], out["kv_bytes_per_step"])
         out["source"] += (f" + this machine's calibration (eta {calibration.eta_memory:.3f}, "
+                          f"eta_kv {calibration.eta_kv or calibration.eta_memory:.3f}, "
                           f"overhead {calibration.overhead_s * 1e3:.2f} ms/step)")
     return out

@@ -138,7 +138,8 @@ def calibrate_run(run: dict, hw, profile_path) -> object:
         raise UserError("--calibrate stores the fit in a probed hardware profile",
                         "use --hardware local (after `tokspeed probe`) or --hardware PROFILE.toml")
     # the median step: a step in which another process took the core says nothing about this machine
-    pts = [(p["predicted"]["bytes_per_step"], p["decode_step"]["median_s"]) for p in run["points"]]
+    pts = [(p["predicted"]["bytes_per_step"], p["decode_step"]["median_s"], p["predicted"]["kv_bytes_per_step"])
+           for p in run["points"]]
     cal = fit(pts, hw.bandwidth_gbps, run["backend"], fitted_on=f"{run['model']['id']} {run['quant']} depths "
               + ",".join(str(c) for c in run["settings"]["contexts"]))
     store_calibration(profile_path, cal)
