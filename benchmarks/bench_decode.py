@@ -160,7 +160,9 @@ def error_sweep(hw, contexts, gen):
                          "mbu": b / t / 1e9 / bw, "gb": b / 1e9})
     all_pts = [(b * hw.bandwidth_gbps / bw, t, kv * hw.bandwidth_gbps / bw) for m, r in runs.items()
                for b, t, kv, bw in (point(m, p) for p in r["points"])]
-    return rows, fit(all_pts, hw.bandwidth_gbps, "torch", fitted_on="all shapes")
+    cal_all = fit(all_pts, hw.bandwidth_gbps, "torch", fitted_on="all shapes")
+    worst_in = max(abs(cal_all.seconds_per_token(b, kv) / t - 1) for b, t, kv in all_pts) * 100
+    return rows, cal_all, worst_in
 
 
 def main(argv=None) -> int:
@@ -230,7 +232,7 @@ def main(argv=None) -> int:
         "(transformers: the reference decoder's count for the same shape).")
     out()
     log("error sweep ...")
-    rows, cal_all = error_sweep(hw, contexts, gen)
+    rows, cal_all, worst_in = error_sweep(hw, contexts, gen)
     out(f"## 3. Predicted vs measured decode (F32, random weights, {gen} steps per depth)")
     out()
     out("Each shape is measured right after a fresh read probe (GB/s column) and predicted for that bandwidth. "
@@ -251,7 +253,8 @@ def main(argv=None) -> int:
     out(f"Worst |error|: before {worst_before:.0f} % (target 30 %), after {worst_after:.1f} % (target 15 %). "
         f"Fit on all {len(rows)} points: eta {cal_all.eta_memory:.3f}, eta_kv {cal_all.eta_kv or cal_all.eta_memory:.3f}, "
         f"overhead {cal_all.overhead_s * 1e3:.2f} ms/token, "
-        f"rms error {cal_all.rms_rel_error:.1%}.")
+        f"rms error {cal_all.rms_rel_error:.1%}, worst {worst_in:.1f} % (what `tokspeed measure --calibrate` does: "
+        f"fit on the run's own points).")
     log("re-probing read bandwidth ...")
     from tokspeed.measure.probe_cpu import probe_bandwidth
 
