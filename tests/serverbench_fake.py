@@ -97,8 +97,12 @@ class FakeServer:
         return bool((body.get("stream_options") or {}).get("include_usage"))
 
     @staticmethod
-    def completion_event(text, finish=None, usage=None):
-        obj = {"id": "x", "object": "text_completion", "choices": [{"index": 0, "text": text, "finish_reason": finish}]}
+    def completion_event(text, finish=None, usage=None, chat=False):
+        if chat:
+            choice = {"index": 0, "delta": {"content": text}, "finish_reason": finish}
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": finish}
+        obj = {"id": "x", "object": "chat.completion.chunk" if chat else "text_completion", "choices": [choice]}
         if usage is not None:
             obj["usage"] = usage
         return "data: " + json.dumps(obj) + "\n\n"
@@ -109,8 +113,8 @@ class FakeServer:
         while sent < n:
             k = min(per_chunk, n - sent)
             sent += k
-            await self.chunk(writer, self.completion_event("t" * k,
-                                                           "length" if sent == n else None))
+            await self.chunk(writer, self.completion_event("t" * k, "length" if sent == n else None,
+                                                           chat="messages" in body))
             if sent < n:
                 await asyncio.sleep(GAP_S)
 
@@ -127,6 +131,15 @@ class FakeServer:
         n = self.n_tokens(body)
         await self.start_stream(writer)
         await self.tokens(writer, body, n)
+        await self.finish(writer, body, 11, n)
+
+    async def mode_slow(self, writer, body, path):
+        """Like ok, but 0.1 s between tokens: long enough to interrupt a run mid-request."""
+        n = self.n_tokens(body)
+        await self.start_stream(writer)
+        for i in range(n):
+            await asyncio.sleep(0.1)
+            await self.chunk(writer, self.completion_event("s", "length" if i == n - 1 else None))
         await self.finish(writer, body, 11, n)
 
     async def mode_multi(self, writer, body, path):

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 
-def _f(v, fmt="{:.1f}", scale=1.0):
-    return "-" if v is None else fmt.format(v * scale)
+def _f(v, fmt=None, scale=1.0):
+    """A number in few characters: 3 significant digits unless a format is given."""
+    if v is None:
+        return "-"
+    v = v * scale
+    if fmt:
+        return fmt.format(v)
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
 
 
 def print_summary(summary: dict, console=None) -> None:
@@ -16,17 +22,17 @@ def print_summary(summary: dict, console=None) -> None:
     title = f"{run.get('model', '?')} @ {run.get('url', '?')} ({run.get('api', '?')})"
     if summary.get("partial"):
         title += "  [partial: interrupted]"
-    t = Table(title=title, caption="times in ms unless marked")
+    t = Table(title=title, caption="TTFT/TPOT/ITL in ms, e2e in s; tok/s/user = decode speed one request sees, all = aggregate")
     # times in ms except e2e (s); tok/s per user = decode speed one request sees; total = aggregate
-    for col in ("phase", "ok", "TTFT p50", "TTFT p99", "TPOT p50", "ITL p99", "e2e p50 s",
-                "tok/s user", "tok/s total", "counted by"):
-        t.add_column(col, justify="left" if col in ("phase", "counted by") else "right")
+    for col in ("phase", "ok", "TTFT\np50", "TTFT\np99", "TPOT\np50", "ITL\np99", "e2e\np50",
+                "tok/s\nuser", "tok/s\nall", "tokens\nfrom"):
+        t.add_column(col, justify="left" if col in ("phase", "tokens\nfrom") else "right")
     for ph in summary.get("phases", []):
         st = ph.get("stats", {})
         g = lambda m, q: (st.get(m) or {}).get(q)  # noqa: E731
         t.add_row(str(ph.get("phase")), f"{ph['ok']}/{ph['requests']}", _f(g("ttft_s", "p50"), scale=1e3),
-                  _f(g("ttft_s", "p99"), scale=1e3), _f(g("tpot_s", "p50"), "{:.2f}", 1e3),
-                  _f(g("itl_s", "p99"), "{:.2f}", 1e3), _f(g("e2e_s", "p50"), "{:.2f}"),
+                  _f(g("ttft_s", "p99"), scale=1e3), _f(g("tpot_s", "p50"), scale=1e3),
+                  _f(g("itl_s", "p99"), scale=1e3), _f(g("e2e_s", "p50")),
                   _f(ph.get("per_user_decode_tok_s")), _f(ph.get("output_tok_s")),
                   ",".join(ph.get("output_tokens_source") or []) or "-")
     console.print(t)
