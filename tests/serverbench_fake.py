@@ -217,6 +217,15 @@ class FakeServer:
         await self.chunk(writer, self.completion_event("a"))
         await self.end(writer)
 
+    async def mode_truncated(self, writer, body, path):
+        """Two tokens then [DONE], with no finish_reason anywhere."""
+        await self.start_stream(writer)
+        await asyncio.sleep(TTFT_S)
+        for _ in range(2):
+            await self.chunk(writer, self.completion_event("a"))
+        await self.chunk(writer, "data: [DONE]\n\n")
+        await self.end(writer)
+
     async def mode_stream_error(self, writer, body, path):
         await self.start_stream(writer)
         await self.tokens(writer, body, 1)

@@ -41,6 +41,7 @@ def server():
     ("stall_headers", "timeout_first_token"),  # not even headers
     ("stall_mid", "timeout_idle"),  # two tokens, then silence
     ("stream_error", "stream_error"),  # {"error": ...} inside the stream
+    ("truncated", "truncated"),  # [DONE] without any finish_reason
 ])
 def test_each_fault_is_recorded_as_its_kind(server, mode, kind):
     t = time.perf_counter()

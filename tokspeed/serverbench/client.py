@@ -30,7 +30,7 @@ from .apis import Chunk, read_chunk
 from .sse import NDJSONParser, SSEParser, decode_json
 
 ERROR_KINDS = ("connect", "http_4xx", "http_429", "http_5xx", "http_other", "timeout_first_token",
-               "timeout_idle", "timeout_total", "malformed_stream", "stream_error", "disconnected",
+               "timeout_idle", "timeout_total", "malformed_stream", "stream_error", "truncated", "disconnected",
                "client_error")
 CANCELLED = "cancelled"  # stopped by the user (Ctrl-C): recorded, not counted as a server failure
 DETAIL_CHARS = 300  # how much of an error body or message is kept
@@ -251,6 +251,10 @@ class _StreamState:
             raise _Failure("malformed_stream", f"{f.malformed_lines} malformed line(s), first: {f.first_malformed!r}")
         if not self.done and self.finish_reason is None:
             raise _Failure("disconnected", "stream ended without its end marker ([DONE] / done:true / finish_reason)")
+        if self.api != "ollama" and self.finish_reason is None:
+            # [DONE] but no choice ever said why it ended: the server cut the answer short
+            # (llama-cpp-python does this to a stream when another request arrives, unless --interrupt_requests False)
+            raise _Failure("truncated", "[DONE] came without a finish_reason: the server ended the answer early")
 
     def fields(self, e2e_s: float) -> dict:
         out_tokens, out_src = self._count("completion_tokens", "output_tokens")

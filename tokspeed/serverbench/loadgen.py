@@ -99,7 +99,9 @@ class LoadGenerator:
         finally:
             watcher.cancel()
 
-    def _job(self, labels: dict) -> Job:
+    def next_job(self, labels: dict) -> Job:
+        """The next request to make. Jobs are drawn in index order from the seeded RNG, so a run's
+        prompts can be regenerated from its plan (the JSONL does not store prompt text)."""
         i = self._next_index
         self._next_index += 1
         n_prompt = self.plan.prompt_tokens.draw(self.rng)
@@ -141,7 +143,7 @@ class LoadGenerator:
 
         async def worker():
             while claim():
-                await self._one(self._job(labels))
+                await self._one(self.next_job(labels))
 
         await asyncio.gather(*(worker() for _ in range(workers)))
 
@@ -170,7 +172,7 @@ class LoadGenerator:
             except asyncio.TimeoutError:
                 pass
             started += 1
-            tasks.append(asyncio.create_task(gated(self._job(labels), arrival)))
+            tasks.append(asyncio.create_task(gated(self.next_job(labels), arrival)))
         await asyncio.gather(*tasks)
 
     async def _cancel_on_stop(self) -> None:
