@@ -217,6 +217,16 @@ class FakeServer:
         await self.chunk(writer, self.completion_event("a"))
         await self.end(writer)
 
+    async def mode_llamacpp(self, writer, body, path):
+        """llama.cpp's server: no usage, but ``timings`` on the last chunk (here claiming 2 tokens per chunk)."""
+        await self.start_stream(writer)
+        await self.tokens(writer, body, 4)
+        timings = {"prompt_n": 5, "prompt_ms": 10.0, "prompt_per_second": 500.0,
+                   "predicted_n": 8, "predicted_ms": 40.0, "predicted_per_second": 200.0}
+        await self.chunk(writer, "data: " + json.dumps({"id": "x", "choices": [], "timings": timings}) + "\n\n")
+        await self.chunk(writer, "data: [DONE]\n\n")
+        await self.end(writer)
+
     async def mode_truncated(self, writer, body, path):
         """Two tokens then [DONE], with no finish_reason anywhere."""
         await self.start_stream(writer)

@@ -93,6 +93,14 @@ def test_ollama_counts_and_server_timings(server):
     assert r["server_timings"]["prefill_tok_s"] == pytest.approx(300.0)
 
 
+def test_llama_cpp_timings_give_counts_when_there_is_no_usage(server):
+    r = one(server.url, "llamacpp")
+    assert r["ok"] and r["chunks"] == 4
+    assert r["output_tokens"] == 8 and r["output_tokens_source"] == "llama.cpp" and r["prompt_tokens"] == 5
+    assert r["server_timings"]["decode_tok_s"] == 200.0 and r["server_timings"]["prefill_tok_s"] == 500.0
+    assert r["tpot_s"] == pytest.approx(r["decode_s"] / 7)
+
+
 def test_api_key_goes_in_the_header_and_is_redacted_from_error_details(server):
     r = one(server.url, "http500", headers={"Authorization": "Bearer sk-secret-123"}, secret="sk-secret-123")
     assert server.headers[-1]["authorization"] == "Bearer sk-secret-123"

@@ -22,6 +22,7 @@ MAX_RATE_RPS = 1_000.0
 MAX_WARMUP = 100
 MAX_OUTPUT_TOKENS = 32_768
 MAX_PROMPT_TOKENS = 131_072
+RATE_MAX_IN_FLIGHT = 64  # default cap on requests in flight in a --rate run
 KEY_ENV_VARS = ("TOKSPEED_API_KEY", "OPENAI_API_KEY")
 EXIT_SOME_FAILED = 3
 EXIT_INTERRUPTED = 130
@@ -37,8 +38,9 @@ def add_parser(sub):
     bound = p.add_mutually_exclusive_group()
     bound.add_argument("--requests", type=int, help=f"requests per phase (default max(10, 4 x concurrency); cap {MAX_REQUESTS})")
     bound.add_argument("--duration", type=float, help=f"seconds per phase (cap {MAX_DURATION_S:g})")
-    p.add_argument("--concurrency", default="1", help="comma list of concurrency levels, e.g. 1,2,4,8 (default 1)")
-    p.add_argument("--rate", type=float, help="Poisson arrival rate in requests/s (max in flight = largest --concurrency)")
+    p.add_argument("--concurrency", help="comma list of concurrency levels, e.g. 1,2,4,8 (default 1); "
+                                          f"with --rate: the most requests in flight (default {RATE_MAX_IN_FLIGHT})")
+    p.add_argument("--rate", type=float, help="Poisson arrival rate in requests/s")
     p.add_argument("--prompt-tokens", default="128", help="target prompt length: N or LO-HI (uniform); default 128")
     p.add_argument("--max-tokens", default="128", help="output length asked: N or LO-HI (uniform); default 128")
     p.add_argument("--warmup", type=int, default=1, help="warm-up requests before measuring, excluded (default 1)")
@@ -115,8 +117,9 @@ def _config(args, BenchConfig):
         raise UserError("bench-server needs --model", "the model name as the server knows it")
     url = endpoint_url(args.url, args.api)
     notes: list[str] = []
+    conc = args.concurrency or (str(RATE_MAX_IN_FLIGHT) if args.rate else "1")
     try:
-        levels = [int(x) for x in str(args.concurrency).split(",") if x.strip()]
+        levels = [int(x) for x in conc.split(",") if x.strip()]
     except ValueError:
         raise UserError(f"cannot read --concurrency {args.concurrency!r}", "write a comma list like 1,2,4,8") from None
     if not levels or min(levels) < 1:

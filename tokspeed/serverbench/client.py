@@ -93,7 +93,6 @@ async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict |
                  "error_detail": None, "http_status": None, "start_unix_s": time.time()}
     st = _StreamState(spec.api, count_tokens)
     t0 = time.perf_counter()
-    rec["_t0"] = t0
     try:
         await asyncio.wait_for(_exchange(client, spec, timeouts, headers, st, t0, rec), timeouts.total_s)
         st.finish()
@@ -113,7 +112,6 @@ async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict |
     except Exception as e:  # a bug or an exotic transport error must not end the run
         rec["error"], rec["error_detail"] = "client_error", f"{type(e).__name__}: {_short(e)}"
     e2e = time.perf_counter() - t0
-    del rec["_t0"]
     rec.update(st.fields(e2e))
     if rec["error_detail"] and secret:
         rec["error_detail"] = rec["error_detail"].replace(secret, "***")

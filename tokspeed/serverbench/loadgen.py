@@ -4,8 +4,8 @@
   until the phase has started ``requests`` requests or ``duration_s`` has passed (requests already
   started then run to their end, so none is cut short).
 - Rate phase: arrivals form a Poisson process of ``rate_rps`` requests per second (exponential
-  gaps from a seeded RNG); at most ``max_in_flight`` run at once, and an arrival that finds them all
-  busy waits (counted in the record as ``queued_s``, the wait before it was sent).
+  gaps from a seeded RNG); at most ``max(concurrency)`` run at once, and an arrival that finds them
+  all busy waits (recorded as ``queued_s``, its wait before it was sent; TTFT starts at the send).
 - Warm-up: ``warmup`` requests, one at a time, before the first phase; recorded with ``warmup: true``
   and left out of every statistic.
 - ``stop`` (set on Ctrl-C): no new request starts; requests in flight are cancelled and recorded as
