@@ -112,3 +112,19 @@ def test_endpoint_urls():
     assert endpoint_url("http://h:1/v1/", "openai-chat") == "http://h:1/v1/chat/completions"
     assert endpoint_url("http://h:1/v1/completions", "openai-completions") == "http://h:1/v1/completions"
     assert endpoint_url("http://h:11434", "ollama") == "http://h:11434/api/generate"
+
+
+def test_a_tokenizer_counts_the_tokens_inside_each_chunk(server, tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    from tokspeed.serverbench.bench import load_token_counter
+
+    # character-level BPE without merges: every character is one token
+    vocab = {c: i for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=[]))
+    tok.save(str(tmp_path / "tokenizer.json"))
+    count = load_token_counter(tmp_path / "tokenizer.json")
+    assert count("tt") == 2
+    r = one(server.url, "multi", stream_usage=False, count_tokens=count)  # chunks of "tt", no usage
+    assert r["output_tokens"] == N_TOKENS and r["output_tokens_source"] == "tokenizer"
+    assert r["itl_complete"] and len(r["itl_s"]) == N_TOKENS - 1
+    assert r["itl_s"][0] == 0.0 and r["itl_s"][2] == 0.0  # the second token of each chunk arrives with the first

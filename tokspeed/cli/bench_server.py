@@ -54,6 +54,7 @@ def add_parser(sub):
     p.add_argument("--idle-timeout", type=float, default=60.0, help="longest gap between chunks, seconds (default 60)")
     p.add_argument("--request-timeout", type=float, default=900.0, help="whole request, seconds (default 900)")
     p.add_argument("--api-key", help=f"bearer token; default from ${KEY_ENV_VARS[0]} or ${KEY_ENV_VARS[1]}. Never printed or saved")
+    p.add_argument("--tokenizer", help="tokenizer.json to count the tokens in each chunk when the server sends no per-chunk counts")
     p.add_argument("--hardware", help="hardware id/file: put the measured decode speed next to tokspeed's prediction")
     p.add_argument("--predict-model", help="catalog id or model file for the prediction (default: --model)")
     p.add_argument("--quant", help="quantization for the prediction, e.g. Q4_K_M")
@@ -148,6 +149,8 @@ def _config(args, BenchConfig):
             if os.environ.get(var):
                 key, key_source = os.environ[var], f"${var}"
                 break
+    if args.tokenizer and not os.path.isfile(args.tokenizer):
+        raise UserError(f"no such tokenizer file: {args.tokenizer}", "give a Hugging Face tokenizer.json")
     if args.hardware:
         from ..hardware.catalog import get_hardware
 
@@ -164,7 +167,7 @@ def _config(args, BenchConfig):
         timeouts=(args.connect_timeout, args.first_token_timeout, args.idle_timeout, args.request_timeout),
         api_key=key, api_key_source=key_source, out_dir=out_dir, hardware=args.hardware,
         predict_model=args.predict_model, quant=args.quant, engine=args.engine,
-        progress=not args.quiet, notes=notes,
+        tokenizer=args.tokenizer, progress=not args.quiet, notes=notes,
     )
     for n in notes:
         sys.stderr.write(f"tokspeed: {n}\n")

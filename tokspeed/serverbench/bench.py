@@ -48,6 +48,7 @@ class BenchConfig:
     predict_model: str | None = None
     quant: str | None = None
     engine: str | None = None
+    tokenizer: str | None = None  # tokenizer.json path: tokens per chunk when the server does not say
     progress: bool = True
     notes: list = field(default_factory=list)
 
@@ -60,17 +61,18 @@ class BenchConfig:
                 "timeouts_s": dict(zip(("connect", "first_token", "idle", "request"), self.timeouts)),
                 "api_key": f"from {self.api_key_source}" if self.api_key_source else "none",
                 "hardware": self.hardware, "predict_model": self.predict_model, "quant": self.quant,
-                "engine": self.engine, "notes": self.notes}
+                "engine": self.engine, "tokenizer": self.tokenizer, "notes": self.notes}
 
 
 def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
     """Run the benchmark; returns (summary, interrupted). The summary is also written to out_dir."""
     out = Path(cfg.out_dir)
+    count_tokens = load_token_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
     recorder = Recorder(out, cfg.run_info())
     records: list[dict] = []
     interrupted = False
     try:
-        interrupted = asyncio.run(_main(cfg, recorder, records))
+        interrupted = asyncio.run(_main(cfg, recorder, records, count_tokens))
     except KeyboardInterrupt:  # second Ctrl-C, or one before the loop could take it
         interrupted = True
     finally:
@@ -83,7 +85,7 @@ def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
     return summary, interrupted
 
 
-async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict]) -> bool:
+async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count_tokens=None) -> bool:
     import httpx
 
     plan = LoadPlan(concurrency=cfg.concurrency, requests=cfg.requests, duration_s=cfg.duration_s,
@@ -101,7 +103,7 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict]) -> bo
             body = request_body(cfg.api, cfg.model, job.prompt, job.max_tokens, temperature=cfg.temperature,
                                 seed=cfg.seed, ignore_eos=cfg.ignore_eos, stream_usage=cfg.stream_usage)
             return await measure(client, RequestSpec(job.index, cfg.url, cfg.api, body, job.labels), timeouts,
-                                 headers, secret=cfg.api_key)
+                                 headers, count_tokens=count_tokens, secret=cfg.api_key)
 
         def on_record(rec: dict) -> None:
             recorder.write(rec)
@@ -130,6 +132,21 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict]) -> bo
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
     return bool(stopped)
+
+
+def load_token_counter(path: str):
+    """``text -> number of tokens`` from a Hugging Face tokenizer.json (no special tokens added)."""
+    from ..errors import UserError
+
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        raise UserError("--tokenizer needs the tokenizers package", "pip install 'tokspeed[files]'") from None
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as e:
+        raise UserError(f"cannot read tokenizer {path}: {e}") from None
+    return lambda text: len(tok.encode(text, add_special_tokens=False).ids)
 
 
 def attach_prediction(summary: dict, model: str, hardware: str, quant: str | None, engine: str | None) -> None:
