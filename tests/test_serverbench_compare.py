@@ -64,7 +64,7 @@ def test_bench_server_puts_the_prediction_in_the_summary(fake_predict, tmp_path,
     from tokspeed.cli.main import main
 
     with FakeServer() as s:
-        rc = main(["bench-server", s.url, "--model", "served-name", "--requests", "2", "--warmup", "0",
+        rc = main(["bench-server", s.url, "--model", "ok", "--requests", "2", "--warmup", "0",
                    "--hardware", "rtx-4090", "--predict-model", "llama-3-8b", "--quant", "Q4_K_M",
                    "-o", str(tmp_path / "r"), "--quiet"])
     assert rc == 0
