@@ -24,7 +24,7 @@ def bench(server, tmp_path, *extra, model="ok"):
 
 
 def records(out):
-    return [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()][1:]
+    return [r for r in map(json.loads, (out / "requests.jsonl").read_text().splitlines()) if r["type"] == "request"]
 
 
 @pytest.mark.parametrize("argv, text", [

@@ -82,8 +82,9 @@ def test_a_run_with_faults_finishes_records_everything_and_exits_3(server, tmp_p
                "-o", str(out), "--quiet", "--json"])
     assert rc == 3
     lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
-    assert lines[0]["type"] == "run" and len(lines) == 1 + len(MODES)
-    got = {r["index"]: r["error"] for r in lines[1:]}
+    assert lines[0]["type"] == "run" and len(lines) == 1 + len(MODES) + 1
+    assert lines[-1] == {"type": "end", "interrupted": False, "requests": len(MODES)}
+    got = {r["index"]: r["error"] for r in lines[1:-1]}
     expected = {"ok": None, "die": "disconnected", "http500": "http_5xx", "http429": "http_429",
                 "malformed": "malformed_stream", "stall_first": "timeout_first_token", "stall_mid": "timeout_idle",
                 "close_before": "disconnected"}
@@ -119,6 +120,9 @@ def test_ctrl_c_keeps_every_record_and_writes_a_partial_summary(server, tmp_path
     assert len(reqs) < 50
     assert sum(r["ok"] for r in reqs) >= 2
     assert any(r["error"] == "cancelled" for r in reqs)  # the ones in flight at Ctrl-C
+    assert lines[-1]["type"] == "end" and lines[-1]["interrupted"] is True
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"] is True and summary["requests"] == len(reqs)
     assert summary["failed"] == 0 and summary["cancelled"] >= 1
+    assert main(["bench-server", "--summarize", str(out), "--json"]) == 0  # rebuilt: still partial
+    assert json.loads((out / "summary.json").read_text())["partial"] is True

@@ -96,7 +96,7 @@ def test_bench_a_real_llama_cpp_server(llama_server, tmp_path):
                "--requests", str(REQUESTS), "--warmup", str(WARMUP), "--max-tokens", str(MAX_TOKENS),
                "--prompt-tokens", str(PROMPT_TOKENS), "--seed", str(SEED), "-o", str(out), "--quiet"])
     assert rc == 0
-    recs = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()][1:]
+    recs = [r for r in map(json.loads, (out / "requests.jsonl").read_text().splitlines()) if r["type"] == "request"]
     assert len(recs) == WARMUP + REQUESTS * len(LEVELS) and all(r["ok"] for r in recs)
 
     jobs = regenerate_prompts(len(recs))
@@ -129,5 +129,5 @@ def test_chat_api_against_llama_cpp(llama_server, tmp_path):
     out = tmp_path / "chat"
     rc = main(["bench-server", llama_server, "--model", "tiny", "--api", "openai-chat", "--requests", "2",
                "--warmup", "0", "--max-tokens", "6", "--prompt-tokens", "8", "-o", str(out), "--quiet"])
-    recs = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()][1:]
+    recs = [r for r in map(json.loads, (out / "requests.jsonl").read_text().splitlines()) if r["type"] == "request"]
     assert rc == 0 and all(r["ok"] and r["output_tokens"] == 6 for r in recs)

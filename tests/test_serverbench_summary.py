@@ -70,8 +70,9 @@ def test_summary_rebuilds_from_jsonl_and_skips_a_torn_last_line(tmp_path):
     r.close()
     with open(tmp_path / "requests.jsonl", "a") as f:
         f.write('{"type": "request", "index": 3, "ok": tr')  # a crash mid-write
-    run, recs, bad = read_jsonl(tmp_path)
+    run, recs, end, bad = read_jsonl(tmp_path)
     assert run["model"] == "m" and [x["index"] for x in recs] == [1, 2] and bad == 1
+    assert end is None and read_jsonl(tmp_path).partial  # no end line: the run was killed
     s = summarize(run, recs, skipped_lines=bad)
     assert s["errors"] == {"timeout_idle": 1} and s["unreadable_lines"] == 1
     json.dumps(s, allow_nan=False)

@@ -86,8 +86,9 @@ def _resummarize(args) -> int:
     from ..serverbench.record import read_jsonl, write_summary
     from ..serverbench.summary import summarize
 
-    run_info, records, bad = read_jsonl(args.summarize)
-    summary = summarize(run_info, records, partial=bool(run_info.get("interrupted")), skipped_lines=bad)
+    log = read_jsonl(args.summarize)
+    run_info, bad = log.run, log.unreadable
+    summary = summarize(run_info, log.requests, partial=log.partial, skipped_lines=bad)
     hw = args.hardware or run_info.get("hardware")
     if hw:
         pm = args.predict_model or run_info.get("predict_model") or run_info.get("model")

@@ -76,6 +76,7 @@ def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
     except KeyboardInterrupt:  # second Ctrl-C, or one before the loop could take it
         interrupted = True
     finally:
+        recorder.write({"type": "end", "interrupted": interrupted, "requests": len(records)})
         recorder.close()
     run_info = {"type": "run", **cfg.run_info(), "interrupted": interrupted}
     summary = summarize(run_info, records, partial=interrupted)

@@ -3,7 +3,9 @@
 ``requests.jsonl`` starts with one ``{"type": "run", ...}`` line (what was asked: URL without
 credentials, model, API, load plan, tokspeed version), then one ``{"type": "request", ...}`` line per
 finished request, each flushed and fsynced as it is written: a Ctrl-C, a crash or a power cut loses at
-most the request in flight. The API key is never written: the run line only says where it came from.
+most the requests in flight. A run that ends (normally or by Ctrl-C) adds ``{"type": "end",
+"interrupted": ...}``; without it the run was killed, and a rebuilt summary says ``partial``.
+The API key is never written: the run line only says where it came from.
 ``read_jsonl`` skips a torn last line (a crash mid-write) and says how many lines it skipped.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import UserError
 
@@ -39,14 +42,24 @@ class Recorder:
         self._f.close()
 
 
-def read_jsonl(path: Path) -> tuple[dict, list[dict], int]:
-    """(run line, request lines, number of unreadable lines skipped)."""
+class RunLog(NamedTuple):
+    run: dict  # the run line
+    requests: list[dict]
+    end: dict | None  # the end line; None if the run never reached its end
+    unreadable: int  # lines skipped (torn or not JSON objects)
+
+    @property
+    def partial(self) -> bool:
+        return self.end is None or bool(self.end.get("interrupted"))
+
+
+def read_jsonl(path: Path) -> RunLog:
     path = Path(path)
     if path.is_dir():
         path = path / REQUESTS
     if not path.is_file():
         raise UserError(f"no {REQUESTS} at {path}", "give the directory a bench-server run wrote (-o DIR)")
-    run, requests, bad = {}, [], 0
+    run, requests, end, bad = {}, [], None, 0
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
@@ -62,9 +75,11 @@ def read_jsonl(path: Path) -> tuple[dict, list[dict], int]:
                 run = obj
             elif obj.get("type") == "request":
                 requests.append(obj)
+            elif obj.get("type") == "end":
+                end = obj
             else:
                 bad += 1
-    return run, requests, bad
+    return RunLog(run, requests, end, bad)
 
 
 def write_summary(directory: Path, summary: dict) -> Path:
