@@ -18,6 +18,24 @@ N_TOKENS = 8  # tokens per well-behaved answer unless max_tokens is smaller
 STALL_S = 30.0  # longer than any timeout the tests use; the server is shut down before it ends
 
 
+def one(base, model, api="openai-completions", max_tokens=N_TOKENS, timeouts=None, stream_usage=True, **kw):
+    """One request through tokspeed's client (``measure``), returning its record."""
+    import httpx
+
+    from tokspeed.serverbench.apis import endpoint_url, request_body
+    from tokspeed.serverbench.client import RequestSpec, Timeouts, measure
+
+    timeouts = timeouts or Timeouts(connect_s=2, first_token_s=2, idle_s=1, total_s=10)
+
+    async def go():
+        async with httpx.AsyncClient(trust_env=False) as client:
+            body = request_body(api, model, "hello", max_tokens, temperature=0, seed=0, ignore_eos=False,
+                                stream_usage=stream_usage)
+            return await measure(client, RequestSpec(0, endpoint_url(base, api), api, body), timeouts, **kw)
+
+    return asyncio.run(go())
+
+
 class FakeServer:
     def __init__(self):
         self.loop = asyncio.new_event_loop()

@@ -1,28 +1,11 @@
 """One request against a well-behaved fake server with known timing (127.0.0.1, started here)."""
 
-import asyncio
-
 import pytest
 
-from serverbench_fake import GAP_S, N_TOKENS, TTFT_S, FakeServer
-from tokspeed.serverbench.apis import endpoint_url, request_body
-from tokspeed.serverbench.client import RequestSpec, Timeouts, measure
+from serverbench_fake import GAP_S, N_TOKENS, TTFT_S, FakeServer, one
+from tokspeed.serverbench.apis import endpoint_url
 
 pytest.importorskip("httpx")
-
-FAST = Timeouts(connect_s=2, first_token_s=2, idle_s=1, total_s=10)
-
-
-def one(base, model, api="openai-completions", max_tokens=N_TOKENS, timeouts=FAST, stream_usage=True, **kw):
-    import httpx
-
-    async def go():
-        async with httpx.AsyncClient(trust_env=False) as client:
-            body = request_body(api, model, "hello", max_tokens, temperature=0, seed=0, ignore_eos=False,
-                                stream_usage=stream_usage)
-            return await measure(client, RequestSpec(0, endpoint_url(base, api), api, body), timeouts, **kw)
-
-    return asyncio.run(go())
 
 
 @pytest.fixture(scope="module")

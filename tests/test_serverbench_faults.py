@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from serverbench_fake import FakeServer
-from test_serverbench_client import one
+from serverbench_fake import FakeServer, one
 from tokspeed.cli.main import main
 from tokspeed.serverbench.client import Timeouts
 

@@ -8,7 +8,6 @@ length against the count worked out by hand from the vocab.
 """
 
 import json
-import os
 import socket
 import subprocess
 import sys
