@@ -2,8 +2,8 @@
 
 - ``openai-completions``: ``POST /v1/completions``, SSE, text in ``choices[0].text``.
 - ``openai-chat``: ``POST /v1/chat/completions``, SSE, text in ``choices[0].delta.content``
-  (``reasoning_content`` counts too: those are generated tokens).
-- ``ollama``: ``POST /api/generate``, NDJSON, text in ``response``; the last line (``done: true``)
+  (``reasoning_content`` / ``reasoning`` count too: those are generated tokens).
+- ``ollama``: ``POST /api/generate``, NDJSON, text in ``response`` (and ``thinking``); the last line (``done: true``)
   carries ``prompt_eval_count``, ``eval_count`` and ``eval_duration`` (nanoseconds).
 
 For the OpenAI formats tokspeed asks for ``stream_options: {"include_usage": true}`` so the last
@@ -92,7 +92,7 @@ def read_chunk(api: str, obj: dict) -> Chunk:
         err = obj["error"]
         return Chunk(error=str(err.get("message", err) if isinstance(err, dict) else err)[:300])
     if api == "ollama":
-        c = Chunk(text=str(obj.get("response") or ""), done=bool(obj.get("done")))
+        c = Chunk(text=str(obj.get("response") or "") + str(obj.get("thinking") or ""), done=bool(obj.get("done")))
         if c.done:
             c.finish_reason = obj.get("done_reason")
             if "eval_count" in obj or "prompt_eval_count" in obj:
@@ -105,7 +105,7 @@ def read_chunk(api: str, obj: dict) -> Chunk:
         ch = choices[0]
         if api == "openai-chat":
             delta = ch.get("delta") or {}
-            c.text = str(delta.get("content") or "") + str(delta.get("reasoning_content") or "")
+            c.text = "".join(str(delta.get(k) or "") for k in ("content", "reasoning_content", "reasoning"))
         else:
             c.text = str(ch.get("text") or "")
         c.finish_reason = ch.get("finish_reason")
