@@ -49,5 +49,7 @@ def print_summary(summary: dict, console=None) -> None:
             pt.add_row(str(r["phase"]), _f(r["measured_tok_s"]), _f(r["predicted_tok_s"]), _f(r["bound_tok_s"]),
                        _f(r["measured_over_predicted"], "{:.2f}"), _f(r["mbu"], "{:.0%}"))
         console.print(pt)
+        for note in sorted({r["note"] for r in pred["phases"] if r.get("note")}):
+            console.print(f"[yellow]warning:[/] {note}")
     elif summary.get("prediction_error"):
         console.print(f"no prediction: {summary['prediction_error']}")

@@ -18,7 +18,7 @@ import math
 from .client import CANCELLED
 
 METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "decode_s", "decode_tok_s", "prompt_tokens", "output_tokens",
-           "queued_s", "server_decode_tok_s", "server_prefill_tok_s")
+           "target_prompt_tokens", "queued_s", "server_decode_tok_s", "server_prefill_tok_s")
 
 
 def percentile(values: list[float], q: float) -> float:
