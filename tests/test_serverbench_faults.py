@@ -71,6 +71,24 @@ def test_nothing_listening_is_a_connect_error():
     assert r["error"] == "connect"
 
 
+def test_an_unreachable_server_stops_the_run_early(tmp_path):
+    from tokspeed.serverbench.bench import UNREACHABLE_AFTER
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        out = tmp_path / "run"
+        rc = main(["bench-server", f"http://127.0.0.1:{port}", "--model", "m", "--requests", "500", "--concurrency", "2",
+                   "--warmup", "0", "-o", str(out), "--quiet"])
+    assert rc == 3
+    lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
+    reqs = [r for r in lines if r["type"] == "request"]
+    assert UNREACHABLE_AFTER <= len(reqs) <= UNREACHABLE_AFTER + 2  # + what was in flight
+    assert lines[-1]["type"] == "end" and "connect failures" in lines[-1]["aborted"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["partial"] and "running?" in summary["aborted"] and summary["errors"]["connect"] >= UNREACHABLE_AFTER
+
+
 MODES = ["ok", "die", "http500", "ok", "http429", "malformed", "stall_first", "stall_mid", "close_before", "ok"]
 
 
@@ -82,7 +100,7 @@ def test_a_run_with_faults_finishes_records_everything_and_exits_3(server, tmp_p
     assert rc == 3
     lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
     assert lines[0]["type"] == "run" and len(lines) == 1 + len(MODES) + 1
-    assert lines[-1] == {"type": "end", "interrupted": False, "requests": len(MODES)}
+    assert lines[-1] == {"type": "end", "interrupted": False, "aborted": None, "requests": len(MODES)}
     got = {r["index"]: r["error"] for r in lines[1:-1]}
     expected = {"ok": None, "die": "disconnected", "http500": "http_5xx", "http429": "http_429",
                 "malformed": "malformed_stream", "stall_first": "timeout_first_token", "stall_mid": "timeout_idle",

@@ -23,6 +23,10 @@ from .record import Recorder, write_summary
 from .summary import summarize
 from .workload import Dist
 
+# Stop early when the server is plainly not there: this many connect failures in a row before any
+# success (policy: enough to ride out a server that is still starting, few enough not to hammer).
+UNREACHABLE_AFTER = 10
+
 
 @dataclass
 class BenchConfig:
@@ -70,23 +74,27 @@ def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
     count_tokens = load_token_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
     recorder = Recorder(out, cfg.run_info())
     records: list[dict] = []
-    interrupted = False
+    interrupted, aborted = False, None
     try:
-        interrupted = asyncio.run(_main(cfg, recorder, records, count_tokens))
+        interrupted, aborted = asyncio.run(_main(cfg, recorder, records, count_tokens))
     except KeyboardInterrupt:  # second Ctrl-C, or one before the loop could take it
         interrupted = True
     finally:
-        recorder.write({"type": "end", "interrupted": interrupted, "requests": len(records)})
+        recorder.write({"type": "end", "interrupted": interrupted, "aborted": aborted, "requests": len(records)})
         recorder.close()
     run_info = {"type": "run", **cfg.run_info(), "interrupted": interrupted}
-    summary = summarize(run_info, records, partial=interrupted)
+    summary = summarize(run_info, records, partial=interrupted or bool(aborted))
+    if aborted:
+        summary["aborted"] = aborted
+        sys.stderr.write(f"tokspeed: stopped early: {aborted}\n")
     if cfg.hardware:
         attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine)
     write_summary(out, summary)
     return summary, interrupted
 
 
-async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count_tokens=None) -> bool:
+async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count_tokens=None):
+    """Returns (interrupted by Ctrl-C, reason the run was aborted or None)."""
     import httpx
 
     plan = LoadPlan(concurrency=cfg.concurrency, requests=cfg.requests, duration_s=cfg.duration_s,
@@ -106,10 +114,19 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count
             return await measure(client, RequestSpec(job.index, cfg.url, cfg.api, body, job.labels), timeouts,
                                  headers, count_tokens=count_tokens, secret=cfg.api_key)
 
+        streak = {"connect": 0, "ok": 0}
+        aborted = []
+
         def on_record(rec: dict) -> None:
             recorder.write(rec)
             records.append(rec)
             progress.advance(rec)
+            streak["ok"] += bool(rec.get("ok"))
+            streak["connect"] = streak["connect"] + 1 if rec.get("error") == "connect" else 0
+            if not streak["ok"] and streak["connect"] >= UNREACHABLE_AFTER and not aborted:
+                aborted.append(f"{UNREACHABLE_AFTER} connect failures in a row and no success: "
+                               f"is the server at {redact_url(cfg.url)} running?")
+                gen.stop.set()
 
         gen = LoadGenerator(plan, send, on_record, progress.phase)
         loop = asyncio.get_running_loop()
@@ -132,7 +149,7 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count
                 loop.remove_signal_handler(signal.SIGINT)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass
-    return bool(stopped)
+    return bool(stopped), (aborted[0] if aborted else None)
 
 
 def load_token_counter(path: str):

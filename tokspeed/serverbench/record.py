@@ -3,8 +3,8 @@
 ``requests.jsonl`` starts with one ``{"type": "run", ...}`` line (what was asked: URL without
 credentials, model, API, load plan, tokspeed version), then one ``{"type": "request", ...}`` line per
 finished request, each flushed and fsynced as it is written: a Ctrl-C, a crash or a power cut loses at
-most the requests in flight. A run that ends (normally or by Ctrl-C) adds ``{"type": "end",
-"interrupted": ...}``; without it the run was killed, and a rebuilt summary says ``partial``.
+most the requests in flight. A run that ends (normally, by Ctrl-C, or aborted) adds ``{"type": "end",
+"interrupted": ..., "aborted": reason or null}``; without it the run was killed, and a rebuilt summary says ``partial``.
 The API key is never written: the run line only says where it came from.
 ``read_jsonl`` skips a torn last line (a crash mid-write) and says how many lines it skipped.
 """
@@ -50,7 +50,7 @@ class RunLog(NamedTuple):
 
     @property
     def partial(self) -> bool:
-        return self.end is None or bool(self.end.get("interrupted"))
+        return self.end is None or bool(self.end.get("interrupted")) or bool(self.end.get("aborted"))
 
 
 def read_jsonl(path: Path) -> RunLog:
