@@ -67,8 +67,8 @@ def _tensor(p: Path, name: str, info, data_start: int, data_size: int) -> Tensor
     if not isinstance(info, dict):
         raise _bad(p, f"entry {name!r} is not an object")
     dtype, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
-    if dtype not in DTYPE_BITS:
-        raise _bad(p, f"tensor {name!r} has unknown dtype {dtype!r}")
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        raise _bad(p, f"tensor {name!r} has unknown dtype {str(dtype)[:40]!r}")
     if not isinstance(shape, list) or len(shape) > 8 or \
             not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40 for d in shape):
         raise _bad(p, f"tensor {name!r} has an impossible shape {str(shape)[:60]}")
