@@ -10,11 +10,8 @@ Prediction is pure arithmetic and never imports torch.
 __version__ = "0.1.0"
 
 
-def predict(model, hardware, **options):
-    """Predict memory fit, bytes per token, decode and prefill speed. See ``tokspeed.predict``."""
-    from .predict import predict as _predict
+# The function shadows the submodule of the same name on purpose: ``tokspeed.predict(...)`` is the API,
+# ``from tokspeed.predict import Prediction`` still reaches the module (it is in sys.modules).
+from .predict import Prediction, predict  # noqa: E402  (pure arithmetic: no heavy imports)
 
-    return _predict(model, hardware, **options)
-
-
-__all__ = ["predict", "__version__"]
+__all__ = ["predict", "Prediction", "__version__"]

@@ -1,11 +1,27 @@
-"""`tokspeed predict` (not implemented yet: a stub that its issue replaces)."""
+"""`tokspeed predict MODEL --hardware HW`: memory fit, bytes per token, decode/prefill speed, TTFT."""
 
-from ..errors import UserError
+from __future__ import annotations
+
+from .options import add_predict_options, predict_kwargs, print_json, resolve_hardware
 
 
 def add_parser(sub):
-    return sub.add_parser("predict", help="(coming soon)")
+    p = sub.add_parser("predict", help="predict memory, decode and prefill speed for a model on hardware",
+                       description="Predict memory fit, bytes read per token, decode tok/s (bound and expected), "
+                                   "prefill tok/s and time to first token.")
+    p.add_argument("model", help="catalog id, config.json, Hugging Face folder, .gguf file or ollama:NAME[:TAG]")
+    add_predict_options(p)
+    return p
 
 
 def run(args) -> int:
-    raise UserError("`tokspeed predict` is not implemented yet")
+    from ..predict import predict
+    from ..report.predict_table import render_prediction
+
+    hw = resolve_hardware(args)
+    pred = predict(args.model, hw, **predict_kwargs(args))
+    if args.json:
+        print_json(pred.to_dict())
+    else:
+        render_prediction(pred)
+    return 0

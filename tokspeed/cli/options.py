@@ -1,0 +1,99 @@
+"""Options shared by predict, sweep, compare (and the verbs built on them): the PRODUCT.md contract."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import UserError
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {v}")
+    return v
+
+
+def int_list(text: str) -> list[int]:
+    """'1024,8192' or '1K,128K' -> [1024, 8192] / [1024, 131072]."""
+    out = []
+    for part in text.split(","):
+        p = part.strip().upper()
+        mult = 1
+        if p.endswith("K"):
+            p, mult = p[:-1], 1024
+        elif p.endswith("M"):
+            p, mult = p[:-1], 1024 * 1024
+        try:
+            v = int(float(p) * mult)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected numbers like 1024,8K,128K, got {text!r}") from None
+        if v < 0:
+            raise argparse.ArgumentTypeError(f"must not be negative, got {part}")
+        out.append(v)
+    return out
+
+
+def add_hardware_options(p, required: bool = True):
+    p.add_argument("--hardware", "--hw", dest="hardware", required=False,
+                   help="catalog id or alias (rtx-4090, h100-sxm, m2-ultra-76), or a TOML file")
+    p.add_argument("--bandwidth", help="custom device: memory bandwidth, e.g. 1008GB/s (with --memory)")
+    p.add_argument("--memory", help="custom device: memory capacity, e.g. 24GB")
+    p.add_argument("--tflops", type=float, help="custom device: dense FP16 TFLOPS")
+
+
+def add_model_options(p):
+    p.add_argument("--quant", "-q", default=None, help="weight format: F16 Q8_0 Q4_K_M INT4-G128 EXL2-4.0 ... (default F16)")
+    p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 q8_0 q4_0 (default f16)")
+    p.add_argument("--engine", "-e", default="llama.cpp",
+                   help="ideal, llama.cpp[-cuda|-metal|-vulkan|-cpu], gpt-fast, vllm, tensorrt-llm, transformers, exllamav2, mlx")
+
+
+def add_run_options(p):
+    p.add_argument("--prompt", type=positive_int, default=512, help="tokens prefilled (default 512)")
+    p.add_argument("--gen", type=positive_int, default=128, help="tokens generated (default 128)")
+    p.add_argument("--context", type=positive_int, default=0, help="tokens already in the KV cache (llama-bench -d)")
+    p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
+
+
+def add_predict_options(p):
+    add_hardware_options(p)
+    add_model_options(p)
+    add_run_options(p)
+    p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
+
+
+def resolve_hardware(args, name: str | None = None):
+    """The device named by --hardware, or a custom one from --bandwidth/--memory."""
+    name = name if name is not None else args.hardware
+    if getattr(args, "bandwidth", None) or getattr(args, "memory", None):
+        if name:
+            raise UserError("give either --hardware or --bandwidth/--memory, not both")
+        if not (args.bandwidth and args.memory):
+            raise UserError("a custom device needs both --bandwidth and --memory", "e.g. --bandwidth 1008GB/s --memory 24GB")
+        from ..hardware.catalog import hardware_from_flags
+
+        return hardware_from_flags(args.bandwidth, args.memory, fp16_tflops=args.tflops or 0.0)
+    if not name:
+        raise UserError("which hardware?", "add --hardware ID (see `tokspeed hardware`) or --bandwidth and --memory")
+    from ..hardware.catalog import get_hardware
+
+    return get_hardware(name)
+
+
+def predict_kwargs(args) -> dict:
+    if args.batch < 1:
+        raise UserError("--batch must be at least 1")
+    return dict(quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt, gen=args.gen,
+                context=args.context, batch=args.batch)
+
+
+def print_json(obj):
+    import json
+    import sys
+
+    json.dump(obj, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")

@@ -1,0 +1,189 @@
+"""The operator ledger: every operator of one forward pass, with FLOPs and bytes moved.
+
+One function, ``forward_ops``, serves prefill and decode alike (decode is a pass over one new token
+per sequence with a deep KV cache; prefill is a pass over many). Weights come from a WeightStorage, so a
+Q4_K_M scheme and a real GGUF file go through the same arithmetic.
+
+Conventions (per pass, summed over the ``count`` layers an op stands for):
+- ``flops``: 2 per multiply-accumulate; softmax counted as 5 per score; norms 4 per element.
+- ``weight_bytes``: stored bytes of the weights the op reads (read once per pass, shared by the batch).
+- ``act_bytes``: activations read + written, 2 bytes per value (FP16/BF16 activations).
+- ``kv_read_bytes`` / ``kv_write_bytes``: KV cache traffic at the KV dtype.
+- The embedding lookup reads one row per token (not the table); the LM head reads its whole matrix but
+  only for the last position of each sequence (llama.cpp and vLLM compute logits for the last token).
+- MoE: a pass over T tokens with top-k of E experts reads the expected number of distinct experts
+  E * (1 - (1 - k/E)**T) per layer; compute is T*k expert FFNs.
+- Attention over the cache is exact for causal prefill: query i of n attends ``depth + i + 1`` tokens
+  (capped at the window on sliding layers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ACT_BYTES = 2.0
+
+
+@dataclass
+class Op:
+    name: str
+    stage: str            # embedding | attention | ffn | moe | norm | lm_head | sampling
+    unit: str             # tensor (matmul) | vector (elementwise, attention core) | memory (gather)
+    count: int            # layers (or 1) this row stands for
+    flops: float = 0.0
+    weight_bytes: float = 0.0
+    act_bytes: float = 0.0
+    kv_read_bytes: float = 0.0
+    kv_write_bytes: float = 0.0
+    kernels: int = 1      # GPU kernels launched per layer for this op (llama.cpp-style, unfused)
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.act_bytes + self.kv_read_bytes + self.kv_write_bytes
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes else float("inf")
+
+
+def expected_experts(n_experts: int, k: int, tokens: int) -> float:
+    """Expected distinct experts touched when ``tokens`` tokens each pick k of E uniformly."""
+    if n_experts == 0:
+        return 0.0
+    return n_experts * (1.0 - (1.0 - k / n_experts) ** tokens)
+
+
+def _attended(depth: int, n: int, window: int) -> float:
+    """Sum over the n new queries of the number of keys each attends (causal, optional window)."""
+    total = n * depth + n * (n + 1) / 2
+    if not window or depth + n <= window:
+        return total
+    # queries i = 0..n-1 attend min(window, depth + i + 1)
+    first_capped = max(0, window - depth - 1)           # queries before this attend depth+i+1 < window
+    first_capped = min(first_capped, n)
+    uncapped = first_capped * depth + first_capped * (first_capped + 1) / 2
+    return uncapped + (n - first_capped) * window
+
+
+def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: int = 1, depth: int = 0,
+                logits_all: bool = False) -> list[Op]:
+    """Operators of one forward pass over ``n_tokens`` new tokens per sequence for ``batch`` sequences,
+    with ``depth`` tokens already cached per sequence."""
+    B, n, d = batch, n_tokens, spec.d_model
+    T = B * n                                   # tokens in the pass
+    L = spec.n_layers
+    ops: list[Op] = []
+    wb = storage.tensor_bytes
+
+    def layers_sum(role, rows, cols, layers):
+        return sum(wb(role, i, rows, cols) for i in layers)
+
+    all_layers = range(L)
+
+    # -- embedding: one row per token ---------------------------------------------------------
+    row_bytes = wb("token_embd", None, 1, d)
+    ops.append(Op("token embedding gather", "embedding", "memory", 1,
+                  weight_bytes=min(T, spec.vocab_size) * row_bytes, act_bytes=T * d * ACT_BYTES))
+
+    # -- attention -----------------------------------------------------------------------------
+    norm_flops = 4 * d * T
+    ops.append(Op("attention norm", "norm", "vector", L, flops=L * norm_flops,
+                  weight_bytes=L * d * storage.element_bytes("norm", 0),
+                  act_bytes=L * 2 * T * d * ACT_BYTES))
+    if spec.is_mla:
+        qk_head = spec.qk_nope_head_dim + spec.qk_rope_head_dim
+        projs = []
+        if spec.q_lora_rank:
+            projs += [("attn_q_a", spec.q_lora_rank, d), ("attn_q_b", spec.n_heads * qk_head, spec.q_lora_rank)]
+        else:
+            projs += [("attn_q", spec.n_heads * qk_head, d)]
+        projs += [("attn_kv_a_mqa", spec.kv_lora_rank + spec.qk_rope_head_dim, d),
+                  ("attn_kv_b", spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
+    else:
+        projs = [("attn_q", spec.q_dim, d), ("attn_k", spec.kv_dim, d), ("attn_v", spec.kv_dim, d)]
+    for role, rows, cols in projs:
+        ops.append(Op(f"{role} projection", "attention", "tensor", L, flops=L * 2 * T * rows * cols,
+                      weight_bytes=layers_sum(role, rows, cols, all_layers),
+                      act_bytes=L * T * (rows + cols) * ACT_BYTES))
+    rot = spec.qk_rope_head_dim if spec.is_mla else (spec.rotary_dim or spec.head_dim)
+    ops.append(Op("RoPE", "attention", "vector", L, flops=L * 3 * T * (spec.n_heads + spec.n_kv_heads) * rot,
+                  act_bytes=L * 2 * T * (spec.n_heads + spec.n_kv_heads) * rot * ACT_BYTES))
+
+    # attention core over the cache, split into full and sliding layers
+    kv_per_tok_layer = spec.kv_elements_per_token_layer * kv_elem_bytes
+    if spec.is_mla:
+        # absorbed MLA decode: scores over (kv_lora + rope) dims, values over kv_lora dims, per head
+        score_dim, value_dim = spec.kv_lora_rank + spec.qk_rope_head_dim, spec.kv_lora_rank
+    else:
+        score_dim, value_dim = spec.head_dim, spec.head_dim
+    for label, layers, window in (("", spec.n_full_layers, 0), (" (sliding window)", spec.n_sliding_layers,
+                                                                  spec.sliding_window)):
+        if not layers:
+            continue
+        pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
+        cached = min(depth, window) if window else depth
+        flops = layers * B * spec.n_heads * pairs * (2 * score_dim + 2 * value_dim + 5)
+        ops.append(Op("attention scores/softmax/values" + label, "attention", "tensor", layers, flops=flops,
+                      kv_read_bytes=layers * B * (cached + n) * kv_per_tok_layer,
+                      kv_write_bytes=layers * B * n * kv_per_tok_layer,
+                      act_bytes=layers * T * (spec.q_dim + spec.attn_out_dim) * ACT_BYTES, kernels=3))
+    ops.append(Op("attn_output projection", "attention", "tensor", L, flops=L * 2 * T * d * spec.attn_out_dim,
+                  weight_bytes=layers_sum("attn_output", d, spec.attn_out_dim, all_layers),
+                  act_bytes=L * T * (d + spec.attn_out_dim) * ACT_BYTES))
+    ops.append(Op("residual add (attention)", "norm", "vector", L, flops=L * T * d,
+                  act_bytes=L * 3 * T * d * ACT_BYTES))
+
+    # -- FFN / MoE -----------------------------------------------------------------------------
+    ops.append(Op("FFN norm", "norm", "vector", L, flops=L * norm_flops,
+                  weight_bytes=L * d * storage.element_bytes("norm", 0), act_bytes=L * 2 * T * d * ACT_BYTES))
+    dense_layers = range(spec.n_ffn_dense_layers) if spec.is_moe else all_layers
+    if len(dense_layers) and spec.d_ff:
+        ops.extend(_mlp_ops(spec, storage, "", spec.d_ff, dense_layers, T, 1.0, "ffn"))
+    if spec.is_moe:
+        moe_layers = range(spec.n_dense_layers, L)
+        Lm = len(moe_layers)
+        ops.append(Op("MoE router", "moe", "tensor", Lm, flops=Lm * 2 * T * d * spec.n_experts,
+                      weight_bytes=sum(wb("ffn_gate_inp", i, spec.n_experts, d) for i in moe_layers),
+                      act_bytes=Lm * T * (d + spec.n_experts) * ACT_BYTES))
+        touched = expected_experts(spec.n_experts, spec.n_active_experts, T)
+        ops.extend(_mlp_ops(spec, storage, "_exps", spec.d_ff_expert, moe_layers, T * spec.n_active_experts,
+                            touched / spec.n_experts, "moe", stack=spec.n_experts))
+        if spec.n_shared_experts:
+            ops.extend(_mlp_ops(spec, storage, "_shexp", (spec.d_ff_shared or spec.d_ff_expert) *
+                                spec.n_shared_experts, moe_layers, T, 1.0, "moe"))
+    ops.append(Op("residual add (FFN)", "norm", "vector", L, flops=L * T * d, act_bytes=L * 3 * T * d * ACT_BYTES))
+
+    # -- head ----------------------------------------------------------------------------------
+    rows_out = T if logits_all else B
+    ops.append(Op("final norm", "norm", "vector", 1, flops=4 * d * rows_out,
+                  weight_bytes=d * storage.element_bytes("norm", None), act_bytes=2 * rows_out * d * ACT_BYTES))
+    head_role = "token_embd" if spec.tied_embeddings else "output"
+    ops.append(Op("LM head", "lm_head", "tensor", 1, flops=2 * rows_out * d * spec.vocab_size,
+                  weight_bytes=wb(head_role, None, spec.vocab_size, d),
+                  act_bytes=rows_out * (d + spec.vocab_size) * ACT_BYTES))
+    ops.append(Op("sampling (logits to CPU)", "sampling", "cpu", 1, flops=5 * B * spec.vocab_size,
+                  act_bytes=B * spec.vocab_size * 4))
+    return ops
+
+
+def _mlp_ops(spec, storage, suffix, d_ff, layers, tokens, fraction_read, stage, stack=1):
+    """gate/up/down of a (gated) MLP over ``layers``. ``stack``: experts per stored tensor;
+    ``fraction_read``: share of the stack the pass reads; ``tokens``: token-rows computed."""
+    d = spec.d_model
+    n = len(layers)
+    roles = ([("ffn_gate", d_ff, d)] if spec.gated_mlp else []) + [("ffn_up", d_ff, d), ("ffn_down", d, d_ff)]
+    out = []
+    for role, rows, cols in roles:
+        stored = sum(storage.tensor_bytes(role + suffix, i, rows * stack, cols) for i in layers)
+        out.append(Op(f"{role}{suffix} projection", stage, "tensor", n, flops=2 * tokens * rows * cols * n,
+                      weight_bytes=stored * fraction_read, act_bytes=n * tokens * (rows + cols) * ACT_BYTES))
+    out.append(Op(f"activation{suffix} ({'SwiGLU' if spec.gated_mlp else 'GELU'})", stage, "vector", n,
+                  flops=n * tokens * d_ff * 8, act_bytes=n * 3 * tokens * d_ff * ACT_BYTES))
+    return out
+
+
+def resident_weight_bytes(spec, storage) -> float:
+    """Bytes of every weight held in memory (the whole embedding table, every expert, norms, biases)."""
+    from .models.tensors import weight_tensors
+
+    return sum(storage.tensor_bytes(role, layer, rows, cols) for role, layer, rows, cols in weight_tensors(spec))

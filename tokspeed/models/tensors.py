@@ -1,0 +1,62 @@
+"""The weight tensors of a ModelSpec, in GGUF naming: (role, layer, rows, cols).
+
+``cols`` is the input (row) length, the dimension quantization blocks run along. Expert stacks hold
+all experts of a layer (rows = n_experts * d_ff_expert for gate/up). 1-D tensors (norms, biases, sinks)
+have role ``norm`` and rows = 1. The sum of their elements equals ``ModelSpec.n_params`` (a test checks it).
+"""
+
+from __future__ import annotations
+
+
+def weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
+    d = spec.d_model
+    out: list[tuple[str, int | None, int, int]] = [("token_embd", None, spec.vocab_size, d)]
+    norm_width = 2 if spec.norm == "layernorm" else 1
+    for i in range(spec.n_layers):
+        out.append(("norm", i, 1, spec.norms_per_layer * norm_width * d))
+        if spec.is_mla:
+            qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
+            if spec.q_lora_rank:
+                out += [("attn_q_a", i, spec.q_lora_rank, d), ("norm", i, 1, spec.q_lora_rank),
+                        ("attn_q_b", i, spec.n_heads * qk, spec.q_lora_rank)]
+            else:
+                out.append(("attn_q", i, spec.n_heads * qk, d))
+            out += [("attn_kv_a_mqa", i, spec.kv_lora_rank + spec.qk_rope_head_dim, d),
+                    ("norm", i, 1, spec.kv_lora_rank),
+                    ("attn_kv_b", i, spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
+        else:
+            out += [("attn_q", i, spec.q_dim, d), ("attn_k", i, spec.kv_dim, d), ("attn_v", i, spec.kv_dim, d)]
+            small = (spec.q_dim + 2 * spec.kv_dim if spec.qkv_bias else 0) + (2 * spec.head_dim if spec.qk_norm else 0) \
+                + (spec.n_heads if spec.attn_sinks else 0) + (d if spec.o_bias else 0)
+            if small:
+                out.append(("norm", i, 1, small))
+        out.append(("attn_output", i, d, spec.attn_out_dim))
+        dense = (not spec.is_moe) or i < spec.n_dense_layers
+        if dense:
+            out += _mlp(spec, i, "", spec.d_ff, 1, spec.mlp_bias)
+        else:
+            out.append(("ffn_gate_inp", i, spec.n_experts, d))
+            if spec.router_bias or spec.shared_expert_gate:
+                out.append(("norm", i, 1, (spec.n_experts if spec.router_bias else 0)
+                            + (d if spec.shared_expert_gate else 0)))
+            out += _mlp(spec, i, "_exps", spec.d_ff_expert, spec.n_experts, spec.expert_bias)
+            if spec.n_shared_experts:
+                out += _mlp(spec, i, "_shexp", (spec.d_ff_shared or spec.d_ff_expert) * spec.n_shared_experts, 1,
+                            spec.mlp_bias)
+    out.append(("norm", None, 1, norm_width * d))
+    if not spec.tied_embeddings:
+        out.append(("output", None, spec.vocab_size, d))
+        if spec.lm_head_bias:
+            out.append(("norm", None, 1, spec.vocab_size))
+    return out
+
+
+def _mlp(spec, i, suffix, d_ff, stack, bias):
+    d = spec.d_model
+    out = []
+    if spec.gated_mlp:
+        out.append(("ffn_gate" + suffix, i, stack * d_ff, d))
+    out += [("ffn_up" + suffix, i, stack * d_ff, d), ("ffn_down" + suffix, i, stack * d, d_ff)]
+    if bias:
+        out.append(("norm", i, 1, stack * ((2 if spec.gated_mlp else 1) * d_ff + d)))
+    return out

@@ -1,0 +1,122 @@
+"""``--quant`` names -> a WeightStorage that gives every tensor its format and bytes.
+
+GGUF names follow llama.cpp (see ``llamacpp_mix``); the others follow the checkpoints people run:
+FP8 (vLLM/TensorRT-LLM: linear layers FP8, embeddings and LM head BF16), INT8 and INT4-Gn (gpt-fast:
+every linear layer incl. the LM head quantized, embedding BF16), GPTQ/AWQ (HF: linear layers packed
+4-bit + fp16 scale + 4-bit zero per group, LM head and embedding FP16), EXL2-<bpw> (ExLlamaV2: linear
+layers at the target bpw, LM head at 6 bpw — its default ``head_bits`` — embedding FP16).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import UserError
+from . import formats
+from .formats import Format
+from .llamacpp_mix import DEFAULT as GGUF_FTYPES, tensor_type
+
+NAMES = ["F32", "F16", "BF16", "FP8", "INT8", "INT4", "INT4-G32", "INT4-G128", *GGUF_FTYPES.keys(),
+         "MXFP4", "GPTQ-4B-G128", "AWQ-4B", "EXL2-<bpw>"]
+LINEAR_ROLES = {"attn_q", "attn_k", "attn_v", "attn_output", "attn_q_a", "attn_q_b", "attn_kv_a_mqa",
+                "attn_kv_b", "ffn_gate", "ffn_up", "ffn_down", "ffn_gate_exps", "ffn_up_exps",
+                "ffn_down_exps", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"}
+
+
+@dataclass(frozen=True)
+class QuantScheme:
+    """A WeightStorage driven by rules. ``gguf`` is True when it describes a GGUF file (llama.cpp)."""
+
+    name: str
+    linear: Format | None = None        # uniform formats
+    embedding: Format | None = None
+    lm_head: Format | None = None
+    small: Format = formats.GGML["F32"]  # norms, biases, router
+    experts: Format | None = None       # MXFP4: expert stacks differ from the rest
+    ftype: str = ""                      # llama.cpp mixed ftype
+    row_scale_bytes: float = 0.0         # per output row (INT8 per-channel scale)
+    n_layers: int = 0
+    n_gqa: int = 1
+    n_experts: int = 0
+    is_70b: bool = False
+    tied: bool = False                   # tied embeddings: llama.cpp gives token_embd the output's type
+    gguf: bool = False
+
+    def format_for(self, role: str, layer: int | None, cols: int) -> Format:
+        if self.ftype:
+            if role == "token_embd" and self.tied:
+                role = "output"
+            elif role == "token_embd":
+                t = tensor_type(self.ftype, "ffn_gate", 0, self.n_layers, cols)  # the ftype default
+                return formats.ggml(t)
+            return formats.ggml(tensor_type(self.ftype, role, layer, self.n_layers, cols, n_gqa=self.n_gqa,
+                                            n_experts=self.n_experts, is_70b=self.is_70b))
+        if role in ("norm", "ffn_gate_inp"):
+            return self.small
+        if role == "token_embd":
+            return self.embedding or self.linear
+        if role == "output":
+            return self.lm_head or self.linear
+        if self.experts is not None and role.endswith("_exps"):
+            return self.experts
+        return self.linear
+
+    def tensor_bytes(self, role: str, layer: int | None, rows: int, cols: int) -> float:
+        fmt = self.format_for(role, layer, cols)
+        extra = rows * self.row_scale_bytes if role in LINEAR_ROLES or (role == "output" and fmt is self.linear) else 0
+        return fmt.tensor_bytes(rows, cols) + extra
+
+    def element_bytes(self, role: str, layer: int | None, cols: int = 4096) -> float:
+        return self.format_for(role, layer, cols).bytes_per_weight
+
+
+def canonical(name: str) -> str:
+    q = name.strip().upper().replace("GPTQ-INT4", "GPTQ-4B-G128")
+    if q in ("FP16",):
+        q = "F16"
+    if q in ("FP32",):
+        q = "F32"
+    if q == "INT8 (WEIGHT-ONLY)":
+        q = "INT8"
+    return q
+
+
+def scheme_for(name: str, spec=None) -> QuantScheme:
+    """The QuantScheme for a ``--quant`` name, specialised to a model (layer count, GQA, experts)."""
+    q = canonical(name)
+    f = formats.GGML
+    n_layers = spec.n_layers if spec else 32
+    ctx = dict(n_layers=n_layers,
+               n_gqa=(spec.n_heads // spec.n_kv_heads) if spec else 1,
+               n_experts=spec.n_experts if spec else 0,
+               is_70b=bool(spec and spec.n_layers == 80 and spec.family in ("llama", "qwen2")),
+               tied=bool(spec and spec.tied_embeddings))
+    if q in ("F32", "F16", "BF16"):
+        return QuantScheme(q, linear=f[q], small=f["F32"], gguf=True, **ctx)
+    if q in GGUF_FTYPES:
+        return QuantScheme(q, ftype=q, gguf=True, **ctx)
+    if q == "MXFP4":
+        # ggml-org gpt-oss GGUFs: expert stacks MXFP4, every other matrix Q8_0, norms/router F32.
+        return QuantScheme(q, linear=f["Q8_0"], experts=f["MXFP4"], gguf=True, **ctx)
+    if q == "FP8":
+        return QuantScheme(q, linear=formats.FP8, embedding=f["BF16"], lm_head=f["BF16"], small=f["BF16"], **ctx)
+    if q == "INT8":
+        return QuantScheme(q, linear=formats.INT8, embedding=f["BF16"], small=f["BF16"], row_scale_bytes=2, **ctx)
+    m = re.fullmatch(r"INT4(?:-G(\d+))?", q)
+    if m:
+        g = int(m.group(1) or 32)
+        return QuantScheme(q, linear=formats.int4_group(g), embedding=f["BF16"], small=f["BF16"], **ctx)
+    if q in ("GPTQ-4B-G128", "AWQ-4B", "AWQ-4B-G128", "GPTQ"):
+        fmt = formats.int4_group(128, 2.0, 0.5, q)
+        return QuantScheme(q, linear=fmt, embedding=f["F16"], lm_head=f["F16"], small=f["F16"], **ctx)
+    m = re.fullmatch(r"EXL2-(\d+(?:\.\d+)?)", q)
+    if m:
+        bpw = float(m.group(1))
+        if not 2.0 <= bpw <= 8.0:
+            raise UserError(f"EXL2 bits per weight must be between 2 and 8, got {bpw:g}")
+        return QuantScheme(q, linear=formats.exl2(bpw), embedding=f["F16"], lm_head=formats.exl2(6.0),
+                           small=f["F16"], **ctx)
+    from ..errors import did_you_mean
+
+    raise UserError(f"unknown quant {name!r}", did_you_mean(q, NAMES) or "choose one of " + " ".join(NAMES))

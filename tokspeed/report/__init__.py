@@ -1,0 +1,1 @@
+"""Human-readable output: rich tables for predictions, sweeps and comparisons."""
