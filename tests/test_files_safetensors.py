@@ -73,7 +73,7 @@ def test_gptq_packed_int4_bytes(tmp_path):
     folder = write_folder(tmp_path / "gptq", gptq_bits=4,
                           quantization_config={"quant_method": "gptq", "bits": 4, "group_size": g})
     mf = open_model_file(folder)
-    assert mf.quant == "GPTQ-4bit"
+    assert mf.quant == "GPTQ-4B-G32"
     d, n_in, out = 64, 64, 64                                      # q_proj: 64 -> 64
     qweight = n_in // 8 * out * 4                                  # int32 holds 8 4-bit weights
     qzeros = n_in // g * (out // 8) * 4

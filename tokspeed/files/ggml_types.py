@@ -1,54 +1,25 @@
-"""GGML tensor types: id -> (name, elements per block, bytes per block).
+"""GGML tensor type ids (as stored in a GGUF file) -> type names; sizes from ``tokspeed.quant.formats``.
 
-Copied from ``gguf.constants.GGML_QUANT_SIZES`` (gguf-py, the llama.cpp reference), which is the
-authoritative table; ``tests/test_files_gguf.py`` checks this copy against it. Kept here so that
-reading a GGUF header does not import the gguf package (and numpy) on the ``predict`` path.
+The ids are ggml's ``enum ggml_type`` (mirrored in ``gguf.constants.GGMLQuantizationType``; a test
+checks the two agree). Bytes per block come from ``tokspeed.quant.formats.GGML`` — one table of
+block sizes for the whole package. Ids without a size there (types newer than that table) are
+reported as unsupported by the reader.
 """
 
 from __future__ import annotations
 
-# id: (name, block_size, type_size)
-GGML_TYPES: dict[int, tuple[str, int, int]] = {
-    0: ("F32", 1, 4),
-    1: ("F16", 1, 2),
-    2: ("Q4_0", 32, 18),
-    3: ("Q4_1", 32, 20),
-    6: ("Q5_0", 32, 22),
-    7: ("Q5_1", 32, 24),
-    8: ("Q8_0", 32, 34),
-    9: ("Q8_1", 32, 40),
-    10: ("Q2_K", 256, 84),
-    11: ("Q3_K", 256, 110),
-    12: ("Q4_K", 256, 144),
-    13: ("Q5_K", 256, 176),
-    14: ("Q6_K", 256, 210),
-    15: ("Q8_K", 256, 292),
-    16: ("IQ2_XXS", 256, 66),
-    17: ("IQ2_XS", 256, 74),
-    18: ("IQ3_XXS", 256, 98),
-    19: ("IQ1_S", 256, 50),
-    20: ("IQ4_NL", 32, 18),
-    21: ("IQ3_S", 256, 110),
-    22: ("IQ2_S", 256, 82),
-    23: ("IQ4_XS", 256, 136),
-    24: ("I8", 1, 1),
-    25: ("I16", 1, 2),
-    26: ("I32", 1, 4),
-    27: ("I64", 1, 8),
-    28: ("F64", 1, 8),
-    29: ("IQ1_M", 256, 56),
-    30: ("BF16", 1, 2),
-    34: ("TQ1_0", 256, 54),
-    35: ("TQ2_0", 256, 66),
-    39: ("MXFP4", 32, 17),
-    40: ("NVFP4", 64, 36),
-    41: ("Q1_0", 128, 18),
+from ..quant.formats import GGML
+
+GGML_TYPE_NAMES: dict[int, str] = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 6: "Q5_0", 7: "Q5_1", 8: "Q8_0", 9: "Q8_1",
+    10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K", 14: "Q6_K", 15: "Q8_K",
+    16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S",
+    23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16",
+    34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4", 40: "NVFP4", 41: "Q1_0",
 }
 
-BY_NAME: dict[str, tuple[int, int, int]] = {name: (tid, bs, ts) for tid, (name, bs, ts) in GGML_TYPES.items()}
-
-
-def ggml_nbytes(type_id: int, n_elements: int) -> int:
-    """Exact bytes of ``n_elements`` stored as GGML type ``type_id`` (whole blocks)."""
-    _, block, size = GGML_TYPES[type_id]
-    return n_elements // block * size
+# id: (name, block_size, type_size) for the types whose block size tokspeed knows
+GGML_TYPES: dict[int, tuple[str, int, int]] = {
+    tid: (name, GGML[name].block, int(GGML[name].block_bytes))
+    for tid, name in GGML_TYPE_NAMES.items() if name in GGML
+}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from .ggml_types import GGML_TYPES
+from .ggml_types import GGML_TYPE_NAMES, GGML_TYPES
 from .tensor import TensorInfo
 
 MAGIC = b"GGUF"
@@ -252,7 +252,10 @@ class _Parser:
                 raise _Bad(f"tensor {name!r} has an impossible dimension {d:,}")
         type_id, rel = self.unpack("IQ", f"type of {name!r}")
         if type_id not in GGML_TYPES:
-            raise _Bad(f"tensor {name!r} has unknown GGML type id {type_id}",)
+            if type_id in GGML_TYPE_NAMES:
+                raise _Bad(f"tensor {name!r} has GGML type {GGML_TYPE_NAMES[type_id]}, whose block size "
+                           "tokspeed does not know yet")
+            raise _Bad(f"tensor {name!r} has unknown GGML type id {type_id}")
         block = GGML_TYPES[type_id][1]
         if shape[0] % block:
             raise _Bad(f"tensor {name!r}: rows of {shape[0]} elements are not whole {GGML_TYPES[type_id][0]} "

@@ -23,7 +23,7 @@ FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9:
               11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
               17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
               23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M",
-              30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4_MOE"}
+              30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4"}
 _SPLIT = re.compile(r"^(.*)-(\d{5})-of-(\d{5})\.gguf$")
 
 
@@ -82,9 +82,10 @@ def open_gguf(path: Path, id: str = "") -> ModelFile:
         g.tensors = tensors
     spec = spec_from_gguf(g, id=id or _stem(Path(path)))
     entries = [Entry(t, classify_gguf(t.name), t.n_elements) for t in tensors]
-    quant = FILE_TYPES.get(g.get("general.file_type"), "") if isinstance(g.get("general.file_type"), int) else ""
-    return ModelFile(spec=spec, storage=FileStorage(spec.id, entries), kind="gguf", path=Path(path),
-                     quant=quant or _dominant(entries), gguf=g)
+    ftype = g.get("general.file_type")
+    quant = (FILE_TYPES.get(ftype, "") if isinstance(ftype, int) else "") or _dominant(entries)
+    return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="gguf", path=Path(path),
+                     quant=quant, gguf=g)
 
 
 def _stem(p: Path) -> str:
@@ -132,9 +133,25 @@ def open_folder(folder: Path, files: list[Path] | None = None, id: str = "") -> 
     tensors = read_safetensors_files(files)
     method, bits = quant_bits(config)
     entries = [_hf_entry(t, bits) for t in tensors]
-    quant = f"{method.upper()}-{bits}bit" if method else _dominant(entries)
-    return ModelFile(spec=spec, storage=FileStorage(spec.id, entries), kind="safetensors", path=folder,
+    quant = _hf_quant_label(config, method, bits, _dominant(entries))
+    return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="safetensors", path=folder,
                      quant=quant, tokenizer_json=tok, extra={"quantization_config": config.get("quantization_config")})
+
+
+def _hf_quant_label(config: dict, method: str, bits: int, dominant: str) -> str:
+    """The --quant name (tokspeed.quant.schemes) closest to the file's format; engines key on it."""
+    q = config.get("quantization_config") or {}
+    if method == "gptq":
+        return f"GPTQ-{bits}B-G{q.get('group_size', 128)}"
+    if method == "awq":
+        return f"AWQ-{bits}B"
+    if method == "mxfp4":
+        return "MXFP4"
+    if method in ("fp8", "fbgemm_fp8") or dominant.startswith("F8_"):
+        return "FP8"
+    if method:
+        return f"INT{bits}" if bits else method.upper()
+    return dominant
 
 
 def _hf_entry(t: TensorInfo, bits: int) -> Entry:
