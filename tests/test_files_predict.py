@@ -107,3 +107,20 @@ def test_hf_folder_equals_its_config(tmp_path):
     a = predict(str(folder), HW).to_dict()
     b = predict(str(tmp_path / "config-only"), HW, quant="F16").to_dict()
     _close(a, b)
+
+
+def test_inspect_totals_are_what_predict_uses(smollm2_q8, tmp_path):
+    """`tokspeed inspect` resident/read totals = predict's weights_bytes / weight_bytes_per_token
+    (dense tied model, and an MoE whose token reads 2 of 8 experts)."""
+    from tokspeed.files.footprint import footprint
+    from tokspeed.files.loader import open_model_file
+
+    moe = write_llama_gguf(tmp_path / "moe.gguf", shape=dict(TINY, d_model=256, d_ff=512, vocab=1024),
+                           weight_type="Q4_K", embd_type="Q6_K", output_type="Q6_K",
+                           moe=dict(n_experts=8, n_active=2, d_ff_expert=256))
+    for path in (smollm2_q8, moe):
+        fp = footprint(open_model_file(path))
+        p = predict(str(path), HW).to_dict()
+        assert fp["totals"]["resident_bytes"] == pytest.approx(p["memory"]["weights_bytes"], rel=1e-9)
+        assert fp["totals"]["read_bytes_per_token"] == pytest.approx(p["decode"]["weight_bytes_per_token"],
+                                                                     rel=0.005)
