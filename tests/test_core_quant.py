@@ -85,8 +85,11 @@ def test_tied_embedding_gets_the_output_type():
     # llama.cpp: with no output.weight, token_embd is quantized by the output rule (Q6_K for k-quants and Q4_0)
     from tokspeed.models.catalog import get_model
 
-    tied = get_model("qwen2.5-0.5b")
+    tied = get_model("gemma-3-4b")     # d_model 2560 = 10 x 256
     assert tied.tied_embeddings
     assert scheme_for("Q4_K_M", tied).format_for("token_embd", None, tied.d_model).name == "Q6_K"
+    # rows of 896 (Qwen2.5 0.5B) are not a multiple of 256: the output rule falls back to Q8_0
+    small = get_model("qwen2.5-0.5b")
+    assert scheme_for("Q4_K_M", small).format_for("token_embd", None, small.d_model).name == "Q8_0"
     untied = get_model("llama-3-8b")
     assert scheme_for("Q4_K_M", untied).format_for("token_embd", None, untied.d_model).name == "Q4_K"
