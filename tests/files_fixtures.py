@@ -53,10 +53,10 @@ def write_llama_gguf(path: Path, shape=TINY, weight_type="Q8_0", embd_type=None,
         w.add_expert_count(moe["n_experts"])
         w.add_expert_used_count(moe["n_active"])
         w.add_expert_feed_forward_length(moe["d_ff_expert"])
-    for k, v in (extra_kv or {}).items():
-        w.add_key_value(k, v[0], v[1])
     if tokenizer:
         tokenizer(w)
+    for k, v in (extra_kv or {}).items():      # last: overrides what the lines above wrote
+        w.add_key_value(k, v[0], v[1])
     d, hd = s["d_model"], s["d_model"] // s["n_heads"]
     kv = s["n_kv_heads"] * hd
     _raw(gguf, w, "token_embd.weight", s["vocab"], d, embd_type or weight_type)

@@ -86,12 +86,19 @@ def mutate(data: bytes, ops, header_only: int) -> bytes:
     return bytes(b)
 
 
-def _check(path):
+def _check(path, tokenize=False):
     try:
         mf = open_model_file(path)
     except UserError:
         return
     footprint(mf)
+    if tokenize:
+        from tokspeed.files.tokenizer import load_tokenizer
+
+        try:
+            load_tokenizer(mf).count("hello 서울 123")
+        except UserError:
+            pass
 
 
 @settings(max_examples=EXAMPLES, deadline=2000, suppress_health_check=list(HealthCheck), derandomize=True)
@@ -120,12 +127,16 @@ GGUF_KEYS = ["llama.block_count", "llama.embedding_length", "llama.feed_forward_
              "llama.attention.head_count_kv", "llama.attention.key_length", "llama.expert_count",
              "llama.expert_used_count", "llama.context_length", "llama.rope.freq_base", "general.alignment",
              "general.file_type", "general.architecture", "split.count", "llama.attention.kv_lora_rank",
-             "llama.expert_shared_count", "llama.leading_dense_block_count", "llama.attention.sliding_window"]
+             "llama.expert_shared_count", "llama.leading_dense_block_count", "llama.attention.sliding_window",
+             "tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.scores",
+             "tokenizer.ggml.bos_token_id", "tokenizer.ggml.pre", "tokenizer.ggml.add_bos_token"]
 GGUF_VALUE = st.one_of(
     st.tuples(st.just("UINT32"), st.integers(0, 2**32 - 1)), st.tuples(st.just("INT32"), st.integers(-2**31, 2**31 - 1)),
     st.tuples(st.just("UINT64"), st.integers(0, 2**64 - 1)), st.tuples(st.just("FLOAT32"), st.floats(width=32)),
     st.tuples(st.just("STRING"), st.text(max_size=10)), st.tuples(st.just("BOOL"), st.booleans()),
-    st.tuples(st.just("ARRAY"), st.lists(st.integers(0, 2**31 - 1), max_size=80)))
+    st.tuples(st.just("ARRAY"), st.lists(st.integers(0, 2**31 - 1), max_size=80)),
+    st.tuples(st.just("ARRAY"), st.lists(st.text(max_size=4), min_size=1, max_size=80)),
+    st.tuples(st.just("STRING"), st.sampled_from(["gpt2", "llama", "bert", "llama-bpe"])))
 
 
 @settings(max_examples=EXAMPLES, deadline=3000, suppress_health_check=list(HealthCheck), derandomize=True)
@@ -142,11 +153,13 @@ def test_fuzz_gguf_metadata(keys):
         extra[key] = (value, getattr(gguf.GGUFValueType, vtype))
     shape = dict(TINY, d_model=32, d_ff=64, n_heads=2, n_kv_heads=1, vocab=16, n_layers=1)
     path = WORK / "meta.gguf"
+    tokens = ["h", "e", "l", "o", "he", "ll", "hell", "hello"]
     try:
-        write_llama_gguf(path, shape=shape, weight_type="Q8_0", extra_kv=extra)
-    except (ValueError, KeyError, struct.error):   # GGUFWriter refuses the value
+        write_llama_gguf(path, shape=shape, weight_type="Q8_0", extra_kv=extra,
+                         tokenizer=gpt2_tokenizer_kv(tokens, ["h e", "l l", "he ll", "hell o"]))
+    except (ValueError, KeyError, struct.error, TypeError):   # GGUFWriter refuses the value
         return
-    _check(path)
+    _check(path, tokenize=True)
     RAN["gguf_metadata"] += 1
 
 

@@ -47,24 +47,36 @@ def load_tokenizer(mf: ModelFile) -> CountingTokenizer:
     return gguf_tokenizer(mf.gguf)
 
 
-def _ints(v):
-    return v.values() if hasattr(v, "values") and not isinstance(v, dict) else list(v or [])
+def _array(g, key: str, kind: type | tuple, required: bool = True) -> list:
+    """A metadata array checked element by element (a file's claim is never trusted)."""
+    v = g.get(key)
+    if v is None and not required:
+        return []
+    if hasattr(v, "values") and not isinstance(v, dict):
+        v = v.values()
+    if not isinstance(v, list) or not all(isinstance(x, kind) and not isinstance(x, bool) for x in v):
+        raise UserError(f"{g.path}: {key} is not an array of {getattr(kind, '__name__', 'numbers')}")
+    return v
+
+
+def _int_or_none(g, key: str):
+    v = g.get(key)
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
 
 
 def gguf_tokenizer(g) -> CountingTokenizer:
     model = g.get("tokenizer.ggml.model")
-    tokens = g.get("tokenizer.ggml.tokens")
-    if model is None or tokens is None:
+    if model is None or g.get("tokenizer.ggml.tokens") is None:
         raise UserError(f"{g.path}: the GGUF holds no tokenizer (tokenizer.ggml.model/tokens)")
-    tokens = _ints(tokens)
-    bos = g.get("tokenizer.ggml.bos_token_id")
+    tokens = _array(g, "tokenizer.ggml.tokens", str)
+    bos = _int_or_none(g, "tokenizer.ggml.bos_token_id")
     if model == "gpt2":
         return _bpe(g, tokens, bos)
     if model == "llama":
         from .spm import SpmTokenizer
 
-        scores = _ints(g.get("tokenizer.ggml.scores")) or [0.0] * len(tokens)
-        spm = SpmTokenizer(tokens, [float(s) for s in scores], unk_id=int(g.get("tokenizer.ggml.unknown_token_id", 0)),
+        scores = _array(g, "tokenizer.ggml.scores", (int, float), required=False) or [0.0] * len(tokens)
+        spm = SpmTokenizer(tokens, [float(s) for s in scores], unk_id=_int_or_none(g, "tokenizer.ggml.unknown_token_id") or 0,
                            bos_id=bos, add_bos=bool(g.get("tokenizer.ggml.add_bos_token", True)),
                            add_space_prefix=bool(g.get("tokenizer.ggml.add_space_prefix", True)))
         return CountingTokenizer(f"{g.path.name} (SentencePiece BPE by score)", spm.encode, "gguf-spm")
@@ -75,7 +87,7 @@ def gguf_tokenizer(g) -> CountingTokenizer:
 def _bpe(g, tokens: list[str], bos) -> CountingTokenizer:
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    merges_raw = _ints(g.get("tokenizer.ggml.merges"))
+    merges_raw = _array(g, "tokenizer.ggml.merges", str, required=False)
     merges = []
     for m in merges_raw:
         a, sep, b = m.partition(" ")
