@@ -139,3 +139,26 @@ def test_split_gguf_and_missing_shard(tmp_path):
 
     with pytest.raises(UserError, match="missing shard m-00002-of-00002.gguf"):
         open_model_file(files[0])
+
+
+def test_big_endian_file(tmp_path):
+    import numpy as np
+
+    p = tmp_path / "be.gguf"
+    w = gguf.GGUFWriter(str(p), "llama", endianess=gguf.GGUFEndian.BIG)
+    w.add_block_count(1)
+    w.add_embedding_length(64)
+    w.add_head_count(4)
+    w.add_feed_forward_length(128)
+    w.add_token_list([f"t{i}" for i in range(100)])               # a lazy (> 64 element) string array
+    w.add_tensor("token_embd.weight", np.zeros((100, 64), np.float16))
+    w.add_tensor("blk.0.attn_q.weight", np.zeros((64, 64), np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    g = read_gguf(p)
+    assert g.get("llama.block_count") == 1 and g.get("llama.embedding_length") == 64
+    assert g.get("tokenizer.ggml.tokens").values()[99] == "t99"
+    assert [(t.name, t.dtype, t.shape, t.n_bytes) for t in g.tensors] == [
+        ("token_embd.weight", "F16", (100, 64), 100 * 64 * 2), ("blk.0.attn_q.weight", "F32", (64, 64), 64 * 64 * 4)]

@@ -157,3 +157,47 @@ def test_ollama_store(tmp_path, monkeypatch):
     assert storage.resident_bytes == open_model_file(g).storage.resident_bytes
     with pytest.raises(UserError, match="not in the Ollama store"):
         resolve_model("ollama:tiny")                               # tag latest is absent
+
+
+def test_mixtral_style_experts_folder(tmp_path):
+    """Per-expert HF tensors (block_sparse_moe.experts.E.w1/w2/w3) sum into the layer's expert stacks."""
+    import numpy as np
+
+    from tokspeed.predict import predict
+
+    d, f, E, L, v = 64, 96, 4, 2, 256
+    cfg = {"model_type": "mixtral", "hidden_size": d, "intermediate_size": f, "num_hidden_layers": L,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": v, "num_local_experts": E,
+           "num_experts_per_tok": 2, "tie_word_embeddings": False, "max_position_embeddings": 2048}
+    t = {"model.embed_tokens.weight": np.zeros((v, d), np.float16), "lm_head.weight": np.zeros((v, d), np.float16),
+         "model.norm.weight": np.zeros(d, np.float16)}
+    for i in range(L):
+        p = f"model.layers.{i}."
+        t[p + "input_layernorm.weight"] = np.zeros(d, np.float16)
+        t[p + "post_attention_layernorm.weight"] = np.zeros(d, np.float16)
+        for n, shape in (("q_proj", (d, d)), ("k_proj", (32, d)), ("v_proj", (32, d)), ("o_proj", (d, d))):
+            t[p + f"self_attn.{n}.weight"] = np.zeros(shape, np.float16)
+        t[p + "block_sparse_moe.gate.weight"] = np.zeros((E, d), np.float16)
+        for e in range(E):
+            for n, shape in (("w1", (f, d)), ("w3", (f, d)), ("w2", (d, f))):
+                t[p + f"block_sparse_moe.experts.{e}.{n}.weight"] = np.zeros(shape, np.float16)
+    folder = tmp_path / "mixtral-tiny"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    save_file(t, str(folder / "model.safetensors"))
+    mf = open_model_file(folder)
+    s = mf.spec
+    assert (s.n_experts, s.n_active_experts, s.d_ff_expert) == (E, 2, f)
+    assert mf.storage.tensor_bytes("ffn_gate_exps", 1, E * f, d) == E * f * d * 2
+    assert mf.storage.tensor_bytes("ffn_gate_inp", 0, E, d) == E * d * 2
+    assert sum(e.elements for e in mf.storage.entries) == s.n_params
+    cfg_only = tmp_path / "cfg"
+    cfg_only.mkdir()
+    (cfg_only / "config.json").write_text(json.dumps(cfg))
+    a = predict(str(folder), "rtx-4090").to_dict()
+    b = predict(str(cfg_only), "rtx-4090", quant="F16").to_dict()
+    # the router and the norms are F16 in this file but F32 in llama.cpp's F16 scheme: 2 bytes apart each
+    f32_in_scheme = L * E * d + (2 * L * d + d)
+    assert a["memory"]["weights_bytes"] == b["memory"]["weights_bytes"] - 2 * f32_in_scheme
+    assert a["decode"]["weight_bytes_per_token"] == pytest.approx(
+        b["decode"]["weight_bytes_per_token"] - 2 * f32_in_scheme, rel=1e-9)
