@@ -191,3 +191,14 @@ def test_subprocess_under_memory_limit(tmp_path, good):
     r = subprocess.run([sys.executable, "-c", code, "inspect", str(p)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+def test_unreadable_file(tmp_path, capsys, good):
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root reads any file")
+    p = tmp_path / "locked.gguf"
+    p.write_bytes(good)
+    p.chmod(0)
+    assert "cannot read" in run_inspect(capsys, p)

@@ -119,3 +119,23 @@ def test_tokens_cli_errors(tmp_path, capsys):
     assert "holds no tokenizer" in capsys.readouterr().err
     assert main(["tokens", "hi", "--model", "llama-3-8b"]) == 2
     assert "needs a model file" in capsys.readouterr().err
+
+
+def test_llama3_pre_tokenizer_rules(tmp_path):
+    """pre=llama-bpe: digits split in groups of at most 3 (Llama 3's regex) and a word that is
+    already a token stays one token (ignore_merges); the GPT-2 default does neither."""
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    base = sorted(ByteLevel.alphabet())
+    extra = ["12", "123", "45", "456", "123456", "hello"]
+    merges = ["1 2", "12 3", "4 5", "45 6", "123 456"]
+    tokens = base + extra
+    ids = {t: i for i, t in enumerate(tokens)}
+    counts = {}
+    for pre in ("default", "llama-bpe"):
+        p = write_llama_gguf(tmp_path / f"{pre}.gguf", shape=dict(TINY, vocab=len(tokens)), weight_type="Q8_0",
+                             tokenizer=gpt2_tokenizer_kv(tokens, merges, pre=pre))
+        tok = load_tokenizer(open_model_file(p))
+        counts[pre] = (tok.encode("123456"), tok.count("hello"))
+    assert counts["default"] == ([ids["123456"]], 5)
+    assert counts["llama-bpe"] == ([ids["123"], ids["456"]], 1)

@@ -96,8 +96,11 @@ def read_gguf(path) -> GGUFFile:
     size = p.stat().st_size
     if size < 24:
         raise UserError(f"{p}: not a GGUF file (only {size} bytes; the header alone is 24)")
-    with open(p, "rb") as f:
-        buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        with open(p, "rb") as f:
+            buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
     try:
         return _Parser(p, buf, size).parse()
     except _Bad as e:

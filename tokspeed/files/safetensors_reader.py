@@ -38,13 +38,16 @@ def read_safetensors_header(path) -> tuple[list[TensorInfo], dict]:
     size = p.stat().st_size
     if size < 8:
         raise _bad(p, f"only {size} bytes, shorter than the 8-byte header length")
-    with open(p, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        if n > size - 8:
-            raise _bad(p, f"header length {n:,} is larger than the file ({size:,} bytes)")
-        if n > MAX_HEADER:
-            raise _bad(p, f"header length {n:,} exceeds the {MAX_HEADER:,}-byte limit")
-        raw = f.read(n)
+    try:
+        with open(p, "rb") as f:
+            (n,) = struct.unpack("<Q", f.read(8))
+            if n > size - 8:
+                raise _bad(p, f"header length {n:,} is larger than the file ({size:,} bytes)")
+            if n > MAX_HEADER:
+                raise _bad(p, f"header length {n:,} exceeds the {MAX_HEADER:,}-byte limit")
+            raw = f.read(n)
+    except OSError as e:
+        raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
     try:
         header = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -69,6 +69,12 @@ class FileStorage:
     def resident_bytes(self) -> int:
         return sum(e.tensor.n_bytes for e in self.entries)
 
+    @property
+    def unmodelled_bytes(self) -> int:
+        """Bytes of tensors outside the decoder roles (vision/audio towers, rope tables, unknown
+        layer weights): resident in memory, but no ModelSpec role asks for them."""
+        return sum(e.tensor.n_bytes for e in self.entries if e.part.role is None)
+
     def has(self, role: str, layer: int | None = None) -> bool:
         return bool(self._bytes.get((role, "*" if layer is None else layer)))
 

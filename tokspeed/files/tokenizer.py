@@ -19,6 +19,8 @@ from .loader import ModelFile
 LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
                 r"|\s*[\r\n]+|\s+(?!\S)|\s+")
 LLAMA3_PRE = {"llama3", "llama-bpe", "llama-v3", "dbrx", "smaug-bpe", "qwen2", "deepseek-r1-qwen", "tekken"}
+# llama.cpp sets ignore_merges (a word already in the vocabulary is one token) for Llama 3 only
+IGNORE_MERGES_PRE = {"llama3", "llama-bpe", "llama-v3"}
 
 
 class CountingTokenizer:
@@ -95,11 +97,11 @@ def _bpe(g, tokens: list[str], bos) -> CountingTokenizer:
             raise UserError(f"{g.path}: bad BPE merge {m[:40]!r} (expected 'left right')")
         merges.append((a, b))
     vocab = {t: i for i, t in enumerate(tokens)}
-    try:
-        tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=False))
-    except Exception as e:
-        raise UserError(f"{g.path}: cannot build the BPE tokenizer ({str(e)[:80]})") from None
     pre = str(g.get("tokenizer.ggml.pre", "default"))
+    try:
+        tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, ignore_merges=pre in IGNORE_MERGES_PRE))
+    except Exception as e:  # the tokenizers package raises its own Exception types
+        raise UserError(f"{g.path}: cannot build the BPE tokenizer ({str(e)[:80]})") from None
     if pre in LLAMA3_PRE:
         tok.pre_tokenizer = pre_tokenizers.Sequence([
             pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated"),
