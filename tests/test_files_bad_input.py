@@ -202,3 +202,24 @@ def test_unreadable_file(tmp_path, capsys, good):
     p.write_bytes(good)
     p.chmod(0)
     assert "cannot read" in run_inspect(capsys, p)
+
+
+def test_byte_array_count_absurd(tmp_path, capsys):
+    """A uint8 array claiming 2^40 elements (gguf.GGUFReader loops on it): refused at once."""
+    import time
+
+    import gguf
+
+    p = tmp_path / "a.gguf"
+    w = gguf.GGUFWriter(str(p), "llama")
+    w.add_key_value("test.arr", [1, 2, 3], gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.UINT8)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    data = p.read_bytes()
+    at = data.index(b"test.arr") + len(b"test.arr") + 4 + 4
+    p.write_bytes(data[:at] + struct.pack("<Q", 2**40) + data[at + 8:])
+    t = time.perf_counter()
+    assert "claims 1,099,511,627,776 values" in run_inspect(capsys, p)
+    assert time.perf_counter() - t < 5
