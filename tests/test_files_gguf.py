@@ -162,3 +162,19 @@ def test_big_endian_file(tmp_path):
     assert g.get("tokenizer.ggml.tokens").values()[99] == "t99"
     assert [(t.name, t.dtype, t.shape, t.n_bytes) for t in g.tensors] == [
         ("token_embd.weight", "F16", (100, 64), 100 * 64 * 2), ("blk.0.attn_q.weight", "F32", (64, 64), 64 * 64 * 4)]
+
+
+def test_inspect_cli_human_and_json(mixed, capsys):
+    import json
+
+    from tokspeed.cli.main import main
+
+    assert main(["inspect", str(mixed)]) == 0
+    out = capsys.readouterr().out
+    for text in ("architecture llama", "token embedding", "LM head", "total weights", "Q4_K x14", "KV cache"):
+        assert text in out
+    assert main(["inspect", str(mixed), "--json", "--kv-dtype", "q8_0"]) == 0
+    fp = json.loads(capsys.readouterr().out)
+    assert fp["file_bytes"] == mixed.stat().st_size > fp["totals"]["resident_bytes"]
+    assert fp["kv_bytes_per_context_token"] == 2 * 2 * 128 * 34 / 32     # layers x (K,V) x kv_dim x q8_0
+    assert set(fp["components"]) == {"embedding", "attention", "ffn", "lm_head", "norms"}

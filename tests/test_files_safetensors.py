@@ -159,6 +159,40 @@ def test_ollama_store(tmp_path, monkeypatch):
         resolve_model("ollama:tiny")                               # tag latest is absent
 
 
+def test_ollama_vision_projector(tmp_path, monkeypatch):
+    """A projector layer (CLIP GGUF) is resident as component `vision`, read 0 bytes per text token."""
+    import numpy as np
+
+    import gguf
+
+    from tokspeed.files.footprint import footprint
+
+    g = write_llama_gguf(tmp_path / "x.gguf", weight_type="Q8_0")
+    root = tmp_path / "ollama"
+    _ollama_store(root, g, name="llava")
+    proj = tmp_path / "mmproj.gguf"
+    w = gguf.GGUFWriter(str(proj), "clip")
+    w.add_tensor("v.blk.0.attn_q.weight", np.zeros((64, 64), np.float16))
+    w.add_tensor("mm.0.weight", np.zeros((64, 32), np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    data = proj.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    (root / "blobs" / f"sha256-{digest}").write_bytes(data)
+    mpath = root / "manifests" / "registry.ollama.ai" / "library" / "llava" / "q8"
+    manifest = json.loads(mpath.read_text())
+    manifest["layers"].append({"mediaType": "application/vnd.ollama.image.projector", "digest": f"sha256:{digest}"})
+    mpath.write_text(json.dumps(manifest))
+    monkeypatch.setenv("OLLAMA_MODELS", str(root))
+    fp = footprint(open_model_file("ollama:llava:q8"))
+    text_only = footprint(open_model_file(g))
+    assert fp["components"]["vision"] == {"resident_bytes": (64 * 64 + 64 * 32) * 2, "read_bytes_per_token": 0.0,
+                                          "tensors": 2}
+    assert fp["totals"]["read_bytes_per_token"] == text_only["totals"]["read_bytes_per_token"]
+
+
 def test_mixtral_style_experts_folder(tmp_path):
     """Per-expert HF tensors (block_sparse_moe.experts.E.w1/w2/w3) sum into the layer's expert stacks."""
     import numpy as np

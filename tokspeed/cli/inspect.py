@@ -51,7 +51,8 @@ def _print(fp: dict) -> None:
     con.print(f"{s['n_layers']} layers, d_model {s['d_model']}, {s['n_heads']} heads / {s['n_kv_heads']} KV heads "
               f"x {s['head_dim']}, d_ff {s['d_ff']}, vocab {s['vocab_size']}{moe}"
               f"{', tied embeddings' if fp['tied_embeddings'] else ''}")
-    con.print("tensor types: " + ", ".join(f"{k} x{v}" for k, v in fp["tensor_types"].items()))
+    con.print("tensor types: " + ", ".join(f"{k} x{v}" for k, v in fp["tensor_types"].items())
+              + f"; file size {fmt_bytes(fp['file_bytes'])}")
     t = Table(title="bytes by component")
     t.add_column("component")
     t.add_column("tensors", justify="right")

@@ -57,9 +57,18 @@ def footprint(mf: ModelFile, kv_dtype: str = "f16") -> dict:
         "components": comps,
         "kv_dtype": kv_dtype,
         "kv_bytes_per_context_token": kv_per_token,
+        "file_bytes": _file_bytes(storage),
         "totals": {
             "resident_bytes": sum(v["resident_bytes"] for v in comps.values()),
             "read_bytes_per_token": sum(v["read_bytes_per_token"] for v in comps.values()),
             "tensors": len(storage.entries),
         },
     }
+
+
+def _file_bytes(storage) -> int:
+    """Size on disk of the files the tensors live in (headers and alignment padding included)."""
+    import os
+
+    files = {e.tensor.file for e in storage.entries if e.tensor.file}
+    return sum(os.path.getsize(f) for f in files if os.path.isfile(f))

@@ -42,10 +42,14 @@ class ModelFile:
 def open_model_file(arg) -> ModelFile | None:
     text = str(arg)
     if text.startswith("ollama:"):
-        from .ollama import resolve_ollama
+        from .ollama import resolve_ollama_layers
 
         ref = text[len("ollama:"):]
-        return open_gguf(resolve_ollama(ref), id=ref)
+        model, projectors = resolve_ollama_layers(ref)
+        mf = open_gguf(model, id=ref)
+        if projectors:
+            mf.storage = _with_projectors(mf.storage, projectors)
+        return mf
     p = Path(text).expanduser()
     if p.suffix.lower() == ".gguf":
         if not p.is_file():
@@ -86,6 +90,15 @@ def open_gguf(path: Path, id: str = "") -> ModelFile:
     quant = (FILE_TYPES.get(ftype, "") if isinstance(ftype, int) else "") or _dominant(entries)
     return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="gguf", path=Path(path),
                      quant=quant, gguf=g)
+
+
+def _with_projectors(storage: FileStorage, projectors: list[Path]) -> FileStorage:
+    """Ollama keeps a vision model's image encoder in its own GGUF: resident, not read per text token."""
+    from .classify import Part
+    from .gguf_reader import read_gguf
+
+    extra = [Entry(t, Part(None, None, "vision"), t.n_elements) for p in projectors for t in read_gguf(p).tensors]
+    return FileStorage(storage.name, storage.entries + extra)
 
 
 def _stem(p: Path) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..errors import UserError
 
 MODEL_MEDIA_TYPE = "application/vnd.ollama.image.model"
+PROJECTOR_MEDIA_TYPE = "application/vnd.ollama.image.projector"   # vision encoder (a CLIP GGUF)
 DEFAULT_HOST, DEFAULT_NAMESPACE, DEFAULT_TAG = "registry.ollama.ai", "library", "latest"
 _PART = re.compile(r"^[A-Za-z0-9][\w.-]*$")
 
@@ -41,6 +42,11 @@ def manifest_path(ref: str, root: Path | None = None) -> Path:
 
 def resolve_ollama(ref: str, root: Path | None = None) -> Path:
     """Path of the GGUF blob of ``NAME[:TAG]`` (``ref`` without the ``ollama:`` prefix)."""
+    return resolve_ollama_layers(ref, root)[0]
+
+
+def resolve_ollama_layers(ref: str, root: Path | None = None) -> tuple[Path, list[Path]]:
+    """(model GGUF blob, projector GGUF blobs) of ``NAME[:TAG]``."""
     root = root or ollama_root()
     m = manifest_path(ref, root)
     if not m.is_file():
@@ -50,13 +56,17 @@ def resolve_ollama(ref: str, root: Path | None = None) -> Path:
         manifest = json.loads(m.read_text(encoding="utf-8"))
         layers = manifest["layers"]
         digests = [layer["digest"] for layer in layers if layer.get("mediaType") == MODEL_MEDIA_TYPE]
+        projectors = [layer["digest"] for layer in layers if layer.get("mediaType") == PROJECTOR_MEDIA_TYPE]
     except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{m}: not a valid Ollama manifest ({type(e).__name__})") from None
     if not digests:
         raise UserError(f"{m}: the manifest lists no model layer ({MODEL_MEDIA_TYPE})")
-    digest = digests[0]
+    return _blob(ref, m, root, digests[0]), [_blob(ref, m, root, d) for d in projectors]
+
+
+def _blob(ref: str, manifest: Path, root: Path, digest) -> Path:
     if not isinstance(digest, str) or not re.match(r"^sha256[:-][0-9a-f]{64}$", digest):
-        raise UserError(f"{m}: bad digest {str(digest)[:80]!r}")
+        raise UserError(f"{manifest}: bad digest {str(digest)[:80]!r}")
     blob = root / "blobs" / digest.replace(":", "-")
     if not blob.is_file():
         raise UserError(f"ollama:{ref}: the manifest points to blob {blob.name}, which is missing from {root / 'blobs'}",
