@@ -47,9 +47,11 @@ def _print(fp: dict) -> None:
     s = fp["shape"]
     con.print(f"[bold]{fp['model']}[/] — {fp['format']} {fp['quant']}, architecture {fp['architecture']}, "
               f"{fp['params'] / 1e9:.3f} B params")
-    moe = f", {s['n_experts']} experts ({s['n_active_experts']} active)" if s["n_experts"] else ""
+    moe = (f", {s['n_experts']} experts of d_ff {s['d_ff_expert']} ({s['n_active_experts']} active)"
+           if s["n_experts"] else "")
+    dense = f", d_ff {s['d_ff']}" if s["d_ff"] else ""
     con.print(f"{s['n_layers']} layers, d_model {s['d_model']}, {s['n_heads']} heads / {s['n_kv_heads']} KV heads "
-              f"x {s['head_dim']}, d_ff {s['d_ff']}, vocab {s['vocab_size']}{moe}"
+              f"x {s['head_dim']}{dense}, vocab {s['vocab_size']}{moe}"
               f"{', tied embeddings' if fp['tied_embeddings'] else ''}")
     con.print("tensor types: " + ", ".join(f"{k} x{v}" for k, v in fp["tensor_types"].items())
               + f"; file size {fmt_bytes(fp['file_bytes'])}")

@@ -51,7 +51,7 @@ def footprint(mf: ModelFile, kv_dtype: str = "f16") -> dict:
         "params": params,
         "shape": {"n_layers": spec.n_layers, "d_model": spec.d_model, "n_heads": spec.n_heads,
                   "n_kv_heads": spec.n_kv_heads, "head_dim": spec.head_dim, "d_ff": spec.d_ff,
-                  "vocab_size": spec.vocab_size, "n_experts": spec.n_experts,
+                  "vocab_size": spec.vocab_size, "n_experts": spec.n_experts, "d_ff_expert": spec.d_ff_expert,
                   "n_active_experts": spec.n_active_experts, "max_context": spec.max_context},
         "tensor_types": storage.type_counts(),
         "components": comps,
