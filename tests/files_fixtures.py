@@ -18,6 +18,14 @@ TINY = dict(n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, d_ff=128, vocab=256
             rope_theta=10000.0, context=2048)
 
 
+def finish(writer) -> None:
+    """Write a GGUFWriter's header, metadata and tensors, and close it."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def _raw(gguf, writer, name, rows, cols, qtype):
     """A rows x cols tensor of GGML type ``qtype`` (name), data zero bytes."""
     t = gguf.GGMLQuantizationType[qtype]
@@ -82,10 +90,7 @@ def write_llama_gguf(path: Path, shape=TINY, weight_type="Q8_0", embd_type=None,
     _raw(gguf, w, "output_norm.weight", 1, d, "F32")
     if not s["tied"]:
         _raw(gguf, w, "output.weight", s["vocab"], d, output_type or weight_type)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     return path
 
 

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("gguf")
 
-from files_fixtures import write_llama_gguf  # noqa: E402
+from files_fixtures import finish, write_llama_gguf  # noqa: E402
 
 from tokspeed.cli.main import main  # noqa: E402
 
@@ -102,10 +102,7 @@ def test_string_array_count_absurd(tmp_path, capsys):
     p = tmp_path / "s.gguf"
     w = gguf.GGUFWriter(str(p), "llama")
     w.add_token_list(["a", "b", "c"])
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     data = p.read_bytes()
     key = b"tokenizer.ggml.tokens"
     at = data.index(key) + len(key) + 4 + 4        # value type ARRAY, item type STRING, then the count
@@ -213,10 +210,7 @@ def test_byte_array_count_absurd(tmp_path, capsys):
     p = tmp_path / "a.gguf"
     w = gguf.GGUFWriter(str(p), "llama")
     w.add_key_value("test.arr", [1, 2, 3], gguf.GGUFValueType.ARRAY, sub_type=gguf.GGUFValueType.UINT8)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     data = p.read_bytes()
     at = data.index(b"test.arr") + len(b"test.arr") + 4 + 4
     p.write_bytes(data[:at] + struct.pack("<Q", 2**40) + data[at + 8:])

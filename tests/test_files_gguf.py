@@ -6,7 +6,7 @@ import pytest
 
 gguf = pytest.importorskip("gguf")
 
-from files_fixtures import TINY, write_llama_gguf  # noqa: E402
+from files_fixtures import finish, TINY, write_llama_gguf  # noqa: E402
 
 from tokspeed.files.footprint import footprint  # noqa: E402
 from tokspeed.files.ggml_types import GGML_TYPE_NAMES, GGML_TYPES  # noqa: E402
@@ -124,10 +124,7 @@ def test_split_gguf_and_missing_shard(tmp_path):
     w.add_tensor("token_embd.weight", np.zeros((32, 64), np.float16))
     w.add_tensor("blk.0.attn_norm.weight", np.zeros(64, np.float32))
     w.add_tensor("output.weight", np.zeros((32, 64), np.float16))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     files = sorted(tmp_path.glob("m-*.gguf"))
     assert [f.name for f in files] == ["m-00001-of-00002.gguf", "m-00002-of-00002.gguf"]
     mf = open_model_file(files[0])
@@ -153,10 +150,7 @@ def test_big_endian_file(tmp_path):
     w.add_token_list([f"t{i}" for i in range(100)])               # a lazy (> 64 element) string array
     w.add_tensor("token_embd.weight", np.zeros((100, 64), np.float16))
     w.add_tensor("blk.0.attn_q.weight", np.zeros((64, 64), np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     g = read_gguf(p)
     assert g.get("llama.block_count") == 1 and g.get("llama.embedding_length") == 64
     assert g.get("tokenizer.ggml.tokens").values()[99] == "t99"

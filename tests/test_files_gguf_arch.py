@@ -11,6 +11,8 @@ import pytest
 
 gguf = pytest.importorskip("gguf")
 
+from files_fixtures import finish  # noqa: E402
+
 from tokspeed.files.loader import open_model_file  # noqa: E402
 from tokspeed.predict import predict  # noqa: E402
 
@@ -24,10 +26,7 @@ def _write(path, arch, kv: dict, tensors: dict):
             w.add_uint32(f"{arch}.{key}", val)
     for name, shape in tensors.items():
         w.add_tensor(name, np.zeros(shape, np.float32 if len(shape) == 1 else np.float16))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     return path
 
 

@@ -14,7 +14,7 @@ import pytest
 
 gguf = pytest.importorskip("gguf")
 
-from files_fixtures import SMOLLM2_135M, TINY, hf_llama_tensors, llama_config, write_llama_gguf  # noqa: E402
+from files_fixtures import finish, SMOLLM2_135M, TINY, hf_llama_tensors, llama_config, write_llama_gguf  # noqa: E402
 
 from tokspeed.predict import predict  # noqa: E402
 
@@ -80,10 +80,7 @@ def test_smollm2_q4_k_m_file_equals_catalog(tmp_path):
                                  ("ffn_gate", f, d), ("ffn_up", f, d), ("ffn_down", d, f)):
             add(p + role + ".weight", role, i, rows, cols)
     w.add_tensor("output_norm.weight", np.zeros(d, np.float32))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     from tokspeed.files.loader import open_model_file
 
     mf = open_model_file(tmp_path / "smol-q4km.gguf")

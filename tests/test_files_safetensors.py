@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("safetensors")
 from safetensors.numpy import save_file  # noqa: E402
 
-from files_fixtures import TINY, hf_llama_tensors, llama_config, write_llama_gguf  # noqa: E402
+from files_fixtures import finish, TINY, hf_llama_tensors, llama_config, write_llama_gguf  # noqa: E402
 
 from tokspeed.errors import UserError  # noqa: E402
 from tokspeed.files.loader import open_model_file  # noqa: E402
@@ -174,10 +174,7 @@ def test_ollama_vision_projector(tmp_path, monkeypatch):
     w = gguf.GGUFWriter(str(proj), "clip")
     w.add_tensor("v.blk.0.attn_q.weight", np.zeros((64, 64), np.float16))
     w.add_tensor("mm.0.weight", np.zeros((64, 32), np.float16))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     data = proj.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
     (root / "blobs" / f"sha256-{digest}").write_bytes(data)
