@@ -72,5 +72,6 @@ def run(args) -> int:
             t.add_row(r.name, f"{r.value:,.2f}", f"{r.best:,.2f}", r.unit,
                       f"{r.timing.spread:.0%}" + (" !" if r.timing.unstable else ""), r.what)
         Console().print(t)
-    err.print(f"profile written to [bold]{path}[/] (use --hardware local or --hardware {path})")
+    use = "--hardware local" if path == local_profile_path().expanduser() else f"--hardware {path}"
+    err.print(f"profile written to [bold]{path}[/] (use {use})")
     return 0

@@ -21,7 +21,8 @@ KV_DTYPE = {"F32": "f32", "BF16": "bf16", "F16": "f16"}
 def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: int, batch: int,
                   prompt: int, calibration=None) -> dict:
     """{bound_tok_s, tok_s, prefill_tok_s, bytes_per_step, engine, source}; ``tok_s`` is the
-    engine model's expectation, or the calibrated one when ``calibration`` is given."""
+    engine model's expectation, or the calibrated one when ``calibration`` is given. ``spec`` is a
+    ModelSpec, or a GGUF path whose exact tensor bytes the core then reads."""
     from ..predict import predict
 
     engine = ENGINE_FOR_BACKEND.get(backend, "ideal")

@@ -120,7 +120,8 @@ def add_predictions(run: dict, hw, calibration=None) -> dict:
     """Set ``predicted`` and ``error_pct`` (predicted vs measured decode tok/s) on every point."""
     from .predicted import predict_point
 
-    spec = run["_spec"]
+    # llama.cpp runs the file's own quant mix: the core reads its exact tensor bytes from the GGUF
+    spec = run["model"]["path"] if run["backend"] == "llama.cpp" else run["_spec"]
     for p in run["points"]:
         pred = predict_point(spec, hw, run["backend"], run["quant"], p["context"], p["gen"], p["batch"],
                              p["prompt"], calibration)
