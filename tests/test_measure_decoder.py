@@ -68,6 +68,11 @@ def np_forward(cfg, W, tokens):
                 for e in top:
                     out[t] += pr[e] / pr[top].sum() * mlp(h[t], W[p + "ffn_gate_exps"][e],
                                                           W[p + "ffn_up_exps"][e], W[p + "ffn_down_exps"][e])
+                if cfg.n_shared_experts:
+                    sh = mlp(h[t], W[p + "ffn_gate_shexp"], W[p + "ffn_up_shexp"], W[p + "ffn_down_shexp"])
+                    if cfg.shared_expert_gate:
+                        sh = sh / (1 + np.exp(-(W[p + "ffn_gate_inp_shexp"][0] @ h[t])))
+                    out[t] += sh
             x = x + out
         else:
             x = x + np.array([mlp(h[t], W[p + "ffn_gate"], W[p + "ffn_up"], W[p + "ffn_down"]) for t in range(T)])
@@ -104,6 +109,30 @@ def test_tied_qkv_bias_interleaved_rope_matches_numpy():
 
 def test_moe_top2_matches_numpy():
     _check(DecoderConfig(**{**BASE, "d_ff": 0}, n_experts=4, n_active_experts=2, d_ff_expert=16), seed=2)
+
+
+def test_moe_shared_gated_expert_after_dense_layer_matches_numpy():
+    _check(DecoderConfig(**BASE, n_experts=4, n_active_experts=2, d_ff_expert=16, n_shared_experts=1,
+                         d_ff_shared=24, shared_expert_gate=True, n_dense_layers=1), seed=3)
+
+
+def test_plain_linear_path_matches_numpy(monkeypatch):
+    """Where oneDNN cannot prepack (other CPUs, builds), the decoder uses F.linear: same numbers."""
+    import tokspeed.measure.decoder as dec
+
+    monkeypatch.setattr(dec, "_onednn_available", lambda dtype: False)
+    _check(DecoderConfig(**BASE, tied_embeddings=True), seed=4)
+
+
+def test_bf16_decoder_tracks_fp32():
+    cfg = DecoderConfig(**BASE)
+    w = random_weights(cfg, torch.float32, std=0.2)
+    f32 = Decoder(cfg, {k: v.clone() for k, v in w.items()}, max_seq=16)
+    bf16 = Decoder(cfg, w, max_seq=16, dtype=torch.bfloat16)
+    toks = torch.tensor([[1, 2, 3, 4]])
+    a, b = f32(toks, 0), bf16(toks, 0)
+    assert b.dtype == torch.float32
+    assert torch.allclose(a, b, atol=0.05 * a.abs().max())   # bf16 keeps ~3 significant digits
 
 
 def test_batched_decode_rows_are_independent():

@@ -42,6 +42,7 @@ class DecoderConfig:
     n_active_experts: int = 0
     d_ff_expert: int = 0
     n_shared_experts: int = 0
+    shared_expert_gate: bool = False   # Qwen2-MoE: shared expert output scaled by sigmoid(x . g)
     d_ff_shared: int = 0
     n_dense_layers: int = 0
 
@@ -52,7 +53,8 @@ class DecoderConfig:
             ("multi-head latent attention", spec.is_mla), ("layernorm", spec.norm != "rmsnorm"),
             ("parallel blocks", spec.parallel_block), ("non-gated MLP", not spec.gated_mlp),
             ("partial rotary", spec.rotary_dim not in (0, spec.head_dim)), ("attention sinks", spec.attn_sinks),
-            ("o/mlp/lm-head biases", spec.o_bias or spec.mlp_bias or spec.lm_head_bias)) if on]
+            ("o/mlp/lm-head biases", spec.o_bias or spec.mlp_bias or spec.lm_head_bias),
+            ("sliding-window layers", spec.n_sliding_layers > 0), ("sandwich norms", spec.norms_per_layer != 2)) if on]
         if unsupported:
             raise UserError(f"the reference decoder does not implement {', '.join(unsupported)} ({spec.id})",
                             "use --backend llama.cpp with a GGUF file")
@@ -61,6 +63,7 @@ class DecoderConfig:
                   tied_embeddings=spec.tied_embeddings, qkv_bias=spec.qkv_bias, qk_norm=spec.qk_norm,
                   n_experts=spec.n_experts, n_active_experts=spec.n_active_experts, d_ff_expert=spec.d_ff_expert,
                   n_shared_experts=spec.n_shared_experts, d_ff_shared=spec.d_ff_shared or spec.d_ff_expert,
+                  shared_expert_gate=spec.shared_expert_gate,
                   n_dense_layers=spec.n_dense_layers)
         kw.update(over)
         return cls(**kw)
@@ -177,6 +180,8 @@ class Decoder(nn.Module):
                 if cfg.n_shared_experts:
                     L["w13s"] = lay(cat(p + "ffn_gate_shexp", p + "ffn_up_shexp"))
                     L["w2s"] = lay(w(p + "ffn_down_shexp"))
+                    if cfg.shared_expert_gate:
+                        L["gs"] = lay(w(p + "ffn_gate_inp_shexp"))           # [1, d]
             else:
                 L["w13"] = lay(cat(p + "ffn_gate", p + "ffn_up"))
                 L["w2"] = lay(w(p + "ffn_down"))
@@ -209,7 +214,7 @@ class Decoder(nn.Module):
             for k, t in L.items():
                 if k in ("w13e", "w2e"):
                     mats += _numel(t[0]) * c.n_active_experts
-                elif k in ("wqkv", "wo", "w13", "w2", "w13s", "w2s", "router"):
+                elif k in ("wqkv", "wo", "w13", "w2", "w13s", "w2s", "router", "gs"):
                     mats += _numel(t)
         return 2 * mats + 4 * c.n_layers * c.n_heads * c.head_dim * (context + 1)
 
@@ -277,7 +282,10 @@ class Decoder(nn.Module):
             y = self._swiglu(flat[rows], L["w13e"][e], L["w2e"][e])
             out.index_add_(0, rows, y * weight[rows, slot, None])
         if "w13s" in L:
-            out = out + self._swiglu(flat, L["w13s"], L["w2s"])
+            shared = self._swiglu(flat, L["w13s"], L["w2s"])
+            if "gs" in L:
+                shared = shared * torch.sigmoid(self._mm(flat, L["gs"]))
+            out = out + shared
         return out.view(B, T, d)
 
     def _mm(self, x, w, bias=None):

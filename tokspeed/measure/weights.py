@@ -20,7 +20,7 @@ _HF_LAYER = {
     "mlp.gate_proj.weight": "ffn_gate", "mlp.up_proj.weight": "ffn_up", "mlp.down_proj.weight": "ffn_down",
     "mlp.gate.weight": "ffn_gate_inp", "block_sparse_moe.gate.weight": "ffn_gate_inp",
     "mlp.shared_expert.gate_proj.weight": "ffn_gate_shexp", "mlp.shared_expert.up_proj.weight": "ffn_up_shexp",
-    "mlp.shared_expert.down_proj.weight": "ffn_down_shexp",
+    "mlp.shared_expert.down_proj.weight": "ffn_down_shexp", "mlp.shared_expert_gate.weight": "ffn_gate_inp_shexp",
 }
 # per-expert names -> stacked expert role
 _HF_EXPERT = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj": "ffn_down_exps",
@@ -60,6 +60,8 @@ def random_weights(cfg, dtype, device="cpu", seed: int = 0, std: float = 0.02) -
                 fs = c.n_shared_experts * c.d_ff_shared
                 w.update({p + "ffn_gate_shexp": rnd(fs, d), p + "ffn_up_shexp": rnd(fs, d),
                           p + "ffn_down_shexp": rnd(d, fs)})
+                if c.shared_expert_gate:
+                    w[p + "ffn_gate_inp_shexp"] = rnd(1, d)
         else:
             w.update({p + "ffn_gate": rnd(c.d_ff, d), p + "ffn_up": rnd(c.d_ff, d), p + "ffn_down": rnd(d, c.d_ff)})
     return w
