@@ -39,6 +39,8 @@ def add_parser(sub):
     p.add_argument("--calibrate", action="store_true",
                    help="fit this machine's (eta, overhead) from the run and store it in the profile")
     p.add_argument("--text", help="generate from this prompt with real weights and a tokenizer, token by token")
+    p.add_argument("--threads", type=int, default=0,
+                   help="CPU threads (default: torch's default, the physical cores; fewer can be faster on a busy machine)")
     p.add_argument("--seed", type=int, default=0)
     return p
 
@@ -52,6 +54,12 @@ def run(args) -> int:
             import torch  # noqa: F401
         except ImportError:
             raise UserError("the torch backend needs torch", "pip install 'tokspeed[measure]' (torch==2.13.0)") from None
+    if args.threads < 0:
+        raise UserError(f"--threads must be positive, got {args.threads}")
+    if args.threads and args.backend == "torch":
+        import torch
+
+        torch.set_num_threads(args.threads)
     if args.text is not None:
         return _generate(args, err)
 
@@ -61,7 +69,8 @@ def run(args) -> int:
 
     hw, profile_path = resolve_hardware(args.hardware)
     opts = MeasureOptions(args.model, args.backend, args.device, args.quant, _int_list(args.context, "--context"),
-                          _int_list(args.batch, "--batch"), args.prompt, args.gen, seed=args.seed)
+                          _int_list(args.batch, "--batch"), args.prompt, args.gen, seed=args.seed,
+                          threads=args.threads or None)
     if opts.prompt < 0:
         raise UserError(f"--prompt must be >= 0, got {opts.prompt}")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -98,12 +107,14 @@ def print_run(run: dict, console) -> None:
     hw = run["hardware"]
     t = Table(title=f"{run['model']['id']} ({run['model']['source']}, {run['quant']}) · {run['backend']} on "
                     f"{run['device']} · predicted for {hw['id']}")
-    for col in ("batch", "depth", "prefill tok/s", "decode tok/s", "predicted", "error", "GB/s", "MBU", "MFU"):
+    for col in ("batch", "depth", "prefill tok/s", "predicted", "decode tok/s", "predicted", "error", "GB/s", "MBU",
+                "MFU"):
         t.add_column(col, justify="right")
     for p in run["points"]:
         pred = p.get("predicted") or {}
         t.add_row(str(p["batch"]), str(p["context"]),
                   f"{p['prefill_tok_s']:,.1f}" if p.get("prefill_tok_s") else "-",
+                  f"{pred['prefill_tok_s']:,.1f}" if pred.get("prefill_tok_s") else "-",
                   f"{p['decode_tok_s']:,.2f}" + (" !" if p["decode_step"]["unstable"] else ""),
                   f"{pred['tok_s']:,.2f}" if pred else "-",
                   f"{p['error_pct']:+.0f} %" if pred else "-",
