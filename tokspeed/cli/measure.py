@@ -49,17 +49,15 @@ def run(args) -> int:
     from rich.console import Console
 
     err = Console(stderr=True)
-    if args.backend == "torch":
-        try:
-            import torch  # noqa: F401
-        except ImportError:
-            raise UserError("the torch backend needs torch", "pip install 'tokspeed[measure]' (torch==2.13.0)") from None
     if args.threads < 0:
         raise UserError(f"--threads must be positive, got {args.threads}")
-    if args.threads and args.backend == "torch":
-        import torch
-
-        torch.set_num_threads(args.threads)
+    if args.backend == "torch":
+        try:
+            import torch
+        except ImportError:
+            raise UserError("the torch backend needs torch", "pip install 'tokspeed[measure]' (torch==2.13.0)") from None
+        if args.threads:
+            torch.set_num_threads(args.threads)
     if args.text is not None:
         return _generate(args, err)
 

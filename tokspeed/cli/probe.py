@@ -33,7 +33,8 @@ def run(args) -> int:
 
     from ..measure.detect import detect
     from ..measure.probe_cpu import probe_cpu
-    from ..measure.profile import build_profile, local_profile_path, write_profile
+    from ..hardware.catalog import local_profile_path
+    from ..measure.profile import build_profile, write_profile
     from ..measure.stats import instability_warning
 
     if args.repeats < 3:

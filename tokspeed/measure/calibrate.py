@@ -111,9 +111,10 @@ def calibration_from_profile(profile: dict, backend: str | None = None) -> Calib
 
 def load_calibration(hardware, backend: str | None = None) -> Calibration | None:
     """The calibration stored for ``hardware``: a profile path, or a Hardware whose name matches the
-    local profile (``tokspeed.measure.profile.local_profile_path()``). None when there is none, so a
+    local profile (``tokspeed.hardware.catalog.local_profile_path()``). None when there is none, so a
     catalog device never picks up this machine's fit. ``backend`` None takes the first stored."""
-    from .profile import local_profile_path, read_profile
+    from ..hardware.catalog import local_profile_path
+    from .profile import read_profile
 
     if isinstance(hardware, (str, Path)):
         p = Path(hardware).expanduser()

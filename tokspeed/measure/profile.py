@@ -13,7 +13,6 @@ import tomllib
 from pathlib import Path
 
 from ..errors import UserError
-from ..hardware.catalog import local_profile_path  # noqa: F401  (where `tokspeed probe` writes by default)
 
 PROFILE_VERSION = 1
 
