@@ -53,3 +53,20 @@ def test_measure_llama_cpp_backend(gguf_file, tmp_path, monkeypatch):
     # KV per step at depths 16..20: K and V, 2 layers, 32 values, F16 (2 bytes), depth + 1 positions
     assert p["kv_bytes_per_token"] == pytest.approx(sum(2 * 2 * 32 * (16 + i + 1) * 2 for i in range(5)) / 5)
     assert p["decode_tok_s"] > 0 and p["prefill_tok_s"] > 0
+
+
+def test_text_with_a_real_tokenizer(tmp_path):
+    from tokspeed.measure.gguf_write import BYTE_VOCAB_SIZE
+
+    cfg = DecoderConfig(n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, head_dim=16, d_ff=96,
+                        vocab_size=BYTE_VOCAB_SIZE)
+    path = write_gguf(tmp_path / "bytes.gguf", cfg, random_weights(cfg, torch.float32, std=0.2), byte_vocab=True)
+    text = "서울 맛집 추천해줘"
+    r = run_cli("measure", path, "--backend", "llama.cpp", "--text", text, "--gen", "4", "--json")
+    assert r.returncode == 0, r.stderr
+    ev = json.loads(r.stdout)["events"]
+    # byte-level vocabulary: one token per UTF-8 byte, 8 Hangul syllables x 3 bytes + 2 spaces = 26
+    assert ev[0]["kind"] == "prompt" and ev[0]["tokens"] == len(text.encode("utf-8")) == 26
+    probs = [t[1] for t in ev[1]["top"]]
+    assert ev[1]["kind"] == "candidates" and probs == sorted(probs, reverse=True) and sum(probs) <= 1
+    assert 1 <= sum(e["kind"] == "token" for e in ev) <= 4

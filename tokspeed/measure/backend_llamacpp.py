@@ -138,10 +138,15 @@ COUNTED = ("bytes per decode step = every tensor of the GGUF file at its stored 
 
 
 def generate_text(lm: LlamaModel, text: str, gen: int, emit, top: int = 5):
-    """Tokenize with the GGUF's own tokenizer, prefill, then stream ``gen`` greedy tokens."""
+    """Tokenize with the GGUF's own tokenizer, prefill, then stream ``gen`` greedy tokens. Token
+    bytes go through an incremental UTF-8 decoder: a token holding part of a character (one byte
+    of a Hangul syllable) shows as '' until the character completes."""
+    import codecs
+
     import numpy as np
 
     llm = lm.llm
+    utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     ids = llm.tokenize(text.encode("utf-8"), add_bos=True)
     emit({"kind": "prompt", "tokens": len(ids),
           "pieces": [llm.detokenize([i]).decode("utf-8", "replace") for i in ids]})
@@ -158,7 +163,7 @@ def generate_text(lm: LlamaModel, text: str, gen: int, emit, top: int = 5):
     nxt, out = int(best[0]), []
     for i in range(gen):
         out.append(nxt)
-        emit({"kind": "token", "id": nxt, "text": llm.detokenize([nxt]).decode("utf-8", "replace"), "ms": step_ms})
+        emit({"kind": "token", "id": nxt, "text": utf8.decode(llm.detokenize([nxt])), "ms": step_ms})
         if i == gen - 1 or nxt == llm.token_eos():
             break
         t0 = time.perf_counter()

@@ -26,7 +26,7 @@ class MeasureOptions:
 
 
 def resolve_hardware(name: str):
-    """(Hardware, profile path or None). ``local`` is the probed profile (profile.local_profile_path)."""
+    """(Hardware, profile path or None). ``local`` is the probed profile (hardware.catalog.local_profile_path)."""
     from ..hardware.catalog import LOCAL_NAME, get_hardware, local_profile_path
 
     hw = get_hardware(name)
