@@ -137,6 +137,14 @@ COUNTED = ("bytes per decode step = every tensor of the GGUF file at its stored 
            "cached tokens + the new one), averaged over the generated tokens; activations not counted")
 
 
+def _piece(b: bytes) -> str:
+    """A token's bytes as text, or as <0xNN> bytes when they are part of a character."""
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return "".join(f"<0x{x:02X}>" for x in b)
+
+
 def generate_text(lm: LlamaModel, text: str, gen: int, emit, top: int = 5):
     """Tokenize with the GGUF's own tokenizer, prefill, then stream ``gen`` greedy tokens. Token
     bytes go through an incremental UTF-8 decoder: a token holding part of a character (one byte
@@ -148,8 +156,7 @@ def generate_text(lm: LlamaModel, text: str, gen: int, emit, top: int = 5):
     llm = lm.llm
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     ids = llm.tokenize(text.encode("utf-8"), add_bos=True)
-    emit({"kind": "prompt", "tokens": len(ids),
-          "pieces": [llm.detokenize([i]).decode("utf-8", "replace") for i in ids]})
+    emit({"kind": "prompt", "tokens": len(ids), "pieces": [_piece(llm.detokenize([i])) for i in ids]})
     llm.reset()
     t0 = time.perf_counter()
     llm.eval(ids)
@@ -159,7 +166,7 @@ def generate_text(lm: LlamaModel, text: str, gen: int, emit, top: int = 5):
     best = np.argsort(-probs)[:top]
     step_ms = (time.perf_counter() - t0) * 1e3
     emit({"kind": "candidates", "ms": step_ms,
-          "top": [(llm.detokenize([int(i)]).decode("utf-8", "replace"), float(probs[i]), int(i)) for i in best]})
+          "top": [(_piece(llm.detokenize([int(i)])), float(probs[i]), int(i)) for i in best]})
     nxt, out = int(best[0]), []
     for i in range(gen):
         out.append(nxt)
