@@ -71,10 +71,20 @@ def test_memory_guard_refuses_a_shape_that_does_not_fit(env):
 @pytest.mark.parametrize("args,msg", [
     (["--gen", "2"], "at least 5"), (["--context", "a,b"], "comma-separated"),
     (["--quant", "Q4_K_M"], "llama.cpp"), (["--hardware", "nope-gpu-9"], "hardware"),
+    (["--backend", "llama.cpp"], ".gguf"), (["--threads", "-1"], "--threads"),
 ])
 def test_bad_input_is_one_line(env, args, msg):
     r = run_cli("measure", env / "tiny", "--context", "0", *args)
     assert r.returncode == 2 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_cuda_without_a_gpu_is_one_line(env):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a CUDA device")
+    r = run_cli("measure", env / "tiny", "--context", "0", "--device", "cuda")
+    assert r.returncode == 2 and "CUDA" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_missing_local_profile_says_run_probe(env, monkeypatch):
