@@ -3,7 +3,7 @@
 
 Schema ``tokspeed.run`` version 1 (keys in order):
   schema, schema_version, tokspeed_version, created (UTC ISO-8601),
-  machine {cpu_model, logical_cores, physical_cores, ram_bytes, available_ram_bytes, os, gpus[]},
+  machine {cpu_model, logical_cores, physical_cores, ram_bytes, available_ram_bytes, os, gpus[], load_average},
   hardware {id, name, bandwidth_gbps, fp16_tflops, fp32_tflops, profile},
   model {id, source (random|safetensors|gguf), path, n_params},
   backend, device, quant, settings {contexts, batches, prompt, gen, threads, warmup},

@@ -4,6 +4,7 @@ fit and store this machine's calibration. Returns the RUN.json dict (``run_file.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -104,8 +105,13 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
         if p["decode_step"]["unstable"]:
             warnings.append(f"batch {p['batch']} depth {p['context']}: decode steps spread "
                             f"{p['decode_step']['spread']:.0%} of the median (> 10 %): the machine was busy?")
+    state = machine.to_dict()
+    try:   # what else the machine was doing (pyperf records the same): 1/5/15-minute load average
+        state["load_average"] = list(os.getloadavg())
+    except (AttributeError, OSError):
+        pass
     run = new_run(
-        machine=machine.to_dict(),
+        machine=state,
         hardware={"id": hw.id, "name": hw.name, "bandwidth_gbps": hw.bandwidth_gbps, "fp16_tflops": hw.fp16_tflops,
                   "fp32_tflops": hw.fp32_tflops},
         model=model, backend=opts.backend, device=opts.device, quant=quant,
