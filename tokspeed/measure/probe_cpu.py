@@ -65,6 +65,16 @@ def probe_matvec(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefi
             t = time_call(lambda: F.linear(x, w), repeats, warmup, sync)
         out.append(ProbeResult(f"{prefix}_matvec_{dt}", "GB/s", w.numel() * w.element_size(), t,
                                f"F.linear of 1 x {n} by a {n} x {n} {dt} weight: weight bytes read"))
+        if device == "cpu":   # the prepacked oneDNN product the reference decoder uses (decoder.py)
+            from .decoder import _onednn_available, _pack
+
+            if _onednn_available(_torch_dtype(dt)):
+                pk = _pack(w)
+                with torch.inference_mode():
+                    t = time_call(lambda: torch.ops.mkldnn._linear_pointwise(x, pk, None, "none", [], ""),
+                                  repeats, warmup, sync)
+                out.append(ProbeResult(f"{prefix}_matvec_onednn_{dt}", "GB/s", w.numel() * w.element_size(), t,
+                                       f"prepacked oneDNN linear, same {n} x {n} {dt} weight"))
     return out
 
 
@@ -86,9 +96,9 @@ def probe_matmul(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefi
 
 def probe_cpu(quick: bool = False, repeats: int = 5, available_bytes: int = 0) -> list[ProbeResult]:
     """All CPU probes. Full: 1 GiB arrays (32x a 32 MiB L3), 8192^2 matvec (256 MiB fp32), 2048^3 matmul.
-    Quick: 256 MiB arrays, 4096^2 matvec, 1024^3 matmul."""
+    Quick: 256 MiB arrays, the same matvec, 1024^3 matmul."""
     size = buffer_bytes(256 * 2**20 if quick else GIB, available_bytes)
     results = probe_bandwidth(size, repeats)
-    results += probe_matvec(4096 if quick else 8192, repeats=repeats)
+    results += probe_matvec(8192, repeats=repeats)   # 256 MiB fp32 / 128 MiB bf16: beyond the LLC either way
     results += probe_matmul(1024 if quick else 2048, repeats=repeats)
     return results
