@@ -23,6 +23,8 @@ def test_bandwidth_probe_counts_stream_bytes():
 def test_matvec_and_matmul_work():
     mv = probe_matvec(256, ("fp32",), repeats=3)[0]
     assert mv.work == 256 * 256 * 4
+    bf = probe_matvec(256, ("bf16",), repeats=3)[0]
+    assert bf.work == 512 * 256 * 2       # twice the rows: as many bytes as the fp32 matrix
     mm = probe_matmul(64, ("bf16",), repeats=3)[0]
     assert mm.work == 2 * 64**3 and mm.unit == "TFLOP/s"
 

@@ -52,19 +52,22 @@ def _torch_dtype(name: str):
 
 def probe_matvec(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefix: str = "cpu",
                  device: str = "cpu", sync=None) -> list[ProbeResult]:
-    """y = W x with W [n, n] as a decoder's linear layer does for one token (F.linear, batch 1).
-    Reported as the weight bytes streamed per second (it is memory bound) with 2 n^2 FLOPs."""
+    """y = W x with W [rows, n] as a decoder's linear layer does for one token (F.linear, batch 1);
+    rows such that W holds as many bytes as an n x n fp32 matrix whatever the dtype (narrower
+    dtypes would otherwise fit a large last-level cache). Reported as weight bytes per second."""
     import torch
     import torch.nn.functional as F
 
     out = []
     for dt in dtypes:
-        w = torch.randn(n, n, device=device).to(_torch_dtype(dt))
+        elt = torch.tensor([], dtype=_torch_dtype(dt)).element_size()
+        rows = n * 4 // elt
+        w = torch.randn(rows, n, device=device).to(_torch_dtype(dt))
         x = torch.randn(1, n, device=device).to(_torch_dtype(dt))
         with torch.inference_mode():
             t = time_call(lambda: F.linear(x, w), repeats, warmup, sync)
         out.append(ProbeResult(f"{prefix}_matvec_{dt}", "GB/s", w.numel() * w.element_size(), t,
-                               f"F.linear of 1 x {n} by a {n} x {n} {dt} weight: weight bytes read"))
+                               f"F.linear of 1 x {n} by a {rows} x {n} {dt} weight: weight bytes read"))
         if device == "cpu":   # the prepacked oneDNN product the reference decoder uses (decoder.py)
             from .decoder import _onednn_available, _pack
 
@@ -74,7 +77,7 @@ def probe_matvec(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefi
                     t = time_call(lambda: torch.ops.mkldnn._linear_pointwise(x, pk, None, "none", [], ""),
                                   repeats, warmup, sync)
                 out.append(ProbeResult(f"{prefix}_matvec_onednn_{dt}", "GB/s", w.numel() * w.element_size(), t,
-                                       f"prepacked oneDNN linear, same {n} x {n} {dt} weight"))
+                                       f"prepacked oneDNN linear, same {rows} x {n} {dt} weight"))
     return out
 
 
