@@ -118,7 +118,7 @@ def llamacpp_decode(model: str, gen: int, tmp: Path, hw):
 
 
 def error_sweep(hw, contexts, gen):
-    """Each shape measured at each depth, right after a fresh read-bandwidth probe (the machine is a
+    """Each shape measured at each depth between two read-bandwidth probes (the machine is a
     shared VM whose bandwidth drifts by tens of percent within minutes: each shape is predicted for
     the bandwidth of its own moment). Measured = median step (a step in which another process took
     a core is not this machine's speed). Before: the core's gpt-fast prior; after: (eta, overhead)
@@ -131,10 +131,11 @@ def error_sweep(hw, contexts, gen):
 
     runs, bws = {}, {}
     for m in ERROR_SHAPES:
-        bws[m] = probe_bandwidth(2**30, 5)[0].value
+        before = probe_bandwidth(2**30, 5)[0].value
+        log(f"  measuring {m} at depths {contexts} (read bandwidth now {before:.1f} GB/s) ...")
+        run = measure(MeasureOptions(m, quant="F32", contexts=contexts, prompt=0, gen=gen), hw)
+        bws[m] = (before + probe_bandwidth(2**30, 5)[0].value) / 2   # bracket the run: probe before and after
         hw_now = replace(hw, bandwidth_gbps=bws[m])
-        log(f"  measuring {m} at depths {contexts} (read bandwidth now {bws[m]:.1f} GB/s) ...")
-        run = measure(MeasureOptions(m, quant="F32", contexts=contexts, prompt=0, gen=gen), hw_now)
         runs[m] = add_predictions(run, hw_now, None)
 
     def point(m, p):   # (bytes, median seconds per step, KV bytes, bandwidth of the moment)
@@ -202,31 +203,41 @@ def main(argv=None) -> int:
         out(f"| {r.name} | {r.value:,.2f} {r.unit} | {r.best:,.2f} | {r.timing.spread:.0%}"
             + (" (unstable)" if r.timing.unstable else "") + " |")
     out()
-    out(f"## 2. Decode on the {MBU_SHAPE} shape (random weights, depth 0, {gen} steps), MBU vs probe read {bw:.1f} GB/s")
+    from tokspeed.measure.probe_cpu import probe_bandwidth
+
+    def around(fn):
+        """Run fn between two read probes; (result, mean read GB/s of the moment)."""
+        b0 = probe_bandwidth(2**30, 5)[0].value
+        r = fn()
+        return r, (b0 + probe_bandwidth(2**30, 5)[0].value) / 2
+
+    out(f"## 2. Decode on the {MBU_SHAPE} shape (random weights, depth 0, {gen} steps)")
     out()
-    out("| engine | decode tok/s | bytes/token | achieved GB/s | MBU |")
-    out("|---|---:|---:|---:|---:|")
+    out("MBU = achieved GB/s ÷ the read bandwidth probed just before and after that engine's run (mean).")
+    out()
+    out("| engine | decode tok/s | bytes/token | achieved GB/s | read GB/s around | MBU |")
+    out("|---|---:|---:|---:|---:|---:|")
     ref = {}
     for q in ("F32", "BF16"):
         log(f"reference decoder {q} ...")
-        p, _ = reference_decode(MBU_SHAPE, q, hw, gen)
+        p, bw_q = around(lambda: reference_decode(MBU_SHAPE, q, hw, gen)[0])
         ref[q] = p
         out(f"| reference decoder (torch, {q}) | {p['decode_tok_s']:.2f} | {p['bytes_per_token'] / 1e9:.3f} GB | "
-            f"{p['achieved_gbps']:.1f} | **{p['mbu']:.0%}** |")
+            f"{p['achieved_gbps']:.1f} | {bw_q:.1f} | **{p['achieved_gbps'] / bw_q:.0%}** |")
     log("transformers ...")
-    tf = transformers_decode(MBU_SHAPE, ref["F32"]["weight_bytes_per_token"], gen)
+    tf, bw_t = around(lambda: transformers_decode(MBU_SHAPE, ref["F32"]["weight_bytes_per_token"], gen))
     if tf:
         out(f"| HF transformers {tf['version']} (F32, same shape) | {tf['decode_tok_s']:.2f} | "
-            f"{tf['bytes'] / 1e9:.3f} GB | {tf['achieved_gbps']:.1f} | {tf['achieved_gbps'] / bw:.0%} |")
+            f"{tf['bytes'] / 1e9:.3f} GB | {tf['achieved_gbps']:.1f} | {bw_t:.1f} | {tf['achieved_gbps'] / bw_t:.0%} |")
     else:
-        out("| HF transformers | not installed | | | |")
+        out("| HF transformers | not installed | | | | |")
     log("llama.cpp ...")
-    lc = llamacpp_decode(MBU_SHAPE, gen, tmp, hw)
+    lc, bw_l = around(lambda: llamacpp_decode(MBU_SHAPE, gen, tmp, hw))
     if lc:
         out(f"| llama.cpp (llama-cpp-python {lc['version']}, F32 GGUF, same shape) | {lc['decode_tok_s']:.2f} | "
-            f"{lc['bytes_per_token'] / 1e9:.3f} GB | {lc['achieved_gbps']:.1f} | {lc['mbu']:.0%} |")
+            f"{lc['bytes_per_token'] / 1e9:.3f} GB | {lc['achieved_gbps']:.1f} | {bw_l:.1f} | {lc['achieved_gbps'] / bw_l:.0%} |")
     else:
-        out("| llama.cpp | llama-cpp-python not installed | | | |")
+        out("| llama.cpp | llama-cpp-python not installed | | | | |")
     out()
     out("Bytes/token: every weight matrix once + one embedding row + the tied LM head + KV at depth 0 "
         "(transformers: the reference decoder's count for the same shape).")
@@ -235,7 +246,7 @@ def main(argv=None) -> int:
     rows, cal_all, worst_in = error_sweep(hw, contexts, gen)
     out(f"## 3. Predicted vs measured decode (F32, random weights, {gen} steps per depth)")
     out()
-    out("Each shape is measured right after a fresh read probe (GB/s column) and predicted for that bandwidth. "
+    out("Each shape is measured between two read probes (their mean is the GB/s column) and predicted for that bandwidth. "
         "Measured = median step. Ideal = `tokspeed.predict(engine='ideal')` (bandwidth / bytes); before = "
         "`tokspeed.predict(engine='gpt-fast')`, the core's prior for a gpt-fast-style decoder; after = "
         "t = weight bytes / (bandwidth · eta) + KV bytes / (bandwidth · eta_kv) + overhead, fitted by least squares "
@@ -256,8 +267,6 @@ def main(argv=None) -> int:
         f"rms error {cal_all.rms_rel_error:.1%}, worst {worst_in:.1f} % (what `tokspeed measure --calibrate` does: "
         f"fit on the run's own points).")
     log("re-probing read bandwidth ...")
-    from tokspeed.measure.probe_cpu import probe_bandwidth
-
     again = probe_bandwidth(2**30, 7)[0]
     out(f"Read bandwidth re-probed at the end: {again.value:.1f} GB/s (start: {bw:.1f}); the machine is shared, "
         f"so MBU moves with it. Load average at start {load0}, at end {_load()} (2 cores). "
