@@ -43,13 +43,23 @@ class PassTime:
 
 
 def op_time(op: Op, hw, engine: EngineProfile, quant: str) -> tuple[float, str]:
-    """Roofline time of one operator and what bounds it."""
-    kind = hw.kind
+    """Roofline time of one operator and what bounds it.
+
+    Compute side: peak x eta_compute (by compute class), times eta_attn for the attention core over the
+    KV cache or eta_compute_format for weight matmuls. Memory side: weights at eta_mem x eta_format,
+    activations at eta_mem, KV cache at eta_mem x eta_kv. ``tokspeed.calibration.fast`` mirrors this
+    arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
     peak = hw.matmul_flops if op.unit == "tensor" else hw.vector_flops
-    t_c = op.flops / (peak * engine.compute_eff(kind)) if peak and op.flops else 0.0
-    bw = hw.bandwidth_bytes_s * engine.mem_eff(kind)
+    attn = bool(op.kv_read_bytes or op.kv_write_bytes)
+    eta_c = engine.compute_eff_for(hw)
+    if attn:
+        eta_c *= engine.eta_attn
+    elif op.unit == "tensor":
+        eta_c *= engine.compute_format_eff(quant)
+    t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
+    bw = hw.bandwidth_bytes_s * engine.mem_eff(hw.kind)
     t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
            + op.act_bytes / bw
            + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv))

@@ -8,7 +8,14 @@ Time of one forward pass (``tokspeed.predict.pass_time``)::
 - ``eta_mem``: fraction of peak bandwidth reached streaming weights (per hardware kind).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
-- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls.
+- ``eta_compute``: fraction of the dense FP16 tensor peak (FP32 accumulate, the vendor figure) reached
+  in prefill matmuls, by compute class: the hardware kind, or ``geforce`` for NVIDIA GeForce cards,
+  whose FP32-accumulate tensor rate is half their FP16-accumulate rate (llama.cpp accumulates in FP16
+  or runs its quantized matmuls on INT8 tensor cores, so GeForce reaches a larger share of that figure).
+- ``eta_compute_format``: relative matmul throughput of a weight format in prefill (F16 = 1): dequantising
+  tiles costs ALU work, quantized kernels may use INT8 tensor cores.
+- ``eta_attn``: efficiency of the attention core (scores, softmax, values over the KV cache) relative to
+  the dense matmuls; governs long-prompt prefill.
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
 - ``fixed_s``: per step (sampling on the CPU, synchronisation, loop control).
 
@@ -37,6 +44,8 @@ class EngineProfile:
     eta_mem: dict = field(default_factory=lambda: {"default": 1.0})      # by hardware kind
     eta_compute: dict = field(default_factory=lambda: {"default": 1.0})  # by hardware kind
     eta_format: dict = field(default_factory=dict)                       # by format group
+    eta_compute_format: dict = field(default_factory=dict)               # by format group (prefill)
+    eta_attn: float = 1.0
     eta_kv: float = 1.0
     launch_s: float = 0.0
     fixed_s: float = 0.0
@@ -52,8 +61,18 @@ class EngineProfile:
     def compute_eff(self, hw_kind: str) -> float:
         return self.eta_compute.get(hw_kind, self.eta_compute.get("default", 1.0))
 
+    def compute_eff_for(self, hw) -> float:
+        """eta_compute for a device: its compute class (``geforce``) if listed, else its kind."""
+        cls = compute_class(hw)
+        if cls in self.eta_compute:
+            return self.eta_compute[cls]
+        return self.compute_eff(hw.kind)
+
     def format_eff(self, quant: str) -> float:
         return self.eta_format.get(format_group(quant), 1.0)
+
+    def compute_format_eff(self, quant: str) -> float:
+        return self.eta_compute_format.get(format_group(quant), 1.0)
 
     @property
     def is_ideal(self) -> bool:
@@ -76,19 +95,38 @@ def format_group(quant: str) -> str:
     return "int4"
 
 
+def compute_class(hw) -> str:
+    """``geforce`` for NVIDIA GeForce GPUs (FP16-accumulate tensor rate = 2x the FP32-accumulate figure
+    in the catalog; NVIDIA Ada/Ampere GPU architecture whitepapers), else the hardware kind."""
+    if hw.vendor.lower() == "nvidia" and "geforce" in hw.name.lower():
+        return "geforce"
+    return hw.kind
+
+
 IDEAL = EngineProfile("ideal", source="roofline bound: eta = 1, no overhead (the seeds' formula)")
+
+
+def load_table(fname: str) -> dict:
+    """One engine table (``priors.toml`` or ``fitted.toml``) as {engine: {key: value}}; {} if absent."""
+    p = HERE / fname
+    if not p.is_file():
+        return {}
+    with open(p, "rb") as f:
+        return tomllib.load(f)
 
 
 @lru_cache(maxsize=1)
 def _tables() -> dict:
     data = {}
     for fname in ("priors.toml", "fitted.toml"):
-        p = HERE / fname
-        if p.is_file():
-            with open(p, "rb") as f:
-                for name, entry in tomllib.load(f).items():
-                    data[name] = {**data.get(name, {}), **entry}
+        for name, entry in load_table(fname).items():
+            data[name] = {**data.get(name, {}), **entry}
     return data
+
+
+def prior_profile(engine: str) -> EngineProfile:
+    """The documented prior of an engine, ignoring any fit (the fit's starting point)."""
+    return EngineProfile(name=engine, **load_table("priors.toml")[engine])
 
 
 def resolve_backend(engine: str, hardware) -> str:
@@ -107,7 +145,11 @@ def resolve_backend(engine: str, hardware) -> str:
     return "llama.cpp-vulkan"
 
 
-def get_engine(engine: str, hardware=None) -> EngineProfile:
+def get_engine(engine, hardware=None) -> EngineProfile:
+    """The profile for an engine name (``llama.cpp`` resolved to its backend on ``hardware``); an
+    EngineProfile passes through unchanged (the calibration fit evaluates trial profiles this way)."""
+    if isinstance(engine, EngineProfile):
+        return engine
     e = engine.strip().lower()
     if e not in ENGINES:
         raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES))
