@@ -47,7 +47,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str) -> tuple[float, str]:
 
     Compute side: peak x eta_compute (by compute class), times eta_attn for the attention core over the
     KV cache or eta_compute_format for weight matmuls. Memory side: weights at eta_mem x eta_format,
-    activations at eta_mem, KV cache at eta_mem x eta_kv. ``tokspeed.calibration.fast`` mirrors this
+    activations at eta_mem, KV cache at eta_mem x eta_kv; eta_mem-scaled bandwidth capped at
+    the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
     arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
@@ -59,7 +60,7 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str) -> tuple[float, str]:
     elif op.unit == "tensor":
         eta_c *= engine.compute_format_eff(quant)
     t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
-    bw = hw.bandwidth_bytes_s * engine.mem_eff(hw.kind)
+    bw = engine.stream_bytes_s(hw)
     t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
            + op.act_bytes / bw
            + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv))

@@ -103,12 +103,12 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
 def predict_rows(rs: RowSet, prof) -> np.ndarray:
     """Predicted tok/s of every row of ``rs`` under EngineProfile ``prof`` (= predict()'s figure)."""
     n = len(rs.rows)
-    eta_m = np.empty(n)
+    bw_row = np.empty(n)
     eta_c = np.empty(n)
     eta_f = np.empty(n)
     eta_cf = np.empty(n)
     for i, r in enumerate(rs.rows):
-        eta_m[i] = prof.mem_eff(r.hw.kind)
+        bw_row[i] = prof.stream_bytes_s(r.hw)
         eta_c[i] = prof.compute_eff_for(r.hw)
         eta_f[i] = prof.format_eff(r.quant)
         eta_cf[i] = prof.compute_format_eff(r.quant)
@@ -116,7 +116,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     ec = eta_c[o] * np.where(rs.attn, prof.eta_attn, np.where(rs.tensor, eta_cf[o], 1.0))
     with np.errstate(divide="ignore", invalid="ignore"):
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / (rs.peak * ec), 0.0)
-    bw = rs.bw * eta_m[o]
+    bw = bw_row[o]
     t_m = (rs.wbytes / (bw * np.where(rs.tensor, eta_f[o], 1.0)) + rs.abytes / bw
            + rs.kvbytes / (bw * prof.eta_kv))
     t_op = np.maximum(t_c, t_m)

@@ -6,6 +6,10 @@ Time of one forward pass (``tokspeed.predict.pass_time``)::
         + kernels · launch_s + fixed_s
 
 - ``eta_mem``: fraction of peak bandwidth reached streaming weights (per hardware kind).
+- ``bw_cap_gbps``: the most bandwidth the engine's kernels pull from one device, whatever its peak
+  (0 = no cap). Little's law: achieved bandwidth <= bytes in flight / memory latency, and a kernel that
+  keeps a fixed number of bytes in flight per SM cannot use an HBM part's 2-3 TB/s (llama.cpp decode on
+  A100 reaches ~40 % of peak while GDDR6X cards reach ~85 %).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
 - ``eta_compute``: fraction of the dense FP16 tensor peak (FP32 accumulate, the vendor figure) reached
@@ -34,6 +38,7 @@ from pathlib import Path
 from ..errors import UserError, did_you_mean
 
 HERE = Path(__file__).parent
+CAP_SHARPNESS = 4.0   # soft-minimum exponent of the bandwidth cap: at bw = cap the result is 0.84 x cap
 ENGINES = ["ideal", "llama.cpp", "llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "llama.cpp-cpu",
            "gpt-fast", "vllm", "tensorrt-llm", "transformers", "exllamav2", "mlx"]
 
@@ -47,6 +52,7 @@ class EngineProfile:
     eta_compute_format: dict = field(default_factory=dict)               # by format group (prefill)
     eta_attn: float = 1.0
     eta_kv: float = 1.0
+    bw_cap_gbps: float = 0.0
     launch_s: float = 0.0
     fixed_s: float = 0.0
     runtime_overhead_gib: float = 0.0
@@ -67,6 +73,15 @@ class EngineProfile:
         if cls in self.eta_compute:
             return self.eta_compute[cls]
         return self.compute_eff(hw.kind)
+
+    def stream_bytes_s(self, hw) -> float:
+        """Bandwidth this engine streams at on ``hw``: peak x eta_mem, softly capped at ``bw_cap_gbps``
+        (p-norm soft minimum, p = CAP_SHARPNESS: a queue saturating rather than a hard wall)."""
+        bw = hw.bandwidth_bytes_s * self.mem_eff(hw.kind)
+        if not self.bw_cap_gbps:
+            return bw
+        p = CAP_SHARPNESS
+        return (bw ** -p + (self.bw_cap_gbps * 1e9) ** -p) ** (-1 / p)
 
     def format_eff(self, quant: str) -> float:
         return self.eta_format.get(format_group(quant), 1.0)
