@@ -5,7 +5,7 @@
 
 Per engine backend, the EngineProfile parameters (eta_mem per hardware kind, eta_format per weight-format
 group, eta_kv, launch_s, fixed_s for decode; eta_compute per compute class, eta_compute_format per group
-and eta_attn for prefill) minimise the squared log error of predicted vs measured tok/s, with:
+and eta_attn for prefill; on GeForce, FP16-accumulating engines see twice the listed tensor peak) minimise the squared log error of predicted vs measured tok/s, with:
 
 - a robust loss (soft L1 with its knee at 10 % error): a handful of rows are measured under conditions the row does not
   state (throttled cards, old builds) and must not drag the fit;
@@ -40,8 +40,7 @@ sys.path.insert(0, str(REPO))
 from tokspeed.calibration import load_rows  # noqa: E402
 from tokspeed.calibration.evaluate import percentile  # noqa: E402
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
-from tokspeed.engines.profile import (EngineProfile, compute_class, format_group,  # noqa: E402
-                                      prior_profile)
+from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
 
 BACKENDS = ["llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "gpt-fast"]
 FITTED = REPO / "tokspeed" / "engines" / "fitted.toml"
@@ -88,9 +87,8 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
         out.append(Param("launch_s", None, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False))
         out.append(Param("fixed_s", None, prior.fixed_s * 1e3, 0.0, 20.0, 1e-3, False))
     if pre:
-        for cls in sorted({compute_class(r.hw) for r in pre}):
-            p = prior.eta_compute.get(cls, prior.compute_eff(pre[0].hw.kind if cls == "geforce" else cls))
-            out.append(Param("eta_compute", cls, _clip(p, 0.02, 1.3), 0.02, 1.3))
+        for kind in sorted({r.hw.kind for r in pre}):
+            out.append(Param("eta_compute", kind, _clip(prior.compute_eff(kind), 0.02, 1.3), 0.02, 1.3))
         for g in sorted({format_group(r.quant) for r in pre} - {"float"}):
             out.append(Param("eta_compute_format", g, _clip(prior.compute_format_eff(g.upper()), 0.2, 1.5),
                              0.2, 1.5))

@@ -45,14 +45,14 @@ class PassTime:
 def op_time(op: Op, hw, engine: EngineProfile, quant: str) -> tuple[float, str]:
     """Roofline time of one operator and what bounds it.
 
-    Compute side: peak x eta_compute (by compute class), times eta_attn for the attention core over the
+    Compute side: peak (x2 on GeForce for FP16-accumulating engines) x eta_compute, times eta_attn for the attention core over the
     KV cache or eta_compute_format for weight matmuls. Memory side: weights at eta_mem x eta_format,
     activations at eta_mem, KV cache at eta_mem x eta_kv; eta_mem-scaled bandwidth capped at
     the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
     arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
-    peak = hw.matmul_flops if op.unit == "tensor" else hw.vector_flops
+    peak = hw.matmul_flops * engine.tensor_peak_scale(hw) if op.unit == "tensor" else hw.vector_flops
     attn = bool(op.kv_read_bytes or op.kv_write_bytes)
     eta_c = engine.compute_eff_for(hw)
     if attn:

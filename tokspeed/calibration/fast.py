@@ -105,15 +105,18 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     n = len(rs.rows)
     bw_row = np.empty(n)
     eta_c = np.empty(n)
+    scale = np.empty(n)
     eta_f = np.empty(n)
     eta_cf = np.empty(n)
     for i, r in enumerate(rs.rows):
         bw_row[i] = prof.stream_bytes_s(r.hw)
         eta_c[i] = prof.compute_eff_for(r.hw)
+        scale[i] = prof.tensor_peak_scale(r.hw)
         eta_f[i] = prof.format_eff(r.quant)
         eta_cf[i] = prof.compute_format_eff(r.quant)
     o = rs.op_row
     ec = eta_c[o] * np.where(rs.attn, prof.eta_attn, np.where(rs.tensor, eta_cf[o], 1.0))
+    ec = ec * np.where(rs.tensor, scale[o], 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / (rs.peak * ec), 0.0)
     bw = bw_row[o]

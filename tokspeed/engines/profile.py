@@ -12,10 +12,10 @@ Time of one forward pass (``tokspeed.predict.pass_time``)::
   A100 reaches ~40 % of peak while GDDR6X cards reach ~85 %).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
-- ``eta_compute``: fraction of the dense FP16 tensor peak (FP32 accumulate, the vendor figure) reached
-  in prefill matmuls, by compute class: the hardware kind, or ``geforce`` for NVIDIA GeForce cards,
-  whose FP32-accumulate tensor rate is half their FP16-accumulate rate (llama.cpp accumulates in FP16
-  or runs its quantized matmuls on INT8 tensor cores, so GeForce reaches a larger share of that figure).
+- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind).
+- ``fp16_accumulate``: the engine's matmuls accumulate in FP16 (cuBLAS COMPUTE_16F) or run on INT8
+  tensor cores, so on NVIDIA GeForce cards - whose catalog FP16 figure is the FP32-accumulate rate, half
+  the FP16-accumulate rate - the tensor peak it can reach is twice the listed one (``tensor_peak_scale``).
 - ``eta_compute_format``: relative matmul throughput of a weight format in prefill (F16 = 1): dequantising
   tiles costs ALU work, quantized kernels may use INT8 tensor cores.
 - ``eta_attn``: efficiency of the attention core (scores, softmax, values over the KV cache) relative to
@@ -53,6 +53,7 @@ class EngineProfile:
     eta_attn: float = 1.0
     eta_kv: float = 1.0
     bw_cap_gbps: float = 0.0
+    fp16_accumulate: bool = False
     launch_s: float = 0.0
     fixed_s: float = 0.0
     runtime_overhead_gib: float = 0.0
@@ -73,6 +74,10 @@ class EngineProfile:
         if cls in self.eta_compute:
             return self.eta_compute[cls]
         return self.compute_eff(hw.kind)
+
+    def tensor_peak_scale(self, hw) -> float:
+        """Usable tensor peak / listed FP16 peak: 2 on GeForce for FP16-accumulating engines, else 1."""
+        return 2.0 if self.fp16_accumulate and compute_class(hw) == "geforce" else 1.0
 
     def stream_bytes_s(self, hw) -> float:
         """Bandwidth this engine streams at on ``hw``: peak x eta_mem, softly capped at ``bw_cap_gbps``
@@ -112,7 +117,7 @@ def format_group(quant: str) -> str:
 
 def compute_class(hw) -> str:
     """``geforce`` for NVIDIA GeForce GPUs (FP16-accumulate tensor rate = 2x the FP32-accumulate figure
-    in the catalog; NVIDIA Ada/Ampere GPU architecture whitepapers), else the hardware kind."""
+    in the catalog; NVIDIA Ampere GA102 and Ada AD102 whitepapers), else the hardware kind."""
     if hw.vendor.lower() == "nvidia" and "geforce" in hw.name.lower():
         return "geforce"
     return hw.kind
