@@ -49,6 +49,7 @@ SIGMA_ETA = 0.5         # prior width on log(eta): a factor e^0.5 = 1.65
 SIGMA_LAUNCH_US = 10.0
 SIGMA_FIXED_MS = 1.0
 NO_CAP_GBPS = 5000.0    # prior for bw_cap_gbps where priors.toml has none: above every device in the file
+MIN_BAND_ROWS = 10      # below this many rows of a metric, the prior's error band is kept as a floor
 CAP_STARTS = (NO_CAP_GBPS, 1500.0, 1000.0, 600.0)   # starting points of bw_cap_gbps (multi-start)
 
 
@@ -225,25 +226,27 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
-def band(res, kind) -> float:
-    """Stored error band: p90 |error| of the rows, the larger of in-sample and held-out."""
+def band(res, kind, prior_pct: float) -> float:
+    """Stored error band: p90 |error|, the larger of in-sample and held-out; with fewer than
+    MIN_BAND_ROWS rows a p90 means little, so the prior's (wider) band stays the floor."""
     idx = [i for i, r in enumerate(res["rows"]) if r.kind == kind]
     if not idx:
-        return float("nan")
+        return prior_pct
     ins = percentile([abs(res["insample"][i]) for i in idx], 90)
     ho = [abs(res["heldout"][i]) for i in idx if not math.isnan(res["heldout"][i])]
-    return max(ins, percentile(ho, 90)) if ho else ins
+    b = max(ins, percentile(ho, 90)) if ho else ins
+    return max(b, prior_pct) if len(idx) < MIN_BAND_ROWS else b
 
 
 def _num(v: float) -> str:
-    if v == 0:
+    if abs(v) < 1e-9:      # launch_s / fixed_s at their lower bound (optimizer round-off)
         return "0.0"
     s = f"{v:.4g}"
     return s if any(c in s for c in ".e") else s + ".0"
 
 
 def _dict(d: dict) -> str:
-    return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }"
+    return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }" if d else "{}"
 
 
 def fitted_toml(results, n_total: int) -> str:
@@ -260,8 +263,11 @@ def fitted_toml(results, n_total: int) -> str:
             kinds[r.hw.kind] = kinds.get(r.hw.kind, 0) + 1
         eta_mem = dict(p.eta_mem)
         eta_mem["default"] = eta_mem[max(sorted(kinds), key=kinds.get)]
-        dec_band, pre_band = band(res, "decode"), band(res, "prefill")
         prior = prior_profile(res["engine"])
+        dec_band = band(res, "decode", prior.decode_error_pct)
+        pre_band = band(res, "prefill", prior.prefill_error_pct)
+        # a cap the data never pulled below the devices' bandwidths is no finding: write none
+        cap = 0.0 if p.bw_cap_gbps > 0.9 * NO_CAP_GBPS else round(p.bw_cap_gbps)
         out.append(f'["{res["engine"]}"]')
         out.append(f"eta_mem = {_dict(eta_mem)}")
         out.append(f"eta_compute = {_dict(p.eta_compute)}")
@@ -269,11 +275,11 @@ def fitted_toml(results, n_total: int) -> str:
         out.append(f"eta_compute_format = {_dict(p.eta_compute_format)}")
         out.append(f"eta_attn = {_num(p.eta_attn)}")
         out.append(f"eta_kv = {_num(p.eta_kv)}")
-        out.append(f"bw_cap_gbps = {_num(round(p.bw_cap_gbps))}")
+        out.append(f"bw_cap_gbps = {_num(cap)}")
         out.append(f"launch_s = {_num(p.launch_s)}")
         out.append(f"fixed_s = {_num(p.fixed_s)}")
-        out.append(f"decode_error_pct = {_num(round(dec_band) if nd else prior.decode_error_pct)}")
-        out.append(f"prefill_error_pct = {_num(round(pre_band) if npf else prior.prefill_error_pct)}")
+        out.append(f"decode_error_pct = {_num(round(dec_band))}")
+        out.append(f"prefill_error_pct = {_num(round(pre_band))}")
         out.append("fitted = true")
         out.append(f'source = "fitted by scripts/fit_calibration.py on {len(rows)} rows of calibration.csv '
                    f'({nd} decode, {npf} prefill; {", ".join(res["families"])}); priors: {prior.source}"')
