@@ -42,11 +42,12 @@ class PassTime:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
-def op_time(op: Op, hw, engine: EngineProfile, quant: str) -> tuple[float, str]:
+def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
     """Roofline time of one operator and what bounds it.
 
     Compute side: peak (x2 on GeForce for FP16-accumulating engines) x eta_compute, times eta_attn for the attention core over the
-    KV cache or eta_compute_format for weight matmuls. Memory side: weights at eta_mem x eta_format,
+    KV cache or eta_compute_format x matmul_eff(tokens) for weight matmuls (``tokens`` in the pass;
+    0 = unknown). Memory side: weights at eta_mem x eta_format,
     activations at eta_mem, KV cache at eta_mem x eta_kv; eta_mem-scaled bandwidth capped at
     the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
     arithmetic in numpy for the fit; a test holds the two equal."""
@@ -58,7 +59,7 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str) -> tuple[float, str]:
     if attn:
         eta_c *= engine.eta_attn
     elif op.unit == "tensor":
-        eta_c *= engine.compute_format_eff(quant)
+        eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
     t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
     bw = engine.stream_bytes_s(hw)
     t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
@@ -67,11 +68,12 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str) -> tuple[float, str]:
     return (t_c, "compute") if t_c > t_m else (t_m, "memory")
 
 
-def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str) -> PassTime:
+def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0) -> PassTime:
+    """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency."""
     comp = mem = 0.0
     times = []
     for op in ops:
-        t, b = op_time(op, hw, engine, quant)
+        t, b = op_time(op, hw, engine, quant, tokens)
         times.append((op, t, b))
         if b == "compute":
             comp += t
@@ -209,8 +211,8 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     first = None
     for depth, w in steps:
         ops = forward_ops(spec, storage, kvb, batch, 1, depth)
-        pt = pass_time(ops, hw, prof, quant)
-        pi = pass_time(ops, hw, IDEAL, quant)
+        pt = pass_time(ops, hw, prof, quant, batch)
+        pi = pass_time(ops, hw, IDEAL, quant, batch)
         total_t += w * pt.seconds
         total_ideal += w * pi.seconds
         if first is None:
@@ -235,9 +237,9 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     while done < prompt:
         chunk = min(UBATCH, prompt - done)
         ops = forward_ops(spec, storage, kvb, batch, chunk, context + done)
-        pt = pass_time(ops, hw, prof, quant)
+        pt = pass_time(ops, hw, prof, quant, batch * chunk)
         pf_s += pt.seconds
-        pf_ideal += pass_time(ops, hw, IDEAL, quant).seconds
+        pf_ideal += pass_time(ops, hw, IDEAL, quant, batch * chunk).seconds
         bounds[pt.bound] += pt.seconds
         done += chunk
     pband = prof.prefill_error_pct / 100

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engines.profile import MATVEC_MAX_TOKENS
+
 
 @dataclass
 class RowSet:
@@ -23,6 +25,7 @@ class RowSet:
     pass_row: np.ndarray
     pass_w: np.ndarray      # decode: trapezoid weight / sum of weights (mean step); prefill: 1 per chunk
     pass_kernels: np.ndarray
+    pass_tokens: np.ndarray
     # per op
     op_pass: np.ndarray
     op_row: np.ndarray
@@ -45,12 +48,12 @@ def _passes(row, spec, storage, kvb):
         steps = decode_steps(row.context, row.prompt, max(row.gen, 1))
         wsum = sum(w for _, w in steps)
         for depth, w in steps:
-            yield w / wsum, forward_ops(spec, storage, kvb, row.batch, 1, depth)
+            yield w / wsum, row.batch, forward_ops(spec, storage, kvb, row.batch, 1, depth)
     else:
         done = 0
         while done < row.prompt:
             chunk = min(UBATCH, row.prompt - done)
-            yield 1.0, forward_ops(spec, storage, kvb, row.batch, chunk, row.context + done)
+            yield 1.0, row.batch * chunk, forward_ops(spec, storage, kvb, row.batch, chunk, row.context + done)
             done += chunk
 
 
@@ -61,7 +64,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
     from ..quant.schemes import scheme_for
 
     kvb = kv_bytes(kv_dtype)
-    P = {k: [] for k in ("row", "w", "kern")}
+    P = {k: [] for k in ("row", "w", "kern", "tok")}
     O = {k: [] for k in ("pass", "row", "flops", "peak", "attn", "tensor", "wb", "ab", "kv", "bw")}
     measured, numer = [], []
     specs = {}
@@ -73,10 +76,11 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
         measured.append(row.tok_s)
         numer.append(row.batch * row.prompt if row.kind == "prefill" else
                      (row.batch if row.metric == "decode_aggregate" else 1))
-        for w, ops in _passes(row, spec, storage, kvb):
+        for w, tokens, ops in _passes(row, spec, storage, kvb):
             p = len(P["row"])
             P["row"].append(i)
             P["w"].append(w)
+            P["tok"].append(tokens)
             P["kern"].append(sum(op.kernels * op.count for op in ops))
             for op in ops:
                 if op.unit == "cpu":
@@ -94,6 +98,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
     a = np.asarray
     return RowSet(rows=list(rows), measured=a(measured, float), numer=a(numer, float),
                   pass_row=a(P["row"], int), pass_w=a(P["w"], float), pass_kernels=a(P["kern"], float),
+                  pass_tokens=a(P["tok"], float),
                   op_pass=a(O["pass"], int), op_row=a(O["row"], int), flops=a(O["flops"], float),
                   peak=a(O["peak"], float), attn=a(O["attn"], bool), tensor=a(O["tensor"], bool),
                   wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
@@ -115,7 +120,9 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
         eta_f[i] = prof.format_eff(r.quant)
         eta_cf[i] = prof.compute_format_eff(r.quant)
     o = rs.op_row
-    ec = eta_c[o] * np.where(rs.attn, prof.eta_attn, np.where(rs.tensor, eta_cf[o], 1.0))
+    tok = rs.pass_tokens[rs.op_pass]
+    ramp = np.where(tok <= MATVEC_MAX_TOKENS, prof.eta_matvec, tok / (tok + prof.gemm_half_tokens))
+    ec = eta_c[o] * np.where(rs.attn, prof.eta_attn, np.where(rs.tensor, eta_cf[o] * ramp, 1.0))
     ec = ec * np.where(rs.tensor, scale[o], 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / (rs.peak * ec), 0.0)

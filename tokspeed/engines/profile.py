@@ -18,6 +18,11 @@ Time of one forward pass (``tokspeed.predict.pass_time``)::
   the FP16-accumulate rate - the tensor peak it can reach is twice the listed one (``tensor_peak_scale``).
 - ``eta_compute_format``: relative matmul throughput of a weight format in prefill (F16 = 1): dequantising
   tiles costs ALU work, quantized kernels may use INT8 tensor cores.
+- ``eta_matvec`` / ``gemm_half_tokens``: matmul efficiency by tokens in the pass. Up to
+  ``MATVEC_MAX_TOKENS`` tokens (decode, small batches) engines run matrix-vector kernels (dequantise and
+  dot on the SIMD ALUs) at ``eta_matvec`` of the matmul efficiency; above, tiled GEMMs whose efficiency
+  ramps as ``T / (T + gemm_half_tokens)`` (a 32-token batch cannot fill the machine as a 512-token
+  prefill chunk does).
 - ``eta_attn``: efficiency of the attention core (scores, softmax, values over the KV cache) relative to
   the dense matmuls; governs long-prompt prefill.
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
@@ -38,6 +43,7 @@ from pathlib import Path
 from ..errors import UserError, did_you_mean
 
 HERE = Path(__file__).parent
+MATVEC_MAX_TOKENS = 8  # llama.cpp: MMVQ_MAX_BATCH_SIZE (CUDA) and the mul_mv_ext limit (Metal) are 8 rows
 CAP_SHARPNESS = 4.0   # soft-minimum exponent of the bandwidth cap: at bw = cap the result is 0.84 x cap
 ENGINES = ["ideal", "llama.cpp", "llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "llama.cpp-cpu",
            "gpt-fast", "vllm", "tensorrt-llm", "transformers", "exllamav2", "mlx"]
@@ -54,6 +60,8 @@ class EngineProfile:
     eta_kv: float = 1.0
     bw_cap_gbps: float = 0.0
     fp16_accumulate: bool = False
+    eta_matvec: float = 1.0
+    gemm_half_tokens: float = 0.0
     launch_s: float = 0.0
     fixed_s: float = 0.0
     runtime_overhead_gib: float = 0.0
@@ -74,6 +82,14 @@ class EngineProfile:
         if cls in self.eta_compute:
             return self.eta_compute[cls]
         return self.compute_eff(hw.kind)
+
+    def matmul_eff(self, tokens: int) -> float:
+        """Matmul efficiency for a pass over ``tokens`` tokens (0 = unknown: 1)."""
+        if not tokens:
+            return 1.0
+        if tokens <= MATVEC_MAX_TOKENS:
+            return self.eta_matvec
+        return tokens / (tokens + self.gemm_half_tokens)
 
     def tensor_peak_scale(self, hw) -> float:
         """Usable tensor peak / listed FP16 peak: 2 on GeForce for FP16-accumulating engines, else 1."""
