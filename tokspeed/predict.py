@@ -45,11 +45,11 @@ class PassTime:
 def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
     """Roofline time of one operator and what bounds it.
 
-    Compute side: peak (x2 on GeForce for FP16-accumulating engines) x eta_compute, times eta_attn for the attention core over the
-    KV cache or eta_compute_format x matmul_eff(tokens) for weight matmuls (``tokens`` in the pass;
-    0 = unknown). Memory side: weights at eta_mem x eta_format,
-    activations at eta_mem, KV cache at eta_mem x eta_kv; eta_mem-scaled bandwidth capped at
-    the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
+    Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
+    eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
+    matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown). Memory side: weights at
+    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, the eta_mem-scaled
+    bandwidth softly capped at the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
     arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
