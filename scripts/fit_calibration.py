@@ -94,6 +94,8 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
             out.append(Param("eta_compute_format", g, _clip(prior.compute_format_eff(g.upper()), 0.2, 1.5),
                              0.2, 1.5))
         out.append(Param("eta_attn", None, _clip(prior.eta_attn, 0.05, 1.0), 0.05, 1.0))
+        if prior.attn_bytes_per_flop:
+            out.append(Param("attn_bytes_per_flop", None, prior.attn_bytes_per_flop, 1e-4, 0.2))
     if pre or any(r.batch > 1 for r in dec):
         out.append(Param("gemm_half_tokens", None, max(prior.gemm_half_tokens, 1.0), 1.0, 512.0))
     if any(r.batch > 1 for r in dec):
@@ -279,6 +281,7 @@ def fitted_toml(results, n_total: int) -> str:
         out.append(f"eta_compute_format = {_dict(p.eta_compute_format)}")
         out.append(f"eta_attn = {_num(p.eta_attn)}")
         out.append(f"eta_matvec = {_num(p.eta_matvec)}")
+        out.append(f"attn_bytes_per_flop = {_num(p.attn_bytes_per_flop)}")
         out.append(f"gemm_half_tokens = {_num(round(p.gemm_half_tokens, 1))}")
         out.append(f"eta_kv = {_num(p.eta_kv)}")
         out.append(f"bw_cap_gbps = {_num(cap)}")

@@ -48,7 +48,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
     eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
     matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown). Memory side: weights at
-    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, the eta_mem-scaled
+    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused attention's
+    score matrix at attn_bytes_per_flop x the attention FLOPs, the eta_mem-scaled
     bandwidth softly capped at the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
     arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
@@ -64,7 +65,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     bw = engine.stream_bytes_s(hw)
     t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
            + op.act_bytes / bw
-           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv))
+           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv)
+           + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
     return (t_c, "compute") if t_c > t_m else (t_m, "memory")
 
 

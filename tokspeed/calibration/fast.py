@@ -128,7 +128,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / (rs.peak * ec), 0.0)
     bw = bw_row[o]
     t_m = (rs.wbytes / (bw * np.where(rs.tensor, eta_f[o], 1.0)) + rs.abytes / bw
-           + rs.kvbytes / (bw * prof.eta_kv))
+           + rs.kvbytes / (bw * prof.eta_kv) + np.where(rs.attn, rs.flops * prof.attn_bytes_per_flop, 0.0) / bw)
     t_op = np.maximum(t_c, t_m)
     t_pass = np.bincount(rs.op_pass, weights=t_op, minlength=len(rs.pass_row))
     t_pass = t_pass + rs.pass_kernels * prof.launch_s + prof.fixed_s

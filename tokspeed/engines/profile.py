@@ -23,6 +23,9 @@ Time of one forward pass (``tokspeed.predict.pass_time``)::
   dot on the SIMD ALUs) at ``eta_matvec`` of the matmul efficiency; above, tiled GEMMs whose efficiency
   ramps as ``T / (T + gemm_half_tokens)`` (a 32-token batch cannot fill the machine as a 512-token
   prefill chunk does).
+- ``attn_bytes_per_flop``: memory traffic of an unfused attention per attention FLOP: without
+  FlashAttention the F32 score matrix (one value per query-key pair, ~4 x head_dim + 5 FLOPs) is written,
+  read and rewritten by softmax and read again by the value product, ~16 bytes per score.
 - ``eta_attn``: efficiency of the attention core (scores, softmax, values over the KV cache) relative to
   the dense matmuls; governs long-prompt prefill.
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
@@ -61,6 +64,7 @@ class EngineProfile:
     bw_cap_gbps: float = 0.0
     fp16_accumulate: bool = False
     eta_matvec: float = 1.0
+    attn_bytes_per_flop: float = 0.0
     gemm_half_tokens: float = 0.0
     launch_s: float = 0.0
     fixed_s: float = 0.0
