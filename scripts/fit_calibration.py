@@ -267,8 +267,10 @@ def fitted_toml(results, n_total: int) -> str:
         kinds = {}
         for r in rows:
             kinds[r.hw.kind] = kinds.get(r.hw.kind, 0) + 1
-        eta_mem = dict(p.eta_mem)
-        eta_mem["default"] = eta_mem[max(sorted(kinds), key=kinds.get)]
+        # an unseen hardware kind gets the value fitted for the kind with most rows
+        top = max(sorted(kinds), key=kinds.get)
+        eta_mem = {**p.eta_mem, "default": p.eta_mem[top]}
+        eta_compute = {**p.eta_compute, "default": p.eta_compute.get(top, p.compute_eff(top))}
         prior = prior_profile(res["engine"])
         dec_band = band(res, "decode", prior.decode_error_pct)
         pre_band = band(res, "prefill", prior.prefill_error_pct)
@@ -276,7 +278,7 @@ def fitted_toml(results, n_total: int) -> str:
         cap = 0.0 if p.bw_cap_gbps > 0.9 * NO_CAP_GBPS else round(p.bw_cap_gbps)
         out.append(f'["{res["engine"]}"]')
         out.append(f"eta_mem = {_dict(eta_mem)}")
-        out.append(f"eta_compute = {_dict(p.eta_compute)}")
+        out.append(f"eta_compute = {_dict(eta_compute)}")
         out.append(f"eta_format = {_dict(p.eta_format)}")
         out.append(f"eta_compute_format = {_dict(p.eta_compute_format)}")
         out.append(f"eta_attn = {_num(p.eta_attn)}")
