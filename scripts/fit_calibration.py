@@ -48,9 +48,10 @@ ROBUST_SCALE = 0.1      # soft-L1 knee on the log error (~10 %)
 SIGMA_ETA = 0.5         # prior width on log(eta): a factor e^0.5 = 1.65
 SIGMA_LAUNCH_US = 10.0
 SIGMA_FIXED_MS = 1.0
+SIGMA_CAP = 2.0         # the cap has no documented prior: a factor e^2 = 7.4 either way
 NO_CAP_GBPS = 5000.0    # prior for bw_cap_gbps where priors.toml has none: above every device in the file
 MIN_BAND_ROWS = 10      # below this many rows of a metric, the prior's error band is kept as a floor
-CAP_STARTS = (NO_CAP_GBPS, 1500.0, 1000.0, 600.0)   # starting points of bw_cap_gbps (multi-start)
+CAP_STARTS = (NO_CAP_GBPS, 1500.0, 1000.0, 600.0, 400.0)   # starting points of bw_cap_gbps (multi-start)
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class Param:
     hi: float
     unit: float = 1.0   # x * unit = value in SI (launch_s in us, fixed_s in ms)
     log_prior: bool = True
+    sigma: float = SIGMA_ETA
 
     @property
     def label(self) -> str:
@@ -82,7 +84,8 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
     groups = sorted({format_group(r.quant) for r in rows} - {"float"})
     for g in groups:
         out.append(Param("eta_format", g, _clip(prior.eta_format.get(g, 1.0), 0.2, 1.0), 0.2, 1.0))
-    out.append(Param("bw_cap_gbps", None, prior.bw_cap_gbps or NO_CAP_GBPS, 200.0, 20000.0))
+    out.append(Param("bw_cap_gbps", None, prior.bw_cap_gbps or NO_CAP_GBPS, 200.0, 20000.0,
+                     sigma=SIGMA_CAP))
     if dec:
         out.append(Param("eta_kv", None, _clip(prior.eta_kv, 0.1, 1.0), 0.1, 1.0))
         out.append(Param("launch_s", None, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False))
@@ -124,7 +127,7 @@ def prior_residuals(space, x) -> np.ndarray:
     out = []
     for p, v in zip(space, x):
         if p.log_prior:
-            out.append((math.log(v) - math.log(p.prior)) / SIGMA_ETA)
+            out.append((math.log(v) - math.log(p.prior)) / p.sigma)
         else:
             out.append((v - p.prior) / (SIGMA_LAUNCH_US if p.field == "launch_s" else SIGMA_FIXED_MS))
     return np.asarray(out) * ROBUST_SCALE
