@@ -2,8 +2,10 @@
 
 Time of one forward pass (``tokspeed.predict.pass_time``)::
 
-    t = Σ_ops max(flops / (peak · eta_compute), bytes / (bandwidth · eta_mem · eta_format))
+    t = Σ_ops max(flops / (peak · eta_compute · ...), bytes / (bandwidth · eta_mem · eta_format · ...))
         + kernels · launch_s + fixed_s
+
+with the refinements below (the full per-operator arithmetic is ``tokspeed.predict.op_time``).
 
 - ``eta_mem``: fraction of peak bandwidth reached streaming weights (per hardware kind).
 - ``bw_cap_gbps``: the most bandwidth the engine's kernels pull from one device, whatever its peak
@@ -26,8 +28,8 @@ Time of one forward pass (``tokspeed.predict.pass_time``)::
 - ``attn_bytes_per_flop``: memory traffic of an unfused attention per attention FLOP: without
   FlashAttention the F32 score matrix (one value per query-key pair, ~4 x head_dim + 5 FLOPs) is written,
   read and rewritten by softmax and read again by the value product, ~16 bytes per score.
-- ``eta_attn``: efficiency of the attention core (scores, softmax, values over the KV cache) relative to
-  the dense matmuls; governs long-prompt prefill.
+- ``eta_attn``: compute efficiency of the attention core (scores, softmax, values over the KV cache)
+  relative to the dense matmuls; with ``attn_bytes_per_flop`` it sets how long prompts slow prefill.
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
 - ``fixed_s``: per step (sampling on the CPU, synchronisation, loop control).
 
