@@ -48,7 +48,7 @@ ROBUST_SCALE = 0.1      # soft-L1 knee on the log error (~10 %)
 SIGMA_ETA = 0.5         # prior width on log(eta): a factor e^0.5 = 1.65
 SIGMA_LAUNCH_US = 10.0
 SIGMA_FIXED_MS = 1.0
-SIGMA_CAP = 2.0         # the cap has no documented prior: a factor e^2 = 7.4 either way
+SIGMA_CAP = 1.0         # the cap has no documented prior: a factor e = 2.7 either way (1 vs 2: held-out error)
 NO_CAP_GBPS = 5000.0    # prior for bw_cap_gbps where priors.toml has none: above every device in the file
 MIN_BAND_ROWS = 10      # below this many rows of a metric, the prior's error band is kept as a floor
 CAP_STARTS = (NO_CAP_GBPS, 1500.0, 1000.0, 600.0, 400.0)   # starting points of bw_cap_gbps (multi-start)
@@ -277,8 +277,10 @@ def fitted_toml(results, n_total: int) -> str:
         prior = prior_profile(res["engine"])
         dec_band = band(res, "decode", prior.decode_error_pct)
         pre_band = band(res, "prefill", prior.prefill_error_pct)
-        # a cap the data never pulled below the devices' bandwidths is no finding: write none
-        cap = 0.0 if p.bw_cap_gbps > 0.9 * NO_CAP_GBPS else round(p.bw_cap_gbps)
+        # a cap that slows no row of the file by 3 % or more (device bandwidth x eta_mem below 0.6 x cap)
+        # is no finding: write none
+        reach = max(r.hw.bandwidth_gbps * p.mem_eff(r.hw.kind) for r in rows)
+        cap = round(p.bw_cap_gbps) if reach >= 0.6 * p.bw_cap_gbps else 0.0
         out.append(f'["{res["engine"]}"]')
         out.append(f"eta_mem = {_dict(eta_mem)}")
         out.append(f"eta_compute = {_dict(eta_compute)}")
