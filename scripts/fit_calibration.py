@@ -258,7 +258,7 @@ def _dict(d: dict) -> str:
     return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }" if d else "{}"
 
 
-def fitted_toml(results, n_total: int) -> str:
+def fitted_toml(results) -> str:
     out = ["# Written by scripts/fit_calibration.py from shared/validation/calibration.csv: do not edit by hand.",
            "# Overlays priors.toml per engine. Error bands: p90 abs % error, the larger of in-sample and",
            "# leave-one-device-family-out.", ""]
@@ -332,7 +332,7 @@ def main(argv=None) -> int:
         print(f"{res['engine']}: median |error| priors {np.median(pe):.1f} % -> fitted {np.median(ie):.1f} %;  "
               + ", ".join(f"{p.label}={_num(v * p.unit)}" for p, v in zip(res["space"], res["x"])))
     if args.write:
-        FITTED.write_text(fitted_toml(results, len(rows)))
+        FITTED.write_text(fitted_toml(results))
         print(f"wrote {FITTED.relative_to(REPO)}")
     print(f"total {time.time() - t0:.1f} s", file=sys.stderr)
     return 0
