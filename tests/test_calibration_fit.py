@@ -130,3 +130,10 @@ def test_fit_lowers_loss_from_priors(scored):
     for p, v in zip(space, x):                      # physical bounds hold
         assert p.lo <= v <= p.hi, p.label
     assert 0 < prof.mem_eff("gpu") <= 1.0 and 0 <= prof.launch_s <= 50e-6
+
+
+def test_compute_efficiency_never_beats_the_listed_peak():
+    prof = EngineProfile("t", eta_compute={"default": 0.8}, fp16_accumulate=True)
+    op = Op("matmul", "ffn", "tensor", 1, flops=1e12, weight_bytes=1e6)
+    t, _ = op_time(op, _gpu(), prof, "F16")       # 0.8 x 2 = 1.6 is clamped to 1: 1e12 / 100e12 = 10 ms
+    assert math.isclose(t, 0.010, rel_tol=1e-12)

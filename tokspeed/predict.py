@@ -54,13 +54,14 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
-    peak = hw.matmul_flops * engine.tensor_peak_scale(hw) if op.unit == "tensor" else hw.vector_flops
+    peak = hw.matmul_flops if op.unit == "tensor" else hw.vector_flops
     attn = bool(op.kv_read_bytes or op.kv_write_bytes)
-    eta_c = engine.compute_eff_for(hw)
+    eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw) if op.unit == "tensor" else 1.0)
     if attn:
         eta_c *= engine.eta_attn
     elif op.unit == "tensor":
         eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
+    eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
     t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
     bw = engine.stream_bytes_s(hw)
     t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))

@@ -124,6 +124,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     ramp = np.where(tok <= MATVEC_MAX_TOKENS, prof.eta_matvec, tok / (tok + prof.gemm_half_tokens))
     ec = eta_c[o] * np.where(rs.attn, prof.eta_attn, np.where(rs.tensor, eta_cf[o] * ramp, 1.0))
     ec = ec * np.where(rs.tensor, scale[o], 1.0)
+    ec = np.minimum(ec, 1.0)      # as op_time: the listed peak stays the bound
     with np.errstate(divide="ignore", invalid="ignore"):
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / (rs.peak * ec), 0.0)
     bw = bw_row[o]
