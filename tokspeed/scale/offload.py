@@ -1,0 +1,131 @@
+"""Weights that do not fit in VRAM: the two mechanisms, kept distinct.
+
+``layers`` (llama.cpp ``--gpu-layers N`` / ``-ngl``): the last N layers live in VRAM and run on the GPU;
+the first L - N layers live in system RAM and run on the CPU *at the CPU's memory bandwidth*. The
+token embedding stays in RAM, and the output layer (final norm + LM head) goes to the GPU only when
+N > L (llama.cpp counts it as layer L+1). Decode crosses the host link twice per token with one hidden
+state; prefill batches of >= 32 tokens run the RAM-held layers on the GPU, copying their weights over
+the host link (llama.cpp's scheduler). ``auto`` picks the largest N that fits.
+
+``stream`` (Hugging Face Accelerate ``device_map="auto"`` with CPU offload): the GPU computes every
+layer; layers that do not fit stay in RAM and are copied over the host link *every pass*. This is the
+seeds' "weights behind PCIe": an RTX 4090 reads VRAM at 1,008 GB/s but PCIe 4.0 x16 at 31.5 GB/s per
+direction, 32x slower.
+"""
+
+from __future__ import annotations
+
+from ..errors import UserError
+from .interconnect import host_link
+from .layout import Layout, Stage, device_memory, layer_weight_bytes
+from .parallel import Parallel
+
+MODES = ("none", "auto", "layers", "stream")
+DEFAULT_CPU = "ddr5-5600-2ch"   # a typical desktop: dual-channel DDR5-5600 (89.6 GB/s)
+
+
+def normalize_mode(offload: str | None, gpu_layers: int | None) -> str:
+    mode = (offload or "none").strip().lower()
+    if mode not in MODES:
+        raise UserError(f"unknown --offload {offload!r}", "choose none, auto, layers or stream")
+    if mode == "none" and gpu_layers is not None:
+        mode = "layers"
+    if mode == "auto":
+        mode = "layers"
+    return mode
+
+
+def resolve_cpu(cpu):
+    from ..hardware.catalog import get_hardware
+    from ..hardware.spec import Hardware
+
+    if isinstance(cpu, Hardware):
+        return cpu
+    return get_hardware(cpu or DEFAULT_CPU)
+
+
+def llamacpp_layout(spec, hw, prof, cpu_hw, n_gpu: int) -> Layout:
+    from ..engines.profile import get_engine
+
+    L = spec.n_layers
+    n_gpu = max(0, min(n_gpu, L + 1))
+    cpu_eng = get_engine("llama.cpp-cpu")
+    if n_gpu > L:
+        stages = [Stage("gpu0", "gpu", hw, prof, (0, L), embedding=True, head=True)]
+    else:
+        first = L - n_gpu
+        stages = []
+        if first:
+            stages.append(Stage("cpu", "cpu", cpu_hw, cpu_eng, (0, first), embedding=True, gpu=hw))
+        if n_gpu:
+            stages.append(Stage("gpu0", "gpu", hw, prof, (first, L), embedding=not first))
+        stages.append(Stage("cpu (output)", "cpu", cpu_hw, cpu_eng, (L, L), head=True, gpu=hw))
+    return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="layers")
+
+
+def stream_layout(spec, hw, prof, cpu_hw, n_resident: int) -> Layout:
+    L = spec.n_layers
+    n_resident = max(0, min(n_resident, L + 1))
+    if n_resident > L:
+        stages = [Stage("gpu0", "gpu", hw, prof, (0, L), embedding=True, head=True)]
+    else:
+        stages = []
+        if n_resident:
+            stages.append(Stage("gpu0", "gpu", hw, prof, (0, n_resident), embedding=True))
+        stages.append(Stage("gpu0 (streamed)", "stream", hw, prof, (n_resident, L), embedding=not n_resident,
+                            head=True))
+    return Layout(stages, Parallel(), host=host_link(hw), offload="stream")
+
+
+def _gpu_fits(layout, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> bool:
+    rows = device_memory(layout, spec, storage, kvb, batch, tokens, prompt, overhead, host_hw=cpu_hw)
+    return all(r.fits for r in rows if r.kind == "gpu")
+
+
+def max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> int:
+    """Largest N (0..L+1) whose layout fits the GPU; GPU memory grows with N, so bisect."""
+    lo, hi = 0, spec.n_layers + 1
+    if _gpu_fits(build(hi), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _gpu_fits(build(mid), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, tokens, prompt, overhead):
+    if hw.kind != "gpu":
+        raise UserError(f"--offload needs a discrete GPU; {hw.id} is a {hw.kind} (one memory: nothing to offload)",
+                        "use --hardware with a GPU, e.g. rtx-4090")
+    cpu_hw = resolve_cpu(cpu)
+    if mode == "layers":
+        build = lambda n: llamacpp_layout(spec, hw, prof, cpu_hw, n)   # noqa: E731
+    else:
+        build = lambda n: stream_layout(spec, hw, prof, cpu_hw, n)     # noqa: E731
+    if gpu_layers is None:
+        gpu_layers = max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw)
+    elif gpu_layers < 0:
+        raise UserError(f"--gpu-layers must be >= 0, got {gpu_layers}")
+    layout = build(gpu_layers)
+    layout.notes.append(f"{min(gpu_layers, spec.n_layers + 1)} of {spec.n_layers + 1} layers (incl. output) on the GPU")
+    layout.gpu_layers = min(gpu_layers, spec.n_layers + 1)
+    layout.cpu_hw = cpu_hw
+    return layout
+
+
+def vram_vs_host_ratio(hw) -> float:
+    """The seeds' comparison: VRAM bandwidth over the host link's per-direction bandwidth."""
+    return hw.bandwidth_gbps / hw.host_link_gbps if hw.host_link_gbps else float("inf")
+
+
+def weights_in_ram_bytes(spec, storage, layout) -> float:
+    per_layer, embd, head = layer_weight_bytes(spec, storage)
+    total = 0.0
+    for s in layout.stages:
+        if s.kind in ("cpu", "stream"):
+            a, b = s.layers
+            total += sum(per_layer[a:b]) + (embd if s.embedding else 0) + (head if s.head else 0)
+    return total
