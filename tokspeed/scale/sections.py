@@ -6,7 +6,8 @@ from __future__ import annotations
 from ..errors import UserError
 from .interconnect import ring_allreduce_bytes
 from .offload import vram_vs_host_ratio, weights_in_ram_bytes
-from .serving import batch_curve, continuous_batching, cost, default_batches, max_rate, ridge_batch
+from .serving import (batch_curve, continuous_batching, cost, default_batches, max_rate, ridge_batch,
+                      weight_matmul_bound)
 
 
 def scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, prefill, first, timer, *, batch,
@@ -34,7 +35,11 @@ def scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, pref
 
         t_pf = prefill.seconds / (batch * prompt) if prompt and prefill.seconds else \
             timer(forward_ops(spec, storage, kvb, 1, 512, depth), prof, 1, 512).seconds / 512
-        serving = {"max_batch": mem.max_batch, "ridge_batch": ridge_batch(lambda b: step(b).bound),
+        def matmul_bound(b):
+            return weight_matmul_bound(forward_ops(spec, storage, kvb, b, 1, depth), hw, prof, quant)
+
+        serving = {"max_batch": mem.max_batch, "ridge_batch": ridge_batch(matmul_bound),
+                   "step_bound_at_max_batch": step(max(mem.max_batch, 1)).bound,
                    "decode_depth": depth, "prefill_s_per_token": t_pf,
                    "batches": batch_curve(step_s, default_batches(min(mem.max_batch, 4096)), mem.max_batch)}
         if users is not None:

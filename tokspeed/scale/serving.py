@@ -1,7 +1,7 @@
 """Batching and serving: what many users at once get from one setup.
 
 - Batch curve: one decode step serves B sequences; per-user tok/s = 1 / step(B), aggregate = B / step(B).
-- Ridge batch: the smallest B whose decode step is compute bound. With weights read once per step and
+- Ridge batch: the smallest B whose weight matmuls are compute bound. With weights read once per step and
   2 FLOPs per weight per sequence, a matmul turns compute bound near
   ``B = (peak FLOP/s / bandwidth) x bytes per weight / 2`` (H100 SXM FP16: 989 / 3.35 x 2 / 2 ≈ 295).
 - Largest batch that fits: from the KV cache left after weights, activations and runtime (``memory``).
@@ -40,6 +40,20 @@ def ridge_batch(bound_at, limit: int = RIDGE_LIMIT) -> int | None:
         else:
             lo = mid
     return hi
+
+
+def weight_matmul_bound(ops, hw, prof, quant) -> str:
+    """What bounds the weight matmuls of a pass (the ops that read weights): "compute" once the
+    compute-bound ones take longer than the memory-bound ones. Attention over the KV cache is left out:
+    its bytes grow with the batch like its FLOPs, so it never turns compute bound in decode."""
+    from ..predict import op_time
+
+    spent = {"compute": 0.0, "memory": 0.0}
+    for op in ops:
+        if op.unit == "tensor" and op.weight_bytes:
+            t, b = op_time(op, hw, prof, quant)
+            spent[b] += t
+    return "compute" if spent["compute"] > spent["memory"] else "memory"
 
 
 def batch_curve(step_s, batches, max_batch: int) -> list[dict]:
