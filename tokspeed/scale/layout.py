@@ -28,6 +28,7 @@ class Stage:
     embedding: bool = False
     head: bool = False
     gpu: object = None         # cpu stage: the GPU llama.cpp sends big prefill batches to
+    host_bytes: float = 0.0    # weights held in host RAM that cross the host link when the GPU runs them
 
     @property
     def n_layers(self) -> int:

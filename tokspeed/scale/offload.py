@@ -44,9 +44,15 @@ def resolve_cpu(cpu):
     return get_hardware(cpu or DEFAULT_CPU)
 
 
-def llamacpp_layout(spec, hw, prof, cpu_hw, n_gpu: int) -> Layout:
+def _host_bytes(spec, sizes, a, b, embedding, head) -> float:
+    per_layer, embd, head_b = sizes
+    return sum(per_layer[a:b]) + (embd if embedding else 0.0) + (head_b if head else 0.0)
+
+
+def llamacpp_layout(spec, storage, hw, prof, cpu_hw, n_gpu: int) -> Layout:
     from ..engines.profile import get_engine
 
+    sizes = layer_weight_bytes(spec, storage)
     L = spec.n_layers
     n_gpu = max(0, min(n_gpu, L + 1))
     cpu_eng = get_engine("llama.cpp-cpu")
@@ -56,14 +62,17 @@ def llamacpp_layout(spec, hw, prof, cpu_hw, n_gpu: int) -> Layout:
         first = L - n_gpu
         stages = []
         if first:
-            stages.append(Stage("cpu", "cpu", cpu_hw, cpu_eng, (0, first), embedding=True, gpu=hw))
+            stages.append(Stage("cpu", "cpu", cpu_hw, cpu_eng, (0, first), embedding=True, gpu=hw,
+                                host_bytes=_host_bytes(spec, sizes, 0, first, False, False)))
         if n_gpu:
             stages.append(Stage("gpu0", "gpu", hw, prof, (first, L), embedding=not first))
-        stages.append(Stage("cpu (output)", "cpu", cpu_hw, cpu_eng, (L, L), head=True, gpu=hw))
+        stages.append(Stage("cpu (output)", "cpu", cpu_hw, cpu_eng, (L, L), head=True, gpu=hw,
+                            host_bytes=_host_bytes(spec, sizes, L, L, False, True)))
     return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="layers")
 
 
-def stream_layout(spec, hw, prof, cpu_hw, n_resident: int) -> Layout:
+def stream_layout(spec, storage, hw, prof, cpu_hw, n_resident: int) -> Layout:
+    sizes = layer_weight_bytes(spec, storage)
     L = spec.n_layers
     n_resident = max(0, min(n_resident, L + 1))
     if n_resident > L:
@@ -73,7 +82,7 @@ def stream_layout(spec, hw, prof, cpu_hw, n_resident: int) -> Layout:
         if n_resident:
             stages.append(Stage("gpu0", "gpu", hw, prof, (0, n_resident), embedding=True))
         stages.append(Stage("gpu0 (streamed)", "stream", hw, prof, (n_resident, L), embedding=not n_resident,
-                            head=True))
+                            head=True, host_bytes=_host_bytes(spec, sizes, n_resident, L, not n_resident, True)))
     return Layout(stages, Parallel(), host=host_link(hw), offload="stream")
 
 
@@ -102,9 +111,9 @@ def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, t
                         "use --hardware with a GPU, e.g. rtx-4090")
     cpu_hw = resolve_cpu(cpu)
     if mode == "layers":
-        build = lambda n: llamacpp_layout(spec, hw, prof, cpu_hw, n)   # noqa: E731
+        build = lambda n: llamacpp_layout(spec, storage, hw, prof, cpu_hw, n)   # noqa: E731
     else:
-        build = lambda n: stream_layout(spec, hw, prof, cpu_hw, n)     # noqa: E731
+        build = lambda n: stream_layout(spec, storage, hw, prof, cpu_hw, n)     # noqa: E731
     if gpu_layers is None:
         gpu_layers = max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw)
     elif gpu_layers < 0:

@@ -10,9 +10,11 @@ Each stage is timed by the engine's roofline (``predict.pass_time``) on its own 
 links add:
 - TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes);
 - stage hand-offs: tokens x d_model x ``handoff_value_bytes`` over the GPU link or the host link;
-- streaming offload: every streamed weight byte over the host link, each pass;
+- streaming offload: every streamed module (whole tensors: the embedding table, every expert) over
+  the host link, each pass;
 - llama.cpp offload: layers in RAM run on the CPU, but batches of >= 32 tokens (prefill) are sent to
-  the GPU with their weights copied over the host link (ggml-backend scheduler, ``offload_op``).
+  the GPU with their weight tensors copied over the host link (ggml-backend scheduler,
+  ``offload_op``); the embedding lookup stays on the CPU.
 
 The per-step overheads (launches, sampling, ``fixed_s``) are counted once per step, not per stage.
 Pipelined decode (``pp``) keeps m = min(batch, stages) micro-batches in flight: one step (a token
@@ -106,12 +108,12 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
         if s.kind == "cpu" and tokens >= GPU_OFFLOAD_MIN_BATCH and s.gpu is not None:
             gpu_eng = IDEAL if ideal else prof
             pt = pass_time(sops, s.gpu, gpu_eng, quant)
-            extra = layout.host.transfer_s(sum(o.weight_bytes for o in sops), ideal)
+            extra = layout.host.transfer_s(s.host_bytes, ideal)
             eng = gpu_eng
         else:
             pt = pass_time(sops, s.hw, eng, quant)
         if s.kind == "stream":
-            extra = layout.host.transfer_s(sum(o.weight_bytes for o in sops), ideal)
+            extra = layout.host.transfer_s(s.host_bytes, ideal)
         if s.tp > 1 and layout.link is not None:
             msg = tokens / micro * d * 2.0
             extra += layout.syncs_per_layer * s.n_layers * layout.link.allreduce_s(msg, s.tp, ideal)
