@@ -105,12 +105,15 @@ class Hardware:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise UserError(f"hardware {data.get('id', data.get('name', '?'))}: unknown field(s) {', '.join(unknown)}")
+            from ..errors import did_you_mean
+
+            raise UserError(f"hardware {data.get('id', data.get('name', '?'))}: unknown field(s) {', '.join(unknown)}",
+                            did_you_mean(unknown[0], sorted(known)) or "fields: " + ", ".join(sorted(known)))
         missing = [k for k in ("name", "kind", "vendor", "memory_gb", "bandwidth_gbps") if k not in data]
         if missing:
             raise UserError(f"hardware {data.get('id', data.get('name', '?'))}: missing {', '.join(missing)}")
         data = dict(data)
-        data.setdefault("id", data["name"].lower().replace(" ", "-"))
+        data.setdefault("id", str(data["name"]).lower().replace(" ", "-"))
         return cls(**data)
 
     def to_dict(self) -> dict:

@@ -61,7 +61,9 @@ def render_scale(pred, console=None):
                           f"{fmt_rate(u['aggregate_tok_s'])} tok/s in all")
         cb = sv.get("continuous")
         if cb:
-            if cb["stable"]:
+            if cb["stable"] is None:
+                console.print(f"continuous batching: {cb['reason']}")
+            elif cb["stable"]:
                 console.print(f"continuous batching at {cb['rate_rps']:g} req/s: ~{cb['running_sequences']:.1f} running, "
                               f"TTFT {fmt_seconds(cb['ttft_s'])}, TPOT {fmt_seconds(cb['tpot_s'])}, "
                               f"prefill {cb['prefill_share']:.0%} of the time; max {cb['max_rate_rps']:.2f} req/s")

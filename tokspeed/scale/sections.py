@@ -33,8 +33,12 @@ def scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, pref
         def step_s(b):
             return step(b).seconds
 
-        t_pf = prefill.seconds / (batch * prompt) if prompt and prefill.seconds else \
-            timer(forward_ops(spec, storage, kvb, 1, 512, depth), prof, 1, 512).seconds / 512
+        if not hw.matmul_flops:
+            t_pf = None          # prefill is compute bound and this device has no FLOP/s figure
+        elif prompt and prefill.seconds:
+            t_pf = prefill.seconds / (batch * prompt)
+        else:
+            t_pf = timer(forward_ops(spec, storage, kvb, 1, 512, depth), prof, 1, 512).seconds / 512
         def matmul_bound(b):
             return weight_matmul_bound(forward_ops(spec, storage, kvb, b, 1, depth), hw, prof, quant)
 
@@ -48,7 +52,10 @@ def scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, pref
             serving["users"] = {"users": u, "per_user_tok_s": 1 / s, "aggregate_tok_s": u / s,
                                 "fits": u <= mem.max_batch}
             aggregate = u / s
-        if rate is not None:
+        if rate is not None and t_pf is None:
+            serving["continuous"] = {"rate_rps": float(rate), "stable": None,
+                                     "reason": f"{hw.id} has no FLOP/s figure: prefill time unknown"}
+        elif rate is not None:
             cb = continuous_batching(step_s, t_pf, prompt, gen, float(rate), mem.max_batch)
             cb["max_rate_rps"] = max_rate(step_s, t_pf, prompt, gen, mem.max_batch)
             serving["continuous"] = cb
