@@ -89,7 +89,9 @@ def test_tp_beyond_kv_heads_replicates_kv():
 
 def test_tp_needs_heads_to_split():
     with pytest.raises(UserError):
-        predict(LLAMA31_405B, "h100-sxm", gpus=12, parallel="tp")
+        predict(LLAMA31_405B, "h100-sxm", engine="vllm", gpus=12, parallel="tp")
+    # llama.cpp's row split cuts matrix rows anywhere (3 GPUs for 32 heads is fine)
+    assert predict("llama-2-7b", "rtx-3090", gpus=3, parallel="tp").extra["parallel"]["row_split"]
 
 
 def test_405b_fp16_weights():

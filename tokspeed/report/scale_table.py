@@ -26,7 +26,10 @@ def render_scale(pred, console=None):
     par = x.get("parallel", {})
     if par.get("n_devices", 1) > 1:
         line = f"parallel: {par['style']} (tp={par['tp']}, pp={par['pp']})"
-        if "tp_link" in par and par["tp"] > 1:
+        if par.get("row_split"):
+            line += (f"; llama.cpp row split over {par['tp_link']['name']}: {par['syncs_per_token']} matmul "
+                     f"gathers per token")
+        elif "tp_link" in par and par["tp"] > 1:
             line += (f"; TP over {par['tp_link']['name']} ({par['tp_link']['per_direction_gbps']:g} GB/s per direction): "
                      f"{par['allreduces_per_token']} all-reduces per token, "
                      f"{fmt_bytes(par['allreduce_bytes_per_token_per_device'])} sent per device per token")

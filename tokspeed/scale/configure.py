@@ -23,17 +23,18 @@ def matmuls_per_layer(spec) -> int:
 
 
 def parallel_layout(spec, hw, prof, par: Parallel) -> Layout:
-    check_tp(spec, par.tp)
+    llama = prof.name.startswith("llama.cpp")
+    if not llama:
+        check_tp(spec, par.tp)      # llama.cpp's row split cuts rows anywhere; head-sharded TP cannot
     blocks = split_layers(spec.n_layers, par.pp)
     stages = []
     for i, (a, b) in enumerate(blocks):
         first, last = i * par.tp, i * par.tp + par.tp - 1
         name = f"gpu{first}" if par.tp == 1 else f"gpu{first}-{last}"
         stages.append(Stage(name, "gpu", hw, prof, (a, b), tp=par.tp, embedding=i == 0, head=i == len(blocks) - 1))
-    llama = prof.name.startswith("llama.cpp")
     return Layout(stages, par, link=device_link(hw, par.tp), pipe_link=device_link(hw, par.n_devices),
                   handoff_value_bytes=4.0 if llama else 2.0,
-                  syncs_per_layer=matmuls_per_layer(spec) if llama else 2)
+                  syncs_per_layer=matmuls_per_layer(spec) if llama else 2, row_split=llama and par.tp > 1)
 
 
 @dataclass

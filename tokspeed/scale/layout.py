@@ -69,6 +69,7 @@ class Layout:
     host: Interconnect | None = None      # GPU <-> host RAM (offload)
     handoff_value_bytes: float = 2.0      # bytes per activation value passed between stages
     syncs_per_layer: int = 2              # TP collectives per layer
+    row_split: bool = False               # llama.cpp -sm row: matmul inputs/outputs gathered on the main GPU
     offload: str = "none"                 # none | layers | stream
     pipe_link: Interconnect | None = None # between pipeline stages (defaults to ``link``)
     gpu_layers: int | None = None         # offload: layers (incl. output) on the GPU

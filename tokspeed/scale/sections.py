@@ -83,7 +83,11 @@ def _parallel(layout, spec) -> dict:
         return {"style": "none", "tp": 1, "pp": 1, "n_devices": 1}
     par = layout.parallel
     out = par.to_dict()
-    if layout.link is not None:
+    if layout.link is not None and layout.row_split:
+        out["tp_link"] = layout.link.to_dict()
+        out["row_split"] = True
+        out["syncs_per_token"] = layout.syncs_per_layer * spec.n_layers
+    elif layout.link is not None:
         out["tp_link"] = layout.link.to_dict()
         msg = spec.d_model * 2.0
         out["allreduce_message_bytes_per_token"] = msg

@@ -8,7 +8,8 @@ residual adds are replicated; the KV cache per rank follows ``layout.kv_share``.
 
 Each stage is timed by the engine's roofline (``predict.pass_time``) on its own device, and the
 links add:
-- TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes);
+- TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), or
+  for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
 - stage hand-offs: tokens x d_model x ``handoff_value_bytes`` over the GPU link or the host link;
 - streaming offload: every streamed module (whole tensors: the embedding table, every expert) over
   the host link, each pass;
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from ..engines.profile import IDEAL
 from ..ledger import Op
 from ..predict import PassTime, pass_time
+from .interconnect import SYNC_LATENCY_S
 from .layout import Layout, Stage, kv_share
 
 GPU_OFFLOAD_MIN_BATCH = 32   # llama.cpp: ops on CPU-held weights go to the GPU for batches >= 32 tokens
@@ -74,22 +76,44 @@ def _tp_shard(op: Op, spec, tp: int) -> Op:
     return replace(op, flops=op.flops / tp, weight_bytes=op.weight_bytes / tp, act_bytes=op.act_bytes / tp)
 
 
+def _stage_fraction(op: Op, spec, stage: Stage) -> float:
+    if op.stage == "embedding":
+        return 1.0 if stage.embedding else 0.0
+    if op.stage in ("lm_head", "sampling") or op.name == "final norm":
+        return 1.0 if stage.head else 0.0
+    return _layer_fraction(op, spec, *stage.layers)
+
+
 def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1) -> list[Op]:
     """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches."""
-    a, b = stage.layers
     out = []
     for op in ops:
-        if op.stage == "embedding":
-            f = 1.0 if stage.embedding else 0.0
-        elif op.stage in ("lm_head", "sampling") or op.name == "final norm":
-            f = 1.0 if stage.head else 0.0
-        else:
-            f = _layer_fraction(op, spec, a, b)
+        f = _stage_fraction(op, spec, stage)
         if f <= 0:
             continue
         o = _scaled(op, f / micro, weight_f=f) if micro > 1 else _scaled(op, f)
         out.append(_tp_shard(o, spec, stage.tp))
     return out
+
+
+def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, micro: int, ideal: bool) -> float:
+    """Link time of one TP stage for one pass (of one micro-batch).
+
+    NCCL-style TP: ``syncs_per_layer`` ring all-reduces of tokens x d_model x 2 bytes per layer.
+    llama.cpp row split (``-sm row``): every weight matmul's input leaves the main GPU for the others and
+    their output rows come back, as F32 (2x the ledger's F16 activation bytes), (N-1)/N of it crossing
+    the main GPU's link; one sequential peer copy per other GPU per matmul."""
+    link, n = layout.link, stage.tp
+    if n <= 1 or link is None:
+        return 0.0
+    if layout.row_split:
+        moved = sum(op.act_bytes * _stage_fraction(op, spec, stage) for op in ops
+                    if op.unit == "tensor" and op.weight_bytes and op.stage != "embedding")
+        moved = moved / micro * 2 * (n - 1) / n
+        syncs = layout.syncs_per_layer * stage.n_layers
+        return moved / link.per_direction_bytes_s + (0.0 if ideal else syncs * (n - 1) * SYNC_LATENCY_S["peer-copy"])
+    msg = tokens * spec.d_model * 2.0
+    return layout.syncs_per_layer * stage.n_layers * link.allreduce_s(msg, n, ideal)
 
 
 def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int) -> ScaledPass:
@@ -114,9 +138,7 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
             pt = pass_time(sops, s.hw, eng, quant)
         if s.kind == "stream":
             extra = layout.host.transfer_s(s.host_bytes, ideal)
-        if s.tp > 1 and layout.link is not None:
-            msg = tokens / micro * d * 2.0
-            extra += layout.syncs_per_layer * s.n_layers * layout.link.allreduce_s(msg, s.tp, ideal)
+        extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal)
         body = pt.seconds - eng.fixed_s
         comp += pt.compute_s
         mem += pt.memory_s
