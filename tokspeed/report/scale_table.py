@@ -5,18 +5,24 @@ from __future__ import annotations
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
 
 
-def render_scale(pred, console=None):
+def _table(title: str, columns):
     from rich.table import Table
 
+    t = Table(title=title, header_style="bold")
+    for c in columns:
+        t.add_column(c, justify="right")
+    return t
+
+
+def render_scale(pred, console=None):
     from .console import make_console
 
     console = console or make_console()
     x = pred.extra
     devs = x.get("devices", {}).get("per_device", [])
     if len(devs) > 1 or pred.layout is not None:
-        t = Table(title=f"memory per device ({x['devices']['count']} GPU)", header_style="bold")
-        for c in ("device", "hardware", "x", "weights", "KV", "activations + runtime", "total / capacity", "fits"):
-            t.add_column(c, justify="right")
+        t = _table(f"memory per device ({x['devices']['count']} GPU)",
+                   ("device", "hardware", "x", "weights", "KV", "activations + runtime", "total / capacity", "fits"))
         for d in devs:
             t.add_row(d["name"], d["hardware"], str(d["count"]), fmt_bytes(d["weights_bytes"]), fmt_bytes(d["kv_bytes"]),
                       fmt_bytes(d["activations_bytes"] + d["overhead_bytes"]),
@@ -38,10 +44,9 @@ def render_scale(pred, console=None):
         console.print(line)
     off = x.get("offload")
     if off:
-        t = Table(title=f"offload ({off['mode']}): {off['gpu_layers']} of {off['n_layers_with_output']} layers on the GPU, "
-                        f"{fmt_bytes(off['weights_in_ram_bytes'])} of weights in RAM", header_style="bold")
-        for c in ("stage", "device", "layers", "ms per token", "of which link"):
-            t.add_column(c, justify="right")
+        t = _table(f"offload ({off['mode']}): {off['gpu_layers']} of {off['n_layers_with_output']} layers on the GPU, "
+                   f"{fmt_bytes(off['weights_in_ram_bytes'])} of weights in RAM",
+                   ("stage", "device", "layers", "ms per token", "of which link"))
         for s in off["decode_seconds_by_stage"]:
             t.add_row(s["name"], s["hardware"], f"{s['layers'][0]}-{s['layers'][1]}", f"{s['seconds'] * 1e3:.2f}",
                       f"{s['link_s'] * 1e3:.2f}")
@@ -50,10 +55,8 @@ def render_scale(pred, console=None):
                       f"{off['vram_vs_cpu_ram']:.1f}x")
     sv = x.get("serving")
     if sv:
-        t = Table(title=f"batching (decode at depth {sv['decode_depth']:,}): ridge batch {sv['ridge_batch']}, "
-                        f"largest batch that fits {sv['max_batch']:,}", header_style="bold")
-        for c in ("batch", "ms/step", "per-user tok/s", "aggregate tok/s", "fits"):
-            t.add_column(c, justify="right")
+        t = _table(f"batching (decode at depth {sv['decode_depth']:,}): ridge batch {sv['ridge_batch']}, "
+                   f"largest batch that fits {sv['max_batch']:,}", ("batch", "ms/step", "per-user tok/s", "aggregate tok/s", "fits"))
         for r in sv["batches"]:
             t.add_row(str(r["batch"]), f"{r['step_ms']:.2f}", fmt_rate(r["per_user_tok_s"]), fmt_rate(r["aggregate_tok_s"]),
                       "yes" if r["fits"] else "[red]no[/]")
