@@ -101,3 +101,27 @@ def test_offloaded_model_fits_where_vram_alone_does_not():
     off = predict(LLAMA3_70B, "rtx-4090", quant="Q4_K_M", prompt=0, gen=1, offload="auto")
     assert not alone.memory.fits and off.memory.fits
     assert math.isfinite(off.decode.tok_s) and off.decode.tok_s < alone.decode.tok_s
+
+
+def test_moe_experts_offload_reads_only_the_picked_experts_from_ram():
+    # gpt-oss-20b MXFP4 (12.1 GB) does not fit a 12 GB RTX 3060; llama.cpp --cpu-moe keeps every
+    # routed expert in RAM. Decode then reads k/E = 4/32 of each layer's experts from RAM.
+    from tokspeed.ledger import forward_ops
+    from tokspeed.scale.layout import layer_expert_bytes
+
+    alone = predict("gpt-oss-20b", "rtx-3060", quant="MXFP4", engine="ideal", prompt=0, gen=1)
+    assert not alone.memory.fits
+    p = predict("gpt-oss-20b", "rtx-3060", quant="MXFP4", engine="ideal", prompt=0, gen=1, offload="experts",
+                gpu_layers=0)
+    host = [d for d in p.extra["devices"]["per_device"] if d["kind"] == "host"][0]
+    experts = sum(layer_expert_bytes(p.spec, p.storage))
+    assert host["weights_bytes"] == pytest.approx(experts)
+    stages = {s["name"]: s for s in p.extra["offload"]["decode_seconds_by_stage"]}
+    read = sum(o.weight_bytes for o in forward_ops(p.spec, p.storage, 2, 1, 1, 0) if "_exps" in o.name)
+    assert read == pytest.approx(experts * 4 / 32)
+    # the CPU stage is the picked experts' bytes (plus their activations) at 89.6 GB/s
+    assert stages["cpu (experts)"]["seconds"] == pytest.approx(read / 89.6e9, rel=0.02)
+    auto = predict("gpt-oss-20b", "rtx-3060", quant="MXFP4", prompt=0, gen=1, offload="experts")
+    assert auto.memory.fits and 0 < auto.extra["offload"]["gpu_layers"] < 24
+    with pytest.raises(UserError):
+        predict(LLAMA3_8B, "rtx-4090", offload="experts")

@@ -67,9 +67,10 @@ def add_scale_options(p):
                    help="tp | pp | split (llama.cpp layer split) | tp=4,pp=2 (default: split for llama.cpp, tp otherwise)")
     g.add_argument("--gpu-layers", "-ngl", dest="gpu_layers", type=positive_int, default=None,
                    help="llama.cpp -ngl: layers on the GPU (n_layers + 1 includes the output layer); the rest run on the CPU")
-    g.add_argument("--offload", default="none", choices=["none", "auto", "layers", "stream"],
+    g.add_argument("--offload", default="none", choices=["none", "auto", "layers", "stream", "experts"],
                    help="weights that do not fit VRAM: layers (llama.cpp, CPU computes them), auto (largest -ngl that fits), "
-                        "stream (Accelerate: copied over the host link every token)")
+                        "stream (Accelerate: copied over the host link every token), experts (llama.cpp --n-cpu-moe: "
+                        "MoE expert tensors on the CPU)")
     g.add_argument("--cpu", default=None, help="host memory system for offload (default ddr5-5600-2ch)")
     g.add_argument("--users", type=positive_int, default=None, help="concurrent users (closed loop): per-user and aggregate tok/s")
     g.add_argument("--rate", type=float, default=None, help="requests per second for continuous batching (TTFT, TPOT)")

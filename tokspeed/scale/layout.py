@@ -29,6 +29,7 @@ class Stage:
     head: bool = False
     gpu: object = None         # cpu stage: the GPU llama.cpp sends big prefill batches to
     host_bytes: float = 0.0    # weights held in host RAM that cross the host link when the GPU runs them
+    ops: str = "all"           # all | experts (only the routed-expert matmuls) | rest (all but those)
 
     @property
     def n_layers(self) -> int:
@@ -81,6 +82,20 @@ class Layout:
         return sum(s.tp for s in self.stages if s.kind == "gpu") or 1
 
 
+EXPERT_ROLES = ("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")
+
+
+def layer_expert_bytes(spec, storage) -> list[float]:
+    """Bytes of the routed-expert stacks of each layer (0 for dense layers)."""
+    from ..models.tensors import weight_tensors
+
+    out = [0.0] * spec.n_layers
+    for role, layer, rows, cols in weight_tensors(spec):
+        if role in EXPERT_ROLES:
+            out[layer] += storage.tensor_bytes(role, layer, rows, cols)
+    return out
+
+
 def layer_weight_bytes(spec, storage) -> tuple[list[float], float, float]:
     """Bytes per layer, of the token embedding, and of the head (final norm + LM head)."""
     from ..models.tensors import weight_tensors
@@ -115,6 +130,7 @@ def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: in
     from ..memory import activation_bytes
 
     per_layer, embd, head = layer_weight_bytes(spec, storage)
+    experts = layer_expert_bytes(spec, storage) if any(s.ops != "all" for s in layout.stages) else None
     kv_all = batch * spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
     act = activation_bytes(spec, batch, prompt)
     rows: dict[str, DeviceMemory] = {}
@@ -132,6 +148,11 @@ def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: in
     stream_buf = 0.0
     for s in layout.stages:
         a, b = s.layers
+        if s.ops == "experts":          # llama.cpp --n-cpu-moe: the CPU stage's experts live in RAM
+            if s.kind == "cpu":         # (a GPU experts stage is already counted in its "rest" stage)
+                row("host", "host", s.hw).weights_bytes += sum(experts[a:b])
+                row(gpu_name or "gpu0", "gpu", s.gpu).weights_bytes -= sum(experts[a:b])
+            continue
         w = sum(per_layer[a:b]) + (embd if s.embedding else 0.0) + (head if s.head else 0.0)
         if s.head and spec.tied_embeddings and not s.embedding:
             w += embd            # the LM head reads the tied table: the last stage needs its own copy

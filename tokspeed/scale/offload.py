@@ -7,6 +7,11 @@ N > L (llama.cpp counts it as layer L+1). Decode crosses the host link twice per
 state; prefill batches of >= 32 tokens run the RAM-held layers on the GPU, copying their weights over
 the host link (llama.cpp's scheduler). ``auto`` picks the largest N that fits.
 
+``experts`` (llama.cpp ``--n-cpu-moe N`` / ``-ot exps=CPU``, for MoE models): only the routed-expert
+tensors of the first N layers stay in RAM and run on the CPU, which reads just the experts the tokens
+pick; attention, shared experts, norms and the head stay on the GPU. ``--gpu-layers M`` keeps the
+experts of the last M layers on the GPU; ``auto`` moves the fewest layers' experts that makes VRAM fit.
+
 ``stream`` (Hugging Face Accelerate ``device_map="auto"`` with CPU offload): the GPU computes every
 layer; layers that do not fit stay in RAM and are copied over the host link *every pass*. This is the
 seeds' "weights behind PCIe": an RTX 4090 reads VRAM at 1,008 GB/s but PCIe 4.0 x16 at 31.5 GB/s per
@@ -17,17 +22,17 @@ from __future__ import annotations
 
 from ..errors import UserError
 from .interconnect import host_link
-from .layout import Layout, Stage, device_memory, layer_weight_bytes
+from .layout import Layout, Stage, device_memory, layer_expert_bytes, layer_weight_bytes
 from .parallel import Parallel
 
-MODES = ("none", "auto", "layers", "stream")
+MODES = ("none", "auto", "layers", "stream", "experts")
 DEFAULT_CPU = "ddr5-5600-2ch"   # a typical desktop: dual-channel DDR5-5600 (89.6 GB/s)
 
 
 def normalize_mode(offload: str | None, gpu_layers: int | None) -> str:
     mode = (offload or "none").strip().lower()
     if mode not in MODES:
-        raise UserError(f"unknown --offload {offload!r}", "choose none, auto, layers or stream")
+        raise UserError(f"unknown --offload {offload!r}", "choose none, auto, layers, stream or experts")
     if mode == "none" and gpu_layers is not None:
         mode = "layers"
     if mode == "auto":
@@ -86,6 +91,24 @@ def stream_layout(spec, storage, hw, prof, cpu_hw, n_resident: int) -> Layout:
     return Layout(stages, Parallel(), host=host_link(hw), offload="stream")
 
 
+def experts_layout(spec, storage, hw, prof, cpu_hw, n_cpu_moe: int) -> Layout:
+    """llama.cpp ``--n-cpu-moe N``: the routed experts of the first N layers stay in RAM and run on the
+    CPU (reading only the experts the tokens pick); attention, shared experts and everything else on
+    the GPU. Two hidden-state hand-offs per such layer."""
+    from ..engines.profile import get_engine
+
+    L = spec.n_layers
+    n = max(0, min(n_cpu_moe, L))
+    experts = layer_expert_bytes(spec, storage)
+    stages = [Stage("gpu0", "gpu", hw, prof, (0, L), embedding=True, head=True, ops="rest" if n else "all")]
+    if n:
+        if n < L:
+            stages.append(Stage("gpu0 (experts)", "gpu", hw, prof, (n, L), ops="experts"))
+        stages.append(Stage("cpu (experts)", "cpu", cpu_hw, get_engine("llama.cpp-cpu"), (0, n), gpu=hw,
+                            host_bytes=sum(experts[:n]), ops="experts"))
+    return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="experts")
+
+
 def _gpu_fits(layout, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> bool:
     rows = device_memory(layout, spec, storage, kvb, batch, tokens, prompt, overhead, host_hw=cpu_hw)
     return all(r.fits for r in rows if r.kind == "gpu")
@@ -105,11 +128,40 @@ def max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, c
     return lo
 
 
+def min_cpu_moe(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> int:
+    """Fewest layers whose experts must leave VRAM (GPU memory falls as N grows, so bisect)."""
+    lo, hi = 0, spec.n_layers
+    if _gpu_fits(build(0), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
+        return 0
+    if not _gpu_fits(build(hi), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
+        return hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if _gpu_fits(build(mid), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, tokens, prompt, overhead):
     if hw.kind != "gpu":
         raise UserError(f"--offload needs a discrete GPU; {hw.id} is a {hw.kind} (one memory: nothing to offload)",
                         "use --hardware with a GPU, e.g. rtx-4090")
     cpu_hw = resolve_cpu(cpu)
+    if mode == "experts":
+        if not spec.is_moe:
+            raise UserError(f"--offload experts needs a mixture-of-experts model; {spec.id} is dense",
+                            "use --offload auto (whole layers)")
+        build = lambda n: experts_layout(spec, storage, hw, prof, cpu_hw, n)   # noqa: E731
+        L = spec.n_layers        # --gpu-layers N: the experts of the last N layers stay on the GPU
+        n = L - min(gpu_layers, L) if gpu_layers is not None else min_cpu_moe(build, spec, storage, kvb, batch,
+                                                                                tokens, prompt, overhead, cpu_hw)
+        layout = build(n)
+        layout.gpu_layers = spec.n_layers - min(n, spec.n_layers)
+        layout.cpu_hw = cpu_hw
+        layout.notes.append(f"routed experts of the first {n} layers in RAM (llama.cpp --n-cpu-moe {n})")
+        return layout
     if mode == "layers":
         build = lambda n: llamacpp_layout(spec, storage, hw, prof, cpu_hw, n)   # noqa: E731
     else:

@@ -2,7 +2,8 @@
 
 For every device in the catalog it tries, in order of cost:
 1. the device alone, when the model fits;
-2. a GPU with weights offloaded to system RAM (llama.cpp ``--offload auto``), when it does not;
+2. a GPU with weights offloaded to system RAM, when it does not: llama.cpp ``--offload auto`` (and
+   ``experts`` for MoE models), other engines ``stream``;
 3. the smallest group of 2, 4, 8 or 16 such devices that holds the model (``--parallel`` default of
    the engine: layer split for llama.cpp, tensor parallel otherwise; tp=8 x pp when the heads do
    not split further), and twice that many when the smallest group is too slow.
@@ -77,6 +78,13 @@ def parallel_for(spec, engine: str, n: int, hw=None) -> str:
     return "pp" if tp == 1 else f"tp={tp},pp={n // tp}"
 
 
+def offload_modes(spec, engine: str) -> list[str]:
+    """llama.cpp offloads whole layers (and, for MoE, just the experts); other engines stream."""
+    if engine.startswith("llama.cpp"):
+        return ["auto", "experts"] if spec.is_moe else ["auto"]
+    return ["stream"]
+
+
 def candidate_devices(kinds=("gpu", "soc", "accelerator", "cpu")):
     from ..hardware.catalog import all_hardware
 
@@ -124,16 +132,19 @@ def plan(model, target_tok_s: float, quant=None, engine="llama.cpp", context=0, 
         if one.memory.fits:
             out.append(_option(one, hw, "1 device", 1, target_tok_s, users, price))
             continue
-        if offload and hw.kind == "gpu" and hw.host_link_gbps and engine.startswith("llama.cpp"):
-            try:
-                p = predict(model, hw, offload="auto", **common)
+        if offload and hw.kind == "gpu" and hw.host_link_gbps:
+            for mode in offload_modes(spec, engine):
+                try:
+                    p = predict(model, hw, offload=mode, **common)
+                except UserError:
+                    continue
                 off = p.extra["offload"]
-                o = _option(p, hw, f"offload: {off['gpu_layers']}/{off['n_layers_with_output']} layers on GPU",
+                n_all = off["n_layers_with_output"] - (1 if mode == "experts" else 0)
+                what = "layers' experts" if mode == "experts" else "layers"
+                o = _option(p, hw, f"offload {mode}: {off['gpu_layers']}/{n_all} {what} on GPU",
                             1, target_tok_s, users, price)
-                o.kwargs = {"offload": "auto"}
+                o.kwargs = {"offload": mode}
                 out.append(o)
-            except UserError:
-                pass
         if hw.kind not in ("gpu", "accelerator"):
             continue
         found = 0

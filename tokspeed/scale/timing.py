@@ -84,10 +84,16 @@ def _stage_fraction(op: Op, spec, stage: Stage) -> float:
     return _layer_fraction(op, spec, *stage.layers)
 
 
+def _is_expert_op(op: Op) -> bool:
+    return op.stage == "moe" and "_exps" in op.name
+
+
 def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1) -> list[Op]:
     """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches."""
     out = []
     for op in ops:
+        if stage.ops != "all" and _is_expert_op(op) != (stage.ops == "experts"):
+            continue
         f = _stage_fraction(op, spec, stage)
         if f <= 0:
             continue
@@ -148,7 +154,12 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
         stage_rows.append({"name": s.name, "kind": s.kind, "hardware": s.hw.id, "layers": list(s.layers),
                            "seconds": body + extra, "link_s": extra})
     handoff = 0.0
+    for s in layout.stages:
+        if s.ops == "experts" and layout.host is not None:   # to the CPU and back in every such layer
+            handoff += 2 * s.n_layers * layout.host.transfer_s(tokens / micro * d * layout.handoff_value_bytes, ideal)
     for s0, s1 in zip(layout.stages, layout.stages[1:]):
+        if s1.ops == "experts":
+            continue
         via = layout.host if "cpu" in (s0.kind, s1.kind) else (layout.pipe_link or layout.link)
         if s0.kind == "stream" or s1.kind == "stream" or via is None:
             continue      # streamed layers run on the GPU that holds the activations
