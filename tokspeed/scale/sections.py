@@ -40,7 +40,7 @@ def scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, pref
         else:
             t_pf = timer(forward_ops(spec, storage, kvb, 1, 512, depth), prof, 1, 512).seconds / 512
         def matmul_bound(b):
-            return weight_matmul_bound(forward_ops(spec, storage, kvb, b, 1, depth), hw, prof, quant)
+            return weight_matmul_bound(forward_ops(spec, storage, kvb, b, 1, depth), hw, prof, quant, b)
 
         serving = {"max_batch": mem.max_batch, "ridge_batch": ridge_batch(matmul_bound),
                    "step_bound_at_max_batch": step(max(mem.max_batch, 1)).bound,

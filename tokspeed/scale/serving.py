@@ -42,7 +42,7 @@ def ridge_batch(bound_at, limit: int = RIDGE_LIMIT) -> int | None:
     return hi
 
 
-def weight_matmul_bound(ops, hw, prof, quant) -> str:
+def weight_matmul_bound(ops, hw, prof, quant, tokens: int = 0) -> str:
     """What bounds the weight matmuls of a pass (the ops that read weights): "compute" once the
     compute-bound ones take longer than the memory-bound ones. Attention over the KV cache is left out:
     its bytes grow with the batch like its FLOPs, so it never turns compute bound in decode."""
@@ -51,7 +51,7 @@ def weight_matmul_bound(ops, hw, prof, quant) -> str:
     spent = {"compute": 0.0, "memory": 0.0}
     for op in ops:
         if op.unit == "tensor" and op.weight_bytes:
-            t, b = op_time(op, hw, prof, quant)
+            t, b = op_time(op, hw, prof, quant, tokens)
             spent[b] += t
     return "compute" if spent["compute"] > spent["memory"] else "memory"
 

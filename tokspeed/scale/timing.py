@@ -137,11 +137,11 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
         extra = 0.0
         if s.kind == "cpu" and tokens >= GPU_OFFLOAD_MIN_BATCH and s.gpu is not None:
             gpu_eng = IDEAL if ideal else prof
-            pt = pass_time(sops, s.gpu, gpu_eng, quant)
+            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro))
             extra = layout.host.transfer_s(s.host_bytes, ideal)
             eng = gpu_eng
         else:
-            pt = pass_time(sops, s.hw, eng, quant)
+            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro))
         if s.kind == "stream":
             extra = layout.host.transfer_s(s.host_bytes, ideal)
         extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal)
