@@ -22,9 +22,9 @@ from ..errors import UserError
 # Fitted by scripts/eval_scale_calibration.py --fit on the tensor-parallel decode rows of
 # shared/validation/calibration.csv, as the median speed-up error minimiser over a grid (docs/scale.md):
 SYNC_LATENCY_S = {
-    "all-reduce": 2.5e-5,   # one NCCL all-reduce of a decode-size message (gpt-fast on 2-8x A100 NVLink:
+    "all-reduce": 1.5e-5,   # one NCCL all-reduce of a decode-size message (gpt-fast on 2-8x A100 NVLink:
                             # 12 rows with a one-GPU counterpart; the NCCL small-message range is ~10-50 us)
-    "peer-copy": 3.5e-5,    # one peer copy + stream sync (llama.cpp -sm row gathers over PCIe/bridges:
+    "peer-copy": 3.0e-5,    # one peer copy + stream sync (llama.cpp -sm row gathers over PCIe/bridges:
                             # 67 rows); also used for pipeline and offload hand-offs
 }
 
