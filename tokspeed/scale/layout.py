@@ -77,10 +77,6 @@ class Layout:
     cpu_hw: object = None                 # offload: the host memory system
     notes: list = field(default_factory=list)
 
-    @property
-    def n_gpus(self) -> int:
-        return sum(s.tp for s in self.stages if s.kind == "gpu") or 1
-
 
 EXPERT_ROLES = ("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")
 

@@ -155,7 +155,7 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
                            "seconds": body + extra, "link_s": extra})
     handoff = 0.0
     for s in layout.stages:
-        if s.ops == "experts" and layout.host is not None:   # to the CPU and back in every such layer
+        if s.ops == "experts" and s.kind == "cpu":   # to the CPU and back in every such layer
             handoff += 2 * s.n_layers * layout.host.transfer_s(tokens / micro * d * layout.handoff_value_bytes, ideal)
     for s0, s1 in zip(layout.stages, layout.stages[1:]):
         if s1.ops == "experts":
