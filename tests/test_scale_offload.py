@@ -125,3 +125,11 @@ def test_moe_experts_offload_reads_only_the_picked_experts_from_ram():
     assert auto.memory.fits and 0 < auto.extra["offload"]["gpu_layers"] < 24
     with pytest.raises(UserError):
         predict(LLAMA3_8B, "rtx-4090", offload="experts")
+
+
+def test_cpu_option_picks_the_host_memory_system():
+    # DDR5-6400 dual channel: 2 x 8 B x 6400 MT/s = 102.4 GB/s
+    vram = ideal()
+    cpu = ideal(gpu_layers=0, cpu="ddr5-6400-2ch")
+    assert cpu.extra["offload"]["cpu"] == "ddr5-6400-2ch"
+    assert vram.decode.bound_tok_s / cpu.decode.bound_tok_s == pytest.approx(1008 / 102.4, rel=0.01)

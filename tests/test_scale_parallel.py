@@ -129,3 +129,18 @@ def test_tp_speeds_up_memory_bound_decode_and_split_does_not():
     sp4 = predict(LLAMA3_70B, "h100-sxm", quant="F16", engine="ideal", prompt=0, gen=1, gpus=4, parallel="split")
     assert 3.5 < tp4.decode.bound_tok_s / one.decode.bound_tok_s <= 4.0
     assert sp4.decode.bound_tok_s <= one.decode.bound_tok_s
+
+
+def test_pipeline_micro_batches_multiply_throughput_only_when_compute_bound():
+    kw = dict(quant="F16", engine="ideal", prompt=0, gen=1, gpus=4)
+    # batch 2048 is past the ridge (~300): each of 4 micro-batches of 512 keeps one stage busy, so a
+    # step takes ~1/4 of the layer split's, where one batch walks the 4 stages in turn. Less than 4x:
+    # the last stage also runs the LM head (the slowest stage sets the pace) and micro-batches of 512
+    # still spend some time reading weights.
+    pp = predict(LLAMA3_8B, "h100-sxm", batch=2048, parallel="pp", **kw)
+    split = predict(LLAMA3_8B, "h100-sxm", batch=2048, parallel="split", **kw)
+    assert 3.0 < pp.decode.aggregate_tok_s / split.decode.aggregate_tok_s <= 4.0
+    # memory bound (batch 4): every micro-batch re-reads the stage's weights, so no gain
+    pp4 = predict(LLAMA3_8B, "h100-sxm", batch=4, parallel="pp", **kw)
+    split4 = predict(LLAMA3_8B, "h100-sxm", batch=4, parallel="split", **kw)
+    assert pp4.decode.aggregate_tok_s == pytest.approx(split4.decode.aggregate_tok_s, rel=0.05)
