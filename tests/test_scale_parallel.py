@@ -140,7 +140,8 @@ def test_pipeline_micro_batches_multiply_throughput_only_when_compute_bound():
     pp = predict(LLAMA3_8B, "h100-sxm", batch=2048, parallel="pp", **kw)
     split = predict(LLAMA3_8B, "h100-sxm", batch=2048, parallel="split", **kw)
     assert 3.0 < pp.decode.aggregate_tok_s / split.decode.aggregate_tok_s <= 4.0
-    # memory bound (batch 4): every micro-batch re-reads the stage's weights, so no gain
+    # memory bound (batch 4): every micro-batch re-reads its stage's weights, so a round costs
+    # 4 x the slowest stage (the one with the LM head) >= the sum of the stages: no gain
     pp4 = predict(LLAMA3_8B, "h100-sxm", batch=4, parallel="pp", **kw)
     split4 = predict(LLAMA3_8B, "h100-sxm", batch=4, parallel="split", **kw)
-    assert pp4.decode.aggregate_tok_s == pytest.approx(split4.decode.aggregate_tok_s, rel=0.05)
+    assert pp4.decode.aggregate_tok_s <= split4.decode.aggregate_tok_s * (1 + 1e-9)
