@@ -58,3 +58,13 @@ def test_plan_budget_needs_prices(tmp_path, capsys):
                  "--budget", "1", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert [o["hardware"] for o in d["options"]] == ["rtx-4090"] and d["options"][0]["price_per_hour"] == 0.40
+
+
+def test_plan_keeps_engines_on_their_backends():
+    from tokspeed.hardware.catalog import get_hardware
+    from tokspeed.scale.plan import runs_on
+
+    assert runs_on("llama.cpp", get_hardware("m2-ultra-76")) and not runs_on("llama.cpp", get_hardware("tpu-v5e"))
+    assert runs_on("mlx", get_hardware("m4-max-40")) and not runs_on("mlx", get_hardware("rtx-4090"))
+    assert not runs_on("vllm", get_hardware("m4-max-40")) and runs_on("vllm", get_hardware("h100-sxm"))
+    assert not runs_on("exllamav2", get_hardware("ddr5-5600-2ch"))

@@ -78,6 +78,22 @@ def parallel_for(spec, engine: str, n: int, hw=None) -> str:
     return "pp" if tp == 1 else f"tp={tp},pp={n // tp}"
 
 
+def runs_on(engine: str, hw) -> bool:
+    """Backends each engine has: llama.cpp (CUDA/ROCm/Vulkan, Metal, CPU; no TPU/Gaudi), MLX (Apple only),
+    vLLM (GPUs, TPU/Gaudi plugins, CPU), transformers (GPUs, CPU, Apple MPS), the CUDA-only rest (GPUs)."""
+    e = engine.lower()
+    apple = hw.vendor.lower() == "apple"
+    if e.startswith("llama.cpp"):
+        return hw.kind != "accelerator"
+    if e == "mlx":
+        return apple
+    if e == "vllm":
+        return not apple
+    if e == "transformers":
+        return hw.kind != "accelerator"
+    return hw.kind == "gpu"
+
+
 def offload_modes(spec, engine: str) -> list[str]:
     """llama.cpp offloads whole layers (and, for MoE, just the experts); other engines stream."""
     if engine.startswith("llama.cpp"):
@@ -122,8 +138,8 @@ def plan(model, target_tok_s: float, quant=None, engine="llama.cpp", context=0, 
     out: list[Option] = []
     for hw in devices:
         price = prices.get(hw.id)
-        if engine.startswith("llama.cpp") and hw.kind == "accelerator":
-            continue          # llama.cpp has no TPU / Gaudi backend
+        if not runs_on(engine, hw):
+            continue
         try:
             one = predict(model, hw, **common)
         except UserError:
