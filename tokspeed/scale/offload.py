@@ -114,34 +114,31 @@ def _gpu_fits(layout, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_h
     return all(r.fits for r in rows if r.kind == "gpu")
 
 
-def max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> int:
-    """Largest N (0..L+1) whose layout fits the GPU; GPU memory grows with N, so bisect."""
-    lo, hi = 0, spec.n_layers + 1
-    if _gpu_fits(build(hi), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
-        return hi
-    while hi - lo > 1:
+def first_true(pred, lo: int, hi: int) -> int:
+    """Smallest n in [lo, hi] with pred(n), for pred False...False True...True; hi + 1 if none."""
+    if not pred(hi):
+        return hi + 1
+    while lo < hi:
         mid = (lo + hi) // 2
-        if _gpu_fits(build(mid), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
-            lo = mid
-        else:
+        if pred(mid):
             hi = mid
+        else:
+            lo = mid + 1
     return lo
 
 
+def max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> int:
+    """Largest N (0..L+1) whose layout fits the GPU (GPU memory grows with N)."""
+    n = first_true(lambda k: not _gpu_fits(build(k), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw),
+                   0, spec.n_layers + 1)
+    return max(0, n - 1)
+
+
 def min_cpu_moe(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> int:
-    """Fewest layers whose experts must leave VRAM (GPU memory falls as N grows, so bisect)."""
-    lo, hi = 0, spec.n_layers
-    if _gpu_fits(build(0), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
-        return 0
-    if not _gpu_fits(build(hi), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
-        return hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _gpu_fits(build(mid), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw):
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    """Fewest layers whose experts must leave VRAM (GPU memory falls as N grows); all if none fits."""
+    n = first_true(lambda k: _gpu_fits(build(k), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw),
+                   0, spec.n_layers)
+    return min(n, spec.n_layers)
 
 
 def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, tokens, prompt, overhead):
