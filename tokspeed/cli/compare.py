@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from .options import add_model_options, add_run_options, print_json
+from .options import add_model_options, add_run_options, add_scale_options, print_json, scale_kwargs
 
 
 def add_parser(sub):
@@ -14,6 +14,7 @@ def add_parser(sub):
     p.add_argument("--hardware", "--hw", dest="hardware", required=True, help="comma-separated hardware ids")
     add_model_options(p)
     add_run_options(p)
+    add_scale_options(p)
     p.add_argument("--json", action="store_true")
     return p
 
@@ -31,7 +32,8 @@ def run(args) -> int:
         hw = get_hardware(h)
         for q in quants:
             rows.append(predict(args.model, hw, quant=q, kv_dtype=args.kv_dtype, engine=args.engine,
-                                prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch))
+                                prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
+                                **scale_kwargs(args)))
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0

@@ -23,5 +23,8 @@ def run(args) -> int:
     if args.json:
         print_json(pred.to_dict())
     else:
+        from ..report.scale_table import render_scale
+
         render_prediction(pred)
+        render_scale(pred)
     return 0
