@@ -1,11 +1,140 @@
-"""`tokspeed hardware` (not implemented yet: a stub that its issue replaces)."""
+"""`tokspeed hardware [FILTER] [--kind K] [--links] [--json]`: the hardware catalog.
+
+FILTER that names one device (id, full name or unambiguous alias) shows everything about it,
+sources included; any other FILTER keeps the devices whose id, name, vendor or aliases contain it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
 
 from ..errors import UserError
 
+KINDS = ("gpu", "soc", "cpu", "accelerator")
+
 
 def add_parser(sub):
-    return sub.add_parser("hardware", help="(coming soon)")
+    p = sub.add_parser("hardware", help="list the hardware catalog or show one device",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("filter", nargs="?", help="a device id/alias (shows it), or text to filter by")
+    p.add_argument("--kind", choices=KINDS, help="only this kind of device")
+    p.add_argument("--links", action="store_true", help="list interconnects (PCIe, NVLink, ...) instead")
+    p.add_argument("--json", action="store_true", help="JSON on stdout (with sources)")
+    return p
 
 
 def run(args) -> int:
-    raise UserError("`tokspeed hardware` is not implemented yet")
+    from ..hardware.catalog import all_hardware, get_hardware
+    from ..hardware.names import name_key
+
+    if args.links:
+        return _links(args)
+    if args.filter:
+        try:
+            hw = get_hardware(args.filter)
+        except UserError:
+            hw = None
+        if hw is not None and (not args.kind or hw.kind == args.kind):
+            return _one(hw, args.json)
+    devices = [h for h in all_hardware() if not args.kind or h.kind == args.kind]
+    if args.filter:
+        key = name_key(args.filter)
+        devices = [h for h in devices
+                   if any(key in name_key(s) for s in (h.id, h.name, h.vendor, *h.aliases))]
+        if not devices:
+            get_hardware(args.filter)  # raises the unknown-name error with its did-you-mean hint
+            raise UserError(f"no {args.kind} matches {args.filter!r}", "drop --kind or change the filter")
+    if args.json:
+        json.dump([h.to_dict() for h in devices], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    _table(devices)
+    return 0
+
+
+def _n(v, fmt="{:,.1f}") -> str:
+    return fmt.format(v) if v else "—"
+
+
+def _table(devices) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title=f"{len(devices)} devices (vendor peaks; tensor rates dense, FP32 accumulate)",
+              title_justify="left")
+    for col, kw in (("id", {"no_wrap": True}), ("name", {}), ("kind", {}), ("mem GB", {"justify": "right"}),
+                    ("BW GB/s", {"justify": "right"}), ("FP16 TF", {"justify": "right"}),
+                    ("FP8 TF", {"justify": "right"}), ("INT8 TOPS", {"justify": "right"}),
+                    ("host GB/s/dir", {"justify": "right"}), ("TDP W", {"justify": "right"})):
+        t.add_column(col, **kw)
+    for h in devices:
+        t.add_row(h.id, escape(h.name), h.kind, _n(h.memory_gb, "{:,.0f}"), _n(h.bandwidth_gbps, "{:,.0f}"),
+                  _n(h.fp16_tflops), _n(h.fp8_tflops), _n(h.int8_tops, "{:,.0f}"),
+                  _n(h.host_link_gbps, "{:,.2f}"), _n(h.tdp_w, "{:,.0f}"))
+    Console().print(t)
+
+
+def _properties(hw) -> dict:
+    return {"usable_memory_gb": hw.usable_bytes / 1e9,
+            "ridge_flops_per_byte": hw.ridge_flops_per_byte,
+            "scale_up_per_direction_gbps": hw.scale_up_per_direction_bytes_s / 1e9}
+
+
+def _one(hw, as_json: bool) -> int:
+    d = hw.to_dict()
+    d["properties"] = _properties(hw)
+    if as_json:
+        json.dump(d, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(show_header=False, title=f"{hw.id}: {hw.name}", title_justify="left")
+    t.add_column("field", style="bold", no_wrap=True)
+    t.add_column("value")
+    for k, v in d.items():
+        if k == "properties":
+            for pk, pv in v.items():
+                t.add_row(pk, f"{pv:,.2f}" if pv else "—")
+            continue
+        if isinstance(v, list):
+            v = "\n".join(v) if k == "derived" else ", ".join(v)
+        t.add_row(k, escape(str(v)) if v not in ("", 0, 0.0) else "—")
+    Console().print(t)
+    return 0
+
+
+def _links(args) -> int:
+    from ..hardware.links import all_links, get_link
+
+    links = all_links()
+    if args.filter:
+        try:
+            links = [get_link(args.filter)]
+        except UserError:
+            from ..hardware.names import name_key
+
+            key = name_key(args.filter)
+            links = [l for l in links if any(key in name_key(s) for s in (l.id, l.name, *l.aliases))]
+            if not links:
+                raise
+    if args.json:
+        json.dump([l.to_dict() for l in links], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title="interconnects (per direction = payload one way; vendors print the bidirectional sum)",
+              title_justify="left")
+    for col in ("id", "name", "GB/s per direction", "GB/s bidirectional", "year"):
+        t.add_column(col, justify="right" if "GB" in col or col == "year" else "left")
+    for l in links:
+        t.add_row(l.id, escape(l.name), f"{l.per_direction_gbps:g}", f"{l.bidirectional_gbps:g}", str(l.release_year or "—"))
+    Console().print(t)
+    return 0

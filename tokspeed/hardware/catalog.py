@@ -1,36 +1,35 @@
 """The built-in hardware catalog (``hardware/data/hardware.toml``, generated from the reference CSV
-by ``scripts/build_hardware_catalog.py``), custom TOML files, and ad-hoc devices from flags."""
+by ``scripts/build_hardware_catalog.py``), custom TOML files, ad-hoc devices from flags, and the
+``local`` profile written by ``tokspeed probe``."""
 
 from __future__ import annotations
 
+import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import UserError, did_you_mean
+from ..errors import UserError
+from .datafile import DATA, load_data  # noqa: F401  (DATA: path of the committed catalog)
+from .names import NameIndex
 from .spec import Hardware
 
-DATA = Path(__file__).parent / "data" / "hardware.toml"
+LOCAL_NAME = "local"
+LOCAL_ENV = "TOKSPEED_LOCAL_PROFILE"
 
 
 @lru_cache(maxsize=1)
 def _catalog() -> dict[str, Hardware]:
-    with open(DATA, "rb") as f:
-        raw = tomllib.load(f)
     out = {}
-    for entry in raw.get("device", []):
+    for entry in load_data().get("device", []):
         hw = Hardware.from_dict(entry)
         out[hw.id] = hw
     return out
 
 
 @lru_cache(maxsize=1)
-def _index() -> dict[str, str]:
-    idx = {}
-    for hid, hw in _catalog().items():
-        for key in (hid, hw.name, *hw.aliases):
-            idx[key.lower()] = hid
-    return idx
+def _index() -> NameIndex:
+    return NameIndex("hardware", [(h.id, h.name, h.aliases) for h in _catalog().values()])
 
 
 def all_hardware() -> list[Hardware]:
@@ -38,23 +37,85 @@ def all_hardware() -> list[Hardware]:
 
 
 def get_hardware(name: str) -> Hardware:
-    """A catalog id or alias (case-insensitive), or a path to a TOML file."""
+    """A catalog id or alias (case-insensitive), a path to a TOML file, or ``local``."""
     key = str(name).strip()
-    if key.endswith(".toml") or Path(key).is_file():
+    if key.endswith(".toml") or (os.sep in key and Path(key).is_file()):
         return hardware_from_toml(key)
-    hid = _index().get(key.lower())
-    if hid is None:
-        raise UserError(f"unknown hardware {name!r}", did_you_mean(key, list(_index())) or "see `tokspeed hardware`")
-    return _catalog()[hid]
+    if key.lower() == LOCAL_NAME:
+        return local_hardware()
+    return _catalog()[_index().resolve(key)]
 
 
-def hardware_from_toml(path) -> Hardware:
-    p = Path(path)
+def local_profile_path() -> Path:
+    env = os.environ.get(LOCAL_ENV)
+    if env:
+        return Path(env).expanduser()
+    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "tokspeed" / "local.toml"
+
+
+def local_hardware() -> Hardware:
+    """This machine as ``tokspeed probe -o`` recorded it (``$TOKSPEED_LOCAL_PROFILE`` or
+    ``~/.config/tokspeed/local.toml``)."""
+    p = local_profile_path()
     if not p.is_file():
-        raise UserError(f"no such hardware file: {path}")
+        raise UserError(f"no local hardware profile at {p}",
+                        f"run `tokspeed probe -o {p}` first, or set ${LOCAL_ENV}")
+    return hardware_from_toml(p, default_id=LOCAL_NAME)
+
+
+def hardware_from_toml(path, default_id: str | None = None) -> Hardware:
+    """One device from a TOML file. Top level or a ``[hardware]`` table (a probe profile) with at
+    least name, kind (gpu|soc|cpu|accelerator), vendor, memory_gb, bandwidth_gbps."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise UserError(f"no such hardware file: {path}", "write a TOML file with name, kind, vendor, memory_gb, bandwidth_gbps")
     try:
         raw = tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise UserError(f"{p}: not valid TOML ({e})") from None
-    raw.setdefault("id", p.stem)
-    return Hardware.from_dict(raw)
+    if isinstance(raw.get("hardware"), dict):
+        raw = raw["hardware"]
+    raw = dict(raw)
+    raw.setdefault("id", default_id or p.stem)
+    raw.setdefault("source", f"custom file {p}")
+    return _with_host_link(Hardware.from_dict(raw))
+
+
+def hardware_from_flags(bandwidth: str, memory: str, name: str = "custom", kind: str = "gpu",
+                        vendor: str = "custom", fp16_tflops: float = 0.0, fp8_tflops: float = 0.0,
+                        int8_tops: float = 0.0, host_link_gbps: float = 0.0) -> Hardware:
+    """An ad-hoc device: ``hardware_from_flags("1008GB/s", "24GB", fp16_tflops=165.2)``.
+    Bare numbers mean GB/s and GB; ``GiB`` is read as 2**30 bytes."""
+    from ..units import parse_bytes
+
+    bw = parse_bytes(bandwidth, what="bandwidth") / 1e9
+    mem = parse_bytes(memory, what="memory") / 1e9
+    return Hardware.from_dict({
+        "id": name.lower().replace(" ", "-"), "name": name, "kind": kind, "vendor": vendor,
+        "memory_gb": mem, "bandwidth_gbps": bw, "fp16_tflops": _number(fp16_tflops, "fp16_tflops"),
+        "fp8_tflops": _number(fp8_tflops, "fp8_tflops"), "int8_tops": _number(int8_tops, "int8_tops"),
+        "host_link_gbps": _number(host_link_gbps, "host_link_gbps"),
+        "source": f"command-line flags (bandwidth {bandwidth}, memory {memory})",
+    })
+
+
+def _number(v, what: str) -> float:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise UserError(f"{what} must be a number, got {v!r}") from None
+
+
+def _with_host_link(hw: Hardware) -> Hardware:
+    """A custom device that names its host link ("PCIe 4.0 x16") but gives no rate gets it from
+    the link rows, the same way the catalog does."""
+    if hw.host_link and not hw.host_link_gbps:
+        from dataclasses import replace
+
+        from .links import parse_host_link
+
+        gbps, basis = parse_host_link(hw.host_link)
+        if gbps:
+            return replace(hw, host_link_gbps=gbps, derived=hw.derived + (f"host_link_gbps: {basis}",))
+    return hw

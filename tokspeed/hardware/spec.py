@@ -33,7 +33,9 @@ class Hardware:
     release_year: int = 0
     usable_memory_gb: float = 0.0  # 0 -> derived (see usable_bytes)
     source: str = ""
-    notes: str = ""
+    notes: str = ""                # the reference CSV's notes, starting with its [conf: ...] tag
+    confidence: str = ""           # that tag's text: high | medium | low | DERIVED ...
+    derived: tuple = ()            # "field: formula" for every value computed rather than copied
     aliases: tuple = field(default=(), compare=False)
 
     def __post_init__(self):
@@ -48,7 +50,18 @@ class Hardware:
             v = getattr(self, f)
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0 <= v < 1e8):
                 raise UserError(f"hardware {self.id}: {f} must be a non-negative number, got {v!r}")
-        object.__setattr__(self, "aliases", tuple(self.aliases))
+        for f in ("id", "name", "vendor", "memory_type", "host_link", "source", "notes", "confidence"):
+            if not isinstance(getattr(self, f), str):
+                raise UserError(f"hardware {self.id}: {f} must be a string, got {getattr(self, f)!r}")
+        if not self.id.strip() or not self.name.strip():
+            raise UserError("hardware: id and name must not be empty")
+        if not isinstance(self.release_year, int) or isinstance(self.release_year, bool) or self.release_year < 0:
+            raise UserError(f"hardware {self.id}: release_year must be a year, got {self.release_year!r}")
+        for f in ("aliases", "derived"):
+            v = getattr(self, f)
+            if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
+                raise UserError(f"hardware {self.id}: {f} must be a list of strings")
+            object.__setattr__(self, f, tuple(v))
 
     # ---- derived -------------------------------------------------------------------------
     @property
@@ -92,15 +105,19 @@ class Hardware:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise UserError(f"hardware {data.get('id', data.get('name', '?'))}: unknown field(s) {', '.join(unknown)}")
+            from ..errors import did_you_mean
+
+            raise UserError(f"hardware {data.get('id', data.get('name', '?'))}: unknown field(s) {', '.join(unknown)}",
+                            did_you_mean(unknown[0], sorted(known)) or "fields: " + ", ".join(sorted(known)))
         missing = [k for k in ("name", "kind", "vendor", "memory_gb", "bandwidth_gbps") if k not in data]
         if missing:
             raise UserError(f"hardware {data.get('id', data.get('name', '?'))}: missing {', '.join(missing)}")
         data = dict(data)
-        data.setdefault("id", data["name"].lower().replace(" ", "-"))
+        data.setdefault("id", str(data["name"]).lower().replace(" ", "-"))
         return cls(**data)
 
     def to_dict(self) -> dict:
         d = asdict(self)
         d["aliases"] = list(self.aliases)
+        d["derived"] = list(self.derived)
         return d

@@ -1,0 +1,378 @@
+#!/usr/bin/env python3
+"""Build ``tokspeed/hardware/data/hardware.toml`` from the reference hardware CSV (+ calibration CSV).
+
+    python scripts/build_hardware_catalog.py [CSV] [--calibration CSV] [-o OUT] [--check]
+
+Every reference row becomes a ``[[device]]`` (gpu, soc, cpu; TPU and Gaudi as "accelerator") or a
+``[[link]]`` (interconnect rows). Numbers are copied as published; anything computed is written
+with its formula in the entry's ``derived`` list:
+- ``host_link_gbps`` (per direction) from the ``host_link`` text and the link rows
+  (``tokspeed.hardware.links.parse_host_link``), e.g. PCIe 4.0 x8 = 31.5 x 8/16.
+- CPU memory systems have no capacity in the CSV (a memory system is not a machine); the catalog
+  assumes one module per channel of the size written in ``CPU_MODULE_GB`` and says so.
+- Devices of ``validation/calibration.csv`` that the reference CSV lacks are added from that file's
+  own per-device columns; binned Apple GPUs get FP16/FP32 scaled by GPU core count from the full
+  chip (same clock within a chip tier), and memory from the full chip where the file states none.
+The output is deterministic: re-running on the same CSVs reproduces the committed file (a test checks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from tokspeed.hardware.links import Link, parse_host_link  # noqa: E402
+
+OUT = REPO / "tokspeed" / "hardware" / "data" / "hardware.toml"
+
+# CSV kind -> catalog kind
+KIND = {"gpu": "gpu", "soc": "soc", "cpu": "cpu", "tpu": "accelerator", "accelerator": "accelerator"}
+
+# reference CSV name -> (id, short aliases). An alias listed on several devices (``h100``) is
+# ambiguous: lookup then names the candidates instead of guessing.
+IDS: dict[str, tuple[str, list[str]]] = {
+    "NVIDIA Tesla V100 SXM2 16GB": ("v100-16g-sxm", ["v100", "v100-sxm", "v100-sxm2-16gb"]),
+    "NVIDIA Tesla V100 PCIe 16GB": ("v100-16g-pcie", ["v100", "v100-pcie", "v100-pcie-16gb"]),
+    "NVIDIA Tesla V100 SXM2 32GB": ("v100-32g-sxm", ["v100", "v100-sxm", "v100-sxm2-32gb"]),
+    "NVIDIA Tesla V100 PCIe 32GB": ("v100-32g-pcie", ["v100", "v100-pcie", "v100-pcie-32gb"]),
+    "NVIDIA A100 40GB PCIe": ("a100-40g-pcie", ["a100", "a100-pcie", "a100-40g", "a100-40gb-pcie"]),
+    "NVIDIA A100 80GB PCIe": ("a100-80g-pcie", ["a100", "a100-pcie", "a100-80g", "a100-80gb-pcie"]),
+    "NVIDIA A100 40GB SXM4": ("a100-40g-sxm", ["a100", "a100-sxm", "a100-40g", "a100-40gb-sxm"]),
+    "NVIDIA A100 80GB SXM4": ("a100-80g-sxm", ["a100", "a100-sxm", "a100-80g", "a100-80gb-sxm"]),
+    "NVIDIA A10": ("a10", []),
+    "NVIDIA A10G (AWS G5)": ("a10g", ["aws-g5"]),
+    "NVIDIA T4": ("t4", ["tesla-t4"]),
+    "NVIDIA A40": ("a40", []),
+    "NVIDIA L4": ("l4", []),
+    "NVIDIA L40": ("l40", []),
+    "NVIDIA L40S": ("l40s", []),
+    "NVIDIA H100 PCIe": ("h100-pcie", ["h100"]),
+    "NVIDIA H100 SXM5": ("h100-sxm", ["h100", "h100-sxm5"]),
+    "NVIDIA H100 NVL": ("h100-nvl", ["h100"]),
+    "NVIDIA H200 SXM": ("h200-sxm", ["h200"]),
+    "NVIDIA H200 NVL": ("h200-nvl", ["h200"]),
+    "NVIDIA GH200 (96 GB HBM3)": ("gh200-96g", ["gh200"]),
+    "NVIDIA GH200 (144 GB HBM3e)": ("gh200-144g", ["gh200"]),
+    "NVIDIA B200 (HGX/DGX, per GPU)": ("b200", []),
+    "NVIDIA GB200 (per Blackwell GPU)": ("gb200", []),
+    "NVIDIA B300 / Blackwell Ultra (HGX, per GPU)": ("b300", ["blackwell-ultra"]),
+    "NVIDIA GB300 (per Blackwell Ultra GPU)": ("gb300", []),
+    "NVIDIA GeForce RTX 3060 12GB": ("rtx-3060", ["3060", "rtx-3060-12gb"]),
+    "NVIDIA GeForce RTX 3080 10GB": ("rtx-3080", ["3080", "rtx-3080-10gb"]),
+    "NVIDIA GeForce RTX 3090": ("rtx-3090", ["3090"]),
+    "NVIDIA GeForce RTX 3090 Ti": ("rtx-3090-ti", ["3090-ti"]),
+    "NVIDIA GeForce RTX 4060 Ti 16GB": ("rtx-4060-ti-16g", ["4060-ti", "rtx-4060-ti", "rtx-4060-ti-16gb"]),
+    "NVIDIA GeForce RTX 4070": ("rtx-4070", ["4070"]),
+    "NVIDIA GeForce RTX 4080": ("rtx-4080", ["4080"]),
+    "NVIDIA GeForce RTX 4090": ("rtx-4090", ["4090"]),
+    "NVIDIA GeForce RTX 5080": ("rtx-5080", ["5080"]),
+    "NVIDIA GeForce RTX 5090": ("rtx-5090", ["5090"]),
+    "NVIDIA RTX A6000": ("rtx-a6000", ["a6000"]),
+    "NVIDIA RTX 6000 Ada Generation": ("rtx-6000-ada", ["6000-ada"]),
+    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": ("rtx-pro-6000", ["rtx-pro-6000-blackwell"]),
+    "NVIDIA DGX Spark / GB10 Grace Blackwell": ("dgx-spark", ["gb10", "spark"]),
+    "AMD Instinct MI210": ("mi210", []),
+    "AMD Instinct MI250X": ("mi250x", []),
+    "AMD Instinct MI300X": ("mi300x", []),
+    "AMD Instinct MI325X": ("mi325x", []),
+    "AMD Instinct MI355X": ("mi355x", []),
+    "AMD Radeon RX 7900 XTX": ("rx-7900-xtx", ["7900-xtx"]),
+    "AMD Ryzen AI Max+ 395 (Strix Halo, Radeon 8060S)": ("ryzen-ai-max-395", ["strix-halo", "ryzen-ai-max+-395", "radeon-8060s"]),
+    "Apple M1 (8-core GPU)": ("m1-8", ["m1"]),
+    "Apple M1 Pro (16-core GPU)": ("m1-pro-16", ["m1-pro"]),
+    "Apple M1 Max (32-core GPU)": ("m1-max-32", ["m1-max"]),
+    "Apple M1 Ultra (64-core GPU)": ("m1-ultra-64", ["m1-ultra"]),
+    "Apple M2 (10-core GPU)": ("m2-10", ["m2"]),
+    "Apple M2 Pro (19-core GPU)": ("m2-pro-19", ["m2-pro"]),
+    "Apple M2 Max (38-core GPU)": ("m2-max-38", ["m2-max"]),
+    "Apple M2 Ultra (76-core GPU)": ("m2-ultra-76", ["m2-ultra"]),
+    "Apple M3 (10-core GPU)": ("m3-10", ["m3"]),
+    "Apple M3 Pro (18-core GPU)": ("m3-pro-18", ["m3-pro"]),
+    "Apple M3 Max (14-CPU / 30-core GPU)": ("m3-max-30", ["m3-max"]),
+    "Apple M3 Max (16-CPU / 40-core GPU)": ("m3-max-40", ["m3-max"]),
+    "Apple M3 Ultra (80-core GPU)": ("m3-ultra-80", ["m3-ultra"]),
+    "Apple M4 (10-core GPU)": ("m4-10", ["m4"]),
+    "Apple M4 Pro (20-core GPU)": ("m4-pro-20", ["m4-pro"]),
+    "Apple M4 Max (14-CPU / 32-core GPU)": ("m4-max-32", ["m4-max"]),
+    "Apple M4 Max (16-CPU / 40-core GPU)": ("m4-max-40", ["m4-max"]),
+    "Google TPU v4": ("tpu-v4", []),
+    "Google TPU v5e": ("tpu-v5e", ["v5e"]),
+    "Google TPU v5p": ("tpu-v5p", ["v5p"]),
+    "Google TPU v6e (Trillium)": ("tpu-v6e", ["v6e", "trillium"]),
+    "Intel Gaudi 2 (HL-225)": ("gaudi-2", ["hl-225"]),
+    "Intel Gaudi 3 (OAM)": ("gaudi-3", []),
+    "Desktop dual-channel DDR4-3200": ("ddr4-3200-2ch", []),
+    "Desktop dual-channel DDR5-4800": ("ddr5-4800-2ch", []),
+    "Desktop dual-channel DDR5-5600": ("ddr5-5600-2ch", []),
+    "Desktop dual-channel DDR5-6000": ("ddr5-6000-2ch", []),
+    "Desktop dual-channel DDR5-6400": ("ddr5-6400-2ch", []),
+    "Intel Xeon 4th Gen (Sapphire Rapids), 8ch DDR5-4800 per socket": ("xeon-spr-ddr5-4800-8ch", ["sapphire-rapids"]),
+    "Intel Xeon 6 (Granite Rapids-AP 6900P), 12ch DDR5-6400 per socket": ("xeon-6900p-ddr5-6400-12ch", ["granite-rapids"]),
+    "Intel Xeon 6 (Granite Rapids-AP 6900P), 12ch MRDIMM-8800 per socket": ("xeon-6900p-mrdimm-8800-12ch", ["granite-rapids"]),
+    "AMD EPYC 9004 (Genoa), 12ch DDR5-4800 per socket": ("epyc-genoa-ddr5-4800-12ch", ["genoa", "epyc-9004"]),
+    "AMD EPYC 9005 (Turin), 12ch DDR5-6000 per socket": ("epyc-turin-ddr5-6000-12ch", ["turin", "epyc-9005"]),
+    "NVIDIA Grace CPU memory (GH200 superchip)": ("grace-lpddr5x", ["grace"]),
+    # interconnects
+    "PCIe 3.0 x16": ("pcie-3-x16", ["PCIe 3.0 x16", "pcie3"]),
+    "PCIe 4.0 x16": ("pcie-4-x16", ["PCIe 4.0 x16", "pcie4"]),
+    "PCIe 5.0 x16": ("pcie-5-x16", ["PCIe 5.0 x16", "pcie5"]),
+    "PCIe 6.0 x16": ("pcie-6-x16", ["PCIe 6.0 x16", "pcie6"]),
+    "NVLink 2 (V100, 6 links)": ("nvlink-2", ["NVLink 2"]),
+    "NVLink 3 (A100 SXM, 12 links)": ("nvlink-3", ["NVLink 3"]),
+    "NVLink 4 (H100/H200/GH200 SXM, 18 links)": ("nvlink-4", ["NVLink 4"]),
+    "NVLink 5 (B200/B300/GB200/GB300, 18 links)": ("nvlink-5", ["NVLink 5"]),
+    "NVLink bridge, 2-way (RTX 3090 / RTX A6000 / A40)": ("nvlink-bridge", ["NVLink bridge"]),
+    "NVLink-C2C (Grace <-> Hopper/Blackwell)": ("nvlink-c2c", ["NVLink-C2C"]),
+    "AMD Infinity Fabric (MI300X/MI325X 8-GPU platform)": ("infinity-fabric-mi300x", ["Infinity Fabric"]),
+    "AMD Infinity Fabric (MI355X 8-GPU platform)": ("infinity-fabric-mi355x", ["Infinity Fabric"]),
+    "AMD Infinity Fabric (MI250X)": ("infinity-fabric-mi250x", ["Infinity Fabric"]),
+    "Thunderbolt 5 (Apple M4 Pro/Max, M3 Ultra)": ("thunderbolt-5", ["Thunderbolt 5", "tb5"]),
+}
+
+# calibration.csv devices missing from the reference CSV -> (id, aliases)
+CALIBRATION_IDS: dict[str, tuple[str, list[str]]] = {
+    "Apple M1 (7-core GPU)": ("m1-7", ["m1"]),
+    "Apple M1 Pro (14-core GPU)": ("m1-pro-14", ["m1-pro"]),
+    "Apple M1 Max (24-core GPU)": ("m1-max-24", ["m1-max"]),
+    "Apple M1 Ultra (48-core GPU)": ("m1-ultra-48", ["m1-ultra"]),
+    "Apple M2 (8-core GPU)": ("m2-8", ["m2"]),
+    "Apple M2 Pro (16-core GPU)": ("m2-pro-16", ["m2-pro"]),
+    "Apple M2 Max (30-core GPU)": ("m2-max-30", ["m2-max"]),
+    "Apple M2 Ultra (60-core GPU)": ("m2-ultra-60", ["m2-ultra"]),
+    "Apple M1 Max (GPU cores unstated)": ("m1-max-unstated", ["m1-max"]),
+    "Apple M1 Pro (GPU cores unstated)": ("m1-pro-unstated", ["m1-pro"]),
+    "Apple M2 Ultra (GPU cores unstated)": ("m2-ultra-unstated", ["m2-ultra"]),
+    "NVIDIA A100 80GB (SXM4/PCIe unstated)": ("a100-80g-unstated", ["a100", "a100-80g"]),
+    "NVIDIA Jetson AGX Orin 64GB": ("jetson-agx-orin-64g", ["jetson-agx-orin", "agx-orin"]),
+    "NVIDIA GeForce RTX 3070": ("rtx-3070", ["3070"]),
+    "NVIDIA GeForce RTX 3080 Ti": ("rtx-3080-ti", ["3080-ti"]),
+    "NVIDIA GeForce RTX 4070 Ti": ("rtx-4070-ti", ["4070-ti"]),
+    "NVIDIA GeForce RTX 4070 Ti SUPER": ("rtx-4070-ti-super", ["4070-ti-super"]),
+    "NVIDIA GeForce RTX 4080 SUPER": ("rtx-4080-super", ["4080-super"]),
+    "NVIDIA GeForce RTX 4070 Laptop GPU": ("rtx-4070-laptop", ["4070-laptop"]),
+    "NVIDIA RTX 4000 Ada Generation": ("rtx-4000-ada", ["4000-ada"]),
+    "NVIDIA RTX 5000 Ada Generation": ("rtx-5000-ada", ["5000-ada"]),
+}
+
+# CPU memory systems: the CSV gives bandwidth only. Capacity assumed = channels x one module of
+# this size (a common configuration, not a limit); users write their own in a custom TOML.
+CPU_MODULE_GB = {"DDR4": 32, "DDR5": 32, "DDR5 RDIMM": 64, "MRDIMM (MCR DIMM)": 64}
+
+FIELD_ORDER = ["id", "name", "kind", "vendor", "memory_gb", "memory_type", "bandwidth_gbps",
+               "fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "host_link", "host_link_gbps",
+               "scale_up_gbps", "tdp_w", "release_year", "confidence", "aliases", "derived", "source", "notes"]
+LINK_ORDER = ["id", "name", "vendor", "per_direction_gbps", "bidirectional_gbps", "release_year",
+              "aliases", "source", "notes"]
+
+
+def find_shared(relative: str) -> Path:
+    """``shared/<relative>`` next to the repository or one of its parents (worktrees sit deeper)."""
+    for base in (REPO, *REPO.parents):
+        p = base / "shared" / relative
+        if p.is_file():
+            return p
+    return REPO.parent / "shared" / relative
+
+
+def num(cell: str):
+    """A CSV cell as int/float; blank -> 0 (unknown)."""
+    cell = (cell or "").strip()
+    if not cell:
+        return 0
+    v = float(cell)
+    return int(v) if v.is_integer() else v
+
+
+def confidence(notes: str) -> str:
+    m = re.match(r"\s*\[conf:\s*([^\]]*)\]", notes or "")
+    return m.group(1).strip() if m else ""
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def build_links(rows) -> list[dict]:
+    out = []
+    for r in rows:
+        lid, aliases = IDS.get(r["name"], (slug(r["name"]), []))
+        out.append({"id": lid, "name": r["name"], "vendor": r["vendor"],
+                    "per_direction_gbps": num(r["bandwidth_GBps"]),
+                    "bidirectional_gbps": num(r["scale_up_link_GBps"]),
+                    "release_year": num(r["release_year"]), "aliases": aliases,
+                    "source": r["sources"], "notes": r["notes"]})
+    return out
+
+
+def build_device(r, links: list[Link]) -> dict:
+    hid, aliases = IDS.get(r["name"], (slug(r["name"]), []))
+    kind = KIND[r["kind"]]
+    d = {"id": hid, "name": r["name"], "kind": kind, "vendor": r["vendor"],
+         "memory_gb": num(r["memory_GB"]), "memory_type": r["memory_type"],
+         "bandwidth_gbps": num(r["bandwidth_GBps"]),
+         "fp16_tflops": num(r["fp16_bf16_dense_TFLOPS"]), "fp8_tflops": num(r["fp8_dense_TFLOPS"]),
+         "int8_tops": num(r["int8_dense_TOPS"]), "fp32_tflops": num(r["fp32_TFLOPS"]),
+         "host_link": r["host_link"], "scale_up_gbps": num(r["scale_up_link_GBps"]),
+         "tdp_w": num(r["tdp_W"]), "release_year": num(r["release_year"]),
+         "confidence": confidence(r["notes"]), "aliases": aliases, "derived": [],
+         "source": r["sources"], "notes": r["notes"]}
+    if r["kind"] != kind:
+        d["derived"].append(f"kind: {kind} (reference CSV kind {r['kind']!r})")
+    gbps, basis = parse_host_link(r["host_link"], links)
+    d["host_link_gbps"] = num(str(round(gbps, 4)))
+    if r["host_link"]:
+        d["derived"].append(f"host_link_gbps: {basis}")
+    if not d["memory_gb"]:
+        d["memory_gb"], basis = assumed_capacity(r)
+        d["derived"].append(f"memory_gb: {basis}")
+    return d
+
+
+def assumed_capacity(r) -> tuple[float, str]:
+    """Capacity for a memory-system row (blank in the CSV)."""
+    m = re.search(r"up to (\d+) GB", r["sources"] + " " + r["notes"])
+    if m:
+        return int(m.group(1)), f"not in the CSV column; 'up to {m.group(1)} GB' from the row's sources/notes"
+    name = r["name"]
+    ch = 2 if "dual-channel" in name else int(re.search(r"(\d+)ch\b", name).group(1))
+    module = CPU_MODULE_GB[r["memory_type"]]
+    return ch * module, (f"ASSUMED {ch} channels x 1 module x {module} GB (the CSV gives bandwidth only; "
+                         "write your machine's capacity in a custom TOML)")
+
+
+_CORES = re.compile(r"^(Apple M\d(?: Pro| Max| Ultra)?) \((\d+)-core GPU\)$")
+
+
+def build_calibration_devices(cal_rows, devices: list[dict]) -> list[dict]:
+    """Devices named in calibration.csv that the reference CSV lacks, from that file's own columns."""
+    known = {d["name"] for d in devices}
+    by_name: dict[str, list[dict]] = {}
+    for r in cal_rows:
+        by_name.setdefault(r["hardware"], []).append(r)
+    out = []
+    for name, rows in by_name.items():
+        if name in known:
+            continue
+        first = rows[0]
+        hid, aliases = CALIBRATION_IDS.get(name, (slug(name), []))
+        mem_rows = [r for r in rows if r["memory_GB"].strip()]
+        fp_rows = [r for r in rows if r["fp16_TFLOPS"].strip()]
+        src = f"validation/calibration.csv row {first['id']} (vendor peak as recorded there)"
+        d = {"id": hid, "name": name, "kind": first["hardware_kind"], "vendor": first["vendor"],
+             "bandwidth_gbps": num(first["bandwidth_GBps"]), "memory_gb": 0,
+             "fp16_tflops": num(fp_rows[0]["fp16_TFLOPS"]) if fp_rows else 0,
+             "aliases": aliases, "derived": [], "source": src,
+             "notes": "Not in the reference hardware table; added from the calibration file's per-device columns."}
+        if mem_rows:
+            d["memory_gb"] = max(num(r["memory_GB"]) for r in mem_rows)
+            d["source"] += f"; memory_gb from row {max(mem_rows, key=lambda r: num(r['memory_GB']))['id']}"
+        sibling = full_apple_chip(name, devices)
+        if sibling is not None:
+            full, cores, full_cores = sibling
+            if not d["fp16_tflops"] and full["fp16_tflops"]:
+                tf = round(full["fp16_tflops"] * cores / full_cores, 4)
+                d["fp16_tflops"] = d["fp32_tflops"] = tf
+                d["derived"].append(f"fp16_tflops, fp32_tflops: DERIVED {full['fp16_tflops']:g} x {cores}/{full_cores} "
+                                    f"GPU cores from {full['id']} (same GPU clock within a chip tier; GPU FP16 = FP32 rate)")
+            if not d["memory_gb"]:
+                d["memory_gb"] = full["memory_gb"]
+                d["derived"].append(f"memory_gb: {full['id']}'s maximum configuration (the calibration rows "
+                                    "state none; binned chips may offer less)")
+            d["memory_type"] = full["memory_type"]
+        if not d["memory_gb"]:
+            raise SystemExit(f"calibration device {name!r}: no memory_GB anywhere; add it to this script")
+        out.append(d)
+    return out
+
+
+def full_apple_chip(name: str, devices: list[dict]):
+    """For 'Apple M1 (7-core GPU)': (the reference row of the same chip, 7, its core count)."""
+    m = _CORES.match(name)
+    if not m:
+        return None
+    chip, cores = m.group(1), int(m.group(2))
+    for d in devices:
+        dm = re.match(rf"^{re.escape(chip)} \((?:\d+-CPU / )?(\d+)-core GPU\)$", d["name"])
+        if dm:
+            return d, cores, int(dm.group(1))
+    return None
+
+
+# ---- TOML writing (no third-party writer needed for strings, numbers and string lists) --------
+def toml_value(v) -> str:
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    raise TypeError(v)
+
+
+def toml_table(kind: str, d: dict, order: list[str]) -> str:
+    lines = [f"[[{kind}]]"]
+    for k in order:
+        v = d.get(k)
+        if v in (None, "", [], 0) and k not in ("id", "name"):
+            continue
+        lines.append(f"{k} = {toml_value(v)}")
+    return "\n".join(lines) + "\n"
+
+
+def render(csv_path: Path, cal_path: Path | None) -> str:
+    with open(csv_path, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    link_dicts = build_links(r for r in rows if r["kind"] == "interconnect")
+    links = [Link(**d) for d in link_dicts]
+    devices = [build_device(r, links) for r in rows if r["kind"] != "interconnect"]
+    extra = []
+    if cal_path is not None:
+        with open(cal_path, newline="", encoding="utf-8") as f:
+            extra = build_calibration_devices(list(csv.DictReader(f)), devices)
+    ids = [d["id"] for d in devices + extra] + [d["id"] for d in link_dicts]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise SystemExit(f"duplicate ids: {dup}")
+    head = ("# GENERATED by scripts/build_hardware_catalog.py from shared/reference/hardware-specs.csv\n"
+            "# (and devices of shared/validation/calibration.csv missing there). Do not edit by hand:\n"
+            "# change the CSV or the script and re-run it. Units are in the field names; *_gbps of links\n"
+            "# and host_link_gbps are per direction; scale_up_gbps is the vendors' bidirectional sum.\n"
+            f"# {len(devices)} reference devices, {len(extra)} calibration-only devices, {len(link_dicts)} links.\n")
+    parts = [head]
+    parts += [toml_table("device", d, FIELD_ORDER) for d in devices + extra]
+    parts += [toml_table("link", d, LINK_ORDER) for d in link_dicts]
+    return "\n".join(parts)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("csv", nargs="?", type=Path, default=find_shared("reference/hardware-specs.csv"))
+    ap.add_argument("--calibration", type=Path, default=find_shared("validation/calibration.csv"),
+                    help="calibration.csv whose devices must all resolve ('' to skip)")
+    ap.add_argument("-o", "--output", type=Path, default=OUT)
+    ap.add_argument("--check", action="store_true", help="exit 1 if the output file differs instead of writing")
+    args = ap.parse_args(argv)
+    if not args.csv.is_file():
+        ap.error(f"no such CSV: {args.csv}")
+    cal = args.calibration if str(args.calibration) and args.calibration.is_file() else None
+    text = render(args.csv, cal)
+    if args.check:
+        same = args.output.is_file() and args.output.read_text(encoding="utf-8") == text
+        print("up to date" if same else f"{args.output} differs from a fresh build", file=sys.stderr)
+        return 0 if same else 1
+    args.output.write_text(text, encoding="utf-8")
+    print(f"wrote {args.output}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""Name lookup shared by the device and link catalogs: case- and punctuation-insensitive, with
+ambiguous short names reported instead of silently picking one."""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import UserError, did_you_mean
+
+
+def name_key(name: str) -> str:
+    """'RTX 4090' == 'rtx-4090' == 'rtx_4090'; keeps '.' and '+' ('PCIe 4.0', 'Max+ 395')."""
+    return re.sub(r"[^a-z0-9.+]", "", str(name).lower())
+
+
+class NameIndex:
+    """Maps ids, full names and aliases to ids. Ids and full names win over aliases; an alias
+    shared by several entries (``h100``: SXM, PCIe, NVL) is ambiguous and names its candidates."""
+
+    def __init__(self, what: str, entries):
+        """``entries``: iterable of (id, name, aliases)."""
+        self.what = what
+        self.exact: dict[str, str] = {}
+        alias_to: dict[str, list[str]] = {}
+        entries = [(eid, name, tuple(aliases)) for eid, name, aliases in entries]
+        for eid, name, aliases in entries:
+            for key in (name_key(eid), name_key(name)):
+                self.exact.setdefault(key, eid)
+            for a in aliases:
+                alias_to.setdefault(name_key(a), [])
+                if eid not in alias_to[name_key(a)]:
+                    alias_to[name_key(a)].append(eid)
+        self.unique = {k: v[0] for k, v in alias_to.items() if len(v) == 1 and k not in self.exact}
+        self.ambiguous = {k: v for k, v in alias_to.items() if len(v) > 1 and k not in self.exact}
+        self.choices = sorted({str(x) for eid, name, aliases in entries for x in (eid, name, *aliases)})
+
+    def resolve(self, name: str) -> str:
+        key = name_key(name)
+        if key in self.exact:
+            return self.exact[key]
+        if key in self.unique:
+            return self.unique[key]
+        if key in self.ambiguous:
+            raise UserError(f"{self.what} {name!r} is ambiguous", "one of " + ", ".join(self.ambiguous[key]))
+        hint = did_you_mean(str(name), self.choices)
+        raise UserError(f"unknown {self.what} {name!r}", hint or "see `tokspeed hardware` for the list")
