@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from .options import add_model_options, add_run_options, print_json
+from .options import add_model_options, add_plot_option, add_run_options, check_plot, print_json
 
 
 def add_parser(sub):
@@ -15,6 +15,7 @@ def add_parser(sub):
     add_model_options(p)
     add_run_options(p)
     p.add_argument("--json", action="store_true")
+    add_plot_option(p)
     return p
 
 
@@ -22,6 +23,7 @@ def run(args) -> int:
     from ..hardware.catalog import get_hardware
     from ..predict import predict
 
+    check_plot(args)
     hws = [h.strip() for h in args.hardware.split(",") if h.strip()]
     quants = [q.strip() for q in (args.quant or "F16").split(",") if q.strip()]
     if not hws:
@@ -32,6 +34,10 @@ def run(args) -> int:
         for q in quants:
             rows.append(predict(args.model, hw, quant=q, kv_dtype=args.kv_dtype, engine=args.engine,
                                 prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch))
+    if args.plot:
+        from ..plots.verbs import plot_compare
+
+        plot_compare(rows, args.plot)
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .options import (add_hardware_options, add_model_options, int_list, positive_int, print_json,
+from .options import (add_hardware_options, add_plot_option, check_plot, add_model_options, int_list, positive_int, print_json,
                       resolve_hardware)
 
 
@@ -19,6 +19,7 @@ def add_parser(sub):
     p.add_argument("--prompt", type=positive_int, default=0, help="tokens prefilled per row (default 0)")
     p.add_argument("--gen", type=positive_int, default=1, help="tokens generated per row (default 1)")
     p.add_argument("--json", action="store_true")
+    add_plot_option(p)
     return p
 
 
@@ -37,8 +38,13 @@ def sweep_rows(args, hw) -> list[dict]:
 
 
 def run(args) -> int:
+    check_plot(args)
     hw = resolve_hardware(args)
     rows = sweep_rows(args, hw)
+    if args.plot:
+        from ..plots.verbs import plot_sweep
+
+        plot_sweep(rows, args.plot)
     if args.json:
         print_json(rows)
         return 0

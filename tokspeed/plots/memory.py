@@ -35,7 +35,7 @@ def prediction_figure(pred: dict, hw: dict, journeys: list[dict]):
     """``tokspeed predict --plot``: memory against capacity above, the roofline below."""
     from .roofline import draw_roofline
 
-    fig, axes = new_figure(8, 7.5, nrows=2, height_ratios=[1, 3])
+    fig, axes = new_figure(8, 7, nrows=2, height_ratios=[1, 4])
     draw_memory(axes[0, 0], pred)
     draw_roofline(axes[1, 0], hw, journeys)
     axes[1, 0].set_title(f"{pred['model']} · {pred['quant']} on {hw['name']}: roofline")

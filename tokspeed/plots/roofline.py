@@ -5,15 +5,12 @@ from __future__ import annotations
 
 from .canvas import COLORS, new_figure
 
-MARKERS = {"decode": "o", "prefill": "s"}
-
-
 def draw_roofline(ax, hw: dict, journeys: list[dict]):
     """``hw``: {name, bandwidth_gbps, matmul_tflops}; ``journeys``: ``Journey.to_dict()`` documents."""
     bw = hw["bandwidth_gbps"] * 1e9
     peak = hw["matmul_tflops"] * 1e12
     pts = [(s["intensity"], s["flops"] / s["seconds"], j["mode"], s["label"], s["bound"])
-           for j in journeys for s in j["stages"] if s["flops"] > 0 and s["bytes"] > 0 and s["seconds"] > 0]
+           for j in journeys for s in j["stages"] if s["flops"] > 0 and s["bytes"] > 0 and s["seconds"] > 0 and s["bound"] != "cpu"]
     xs = [p[0] for p in pts] or [1.0]
     lo, hi = min(min(xs) / 4, 0.1), max(max(xs) * 4, (peak / bw * 8) if peak else 100)
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
@@ -24,13 +21,17 @@ def draw_roofline(ax, hw: dict, journeys: list[dict]):
         ax.axvline(peak / bw, color="#777777", ls=":", lw=1)
         ax.annotate(f"ridge {peak / bw:.0f} FLOP/B", (peak / bw, peak), textcoords="offset points",
                     xytext=(4, -12), fontsize=8, color="#555555")
-    for mode in ("decode", "prefill"):
+    for mode in ("prefill", "decode"):
         mp = [p for p in pts if p[2] == mode]
         if not mp:
             continue
-        ax.scatter([p[0] for p in mp], [p[1] for p in mp], marker=MARKERS[mode], s=36, zorder=3,
-                   c=[COLORS.get(p[4], COLORS["memory"]) for p in mp], edgecolors="black", linewidths=0.5,
-                   label=f"{mode} stages")
+        colors = [COLORS.get(p[4], COLORS["memory"]) for p in mp]
+        if mode == "decode":     # hollow rings on top, so prefill squares beneath stay visible
+            ax.scatter([p[0] for p in mp], [p[1] for p in mp], marker="o", s=90, zorder=4, facecolors="none",
+                       edgecolors=colors, linewidths=2, label="decode stages")
+        else:
+            ax.scatter([p[0] for p in mp], [p[1] for p in mp], marker="s", s=36, zorder=3, c=colors,
+                       edgecolors="black", linewidths=0.5, label="prefill stages")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
