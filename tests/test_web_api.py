@@ -194,17 +194,20 @@ def test_bad_uploads(server, kind, body, needle):
 
 def test_upload_config_then_predict(server):
     status, _, raw = call(server, "/api/upload", {"kind": "config"}, method="POST",
-                          body=json.dumps(LLAMA3_8B_CONFIG).encode())
+                          body=json.dumps({**LLAMA3_8B_CONFIG, "_name_or_path": "../../meta-llama/My Llama"}).encode())
     assert status == 200, raw
     up = json.loads(raw)
     assert up["model"].startswith("upload:") and up["n_layers"] == 32
     assert up["params_b"] == pytest.approx(8.03, abs=0.01)
     stored = server.uploads.path(up["model"])
     assert Path(server.uploads.dir) in stored.parents                        # inside the private temp folder
+    assert up["name"] == "My-Llama"                                          # a safe name, no path parts
     got = ok_json(server, "/api/predict", {**BASE, "model": up["model"]})
     want = predict("llama-3-8b", "rtx-4090").to_dict()
     assert got["decode"]["tok_s"] == pytest.approx(want["decode"]["tok_s"])
     assert got["memory"]["weights_bytes"] == want["memory"]["weights_bytes"]
+    server.uploads.remove(up["model"])
+    assert not stored.exists() and not stored.parent.parent.exists()
 
 
 def test_openapi_documents_every_route(server):

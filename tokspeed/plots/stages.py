@@ -27,7 +27,7 @@ def stages_figure(expl: dict):
     ax.set_yticks(ys, labels)
     ax.set_xlabel("time per step (ms)")
     what = "one decode token" if expl["mode"] == "decode" else f"prefill of {expl['tokens']} tokens"
-    ax.set_title(f"{expl['model']} · {expl['quant']} on {expl['hardware']}: {what} = {expl['total_s'] * 1e3:.2f} ms")
+    ax.set_title(f"{expl['model']} · {expl['quant']} on {expl['hardware']}\n{what} = {expl['total_s'] * 1e3:.2f} ms")
     from matplotlib.patches import Patch
 
     handles = [Patch(color=COLORS[k], label=f"{k}-bound" if k != "cpu" else "CPU") for k in ("memory", "compute", "cpu")]

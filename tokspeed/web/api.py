@@ -44,15 +44,15 @@ class Uploads:
         self.files: dict[str, Path] = {}
         self.lock = threading.Lock()
 
-    def add(self, kind: str, data: bytes) -> tuple[str, Path]:
+    def add(self, kind: str, data: bytes, name: str = "uploaded-model") -> tuple[str, Path]:
         if kind not in UPLOAD_LIMITS:
             raise ApiError(400, f"unknown upload kind {kind!r}: use kind=config (config.json) or kind=gguf")
         if len(data) > UPLOAD_LIMITS[kind]:
             raise ApiError(413, f"{kind} upload too large: {len(data):,} bytes (limit {UPLOAD_LIMITS[kind]:,})")
         uid = uuid.uuid4().hex
-        sub = self.dir / uid                          # a folder per upload: the spec id is the folder name
-        sub.mkdir()
-        path = sub / ("config.json" if kind == "config" else "model.gguf")
+        sub = self.dir / uid / safe_name(name)       # the model id is the folder name (config) or file stem
+        sub.mkdir(parents=True)
+        path = sub / ("config.json" if kind == "config" else safe_name(name) + ".gguf")
         path.write_bytes(data)
         with self.lock:
             self.files[uid] = path
@@ -75,18 +75,23 @@ class Uploads:
             self.files.pop(UPLOAD_RE.match(ref).group(1), None)
         self._remove(p)
 
-    @staticmethod
-    def _remove(p: Path):
-        p.unlink(missing_ok=True)
-        try:
-            p.parent.rmdir()
-        except OSError:
-            pass
+    def _remove(self, p: Path):
+        import shutil
+
+        upload_dir = p.parent.parent
+        if upload_dir.parent == self.dir:
+            shutil.rmtree(upload_dir, ignore_errors=True)
 
     def close(self):
         import shutil
 
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def safe_name(name) -> str:
+    """A model name fit for a folder name: letters, digits, '.', '_' and '-', at most 64 characters."""
+    text = re.sub(r"[^A-Za-z0-9._-]+", "-", str(name or "")).strip(".-")[:64]
+    return text or "uploaded-model"
 
 
 # ---- parameters -----------------------------------------------------------------------------------
@@ -268,8 +273,9 @@ def api_plot(kind: str, params: dict, uploads: Uploads) -> str:
 
 def api_upload(params: dict, data: bytes, uploads: Uploads) -> dict:
     """Store a config.json (kind=config) or a GGUF header (kind=gguf) and check that it reads as a model."""
-    check_known(params, {"kind"})
+    check_known(params, {"kind", "name"})
     kind = one(params, "kind", "config")
+    name = one(params, "name")
     if kind == "config":
         try:
             cfg = json.loads(data.decode("utf-8"))
@@ -277,7 +283,8 @@ def api_upload(params: dict, data: bytes, uploads: Uploads) -> dict:
             raise ApiError(400, f"config.json is not valid JSON: {e}") from None
         if not isinstance(cfg, dict):
             raise ApiError(400, "config.json must be a JSON object")
-    ref, path = uploads.add(kind, data)
+        name = name or str(cfg.get("_name_or_path") or "").rstrip("/").rsplit("/", 1)[-1]
+    ref, path = uploads.add(kind, data, name)
     from ..models.resolve import resolve_model
 
     try:

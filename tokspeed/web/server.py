@@ -80,13 +80,18 @@ class Handler(BaseHTTPRequestHandler):
     def guarded(self, fn):
         try:
             fn()
+        except (BrokenPipeError, ConnectionResetError):    # the client went away (a replaced <img> src)
+            self.close_connection = True
         except api.ApiError as e:
             self.send_error_json(e.status, e.message)
         except UserError as e:
             self.send_error_json(400, e.message, e.suggestion)
         except Exception:                        # a bug: say so without leaking a traceback to the client
             traceback.print_exc(file=sys.stderr)
-            self.send_error_json(500, "internal error (a bug in tokspeed; the server log has the details)")
+            try:
+                self.send_error_json(500, "internal error (a bug in tokspeed; the server log has the details)")
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True
 
     # -- methods ----------------------------------------------------------------------------------
     def do_GET(self):

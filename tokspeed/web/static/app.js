@@ -153,15 +153,22 @@ async function update() {
     showError("");
     renderPrediction(pred);
     renderExplain(expl);
-    $("chart-overview").src = "/api/plot/overview.svg?" + p;
-    $("chart-stages").src = "/api/plot/stages.svg?" + e;
-    $("chart-context").src = "/api/plot/context.svg?" + p;
+    setChart("chart-overview", "/api/plot/overview.svg?" + p);
+    setChart("chart-stages", "/api/plot/stages.svg?" + e);
+    setChart("chart-context", "/api/plot/context.svg?" + p);
     document.body.dataset.updated = String(my);
   } catch (err) {
     if (my === seq) showError(err.message);
   } finally {
     if (my === seq) document.body.classList.remove("busy");
   }
+}
+
+function setChart(id, url) {
+  const img = $(id);
+  if (img.getAttribute("src") === url) return;
+  img.classList.add("loading");          // dimmed until the new chart has arrived
+  img.src = url;
 }
 
 let timer = null;
@@ -184,7 +191,9 @@ async function upload(file) {
   $("upload-status").textContent = "reading " + file.name + " …";
   try {
     if (!gguf && file.size > limit) throw new Error("a config.json over 1 MB is not a config.json");
-    const r = await getJSON("/api/upload?kind=" + (gguf ? "gguf" : "config"), { method: "POST", body: blob,
+    const q = new URLSearchParams({ kind: gguf ? "gguf" : "config" });
+    if (gguf) q.set("name", file.name.replace(/\.gguf$/i, ""));
+    const r = await getJSON("/api/upload?" + q, { method: "POST", body: blob,
       headers: { "Content-Type": "application/octet-stream" } });
     const label = file.name + " (" + r.params_b + " B params, " + r.n_layers + " layers)";
     $("model").append(option(r.model, "⬆ " + label, true));
@@ -216,6 +225,10 @@ async function init() {
   } catch (err) {
     showError("cannot load the catalogs: " + err.message);
     return;
+  }
+  for (const img of document.querySelectorAll(".charts img")) {
+    img.addEventListener("load", () => img.classList.remove("loading"));
+    img.addEventListener("error", () => img.classList.remove("loading"));
   }
   showHardware();
   $("form").addEventListener("input", (ev) => { if (ev.target.id !== "upload") schedule(); });
