@@ -134,6 +134,7 @@ def test_cli_one_device_json_has_everything(capsys):
     assert d["id"] == "rtx-4090" and d["bandwidth_gbps"] == 1008 and d["fp16_tflops"] == 165.2
     assert "[LIGHT]" in d["source"] and d["notes"].startswith("[conf:")
     assert d["properties"]["ridge_flops_per_byte"] == pytest.approx(165.2e12 / 1008e9)
+    assert d["properties"]["usable_bytes"] == 24e9
 
 
 def test_cli_list_filters(capsys):

@@ -92,8 +92,8 @@ class Decode:
 
 @dataclass
 class Prefill:
-    tok_s: float
-    seconds: float
+    tok_s: float | None       # None when the device has no published FLOP/s figure
+    seconds: float | None
     bound: str
     bound_tok_s: float = 0.0
     tok_s_low: float = 0.0
@@ -117,7 +117,7 @@ class Prediction:
     memory: Memory
     decode: Decode
     prefill: Prefill
-    ttft_s: float
+    ttft_s: float | None
     engine_source: str = ""
     spec: object = field(default=None, repr=False)
     hw: object = field(default=None, repr=False)
@@ -207,7 +207,8 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     wsum = sum(w for _, w in steps)
     step_s = total_t / wsum
     ideal_s = total_ideal / wsum
-    first_ops = forward_ops(spec, storage, kvb, batch, 1, context + prompt)
+    # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
+    first_ops = [o for o in forward_ops(spec, storage, kvb, batch, 1, context + prompt) if o.unit != "cpu"]
     bytes_tok = sum(o.bytes for o in first_ops) / batch
     w_tok = sum(o.weight_bytes for o in first_ops) / batch
     kv_tok = sum(o.kv_read_bytes + o.kv_write_bytes for o in first_ops) / batch
@@ -230,14 +231,18 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
         bounds[pt.bound] += pt.seconds
         done += chunk
     pband = prof.prefill_error_pct / 100
-    if prompt:
+    if prompt and not hw.matmul_flops:
+        # no FLOP/s figure for this device (e.g. Apple M3/M4: Apple publishes none): prefill is
+        # compute bound, so any number would be invented. Say so instead.
+        prefill = Prefill(tok_s=None, seconds=None, bound="unknown (no FLOP/s figure for this device)")
+    elif prompt:
         pf_tok_s = batch * prompt / pf_s
         prefill = Prefill(tok_s=pf_tok_s, seconds=pf_s, bound=max(bounds, key=bounds.get),
                           bound_tok_s=batch * prompt / pf_ideal, tok_s_low=pf_tok_s * (1 - pband),
                           tok_s_high=pf_tok_s * (1 + pband))
     else:
         prefill = Prefill(tok_s=0.0, seconds=0.0, bound="none")
-    ttft = prefill.seconds + prof.fixed_s
+    ttft = None if prefill.seconds is None else prefill.seconds + prof.fixed_s
     return Prediction(model=spec.id, hardware=hw.id, quant=quant, kv_dtype=kv_dtype.lower(), engine=prof.name,
                       batch=batch, prompt=prompt, gen=gen, context=context, memory=mem, decode=decode,
                       prefill=prefill, ttft_s=ttft, engine_source=prof.source, spec=spec, hw=hw,

@@ -54,6 +54,7 @@ def run(args) -> int:
         t.add_row(r.hw.id, r.quant, r.engine, f"{r.hw.bandwidth_gbps:g}",
                   f"{fmt_bytes(r.memory.total_bytes)} / {fmt_bytes(r.memory.capacity_bytes)}",
                   "yes" if r.memory.fits else "[red]no[/]", fmt_rate(r.decode.bound_tok_s), fmt_rate(r.decode.tok_s),
-                  fmt_rate(r.prefill.tok_s) if r.prompt else "-", fmt_seconds(r.ttft_s))
+                  fmt_rate(r.prefill.tok_s) if r.prefill.tok_s else "-",
+                  fmt_seconds(r.ttft_s) if r.ttft_s is not None else "-")
     make_console().print(t)
     return 0

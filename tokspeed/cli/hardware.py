@@ -16,7 +16,7 @@ KINDS = ("gpu", "soc", "cpu", "accelerator")
 
 def add_parser(sub):
     p = sub.add_parser("hardware", help="list the hardware catalog or show one device",
-                       description=__doc__.splitlines()[0])
+                       description="List the hardware catalog, filter it, or show one device with its sources.")
     p.add_argument("filter", nargs="?", help="a device id/alias (shows it), or text to filter by")
     p.add_argument("--kind", choices=KINDS, help="only this kind of device")
     p.add_argument("--links", action="store_true", help="list interconnects (PCIe, NVLink, ...) instead")
@@ -53,8 +53,11 @@ def run(args) -> int:
     return 0
 
 
-def _n(v, fmt="{:,.1f}") -> str:
-    return fmt.format(v) if v else "—"
+def _n(v) -> str:
+    """'—' for unknown (0); thousands without decimals; smaller numbers with 4 significant digits."""
+    if not v:
+        return "—"
+    return f"{v:,.0f}" if v >= 1000 else f"{v:.4g}"
 
 
 def _table(devices) -> None:
@@ -62,24 +65,22 @@ def _table(devices) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=f"{len(devices)} devices (vendor peaks; tensor rates dense, FP32 accumulate)",
-              title_justify="left")
-    for col, kw in (("id", {"no_wrap": True}), ("name", {}), ("kind", {}), ("mem GB", {"justify": "right"}),
-                    ("BW GB/s", {"justify": "right"}), ("FP16 TF", {"justify": "right"}),
-                    ("FP8 TF", {"justify": "right"}), ("INT8 TOPS", {"justify": "right"}),
-                    ("host GB/s/dir", {"justify": "right"}), ("TDP W", {"justify": "right"})):
+    t = Table(title=f"{len(devices)} devices: vendor peaks. BW = memory GB/s; FP16/FP8 dense TFLOPS (FP32 accumulate); "
+                    "INT8 dense TOPS; host = host link GB/s per direction; W = TDP", title_justify="left")
+    for col, kw in (("id", {"no_wrap": True}), ("name", {"ratio": 1}), ("kind", {}), ("GB", {"justify": "right"}),
+                    ("BW", {"justify": "right"}), ("FP16", {"justify": "right"}), ("FP8", {"justify": "right"}),
+                    ("INT8", {"justify": "right"}), ("host", {"justify": "right"}), ("W", {"justify": "right"})):
         t.add_column(col, **kw)
     for h in devices:
-        t.add_row(h.id, escape(h.name), h.kind, _n(h.memory_gb, "{:,.0f}"), _n(h.bandwidth_gbps, "{:,.0f}"),
-                  _n(h.fp16_tflops), _n(h.fp8_tflops), _n(h.int8_tops, "{:,.0f}"),
-                  _n(h.host_link_gbps, "{:,.2f}"), _n(h.tdp_w, "{:,.0f}"))
+        t.add_row(h.id, escape(h.name), h.kind, _n(h.memory_gb), _n(h.bandwidth_gbps), _n(h.fp16_tflops),
+                  _n(h.fp8_tflops), _n(h.int8_tops), _n(h.host_link_gbps), _n(h.tdp_w))
     Console().print(t)
 
 
 def _properties(hw) -> dict:
-    return {"usable_memory_gb": hw.usable_bytes / 1e9,
-            "ridge_flops_per_byte": hw.ridge_flops_per_byte,
-            "scale_up_per_direction_gbps": hw.scale_up_per_direction_bytes_s / 1e9}
+    """The Hardware properties the models use, under their Python names."""
+    return {"usable_bytes": hw.usable_bytes, "ridge_flops_per_byte": hw.ridge_flops_per_byte,
+            "scale_up_per_direction_bytes_s": hw.scale_up_per_direction_bytes_s}
 
 
 def _one(hw, as_json: bool) -> int:
@@ -93,13 +94,16 @@ def _one(hw, as_json: bool) -> int:
     from rich.markup import escape
     from rich.table import Table
 
+    from ..units import fmt_bytes
+
     t = Table(show_header=False, title=f"{hw.id}: {hw.name}", title_justify="left")
     t.add_column("field", style="bold", no_wrap=True)
     t.add_column("value")
     for k, v in d.items():
         if k == "properties":
             for pk, pv in v.items():
-                t.add_row(pk, f"{pv:,.2f}" if pv else "—")
+                shown = fmt_bytes(pv) + ("/s" if pk.endswith("_s") else "") if "bytes" in pk else f"{pv:,.1f}"
+                t.add_row(pk, shown if pv else "—")
             continue
         if isinstance(v, list):
             v = "\n".join(v) if k == "derived" else ", ".join(v)

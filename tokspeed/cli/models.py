@@ -1,11 +1,110 @@
-"""`tokspeed models` (not implemented yet: a stub that its issue replaces)."""
+"""`tokspeed models [FILTER] [--json]`: list or search the built-in model catalog."""
 
-from ..errors import UserError
+from __future__ import annotations
+
+import sys
 
 
 def add_parser(sub):
-    return sub.add_parser("models", help="(coming soon)")
+    p = sub.add_parser("models", help="list or search the built-in model catalog",
+                       description="List the catalog's models (shape, parameters, context, source). "
+                                   "FILTER matches id, name, family, aliases or a marker (moe, mla, swa), "
+                                   "case-insensitive.")
+    p.add_argument("filter", nargs="?", default="", metavar="FILTER", help="e.g. llama, qwen3, moe")
+    p.add_argument("--json", action="store_true", help="print the matching entries as JSON on stdout")
+    return p
+
+
+def markers(m) -> list[str]:
+    """Short architecture markers: MoE layout, MLA, sliding windows, tied embeddings, parallel block."""
+    out = []
+    if m.is_moe:
+        shared = f"+{m.n_shared_experts}s" if m.n_shared_experts else ""
+        out.append(f"MoE {m.n_active_experts}/{m.n_experts}{shared}")
+    if m.is_mla:
+        out.append("MLA")
+    if m.n_sliding_layers:
+        out.append(f"SWA {m.sliding_window} x{m.n_sliding_layers}")
+    if m.tied_embeddings:
+        out.append("tied")
+    if m.parallel_block:
+        out.append("parallel")
+    if m.vision_params:
+        out.append("+vision")
+    return out
+
+
+def _count(n: float) -> str:
+    return f"{n / 1e9:.2f}B" if n >= 1e9 else f"{n / 1e6:.0f}M"
+
+
+def _context(n: int) -> str:
+    return f"{n // 1024}K" if n % 1024 == 0 else str(n)
+
+
+def _repo(url: str) -> str:
+    return url.removeprefix("https://huggingface.co/").removesuffix("/blob/main/config.json")
+
+
+def _order(m):
+    """Catalog order: by series (the id without a trailing size like -7b), then by size."""
+    import re
+
+    series = re.sub(r"-\d+(\.\d+)?[bm]$", "", m.id)
+    return (series, m.n_params)
+
+
+def matching(text: str):
+    """(spec, aliases) for catalog entries whose id, name, family, aliases or markers contain TEXT."""
+    from ..models.catalog import DATA, get_model, load_entry_raw, model_ids
+
+    key = text.strip().lower()
+    out = []
+    for m in sorted((get_model(mid) for mid in model_ids()), key=_order):
+        mid = m.id
+        aliases = list(load_entry_raw(DATA / f"{mid}.toml").get("aliases", []))
+        hay = " ".join([mid, m.name, m.family, *aliases, *markers(m)]).lower()
+        if key in hay:
+            out.append((m, aliases))
+    return out
+
+
+def to_json(m, aliases) -> dict:
+    d = m.to_dict()
+    d.update(aliases=aliases, n_params=m.n_params, n_active_params=m.n_active_params,
+             kv_elements_per_token_layer=m.kv_elements_per_token_layer, markers=markers(m))
+    return d
 
 
 def run(args) -> int:
-    raise UserError("`tokspeed models` is not implemented yet")
+    rows = matching(args.filter)
+    if not rows:
+        from ..errors import did_you_mean
+        from ..models.catalog import model_ids
+
+        hint = did_you_mean(args.filter, model_ids())
+        sys.stderr.write(f"tokspeed: no catalog model matches {args.filter!r}"
+                         f"{' (' + hint + ')' if hint else ''}; `tokspeed models` lists them all\n")
+    if args.json:
+        import json
+
+        json.dump([to_json(m, a) for m, a in rows], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=180)
+    t = Table(title=f"{len(rows)} model(s)", title_justify="left")
+    for col, just in (("id", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
+                      ("d_model", "right"), ("heads/kv", "right"), ("context", "right"),
+                      ("features", "left"), ("source (huggingface.co/...)", "left")):
+        t.add_column(col, justify=just, no_wrap=col not in ("features",))
+    for m, _ in rows:
+        t.add_row(m.id, _count(m.n_params), _count(m.n_active_params) if m.is_moe else "", str(m.n_layers),
+                  str(m.d_model), f"{m.n_heads}/{m.n_kv_heads}", _context(m.max_context),
+                  ", ".join(markers(m)), _repo(m.source))
+    console.print(t)
+    return 0

@@ -98,6 +98,9 @@ def resolve_backend(engine: str, hardware) -> str:
     if e != "llama.cpp":
         return e
     vendor = hardware.vendor.lower()
+    if hardware.kind == "accelerator":
+        raise UserError(f"llama.cpp has no backend for {hardware.name}",
+                        "use --engine vllm (or ideal for the roofline bound)")
     if hardware.kind == "cpu":
         return "llama.cpp-cpu"
     if vendor == "apple":

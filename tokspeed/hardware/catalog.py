@@ -38,6 +38,8 @@ def all_hardware() -> list[Hardware]:
 
 def get_hardware(name: str) -> Hardware:
     """A catalog id or alias (case-insensitive), a path to a TOML file, or ``local``."""
+    if isinstance(name, Hardware):
+        return name
     key = str(name).strip()
     if key.endswith(".toml") or (os.sep in key and Path(key).is_file()):
         return hardware_from_toml(key)

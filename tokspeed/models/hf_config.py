@@ -1,4 +1,12 @@
-"""Reading a Hugging Face ``config.json`` (file or folder) into a ModelSpec."""
+"""Reading a Hugging Face ``config.json`` (file or folder) into a ModelSpec.
+
+Each ``model_type`` names its fields its own way (GPT-J's ``n_embd``, Mixtral's ``num_local_experts``,
+DeepSeek's ``first_k_dense_replace``) and leaves some out, relying on the defaults of its
+``transformers`` config class. ``_FAMILIES`` maps a model_type to (defaults, reader): the defaults are
+those of the transformers class for the fields real configs omit, the reader sets what the family's
+architecture fixes (biases, norms, MoE layout). An unknown model_type is read with the standard
+Llama-style field names.
+"""
 
 from __future__ import annotations
 
@@ -28,41 +36,286 @@ def spec_from_path(path) -> ModelSpec:
     try:
         cfg = json.loads(p.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p}: not valid JSON ({e})") from None
+        raise UserError(f"{p}: not valid JSON ({str(e).splitlines()[0]})") from None
     if not isinstance(cfg, dict):
-        raise UserError(f"{p}: expected a JSON object")
-    return spec_from_hf_config(cfg, id=p.parent.name)
+        raise UserError(f"{p}: expected a JSON object, got {type(cfg).__name__}")
+    return spec_from_hf_config(cfg, id=p.parent.name, where=str(p))
 
 
-def spec_from_hf_config(cfg: dict, id: str = "") -> ModelSpec:
-    """Map the standard HF fields; family-specific fields handled per model_type."""
-    cfg = dict(cfg.get("text_config") or {}, **{k: v for k, v in cfg.items() if k != "text_config"}) \
-        if "text_config" in cfg and "hidden_size" not in cfg else cfg
-    need = {"num_hidden_layers": ("num_hidden_layers", "n_layer"), "hidden_size": ("hidden_size", "n_embd"),
-            "num_attention_heads": ("num_attention_heads", "n_head"), "vocab_size": ("vocab_size",)}
-    got, missing = {}, []
-    for key, names in need.items():
-        for n in names:
-            if n in cfg:
-                got[key] = cfg[n]
-                break
-        else:
-            missing.append(key)
+# ---- the standard fields --------------------------------------------------------------------
+
+# ModelSpec field -> config names tried in order (first present and not null wins).
+_NAMES = {
+    "n_layers": ("num_hidden_layers", "n_layer", "num_layers"),
+    "d_model": ("hidden_size", "n_embd", "d_model"),
+    "n_heads": ("num_attention_heads", "n_head"),
+    "vocab_size": ("vocab_size", "padded_vocab_size"),
+    "d_ff": ("intermediate_size", "n_inner", "ffn_hidden_size"),
+}
+
+
+def _get(cfg: dict, *names, default=None):
+    for n in names:
+        if cfg.get(n) is not None:
+            return cfg[n]
+    return default
+
+
+def _sliding_layers_from_types(cfg: dict) -> int:
+    """Count of ``layer_types`` entries that are sliding-window attention (gpt-oss, newer Gemma/Qwen)."""
+    return sum(1 for t in cfg.get("layer_types") or [] if "sliding" in str(t))
+
+
+def _standard(cfg: dict, need_ff: bool = True) -> dict:
+    kw, missing = {}, []
+    for key, names in _NAMES.items():
+        v = _get(cfg, *names)
+        if v is None:
+            if key != "d_ff" or need_ff:
+                missing.append(names[0])
+            continue
+        kw[key] = v
     if missing:
-        raise UserError(f"config.json lacks {', '.join(missing)} (model_type {cfg.get('model_type', '?')!r})")
-    d = got["hidden_size"]
-    h = got["num_attention_heads"]
-    return ModelSpec(
-        id=id or cfg.get("_name_or_path", "") or cfg.get("model_type", "model"),
-        family=cfg.get("model_type", "unknown"),
-        n_layers=got["num_hidden_layers"],
-        d_model=d,
-        n_heads=h,
-        n_kv_heads=cfg.get("num_key_value_heads") or h,
-        head_dim=cfg.get("head_dim") or 0,
-        d_ff=cfg.get("intermediate_size") or cfg.get("n_inner") or 4 * d,
-        vocab_size=got["vocab_size"],
-        tied_embeddings=bool(cfg.get("tie_word_embeddings", False)),
-        rope_theta=float(cfg.get("rope_theta", 10000.0)),
-        max_context=int(cfg.get("max_position_embeddings", 4096)),
-    )
+        raise UserError(f"lacks {', '.join(missing)} (model_type {cfg.get('model_type', '?')!r})",
+                        "a decoder config.json needs these fields")
+    kw["n_kv_heads"] = _get(cfg, "num_key_value_heads", "n_head_kv", default=kw["n_heads"])
+    kw["head_dim"] = _get(cfg, "head_dim", default=0)
+    kw["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", True))  # PretrainedConfig default
+    kw["rope_theta"] = float(_get(cfg, "rope_theta", default=10000.0))
+    kw["max_context"] = int(_get(cfg, "max_position_embeddings", "n_positions", "seq_length", default=4096))
+    kw["qkv_bias"] = bool(cfg.get("attention_bias", False))
+    kw["o_bias"] = bool(cfg.get("attention_bias", False))
+    kw["mlp_bias"] = bool(cfg.get("mlp_bias", False))
+    n_sliding = _sliding_layers_from_types(cfg)
+    if n_sliding and cfg.get("sliding_window"):
+        kw["sliding_window"] = int(cfg["sliding_window"])
+        kw["n_sliding_layers"] = n_sliding
+    return kw
+
+
+def _moe_generic(cfg: dict, kw: dict) -> None:
+    """Routed experts under the common names, if the config has them."""
+    n = _get(cfg, "num_local_experts", "num_experts", "n_routed_experts", default=0)
+    if not n:
+        return
+    kw["n_experts"] = int(n)
+    kw["n_active_experts"] = int(_get(cfg, "num_experts_per_tok", "experts_per_token", default=0))
+    kw["d_ff_expert"] = int(_get(cfg, "moe_intermediate_size", default=kw.get("d_ff", 0)))
+    if cfg.get("moe_intermediate_size") is None:   # Mixtral style: intermediate_size is the expert width
+        kw["d_ff"] = 0
+
+
+def _all_sliding(cfg: dict, kw: dict) -> None:
+    """Mistral / Mixtral / Phi-3: a non-null sliding_window applies to every layer."""
+    if cfg.get("sliding_window") and not cfg.get("layer_types"):
+        kw["sliding_window"] = int(cfg["sliding_window"])
+        kw["n_sliding_layers"] = kw["n_layers"]
+
+
+# ---- families -------------------------------------------------------------------------------
+
+def _llama(cfg, kw):
+    pass
+
+
+def _mistral(cfg, kw):
+    _all_sliding(cfg, kw)
+
+
+def _mixtral(cfg, kw):
+    _moe_generic(cfg, kw)
+    _all_sliding(cfg, kw)
+
+
+def _qwen_sliding(cfg, kw):
+    """transformers Qwen2/3: with use_sliding_window, layers from max_window_layers on use the window."""
+    if cfg.get("use_sliding_window") and cfg.get("sliding_window") and not kw.get("n_sliding_layers"):
+        n = max(0, kw["n_layers"] - int(cfg.get("max_window_layers", kw["n_layers"])))
+        if n:
+            kw["sliding_window"] = int(cfg["sliding_window"])
+            kw["n_sliding_layers"] = n
+
+
+def _qwen2(cfg, kw):
+    kw["qkv_bias"], kw["o_bias"] = True, False
+    _qwen_sliding(cfg, kw)
+
+
+def _qwen_moe_layers(cfg, kw):
+    """Qwen2/3-MoE: a layer is MoE unless listed in mlp_only_layers or skipped by decoder_sparse_step."""
+    step = int(cfg.get("decoder_sparse_step", 1) or 1)
+    only_mlp = set(cfg.get("mlp_only_layers") or [])
+    L = kw["n_layers"]
+    n_moe = sum(1 for i in range(L) if i not in only_mlp and (i + 1) % step == 0)
+    kw["n_dense_layers"] = L - n_moe
+    if not kw["n_dense_layers"]:
+        kw["d_ff"] = 0
+
+
+def _qwen2_moe(cfg, kw):
+    _qwen2(cfg, kw)
+    _moe_generic(cfg, kw)
+    shared = int(cfg.get("shared_expert_intermediate_size", 0) or 0)
+    if shared:
+        kw["n_shared_experts"] = 1
+        kw["d_ff_shared"] = shared
+        kw["shared_expert_gate"] = True
+    _qwen_moe_layers(cfg, kw)
+
+
+def _qwen3(cfg, kw):
+    kw["qk_norm"] = True
+    _qwen_sliding(cfg, kw)
+
+
+def _qwen3_moe(cfg, kw):
+    _qwen3(cfg, kw)
+    _moe_generic(cfg, kw)
+    _qwen_moe_layers(cfg, kw)
+
+
+def _gemma_common(cfg, kw):
+    kw["norms_per_layer"] = 4          # input, post-attention, pre-FFN, post-FFN RMSNorms
+    kw["qkv_bias"] = kw["o_bias"] = bool(cfg.get("attention_bias", False))
+
+
+def _gemma2(cfg, kw):
+    _gemma_common(cfg, kw)
+    if not kw.get("n_sliding_layers") and cfg.get("sliding_window"):
+        # transformers Gemma2: even-indexed layers use the window
+        kw["sliding_window"] = int(cfg["sliding_window"])
+        kw["n_sliding_layers"] = (kw["n_layers"] + 1) // 2
+
+
+def _gemma3_text(cfg, kw):
+    _gemma_common(cfg, kw)
+    kw["qk_norm"] = True
+    if not kw.get("n_sliding_layers") and cfg.get("sliding_window"):
+        # transformers Gemma3: layer i is global when (i + 1) % sliding_window_pattern == 0
+        pattern = int(cfg.get("sliding_window_pattern", 6))
+        kw["sliding_window"] = int(cfg["sliding_window"])
+        kw["n_sliding_layers"] = kw["n_layers"] - kw["n_layers"] // pattern
+
+
+def _phi3(cfg, kw):
+    _all_sliding(cfg, kw)
+    factor = float(_get(cfg, "partial_rotary_factor", default=1.0))
+    head_dim = kw["head_dim"] or kw["d_model"] // kw["n_heads"]
+    if factor < 1.0:
+        kw["rotary_dim"] = int(head_dim * factor)
+
+
+def _phi(cfg, kw):
+    """Phi-1/1.5/2: parallel block on one LayerNorm, GELU MLP, biases on every linear."""
+    kw.update(gated_mlp=False, norm="layernorm", norms_per_layer=1, parallel_block=True,
+              qkv_bias=True, o_bias=True, mlp_bias=True, lm_head_bias=True)
+    head_dim = kw["head_dim"] or kw["d_model"] // kw["n_heads"]
+    kw["rotary_dim"] = int(head_dim * float(_get(cfg, "partial_rotary_factor", default=0.5)))
+
+
+def _gptj(cfg, kw):
+    """GPT-J: parallel block on one LayerNorm, no attention biases, GELU MLP with biases, lm_head bias."""
+    kw.update(gated_mlp=False, norm="layernorm", norms_per_layer=1, parallel_block=True,
+              qkv_bias=False, o_bias=False, mlp_bias=True, lm_head_bias=True)
+    kw["d_ff"] = int(cfg.get("n_inner") or 4 * kw["d_model"])
+    kw["rotary_dim"] = int(cfg.get("rotary_dim") or 0)
+
+
+def _deepseek_v3(cfg, kw):
+    _moe_generic(cfg, kw)
+    kw["n_shared_experts"] = int(cfg.get("n_shared_experts") or 0)
+    kw["n_dense_layers"] = int(cfg.get("first_k_dense_replace", 0))
+    kw["router_bias"] = cfg.get("topk_method", "noaux_tc") == "noaux_tc"   # e_score_correction_bias
+    for f in ("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+        kw[f] = int(cfg.get(f) or 0)
+    kw["head_dim"] = kw["qk_nope_head_dim"] + kw["qk_rope_head_dim"]
+    kw["rotary_dim"] = kw["qk_rope_head_dim"]
+
+
+def _gpt_oss(cfg, kw):
+    _moe_generic(cfg, kw)
+    kw["d_ff"] = 0
+    kw.update(attn_sinks=True, router_bias=True, expert_bias=True)
+    if not cfg.get("layer_types") and cfg.get("sliding_window"):
+        # transformers GptOssConfig default: even-indexed layers slide, odd ones attend fully
+        kw["sliding_window"] = int(cfg["sliding_window"])
+        kw["n_sliding_layers"] = (kw["n_layers"] + 1) // 2
+
+
+# model_type -> (defaults of the transformers config class for fields real configs omit, reader)
+_FAMILIES = {
+    "llama": ({"tie_word_embeddings": False, "max_position_embeddings": 2048}, _llama),
+    "mistral": ({"tie_word_embeddings": False, "sliding_window": 4096, "max_position_embeddings": 131072},
+                _mistral),
+    "mixtral": ({"tie_word_embeddings": False, "num_local_experts": 8, "num_experts_per_tok": 2,
+                 "rope_theta": 1e6}, _mixtral),
+    "qwen2": ({"tie_word_embeddings": False}, _qwen2),
+    "qwen2_moe": ({"tie_word_embeddings": False, "num_experts": 60, "num_experts_per_tok": 4,
+                   "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632}, _qwen2_moe),
+    "qwen3": ({"tie_word_embeddings": False, "head_dim": 128}, _qwen3),
+    "qwen3_moe": ({"tie_word_embeddings": False, "num_experts": 128, "num_experts_per_tok": 8,
+                   "moe_intermediate_size": 768}, _qwen3_moe),
+    "gemma2": ({"tie_word_embeddings": True, "head_dim": 256, "sliding_window": 4096}, _gemma2),
+    "gemma3_text": ({"tie_word_embeddings": True, "vocab_size": 262208, "num_attention_heads": 8,
+                     "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131072,
+                     "rope_theta": 1e6, "sliding_window": 4096, "sliding_window_pattern": 6}, _gemma3_text),
+    "phi3": ({"tie_word_embeddings": False}, _phi3),
+    "phi": ({"tie_word_embeddings": False, "partial_rotary_factor": 0.5}, _phi),
+    "gptj": ({"tie_word_embeddings": False, "rotary_dim": 64, "n_positions": 2048}, _gptj),
+    "deepseek_v3": ({"tie_word_embeddings": False, "moe_intermediate_size": 2048}, _deepseek_v3),
+    "gpt_oss": ({"tie_word_embeddings": False}, _gpt_oss),
+}
+_FAMILIES["gemma3"] = _FAMILIES["gemma3_text"]
+
+
+def siglip_params(vc: dict, text_width: int) -> int:
+    """Parameters of a Gemma 3 SigLIP vision tower plus its projector into the text width.
+
+    Patch conv (+bias), learned position per patch, per layer: q/k/v/o with biases, two LayerNorms,
+    GELU MLP with biases; a post LayerNorm; then the projector matrix and its RMSNorm.
+    """
+    w = int(vc.get("hidden_size", 1152))
+    ff = int(vc.get("intermediate_size", 4304))
+    layers = int(vc.get("num_hidden_layers", 27))
+    patch = int(vc.get("patch_size", 14))
+    image = int(vc.get("image_size", 896))
+    channels = int(vc.get("num_channels", 3))
+    embed = channels * patch * patch * w + w + (image // patch) ** 2 * w
+    per_layer = 4 * (w * w + w) + 2 * w * ff + ff + w + 2 * 2 * w
+    tower = embed + layers * per_layer + 2 * w
+    return tower + w * text_width + w
+
+
+def _flatten_text_config(cfg: dict) -> dict:
+    """Multimodal configs (Gemma 3) keep the decoder under ``text_config``."""
+    tc = cfg.get("text_config")
+    if not isinstance(tc, dict):
+        return cfg
+    out = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_config")}
+    out.update(tc)
+    out["model_type"] = cfg.get("model_type") or tc.get("model_type", "")
+    return out
+
+
+def spec_from_hf_config(cfg: dict, id: str = "", where: str = "config") -> ModelSpec:
+    """A ModelSpec from a parsed config.json (see the module docstring for the families handled)."""
+    if not isinstance(cfg, dict):
+        raise UserError(f"{where}: expected a JSON object, got {type(cfg).__name__}")
+    flat = _flatten_text_config(cfg)
+    model_type = str(flat.get("model_type") or "unknown")
+    defaults, reader = _FAMILIES.get(model_type, ({}, _llama))
+    flat = {**defaults, **flat}          # a field present as null stays null (Mistral v0.3 sliding_window)
+    try:
+        kw = _standard(flat, need_ff=model_type not in ("gptj",))
+        if model_type not in _FAMILIES:
+            _moe_generic(flat, kw)
+        reader(flat, kw)
+        vision = cfg.get("vision_config")
+        if model_type == "gemma3" and isinstance(vision, dict):
+            kw["vision_params"] = siglip_params(vision, kw["d_model"])
+    except (TypeError, ValueError) as e:
+        if isinstance(e, UserError):
+            raise UserError(f"{where}: {e}") from None
+        raise UserError(f"{where}: unreadable field value ({e})") from None
+    name = id or str(cfg.get("_name_or_path") or model_type)
+    return ModelSpec(id=name, name=name, family=model_type, **kw)

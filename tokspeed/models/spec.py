@@ -60,6 +60,10 @@ class ModelSpec:
     source: str = ""                # where the numbers come from (HF config repo, paper)
     published_params: float = 0.0   # billions, as the authors state them (for the catalog test)
     published_active_params: float = 0.0
+    published_active_excludes_embedding: bool = False  # the authors' active figure leaves out the
+    #                                                      input embedding table (gpt-oss model card)
+    vision_params: int = 0          # vision encoder + projector stored with the checkpoint (Gemma 3):
+    #                                 not part of the text decoder, so not in n_params
     notes: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -78,6 +82,9 @@ class ModelSpec:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**8:
                 bad(f"{f} must be a non-negative integer, got {v!r}")
+        v = self.vision_params
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**12:
+            bad(f"vision_params must be a non-negative integer, got {v!r}")
         if self.head_dim == 0:
             if self.d_model % self.n_heads:
                 bad(f"d_model {self.d_model} is not divisible by n_heads {self.n_heads}; give head_dim")

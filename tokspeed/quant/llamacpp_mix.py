@@ -31,7 +31,7 @@ def tensor_type(ftype: str, role: str, layer: int | None, n_layers: int, cols: i
     i = layer or 0
     if role == "norm" or role == "ffn_gate_inp":
         return "F32"                       # 1-D tensors and the MoE router are never quantized
-    if role == "output" or (role == "token_embd" and ftype == "__tied_output__"):
+    if role == "output":          # also token_embd of a model with tied embeddings (no output.weight)
         t = "Q8_0" if cols % QK_K else ("Q6_K" if t != "Q8_0" else "Q8_0")
         return t
     if role == "attn_v":

@@ -40,11 +40,14 @@ class QuantScheme:
     n_gqa: int = 1
     n_experts: int = 0
     is_70b: bool = False
+    tied: bool = False                   # tied embeddings: llama.cpp gives token_embd the output's type
     gguf: bool = False
 
     def format_for(self, role: str, layer: int | None, cols: int) -> Format:
         if self.ftype:
-            if role == "token_embd":
+            if role == "token_embd" and self.tied:
+                role = "output"
+            elif role == "token_embd":
                 t = tensor_type(self.ftype, "ffn_gate", 0, self.n_layers, cols)  # the ftype default
                 return formats.ggml(t)
             return formats.ggml(tensor_type(self.ftype, role, layer, self.n_layers, cols, n_gqa=self.n_gqa,
@@ -87,7 +90,8 @@ def scheme_for(name: str, spec=None) -> QuantScheme:
     ctx = dict(n_layers=n_layers,
                n_gqa=(spec.n_heads // spec.n_kv_heads) if spec else 1,
                n_experts=spec.n_experts if spec else 0,
-               is_70b=bool(spec and spec.n_layers == 80 and spec.family in ("llama", "qwen2")))
+               is_70b=bool(spec and spec.n_layers == 80 and spec.family in ("llama", "qwen2")),
+               tied=bool(spec and spec.tied_embeddings))
     if q in ("F32", "F16", "BF16"):
         return QuantScheme(q, linear=f[q], small=f["F32"], gguf=True, **ctx)
     if q in GGUF_FTYPES:

@@ -31,9 +31,12 @@ def render_prediction(pred, console=None):
               f"{d.ms_per_token:.2f} ms/token, {d.bound}-bound, range {fmt_rate(d.tok_s_low)}–{fmt_rate(d.tok_s_high)}")
     if pred.batch > 1:
         t.add_row("decode aggregate", f"{fmt_rate(d.aggregate_tok_s)} tok/s", f"{pred.batch} sequences")
-    if pred.prompt:
+    if pred.prompt and p.tok_s is None:
+        t.add_row("prefill", "unknown", p.bound)
+    elif pred.prompt:
         t.add_row("prefill", f"{fmt_rate(p.tok_s)} tok/s",
                   f"{fmt_seconds(p.seconds)} for {pred.prompt} tokens, {p.bound}-bound, bound {fmt_rate(p.bound_tok_s)} tok/s")
-    t.add_row("time to first token", fmt_seconds(pred.ttft_s), "prefill + one sampling step")
+    if pred.ttft_s is not None:
+        t.add_row("time to first token", fmt_seconds(pred.ttft_s), "prefill + one sampling step")
     console.print(t)
     console.print(f"[dim]engine model: {pred.engine_source}[/]")

@@ -1,0 +1,153 @@
+"""Every catalog entry loads, validates and matches the parameter count its authors publish;
+a few components are checked against sums done by hand."""
+
+import tomllib
+
+import pytest
+
+from tokspeed.errors import UserError
+from tokspeed.models import ModelSpec
+from tokspeed.models.catalog import DATA, get_model, model_ids, resolve_id
+
+IDS = model_ids()
+
+# The brief's required ids (the calibration file uses a subset of them).
+REQUIRED = """llama-1-7b llama-1-13b llama-1-30b llama-1-65b llama-2-7b llama-2-13b llama-2-70b llama-3-8b
+llama-3-70b llama-3.1-8b llama-3.1-70b llama-3.1-405b llama-3.2-1b llama-3.2-3b mistral-7b mixtral-8x7b
+mixtral-8x22b qwen2.5-0.5b qwen2.5-1.5b qwen2.5-7b qwen2.5-14b qwen2.5-32b qwen2.5-72b qwen2.5-coder-7b
+qwen3-8b qwen3-32b qwen3-30b-a3b qwen3-235b-a22b qwen3-coder-30b-a3b gemma-2-9b gemma-2-27b gemma-3-4b
+gemma-3-27b phi-2 phi-3-mini codellama-7b codellama-13b codellama-34b deepseek-v3 gpt-oss-20b gpt-oss-120b
+gpt-j-6b smollm2-135m smollm2-360m smollm2-1.7b tinyllama-1.1b""".split()
+
+# Active counts stated to two significant figures and truncated by their authors: the tolerance is one
+# unit of the last stated digit. Qwen3-30B-A3B "3.3B activated" (exact 3.35 B), Qwen3-235B-A22B "22B"
+# (exact 22.19 B), DeepSeek-V3 "37B" (exact 37.55 B with both embedding tables, 36.63 B without the input one).
+COARSE_ACTIVE_B = {"qwen3-30b-a3b": 0.1, "qwen3-coder-30b-a3b": 0.1, "qwen3-235b-a22b": 1.0, "deepseek-v3": 1.0}
+
+
+def test_required_ids_present():
+    assert not set(REQUIRED) - set(IDS)
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_entry_loads_with_provenance(mid):
+    raw = tomllib.loads((DATA / f"{mid}.toml").read_text())
+    assert raw["id"] == mid
+    for key in ("name", "family", "source", "published_params"):
+        assert raw.get(key), f"{mid} lacks {key}"
+    assert raw["source"].startswith("https://huggingface.co/") and raw["source"].endswith("config.json")
+    m = get_model(mid)
+    assert m.id == mid
+    assert m.n_active_params <= m.n_params
+    if m.is_moe:
+        assert m.published_active_params > 0, "an MoE entry states its active parameters"
+
+
+@pytest.mark.parametrize("mid", IDS)
+def test_params_match_published(mid):
+    m = get_model(mid)
+    total_b = (m.n_params + m.vision_params) / 1e9   # the published figure is the whole checkpoint
+    assert total_b == pytest.approx(m.published_params, rel=0.005)
+    if m.published_active_params:
+        active = m.n_active_params
+        if m.published_active_excludes_embedding:
+            active -= m.param_counts()["embedding"]
+        tol = max(0.005 * m.published_active_params, COARSE_ACTIVE_B.get(mid, 0.0))
+        assert abs(active / 1e9 - m.published_active_params) <= tol
+
+
+def test_aliases_unique_and_resolve():
+    seen = {}
+    for mid in IDS:
+        for a in tomllib.loads((DATA / f"{mid}.toml").read_text()).get("aliases", []):
+            assert a.lower() not in IDS, f"alias {a} shadows an id"
+            assert a.lower() not in seen, f"alias {a} used by {seen.get(a.lower())} and {mid}"
+            seen[a.lower()] = mid
+            assert resolve_id(a.upper()) == mid
+
+
+def test_unknown_model_suggests():
+    with pytest.raises(UserError, match="did you mean"):
+        get_model("llama-3-8")
+
+
+# ---- components by hand ---------------------------------------------------------------------
+
+def test_llama3_8b_components_by_hand():
+    m = get_model("llama-3-8b")
+    assert m.attention_params_per_layer() == 4096 * 4096 * 2 + 4096 * 1024 * 2
+    assert m.mlp_params(m.d_ff) == 3 * 4096 * 14336
+    c = m.param_counts()
+    assert c["embedding"] == c["lm_head"] == 128256 * 4096
+    assert c["norms"] == (2 * 32 + 1) * 4096
+    assert m.n_params == 8_030_261_248        # HF safetensors total
+    assert m.kv_elements_per_token_layer == 2 * 8 * 128
+    # the seed article: 2 x 32 layers x 8 KV heads x 128 x 2 bytes = 131,072 B per token in FP16
+    assert m.kv_elements_per_token_layer * m.n_layers * 2 == 131_072
+
+
+def test_deepseek_v3_mla_by_hand():
+    m = get_model("deepseek-v3")
+    assert m.kv_elements_per_token_layer == 512 + 64
+    q = 7168 * 1536 + 1536 + 1536 * 128 * (128 + 64)     # q_a, q_a_norm, q_b
+    kv = 7168 * (512 + 64) + 512 + 512 * 128 * (128 + 128)  # kv_a (+rope key), kv_a_norm, kv_b
+    o = 128 * 128 * 7168
+    assert m.attention_params_per_layer() == q + kv + o == 187_107_328
+    expert = 3 * 7168 * 2048
+    assert m.param_counts()["moe_experts"] == 58 * 256 * expert
+    assert m.param_counts()["moe_shared"] == 58 * expert
+    assert m.param_counts()["ffn_dense"] == 3 * 3 * 7168 * 18432
+    assert m.n_params - m.n_active_params == 58 * (256 - 8) * expert
+
+
+def test_mixtral_active_by_hand():
+    m = get_model("mixtral-8x7b")
+    expert = 3 * 4096 * 14336
+    assert m.n_params - m.n_active_params == 32 * 6 * expert
+    assert m.param_counts()["router"] == 32 * 4096 * 8
+
+
+def test_gpt_oss_biases_and_sinks_by_hand():
+    m = get_model("gpt-oss-120b")
+    attn = (2880 * 4096 + 4096) + 2 * (2880 * 512 + 512) + (4096 * 2880 + 2880) + 64
+    assert m.attention_params_per_layer() == attn
+    assert m.expert_params() == 2880 * 2 * 2880 + 2 * 2880 + 2880 * 2880 + 2880
+    assert m.router_params() == 2880 * 128 + 128
+    # model card Table 1: MLP (experts + router) 114.71 B, embedding + unembedding 1.16 B
+    assert (m.param_counts()["moe_experts"] + m.param_counts()["router"]) / 1e9 == pytest.approx(114.71, abs=0.005)
+    assert (m.param_counts()["embedding"] + m.param_counts()["lm_head"]) / 1e9 == pytest.approx(1.16, abs=0.005)
+
+
+def test_parallel_block_models_by_hand():
+    j = get_model("gpt-j-6b")
+    assert j.attention_params_per_layer() == 4 * 4096 * 4096          # no attention biases
+    assert j.mlp_params(j.d_ff) == 2 * 4096 * 16384 + 16384 + 4096     # fc_in, fc_out + biases
+    assert j.param_counts()["norms"] == 29 * 2 * 4096                  # ln_1 per layer + ln_f, with bias
+    assert j.param_counts()["lm_head"] == 50400 * 4096 + 50400
+    p = get_model("phi-2")
+    assert p.attention_params_per_layer() == 4 * (2560 * 2560 + 2560)
+    assert p.n_params == 2_779_683_840
+
+
+def test_gemma3_4b_vision_tower_by_hand():
+    m = get_model("gemma-3-4b")
+    w, ff, patches = 1152, 4304, (896 // 14) ** 2
+    tower = (3 * 14 * 14 * w + w) + patches * w + 27 * (4 * (w * w + w) + 2 * w * ff + ff + w + 4 * w) + 2 * w
+    assert tower == 416_866_032
+    assert m.vision_params == tower + w * 2560 + w
+    assert m.n_params + m.vision_params == 4_300_079_472
+
+
+def test_sliding_window_kv():
+    g = get_model("gemma-2-9b")   # every other layer a 4096-token window
+    assert g.kv_cached_tokens(8192) == 21 * 8192 + 21 * 4096
+    o = get_model("gpt-oss-20b")  # 12 full layers, 12 of 128 tokens
+    assert o.kv_cached_tokens(10_000) == 12 * 10_000 + 12 * 128
+    assert get_model("gemma-3-27b").n_sliding_layers == 62 - 62 // 6
+
+
+def test_spec_rejects_bad_values():
+    with pytest.raises(UserError, match="vision_params"):
+        ModelSpec(id="x", n_layers=1, d_model=8, n_heads=2, n_kv_heads=2, d_ff=8, vocab_size=4, vision_params=-1)
+    with pytest.raises(UserError, match="unknown field"):
+        ModelSpec.from_dict({"id": "x", "n_layers": 1, "hidden": 3})
