@@ -95,3 +95,13 @@ def test_units_and_data_sources():
     assert "PCIe" in stage(e, "sampling").data_from
     h = explain("llama-3-8b", "h100-sxm", with_levers=False)
     assert "HBM" in stage(h, "qkv").data_from
+
+
+def test_every_catalog_model_sums():
+    """MoE, MLA, sliding-window and tied models too: the stages always add up to the prediction."""
+    from tokspeed.models.catalog import model_ids
+
+    for mid in model_ids():
+        e = explain(mid, "h100-sxm", context=2048, with_levers=False)
+        assert e.journey.total_s == pytest.approx(e.prediction.decode.ms_per_token / 1e3, rel=1e-12), mid
+        assert {"qkv", "lm_head", "sampling"} <= {s.key for s in e.journey.stages}, mid

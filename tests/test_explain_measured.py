@@ -46,3 +46,45 @@ def test_cli_shows_measured_column(tmp_path):
                         "--measured", str(run)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "measured" in r.stdout and "16.10 ms" in r.stdout
+
+
+def run_file(tmp_path, points):
+    """A minimal RUN.json in the `tokspeed measure` schema (tokspeed/measure/run_file.py, version 1)."""
+    run = tmp_path / "RUN.json"
+    run.write_text(json.dumps({"schema": "tokspeed.run", "schema_version": 1, "backend": "torch", "device": "cpu",
+                               "quant": "F16", "points": points}))
+    return run
+
+
+def test_run_file_blocks_compare_with_summed_stages(tmp_path):
+    run = run_file(tmp_path, [
+        {"batch": 1, "context": 0, "decode_ms_per_token": 30.0,
+         "stages_ms": {"embedding": 0.05, "attention": 9.0, "ffn": 18.0, "lm_head": 2.0, "sampling": 0.4}},
+        {"batch": 1, "context": 4096, "decode_ms_per_token": 33.0,
+         "stages_ms": {"embedding": 0.05, "attention": 11.0, "ffn": 18.0, "lm_head": 2.0, "sampling": 0.4}}])
+    e = explain("llama-3-8b", "rtx-4090", context=4000, measured=run, with_levers=False)
+    m = e.measured
+    assert m.point["context"] == 4096 and m.step_s == pytest.approx(0.033)      # the closest point
+    cmp = {r["block"]: r for r in m.comparison}
+    assert cmp["attention"]["measured_s"] == pytest.approx(0.011)
+    by = {s.key: s for s in e.journey.stages}
+    launch = e.prediction.engine_profile.launch_s
+    attn = ("attn_norm", "qkv", "rope", "attention", "o_proj", "residual_attn")
+    assert cmp["attention"]["predicted_s"] == pytest.approx(sum(by[k].seconds + by[k].kernels * launch for k in attn))
+    # every predicted stage lands in exactly one block, except the CPU launch/tokenize stages
+    total = sum(r["predicted_s"] for r in m.comparison)
+    assert total == pytest.approx(e.journey.total_s - by["tokenize"].seconds)
+
+
+def test_run_file_cli_table(tmp_path):
+    run = run_file(tmp_path, [{"batch": 1, "context": 0, "decode_ms_per_token": 30.0,
+                               "stages_ms": {"attention": 9.0, "ffn": 18.0}}])
+    r = subprocess.run([sys.executable, "-m", "tokspeed", "explain", "llama-3-8b", "--hardware", "rtx-4090",
+                        "--measured", str(run)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "beside predicted" in r.stdout and "18.00 ms" in r.stdout and "30.00 ms" in r.stdout
+
+
+def test_run_file_without_points(tmp_path):
+    with pytest.raises(UserError):
+        load_measured(run_file(tmp_path, []))

@@ -43,7 +43,13 @@ def run(args) -> int:
 
         render_explanation(expl)
     if args.plot:
-        from ..plots import save, stages_figure
+        from ..plots import measured_figure, save, stages_figure
 
-        save(stages_figure(expl.to_dict()), args.plot)
+        m = expl.measured
+        if m is not None and m.comparison:     # a `tokspeed measure` run: blocks, measured beside predicted
+            pairs = [{"label": r["block"], "predicted": r["predicted_s"] * 1e3, "measured": r["measured_s"] * 1e3}
+                     for r in m.comparison]
+            save(measured_figure(pairs, "time per decode step (ms)"), args.plot)
+        else:
+            save(stages_figure(expl.to_dict()), args.plot)
     return 0

@@ -24,7 +24,7 @@ class Explanation:
              "bound_tok_s": p.decode.bound_tok_s if self.journey.mode == "decode" else p.prefill.bound_tok_s,
              "levers": [lv.to_dict() for lv in self.levers], "prediction": p.to_dict()}
         if self.measured is not None:
-            d["measured"] = {"path": self.measured.path, "step_s": self.measured.step_s}
+            d["measured"] = self.measured.to_dict()
         return d
 
 
@@ -45,6 +45,6 @@ def explain(model, hardware, prefill: int = 0, context: int = 0, batch: int = 1,
     if measured:
         from .measured import attach, load_measured
 
-        m = load_measured(measured)
+        m = load_measured(measured, context=context, batch=batch)
         attach(j, m)
     return Explanation(pred, j, make_levers(pred, mode) if with_levers else [], m)

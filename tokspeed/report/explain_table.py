@@ -67,6 +67,8 @@ def render_explanation(expl, console=None):
         console.print(f"[dim]· {n}[/]")
     if abs(j.total_s - j.predicted_s) > 1e-9 * max(j.predicted_s, 1):
         console.print(f"[red]stages sum to {j.total_s} s but predict says {j.predicted_s} s[/]")
+    if expl.measured is not None and (expl.measured.comparison or expl.measured.step_s):
+        render_measured(expl, console)
     if expl.levers:
         lt = Table(title="What if … (the four levers)", header_style="bold", title_justify="left")
         for c in ("lever", "what if", "tok/s", "time/token", "bytes/token", "speed-up", "fits"):
@@ -79,3 +81,24 @@ def render_explanation(expl, console=None):
             lt.add_row(lv.lever, lv.what_if, fmt_rate(lv.tok_s), fmt_seconds(lv.ms_per_token / 1e3),
                        fmt_bytes(lv.bytes_per_token), sp, "yes" if lv.fits else "[red]no[/]")
         console.print(lt)
+
+
+def render_measured(expl, console):
+    """Measured blocks (a `tokspeed measure` run) beside the predicted stages summed into the same blocks."""
+    from rich.table import Table
+
+    m, j = expl.measured, expl.journey
+    where = ", ".join(f"{k} {v}" for k, v in m.point.items() if v not in (None, "")) or m.path
+    t = Table(title=f"Measured ({where}) beside predicted", header_style="bold", title_justify="left")
+    for c in ("block", "predicted", "measured", "measured ÷ predicted"):
+        t.add_column(c, justify="left" if c == "block" else "right")
+    for row in m.comparison:
+        ratio = row["measured_s"] / row["predicted_s"] if row["predicted_s"] else float("nan")
+        t.add_row(row["block"], fmt_seconds(row["predicted_s"]), fmt_seconds(row["measured_s"]), f"{ratio:.2f}")
+    if m.step_s:
+        t.add_section()
+        t.add_row("[bold]decode step[/]", fmt_seconds(j.total_s), fmt_seconds(m.step_s), f"{m.step_s / j.total_s:.2f}")
+    console.print(t)
+    if m.comparison:
+        console.print("[dim]predicted blocks include the launches of their kernels; the measured split comes from one "
+                      "instrumented step (synchronised per block), the step time from the timed steps[/]")
