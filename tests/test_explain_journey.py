@@ -105,3 +105,13 @@ def test_every_catalog_model_sums():
         e = explain(mid, "h100-sxm", context=2048, with_levers=False)
         assert e.journey.total_s == pytest.approx(e.prediction.decode.ms_per_token / 1e3, rel=1e-12), mid
         assert {"qkv", "lm_head", "sampling"} <= {s.key for s in e.journey.stages}, mid
+
+
+def test_unified_memory_and_cpu_roles():
+    mac = explain("llama-3-8b", "m2-ultra-76", with_levers=False)
+    assert "unified memory" in stage(mac, "ffn").data_from
+    assert "no copy" in stage(mac, "sampling").data_from                 # logits never cross a bus
+    assert stage(mac, "launch").data_from == "Metal command buffer"
+    cpu = explain("llama-3-8b", "ddr5-5600-2ch", with_levers=False)
+    assert stage(cpu, "ffn").unit == "CPU cores (SIMD)" and "system RAM" in stage(cpu, "ffn").data_from
+    assert "one table row" in stage(cpu, "embedding").data_from

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from .roles import compute_unit, data_source
+from .roles import compute_unit, data_source, launch_path
 
 # ledger op name prefix -> (stage key, label). Ops sharing a key are one row (their order is kept).
 _GROUPS = [
@@ -160,7 +160,7 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     hw, eng = pred.hw, pred.engine_profile
     rows: dict[str, Stage] = {}
     kernels = 0
-    cpu_launch = Stage("launch", "launch kernels", "cpu", "CPU", "command queue / CUDA graph", note="")
+    cpu_launch = Stage("launch", "launch kernels", "cpu", "CPU", launch_path(hw), note="")
     tokenize = Stage("tokenize", "tokenize", "cpu", "CPU", "text in system RAM",
                      note="the sampled id is fed straight back; text is tokenized once, for the prompt "
                           "(not modelled: microseconds)")

@@ -30,7 +30,8 @@ def compute_unit(unit: str, hw) -> str:
 
 def device_memory(hw) -> str:
     """Where weights and the KV cache live."""
-    mt = f" ({hw.memory_type})" if hw.memory_type else ""
+    kind = hw.memory_type.split(" (")[0].strip()
+    mt = f" ({kind})" if kind else ""
     if hw.kind == "cpu":
         return "system RAM" + mt
     if hw.kind == "soc":
@@ -46,8 +47,12 @@ def data_source(op, hw) -> str:
     if op.unit == "cpu":
         if hw.kind == "cpu":
             return "logits in system RAM"
+        if hw.kind == "soc":
+            return "logits in unified memory (no copy)"
         link = hw.host_link or "the host link"
         return f"logits copied to system RAM over {link}"
+    if op.stage == "embedding":
+        return f"one table row in {device_memory(hw)}"
     if op.kv_read_bytes + op.kv_write_bytes > 0:
         main = "KV cache"
     elif op.weight_bytes >= op.act_bytes:
@@ -57,3 +62,17 @@ def data_source(op, hw) -> str:
     if main == "activations":
         return "activations in L2 / on-chip SRAM" if hw.kind != "cpu" else "activations in CPU caches"
     return f"{main} in {device_memory(hw)}"
+
+
+def launch_path(hw) -> str:
+    """How the CPU hands kernels to the device."""
+    vendor = hw.vendor.lower()
+    if hw.kind == "cpu":
+        return "thread pool (no launches)"
+    if vendor == "nvidia":
+        return "CUDA stream (driver)"
+    if vendor == "apple":
+        return "Metal command buffer"
+    if vendor == "amd":
+        return "HIP/Vulkan queue"
+    return "GPU command queue"

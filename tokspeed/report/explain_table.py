@@ -71,7 +71,8 @@ def render_explanation(expl, console=None):
         render_measured(expl, console)
     if expl.levers:
         lt = Table(title="What if … (the four levers)", header_style="bold", title_justify="left")
-        for c in ("lever", "what if", "tok/s", "time/token", "bytes/token", "speed-up", "fits"):
+        bytes_col = "bytes/token" if j.mode == "decode" else "decode bytes/token"
+        for c in ("lever", "what if", "tok/s", "time/token", bytes_col, "speed-up", "fits"):
             lt.add_column(c, justify="left" if c in ("lever", "what if") else "right")
         rate = j.tok_s / j.batch
         lt.add_row("[dim]now[/]", "[dim]as above[/]", fmt_rate(rate), fmt_seconds(1 / rate if rate else 0),
