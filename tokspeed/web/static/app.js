@@ -70,6 +70,8 @@ function renderPrediction(d) {
   setValue("out-tok-s", dec.tok_s, fmtRate(dec.tok_s));
   $("out-ms").textContent = dec.ms_per_token.toFixed(2) + " ms/token · " + dec.bound + "-bound · range " + fmtRate(dec.tok_s_low) + "–" + fmtRate(dec.tok_s_high);
   setValue("out-bound", dec.bound_tok_s, fmtRate(dec.bound_tok_s));
+  const bw = d.hardware === "custom" ? parseFloat($("bandwidth_gbps").value) : (hardware[d.hardware] || {}).bandwidth_gbps;
+  $("out-bound-how").textContent = bw ? bw + " GB/s ÷ " + fmtBytes(dec.bytes_per_token) + " per token" : "bandwidth ÷ bytes per token";
   setValue("out-bytes", dec.bytes_per_token, fmtBytes(dec.bytes_per_token));
   $("out-bytes-how").textContent = "weights " + fmtBytes(dec.weight_bytes_per_token) + " + KV " + fmtBytes(dec.kv_bytes_per_token);
   if (d.prompt > 0) {
@@ -134,6 +136,11 @@ function renderExplain(x) {
     x.bandwidth_gbps + " GB/s): stages far below it wait on memory. " + x.kernels.toLocaleString("en-US") + " kernel launches per token.";
   const lv = $("levers").tBodies[0];
   lv.replaceChildren();
+  const now = el("tr", "now");
+  now.append(el("td", "", "now"), el("td", "", "as set on the left"), el("td", "n", fmtRate(x.tok_s / x.batch)),
+    el("td", "n", fmtBytes(x.prediction.decode.bytes_per_token)), el("td", "n", "1.00×"),
+    el("td", "", x.prediction.memory.fits ? "yes" : "no"));
+  lv.append(now);
   for (const l of x.levers) {
     const tr = el("tr");
     tr.append(el("td", "", l.lever), el("td", "", l.what_if), el("td", "n", fmtRate(l.tok_s)), el("td", "n", fmtBytes(l.bytes_per_token)),
