@@ -26,7 +26,7 @@ tr.phase td{background:#f8fafc;color:#5b6b7c;font-size:12px;text-transform:upper
 .bar{display:inline-block;height:9px;background:#3b6fb6;border-radius:2px;vertical-align:middle}
 .up{color:#1f7a3a;font-weight:600}.down{color:#b3261e;font-weight:600}
 figure{margin:16px 0;background:#fff;border-radius:10px;padding:8px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
-figure svg{width:100%;height:auto}figcaption{color:#5b6b7c;font-size:13px;padding:4px 8px}
+figure svg{width:100%;max-width:900px;height:auto;display:block;margin:0 auto}td.s{white-space:nowrap}figcaption{color:#5b6b7c;font-size:13px;padding:4px 8px}
 .note{color:#5b6b7c;font-size:13px}footer{margin-top:36px;color:#7a8896;font-size:12px}
 """
 
@@ -86,7 +86,8 @@ def journey_table(expl) -> str:
         if measured:
             cells.append(fmt_seconds(s.measured_s) if s.measured_s is not None else "")
         num = {0, 4, 5, 6, 8}
-        out.append("<tr>" + "".join(f'<td class="n">{c}</td>' if k in num else f"<td>{c}</td>"
+        out.append("<tr>" + "".join(f'<td class="n">{c}</td>' if k in num else f'<td class="s">{c}</td>' if k == 9
+                                    else f"<td>{c}</td>"
                                     for k, c in enumerate(cells)) + "</tr>")
     out.append(f'<tr><td></td><td><b>total</b></td><td colspan="6"></td><td class="n"><b>{fmt_seconds(j.total_s)}'
                f'</b></td><td>100%</td>{"<td></td>" if measured else ""}</tr></table>')
