@@ -1,11 +1,186 @@
-"""`tokspeed bench-server` (not implemented yet: a stub that its issue replaces)."""
+"""`tokspeed bench-server URL --model NAME`: measure a running OpenAI-compatible server or Ollama.
+
+Writes DIR/requests.jsonl (one line per request as it finishes) and DIR/summary.json; prints a table
+(or the summary as JSON with --json). `--summarize DIR` rebuilds the summary from an existing JSONL.
+Exit codes: 0 all requests succeeded, 3 some failed, 2 user error, 130 interrupted (summary still written).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
 
 from ..errors import UserError
 
+# Safety caps (policy, not physics): a typo must not start an hours-long flood. Larger values are
+# capped and the run says so on stderr.
+MAX_REQUESTS = 10_000  # per phase
+MAX_DURATION_S = 3_600.0  # per phase
+MAX_CONCURRENCY = 256
+MAX_PHASES = 16
+MAX_RATE_RPS = 1_000.0
+MAX_WARMUP = 100
+MAX_OUTPUT_TOKENS = 32_768
+MAX_PROMPT_TOKENS = 131_072
+RATE_MAX_IN_FLIGHT = 64  # default cap on requests in flight in a --rate run
+KEY_ENV_VARS = ("TOKSPEED_API_KEY", "OPENAI_API_KEY")
+EXIT_SOME_FAILED = 3
+EXIT_INTERRUPTED = 130
+
 
 def add_parser(sub):
-    return sub.add_parser("bench-server", help="(coming soon)")
+    p = sub.add_parser("bench-server", help="benchmark a running OpenAI-compatible server or Ollama",
+                       description="Stream requests to ONE server (the URL given), time every token, "
+                                   "record each request to DIR/requests.jsonl and summarise.")
+    p.add_argument("url", nargs="?", help="server base URL, e.g. http://127.0.0.1:8000 (or .../v1)")
+    p.add_argument("--model", help="model name as the server knows it")
+    p.add_argument("--api", default="openai-completions", choices=["openai-completions", "openai-chat", "ollama"])
+    bound = p.add_mutually_exclusive_group()
+    bound.add_argument("--requests", type=int, help=f"requests per phase (default max(10, 4 x concurrency); cap {MAX_REQUESTS})")
+    bound.add_argument("--duration", type=float, help=f"seconds per phase (cap {MAX_DURATION_S:g})")
+    p.add_argument("--concurrency", help="comma list of concurrency levels, e.g. 1,2,4,8 (default 1); "
+                                          f"with --rate: the most requests in flight (default {RATE_MAX_IN_FLIGHT})")
+    p.add_argument("--rate", type=float, help="Poisson arrival rate in requests/s")
+    p.add_argument("--prompt-tokens", default="128", help="target prompt length: N or LO-HI (uniform); default 128")
+    p.add_argument("--max-tokens", default="128", help="output length asked: N or LO-HI (uniform); default 128")
+    p.add_argument("--warmup", type=int, default=1, help="warm-up requests before measuring, excluded (default 1)")
+    p.add_argument("--temperature", type=float, default=0.0, help="sampling temperature sent (default 0)")
+    p.add_argument("--seed", type=int, default=0, help="seed for lengths/prompts, also sent to the server")
+    p.add_argument("--ignore-eos", action="store_true", help="ask the server to ignore EOS (vLLM, SGLang, llama.cpp)")
+    p.add_argument("--no-stream-usage", action="store_true",
+                   help="do not send stream_options.include_usage (for servers that reject it)")
+    p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds (default 10)")
+    p.add_argument("--first-token-timeout", type=float, default=120.0, help="seconds from send (default 120)")
+    p.add_argument("--idle-timeout", type=float, default=60.0, help="longest gap between chunks, seconds (default 60)")
+    p.add_argument("--request-timeout", type=float, default=900.0, help="whole request, seconds (default 900)")
+    p.add_argument("--api-key", help=f"bearer token; default from ${KEY_ENV_VARS[0]} or ${KEY_ENV_VARS[1]}. Never printed or saved")
+    p.add_argument("--tokenizer", help="tokenizer.json to count the tokens in each chunk when the server sends no per-chunk counts")
+    p.add_argument("--hardware", help="hardware id/file: put the measured decode speed next to tokspeed's prediction")
+    p.add_argument("--predict-model", help="catalog id or model file for the prediction (default: --model)")
+    p.add_argument("--quant", help="quantization for the prediction, e.g. Q4_K_M")
+    p.add_argument("--engine", help="engine for the prediction (default llama.cpp)")
+    p.add_argument("-o", "--output", help="run directory (default ./bench-server-YYYYmmdd-HHMMSS)")
+    p.add_argument("--summarize", metavar="DIR", help="rebuild DIR/summary.json from DIR/requests.jsonl and print it")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+    p.add_argument("--quiet", action="store_true", help="no live progress")
+    return p
 
 
 def run(args) -> int:
-    raise UserError("`tokspeed bench-server` is not implemented yet")
+    if args.summarize:
+        return _resummarize(args)
+    from ..serverbench.bench import BenchConfig, run_bench
+
+    cfg = _config(args, BenchConfig)
+    summary, interrupted = run_bench(cfg)
+    _print(summary, args)
+    sys.stderr.write(f"tokspeed: wrote {cfg.out_dir}/requests.jsonl and summary.json\n")
+    if interrupted:
+        sys.stderr.write("tokspeed: interrupted; the summary is partial\n")
+        return EXIT_INTERRUPTED
+    return EXIT_SOME_FAILED if summary["failed"] else 0
+
+
+def _resummarize(args) -> int:
+    from ..serverbench.bench import attach_prediction
+    from ..serverbench.record import read_jsonl, write_summary
+    from ..serverbench.summary import summarize
+
+    log = read_jsonl(args.summarize)
+    run_info, bad = log.run, log.unreadable
+    summary = summarize(run_info, log.requests, partial=log.partial, skipped_lines=bad)
+    hw = args.hardware or run_info.get("hardware")
+    if hw:
+        pm = args.predict_model or run_info.get("predict_model") or run_info.get("model")
+        attach_prediction(summary, pm, hw, args.quant or run_info.get("quant"), args.engine or run_info.get("engine"))
+    write_summary(args.summarize if os.path.isdir(args.summarize) else os.path.dirname(args.summarize), summary)
+    if bad:
+        sys.stderr.write(f"tokspeed: skipped {bad} unreadable line(s)\n")
+    _print(summary, args)
+    return EXIT_SOME_FAILED if summary["failed"] else 0
+
+
+def _capped(value, cap, what, notes):
+    if value is not None and value > cap:
+        notes.append(f"{what} {value:g} capped to {cap:g}")
+        return cap
+    return value
+
+
+def _config(args, BenchConfig):
+    import time
+
+    from ..serverbench.apis import endpoint_url
+    from ..serverbench.workload import parse_dist
+
+    if not args.url:
+        raise UserError("bench-server needs the server URL", "e.g. tokspeed bench-server http://127.0.0.1:8000 --model NAME")
+    if not args.model:
+        raise UserError("bench-server needs --model", "the model name as the server knows it")
+    url = endpoint_url(args.url, args.api)
+    notes: list[str] = []
+    conc = args.concurrency or (str(RATE_MAX_IN_FLIGHT) if args.rate else "1")
+    try:
+        levels = [int(x) for x in conc.split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"cannot read --concurrency {args.concurrency!r}", "write a comma list like 1,2,4,8") from None
+    if not levels or min(levels) < 1:
+        raise UserError(f"--concurrency must be positive integers, got {args.concurrency!r}")
+    if len(levels) > MAX_PHASES:
+        notes.append(f"--concurrency has {len(levels)} levels; kept the first {MAX_PHASES}")
+        levels = levels[:MAX_PHASES]
+    levels = [_capped(c, MAX_CONCURRENCY, "concurrency", notes) for c in levels]
+    for name, v in (("--requests", args.requests), ("--duration", args.duration), ("--rate", args.rate)):
+        if v is not None and v <= 0:
+            raise UserError(f"{name} must be positive, got {v:g}")
+    if args.warmup < 0:
+        raise UserError(f"--warmup must be >= 0, got {args.warmup}")
+    for name in ("connect_timeout", "first_token_timeout", "idle_timeout", "request_timeout"):
+        if getattr(args, name) <= 0:
+            raise UserError(f"--{name.replace('_', '-')} must be positive")
+    prompt, c1 = parse_dist(args.prompt_tokens, "--prompt-tokens", MAX_PROMPT_TOKENS)
+    out, c2 = parse_dist(args.max_tokens, "--max-tokens", MAX_OUTPUT_TOKENS)
+    if c1:
+        notes.append(f"--prompt-tokens capped to {MAX_PROMPT_TOKENS}")
+    if c2:
+        notes.append(f"--max-tokens capped to {MAX_OUTPUT_TOKENS}")
+    key, key_source = args.api_key, "--api-key" if args.api_key else None
+    if not key:
+        for var in KEY_ENV_VARS:
+            if os.environ.get(var):
+                key, key_source = os.environ[var], f"${var}"
+                break
+    if args.tokenizer and not os.path.isfile(args.tokenizer):
+        raise UserError(f"no such tokenizer file: {args.tokenizer}", "give a Hugging Face tokenizer.json")
+    if args.hardware:
+        from ..hardware.catalog import get_hardware
+
+        get_hardware(args.hardware)  # a bad name fails now, not after the run
+    out_dir = args.output or time.strftime("bench-server-%Y%m%d-%H%M%S")
+    cfg = BenchConfig(
+        url=url, api=args.api, model=args.model, concurrency=levels,
+        requests=_capped(args.requests, MAX_REQUESTS, "--requests", notes),
+        duration_s=_capped(args.duration, MAX_DURATION_S, "--duration", notes),
+        rate_rps=_capped(args.rate, MAX_RATE_RPS, "--rate", notes),
+        warmup=_capped(args.warmup, MAX_WARMUP, "--warmup", notes),
+        prompt_tokens=prompt, max_tokens=out, temperature=args.temperature, seed=args.seed,
+        ignore_eos=args.ignore_eos, stream_usage=not args.no_stream_usage,
+        timeouts=(args.connect_timeout, args.first_token_timeout, args.idle_timeout, args.request_timeout),
+        api_key=key, api_key_source=key_source, out_dir=out_dir, hardware=args.hardware,
+        predict_model=args.predict_model, quant=args.quant, engine=args.engine,
+        tokenizer=args.tokenizer, progress=not args.quiet, notes=notes,
+    )
+    for n in notes:
+        sys.stderr.write(f"tokspeed: {n}\n")
+    return cfg
+
+
+def _print(summary: dict, args) -> None:
+    import json
+
+    if args.json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        return
+    from ..serverbench.report import print_summary
+
+    print_summary(summary)

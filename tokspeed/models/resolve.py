@@ -1,13 +1,14 @@
 """Turn a MODEL argument into a ModelSpec (and, for real files, their exact WeightStorage).
 
-MODEL may be a catalog id, a config.json, a Hugging Face folder, a .gguf file or ``ollama:NAME[:TAG]``.
+MODEL may be a catalog id, a config.json, a Hugging Face folder (or a repo id in the local HF
+cache), a .gguf / .safetensors file or ``ollama:NAME[:TAG]``. Files are read by
+``tokspeed.files`` (headers only).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import UserError
 from .spec import ModelSpec
 
 
@@ -16,13 +17,14 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     entry / bare config (the quant scheme then decides the bytes)."""
     if isinstance(arg, ModelSpec):
         return arg, None
+    from ..files.loader import open_model_file
+
+    mf = open_model_file(arg)
+    if mf is not None:
+        return mf.spec, mf.storage
     text = str(arg)
     p = Path(text).expanduser()
-    if text.startswith("ollama:") or p.suffix == ".gguf" or p.suffix == ".safetensors":
-        raise UserError(f"reading {text!r} needs the model-file reader (not available yet)")
     if p.exists():
-        if p.is_dir() and not (p / "config.json").is_file():
-            raise UserError(f"{text}: a model folder needs a config.json")
         return ModelSpec.from_file(p), None
     from .catalog import get_model
 

@@ -1,0 +1,189 @@
+"""open_model_file: a MODEL argument that names a real file -> ModelFile (spec + exact storage).
+
+Accepted: ``*.gguf`` (also split ``-00001-of-0000N.gguf``), ``*.safetensors`` (with the
+``config.json`` beside it), a Hugging Face folder, a repo id in the local HF cache, and
+``ollama:NAME[:TAG]``. Anything else returns None and the catalog decides.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from ..models.spec import ModelSpec
+from .classify import classify_gguf, classify_hf
+from .storage import Entry, FileStorage
+from .tensor import TensorInfo
+
+# llama.cpp LLAMA_FTYPE (gguf.constants.LlamaFileType) -> the name users know
+FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
+              11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
+              17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
+              23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M",
+              30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4"}
+_SPLIT = re.compile(r"^(.*)-(\d{5})-of-(\d{5})\.gguf$")
+
+
+@dataclass
+class ModelFile:
+    spec: ModelSpec
+    storage: FileStorage | None
+    kind: str                       # gguf | safetensors | config
+    path: Path
+    quant: str = ""                 # Q4_K_M, BF16, GPTQ-4bit, ...
+    gguf: object = None             # GGUFFile (tokenizer metadata) when kind == gguf
+    tokenizer_json: Path | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def open_model_file(arg) -> ModelFile | None:
+    text = str(arg)
+    if text.startswith("ollama:"):
+        from .ollama import resolve_ollama_layers
+
+        ref = text[len("ollama:"):]
+        model, projectors = resolve_ollama_layers(ref)
+        mf = open_gguf(model, id=ref)
+        if projectors:
+            mf.storage = _with_projectors(mf.storage, projectors)
+        return mf
+    p = Path(text).expanduser()
+    if p.suffix.lower() == ".gguf":
+        if not p.is_file():
+            raise UserError(f"no such file: {text}")
+        return open_gguf(p)
+    if p.suffix.lower() == ".safetensors":
+        if not p.is_file():
+            raise UserError(f"no such file: {text}")
+        if not (p.parent / "config.json").is_file():
+            raise UserError(f"{p}: a .safetensors file needs the config.json of its model beside it")
+        return open_folder(p.parent, files=[p])
+    if p.is_dir():
+        return open_folder(p)
+    if p.exists():
+        return None
+    from .hf_folder import find_in_hf_cache
+
+    snap = find_in_hf_cache(text)
+    if snap is not None:
+        return open_folder(snap, id=text)
+    return None
+
+
+# ---- GGUF --------------------------------------------------------------------------------------
+def open_gguf(path: Path, id: str = "") -> ModelFile:
+    from .gguf_reader import read_gguf
+    from .gguf_spec import spec_from_gguf
+
+    g = read_gguf(path)
+    tensors = list(g.tensors)
+    n_split = g.get("split.count", 0)
+    if isinstance(n_split, int) and n_split > 1:
+        tensors = _gguf_split_tensors(Path(path), n_split, tensors)
+        g.tensors = tensors
+    spec = spec_from_gguf(g, id=id or _stem(Path(path)))
+    entries = [Entry(t, classify_gguf(t.name), t.n_elements) for t in tensors]
+    ftype = g.get("general.file_type")
+    quant = (FILE_TYPES.get(ftype, "") if isinstance(ftype, int) else "") or _dominant(entries)
+    return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="gguf", path=Path(path),
+                     quant=quant, gguf=g)
+
+
+def _with_projectors(storage: FileStorage, projectors: list[Path]) -> FileStorage:
+    """Ollama keeps a vision model's image encoder in its own GGUF: resident, not read per text token."""
+    from .classify import Part
+    from .gguf_reader import read_gguf
+
+    extra = [Entry(t, Part(None, None, "vision"), t.n_elements) for p in projectors for t in read_gguf(p).tensors]
+    return FileStorage(storage.name, storage.entries + extra)
+
+
+def _stem(p: Path) -> str:
+    m = _SPLIT.match(p.name)
+    return m.group(1) if m else p.stem
+
+
+def _gguf_split_tensors(first: Path, n: int, tensors: list[TensorInfo]) -> list[TensorInfo]:
+    from .gguf_reader import read_gguf
+
+    m = _SPLIT.match(first.name)
+    if not m or int(m.group(2)) != 1:
+        raise UserError(f"{first}: part of a {n}-file split GGUF; give the first file (-00001-of-{n:05d}.gguf)")
+    out = list(tensors)
+    for i in range(2, n + 1):
+        part = first.with_name(f"{m.group(1)}-{i:05d}-of-{n:05d}.gguf")
+        if not part.is_file():
+            raise UserError(f"{first}: missing shard {part.name}", "download every part of the split model")
+        out += read_gguf(part).tensors
+    return out
+
+
+# ---- safetensors / HF folder -------------------------------------------------------------------
+def open_folder(folder: Path, files: list[Path] | None = None, id: str = "") -> ModelFile:
+    from .hf_folder import quant_bits, read_config
+    from .safetensors_reader import read_safetensors_files, shard_files
+
+    folder = Path(folder)
+    has_config = (folder / "config.json").is_file()
+    if not has_config:
+        ggufs = sorted(folder.glob("*.gguf"))
+        firsts = [g for g in ggufs if not _SPLIT.match(g.name) or _SPLIT.match(g.name).group(2) == "00001"]
+        if len(firsts) == 1:
+            return open_gguf(firsts[0], id=id)
+        if firsts:
+            raise UserError(f"{folder}: holds {len(firsts)} GGUF files", "name the one you mean")
+        raise UserError(f"{folder}: a model folder needs a config.json (or one .gguf file)")
+    config = read_config(folder)
+    spec = ModelSpec.from_hf_config(config, id=id or folder.name)
+    tok = folder / "tokenizer.json"
+    tok = tok if tok.is_file() else None
+    files = files if files is not None else shard_files(folder)
+    if not files:
+        return ModelFile(spec=spec, storage=None, kind="config", path=folder, tokenizer_json=tok)
+    tensors = read_safetensors_files(files)
+    method, bits = quant_bits(config)
+    entries = [_hf_entry(t, bits) for t in tensors]
+    quant = _hf_quant_label(config, method, bits, _dominant(entries))
+    return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="safetensors", path=folder,
+                     quant=quant, tokenizer_json=tok, extra={"quantization_config": config.get("quantization_config")})
+
+
+def _hf_quant_label(config: dict, method: str, bits: int, dominant: str) -> str:
+    """The --quant name (tokspeed.quant.schemes) closest to the file's format; engines key on it."""
+    q = config.get("quantization_config") or {}
+    if method == "gptq":
+        return f"GPTQ-{bits}B-G{q.get('group_size', 128)}"
+    if method == "awq":
+        return f"AWQ-{bits}B"
+    if method == "mxfp4":
+        return "MXFP4"
+    if method in ("fp8", "fbgemm_fp8") or dominant.startswith("F8_"):
+        return "FP8"
+    if method:
+        return f"INT{bits}" if bits else method.upper()
+    return dominant
+
+
+def _hf_entry(t: TensorInfo, bits: int) -> Entry:
+    from .safetensors_reader import DTYPE_BITS
+
+    part = classify_hf(t.name)
+    if part.kind == "aux":
+        return Entry(t, part, 0)
+    elements = t.n_elements
+    stored = DTYPE_BITS[t.dtype]
+    if part.kind == "weight" and bits and bits < stored and t.dtype in ("I32", "U32", "I8", "U8", "I16", "U16"):
+        elements = elements * stored // bits         # packed: GPTQ/AWQ int32 holds 32/bits weights
+    return Entry(t, part, elements)
+
+
+def _dominant(entries: list[Entry]) -> str:
+    """The type holding most weight bytes (a file without a declared quant)."""
+    c = Counter()
+    for e in entries:
+        if e.part.kind == "weight" and e.part.role not in (None, "norm"):
+            c[e.tensor.dtype] += e.tensor.n_bytes
+    return c.most_common(1)[0][0] if c else ""

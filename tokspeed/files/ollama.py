@@ -1,0 +1,74 @@
+"""The Ollama store: ``ollama:NAME[:TAG]`` -> the GGUF blob its manifest points to.
+
+Layout (ollama/server/modelpath.go): ``$OLLAMA_MODELS`` (default ``~/.ollama/models``) holds
+``manifests/<host>/<namespace>/<name>/<tag>`` (JSON, OCI-style ``layers`` with ``mediaType`` and
+``digest``) and ``blobs/sha256-<hex>``. Host defaults to ``registry.ollama.ai``, namespace to
+``library``, tag to ``latest``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from ..errors import UserError
+
+MODEL_MEDIA_TYPE = "application/vnd.ollama.image.model"
+PROJECTOR_MEDIA_TYPE = "application/vnd.ollama.image.projector"   # vision encoder (a CLIP GGUF)
+DEFAULT_HOST, DEFAULT_NAMESPACE, DEFAULT_TAG = "registry.ollama.ai", "library", "latest"
+_PART = re.compile(r"^[A-Za-z0-9][\w.-]*$")
+
+
+def ollama_root() -> Path:
+    env = os.environ.get("OLLAMA_MODELS")
+    return Path(env).expanduser() if env else Path.home() / ".ollama" / "models"
+
+
+def manifest_path(ref: str, root: Path | None = None) -> Path:
+    root = root or ollama_root()
+    name, _, tag = ref.partition(":")
+    tag = tag or DEFAULT_TAG
+    parts = [x for x in name.split("/")]
+    if not name or len(parts) > 3 or not all(_PART.match(x) for x in parts + [tag]):
+        raise UserError(f"bad Ollama model name {ref!r}", "write it like ollama:llama3.1:8b")
+    if len(parts) == 1:
+        parts = [DEFAULT_HOST, DEFAULT_NAMESPACE, parts[0]]
+    elif len(parts) == 2:
+        parts = [DEFAULT_HOST, *parts]
+    return root.joinpath("manifests", *parts, tag)
+
+
+def resolve_ollama(ref: str, root: Path | None = None) -> Path:
+    """Path of the GGUF blob of ``NAME[:TAG]`` (``ref`` without the ``ollama:`` prefix)."""
+    return resolve_ollama_layers(ref, root)[0]
+
+
+def resolve_ollama_layers(ref: str, root: Path | None = None) -> tuple[Path, list[Path]]:
+    """(model GGUF blob, projector GGUF blobs) of ``NAME[:TAG]``."""
+    root = root or ollama_root()
+    m = manifest_path(ref, root)
+    if not m.is_file():
+        raise UserError(f"ollama:{ref} is not in the Ollama store at {root}",
+                        "run `ollama pull` first, or set OLLAMA_MODELS to your store")
+    try:
+        manifest = json.loads(m.read_text(encoding="utf-8"))
+        layers = manifest["layers"]
+        digests = [layer["digest"] for layer in layers if layer.get("mediaType") == MODEL_MEDIA_TYPE]
+        projectors = [layer["digest"] for layer in layers if layer.get("mediaType") == PROJECTOR_MEDIA_TYPE]
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
+        raise UserError(f"{m}: not a valid Ollama manifest ({type(e).__name__})") from None
+    if not digests:
+        raise UserError(f"{m}: the manifest lists no model layer ({MODEL_MEDIA_TYPE})")
+    return _blob(ref, m, root, digests[0]), [_blob(ref, m, root, d) for d in projectors]
+
+
+def _blob(ref: str, manifest: Path, root: Path, digest) -> Path:
+    if not isinstance(digest, str) or not re.match(r"^sha256[:-][0-9a-f]{64}$", digest):
+        raise UserError(f"{manifest}: bad digest {str(digest)[:80]!r}")
+    blob = root / "blobs" / digest.replace(":", "-")
+    if not blob.is_file():
+        raise UserError(f"ollama:{ref}: the manifest points to blob {blob.name}, which is missing from {root / 'blobs'}",
+                        "the store is incomplete; run `ollama pull` again")
+    return blob

@@ -1,0 +1,150 @@
+"""The three wire formats tokspeed speaks: where to POST, what to send, and how to read one chunk.
+
+- ``openai-completions``: ``POST /v1/completions``, SSE, text in ``choices[0].text``.
+- ``openai-chat``: ``POST /v1/chat/completions``, SSE, text in ``choices[0].delta.content``
+  (``reasoning_content`` / ``reasoning`` count too: those are generated tokens).
+- ``ollama``: ``POST /api/generate``, NDJSON, text in ``response`` (and ``thinking``); the last line (``done: true``)
+  carries ``prompt_eval_count``, ``eval_count`` and ``eval_duration`` (nanoseconds).
+
+For the OpenAI formats tokspeed asks for ``stream_options: {"include_usage": true}`` so the last
+chunk carries ``usage`` (prompt_tokens, completion_tokens); a server that sends usage on every chunk
+(vLLM's ``continuous_usage_stats``) lets each chunk's token count be read exactly. llama.cpp's
+server adds ``timings`` (prompt_n, predicted_n, predicted_per_second, ...) to its last chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import UserError
+
+APIS = ("openai-completions", "openai-chat", "ollama")
+PATHS = {"openai-completions": "/v1/completions", "openai-chat": "/v1/chat/completions", "ollama": "/api/generate"}
+
+
+def endpoint_url(base: str, api: str) -> str:
+    """The full endpoint for ``api`` under ``base`` (``http://host:port``, ``.../v1`` or the endpoint itself)."""
+    if api not in APIS:
+        raise UserError(f"unknown --api {api!r}", "use one of " + ", ".join(APIS))
+    parts = urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UserError(f"not an http(s) URL: {redact_url(base)!r}", "write it like http://127.0.0.1:8000")
+    path = parts.path.rstrip("/")
+    full = PATHS[api]
+    if path.endswith(full):
+        new_path = path
+    elif api != "ollama" and path.endswith("/v1"):
+        new_path = path + full[len("/v1"):]
+    else:
+        new_path = path + full
+    return urlunsplit((parts.scheme, parts.netloc, new_path, parts.query, ""))
+
+
+def redact_url(url: str) -> str:
+    """The URL without user:password and without the query string (either may hold a key)."""
+    p = urlsplit(url)
+    host = p.hostname or ""
+    if p.port:
+        host = f"{host}:{p.port}"
+    return urlunsplit((p.scheme, host, p.path, "", ""))
+
+
+def request_body(api: str, model: str, prompt: str, max_tokens: int, *, temperature: float | None,
+                 seed: int | None, ignore_eos: bool, stream_usage: bool) -> dict:
+    if api == "ollama":
+        options = {"num_predict": max_tokens}
+        if temperature is not None:
+            options["temperature"] = temperature
+        if seed is not None:
+            options["seed"] = seed
+        return {"model": model, "prompt": prompt, "stream": True, "options": options}
+    body: dict = {"model": model, "max_tokens": max_tokens, "stream": True}
+    if api == "openai-chat":
+        body["messages"] = [{"role": "user", "content": prompt}]
+    else:
+        body["prompt"] = prompt
+    if stream_usage:
+        body["stream_options"] = {"include_usage": True}
+    if temperature is not None:
+        body["temperature"] = temperature
+    if seed is not None:
+        body["seed"] = seed
+    if ignore_eos:
+        body["ignore_eos"] = True  # vLLM, SGLang and llama.cpp's server honour it; others ignore or reject it
+    return body
+
+
+@dataclass
+class Chunk:
+    """What one decoded chunk says."""
+
+    text: str = ""
+    usage: dict | None = None  # prompt_tokens / completion_tokens as the server counts them
+    timings: dict | None = None  # server-side timings, normalised by ``server_timings``
+    finish_reason: str | None = None
+    done: bool = False  # the server says the stream is complete
+    error: str | None = None  # an error object sent inside the stream
+
+
+def read_chunk(api: str, obj: dict) -> Chunk:
+    if obj.get("error"):
+        err = obj["error"]
+        return Chunk(error=str(err.get("message", err) if isinstance(err, dict) else err)[:300])
+    if api == "ollama":
+        c = Chunk(text=str(obj.get("response") or "") + str(obj.get("thinking") or ""), done=bool(obj.get("done")))
+        if c.done:
+            c.finish_reason = obj.get("done_reason")
+            if "eval_count" in obj or "prompt_eval_count" in obj:
+                c.usage = {"prompt_tokens": obj.get("prompt_eval_count"), "completion_tokens": obj.get("eval_count")}
+            c.timings = ollama_timings(obj)
+        return c
+    c = Chunk()
+    choices = obj.get("choices") or []
+    if choices and isinstance(choices[0], dict):
+        ch = choices[0]
+        if api == "openai-chat":
+            delta = ch.get("delta") or {}
+            c.text = "".join(str(delta.get(k) or "") for k in ("content", "reasoning_content", "reasoning"))
+        else:
+            c.text = str(ch.get("text") or "")
+        c.finish_reason = ch.get("finish_reason")
+    if isinstance(obj.get("usage"), dict):
+        c.usage = obj["usage"]
+    if isinstance(obj.get("timings"), dict):
+        c.timings = llamacpp_timings(obj["timings"])
+    return c
+
+
+def ollama_timings(obj: dict) -> dict | None:
+    """Ollama's own counts and durations (ns) as tokens and tok/s."""
+    out = {"source": "ollama"}
+    n, ns = obj.get("eval_count"), obj.get("eval_duration")
+    if n is not None:
+        out["output_tokens"] = n
+    if n and ns:
+        out["decode_tok_s"] = n / (ns / 1e9)
+    pn, pns = obj.get("prompt_eval_count"), obj.get("prompt_eval_duration")
+    if pn is not None:
+        out["prompt_tokens"] = pn
+    if pn and pns:
+        out["prefill_tok_s"] = pn / (pns / 1e9)
+    if obj.get("load_duration"):
+        out["load_s"] = obj["load_duration"] / 1e9
+    return out if len(out) > 1 else None
+
+
+def llamacpp_timings(t: dict) -> dict:
+    """llama.cpp server's ``timings`` object as tokens and tok/s."""
+    out = {"source": "llama.cpp"}
+    if t.get("predicted_n") is not None:
+        out["output_tokens"] = t["predicted_n"]
+    if t.get("prompt_n") is not None:
+        out["prompt_tokens"] = t["prompt_n"]
+    if t.get("predicted_per_second"):
+        out["decode_tok_s"] = t["predicted_per_second"]
+    elif t.get("predicted_n") and t.get("predicted_ms"):
+        out["decode_tok_s"] = t["predicted_n"] / (t["predicted_ms"] / 1e3)
+    if t.get("prompt_per_second"):
+        out["prefill_tok_s"] = t["prompt_per_second"]
+    return out

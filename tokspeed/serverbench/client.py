@@ -1,0 +1,280 @@
+"""One streaming request, timed chunk by chunk, turned into one record (a dict for ``requests.jsonl``).
+
+Clock: ``time.perf_counter``; t=0 is just before the request is sent, so TTFT includes connecting,
+queueing in the server and prefill, as a user sees it.
+
+- ``ttft_s``: first chunk carrying generated text (or a token count) after t=0.
+- ``itl_s``: every inter-token gap. A chunk that carries k tokens contributes its gap to the
+  previous chunk and then k-1 gaps of 0 (those tokens reached the user together). So
+  ``sum(itl_s) == decode_s`` and ``len(itl_s) == tokens seen in chunks - 1``.
+- ``decode_s``: last token chunk minus first token chunk.
+- ``tpot_s``: ``decode_s / (output_tokens - 1)`` (the first token is paid by TTFT).
+- ``e2e_s``: t=0 to the end of the stream.
+
+Token counts, by preference (``*_tokens_source`` says which was used): the server's ``usage``
+(tokspeed asks for it with ``stream_options.include_usage``); Ollama's ``eval_count`` /
+``prompt_eval_count``; llama.cpp's ``timings.predicted_n`` / ``prompt_n``; otherwise a tokenizer
+given by the caller; otherwise one token per text chunk (a lower bound, flagged ``chunks``).
+Tokens per chunk: the usage delta when the server sends usage on every chunk, else the tokenizer,
+else 1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .apis import Chunk, read_chunk
+from .sse import NDJSONParser, SSEParser, decode_json
+
+ERROR_KINDS = ("connect", "http_4xx", "http_429", "http_5xx", "http_other", "timeout_first_token",
+               "timeout_idle", "timeout_total", "malformed_stream", "stream_error", "truncated", "disconnected",
+               "client_error")
+CANCELLED = "cancelled"  # stopped by the user (Ctrl-C): recorded, not counted as a server failure
+DETAIL_CHARS = 300  # how much of an error body or message is kept
+
+
+@dataclass
+class Timeouts:
+    """Seconds. ``connect``: TCP/TLS connect; ``first_token``: send to first token; ``idle``: longest
+    silence between two chunks after the first; ``total``: whole request."""
+
+    connect_s: float = 10.0
+    first_token_s: float = 120.0
+    idle_s: float = 60.0
+    total_s: float = 900.0
+
+
+@dataclass
+class RequestSpec:
+    index: int
+    url: str
+    api: str
+    body: dict
+    labels: dict = field(default_factory=dict)  # phase, concurrency, rate_rps, warmup, targets...
+
+
+class _Failure(Exception):
+    def __init__(self, kind: str, detail: str = ""):
+        self.kind, self.detail = kind, detail
+
+
+def timing_fields(chunk_offsets_s: list[float], chunk_tokens: list[int], output_tokens: int | None,
+                  e2e_s: float) -> dict:
+    """TTFT, every gap, decode time and TPOT from chunk arrival offsets and tokens per chunk."""
+    out: dict = {"e2e_s": e2e_s, "ttft_s": None, "decode_s": None, "tpot_s": None, "itl_s": []}
+    if not chunk_offsets_s:
+        return out
+    out["ttft_s"] = chunk_offsets_s[0]
+    gaps = [0.0] * (chunk_tokens[0] - 1)
+    for prev, cur, k in zip(chunk_offsets_s, chunk_offsets_s[1:], chunk_tokens[1:]):
+        gaps.append(cur - prev)
+        gaps.extend([0.0] * (k - 1))
+    out["itl_s"] = gaps
+    out["decode_s"] = chunk_offsets_s[-1] - chunk_offsets_s[0]
+    n = output_tokens if output_tokens is not None else sum(chunk_tokens)
+    if n and n > 1:
+        out["tpot_s"] = out["decode_s"] / (n - 1)
+    return out
+
+
+async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict | None = None,
+                  count_tokens: Callable[[str], int] | None = None, secret: str | None = None) -> dict:
+    """Send ``spec``, read its stream to the end (or the first failure) and return its record.
+
+    Never raises for server or network trouble: each becomes ``error`` (one of ``ERROR_KINDS``).
+    Cancellation (Ctrl-C) is recorded as ``cancelled`` with whatever was measured so far.
+    """
+    import httpx
+
+    rec: dict = {"type": "request", "index": spec.index, **spec.labels, "ok": False, "error": None,
+                 "error_detail": None, "http_status": None, "start_unix_s": time.time()}
+    st = _StreamState(spec.api, count_tokens)
+    t0 = time.perf_counter()
+    try:
+        await asyncio.wait_for(_exchange(client, spec, timeouts, headers, st, t0, rec), timeouts.total_s)
+        st.finish()
+        rec["ok"] = True
+    except _Failure as f:
+        rec["error"], rec["error_detail"] = f.kind, f.detail
+    except asyncio.TimeoutError:
+        rec["error"], rec["error_detail"] = "timeout_total", f"no end of stream after {timeouts.total_s:g} s"
+    except asyncio.CancelledError:
+        rec["error"], rec["error_detail"] = CANCELLED, "stopped by the user"
+    except (httpx.ConnectError, httpx.ConnectTimeout) as e:
+        rec["error"], rec["error_detail"] = "connect", _short(e)
+    except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.CloseError) as e:
+        rec["error"], rec["error_detail"] = "disconnected", _short(e)
+    except httpx.TimeoutException as e:
+        rec["error"], rec["error_detail"] = "timeout_idle" if st.offsets else "timeout_first_token", _short(e)
+    except Exception as e:  # a bug or an exotic transport error must not end the run
+        rec["error"], rec["error_detail"] = "client_error", f"{type(e).__name__}: {_short(e)}"
+    e2e = time.perf_counter() - t0
+    rec.update(st.fields(e2e))
+    if rec["error_detail"] and secret:
+        rec["error_detail"] = rec["error_detail"].replace(secret, "***")
+    return rec
+
+
+async def _exchange(client, spec, timeouts, headers, st: "_StreamState", t0: float, rec: dict) -> None:
+    import httpx
+
+    request = client.build_request("POST", spec.url, json=spec.body, headers=headers or {},
+                                   timeout=httpx.Timeout(connect=timeouts.connect_s, read=None,
+                                                         write=timeouts.connect_s, pool=None))
+    try:
+        resp = await asyncio.wait_for(client.send(request, stream=True), timeouts.first_token_s)
+    except asyncio.TimeoutError:
+        raise _Failure("timeout_first_token", f"no response headers within {timeouts.first_token_s:g} s") from None
+    try:
+        rec["http_status"] = resp.status_code
+        if resp.status_code != 200:
+            body = await _read_some(resp, timeouts.idle_s)
+            code = resp.status_code
+            kind = ("http_429" if code == 429 else "http_4xx" if 400 <= code < 500
+                    else "http_5xx" if 500 <= code < 600 else "http_other")
+            raise _Failure(kind, f"HTTP {code}: {body}")
+        lines = resp.aiter_lines()
+        while True:
+            if st.offsets:
+                wait, kind = timeouts.idle_s, "timeout_idle"
+            else:
+                wait = timeouts.first_token_s - (time.perf_counter() - t0)
+                kind = "timeout_first_token"
+            try:
+                line = await asyncio.wait_for(lines.__anext__(), max(wait, 0.0))
+            except StopAsyncIteration:
+                break
+            except asyncio.TimeoutError:
+                raise _Failure(kind, f"no token within {wait:g} s") from None
+            now = time.perf_counter() - t0
+            for payload in st.parser.feed(line):
+                if st.event(payload, now):
+                    return
+        now = time.perf_counter() - t0
+        for payload in st.parser.close():
+            if st.event(payload, now):
+                return
+    finally:
+        await resp.aclose()
+
+
+async def _read_some(resp, wait_s: float) -> str:
+    """Up to DETAIL_CHARS of an error body, without waiting forever for it."""
+    buf = b""
+    try:
+        async with asyncio.timeout(wait_s):
+            async for part in resp.aiter_bytes():
+                buf += part
+                if len(buf) >= DETAIL_CHARS:
+                    break
+    except Exception:
+        pass
+    return buf[:DETAIL_CHARS].decode("utf-8", "replace").strip()
+
+
+def _short(e: BaseException) -> str:
+    return (str(e) or type(e).__name__)[:DETAIL_CHARS]
+
+
+class _StreamState:
+    """Everything read from one stream so far."""
+
+    def __init__(self, api: str, count_tokens):
+        self.api = api
+        self.parser = NDJSONParser() if api == "ollama" else SSEParser()
+        self.count_tokens = count_tokens
+        self.offsets: list[float] = []
+        self.tokens: list[int] = []
+        self.usage: dict | None = None
+        self.timings: dict | None = None
+        self.finish_reason: str | None = None
+        self.done = False
+        self.stream_error: str | None = None
+        self._last_usage_completion: int | None = None
+        self._usage_every_chunk = True
+
+    def event(self, payload: str, now: float) -> bool:
+        """Take one event; True when the server said the stream is complete."""
+        if payload.strip() == "[DONE]" and self.api != "ollama":
+            self.done = True
+            return True
+        obj = decode_json(payload, self.parser.framing)
+        if obj is None:
+            return False
+        c: Chunk = read_chunk(self.api, obj)
+        if c.error:
+            self.stream_error = c.error
+            return True
+        k = self._tokens_in(c)
+        if k > 0:
+            self.offsets.append(now)
+            self.tokens.append(k)
+        if c.usage:
+            self.usage = c.usage
+        if c.timings:
+            self.timings = c.timings
+        if c.finish_reason:
+            self.finish_reason = c.finish_reason
+        if c.done:
+            self.done = True
+            return True
+        return False
+
+    def _tokens_in(self, c: Chunk) -> int:
+        """Tokens carried by one chunk: the usage delta while every text chunk has carried usage
+        (continuous usage stats), else the tokenizer, else 1 per chunk with text."""
+        comp = (c.usage or {}).get("completion_tokens") if self.api != "ollama" else None
+        if c.text and not isinstance(comp, int):
+            self._usage_every_chunk = False
+        if isinstance(comp, int):
+            prev = self._last_usage_completion or 0
+            self._last_usage_completion = comp
+            if c.text and self._usage_every_chunk and comp - prev > 0:
+                return comp - prev
+        if not c.text:
+            return 0
+        if self.count_tokens is not None:
+            return max(1, self.count_tokens(c.text))
+        return 1
+
+    def finish(self) -> None:
+        """After a clean end of the HTTP body: decide whether the stream itself was complete and sound."""
+        if self.stream_error:
+            raise _Failure("stream_error", self.stream_error[:DETAIL_CHARS])
+        f = self.parser.framing
+        if f.malformed_lines:
+            raise _Failure("malformed_stream", f"{f.malformed_lines} malformed line(s), first: {f.first_malformed!r}")
+        if not self.done and self.finish_reason is None:
+            raise _Failure("disconnected", "stream ended without its end marker ([DONE] / done:true / finish_reason)")
+        if self.api != "ollama" and self.finish_reason is None:
+            # [DONE] but no choice ever said why it ended: the server cut the answer short
+            # (llama-cpp-python does this to a stream when another request arrives, unless --interrupt_requests False)
+            raise _Failure("truncated", "[DONE] came without a finish_reason: the server ended the answer early")
+
+    def fields(self, e2e_s: float) -> dict:
+        out_tokens, out_src = self._count("completion_tokens", "output_tokens")
+        prompt_tokens, prompt_src = self._count("prompt_tokens", "prompt_tokens")
+        rec = {"prompt_tokens": prompt_tokens, "prompt_tokens_source": prompt_src,
+               "output_tokens": out_tokens, "output_tokens_source": out_src,
+               "chunks": len(self.offsets), "chunk_tokens": sum(self.tokens),
+               # True when the tokens placed in chunks add up to output_tokens, i.e. itl_s has every gap
+               "itl_complete": out_tokens is not None and sum(self.tokens) == out_tokens,
+               "finish_reason": self.finish_reason, "malformed_lines": self.parser.framing.malformed_lines}
+        rec.update(timing_fields(self.offsets, self.tokens, out_tokens, e2e_s))
+        if self.timings:
+            rec["server_timings"] = self.timings
+        return rec
+
+    def _count(self, usage_key: str, timings_key: str):
+        u = (self.usage or {}).get(usage_key)
+        if isinstance(u, int):
+            return u, "ollama" if self.api == "ollama" else "usage"
+        t = (self.timings or {}).get(timings_key)
+        if isinstance(t, int):
+            return t, self.timings["source"]
+        if usage_key == "completion_tokens" and self.offsets:
+            return sum(self.tokens), "tokenizer" if self.count_tokens else "chunks"
+        return None, None

@@ -1,0 +1,57 @@
+"""Measured decode speed beside tokspeed's prediction for the same model, hardware and batch, and the MBU.
+
+For each concurrency phase ``c`` (batch = c sequences decoding together), with the phase's mean
+prompt and output lengths:
+- ``predicted_tok_s`` / ``bound_tok_s``: ``tokspeed.predict(..., batch=c).decode`` (per sequence);
+- ``measured_tok_s``: the phase's ``per_user_decode_tok_s`` (mean over requests of
+  (output_tokens - 1) / decode_s), i.e. decode steps per second as one sequence sees them;
+- ``mbu`` (memory-bandwidth utilisation) = measured steps/s x bytes read per step / peak bandwidth.
+  ``decode.bytes_per_token`` is per generated token (a step's bytes / batch), so bytes per step =
+  c x bytes_per_token, and MBU = measured_tok_s x c x bytes_per_token / bandwidth.
+The server's own overheads (HTTP, detokenising, scheduling) are inside the measured number, so MBU
+here is a lower bound on the engine's kernel-level MBU.
+"""
+
+from __future__ import annotations
+
+
+def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | None = None,
+                   engine: str | None = None) -> dict:
+    from ..hardware.catalog import get_hardware
+    from ..predict import predict
+
+    hw = get_hardware(hardware)
+    bandwidth_Bps = hw.bandwidth_bytes_s
+    opts = {k: v for k, v in (("quant", quant), ("engine", engine)) if v}
+    rows = []
+    p_quant, p_engine = quant, engine
+    for ph in summary.get("phases", []):
+        c = ph.get("concurrency")
+        if not c or ph.get("rate_rps"):
+            continue  # a rate phase has no fixed batch to predict for
+        st = ph.get("stats", {})
+        # the server's prompt count when it gave one, else the target the prompts were built for
+        prompt_stat = st.get("prompt_tokens") or st.get("target_prompt_tokens") or {"mean": 1}
+        prompt = max(round(prompt_stat["mean"]), 1)
+        gen = max(round((st.get("output_tokens") or {"mean": 1})["mean"]), 1)
+        p = predict(model, hw, prompt=prompt, gen=gen, batch=c, **opts).to_dict()
+        d = p["decode"]
+        p_quant, p_engine = p.get("quant", quant), p.get("engine", engine)
+        measured = ph.get("per_user_decode_tok_s")
+        row = {"phase": ph.get("phase"), "concurrency": c, "prompt": prompt, "gen": gen,
+               "measured_tok_s": measured, "measured_output_tok_s": ph.get("output_tok_s"),
+               "predicted_tok_s": d.get("tok_s"), "bound_tok_s": d.get("bound_tok_s"),
+               "bytes_per_token": d.get("bytes_per_token"), "bytes_per_step": None,
+               "bandwidth_gbps": hw.bandwidth_gbps,
+               "mbu": None, "measured_over_predicted": None}
+        if d.get("bytes_per_token"):
+            row["bytes_per_step"] = c * d["bytes_per_token"]
+            if measured:
+                row["mbu"] = measured * row["bytes_per_step"] / bandwidth_Bps
+                if row["mbu"] > 1:
+                    row["note"] = ("MBU over 100%: the server cannot read this many bytes per token; "
+                                   "it is not running this model/quant on this hardware")
+        if measured and d.get("tok_s"):
+            row["measured_over_predicted"] = measured / d["tok_s"]
+        rows.append(row)
+    return {"model": model, "hardware": hw.id, "quant": p_quant, "engine": p_engine, "phases": rows}

@@ -1,0 +1,91 @@
+"""The run directory: ``requests.jsonl`` written line by line, ``summary.json`` rebuilt from it.
+
+``requests.jsonl`` starts with one ``{"type": "run", ...}`` line (what was asked: URL without
+credentials, model, API, load plan, tokspeed version), then one ``{"type": "request", ...}`` line per
+finished request, each flushed and fsynced as it is written: a Ctrl-C, a crash or a power cut loses at
+most the requests in flight. A run that ends (normally, by Ctrl-C, or aborted) adds ``{"type": "end",
+"interrupted": ..., "aborted": reason or null}``; without it the run was killed, and a rebuilt summary says ``partial``.
+The API key is never written: the run line only says where it came from.
+``read_jsonl`` skips a torn last line (a crash mid-write) and says how many lines it skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from ..errors import UserError
+
+REQUESTS = "requests.jsonl"
+SUMMARY = "summary.json"
+
+
+class Recorder:
+    def __init__(self, directory: Path, run_info: dict):
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / REQUESTS
+        if self.path.exists() and self.path.stat().st_size > 0:
+            raise UserError(f"{self.path} already exists",
+                            f"choose another -o, or rebuild its summary with `tokspeed bench-server --summarize {self.dir}`")
+        self._f = open(self.path, "a", encoding="utf-8")
+        self.write({"type": "run", **run_info})
+
+    def write(self, record: dict) -> None:
+        self._f.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class RunLog(NamedTuple):
+    run: dict  # the run line
+    requests: list[dict]
+    end: dict | None  # the end line; None if the run never reached its end
+    unreadable: int  # lines skipped (torn or not JSON objects)
+
+    @property
+    def partial(self) -> bool:
+        return self.end is None or bool(self.end.get("interrupted")) or bool(self.end.get("aborted"))
+
+
+def read_jsonl(path: Path) -> RunLog:
+    path = Path(path)
+    if path.is_dir():
+        path = path / REQUESTS
+    if not path.is_file():
+        raise UserError(f"no {REQUESTS} at {path}", "give the directory a bench-server run wrote (-o DIR)")
+    run, requests, end, bad = {}, [], None, 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if not isinstance(obj, dict):
+                bad += 1
+            elif obj.get("type") == "run" and not run:
+                run = obj
+            elif obj.get("type") == "request":
+                requests.append(obj)
+            elif obj.get("type") == "end":
+                end = obj
+            else:
+                bad += 1
+    return RunLog(run, requests, end, bad)
+
+
+def write_summary(directory: Path, summary: dict) -> Path:
+    """Write atomically (temp file + rename) so a reader never sees half a summary."""
+    out = Path(directory) / SUMMARY
+    tmp = out.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, out)
+    return out
