@@ -13,6 +13,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tokspeed.predict import predict
+from web_fixtures import tiny_llama_gguf
 from tokspeed.web.server import GET_API, POST_API, STATIC, start_in_thread
 
 LLAMA3_8B_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
@@ -239,3 +240,37 @@ def test_no_nan_in_json(server):
 def test_cli_web_bad_port():
     r = subprocess.run([sys.executable, "-m", "tokspeed", "web", "--port", "70000"], capture_output=True, text=True)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_upload_gguf_header_with_declared_size(server, tmp_path):
+    pytest.importorskip("tokspeed.files.loader")
+    path = tiny_llama_gguf(tmp_path / "tiny-llama.gguf")
+    from tokspeed.files.loader import open_model_file
+
+    full = open_model_file(path)
+    data = path.read_bytes()
+    header = data[:full.gguf.data_offset]                     # what the page sends: the start of the file
+    assert len(header) < len(data)
+    status, _, raw = call(server, "/api/upload", {"kind": "gguf", "name": "tiny-llama", "size": str(len(data))},
+                          method="POST", body=header)
+    assert status == 200, raw
+    up = json.loads(raw)
+    assert up["n_layers"] == 2 and up["params_b"] == pytest.approx(full.spec.n_params / 1e9, abs=1e-3)
+    got = ok_json(server, "/api/predict", {**BASE, "model": up["model"]})
+    want = predict(str(path), "rtx-4090").to_dict()
+    assert got["memory"]["weights_bytes"] == want["memory"]["weights_bytes"]       # the file's exact bytes
+    assert got["decode"]["tok_s"] == pytest.approx(want["decode"]["tok_s"])
+    stored = server.uploads.path(up["model"])
+    assert stored.stat().st_size == len(data)
+    # without the declared size the header alone does not read (tensor data would lie past its end)
+    status, _, raw = call(server, "/api/upload", {"kind": "gguf"}, method="POST", body=header)
+    assert status == 400 and "truncated" in json.loads(raw)["error"]
+
+
+@pytest.mark.parametrize("params,needle", [({"kind": "gguf", "size": "-1"}, "size must be between"),
+                                           ({"kind": "gguf", "size": str(1 << 50)}, "size must be between"),
+                                           ({"kind": "gguf", "size": "big"}, "whole number"),
+                                           ({"kind": "config", "size": "100"}, "kind=gguf")])
+def test_bad_declared_size(server, params, needle):
+    status, _, raw = call(server, "/api/upload", params, method="POST", body=b"GGUF" + b"\0" * 20)
+    assert status == 400 and needle in json.loads(raw)["error"]

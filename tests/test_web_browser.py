@@ -155,3 +155,22 @@ def test_page_runs_under_its_content_security_policy(env):
     assert page.text_content("#out-tok-s") not in ("", "–")
     assert not [m for m in console if "Content Security Policy" in m]
     page.close()
+
+
+def test_upload_gguf(env, tmp_path):
+    pytest.importorskip("tokspeed.files.loader")
+    from web_fixtures import tiny_llama_gguf
+
+    srv, page, requests, errors, _ = env
+    path = tiny_llama_gguf(tmp_path / "tiny-llama.gguf")
+    page.goto(srv.url)
+    page.wait_for_selector("body[data-updated]", state="attached")
+    page.set_input_files("#upload", str(path))
+    page.wait_for_function("document.getElementById('model').value.startsWith('upload:')", timeout=30000)
+    ref = page.input_value("#model")
+    assert "2 layers" in page.text_content("#upload-status")
+    pred = check_against_api(srv, page, {**DEFAULTS, "model": ref})
+    from tokspeed.predict import predict
+
+    assert pred["memory"]["weights_bytes"] == predict(str(path), "rtx-4090").memory.weights_bytes
+    assert not errors

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import tempfile
 import threading
@@ -23,7 +24,8 @@ INT_DEFAULTS = {"prompt": 512, "gen": 128, "context": 0, "batch": 1}
 CUSTOM_HW = {"bandwidth_gbps": (True, 1e5), "memory_gb": (True, 1e5), "fp16_tflops": (False, 1e5),
              "host_link_gbps": (False, 1e4)}
 COMMON = {"model", "hardware", "quant", "kv_dtype", "engine", *CUSTOM_HW}
-UPLOAD_LIMITS = {"config": 1 << 20, "gguf": 16 << 20}    # bytes: a config.json; a GGUF header slice
+UPLOAD_LIMITS = {"config": 1 << 20, "gguf": 32 << 20}    # bytes: a config.json; the start of a GGUF (its header)
+MAX_GGUF_SIZE = 1 << 42                                  # a declared GGUF file size (4 TiB)
 MAX_UPLOADS = 64
 UPLOAD_RE = re.compile(r"^upload:([0-9a-f]{32})$")
 PLOT_KINDS = ("overview", "stages", "context", "memory")
@@ -44,7 +46,9 @@ class Uploads:
         self.files: dict[str, Path] = {}
         self.lock = threading.Lock()
 
-    def add(self, kind: str, data: bytes, name: str = "uploaded-model") -> tuple[str, Path]:
+    def add(self, kind: str, data: bytes, name: str = "uploaded-model", size: int = 0) -> tuple[str, Path]:
+        """Store ``data``; ``size`` > len(data) extends the file to the size the client declared for the
+        whole GGUF, as a sparse hole (no disk used), so the header's tensor offsets check out."""
         if kind not in UPLOAD_LIMITS:
             raise ApiError(400, f"unknown upload kind {kind!r}: use kind=config (config.json) or kind=gguf")
         if len(data) > UPLOAD_LIMITS[kind]:
@@ -54,6 +58,8 @@ class Uploads:
         sub.mkdir(parents=True)
         path = sub / ("config.json" if kind == "config" else safe_name(name) + ".gguf")
         path.write_bytes(data)
+        if size > len(data):
+            os.truncate(path, size)
         with self.lock:
             self.files[uid] = path
             while len(self.files) > MAX_UPLOADS:
@@ -272,10 +278,21 @@ def api_plot(kind: str, params: dict, uploads: Uploads) -> str:
 
 
 def api_upload(params: dict, data: bytes, uploads: Uploads) -> dict:
-    """Store a config.json (kind=config) or a GGUF header (kind=gguf) and check that it reads as a model."""
-    check_known(params, {"kind", "name"})
+    """Store a config.json (kind=config) or the start of a GGUF file (kind=gguf, with ``size`` = the whole
+    file's size) and check that it reads as a model."""
+    check_known(params, {"kind", "name", "size"})
     kind = one(params, "kind", "config")
     name = one(params, "name")
+    size = 0
+    if one(params, "size") is not None:
+        if kind != "gguf":
+            raise ApiError(400, "size= is for kind=gguf: the size of the whole GGUF file whose start you send")
+        try:
+            size = int(one(params, "size"))
+        except ValueError:
+            raise ApiError(400, f"size must be a whole number of bytes, got {one(params, 'size')!r}") from None
+        if not len(data) <= size <= MAX_GGUF_SIZE:
+            raise ApiError(400, f"size must be between the bytes sent ({len(data):,}) and {MAX_GGUF_SIZE:,}")
     if kind == "config":
         try:
             cfg = json.loads(data.decode("utf-8"))
@@ -284,7 +301,7 @@ def api_upload(params: dict, data: bytes, uploads: Uploads) -> dict:
         if not isinstance(cfg, dict):
             raise ApiError(400, "config.json must be a JSON object")
         name = name or str(cfg.get("_name_or_path") or "").rstrip("/").rsplit("/", 1)[-1]
-    ref, path = uploads.add(kind, data, name)
+    ref, path = uploads.add(kind, data, name or "uploaded-model", size)
     from ..models.resolve import resolve_model
 
     try:

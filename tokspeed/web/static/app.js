@@ -193,13 +193,13 @@ function showHardware() {
 
 async function upload(file) {
   const gguf = file.name.toLowerCase().endsWith(".gguf");
-  const limit = gguf ? 16 << 20 : 1 << 20;
+  const limit = gguf ? 32 << 20 : 1 << 20;
   const blob = gguf ? file.slice(0, Math.min(file.size, limit)) : file;  // a GGUF's header is at its start
   $("upload-status").textContent = "reading " + file.name + " …";
   try {
     if (!gguf && file.size > limit) throw new Error("a config.json over 1 MB is not a config.json");
     const q = new URLSearchParams({ kind: gguf ? "gguf" : "config" });
-    if (gguf) q.set("name", file.name.replace(/\.gguf$/i, ""));
+    if (gguf) { q.set("name", file.name.replace(/\.gguf$/i, "")); q.set("size", String(file.size)); }
     const r = await getJSON("/api/upload?" + q, { method: "POST", body: blob,
       headers: { "Content-Type": "application/octet-stream" } });
     const label = file.name + " (" + r.params_b + " B params, " + r.n_layers + " layers)";
