@@ -47,4 +47,4 @@ def explain(model, hardware, prefill: int = 0, context: int = 0, batch: int = 1,
 
         m = load_measured(measured, context=context, batch=batch)
         attach(j, m)
-    return Explanation(pred, j, make_levers(pred, mode) if with_levers else [], m)
+    return Explanation(pred, j, make_levers(pred, mode, model) if with_levers else [], m)

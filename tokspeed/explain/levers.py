@@ -35,9 +35,11 @@ def _gqa_heads(n_heads: int) -> int:
     return 1
 
 
-def lever_variants(pred, mode: str) -> list[tuple[str, str, object, dict]]:
-    """(lever, description, model, predict overrides) for each lever that applies to this model."""
+def lever_variants(pred, mode: str, model=None) -> list[tuple[str, str, object, dict]]:
+    """(lever, description, model, predict overrides) for each lever that applies to this model.
+    ``model``: what the prediction was made from (a file keeps its exact bytes where the lever allows)."""
     spec = pred.spec
+    same = model if model is not None else spec
     out = []
     half = max(spec.n_layers // 2, 1)
     out.append(("parameters", f"half the layers ({spec.n_layers} → {half}, ≈ half the parameters)",
@@ -58,11 +60,11 @@ def lever_variants(pred, mode: str) -> list[tuple[str, str, object, dict]]:
                         dataclasses.replace(spec, id=f"{spec.id}-gqa", n_kv_heads=g), {}))
     ctx = pred.context
     longer = SEEDS_LONG_CONTEXT if ctx < SEEDS_LONG_CONTEXT else 2 * ctx
-    out.append(("context", f"context {ctx:,} → {longer:,} tokens", spec, {"context": longer}))
+    out.append(("context", f"context {ctx:,} → {longer:,} tokens", same, {"context": longer}))
     return out
 
 
-def levers(pred, mode: str = "decode") -> list[Lever]:
+def levers(pred, mode: str = "decode", model=None) -> list[Lever]:
     from ..predict import predict
 
     from ..quant.schemes import NAMES
@@ -72,8 +74,8 @@ def levers(pred, mode: str = "decode") -> list[Lever]:
                 gen=pred.gen, context=pred.context, batch=pred.batch)
     base_rate = _rate(pred, mode)
     out = []
-    for lever, text, model, over in lever_variants(pred, mode):
-        p = predict(model, pred.hw, **{**base, **over})
+    for lever, text, variant, over in lever_variants(pred, mode, model):
+        p = predict(variant, pred.hw, **{**base, **over})
         rate = _rate(p, mode)
         out.append(Lever(lever, text, rate, 1e3 / rate if rate else 0.0, p.decode.bytes_per_token,
                          rate / base_rate if base_rate else 0.0, p.memory.fits))
