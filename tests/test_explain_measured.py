@@ -88,3 +88,16 @@ def test_run_file_cli_table(tmp_path):
 def test_run_file_without_points(tmp_path):
     with pytest.raises(UserError):
         load_measured(run_file(tmp_path, []))
+
+
+def test_reads_what_tokspeed_measure_writes(tmp_path):
+    run_file_mod = pytest.importorskip("tokspeed.measure.run_file")
+    run = run_file_mod.new_run(backend="torch", device="cpu", quant="F32", points=[
+        {"batch": 1, "context": 512, "prompt": 64, "gen": 8, "decode_ms_per_token": 40.0,
+         "stages_ms": {"embedding": 0.1, "attention": 12.0, "ffn": 25.0, "lm_head": 2.5, "sampling": 0.2}}])
+    path = run_file_mod.write_run(run, tmp_path / "RUN.json")
+    run_file_mod.read_run(path)                                   # valid for its own reader
+    e = explain("llama-2-7b", "rtx-4090", context=512, measured=path, with_levers=False)
+    assert {r["block"] for r in e.measured.comparison} == {"embedding", "attention", "ffn", "lm_head", "sampling"}
+    assert e.measured.step_s == pytest.approx(0.040)
+    assert e.to_dict()["measured"]["point"]["backend"] == "torch"

@@ -94,8 +94,8 @@ def render_measured(expl, console):
     for c in ("block", "predicted", "measured", "measured ÷ predicted"):
         t.add_column(c, justify="left" if c == "block" else "right")
     for row in m.comparison:
-        ratio = row["measured_s"] / row["predicted_s"] if row["predicted_s"] else float("nan")
-        t.add_row(row["block"], fmt_seconds(row["predicted_s"]), fmt_seconds(row["measured_s"]), f"{ratio:.2f}")
+        ratio = f"{row['measured_s'] / row['predicted_s']:.2f}" if row["predicted_s"] else "–"
+        t.add_row(row["block"], fmt_seconds(row["predicted_s"]), fmt_seconds(row["measured_s"]), ratio)
     if m.step_s:
         t.add_section()
         t.add_row("[bold]decode step[/]", fmt_seconds(j.total_s), fmt_seconds(m.step_s), f"{m.step_s / j.total_s:.2f}")
