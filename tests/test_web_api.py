@@ -32,6 +32,8 @@ def server():
 
 def call(server, path, params=None, method="GET", body=None, headers=None):
     url = server.url.rstrip("/") + path + ("?" + urlencode(params, doseq=True) if params else "")
+    if body is not None and not headers:
+        headers = {"Content-Type": "application/octet-stream"}
     req = urllib.request.Request(url, data=body, method=method, headers=headers or {})
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
@@ -164,14 +166,39 @@ def raw_post(server, path, headers, body=b""):
     return out
 
 
+def test_upload_needs_a_file_content_type(server):
+    """A cross-site form can send these without a CORS preflight: refused, nothing stored."""
+    before = len(server.uploads.files)
+    for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+        status, _, raw = call(server, "/api/upload", method="POST", body=b"{}", headers={"Content-Type": ctype})
+        assert status == 415, ctype
+    assert len(server.uploads.files) == before
+
+
+def test_foreign_host_header_is_refused(server):
+    host, port = server.server_address[:2]
+    c = http.client.HTTPConnection(host, port, timeout=30)
+    c.request("GET", "/api/models", headers={"Host": f"evil.example:{port}"})
+    r = c.getresponse()
+    assert r.status == 403 and "localhost" in json.loads(r.read())["error"]
+    c.request("GET", "/api/models", headers={"Host": f"localhost:{port}"})
+    r = c.getresponse()
+    assert r.status == 200
+    r.read()
+    c.close()
+
+
+OCTET = {"Content-Type": "application/octet-stream"}
+
+
 def test_upload_limits(server):
-    status, doc = raw_post(server, "/api/upload?kind=config", {"Content-Length": str(2 << 20)})
+    status, doc = raw_post(server, "/api/upload?kind=config", {**OCTET, "Content-Length": str(2 << 20)})
     assert status == 413 and "too large" in doc["error"]                    # refused before reading
-    status, doc = raw_post(server, "/api/upload?kind=gguf", {"Content-Length": str(64 << 20)})
+    status, doc = raw_post(server, "/api/upload?kind=gguf", {**OCTET, "Content-Length": str(64 << 20)})
     assert status == 413
-    status, doc = raw_post(server, "/api/upload", {"Transfer-Encoding": "chunked"}, b"0\r\n\r\n")
+    status, doc = raw_post(server, "/api/upload", {**OCTET, "Transfer-Encoding": "chunked"}, b"0\r\n\r\n")
     assert status == 411
-    status, doc = raw_post(server, "/api/upload", {"Content-Length": "abc"})
+    status, doc = raw_post(server, "/api/upload", {**OCTET, "Content-Length": "abc"})
     assert status == 400
 
 

@@ -33,6 +33,10 @@ GET_API = {"/api/models": api.api_models, "/api/hardware": api.api_hardware, "/a
            "/api/predict": api.api_predict, "/api/explain": api.api_explain}
 POST_API = {"/api/upload"}
 MAX_QUERY = 4096                     # bytes of query string
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# An upload must say it is a file: a cross-site page can only send text/plain or form types without a CORS
+# preflight (which this server never grants), so other origins cannot make it store anything.
+UPLOAD_TYPES = ("application/octet-stream", "application/json")
 SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
                     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
                                                "script-src 'self'; connect-src 'self'; frame-ancestors 'none'"}
@@ -77,8 +81,19 @@ class Handler(BaseHTTPRequestHandler):
             raise api.ApiError(400, f"bad query string: {e}") from None
         return parts.path, params
 
+    def host_ok(self) -> bool:
+        """On a loopback address, answer only requests addressed to a loopback name (DNS rebinding:
+        a web page whose name re-resolves to 127.0.0.1 still sends its own name as Host)."""
+        if self.server.server_address[0] not in LOOPBACK and self.server.server_address[0] != "localhost":
+            return True
+        host = (self.headers.get("Host") or "").strip().lower()
+        name = host[1:host.index("]")] if host.startswith("[") and "]" in host else host.rsplit(":", 1)[0]
+        return name in LOOPBACK
+
     def guarded(self, fn):
         try:
+            if not self.host_ok():
+                raise api.ApiError(403, "this server answers only to 127.0.0.1 / localhost (Host header)")
             fn()
         except (BrokenPipeError, ConnectionResetError):    # the client went away (a replaced <img> src)
             self.close_connection = True
@@ -130,6 +145,10 @@ class Handler(BaseHTTPRequestHandler):
         if path not in POST_API:
             return self._not_allowed() if path in GET_API or path in PAGES else self.send_error_json(
                 404, f"no such endpoint: {path}")
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype not in UPLOAD_TYPES:
+            self.close_connection = True
+            raise api.ApiError(415, f"send the file as {' or '.join(UPLOAD_TYPES)}, not {ctype or 'no Content-Type'}")
         length = self.headers.get("Content-Length")
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked" or length is None:
             self.close_connection = True
