@@ -130,3 +130,17 @@ def test_bad_plot_path(tmp_path):
 def test_inline_svg_has_no_prolog():
     svg = plots.to_svg(plots.memory_figure(predict("llama-2-7b", "rtx-4090").to_dict()))
     assert svg.startswith("<svg") and "<?xml" not in svg
+
+
+def test_run_file_plot(tmp_path):
+    from tokspeed.plots.verbs import plot_run, run_pairs
+
+    run = {"points": [{"batch": 1, "context": 0, "decode_tok_s": 40.0, "predicted": {"tok_s": 44.0}},
+                      {"batch": 1, "context": 4096, "decode_tok_s": 36.0, "predicted": {"tok_s": 40.0}},
+                      {"batch": 1, "context": 8192, "decode_tok_s": None, "predicted": {"tok_s": 38.0}}]}
+    pairs = run_pairs(run)
+    assert [p["measured"] for p in pairs] == [40.0, 36.0]
+    out = plot_run(run, tmp_path / "run.png")
+    assert out.stat().st_size > 1000
+    with pytest.raises(UserError):
+        plot_run({"points": []}, tmp_path / "empty.png")

@@ -35,3 +35,26 @@ def plot_compare(preds, path):
     from .hardware_bars import hardware_figure
 
     return save(hardware_figure([p.to_dict() for p in preds]), path)
+
+
+def run_pairs(run: dict) -> list[dict]:
+    """Measured vs predicted decode tok/s per point of a RUN.json (``tokspeed measure``) document."""
+    out = []
+    for pt in run.get("points") or []:
+        pred = (pt.get("predicted") or {}).get("tok_s")
+        if pt.get("decode_tok_s") is None or pred is None:
+            continue
+        out.append({"label": f"batch {pt.get('batch', 1)}\ncontext {pt.get('context', 0):,}",
+                    "predicted": pred, "measured": pt["decode_tok_s"]})
+    return out
+
+
+def plot_run(run: dict, path):
+    """``tokspeed measure --plot``: measured beside predicted decode tok/s, one pair per point."""
+    from ..errors import UserError
+    from .measured import measured_figure
+
+    pairs = run_pairs(run)
+    if not pairs:
+        raise UserError("nothing to draw: the run has no point with both a measured and a predicted decode speed")
+    return save(measured_figure(pairs, "decode tok/s"), path)
