@@ -20,6 +20,7 @@ def measured_figure(pairs: list[dict], quantity: str = "decode tok/s"):
                         ha="center", va="bottom", fontsize=8)
     ax.set_xticks(xs, [p["label"] for p in pairs])
     ax.set_ylabel(quantity)
-    ax.set_title(f"Measured vs predicted {quantity} (label: measured ÷ predicted)")
-    ax.legend(loc="upper left")
+    ax.set_title(f"Measured vs predicted {quantity}\n(numbers: measured ÷ predicted)")
+    ax.legend(loc="best")
+    ax.margins(y=0.12)
     return fig
