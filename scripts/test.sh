@@ -4,5 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-python3 -m pip install -q -e '.[files,measure,server,plot,web,test]'
+python3 -m pip install -q -e '.[files,measure,llamacpp,server,plot,web,test]'
 python3 -m pytest -q "$@"

@@ -42,25 +42,40 @@ class PassTime:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
-def op_time(op: Op, hw, engine: EngineProfile, quant: str) -> tuple[float, str]:
-    """Roofline time of one operator and what bounds it."""
-    kind = hw.kind
+def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
+    """Roofline time of one operator and what bounds it.
+
+    Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
+    eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
+    matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown). Memory side: weights at
+    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused attention's
+    score matrix at attn_bytes_per_flop x the attention FLOPs, the eta_mem-scaled
+    bandwidth softly capped at the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
+    arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
-    peak = hw.matmul_flops if op.unit == "tensor" else hw.vector_flops
-    t_c = op.flops / (peak * engine.compute_eff(kind)) if peak and op.flops else 0.0
-    bw = hw.bandwidth_bytes_s * engine.mem_eff(kind)
+    peak = hw.matmul_flops * engine.tensor_peak_scale(hw) if op.unit == "tensor" else hw.vector_flops
+    attn = bool(op.kv_read_bytes or op.kv_write_bytes)
+    eta_c = engine.compute_eff_for(hw)
+    if attn:
+        eta_c *= engine.eta_attn
+    elif op.unit == "tensor":
+        eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
+    t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
+    bw = engine.stream_bytes_s(hw)
     t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
            + op.act_bytes / bw
-           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv))
+           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv)
+           + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
     return (t_c, "compute") if t_c > t_m else (t_m, "memory")
 
 
-def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str) -> PassTime:
+def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0) -> PassTime:
+    """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency."""
     comp = mem = 0.0
     times = []
     for op in ops:
-        t, b = op_time(op, hw, engine, quant)
+        t, b = op_time(op, hw, engine, quant, tokens)
         times.append((op, t, b))
         if b == "compute":
             comp += t
@@ -198,8 +213,8 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     first = None
     for depth, w in steps:
         ops = forward_ops(spec, storage, kvb, batch, 1, depth)
-        pt = pass_time(ops, hw, prof, quant)
-        pi = pass_time(ops, hw, IDEAL, quant)
+        pt = pass_time(ops, hw, prof, quant, batch)
+        pi = pass_time(ops, hw, IDEAL, quant, batch)
         total_t += w * pt.seconds
         total_ideal += w * pi.seconds
         if first is None:
@@ -225,9 +240,9 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     while done < prompt:
         chunk = min(UBATCH, prompt - done)
         ops = forward_ops(spec, storage, kvb, batch, chunk, context + done)
-        pt = pass_time(ops, hw, prof, quant)
+        pt = pass_time(ops, hw, prof, quant, batch * chunk)
         pf_s += pt.seconds
-        pf_ideal += pass_time(ops, hw, IDEAL, quant).seconds
+        pf_ideal += pass_time(ops, hw, IDEAL, quant, batch * chunk).seconds
         bounds[pt.bound] += pt.seconds
         done += chunk
     pband = prof.prefill_error_pct / 100
