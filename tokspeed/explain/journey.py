@@ -136,19 +136,20 @@ def _phase(op) -> str:
 
 
 def passes(pred, mode: str):
-    """The ledger passes the prediction is made of: [(ops, weight)]. Decode: one step at depth
+    """The ledger passes the prediction is made of: [(ops, tokens in the pass)]. Decode: one step at depth
     ``context + prompt``; prefill: the prompt's micro-batches (``memory.UBATCH`` tokens each)."""
     from ..ledger import forward_ops
     from ..memory import UBATCH
     from ..quant.kv import kv_bytes
 
     if mode == "decode":
-        return [pred.decode_ops(pred.context + pred.prompt)]
+        return [(pred.decode_ops(pred.context + pred.prompt), pred.batch)]
     kvb = kv_bytes(pred.kv_dtype)
     out, done = [], 0
     while done < pred.prompt:
         chunk = min(UBATCH, pred.prompt - done)
-        out.append(forward_ops(pred.spec, pred.storage, kvb, pred.batch, chunk, pred.context + done))
+        out.append((forward_ops(pred.spec, pred.storage, kvb, pred.batch, chunk, pred.context + done),
+                    pred.batch * chunk))
         done += chunk
     return out
 
@@ -165,9 +166,9 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                      note="the sampled id is fed straight back; text is tokenized once, for the prompt "
                           "(not modelled: microseconds)")
     n_pass = 0
-    for ops in passes(pred, mode):
+    for ops, tokens in passes(pred, mode):
         n_pass += 1
-        pt = pass_time(ops, hw, eng, pred.quant)
+        pt = pass_time(ops, hw, eng, pred.quant, tokens)
         for op, t, bound in pt.op_times:
             key, label = _group(op.name)
             st = rows.get(key)
