@@ -63,7 +63,7 @@ def shot(page, name):
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
-def check_against_api(srv, page, params):
+def check_against_api(srv, page, params, mode="decode"):
     pred = api(srv, "/api/predict", params)
     wait_value(page, "out-tok-s", pred["decode"]["tok_s"])
     wait_value(page, "out-bound", pred["decode"]["bound_tok_s"])
@@ -72,7 +72,10 @@ def check_against_api(srv, page, params):
     assert page.text_content("#out-tok-s") == fmt_rate(pred["decode"]["tok_s"])
     assert page.text_content("#out-bound") == fmt_rate(pred["decode"]["bound_tok_s"])
     ex = {k: v for k, v in params.items() if k not in ("prompt", "gen")}
-    ex["context"] = str(int(params["context"]) + int(params["prompt"]))
+    if mode == "prefill":
+        ex["prefill"] = params["prompt"]
+    else:
+        ex["context"] = str(int(params["context"]) + int(params["prompt"]))
     expl = api(srv, "/api/explain", ex)
     wait_value(page, "journey-total", expl["total_s"])
     rows = page.locator("#journey tbody tr:not(.phase)").count()
@@ -173,4 +176,26 @@ def test_upload_gguf(env, tmp_path):
     from tokspeed.predict import predict
 
     assert pred["memory"]["weights_bytes"] == predict(str(path), "rtx-4090").memory.weights_bytes
+    assert not errors
+
+
+def test_prefill_toggle_and_shareable_url(env):
+    srv, page, requests, errors, _ = env
+    page.goto(srv.url)
+    page.wait_for_selector("body[data-updated]", state="attached")
+    page.fill("#prompt", "2048")
+    page.click("label:has(#mode-prefill)")
+    params = {**DEFAULTS, "prompt": "2048"}
+    check_against_api(srv, page, params, mode="prefill")
+    assert "A prefill of 2,048 tokens" in page.text_content("#journey-head")
+    assert page.locator("#journey .b-compute").count() >= 3          # QKV, attention, FFN turn compute-bound
+    shot(page, "web-prefill.png")
+    # the state lives in the URL: a reload (or a shared link) restores it
+    url = page.url
+    assert "prompt=2048" in url and "explain=prefill" in url
+    page.goto("about:blank")
+    page.goto(url)
+    page.wait_for_selector("body[data-updated]", state="attached")
+    assert page.input_value("#prompt") == "2048" and page.is_checked("#mode-prefill")
+    check_against_api(srv, page, params, mode="prefill")
     assert not errors

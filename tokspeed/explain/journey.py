@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..units import fmt_seconds
 from .roles import compute_unit, data_source, launch_path
 
 # ledger op name prefix -> (stage key, label). Ops sharing a key are one row (their order is kept).
@@ -154,6 +155,19 @@ def passes(pred, mode: str):
     return out
 
 
+def _bound_note(st: Stage, ridge: float) -> str:
+    """Say why a stage sits on the other side of the ridge than its FLOP/B suggests."""
+    if st.unit == "CPU" or not st.flops or not st.bytes or not ridge:
+        return ""
+    if st.bound == "memory" and st.intensity > ridge:
+        return ("memory-bound although its FLOP/B is above the ridge: the engine model adds traffic the ledger "
+                "does not count here (unfused attention writes and reads its score matrix) and reaches only part "
+                "of the peaks")
+    if st.bound == "compute" and st.intensity < ridge:
+        return "compute-bound below the ridge: this engine reaches only a fraction of peak FLOP/s for this shape"
+    return ""
+
+
 def build_journey(pred, mode: str = "decode") -> Journey:
     """Stages of one decode step (``mode='decode'``) or of the whole prefill (``'prefill'``) of ``pred``."""
     from ..predict import pass_time
@@ -163,8 +177,9 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     kernels = 0
     cpu_launch = Stage("launch", "launch kernels", "cpu", "CPU", launch_path(hw), note="")
     tokenize = Stage("tokenize", "tokenize", "cpu", "CPU", "text in system RAM",
-                     note="the sampled id is fed straight back; text is tokenized once, for the prompt "
-                          "(not modelled: microseconds)")
+                     note=("the sampled id is fed straight back; text is tokenized once, for the prompt "
+                           "(not modelled: microseconds)") if mode == "decode" else
+                     "the prompt is tokenized once before the prefill (not modelled: microseconds)")
     n_pass = 0
     for ops, tokens in passes(pred, mode):
         n_pass += 1
@@ -189,12 +204,15 @@ def build_journey(pred, mode: str = "decode") -> Journey:
         cpu_launch.seconds += pt.overhead_s - eng.fixed_s
         rows["sampling"].seconds += eng.fixed_s
     cpu_launch.kernels = kernels
-    cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass × {eng.launch_s * 1e6:g} µs"
+    per = f" × {n_pass} passes" if n_pass > 1 else ""
+    cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass × {fmt_seconds(eng.launch_s)}{per}"
                        if eng.launch_s else "no launch cost in this engine model")
     samp = rows["sampling"]
     samp.unit = "CPU"
-    samp.note = (f"{eng.fixed_s * 1e6:g} µs per step: copy logits, sample, stop check, next step"
+    samp.note = (f"{fmt_seconds(eng.fixed_s)} per pass{per}: copy logits, sample, stop check, next step"
                  if eng.fixed_s else "no per-step CPU cost in this engine model")
+    for st in rows.values():
+        st.note = st.note or _bound_note(st, hw.ridge_flops_per_byte)
     stages = [tokenize, cpu_launch] + [s for k, s in rows.items() if k != "sampling"] + [samp]
     total = sum(s.seconds for s in stages)
     for s in stages:

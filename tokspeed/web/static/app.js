@@ -46,11 +46,20 @@ function params() {
   if ($("hardware").value === "custom") for (const f of CUSTOM) p.set(f, $(f).value.trim());
   return p;
 }
+function explainMode() {
+  return $("mode-prefill").checked ? "prefill" : "decode";
+}
 function explainParams(p) {
-  // the decode step explained is the first generated token: context + prompt tokens are cached
+  // decode: the first generated token (context + prompt tokens cached); prefill: the prompt after the context
   const e = new URLSearchParams();
   for (const f of ["model", "hardware", "quant", "kv_dtype", "engine", "batch", ...CUSTOM]) if (p.has(f)) e.set(f, p.get(f));
-  e.set("context", String((parseInt(p.get("context")) || 0) + (parseInt(p.get("prompt")) || 0)));
+  const ctx = parseInt(p.get("context")) || 0, prompt = parseInt(p.get("prompt")) || 0;
+  if (explainMode() === "prefill" && prompt > 0) {
+    e.set("context", String(ctx));
+    e.set("prefill", String(prompt));
+  } else {
+    e.set("context", String(ctx + prompt));
+  }
   return e;
 }
 
@@ -98,8 +107,12 @@ function renderPrediction(d) {
 const PHASES = { cpu: "CPU", embedding: "GPU · embedding", layer: "GPU · every layer", head: "GPU · head" };
 
 function renderExplain(x) {
-  $("journey-head").textContent = "One decode token at context " + x.context.toLocaleString("en-US") + " on " + x.hardware +
-    " (" + x.engine + "): " + fmtSeconds(x.total_s) + " = " + fmtRate(x.tok_s / x.batch) + " tok/s. The stages below sum to it.";
+  const what = x.mode === "prefill"
+    ? "A prefill of " + x.tokens.toLocaleString("en-US") + " tokens after " + x.context.toLocaleString("en-US") + " cached"
+    : "One decode token at context " + x.context.toLocaleString("en-US");
+  $("journey-head").textContent = what + " on " + x.hardware + " (" + x.engine + "): " + fmtSeconds(x.total_s) + " = " +
+    fmtRate(x.tok_s / x.batch) + " tok/s. The stages below sum to it." +
+    (x.mode === "prefill" ? " Matmuls now reuse each weight for many tokens: compute-bound." : "");
   const body = $("journey").tBodies[0];
   body.replaceChildren();
   let phase = null, i = 0;
@@ -149,9 +162,28 @@ function renderExplain(x) {
   }
 }
 
+function saveHash(p) {
+  const h = new URLSearchParams(p);
+  if (h.get("model").startsWith("upload:")) h.delete("model");     // uploads do not outlive the server
+  if (explainMode() === "prefill") h.set("explain", "prefill");
+  history.replaceState(null, "", "#" + h);
+}
+function loadHash() {
+  const h = new URLSearchParams(location.hash.slice(1));
+  for (const f of [...FIELDS, ...CUSTOM]) {
+    const v = h.get(f);
+    if (v === null) continue;
+    const e = $(f);
+    if (e.tagName === "SELECT" && ![...e.options].some((o) => o.value === v)) continue;
+    e.value = v;
+  }
+  if (h.get("explain") === "prefill") $("mode-prefill").checked = true;
+}
+
 async function update() {
   const my = ++seq;
   const p = params();
+  saveHash(p);
   const e = explainParams(p);
   document.body.classList.add("busy");
   try {
@@ -233,6 +265,7 @@ async function init() {
     showError("cannot load the catalogs: " + err.message);
     return;
   }
+  loadHash();
   for (const img of document.querySelectorAll(".charts img")) {
     img.addEventListener("load", () => img.classList.remove("loading"));
     img.addEventListener("error", () => img.classList.remove("loading"));
@@ -245,6 +278,7 @@ async function init() {
     schedule();
   });
   $("form").addEventListener("submit", (ev) => { ev.preventDefault(); update(); });
+  for (const r of document.querySelectorAll("input[name=mode]")) r.addEventListener("change", schedule);
   update();
 }
 
