@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 from ..errors import UserError
+<<<<<<< HEAD
 from .options import add_model_options, add_run_options, add_scale_options, print_json, scale_kwargs
+=======
+from .options import add_model_options, add_plot_option, add_run_options, check_plot, print_json
+>>>>>>> explain
 
 
 def add_parser(sub):
@@ -16,6 +20,7 @@ def add_parser(sub):
     add_run_options(p)
     add_scale_options(p)
     p.add_argument("--json", action="store_true")
+    add_plot_option(p)
     return p
 
 
@@ -23,6 +28,7 @@ def run(args) -> int:
     from ..hardware.catalog import get_hardware
     from ..predict import predict
 
+    check_plot(args)
     hws = [h.strip() for h in args.hardware.split(",") if h.strip()]
     quants = [q.strip() for q in (args.quant or "F16").split(",") if q.strip()]
     if not hws:
@@ -32,8 +38,16 @@ def run(args) -> int:
         hw = get_hardware(h)
         for q in quants:
             rows.append(predict(args.model, hw, quant=q, kv_dtype=args.kv_dtype, engine=args.engine,
+<<<<<<< HEAD
                                 prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
                                 **scale_kwargs(args)))
+=======
+                                prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch))
+    if args.plot:
+        from ..plots.verbs import plot_compare
+
+        plot_compare(rows, args.plot)
+>>>>>>> explain
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0

@@ -1,11 +1,157 @@
-"""`tokspeed measure` (not implemented yet: a stub that its issue replaces)."""
+"""`tokspeed measure MODEL`: a real decode on this machine, measured next to predicted."""
+
+from __future__ import annotations
+
+import json
+import sys
 
 from ..errors import UserError
 
 
+def _int_list(text: str, what: str) -> list[int]:
+    try:
+        vals = [int(v) for v in str(text).replace(" ", "").split(",") if v != ""]
+    except ValueError:
+        raise UserError(f"{what} must be comma-separated integers, got {text!r}") from None
+    if not vals:
+        raise UserError(f"{what} is empty")
+    return vals
+
+
 def add_parser(sub):
-    return sub.add_parser("measure", help="(coming soon)")
+    p = sub.add_parser("measure", help="run a real decode here and set it next to the prediction",
+                       description="Measure prefill and decode tok/s at several KV depths (prefilled first, as "
+                                   "llama-bench -d), with achieved GB/s, MBU and MFU, next to the prediction for the "
+                                   "same hardware (default: the probed `local` profile).")
+    p.add_argument("model", help="catalog id or config (random weights), safetensors folder, or .gguf file")
+    p.add_argument("--backend", choices=["torch", "llama.cpp"], default="torch")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (torch backend)")
+    p.add_argument("--quant", default="", help="torch: F32 (CPU default), BF16 (CUDA default) or F16; "
+                                                "llama.cpp: read from the GGUF file")
+    p.add_argument("--context", default="0,512,2048", help="KV depths before each run (default 0,512,2048)")
+    p.add_argument("--batch", default="1", help="concurrent sequences, comma-separated (torch backend)")
+    p.add_argument("--prompt", type=int, default=512, help="tokens prefilled at each depth (default 512)")
+    p.add_argument("--gen", type=int, default=32, help="decode steps timed at each depth (default 32, min 5)")
+    p.add_argument("--hardware", default="local", help="profile to predict for and to measure MBU against "
+                                                       "(default local: from `tokspeed probe`)")
+    p.add_argument("-o", "--output", help="write the run to this RUN.json")
+    p.add_argument("--json", action="store_true", help="print the run as JSON on stdout")
+    p.add_argument("--calibrate", action="store_true",
+                   help="fit this machine's (eta, overhead) from the run and store it in the profile")
+    p.add_argument("--text", help="generate from this prompt with real weights and a tokenizer, token by token")
+    p.add_argument("--seed", type=int, default=0)
+    return p
 
 
 def run(args) -> int:
-    raise UserError("`tokspeed measure` is not implemented yet")
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    if args.backend == "torch":
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            raise UserError("the torch backend needs torch", "pip install 'tokspeed[measure]' (torch==2.13.0)") from None
+    if args.text is not None:
+        return _generate(args, err)
+
+    from ..measure.calibrate import load_calibration
+    from ..measure.run_file import write_run
+    from ..measure.runner import MeasureOptions, add_predictions, calibrate_run, finished, measure, resolve_hardware
+
+    hw, profile_path = resolve_hardware(args.hardware)
+    opts = MeasureOptions(args.model, args.backend, args.device, args.quant, _int_list(args.context, "--context"),
+                          _int_list(args.batch, "--batch"), args.prompt, args.gen, seed=args.seed)
+    if opts.prompt < 0:
+        raise UserError(f"--prompt must be >= 0, got {opts.prompt}")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    total = len(opts.contexts) * (len(opts.batches) if opts.backend == "torch" else 1) * opts.gen
+    with Progress(TextColumn("[bold]measuring[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("decode steps"),
+                  TimeRemainingColumn(), console=err, transient=True) as prog:
+        task = prog.add_task("measure", total=total)
+        run_ = measure(opts, hw, lambda n: prog.advance(task, n))
+    if not args.calibrate:
+        add_predictions(run_, hw, load_calibration(profile_path, args.backend) if profile_path else None)
+    else:
+        add_predictions(run_, hw, None)
+        cal = calibrate_run(run_, hw, profile_path)
+        add_predictions(run_, hw, cal)
+        err.print(f"calibration stored in {profile_path}: eta_memory {cal.eta_memory:.3f}, overhead "
+                  f"{cal.overhead_s * 1e3:.2f} ms/token (fit rms error {cal.rms_rel_error:.1%} over {cal.n_points} points)")
+    out = finished(run_)
+    if args.output:
+        path = write_run(out, args.output)
+        err.print(f"run written to {path}")
+    for w in out["warnings"]:
+        err.print(f"[yellow]warning:[/] {w}")
+    if args.json:
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        print_run(out, Console())
+    return 0
+
+
+def print_run(run: dict, console) -> None:
+    from rich.table import Table
+
+    hw = run["hardware"]
+    t = Table(title=f"{run['model']['id']} ({run['model']['source']}, {run['quant']}) · {run['backend']} on "
+                    f"{run['device']} · predicted for {hw['id']}")
+    for col in ("batch", "depth", "prefill tok/s", "decode tok/s", "predicted", "error", "GB/s", "MBU", "MFU"):
+        t.add_column(col, justify="right")
+    for p in run["points"]:
+        pred = p.get("predicted") or {}
+        t.add_row(str(p["batch"]), str(p["context"]),
+                  f"{p['prefill_tok_s']:,.1f}" if p.get("prefill_tok_s") else "-",
+                  f"{p['decode_tok_s']:,.2f}" + (" !" if p["decode_step"]["unstable"] else ""),
+                  f"{pred['tok_s']:,.2f}" if pred else "-",
+                  f"{p['error_pct']:+.0f} %" if pred else "-",
+                  f"{p['achieved_gbps']:.1f}", f"{p['mbu']:.0%}", f"{p['mfu']:.1%}" if p.get("mfu") else "-")
+    console.print(t)
+    stages = run["points"][0].get("stages_ms") if run["points"] else None
+    if stages:
+        total = sum(stages.values())
+        console.print("one decode step (depth {}), by stage: ".format(run["points"][0]["context"]) + " · ".join(
+            f"{k} {v:.2f} ms ({v / total:.0%})" for k, v in stages.items()))
+    pred = (run["points"][0].get("predicted") or {}) if run["points"] else {}
+    if pred:
+        console.print(f"predicted by {pred['source']}")
+    console.print(f"[dim]counted: {run['counted']}[/]")
+
+
+def _generate(args, err) -> int:
+    """--text: stream generated tokens with their times, after the first step's top candidates."""
+    from rich.console import Console
+
+    out = Console()
+    events = []
+
+    def emit(ev):
+        events.append(ev)
+        if args.json:
+            return
+        if ev["kind"] == "prompt":
+            out.print(f"prompt: {ev['tokens']} tokens: " + " | ".join(repr(p) for p in ev["pieces"]))
+        elif ev["kind"] == "candidates":
+            out.print(f"prefill + first step: {ev['ms']:.1f} ms; next-token distribution (top {len(ev['top'])}):")
+            for text, prob in ev["top"]:
+                out.print(f"  {prob:6.1%}  {text!r}")
+        else:
+            out.print(f"[bold]{ev['text']!r}[/] [dim]{ev['ms']:.1f} ms[/]")
+
+    if args.backend == "llama.cpp":
+        from ..measure.backend_llamacpp import generate_text, load_llama
+
+        text = generate_text(load_llama(args.model, 4096), args.text, args.gen, emit)
+    else:
+        from ..measure.backend_torch import generate_text, load_model
+
+        lm = load_model(args.model, args.device, args.quant or ("BF16" if args.device.startswith("cuda") else "F32"),
+                        max_seq=len(args.text.encode()) + args.gen + 8, max_batch=1, prompt=len(args.text.encode()))
+        text = generate_text(lm, args.text, args.gen, emit)
+    if args.json:
+        sys.stdout.write(json.dumps({"text": text, "events": events}, ensure_ascii=False, indent=2) + "\n")
+    else:
+        out.print(f"generated: {text}")
+    return 0

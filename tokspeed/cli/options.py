@@ -98,6 +98,18 @@ def add_predict_options(p):
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
 
 
+def add_plot_option(p):
+    p.add_argument("--plot", metavar="FILE", help="also draw a chart to FILE (.png or .svg)")
+
+
+def check_plot(args):
+    """Fail on a bad --plot path before any work is done."""
+    if getattr(args, "plot", None):
+        from ..plots.canvas import check_path
+
+        check_path(args.plot)
+
+
 def resolve_hardware(args, name: str | None = None):
     """The device named by --hardware, or a custom one from --bandwidth/--memory."""
     name = name if name is not None else args.hardware

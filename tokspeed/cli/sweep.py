@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .options import (add_hardware_options, add_model_options, add_scale_options, int_list, positive_int, print_json,
-                      resolve_hardware, scale_kwargs)
+from .options import (add_hardware_options, add_model_options, add_plot_option, add_scale_options, check_plot,
+                      int_list, positive_int, print_json, resolve_hardware, scale_kwargs)
 
 
 def add_parser(sub):
@@ -20,6 +20,7 @@ def add_parser(sub):
     p.add_argument("--gen", type=positive_int, default=1, help="tokens generated per row (default 1)")
     add_scale_options(p)
     p.add_argument("--json", action="store_true")
+    add_plot_option(p)
     return p
 
 
@@ -39,8 +40,13 @@ def sweep_rows(args, hw) -> list[dict]:
 
 
 def run(args) -> int:
+    check_plot(args)
     hw = resolve_hardware(args)
     rows = sweep_rows(args, hw)
+    if args.plot:
+        from ..plots.verbs import plot_sweep
+
+        plot_sweep(rows, args.plot)
     if args.json:
         print_json(rows)
         return 0

@@ -1,0 +1,46 @@
+"""Calibration fit: seconds per token = bytes / (bandwidth * eta) + overhead, by least squares."""
+
+import pytest
+
+from tokspeed.hardware.catalog import get_hardware, hardware_from_toml
+from tokspeed.measure.calibrate import fit, load_calibration, store_calibration
+from tokspeed.measure.profile import dumps_toml
+
+
+def test_recovers_eta_and_overhead_from_exact_points():
+    bw = 40.0  # GB/s
+    pts = [(b, b / (bw * 1e9 * 0.6) + 0.002) for b in (1e9, 1.5e9, 2e9, 3e9)]
+    cal = fit(pts, bw, "torch")
+    assert cal.eta_memory == pytest.approx(0.6, rel=1e-9)
+    assert cal.overhead_s == pytest.approx(0.002, rel=1e-9)
+    assert cal.rms_rel_error == pytest.approx(0.0, abs=1e-12)
+    # 2 GB at 40 GB/s x 0.6 = 83.33 ms, + 2 ms
+    assert cal.seconds_per_token(2e9) == pytest.approx(2 / 24 + 0.002)
+
+
+def test_single_byte_count_pins_overhead_to_zero():
+    cal = fit([(2e9, 0.1), (2e9, 0.1)], 40.0, "torch")
+    assert cal.overhead_s == 0.0
+    assert cal.eta_memory == pytest.approx(0.5)   # 2 GB in 0.1 s = 20 GB/s of 40 GB/s
+
+
+def _profile(tmp_path, name="Test CPU (measured)"):
+    p = tmp_path / "local.toml"
+    p.write_text(dumps_toml({"name": name, "kind": "cpu", "vendor": "AMD", "memory_gb": 24.0,
+                             "bandwidth_gbps": 40.0, "measured": {"cpu_read_gbps": 40.0}, "calibration": {}}))
+    return p
+
+
+def test_store_then_load_through_local_profile(tmp_path, monkeypatch):
+    p = _profile(tmp_path)
+    monkeypatch.setenv("TOKSPEED_LOCAL_PROFILE", str(p))
+    cal = fit([(1e9, 0.03), (2e9, 0.055)], 40.0, "torch")
+    store_calibration(p, cal)
+    hw = get_hardware("local")          # still loads as Hardware with the two extra tables present
+    assert hw.bandwidth_gbps == 40.0
+    got = load_calibration(hw, "torch")
+    assert got is not None and got.eta_memory == pytest.approx(cal.eta_memory, rel=1e-5)
+    assert load_calibration(p) is not None                       # by path, first backend
+    assert load_calibration(hw, "llama.cpp") is None             # nothing fitted for that backend
+    assert load_calibration(get_hardware("rtx-4090"), "torch") is None   # a catalog device never picks it up
+    assert hardware_from_toml(p).name == "Test CPU (measured)"

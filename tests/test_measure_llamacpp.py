@@ -1,0 +1,55 @@
+"""llama.cpp backend on a GGUF written here: llama.cpp's logits match the reference decoder loaded
+from the same file (a third, independent implementation), and `measure --backend llama.cpp` runs."""
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.conftest import run_cli
+
+pytestmark = pytest.mark.slow
+torch = pytest.importorskip("torch")
+llama_cpp = pytest.importorskip("llama_cpp")
+pytest.importorskip("gguf")
+
+from tokspeed.measure.decoder import Decoder, DecoderConfig  # noqa: E402
+from tokspeed.measure.gguf_write import write_gguf  # noqa: E402
+from tokspeed.measure.weights import gguf_tensor_shapes, gguf_weights, random_weights, spec_from_gguf  # noqa: E402
+
+CFG = DecoderConfig(n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, head_dim=16, d_ff=96, vocab_size=100)
+
+
+@pytest.fixture
+def gguf_file(tmp_path):
+    return write_gguf(tmp_path / "tiny.gguf", CFG, random_weights(CFG, torch.float32, std=0.2))
+
+
+def test_llama_cpp_logits_match_reference_decoder(gguf_file):
+    meta, shapes = gguf_tensor_shapes(gguf_file)
+    spec, over = spec_from_gguf(meta, shapes, "tiny")
+    assert (spec.n_layers, spec.d_model, spec.n_kv_heads, spec.d_ff) == (2, 64, 2, 96)
+    assert over["rope_interleaved"]           # llama architecture: adjacent-pair rotation
+    model = Decoder(DecoderConfig.from_spec(spec, **over), gguf_weights(gguf_file)[0], max_seq=32)
+    toks = [1, 5, 7, 9, 3, 42]
+    ours = model(torch.tensor([toks]), 0)[0].numpy()
+    llm = llama_cpp.Llama(str(gguf_file), n_ctx=32, logits_all=True, verbose=False, n_threads=2)
+    llm.eval(toks)
+    ref = np.array(llm.scores[len(toks) - 1])
+    # llama.cpp keeps the KV cache in F16: agreement to ~1e-3 of the logit scale
+    np.testing.assert_allclose(ours, ref, atol=5e-3 * np.abs(ref).max())
+
+
+def test_measure_llama_cpp_backend(gguf_file, tmp_path, monkeypatch):
+    prof = tmp_path / "local.toml"
+    prof.write_text('name = "T"\nkind = "cpu"\nvendor = "x"\nmemory_gb = 24\nbandwidth_gbps = 40\nfp32_tflops = 0.2\n')
+    monkeypatch.setenv("TOKSPEED_LOCAL_PROFILE", str(prof))
+    r = run_cli("measure", gguf_file, "--backend", "llama.cpp", "--context", "0,16", "--prompt", "8", "--gen", "5",
+                "--json")
+    assert r.returncode == 0, r.stderr
+    run = json.loads(r.stdout)
+    assert run["quant"] == "F32" and run["backend"] == "llama.cpp"
+    p = run["points"][1]
+    # KV per step at depths 16..20: K and V, 2 layers, 32 values, F16 (2 bytes), depth + 1 positions
+    assert p["kv_bytes_per_token"] == pytest.approx(sum(2 * 2 * 32 * (16 + i + 1) * 2 for i in range(5)) / 5)
+    assert p["decode_tok_s"] > 0 and p["prefill_tok_s"] > 0

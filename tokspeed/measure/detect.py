@@ -1,0 +1,141 @@
+"""What hardware this is: CPU model, cores, RAM; NVIDIA GPUs through torch (or NVML); Apple chips via sysctl."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class GpuInfo:
+    index: int
+    name: str
+    memory_bytes: int
+    free_bytes: int = 0
+    compute_capability: str = ""
+
+
+@dataclass
+class MachineInfo:
+    cpu_model: str
+    vendor: str
+    logical_cores: int
+    physical_cores: int
+    ram_bytes: int
+    available_ram_bytes: int
+    os: str
+    apple_chip: str = ""
+    gpus: list[GpuInfo] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _sysctl(name: str) -> str:
+    try:
+        return subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _cpu_model() -> tuple[str, str]:
+    """(model name, vendor) from /proc/cpuinfo, sysctl on macOS, or platform."""
+    if platform.system() == "Darwin":
+        brand = _sysctl("machdep.cpu.brand_string")
+        return brand or platform.processor(), "Apple" if "Apple" in brand else "Intel"
+    model, vendor = "", ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                key = key.strip()
+                if key == "model name" and not model:
+                    model = val.strip()
+                elif key == "vendor_id" and not vendor:
+                    vendor = val.strip()
+    except OSError:
+        pass
+    vendor = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel"}.get(vendor, vendor)
+    return model or platform.processor() or platform.machine(), vendor or "unknown"
+
+
+def _ram() -> tuple[int, int]:
+    try:
+        import psutil
+
+        vm = psutil.virtual_memory()
+        return int(vm.total), int(vm.available)
+    except ImportError:
+        pass
+    if platform.system() == "Darwin":
+        total = int(_sysctl("hw.memsize") or 0)
+        return total, total
+    info = {}
+    try:
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                info[k] = int(v.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return 0, 0
+    return info.get("MemTotal", 0), info.get("MemAvailable", info.get("MemFree", 0))
+
+
+def _physical_cores() -> int:
+    try:
+        import psutil
+
+        return psutil.cpu_count(logical=False) or os.cpu_count() or 1
+    except ImportError:
+        return os.cpu_count() or 1
+
+
+def nvidia_gpus() -> list[GpuInfo]:
+    """CUDA devices through torch; through NVML (pynvml) when torch has no CUDA."""
+    out = []
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            for i in range(torch.cuda.device_count()):
+                p = torch.cuda.get_device_properties(i)
+                free, _total = torch.cuda.mem_get_info(i)
+                out.append(GpuInfo(i, p.name, int(p.total_memory), int(free), f"{p.major}.{p.minor}"))
+            return out
+    except ImportError:
+        pass
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            h = pynvml.nvmlDeviceGetHandleByIndex(i)
+            mem = pynvml.nvmlDeviceGetMemoryInfo(h)
+            name = pynvml.nvmlDeviceGetName(h)
+            out.append(GpuInfo(i, name.decode() if isinstance(name, bytes) else name, int(mem.total), int(mem.free)))
+    except Exception:  # no NVML, no driver: no NVIDIA GPU to report
+        pass
+    return out
+
+
+def detect() -> MachineInfo:
+    model, vendor = _cpu_model()
+    total, avail = _ram()
+    apple = model if platform.system() == "Darwin" and "Apple" in model else ""
+    return MachineInfo(
+        cpu_model=model, vendor=vendor, logical_cores=os.cpu_count() or 1, physical_cores=_physical_cores(),
+        ram_bytes=total, available_ram_bytes=avail, os=f"{platform.system()} {platform.release()}",
+        apple_chip=apple, gpus=nvidia_gpus(),
+    )
+
+
+def free_memory_bytes(device: str = "cpu") -> int:
+    """Memory a new allocation can take now: available RAM, or free VRAM on a CUDA device."""
+    if device.startswith("cuda"):
+        import torch
+
+        idx = int(device.split(":")[1]) if ":" in device else 0
+        return int(torch.cuda.mem_get_info(idx)[0])
+    return _ram()[1]

@@ -1,0 +1,44 @@
+"""The prediction to set next to a measured point: ``tokspeed.predict`` for the same model shape,
+quant, KV dtype, depth and batch on the same hardware profile, then this machine's calibration
+(``calibrate.py``) if one is stored: t_step = bytes_step / (bandwidth * eta) + overhead.
+
+The measurement decodes from depth ``context`` (the prompt is prefilled separately and rewound),
+so decode is predicted with prompt=0 at that depth, and prefill with the prompt at that depth.
+Rates are aggregate over the batch (tokens of all sequences per second), like the measured ones.
+"""
+
+from __future__ import annotations
+
+# Engine model used for the uncalibrated prediction of each backend. The reference decoder has no
+# engine profile in tokspeed.engines, so it is predicted at the ideal bound (eta = 1, no overhead)
+# until this machine's calibration replaces it; llama.cpp uses the core's llama.cpp model.
+ENGINE_FOR_BACKEND = {"torch": "ideal", "llama.cpp": "llama.cpp"}
+# KV cache element type each backend keeps: the torch decoder in the weights' dtype, llama.cpp F16.
+KV_DTYPE = {"F32": "f32", "BF16": "bf16", "F16": "f16"}
+
+
+def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: int, batch: int,
+                  prompt: int, calibration=None) -> dict:
+    """{bound_tok_s, tok_s, prefill_tok_s, bytes_per_step, engine, source}; ``tok_s`` is the
+    engine model's expectation, or the calibrated one when ``calibration`` is given."""
+    from ..predict import predict
+
+    engine = ENGINE_FOR_BACKEND.get(backend, "ideal")
+    kv = KV_DTYPE.get(quant.upper(), "f16") if backend == "torch" else "f16"
+    q = quant if quant.upper() in ("F32", "F16", "BF16") or backend != "torch" else "F16"
+    dec = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=0, gen=gen, context=context,
+                  batch=batch).to_dict()["decode"]
+    out = {"bound_tok_s": batch * dec["bound_tok_s"], "tok_s": batch * dec["tok_s"],
+           # ideal step time x bandwidth: the bytes of one step as the core counts them
+           "bytes_per_step": hardware.bandwidth_gbps * 1e9 / dec["bound_tok_s"],
+           "engine": engine, "source": f"tokspeed.predict(engine={engine!r}, quant={q!r}, kv_dtype={kv!r})"}
+    if prompt:
+        pre = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=prompt, gen=1, context=context,
+                      batch=batch).to_dict()["prefill"]
+        out["prefill_tok_s"] = pre.get("tok_s")
+    if calibration is not None:
+        out["uncalibrated_tok_s"] = out["tok_s"]
+        out["tok_s"] = batch / calibration.seconds_per_token(out["bytes_per_step"])
+        out["source"] += (f" + this machine's calibration (eta {calibration.eta_memory:.3f}, "
+                          f"overhead {calibration.overhead_s * 1e3:.2f} ms/step)")
+    return out

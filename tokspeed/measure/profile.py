@@ -1,0 +1,121 @@
+"""The hardware profile a probe writes: a custom-hardware TOML (name, kind, vendor, memory_gb,
+bandwidth_gbps = measured read bandwidth, fp16/fp32 TFLOP/s = measured matmul) with a [measured]
+table holding every probe result and a [calibration.<backend>] table per fitted backend.
+
+``tokspeed.hardware.catalog.hardware_from_toml`` loads the top-level keys as a Hardware; the two
+tables are ignored there and read back here (``read_profile``, ``load_calibration``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import tomllib
+from pathlib import Path
+
+from ..errors import UserError
+from ..hardware.catalog import local_profile_path  # noqa: F401  (where `tokspeed probe` writes by default)
+
+PROFILE_VERSION = 1
+
+
+# ---- a minimal TOML writer (flat keys and one level of tables are all a profile holds) -----------
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        return repr(float(f"{v:.6g}")) if v == v and abs(v) != float("inf") else "0.0"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    s = str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{s}"'
+
+
+def _key(k: str) -> str:
+    return k if k.replace("_", "").replace("-", "").isalnum() else _toml_value(k)
+
+
+def dumps_toml(data: dict) -> str:
+    lines, tables = [], []
+    for k, v in data.items():
+        if isinstance(v, dict):
+            tables.append((k, v))
+        else:
+            lines.append(f"{_key(k)} = {_toml_value(v)}")
+    for name, table in tables:
+        sub = [(k, v) for k, v in table.items() if isinstance(v, dict)]
+        flat = {k: v for k, v in table.items() if not isinstance(v, dict)}
+        lines += ["", f"[{_key(name)}]"] + [f"{_key(k)} = {_toml_value(v)}" for k, v in flat.items()]
+        for sk, sv in sub:
+            lines += ["", f"[{_key(name)}.{_key(sk)}]"] + [f"{_key(k)} = {_toml_value(v)}" for k, v in sv.items()]
+    return "\n".join(lines) + "\n"
+
+
+# ---- building, reading, writing ---------------------------------------------------------------
+def _unit_key(unit: str) -> str:
+    return {"GB/s": "gbps", "TFLOP/s": "tflops"}[unit]
+
+
+def measured_table(machine, results, threads: int, tool: str) -> dict:
+    m = {"profile_version": PROFILE_VERSION,
+         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+         "tool": tool, "cpu_model": machine.cpu_model, "logical_cores": machine.logical_cores,
+         "physical_cores": machine.physical_cores, "threads": threads, "ram_bytes": machine.ram_bytes,
+         "os": machine.os}
+    if machine.gpus:
+        m["gpu_model"] = machine.gpus[0].name
+        m["gpu_count"] = len(machine.gpus)
+    for r in results:
+        m[f"{r.name}_{_unit_key(r.unit)}"] = r.value
+        m[f"{r.name}_spread"] = r.timing.spread
+        m[f"{r.name}_repeats"] = r.timing.repeats
+    return m
+
+
+def build_profile(machine, results, threads: int, tool: str = "tokspeed probe") -> dict:
+    """The profile as a dict. On a machine with a probed CUDA GPU the device is the GPU
+    (kind gpu, VRAM, on-device bandwidth, host link measured); otherwise the CPU and its RAM."""
+    by = {r.name: r.value for r in results}
+    on_gpu = "gpu_read" in by and machine.gpus
+    if on_gpu:
+        g = machine.gpus[0]
+        hw = {"name": f"{g.name} (measured)", "kind": "gpu", "vendor": "NVIDIA",
+              "memory_gb": round(g.memory_bytes / 1e9, 3), "bandwidth_gbps": round(by["gpu_read"], 2),
+              "fp16_tflops": round(by.get("gpu_matmul_fp16", by.get("gpu_matmul_bf16", 0.0)), 3),
+              "fp32_tflops": round(by.get("gpu_matmul_fp32", 0.0), 3)}
+        if "gpu_h2d_pinned" in by:
+            hw["host_link_gbps"] = round(by["gpu_h2d_pinned"], 2)
+    else:
+        kind = "soc" if machine.apple_chip else "cpu"
+        hw = {"name": f"{machine.cpu_model} ({machine.physical_cores} cores, measured)", "kind": kind,
+              "vendor": "Apple" if machine.apple_chip else machine.vendor,
+              "memory_gb": round(machine.ram_bytes / 1e9, 3), "bandwidth_gbps": round(by["cpu_read"], 2),
+              "fp16_tflops": round(by.get("cpu_matmul_bf16", 0.0), 4),
+              "fp32_tflops": round(by.get("cpu_matmul_fp32", 0.0), 4)}
+    hw["source"] = f"measured by {tool}"
+    hw["notes"] = ("bandwidth_gbps is the measured read bandwidth (median); fp16_tflops is the measured "
+                   "bf16/fp16 matmul, fp32_tflops the fp32 matmul; all probe results in [measured]")
+    hw["measured"] = measured_table(machine, results, threads, tool)
+    hw["calibration"] = {}
+    return hw
+
+
+def write_profile(profile: dict, path) -> Path:
+    p = Path(path).expanduser()
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(dumps_toml(profile), encoding="utf-8")
+    except OSError as e:
+        raise UserError(f"cannot write profile {p}: {e.strerror}") from None
+    return p
+
+
+def read_profile(path) -> dict:
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise UserError(f"no hardware profile at {p}", "run `tokspeed probe` first")
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise UserError(f"{p}: not valid TOML ({e})") from None

@@ -1,0 +1,150 @@
+"""One `tokspeed measure` run: load the backend, time every (batch, depth) point, put the
+prediction for the same hardware next to each, derive achieved GB/s, MBU and MFU, optionally
+fit and store this machine's calibration. Returns the RUN.json dict (``run_file.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+
+
+@dataclass
+class MeasureOptions:
+    model: str
+    backend: str = "torch"
+    device: str = "cpu"
+    quant: str = ""
+    contexts: list = field(default_factory=lambda: [0, 512, 2048])
+    batches: list = field(default_factory=lambda: [1])
+    prompt: int = 512
+    gen: int = 32
+    warmup: int = 2
+    seed: int = 0
+
+
+def resolve_hardware(name: str):
+    """(Hardware, profile path or None). ``local`` is the probed profile (profile.local_profile_path)."""
+    from ..hardware.catalog import LOCAL_NAME, get_hardware, local_profile_path
+
+    hw = get_hardware(name)
+    p = local_profile_path() if name.strip().lower() == LOCAL_NAME else Path(name).expanduser()
+    return hw, (p if p.is_file() else None)
+
+
+def gguf_quant_name(path) -> str:
+    """The file type llama.cpp recorded (``general.file_type``) as a --quant name (Q4_K_M, F16 ...)."""
+    from gguf import LlamaFileType
+
+    from .weights import gguf_tensor_shapes
+
+    meta, _ = gguf_tensor_shapes(path)
+    ft = meta.get("general.file_type")
+    try:
+        name = LlamaFileType(int(ft)).name
+    except (TypeError, ValueError):
+        return "F32"
+    return name.replace("MOSTLY_", "").replace("ALL_", "")
+
+
+def derive_rates(point: dict, hw, quant: str) -> dict:
+    """Achieved GB/s, MBU (of the profile's bandwidth) and MFU (of its fp32 or fp16 TFLOP/s) of a point."""
+    step_s = point["batch"] / point["decode_tok_s"]
+    gbps = point["bytes_per_step"] / step_s / 1e9
+    peak = (hw.fp32_tflops if quant.upper() == "F32" else hw.fp16_tflops or hw.fp32_tflops) * 1e12
+    point["achieved_gbps"] = gbps
+    point["mbu"] = gbps / hw.bandwidth_gbps
+    point["mfu"] = point["flops_per_step"] / step_s / peak if peak else None
+    return point
+
+
+def measure(opts: MeasureOptions, hw, progress=None) -> dict:
+    """Time every point; ``progress(advance)`` is called after each decode step."""
+    from .detect import detect
+    from .run_file import new_run
+
+    if opts.gen < 5:
+        raise UserError(f"--gen must be at least 5 (the decode steps are the repeats), got {opts.gen}")
+    if any(c < 0 for c in opts.contexts) or any(b < 1 for b in opts.batches):
+        raise UserError("--context values must be >= 0 and --batch values >= 1")
+    machine = detect()
+    warnings = []
+    max_seq = max(opts.contexts) + max(opts.prompt, opts.gen + opts.warmup) + 1
+    step = (lambda: progress(1)) if progress else None
+    if opts.backend == "torch":
+        import torch
+
+        from . import backend_torch as bt
+
+        quant = (opts.quant or ("BF16" if opts.device.startswith("cuda") else "F32")).upper()
+        lm = bt.load_model(opts.model, opts.device, quant, max_seq, max(opts.batches), opts.prompt, opts.seed)
+        for b in opts.batches:   # untimed: first calls build kernels/primitives for each shape
+            bt.measure_point(lm, b, 0, min(opts.prompt, 16), 5, opts.warmup, opts.seed)
+        points = [bt.measure_point(lm, b, c, opts.prompt, opts.gen, opts.warmup, opts.seed, step)
+                  for b in opts.batches for c in opts.contexts]
+        spec, counted, threads = lm.spec, bt.counted_text(lm), torch.get_num_threads()
+        model = {"id": spec.id, "source": lm.source, "path": lm.path, "n_params": spec.n_params}
+    elif opts.backend == "llama.cpp":
+        from . import backend_llamacpp as bl
+
+        if opts.batches != [1]:
+            warnings.append("llama.cpp backend: batch sizes other than 1 are not measured (single sequence)")
+        quant = gguf_quant_name(opts.model) if Path(opts.model).suffix == ".gguf" else (opts.quant or "?")
+        lm = bl.load_llama(opts.model, max_seq)
+        bl.measure_point(lm, 0, min(opts.prompt, 16), 5, opts.warmup, opts.seed)   # untimed warm-up
+        points = [bl.measure_point(lm, c, opts.prompt, opts.gen, opts.warmup, opts.seed, step) for c in opts.contexts]
+        spec, counted, threads = lm.spec, bl.COUNTED, lm.threads
+        model = {"id": spec.id, "source": "gguf", "path": lm.path, "n_params": spec.n_params}
+    else:
+        raise UserError(f"unknown backend {opts.backend!r}", "use torch or llama.cpp")
+    points = [derive_rates(p, hw, quant) for p in points]
+    for p in points:
+        if p["decode_step"]["unstable"]:
+            warnings.append(f"batch {p['batch']} depth {p['context']}: decode steps spread "
+                            f"{p['decode_step']['spread']:.0%} of the median (> 10 %): the machine was busy?")
+    run = new_run(
+        machine=machine.to_dict(),
+        hardware={"id": hw.id, "name": hw.name, "bandwidth_gbps": hw.bandwidth_gbps, "fp16_tflops": hw.fp16_tflops,
+                  "fp32_tflops": hw.fp32_tflops},
+        model=model, backend=opts.backend, device=opts.device, quant=quant,
+        settings={"contexts": opts.contexts, "batches": opts.batches, "prompt": opts.prompt, "gen": opts.gen,
+                  "threads": threads, "warmup": opts.warmup},
+        counted=counted + f"; MBU = bytes per step / step time / {hw.bandwidth_gbps:g} GB/s (hardware {hw.id})",
+        points=points, warnings=warnings)
+    run["_spec"] = spec   # dropped before writing
+    return run
+
+
+def add_predictions(run: dict, hw, calibration=None) -> dict:
+    """Set ``predicted`` and ``error_pct`` (predicted vs measured decode tok/s) on every point."""
+    from .predicted import predict_point
+
+    spec = run["_spec"]
+    for p in run["points"]:
+        pred = predict_point(spec, hw, run["backend"], run["quant"], p["context"], p["gen"], p["batch"],
+                             p["prompt"], calibration)
+        p["predicted"] = pred
+        p["error_pct"] = (pred["tok_s"] - p["decode_tok_s"]) / p["decode_tok_s"] * 100
+    run["calibration"] = calibration.to_dict() if calibration else None
+    return run
+
+
+def calibrate_run(run: dict, hw, profile_path) -> object:
+    """Fit (eta, overhead) over the run's points, store it in the profile, return it."""
+    from .calibrate import fit, store_calibration
+
+    if profile_path is None:
+        raise UserError("--calibrate stores the fit in a probed hardware profile",
+                        "use --hardware local (after `tokspeed probe`) or --hardware PROFILE.toml")
+    pts = [(p["predicted"]["bytes_per_step"], p["batch"] / p["decode_tok_s"]) for p in run["points"]]
+    cal = fit(pts, hw.bandwidth_gbps, run["backend"], fitted_on=f"{run['model']['id']} {run['quant']} depths "
+              + ",".join(str(c) for c in run["settings"]["contexts"]))
+    store_calibration(profile_path, cal)
+    return cal
+
+
+def finished(run: dict) -> dict:
+    run = dict(run)
+    run.pop("_spec", None)
+    return run
