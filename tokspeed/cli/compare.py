@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 from ..errors import UserError
-<<<<<<< HEAD
-from .options import add_model_options, add_run_options, add_scale_options, print_json, scale_kwargs
-=======
-from .options import add_model_options, add_plot_option, add_run_options, check_plot, print_json
->>>>>>> explain
+from .options import (add_model_options, add_plot_option, add_run_options, add_scale_options, check_plot, print_json,
+                      scale_kwargs)
 
 
 def add_parser(sub):
@@ -38,16 +35,12 @@ def run(args) -> int:
         hw = get_hardware(h)
         for q in quants:
             rows.append(predict(args.model, hw, quant=q, kv_dtype=args.kv_dtype, engine=args.engine,
-<<<<<<< HEAD
                                 prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
                                 **scale_kwargs(args)))
-=======
-                                prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch))
     if args.plot:
         from ..plots.verbs import plot_compare
 
         plot_compare(rows, args.plot)
->>>>>>> explain
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0

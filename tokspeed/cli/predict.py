@@ -28,12 +28,9 @@ def run(args) -> int:
         from ..report.scale_table import render_scale
 
         render_prediction(pred)
-<<<<<<< HEAD
         render_scale(pred)
-=======
     if args.plot:
         from ..plots.verbs import plot_prediction
 
         plot_prediction(pred, args.plot)
->>>>>>> explain
     return 0
