@@ -42,25 +42,41 @@ class PassTime:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
-def op_time(op: Op, hw, engine: EngineProfile, quant: str) -> tuple[float, str]:
-    """Roofline time of one operator and what bounds it."""
-    kind = hw.kind
+def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
+    """Roofline time of one operator and what bounds it.
+
+    Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
+    eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
+    matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown). Memory side: weights at
+    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused attention's
+    score matrix at attn_bytes_per_flop x the attention FLOPs, the eta_mem-scaled
+    bandwidth softly capped at the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
+    arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
     peak = hw.matmul_flops if op.unit == "tensor" else hw.vector_flops
-    t_c = op.flops / (peak * engine.compute_eff(kind)) if peak and op.flops else 0.0
-    bw = hw.bandwidth_bytes_s * engine.mem_eff(kind)
+    attn = bool(op.kv_read_bytes or op.kv_write_bytes)
+    eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw) if op.unit == "tensor" else 1.0)
+    if attn:
+        eta_c *= engine.eta_attn
+    elif op.unit == "tensor":
+        eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
+    eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
+    t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
+    bw = engine.stream_bytes_s(hw)
     t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
            + op.act_bytes / bw
-           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv))
+           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv)
+           + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
     return (t_c, "compute") if t_c > t_m else (t_m, "memory")
 
 
-def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str) -> PassTime:
+def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0) -> PassTime:
+    """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency."""
     comp = mem = 0.0
     times = []
     for op in ops:
-        t, b = op_time(op, hw, engine, quant)
+        t, b = op_time(op, hw, engine, quant, tokens)
         times.append((op, t, b))
         if b == "compute":
             comp += t
@@ -123,6 +139,8 @@ class Prediction:
     hw: object = field(default=None, repr=False)
     storage: object = field(default=None, repr=False)
     engine_profile: object = field(default=None, repr=False)
+    extra: dict = field(default_factory=dict)     # devices, parallel, offload, serving, cost (tokspeed.scale)
+    layout: object = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
         return {
@@ -130,6 +148,7 @@ class Prediction:
             "engine": self.engine, "batch": self.batch, "prompt": self.prompt, "gen": self.gen,
             "context": self.context, "memory": self.memory.to_dict(), "decode": self.decode.to_dict(),
             "prefill": self.prefill.to_dict(), "ttft_s": self.ttft_s, "engine_source": self.engine_source,
+            **self.extra,
         }
 
     def decode_ops(self, depth: int | None = None) -> list[Op]:
@@ -163,8 +182,15 @@ def decode_steps(context: int, prompt: int, gen: int) -> list[tuple[int, float]]
 
 
 def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", engine: str = "llama.cpp",
-            prompt: int = 512, gen: int = 128, context: int = 0, batch: int = 1) -> Prediction:
-    """Predict for ``model`` (catalog id, ModelSpec, config/GGUF path) on ``hardware`` (id, Hardware, TOML)."""
+            prompt: int = 512, gen: int = 128, context: int = 0, batch: int = 1, *, gpus: int = 1,
+            parallel: str | None = None, gpu_layers: int | None = None, offload: str = "none",
+            users: int | None = None, rate: float | None = None, price_per_hour: float | None = None,
+            cpu=None) -> Prediction:
+    """Predict for ``model`` (catalog id, ModelSpec, config/GGUF path) on ``hardware`` (id, Hardware, TOML).
+
+    Scale options (``tokspeed.scale``): ``gpus``/``parallel`` (tp, pp, split, tp=4,pp=2), ``gpu_layers`` /
+    ``offload`` (none, auto, layers, stream) with ``cpu`` the host memory system, ``users`` / ``rate``
+    (requests/s) for serving, ``price_per_hour`` (USD for the whole setup) for cost per token."""
     from .hardware.spec import Hardware
     from .models.resolve import resolve_model
     from .quant.schemes import canonical, scheme_for
@@ -190,6 +216,22 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     tokens_total = context + prompt + gen
     mem = memory_fit(spec, weights, kvb, batch, tokens_total, prompt,
                      prof.runtime_overhead_gib * 2**30, hw.usable_bytes)
+    setup = None
+    from .scale.configure import wants_scale
+
+    if wants_scale(gpus, parallel, gpu_layers, offload):
+        from .scale.configure import configure
+        from .scale.timing import layout_pass
+
+        setup = configure(spec, storage, hw, prof, kvb, batch, tokens_total, prompt, prof.runtime_overhead_gib * 2**30,
+                          gpus=gpus, parallel=parallel, gpu_layers=gpu_layers, offload=offload, cpu=cpu)
+        mem = setup.memory
+
+        def timer(ops, p, b, n):
+            return layout_pass(setup.layout, ops, spec, quant, p, b, n)
+    else:
+        def timer(ops, p, b, n):
+            return pass_time(ops, hw, p, quant, b * n)
 
     # decode: average over the generated tokens
     gen_eff = max(gen, 1)
@@ -198,8 +240,8 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     first = None
     for depth, w in steps:
         ops = forward_ops(spec, storage, kvb, batch, 1, depth)
-        pt = pass_time(ops, hw, prof, quant)
-        pi = pass_time(ops, hw, IDEAL, quant)
+        pt = timer(ops, prof, batch, 1)
+        pi = timer(ops, IDEAL, batch, 1)
         total_t += w * pt.seconds
         total_ideal += w * pi.seconds
         if first is None:
@@ -225,10 +267,10 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     while done < prompt:
         chunk = min(UBATCH, prompt - done)
         ops = forward_ops(spec, storage, kvb, batch, chunk, context + done)
-        pt = pass_time(ops, hw, prof, quant)
+        pt = timer(ops, prof, batch, chunk)
         pf_s += pt.seconds
-        pf_ideal += pass_time(ops, hw, IDEAL, quant).seconds
-        bounds[pt.bound] += pt.seconds
+        pf_ideal += timer(ops, IDEAL, batch, chunk).seconds
+        bounds[pt.bound] = bounds.get(pt.bound, 0.0) + pt.seconds
         done += chunk
     pband = prof.prefill_error_pct / 100
     if prompt and not hw.matmul_flops:
@@ -243,7 +285,13 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     else:
         prefill = Prefill(tok_s=0.0, seconds=0.0, bound="none")
     ttft = None if prefill.seconds is None else prefill.seconds + prof.fixed_s
+    from .scale.sections import scale_sections
+
+    extra = scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, prefill, first, timer,
+                           batch=batch, prompt=prompt, gen=gen, context=context, users=users, rate=rate,
+                           price_per_hour=price_per_hour)
     return Prediction(model=spec.id, hardware=hw.id, quant=quant, kv_dtype=kv_dtype.lower(), engine=prof.name,
                       batch=batch, prompt=prompt, gen=gen, context=context, memory=mem, decode=decode,
                       prefill=prefill, ttft_s=ttft, engine_source=prof.source, spec=spec, hw=hw,
-                      storage=storage, engine_profile=prof)
+                      storage=storage, engine_profile=prof, extra=extra,
+                      layout=setup.layout if setup else None)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from .options import add_model_options, add_run_options, print_json
+from .options import (add_model_options, add_plot_option, add_run_options, add_scale_options, check_plot, print_json,
+                      scale_kwargs)
 
 
 def add_parser(sub):
@@ -14,7 +15,9 @@ def add_parser(sub):
     p.add_argument("--hardware", "--hw", dest="hardware", required=True, help="comma-separated hardware ids")
     add_model_options(p)
     add_run_options(p)
+    add_scale_options(p)
     p.add_argument("--json", action="store_true")
+    add_plot_option(p)
     return p
 
 
@@ -22,6 +25,7 @@ def run(args) -> int:
     from ..hardware.catalog import get_hardware
     from ..predict import predict
 
+    check_plot(args)
     hws = [h.strip() for h in args.hardware.split(",") if h.strip()]
     quants = [q.strip() for q in (args.quant or "F16").split(",") if q.strip()]
     if not hws:
@@ -31,7 +35,12 @@ def run(args) -> int:
         hw = get_hardware(h)
         for q in quants:
             rows.append(predict(args.model, hw, quant=q, kv_dtype=args.kv_dtype, engine=args.engine,
-                                prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch))
+                                prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
+                                **scale_kwargs(args)))
+    if args.plot:
+        from ..plots.verbs import plot_compare
+
+        plot_compare(rows, args.plot)
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0

@@ -59,11 +59,55 @@ def add_run_options(p):
     p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
 
 
+def add_scale_options(p):
+    """Multi-GPU, offload, serving and cost options (``tokspeed.scale``)."""
+    g = p.add_argument_group("scale: multi-GPU, offload, serving")
+    g.add_argument("--gpus", type=positive_int, default=1, help="devices of --hardware that share the model (default 1)")
+    g.add_argument("--parallel", default=None,
+                   help="tp | pp | split (llama.cpp layer split) | tp=4,pp=2 (default: split for llama.cpp, tp otherwise)")
+    g.add_argument("--gpu-layers", "-ngl", dest="gpu_layers", type=positive_int, default=None,
+                   help="llama.cpp -ngl: layers on the GPU (n_layers + 1 includes the output layer); the rest run on the CPU")
+    g.add_argument("--offload", default="none", choices=["none", "auto", "layers", "stream", "experts"],
+                   help="weights that do not fit VRAM: layers (llama.cpp, CPU computes them), auto (largest -ngl that fits), "
+                        "stream (Accelerate: copied over the host link every token), experts (llama.cpp --n-cpu-moe: "
+                        "MoE expert tensors on the CPU)")
+    g.add_argument("--cpu", default=None, help="host memory system for offload (default ddr5-5600-2ch)")
+    g.add_argument("--users", type=positive_int, default=None, help="concurrent users (closed loop): per-user and aggregate tok/s")
+    g.add_argument("--rate", type=float, default=None, help="requests per second for continuous batching (TTFT, TPOT)")
+    g.add_argument("--price-per-hour", dest="price_per_hour", type=float, default=None,
+                   help="USD per hour for the whole setup: cost per 1M tokens")
+
+
+def scale_kwargs(args) -> dict:
+    if getattr(args, "rate", None) is not None and args.rate <= 0:
+        raise UserError("--rate must be positive (requests per second)")
+    if getattr(args, "price_per_hour", None) is not None and args.price_per_hour < 0:
+        raise UserError("--price-per-hour must not be negative")
+    if getattr(args, "users", None) == 0:
+        raise UserError("--users must be at least 1")
+    return {k: getattr(args, k, d) for k, d in (("gpus", 1), ("parallel", None), ("gpu_layers", None),
+                                                ("offload", "none"), ("cpu", None), ("users", None), ("rate", None),
+                                                ("price_per_hour", None))}
+
+
 def add_predict_options(p):
     add_hardware_options(p)
     add_model_options(p)
     add_run_options(p)
+    add_scale_options(p)
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
+
+
+def add_plot_option(p):
+    p.add_argument("--plot", metavar="FILE", help="also draw a chart to FILE (.png or .svg)")
+
+
+def check_plot(args):
+    """Fail on a bad --plot path before any work is done."""
+    if getattr(args, "plot", None):
+        from ..plots.canvas import check_path
+
+        check_path(args.plot)
 
 
 def resolve_hardware(args, name: str | None = None):
@@ -88,7 +132,7 @@ def predict_kwargs(args) -> dict:
     if args.batch < 1:
         raise UserError("--batch must be at least 1")
     return dict(quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt, gen=args.gen,
-                context=args.context, batch=args.batch)
+                context=args.context, batch=args.batch, **scale_kwargs(args))
 
 
 def print_json(obj):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .options import add_predict_options, predict_kwargs, print_json, resolve_hardware
+from .options import add_plot_option, add_predict_options, check_plot, predict_kwargs, print_json, resolve_hardware
 
 
 def add_parser(sub):
@@ -11,6 +11,7 @@ def add_parser(sub):
                                    "prefill tok/s and time to first token.")
     p.add_argument("model", help="catalog id, config.json, Hugging Face folder, .gguf file or ollama:NAME[:TAG]")
     add_predict_options(p)
+    add_plot_option(p)
     return p
 
 
@@ -18,10 +19,18 @@ def run(args) -> int:
     from ..predict import predict
     from ..report.predict_table import render_prediction
 
+    check_plot(args)
     hw = resolve_hardware(args)
     pred = predict(args.model, hw, **predict_kwargs(args))
     if args.json:
         print_json(pred.to_dict())
     else:
+        from ..report.scale_table import render_scale
+
         render_prediction(pred)
+        render_scale(pred)
+    if args.plot:
+        from ..plots.verbs import plot_prediction
+
+        plot_prediction(pred, args.plot)
     return 0

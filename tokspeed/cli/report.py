@@ -1,11 +1,39 @@
-"""`tokspeed report` (not implemented yet: a stub that its issue replaces)."""
+"""`tokspeed report MODEL --hardware HW [predict options] -o FILE.html`: one self-contained HTML report."""
 
-from ..errors import UserError
+from __future__ import annotations
+
+from .options import add_hardware_options, add_model_options, add_run_options, resolve_hardware
 
 
 def add_parser(sub):
-    return sub.add_parser("report", help="(coming soon)")
+    p = sub.add_parser("report", help="write a self-contained HTML report (tables, charts, explanation)",
+                       description="Predict, explain one token and draw the charts into one HTML file with inline "
+                                   "SVG: no scripts, no network, opens offline.")
+    p.add_argument("model", help="catalog id, config.json, Hugging Face folder, .gguf file or ollama:NAME[:TAG]")
+    add_hardware_options(p)
+    add_model_options(p)
+    add_run_options(p)
+    p.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write the report")
+    return p
 
 
 def run(args) -> int:
-    raise UserError("`tokspeed report` is not implemented yet")
+    import sys
+    from pathlib import Path
+
+    from ..errors import UserError
+    from ..report.html import render_report
+
+    out = Path(args.output)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise UserError(f"the report is HTML: name it FILE.html, not {args.output!r}")
+    if not out.parent.exists():
+        raise UserError(f"folder {out.parent} does not exist")
+    if args.batch < 1:
+        raise UserError("--batch must be at least 1")
+    hw = resolve_hardware(args)
+    text = render_report(args.model, hw, quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine,
+                         prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch)
+    out.write_text(text, encoding="utf-8")
+    sys.stderr.write(f"wrote {out} ({len(text.encode()) / 1e3:.0f} kB)\n")
+    return 0

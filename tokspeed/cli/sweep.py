@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .options import (add_hardware_options, add_model_options, int_list, positive_int, print_json,
-                      resolve_hardware)
+from .options import (add_hardware_options, add_model_options, add_plot_option, add_scale_options, check_plot,
+                      int_list, positive_int, print_json, resolve_hardware, scale_kwargs)
 
 
 def add_parser(sub):
@@ -18,7 +18,9 @@ def add_parser(sub):
     p.add_argument("--batch", type=int_list, default=[1], help="batch sizes, e.g. 1,8,32")
     p.add_argument("--prompt", type=positive_int, default=0, help="tokens prefilled per row (default 0)")
     p.add_argument("--gen", type=positive_int, default=1, help="tokens generated per row (default 1)")
+    add_scale_options(p)
     p.add_argument("--json", action="store_true")
+    add_plot_option(p)
     return p
 
 
@@ -31,14 +33,20 @@ def sweep_rows(args, hw) -> list[dict]:
         for b in args.batch:
             for c in args.context:
                 pred = predict(args.model, hw, quant=q.strip(), kv_dtype=args.kv_dtype, engine=args.engine,
-                               prompt=args.prompt, gen=args.gen, context=c, batch=max(b, 1))
+                               prompt=args.prompt, gen=args.gen, context=c, batch=max(b, 1),
+                               **scale_kwargs(args))
                 rows.append(pred.to_dict())
     return rows
 
 
 def run(args) -> int:
+    check_plot(args)
     hw = resolve_hardware(args)
     rows = sweep_rows(args, hw)
+    if args.plot:
+        from ..plots.verbs import plot_sweep
+
+        plot_sweep(rows, args.plot)
     if args.json:
         print_json(rows)
         return 0

@@ -1,11 +1,39 @@
-"""`tokspeed web` (not implemented yet: a stub that its issue replaces)."""
+"""`tokspeed web [--host H] [--port N]`: the calculator page and JSON API on this machine."""
 
-from ..errors import UserError
+from __future__ import annotations
 
 
 def add_parser(sub):
-    return sub.add_parser("web", help="(coming soon)")
+    p = sub.add_parser("web", help="a local web calculator with a JSON API (/api/predict, /api/explain ...)",
+                       description="Serve the tokspeed calculator page and its JSON API (OpenAPI at "
+                                   "/api/openapi.json). Works offline; binds 127.0.0.1 unless told otherwise.")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--verbose", action="store_true", help="log every request on stderr")
+    return p
 
 
 def run(args) -> int:
-    raise UserError("`tokspeed web` is not implemented yet")
+    import sys
+
+    from ..errors import UserError
+    from ..web.server import Server
+
+    if not 0 <= args.port <= 65535:
+        raise UserError(f"--port must be 0..65535, got {args.port}")
+    try:
+        srv = Server(args.host, args.port, verbose=args.verbose)
+    except OSError as e:
+        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}",
+                        "try another --port") from None
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        sys.stderr.write(f"warning: listening on {args.host}: anyone who can reach this address can use it\n")
+    sys.stderr.write(f"tokspeed web: {srv.url}  (Ctrl-C to stop)\n")
+    sys.stderr.flush()
+    try:
+        srv.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.server_close()
+    return 0

@@ -2,13 +2,34 @@
 
 Time of one forward pass (``tokspeed.predict.pass_time``)::
 
-    t = Σ_ops max(flops / (peak · eta_compute), bytes / (bandwidth · eta_mem · eta_format))
+    t = Σ_ops max(flops / (peak · eta_compute · ...), bytes / (bandwidth · eta_mem · eta_format · ...))
         + kernels · launch_s + fixed_s
 
+with the refinements below (the full per-operator arithmetic is ``tokspeed.predict.op_time``).
+
 - ``eta_mem``: fraction of peak bandwidth reached streaming weights (per hardware kind).
+- ``bw_cap_gbps``: the most bandwidth the engine's kernels pull from one device, whatever its peak
+  (0 = no cap). Little's law: achieved bandwidth <= bytes in flight / memory latency, and a kernel that
+  keeps a fixed number of bytes in flight per SM cannot use an HBM part's 2-3 TB/s (llama.cpp decode on
+  A100 reaches ~40 % of peak while GDDR6X cards reach ~85 %).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
-- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls.
+- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind).
+- ``fp16_accumulate``: the engine's matmuls accumulate in FP16 (cuBLAS COMPUTE_16F) or run on INT8
+  tensor cores, so on NVIDIA GeForce cards - whose catalog FP16 figure is the FP32-accumulate rate, half
+  the FP16-accumulate rate - the tensor peak it can reach is twice the listed one (``tensor_peak_scale``).
+- ``eta_compute_format``: relative matmul throughput of a weight format in prefill (F16 = 1): dequantising
+  tiles costs ALU work, quantized kernels may use INT8 tensor cores.
+- ``eta_matvec`` / ``gemm_half_tokens``: matmul efficiency by tokens in the pass. Up to
+  ``MATVEC_MAX_TOKENS`` tokens (decode, small batches) engines run matrix-vector kernels (dequantise and
+  dot on the SIMD ALUs) at ``eta_matvec`` of the matmul efficiency; above, tiled GEMMs whose efficiency
+  ramps as ``T / (T + gemm_half_tokens)`` (a 32-token batch cannot fill the machine as a 512-token
+  prefill chunk does).
+- ``attn_bytes_per_flop``: memory traffic of an unfused attention per attention FLOP: without
+  FlashAttention the F32 score matrix (one value per query-key pair, ~4 x head_dim + 5 FLOPs) is written,
+  read and rewritten by softmax and read again by the value product, ~16 bytes per score.
+- ``eta_attn``: compute efficiency of the attention core (scores, softmax, values over the KV cache)
+  relative to the dense matmuls; with ``attn_bytes_per_flop`` it sets how long prompts slow prefill.
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
 - ``fixed_s``: per step (sampling on the CPU, synchronisation, loop control).
 
@@ -27,6 +48,8 @@ from pathlib import Path
 from ..errors import UserError, did_you_mean
 
 HERE = Path(__file__).parent
+MATVEC_MAX_TOKENS = 8  # llama.cpp: MMVQ_MAX_BATCH_SIZE (CUDA) and the mul_mv_ext limit (Metal) are 8 rows
+CAP_SHARPNESS = 4.0   # soft-minimum exponent of the bandwidth cap: at bw = cap the result is 0.84 x cap
 ENGINES = ["ideal", "llama.cpp", "llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "llama.cpp-cpu",
            "gpt-fast", "vllm", "tensorrt-llm", "transformers", "exllamav2", "mlx"]
 
@@ -37,7 +60,14 @@ class EngineProfile:
     eta_mem: dict = field(default_factory=lambda: {"default": 1.0})      # by hardware kind
     eta_compute: dict = field(default_factory=lambda: {"default": 1.0})  # by hardware kind
     eta_format: dict = field(default_factory=dict)                       # by format group
+    eta_compute_format: dict = field(default_factory=dict)               # by format group (prefill)
+    eta_attn: float = 1.0
     eta_kv: float = 1.0
+    bw_cap_gbps: float = 0.0
+    fp16_accumulate: bool = False
+    eta_matvec: float = 1.0
+    attn_bytes_per_flop: float = 0.0
+    gemm_half_tokens: float = 0.0
     launch_s: float = 0.0
     fixed_s: float = 0.0
     runtime_overhead_gib: float = 0.0
@@ -52,8 +82,39 @@ class EngineProfile:
     def compute_eff(self, hw_kind: str) -> float:
         return self.eta_compute.get(hw_kind, self.eta_compute.get("default", 1.0))
 
+    def compute_eff_for(self, hw) -> float:
+        """eta_compute for a device: its compute class (``geforce``) if listed, else its kind."""
+        cls = compute_class(hw)
+        if cls in self.eta_compute:
+            return self.eta_compute[cls]
+        return self.compute_eff(hw.kind)
+
+    def matmul_eff(self, tokens: int) -> float:
+        """Matmul efficiency for a pass over ``tokens`` tokens (0 = unknown: 1)."""
+        if not tokens:
+            return 1.0
+        if tokens <= MATVEC_MAX_TOKENS:
+            return self.eta_matvec
+        return tokens / (tokens + self.gemm_half_tokens)
+
+    def tensor_peak_scale(self, hw) -> float:
+        """Usable tensor peak / listed FP16 peak: 2 on GeForce for FP16-accumulating engines, else 1."""
+        return 2.0 if self.fp16_accumulate and compute_class(hw) == "geforce" else 1.0
+
+    def stream_bytes_s(self, hw) -> float:
+        """Bandwidth this engine streams at on ``hw``: peak x eta_mem, softly capped at ``bw_cap_gbps``
+        (p-norm soft minimum, p = CAP_SHARPNESS: a queue saturating rather than a hard wall)."""
+        bw = hw.bandwidth_bytes_s * self.mem_eff(hw.kind)
+        if not self.bw_cap_gbps:
+            return bw
+        p = CAP_SHARPNESS
+        return (bw ** -p + (self.bw_cap_gbps * 1e9) ** -p) ** (-1 / p)
+
     def format_eff(self, quant: str) -> float:
         return self.eta_format.get(format_group(quant), 1.0)
+
+    def compute_format_eff(self, quant: str) -> float:
+        return self.eta_compute_format.get(format_group(quant), 1.0)
 
     @property
     def is_ideal(self) -> bool:
@@ -76,19 +137,38 @@ def format_group(quant: str) -> str:
     return "int4"
 
 
+def compute_class(hw) -> str:
+    """``geforce`` for NVIDIA GeForce GPUs (FP16-accumulate tensor rate = 2x the FP32-accumulate figure
+    in the catalog; NVIDIA Ampere GA102 and Ada AD102 whitepapers), else the hardware kind."""
+    if hw.vendor.lower() == "nvidia" and "geforce" in hw.name.lower():
+        return "geforce"
+    return hw.kind
+
+
 IDEAL = EngineProfile("ideal", source="roofline bound: eta = 1, no overhead (the seeds' formula)")
+
+
+def load_table(fname: str) -> dict:
+    """One engine table (``priors.toml`` or ``fitted.toml``) as {engine: {key: value}}; {} if absent."""
+    p = HERE / fname
+    if not p.is_file():
+        return {}
+    with open(p, "rb") as f:
+        return tomllib.load(f)
 
 
 @lru_cache(maxsize=1)
 def _tables() -> dict:
     data = {}
     for fname in ("priors.toml", "fitted.toml"):
-        p = HERE / fname
-        if p.is_file():
-            with open(p, "rb") as f:
-                for name, entry in tomllib.load(f).items():
-                    data[name] = {**data.get(name, {}), **entry}
+        for name, entry in load_table(fname).items():
+            data[name] = {**data.get(name, {}), **entry}
     return data
+
+
+def prior_profile(engine: str) -> EngineProfile:
+    """The documented prior of an engine, ignoring any fit (the fit's starting point)."""
+    return EngineProfile(name=engine, **load_table("priors.toml")[engine])
 
 
 def resolve_backend(engine: str, hardware) -> str:
@@ -110,7 +190,11 @@ def resolve_backend(engine: str, hardware) -> str:
     return "llama.cpp-vulkan"
 
 
-def get_engine(engine: str, hardware=None) -> EngineProfile:
+def get_engine(engine, hardware=None) -> EngineProfile:
+    """The profile for an engine name (``llama.cpp`` resolved to its backend on ``hardware``); an
+    EngineProfile passes through unchanged (the calibration fit evaluates trial profiles this way)."""
+    if isinstance(engine, EngineProfile):
+        return engine
     e = engine.strip().lower()
     if e not in ENGINES:
         raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES))

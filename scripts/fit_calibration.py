@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""Fit the engine profiles on shared/validation/calibration.csv and report the error per device family.
+
+    python scripts/fit_calibration.py [--csv PATH] [--write] [--engines llama.cpp-cuda ...]
+
+Per engine backend, the EngineProfile parameters (eta_mem per hardware kind, eta_format per weight-format
+group, eta_kv, launch_s, fixed_s for decode; eta_compute per compute class, eta_compute_format per group
+and eta_attn for prefill; on GeForce, FP16-accumulating engines see twice the listed tensor peak) minimise the squared log error of predicted vs measured tok/s, with:
+
+- a robust loss (soft L1 with its knee at 10 % error): a handful of rows are measured under conditions the row does not
+  state (throttled cards, old builds) and must not drag the fit;
+- a prior term per parameter pulling it toward ``priors.toml`` (width: a factor 1.65 for
+  efficiencies, 10 us for launch_s, 1 ms for fixed_s; one width costs as much as one row 10 % off),
+  so a parameter the data does not constrain stays at its documented prior;
+- physical bounds: 0 < eta_mem <= 1, eta_format <= 1 (dequantising never beats plain F16), eta_compute
+  <= 1.3 (GeForce FP16 accumulate runs above the listed FP32-accumulate peak), launch_s in [0, 50 us];
+- leave-one-family-out validation: for each device family (NVIDIA by architecture, Apple by M
+  generation, other vendors by vendor) the engine is refitted without that family and the family is
+  predicted, which is the situation of a user with hardware that is not in the file.
+
+Prints a table per engine x family (n, median and p90 absolute % error for decode and prefill, in-sample
+and held-out). ``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band.
+Needs numpy and scipy (the tokspeed package itself does not).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tokspeed.calibration import load_rows  # noqa: E402
+from tokspeed.calibration.evaluate import percentile  # noqa: E402
+from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
+from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
+
+BACKENDS = ["llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "gpt-fast"]
+FITTED = REPO / "tokspeed" / "engines" / "fitted.toml"
+ROBUST_SCALE = 0.1      # soft-L1 knee on the log error (~10 %)
+SIGMA_ETA = 0.5         # prior width on log(eta): a factor e^0.5 = 1.65
+SIGMA_LAUNCH_US = 10.0
+SIGMA_FIXED_MS = 1.0
+SIGMA_CAP = 1.0         # the cap has no documented prior: a factor e = 2.7 either way (1 vs 2: held-out error)
+NO_CAP_GBPS = 5000.0    # prior for bw_cap_gbps where priors.toml has none: above every device in the file
+MIN_BAND_ROWS = 10      # below this many rows of a metric, the prior's error band is kept as a floor
+CAP_STARTS = (NO_CAP_GBPS, 1500.0, 1000.0, 600.0, 400.0)   # starting points of bw_cap_gbps (multi-start)
+
+
+@dataclass(frozen=True)
+class Param:
+    field: str          # EngineProfile field
+    key: str | None     # dict key for dict fields
+    prior: float
+    lo: float
+    hi: float
+    unit: float = 1.0   # x * unit = value in SI (launch_s in us, fixed_s in ms)
+    log_prior: bool = True
+    sigma: float = SIGMA_ETA
+
+    @property
+    def label(self) -> str:
+        return f"{self.field}[{self.key}]" if self.key else self.field
+
+
+def _clip(v, lo, hi):
+    return min(max(v, lo * 1.0001 if lo > 0 else lo), hi)
+
+
+def param_space(prior: EngineProfile, rows) -> list[Param]:
+    """The parameters the rows can inform, each with its prior and physical bounds."""
+    dec = [r for r in rows if r.kind == "decode"]
+    pre = [r for r in rows if r.kind == "prefill"]
+    out = []
+    for kind in sorted({r.hw.kind for r in rows}):
+        out.append(Param("eta_mem", kind, _clip(prior.mem_eff(kind), 0.05, 1.0), 0.05, 1.0))
+    groups = sorted({format_group(r.quant) for r in rows} - {"float"})
+    for g in groups:
+        out.append(Param("eta_format", g, _clip(prior.eta_format.get(g, 1.0), 0.2, 1.0), 0.2, 1.0))
+    out.append(Param("bw_cap_gbps", None, prior.bw_cap_gbps or NO_CAP_GBPS, 200.0, 20000.0,
+                     sigma=SIGMA_CAP))
+    if dec:
+        out.append(Param("eta_kv", None, _clip(prior.eta_kv, 0.1, 1.0), 0.1, 1.0))
+        out.append(Param("launch_s", None, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False))
+        out.append(Param("fixed_s", None, prior.fixed_s * 1e3, 0.0, 20.0, 1e-3, False))
+    if pre:
+        for kind in sorted({r.hw.kind for r in pre}):
+            out.append(Param("eta_compute", kind, _clip(prior.compute_eff(kind), 0.02, 1.3), 0.02, 1.3))
+        for g in sorted({format_group(r.quant) for r in pre} - {"float"}):
+            out.append(Param("eta_compute_format", g, _clip(prior.compute_format_eff(g.upper()), 0.2, 1.5),
+                             0.2, 1.5))
+        out.append(Param("eta_attn", None, _clip(prior.eta_attn, 0.05, 1.0), 0.05, 1.0))
+        if prior.attn_bytes_per_flop:
+            out.append(Param("attn_bytes_per_flop", None, prior.attn_bytes_per_flop, 1e-4, 0.2))
+    if pre or any(r.batch > 1 for r in dec):
+        out.append(Param("gemm_half_tokens", None, max(prior.gemm_half_tokens, 1.0), 1.0, 512.0))
+    if any(r.batch > 1 for r in dec):
+        out.append(Param("eta_matvec", None, _clip(prior.eta_matvec, 0.02, 1.0), 0.02, 1.0))
+    return out
+
+
+def make_profile(prior: EngineProfile, space: list[Param], x) -> EngineProfile:
+    dicts = {f: dict(getattr(prior, f)) for f in ("eta_mem", "eta_compute", "eta_format", "eta_compute_format")}
+    scalars = {}
+    for p, v in zip(space, x):
+        if p.key is None:
+            scalars[p.field] = float(v) * p.unit
+        else:
+            dicts[p.field][p.key] = float(v) * p.unit
+    return replace(prior, **dicts, **scalars)
+
+
+def log_errors(rs: RowSet, prof: EngineProfile) -> np.ndarray:
+    return np.log(predict_rows(rs, prof) / rs.measured)
+
+
+def prior_residuals(space, x) -> np.ndarray:
+    """One residual per parameter: its distance from the prior in prior widths, scaled so that one
+    prior width costs as much as one row predicted ROBUST_SCALE (10 %) off."""
+    out = []
+    for p, v in zip(space, x):
+        if p.log_prior:
+            out.append((math.log(v) - math.log(p.prior)) / p.sigma)
+        else:
+            out.append((v - p.prior) / (SIGMA_LAUNCH_US if p.field == "launch_s" else SIGMA_FIXED_MS))
+    return np.asarray(out) * ROBUST_SCALE
+
+
+def robust(z: np.ndarray) -> np.ndarray:
+    """Soft-L1 residuals: r**2 = 2 f**2 (sqrt(1 + (z/f)**2) - 1), ~z for |z| << f, ~sqrt(2 f |z|) beyond."""
+    f = ROBUST_SCALE
+    return np.sign(z) * np.sqrt(2 * f * f * (np.sqrt(1 + (z / f) ** 2) - 1))
+
+
+def loss(rs: RowSet, prof: EngineProfile, mask=None, space=None, x=None) -> float:
+    """The fit's objective for a profile on the (masked) rows, plus the prior term when ``space`` is given."""
+    z = log_errors(rs, prof)
+    if mask is not None:
+        z = z[mask]
+    total = float(np.sum(robust(z) ** 2))
+    if space is not None:
+        total += float(np.sum(prior_residuals(space, x) ** 2))
+    return total
+
+
+def fit(rs: RowSet, prior: EngineProfile, mask=None) -> tuple[EngineProfile, list[Param], np.ndarray]:
+    """Least-squares fit of ``prior``'s parameters on the rows of ``rs`` selected by ``mask``."""
+    from scipy.optimize import least_squares
+
+    mask = np.ones(len(rs.rows), bool) if mask is None else np.asarray(mask, bool)
+    rows = [r for r, m in zip(rs.rows, mask) if m]
+    space = param_space(prior, rows)
+    x0 = np.array([p.prior for p in space])
+    lo = np.array([p.lo for p in space])
+    hi = np.array([p.hi for p in space])
+
+    def resid(x):
+        z = log_errors(rs, make_profile(prior, space, x))[mask]
+        return np.concatenate([robust(z), prior_residuals(space, x)])
+
+    # the bandwidth cap only acts once it nears a device's bandwidth: start it at several values
+    best = None
+    icap = [p.label for p in space].index("bw_cap_gbps")
+    for cap in CAP_STARTS:
+        x_start = x0.copy()
+        x_start[icap] = cap
+        res = least_squares(resid, x_start, bounds=(lo, hi), x_scale="jac", diff_step=1e-4, max_nfev=400)
+        if best is None or res.cost < best.cost - 1e-12:
+            best = res
+    return make_profile(prior, space, best.x), space, best.x
+
+
+# ---- reporting -------------------------------------------------------------------------------------
+
+
+def _stats(errs) -> tuple[int, float, float]:
+    a = [abs(e) for e in errs]
+    return len(a), percentile(a, 50), percentile(a, 90)
+
+
+def _fmt(n, med, p90) -> str:
+    return f"{'-':>5} {'-':>5}" if not n else f"{med:5.1f} {p90:5.1f}"
+
+
+def run_engine(engine: str, rows, verbose=True) -> dict:
+    t0 = time.time()
+    prior = prior_profile(engine)
+    rs = build(rows)
+    prof, space, x = fit(rs, prior)
+    ins = (predict_rows(rs, prof) / rs.measured - 1) * 100
+    pri = (predict_rows(rs, prior) / rs.measured - 1) * 100
+    fams = sorted({r.family for r in rows})
+    held = np.full(len(rows), np.nan)
+    fam_arr = np.array([r.family for r in rows])
+    if len(fams) > 1:
+        for fam in fams:
+            m = fam_arr != fam
+            p_ho, _, _ = fit(rs, prior, m)
+            held[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
+    if verbose:
+        print(f"  fitted {engine} on {len(rows)} rows in {time.time() - t0:.1f} s", file=sys.stderr)
+    return dict(engine=engine, rows=rows, profile=prof, space=space, x=x, insample=ins, heldout=held,
+                prior_err=pri, families=fams)
+
+
+def table(results) -> str:
+    head = (f"{'engine':16} {'family':17} {'n_dec':>5} {'dec in-sample':>11} {'dec held-out':>11}  "
+            f"{'n_pre':>5} {'pre in-sample':>11} {'pre held-out':>11}")
+    sub = f"{'':16} {'':17} {'':>5} {'med':>5} {'p90':>5} {'med':>5} {'p90':>5}  {'':>5} " \
+          f"{'med':>5} {'p90':>5} {'med':>5} {'p90':>5}"
+    lines = [head, sub, "-" * len(head)]
+    for res in results:
+        rows = res["rows"]
+        groups = [(f, [i for i, r in enumerate(rows) if r.family == f]) for f in res["families"]]
+        groups.append(("all", list(range(len(rows)))))
+        for fam, idx in groups:
+            cells = []
+            for kind in ("decode", "prefill"):
+                ii = [i for i in idx if rows[i].kind == kind]
+                n, m1, q1 = _stats(res["insample"][ii])
+                h = [res["heldout"][i] for i in ii if not math.isnan(res["heldout"][i])]
+                n2, m2, q2 = _stats(h)
+                cells.append(f"{n:5d} {_fmt(n, m1, q1)} {_fmt(n2, m2, q2)}")
+            lines.append(f"{res['engine']:16} {fam:17} {cells[0]}  {cells[1]}")
+        lines.append("")
+    lines.append("abs % error of predicted vs measured tok/s; held-out = the family's rows predicted by a fit "
+                 "without that family")
+    return "\n".join(lines)
+
+
+def band(res, kind, prior_pct: float) -> float:
+    """Stored error band: p90 |error|, the larger of in-sample and held-out; with fewer than
+    MIN_BAND_ROWS rows a p90 means little, so the prior's (wider) band stays the floor."""
+    idx = [i for i, r in enumerate(res["rows"]) if r.kind == kind]
+    if not idx:
+        return prior_pct
+    ins = percentile([abs(res["insample"][i]) for i in idx], 90)
+    ho = [abs(res["heldout"][i]) for i in idx if not math.isnan(res["heldout"][i])]
+    b = max(ins, percentile(ho, 90)) if ho else ins
+    return max(b, prior_pct) if len(idx) < MIN_BAND_ROWS else b
+
+
+def _num(v: float) -> str:
+    if abs(v) < 1e-9:      # launch_s / fixed_s at their lower bound (optimizer round-off)
+        return "0.0"
+    s = f"{v:.4g}"
+    return s if any(c in s for c in ".e") else s + ".0"
+
+
+def _dict(d: dict) -> str:
+    return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }" if d else "{}"
+
+
+def fitted_toml(results) -> str:
+    out = ["# Written by scripts/fit_calibration.py from shared/validation/calibration.csv: do not edit by hand.",
+           "# Overlays priors.toml per engine. Error bands: p90 abs % error, the larger of in-sample and",
+           "# leave-one-device-family-out.", ""]
+    for res in results:
+        p = res["profile"]
+        rows = res["rows"]
+        nd = sum(r.kind == "decode" for r in rows)
+        npf = len(rows) - nd
+        kinds = {}
+        for r in rows:
+            kinds[r.hw.kind] = kinds.get(r.hw.kind, 0) + 1
+        # an unseen hardware kind gets the value fitted for the kind with most rows
+        top = max(sorted(kinds), key=kinds.get)
+        eta_mem = {**p.eta_mem, "default": p.eta_mem[top]}
+        eta_compute = {**p.eta_compute, "default": p.eta_compute.get(top, p.compute_eff(top))}
+        prior = prior_profile(res["engine"])
+        dec_band = band(res, "decode", prior.decode_error_pct)
+        pre_band = band(res, "prefill", prior.prefill_error_pct)
+        # a cap that slows no row of the file by 3 % or more (device bandwidth x eta_mem below 0.6 x cap)
+        # is no finding: write none
+        reach = max(r.hw.bandwidth_gbps * p.mem_eff(r.hw.kind) for r in rows)
+        cap = round(p.bw_cap_gbps) if reach >= 0.6 * p.bw_cap_gbps else 0.0
+        out.append(f'["{res["engine"]}"]')
+        out.append(f"eta_mem = {_dict(eta_mem)}")
+        out.append(f"eta_compute = {_dict(eta_compute)}")
+        out.append(f"eta_format = {_dict(p.eta_format)}")
+        out.append(f"eta_compute_format = {_dict(p.eta_compute_format)}")
+        out.append(f"eta_attn = {_num(p.eta_attn)}")
+        out.append(f"eta_matvec = {_num(p.eta_matvec)}")
+        out.append(f"attn_bytes_per_flop = {_num(p.attn_bytes_per_flop)}")
+        out.append(f"gemm_half_tokens = {_num(round(p.gemm_half_tokens, 1))}")
+        out.append(f"eta_kv = {_num(p.eta_kv)}")
+        out.append(f"bw_cap_gbps = {_num(cap)}")
+        out.append(f"launch_s = {_num(p.launch_s)}")
+        out.append(f"fixed_s = {_num(p.fixed_s)}")
+        out.append(f"decode_error_pct = {_num(round(dec_band))}")
+        out.append(f"prefill_error_pct = {_num(round(pre_band))}")
+        out.append("fitted = true")
+        out.append(f'source = "fitted by scripts/fit_calibration.py on {len(rows)} rows of calibration.csv '
+                   f'({nd} decode, {npf} prefill; {", ".join(res["families"])}); priors: {prior.source}"')
+        out.append("")
+    return "\n".join(out)
+
+
+def scored_rows(path=None, engines=BACKENDS):
+    rows = load_rows(path)
+    return rows, {e: [r for r in rows if not r.skip and r.engine == e] for e in engines}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--csv", help="calibration.csv (default: ../shared/validation/calibration.csv)")
+    ap.add_argument("--write", action="store_true", help="write tokspeed/engines/fitted.toml")
+    ap.add_argument("--engines", nargs="*", default=BACKENDS)
+    args = ap.parse_args(argv)
+    t0 = time.time()
+    rows, by_engine = scored_rows(args.csv, args.engines)
+    skipped = {}
+    for r in rows:
+        if r.skip:
+            skipped[r.skip] = skipped.get(r.skip, 0) + 1
+    print(f"{len(rows)} rows read; scored {sum(len(v) for v in by_engine.values())}; skipped: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])))
+    results = [run_engine(e, rs) for e, rs in by_engine.items() if rs]
+    print()
+    print(table(results))
+    print()
+    for res in results:
+        pe = np.abs(res["prior_err"])
+        ie = np.abs(res["insample"])
+        print(f"{res['engine']}: median |error| priors {np.median(pe):.1f} % -> fitted {np.median(ie):.1f} %;  "
+              + ", ".join(f"{p.label}={_num(v * p.unit)}" for p, v in zip(res["space"], res["x"])))
+    if args.write:
+        FITTED.write_text(fitted_toml(results))
+        print(f"wrote {FITTED.relative_to(REPO)}")
+    print(f"total {time.time() - t0:.1f} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""The calibration fit: the shipped fitted.toml re-evaluated on calibration.csv through predict(), the
+vectorised evaluator used by the fit held equal to predict(), the physical terms checked by hand, and
+the fit lowering the loss from the priors on a small subset."""
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from tokspeed.calibration import DEFAULT_CSV, load_rows
+from tokspeed.calibration.evaluate import error_pct, percentile, predicted_tok_s
+from tokspeed.engines.profile import EngineProfile, get_engine, prior_profile
+from tokspeed.hardware.spec import Hardware
+from tokspeed.ledger import Op
+from tokspeed.predict import op_time
+
+REPO = Path(__file__).resolve().parents[1]
+needs_csv = pytest.mark.skipif(not DEFAULT_CSV.is_file(), reason=f"{DEFAULT_CSV} absent")
+
+# Median |decode error| allowed for the two backends with most rows. The fit reaches ~5 % (CUDA) and
+# ~9 % (Metal) in-sample and ~9-14 % when a whole device family is held out (docs/calibration.md);
+# 15 % sits above the held-out medians, so a refit on new rows passes unless the model degrades.
+MAX_MEDIAN_DECODE_PCT = 15.0
+MIN_BAND_COVERAGE = 0.80
+
+
+@pytest.fixture(scope="module")
+def scored():
+    return [r for r in load_rows(DEFAULT_CSV) if not r.skip]
+
+
+@pytest.fixture(scope="module")
+def errors(scored):
+    """(engine, kind) -> signed % errors of the shipped profiles, through predict()."""
+    out = {}
+    for r in scored:
+        out.setdefault((r.engine, r.kind), []).append(error_pct(predicted_tok_s(r), r.tok_s))
+    return out
+
+
+@needs_csv
+@pytest.mark.parametrize("engine", ["llama.cpp-cuda", "llama.cpp-metal"])
+def test_shipped_fit_decode_median_error(errors, engine):
+    errs = errors[(engine, "decode")]
+    assert len(errs) >= 50
+    assert percentile([abs(e) for e in errs], 50) < MAX_MEDIAN_DECODE_PCT
+
+
+@needs_csv
+def test_error_band_covers_most_rows(errors):
+    for (engine, kind), errs in errors.items():
+        prof = get_engine(engine)
+        assert prof.fitted, engine
+        band = prof.decode_error_pct if kind == "decode" else prof.prefill_error_pct
+        covered = sum(abs(e) <= band for e in errs) / len(errs)
+        assert covered >= MIN_BAND_COVERAGE, (engine, kind, band, covered)
+
+
+@needs_csv
+def test_fast_evaluator_equals_predict(scored):
+    np = pytest.importorskip("numpy")
+    from tokspeed.calibration.fast import build, predict_rows
+
+    for engine in ("llama.cpp-cuda", "llama.cpp-metal", "gpt-fast"):
+        rows = [r for r in scored if r.engine == engine][::7]
+        prof = get_engine(engine)
+        fast = predict_rows(build(rows), prof)
+        slow = np.array([predicted_tok_s(r, prof) for r in rows])
+        assert np.allclose(fast, slow, rtol=1e-9), engine
+
+
+def _gpu(name="NVIDIA GeForce RTX 4090", bw=1000.0, tflops=100.0):
+    return Hardware(id="x", name=name, kind="gpu", vendor="NVIDIA", memory_gb=24, bandwidth_gbps=bw,
+                    fp16_tflops=tflops)
+
+
+def test_bandwidth_cap_by_hand():
+    prof = EngineProfile("t", eta_mem={"default": 0.5}, bw_cap_gbps=1000.0)
+    # soft minimum of 0.5 x 2000 = 1000 GB/s and the 1000 GB/s cap: 1000 * 2**(-1/4) GB/s
+    assert math.isclose(prof.stream_bytes_s(_gpu(bw=2000.0)), 1000e9 * 2 ** -0.25, rel_tol=1e-12)
+    assert EngineProfile("t").stream_bytes_s(_gpu(bw=2000.0)) == 2000e9
+
+
+def test_geforce_fp16_accumulate_doubles_tensor_peak_by_hand():
+    prof = EngineProfile("t", eta_compute={"default": 0.5}, fp16_accumulate=True)
+    op = Op("matmul", "ffn", "tensor", 1, flops=1e12, weight_bytes=1e6)
+    # GeForce: 1e12 FLOP / (2 x 100 TFLOP/s x 0.5) = 10 ms; workstation card: 20 ms
+    t, bound = op_time(op, _gpu(), prof, "F16")
+    assert bound == "compute" and math.isclose(t, 0.010, rel_tol=1e-12)
+    t, _ = op_time(op, _gpu(name="NVIDIA RTX A6000"), prof, "F16")
+    assert math.isclose(t, 0.020, rel_tol=1e-12)
+    t, _ = op_time(op, _gpu(), EngineProfile("t", eta_compute={"default": 0.5}), "F16")
+    assert math.isclose(t, 0.020, rel_tol=1e-12)
+
+
+def test_attention_and_format_efficiency_by_hand():
+    prof = EngineProfile("t", eta_compute={"default": 0.5}, eta_attn=0.25, eta_compute_format={"kquant": 0.8},
+                         eta_mem={"default": 0.5}, eta_kv=0.5)
+    attn = Op("attention", "attention", "tensor", 1, flops=1e12, kv_read_bytes=1e6)
+    t, _ = op_time(attn, _gpu(name="NVIDIA A40"), prof, "Q4_K_M")
+    assert math.isclose(t, 1e12 / (100e12 * 0.5 * 0.25), rel_tol=1e-12)          # 80 ms
+    mm = Op("matmul", "ffn", "tensor", 1, flops=1e12, weight_bytes=1e6)
+    t, _ = op_time(mm, _gpu(name="NVIDIA A40"), prof, "Q4_K_M")
+    assert math.isclose(t, 1e12 / (100e12 * 0.5 * 0.8), rel_tol=1e-12)           # 25 ms
+    kv = Op("attention", "attention", "tensor", 1, flops=1.0, kv_read_bytes=1e9)
+    t, bound = op_time(kv, _gpu(name="NVIDIA A40"), prof, "F16")
+    assert bound == "memory" and math.isclose(t, 1e9 / (1000e9 * 0.5 * 0.5), rel_tol=1e-12)  # 4 ms
+
+
+def _fit_module():
+    spec = importlib.util.spec_from_file_location("fit_calibration", REPO / "scripts" / "fit_calibration.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod          # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@needs_csv
+def test_fit_lowers_loss_from_priors(scored):
+    pytest.importorskip("scipy")
+    pytest.importorskip("numpy")
+    fit = _fit_module()
+    rows = [r for r in scored if r.engine == "llama.cpp-cuda"][::8]
+    rs = fit.build(rows)
+    prior = prior_profile("llama.cpp-cuda")
+    prof, space, x = fit.fit(rs, prior)
+    assert fit.loss(rs, prof) < 0.8 * fit.loss(rs, prior)
+    for p, v in zip(space, x):                      # physical bounds hold
+        assert p.lo <= v <= p.hi, p.label
+    assert 0 < prof.mem_eff("gpu") <= 1.0 and 0 <= prof.launch_s <= 50e-6
+
+
+def test_compute_efficiency_never_beats_the_listed_peak():
+    prof = EngineProfile("t", eta_compute={"default": 0.8}, fp16_accumulate=True)
+    op = Op("matmul", "ffn", "tensor", 1, flops=1e12, weight_bytes=1e6)
+    t, _ = op_time(op, _gpu(), prof, "F16")       # 0.8 x 2 = 1.6 is clamped to 1: 1e12 / 100e12 = 10 ms
+    assert math.isclose(t, 0.010, rel_tol=1e-12)

@@ -1,0 +1,96 @@
+"""calibration.csv loading: every line parsed, each row's hardware built from its own columns, the
+skip rules, quant mapping and device families."""
+
+import csv
+
+import pytest
+
+from tokspeed.calibration import DEFAULT_CSV, device_family, load_rows
+from tokspeed.calibration.rows import SKIP_FLAGS, map_quant
+
+needs_csv = pytest.mark.skipif(not DEFAULT_CSV.is_file(), reason=f"{DEFAULT_CSV} absent")
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return load_rows(DEFAULT_CSV)
+
+
+@needs_csv
+def test_every_line_becomes_a_row(rows):
+    with open(DEFAULT_CSV, newline="") as f:
+        raw = list(csv.DictReader(f))
+    assert len(rows) == len(raw)
+    assert [r.id for r in rows] == [d["id"] for d in raw]
+    for r, d in zip(rows, raw):
+        assert r.tok_s == float(d["tok_s"])
+        assert r.metric == d["metric"]
+        assert r.engine == d["engine"]
+
+
+@needs_csv
+def test_hardware_comes_from_the_row(rows):
+    with open(DEFAULT_CSV, newline="") as f:
+        raw = {d["id"]: d for d in csv.DictReader(f)}
+    for r in rows:
+        d = raw[r.id]
+        assert r.hw.name == d["hardware"]
+        assert r.hw.kind == d["hardware_kind"]
+        assert r.hw.bandwidth_gbps == float(d["bandwidth_GBps"])
+        assert r.hw.fp16_tflops == (float(d["fp16_TFLOPS"]) if d["fp16_TFLOPS"] else 0.0)
+        if d["memory_GB"]:
+            assert r.hw.memory_gb == float(d["memory_GB"])
+
+
+@needs_csv
+def test_skip_rules(rows):
+    with open(DEFAULT_CSV, newline="") as f:
+        raw = {d["id"]: d for d in csv.DictReader(f)}
+    for r in rows:
+        d = raw[r.id]
+        flag = d["flags"].split("=")[0]
+        if flag in SKIP_FLAGS:
+            assert r.skip == flag
+        elif int(d["n_devices"]) > 1:
+            assert r.skip == "multi-device"
+        if not r.skip:
+            assert r.n_devices == 1 and not r.flags
+            if r.metric == "prefill":
+                assert r.prompt > 0 and r.hw.fp16_tflops > 0
+    scored = [r for r in rows if not r.skip]
+    assert len(scored) > 300
+    assert {r.engine for r in scored} >= {"llama.cpp-cuda", "llama.cpp-metal"}
+
+
+@needs_csv
+def test_decode_rows_keep_their_lengths(rows):
+    """r0002: M1 decode, 0-token prompt, 128 generated, batch 1 (as printed in the CSV)."""
+    r = {x.id: x for x in rows}["r0002"]
+    assert (r.metric, r.prompt, r.gen, r.context, r.batch) == ("decode", 0, 128, 0, 1)
+    assert r.hw.bandwidth_gbps == 68.25 and r.family == "Apple M1"
+
+
+def test_quant_mapping():
+    assert map_quant("INT8 (weight-only)") == "INT8"
+    assert map_quant("INT4-G32") == "INT4-G32"
+    assert map_quant("Q4_K_M") == "Q4_K_M"
+    assert map_quant("F16") == "F16"
+
+
+@pytest.mark.parametrize("name,vendor,family", [
+    ("NVIDIA GeForce RTX 4090", "NVIDIA", "NVIDIA Ada"),
+    ("NVIDIA RTX 5000 Ada Generation", "NVIDIA", "NVIDIA Ada"),
+    ("NVIDIA GeForce RTX 5090", "NVIDIA", "NVIDIA Blackwell"),
+    ("NVIDIA RTX A6000", "NVIDIA", "NVIDIA Ampere"),
+    ("NVIDIA A100 80GB SXM4", "NVIDIA", "NVIDIA Ampere"),
+    ("NVIDIA Jetson AGX Orin 64GB", "NVIDIA", "NVIDIA Ampere"),
+    ("NVIDIA H100 80GB HBM3", "NVIDIA", "NVIDIA Hopper"),
+    ("NVIDIA Tesla V100-SXM2-16GB", "NVIDIA", "NVIDIA Volta"),
+    ("NVIDIA GeForce RTX 2080 Ti", "NVIDIA", "NVIDIA Turing"),
+    ("NVIDIA Tesla P40", "NVIDIA", "NVIDIA Pascal"),
+    ("Apple M2 Ultra (76-core GPU)", "Apple", "Apple M2"),
+    ("Apple M4 Max (40-core GPU)", "Apple", "Apple M4"),
+    ("AMD Radeon RX 7900 XTX", "AMD", "AMD"),
+])
+def test_device_family(name, vendor, family):
+    assert device_family(name, vendor) == family

@@ -1,0 +1,137 @@
+"""Vectorised ``predict`` over many calibration rows for many trial engine profiles (the fit).
+
+The operator ledger of every pass a row needs (decode steps as the KV cache grows, prefill
+micro-batches) is built once with ``tokspeed.ledger.forward_ops`` and ``tokspeed.predict.decode_steps``
+and flattened into numpy arrays; evaluating a profile then costs a few array operations instead of
+thousands of ``op_time`` calls. The arithmetic mirrors ``tokspeed.predict.op_time``/``pass_time``
+(``tests/test_calibration_fast.py`` holds the two equal on every row). Needs numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..engines.profile import MATVEC_MAX_TOKENS
+
+
+@dataclass
+class RowSet:
+    rows: list              # CalibrationRow, in array order
+    measured: np.ndarray    # tok/s
+    numer: np.ndarray       # tokens the row's time buys: 1 (decode), batch (aggregate), batch*prompt (prefill)
+    # per pass
+    pass_row: np.ndarray
+    pass_w: np.ndarray      # decode: trapezoid weight / sum of weights (mean step); prefill: 1 per chunk
+    pass_kernels: np.ndarray
+    pass_tokens: np.ndarray
+    # per op
+    op_pass: np.ndarray
+    op_row: np.ndarray
+    flops: np.ndarray
+    peak: np.ndarray
+    attn: np.ndarray        # bool: attention core over the KV cache
+    tensor: np.ndarray      # bool: matmul (weight formats apply)
+    wbytes: np.ndarray
+    abytes: np.ndarray
+    kvbytes: np.ndarray
+    bw: np.ndarray
+
+
+def _passes(row, spec, storage, kvb):
+    from ..ledger import forward_ops
+    from ..memory import UBATCH
+    from ..predict import decode_steps
+
+    if row.kind == "decode":
+        steps = decode_steps(row.context, row.prompt, max(row.gen, 1))
+        wsum = sum(w for _, w in steps)
+        for depth, w in steps:
+            yield w / wsum, row.batch, forward_ops(spec, storage, kvb, row.batch, 1, depth)
+    else:
+        done = 0
+        while done < row.prompt:
+            chunk = min(UBATCH, row.prompt - done)
+            yield 1.0, row.batch * chunk, forward_ops(spec, storage, kvb, row.batch, chunk, row.context + done)
+            done += chunk
+
+
+def build(rows, kv_dtype: str = "f16") -> RowSet:
+    """Flatten the ledgers of ``rows`` (scorable CalibrationRows)."""
+    from ..models.resolve import resolve_model
+    from ..quant.kv import kv_bytes
+    from ..quant.schemes import scheme_for
+
+    kvb = kv_bytes(kv_dtype)
+    P = {k: [] for k in ("row", "w", "kern", "tok")}
+    O = {k: [] for k in ("pass", "row", "flops", "peak", "attn", "tensor", "wb", "ab", "kv", "bw")}
+    measured, numer = [], []
+    specs = {}
+    for i, row in enumerate(rows):
+        if row.model not in specs:
+            specs[row.model] = resolve_model(row.model)[0]
+        spec = specs[row.model]
+        storage = scheme_for(row.quant, spec)
+        measured.append(row.tok_s)
+        numer.append(row.batch * row.prompt if row.kind == "prefill" else
+                     (row.batch if row.metric == "decode_aggregate" else 1))
+        for w, tokens, ops in _passes(row, spec, storage, kvb):
+            p = len(P["row"])
+            P["row"].append(i)
+            P["w"].append(w)
+            P["tok"].append(tokens)
+            P["kern"].append(sum(op.kernels * op.count for op in ops))
+            for op in ops:
+                if op.unit == "cpu":
+                    continue
+                O["pass"].append(p)
+                O["row"].append(i)
+                O["flops"].append(op.flops)
+                O["peak"].append(row.hw.matmul_flops if op.unit == "tensor" else row.hw.vector_flops)
+                O["attn"].append(bool(op.kv_read_bytes or op.kv_write_bytes))
+                O["tensor"].append(op.unit == "tensor")
+                O["wb"].append(op.weight_bytes)
+                O["ab"].append(op.act_bytes)
+                O["kv"].append(op.kv_read_bytes + op.kv_write_bytes)
+                O["bw"].append(row.hw.bandwidth_bytes_s)
+    a = np.asarray
+    return RowSet(rows=list(rows), measured=a(measured, float), numer=a(numer, float),
+                  pass_row=a(P["row"], int), pass_w=a(P["w"], float), pass_kernels=a(P["kern"], float),
+                  pass_tokens=a(P["tok"], float),
+                  op_pass=a(O["pass"], int), op_row=a(O["row"], int), flops=a(O["flops"], float),
+                  peak=a(O["peak"], float), attn=a(O["attn"], bool), tensor=a(O["tensor"], bool),
+                  wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
+                  bw=a(O["bw"], float))
+
+
+def predict_rows(rs: RowSet, prof) -> np.ndarray:
+    """Predicted tok/s of every row of ``rs`` under EngineProfile ``prof`` (= predict()'s figure)."""
+    n = len(rs.rows)
+    bw_row = np.empty(n)
+    eta_c = np.empty(n)
+    scale = np.empty(n)
+    eta_f = np.empty(n)
+    eta_cf = np.empty(n)
+    for i, r in enumerate(rs.rows):
+        bw_row[i] = prof.stream_bytes_s(r.hw)
+        eta_c[i] = prof.compute_eff_for(r.hw)
+        scale[i] = prof.tensor_peak_scale(r.hw)
+        eta_f[i] = prof.format_eff(r.quant)
+        eta_cf[i] = prof.compute_format_eff(r.quant)
+    o = rs.op_row
+    tok = rs.pass_tokens[rs.op_pass]
+    ramp = np.where(tok <= MATVEC_MAX_TOKENS, prof.eta_matvec, tok / (tok + prof.gemm_half_tokens))
+    ec = eta_c[o] * np.where(rs.attn, prof.eta_attn, np.where(rs.tensor, eta_cf[o] * ramp, 1.0))
+    ec = ec * np.where(rs.tensor, scale[o], 1.0)
+    ec = np.minimum(ec, 1.0)      # as op_time: the listed peak stays the bound
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / (rs.peak * ec), 0.0)
+    bw = bw_row[o]
+    t_m = (rs.wbytes / (bw * np.where(rs.tensor, eta_f[o], 1.0)) + rs.abytes / bw
+           + rs.kvbytes / (bw * prof.eta_kv) + np.where(rs.attn, rs.flops * prof.attn_bytes_per_flop, 0.0) / bw)
+    t_op = np.maximum(t_c, t_m)
+    t_pass = np.bincount(rs.op_pass, weights=t_op, minlength=len(rs.pass_row))
+    t_pass = t_pass + rs.pass_kernels * prof.launch_s + prof.fixed_s
+    t_row = np.bincount(rs.pass_row, weights=t_pass * rs.pass_w, minlength=n)
+    return rs.numer / t_row

@@ -1,0 +1,148 @@
+"""Load ``calibration.csv`` into rows that ``tokspeed.predict.predict`` can be evaluated on.
+
+Each row carries its own ``Hardware`` built from the row's columns (name, kind, vendor, bandwidth,
+FP16 peak, memory), so a fit on these rows does not depend on the hardware catalog. Rows that cannot
+be scored keep a ``skip`` reason instead of being dropped, so every line of the file is accounted for.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..hardware.spec import Hardware
+from .families import device_family
+
+REPO = Path(__file__).resolve().parents[2]
+CSV_REL = Path("shared") / "validation" / "calibration.csv"
+
+
+def default_csv() -> Path:
+    """``$TOKSPEED_CALIBRATION_CSV``, else ``../shared/validation/calibration.csv`` next to the repo
+    (checked in the repo's parent first, then further up, for worktrees nested one level deeper)."""
+    env = os.environ.get("TOKSPEED_CALIBRATION_CSV")
+    if env:
+        return Path(env)
+    for parent in REPO.parents:
+        if (parent / CSV_REL).is_file():
+            return parent / CSV_REL
+    return REPO.parent / CSV_REL
+
+
+DEFAULT_CSV = default_csv()
+
+# A decode row whose generated-token count is unstated: llama-bench's default -n 128.
+DEFAULT_GEN = 128
+# Capacity does not enter a speed prediction; rows that leave it blank get this placeholder
+# (Hardware requires a positive capacity) so the memory fit never reports "does not fit".
+UNSTATED_MEMORY_GB = 1e6
+
+SKIP_FLAGS = ("DUPLICATE_OF", "PARTIAL_CPU_OFFLOAD", "HOST_CONTENTION")
+METRICS = ("decode", "prefill", "decode_aggregate")
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    id: str
+    source: str
+    hw: Hardware
+    family: str
+    n_devices: int
+    model: str
+    quant: str              # canonical tokspeed quant name (INT8, INT4-G32, Q4_K_M, ...)
+    engine: str             # llama.cpp-cuda | llama.cpp-metal | llama.cpp-vulkan | gpt-fast
+    metric: str             # decode | prefill | decode_aggregate
+    prompt: int
+    gen: int
+    context: int
+    batch: int
+    tok_s: float
+    confidence: str
+    flags: str
+    skip: str = ""          # why the row is not scored ("" = scored)
+
+    @property
+    def kind(self) -> str:
+        """``decode`` or ``prefill``: decode_aggregate rows are scored as decode (aggregate tok/s)."""
+        return "prefill" if self.metric == "prefill" else "decode"
+
+
+def _int(text: str, default: int | None = None) -> int | None:
+    text = text.strip()
+    return int(text) if text else default
+
+
+def _float(text: str, default: float = 0.0) -> float:
+    text = text.strip()
+    return float(text) if text else default
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def row_hardware(r: dict) -> Hardware:
+    return Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=r["hardware_kind"].strip(),
+                    vendor=r["vendor"].strip(), memory_gb=_float(r["memory_GB"], UNSTATED_MEMORY_GB),
+                    bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_float(r["fp16_TFLOPS"]),
+                    source=f"calibration.csv row {r['id']}")
+
+
+def map_quant(text: str) -> str:
+    """``INT8 (weight-only)`` -> ``INT8``; other names through ``tokspeed.quant.schemes.canonical``."""
+    from ..quant.schemes import canonical
+
+    return canonical(re.sub(r"\s*\(weight-only\)\s*$", "", text.strip(), flags=re.I))
+
+
+def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
+    from ..models.catalog import resolve_id
+    from ..quant.schemes import scheme_for
+    from ..engines.profile import ENGINES
+
+    flag = r["flags"].split("=")[0].strip()
+    if flag in SKIP_FLAGS:
+        return flag
+    if flag:
+        return f"unknown flag {flag}"
+    if _int(r["n_devices"], 1) > 1:
+        return "multi-device"
+    if r["metric"] not in METRICS:
+        return f"metric {r['metric']}"
+    if r["engine"] not in ENGINES:
+        return f"engine {r['engine']} unknown"
+    if resolve_id(r["model"]) is None:
+        return "model not in catalog"
+    try:
+        scheme_for(quant)
+    except ValueError:
+        return f"quant {r['quant']} unknown"
+    if r["metric"] == "prefill":
+        if not prompt:
+            return "prompt length unstated"
+        if not _float(r["fp16_TFLOPS"]):
+            return "no FP16 peak (prefill not scored)"
+    return ""
+
+
+def load_rows(path: str | Path | None = None) -> list[CalibrationRow]:
+    """Every line of the CSV as a CalibrationRow (unscorable ones with ``skip`` set)."""
+    path = Path(path) if path else DEFAULT_CSV
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            quant = map_quant(r["quant"])
+            decode = r["metric"] != "prefill"
+            prompt = _int(r["prompt_tokens"], 0 if decode else None)   # unstated decode prompt: short
+            gen = _int(r["gen_tokens"], DEFAULT_GEN if decode else 0)
+            hw = row_hardware(r)
+            out.append(CalibrationRow(
+                id=r["id"], source=r["source"], hw=hw, family=device_family(r["hardware"], r["vendor"]),
+                n_devices=_int(r["n_devices"], 1), model=r["model"].strip(), quant=quant,
+                engine=r["engine"].strip(), metric=r["metric"].strip(), prompt=prompt or 0, gen=gen,
+                context=_int(r["context_depth"], 0), batch=_int(r["batch"], 1), tok_s=float(r["tok_s"]),
+                confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen)))
+    return out

@@ -1,0 +1,50 @@
+"""Explain where the time of one token goes: stage by stage, hardware unit by hardware unit.
+
+``explain(model, hardware, ...)`` returns an ``Explanation``: the prediction it explains, the journey of
+one token (``journey.Journey``, stages that sum to the predicted time) and the four levers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Explanation:
+    prediction: object
+    journey: object
+    levers: list = field(default_factory=list)
+    measured: object = None
+
+    def to_dict(self) -> dict:
+        p = self.prediction
+        d = {"model": p.model, "hardware": p.hardware, "quant": p.quant, "kv_dtype": p.kv_dtype,
+             "engine": p.engine, "batch": p.batch, "bandwidth_gbps": p.hw.bandwidth_gbps,
+             "matmul_tflops": p.hw.matmul_flops / 1e12, **self.journey.to_dict(),
+             "bound_tok_s": p.decode.bound_tok_s if self.journey.mode == "decode" else p.prefill.bound_tok_s,
+             "levers": [lv.to_dict() for lv in self.levers], "prediction": p.to_dict()}
+        if self.measured is not None:
+            d["measured"] = self.measured.to_dict()
+        return d
+
+
+def explain(model, hardware, prefill: int = 0, context: int = 0, batch: int = 1, quant: str | None = None,
+            kv_dtype: str = "f16", engine: str = "llama.cpp", measured=None, with_levers: bool = True
+            ) -> Explanation:
+    """Explain one decode step at ``context`` cached tokens, or (``prefill`` > 0) a prefill of that many
+    tokens on top of ``context``. ``measured``: a run-file path whose stage times sit beside ours."""
+    from ..predict import predict
+    from .journey import build_journey
+    from .levers import levers as make_levers
+
+    mode = "prefill" if prefill else "decode"
+    pred = predict(model, hardware, quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=prefill, gen=1,
+                   context=context, batch=batch)
+    j = build_journey(pred, mode)
+    m = None
+    if measured:
+        from .measured import attach, load_measured
+
+        m = load_measured(measured, context=context, batch=batch)
+        attach(j, m)
+    return Explanation(pred, j, make_levers(pred, mode, model) if with_levers else [], m)

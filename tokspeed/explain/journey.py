@@ -1,0 +1,223 @@
+"""The journey of one token: every stage in the seeds' order, with its hardware, bytes, FLOPs and time.
+
+Built from the same ledger and roofline as ``tokspeed.predict`` (``forward_ops`` + ``pass_time``), so the
+stage times sum to the predicted step time exactly:
+
+    step time = Σ_ops roofline time  +  kernels × launch_s  +  fixed_s
+                (GPU stages)            (CPU: launch kernels)  (CPU: sampling + loop control)
+
+Decode explains one step at KV depth ``context``; prefill (``tokens`` > 1) explains the whole prompt,
+summed over the same micro-batches ``predict`` uses, so it sums to ``Prediction.prefill.seconds``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..units import fmt_seconds
+from .roles import compute_unit, data_source, launch_path
+
+# ledger op name prefix -> (stage key, label). Ops sharing a key are one row (their order is kept).
+_GROUPS = [
+    ("token embedding", "embedding", "embedding lookup"),
+    ("attention norm", "attn_norm", "attention RMSNorm"),
+    ("attn_q", "qkv", "QKV projection"),
+    ("attn_k", "qkv", "QKV projection"),
+    ("attn_v", "qkv", "QKV projection"),
+    ("attn_kv", "qkv", "QKV projection"),
+    ("RoPE", "rope", "RoPE"),
+    ("attention scores", "attention", "attention over the KV cache"),
+    ("attn_output", "o_proj", "output projection"),
+    ("residual add (attention)", "residual_attn", "residual add"),
+    ("FFN norm", "ffn_norm", "FFN RMSNorm"),
+    ("MoE router", "router", "MoE router"),
+    ("ffn_gate_exps", "experts", "experts gate/up/down"),
+    ("ffn_up_exps", "experts", "experts gate/up/down"),
+    ("ffn_down_exps", "experts", "experts gate/up/down"),
+    ("activation_exps", "experts_act", "experts activation"),
+    ("ffn_gate_shexp", "shared", "shared expert gate/up/down"),
+    ("ffn_up_shexp", "shared", "shared expert gate/up/down"),
+    ("ffn_down_shexp", "shared", "shared expert gate/up/down"),
+    ("activation_shexp", "shared_act", "shared expert activation"),
+    ("ffn_", "ffn", "FFN gate/up/down"),
+    ("activation", "ffn_act", "FFN activation"),
+    ("residual add (FFN)", "residual_ffn", "residual add"),
+    ("final norm", "final_norm", "final RMSNorm"),
+    ("LM head", "lm_head", "LM head"),
+    ("sampling", "sampling", "sampling + loop control"),
+]
+PHASES = ("cpu", "embedding", "layer", "head", "cpu")
+
+
+@dataclass
+class Stage:
+    key: str
+    label: str
+    phase: str              # cpu | embedding | layer (× n_layers) | head
+    unit: str               # the hardware doing it, in words
+    data_from: str          # where its bytes come from
+    layers: int = 1         # how many layers the row stands for
+    kernels: int = 0        # kernel launches per step (all layers)
+    flops: float = 0.0
+    weight_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    act_bytes: float = 0.0
+    seconds: float = 0.0
+    compute_s: float = 0.0  # part of ``seconds`` that is compute-bound
+    share: float = 0.0
+    note: str = ""
+    ops: list = field(default_factory=list)
+    measured_s: float | None = None
+
+    @property
+    def bytes(self) -> float:
+        return self.weight_bytes + self.kv_bytes + self.act_bytes
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes else 0.0
+
+    @property
+    def bound(self) -> str:
+        if self.unit == "CPU":
+            return "cpu"
+        if not self.seconds:
+            return "-"
+        return "compute" if self.compute_s > self.seconds / 2 else "memory"
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(bytes=self.bytes, intensity=self.intensity, bound=self.bound)
+        return d
+
+
+@dataclass
+class Journey:
+    mode: str                   # decode | prefill
+    tokens: int                 # tokens in the pass (1 for decode, N for prefill) per sequence
+    context: int                # tokens already cached before it
+    batch: int
+    stages: list[Stage]
+    total_s: float              # sum of the stage times
+    predicted_s: float          # what predict() says for the same step / prefill
+    ridge_flops_per_byte: float
+    kernels: int
+    launch_s: float
+    fixed_s: float
+
+    @property
+    def per_token_s(self) -> float:
+        return self.total_s / self.tokens
+
+    @property
+    def tok_s(self) -> float:
+        return self.batch * self.tokens / self.total_s if self.total_s else 0.0
+
+    def to_dict(self) -> dict:
+        return {"mode": self.mode, "tokens": self.tokens, "context": self.context, "batch": self.batch,
+                "total_s": self.total_s, "predicted_s": self.predicted_s, "per_token_s": self.per_token_s,
+                "tok_s": self.tok_s, "ridge_flops_per_byte": self.ridge_flops_per_byte,
+                "kernels": self.kernels, "launch_s": self.launch_s, "fixed_s": self.fixed_s,
+                "stages": [s.to_dict() for s in self.stages]}
+
+
+def _group(op_name: str) -> tuple[str, str]:
+    for prefix, key, label in _GROUPS:
+        if op_name.startswith(prefix):
+            return key, label
+    return op_name, op_name
+
+
+def _phase(op) -> str:
+    if op.stage == "embedding":
+        return "embedding"
+    if op.stage in ("lm_head", "sampling") or op.name.startswith("final norm"):
+        return "head"
+    return "layer"
+
+
+def passes(pred, mode: str):
+    """The ledger passes the prediction is made of: [(ops, tokens in the pass)]. Decode: one step at depth
+    ``context + prompt``; prefill: the prompt's micro-batches (``memory.UBATCH`` tokens each)."""
+    from ..ledger import forward_ops
+    from ..memory import UBATCH
+    from ..quant.kv import kv_bytes
+
+    if mode == "decode":
+        return [(pred.decode_ops(pred.context + pred.prompt), pred.batch)]
+    kvb = kv_bytes(pred.kv_dtype)
+    out, done = [], 0
+    while done < pred.prompt:
+        chunk = min(UBATCH, pred.prompt - done)
+        out.append((forward_ops(pred.spec, pred.storage, kvb, pred.batch, chunk, pred.context + done),
+                    pred.batch * chunk))
+        done += chunk
+    return out
+
+
+def _bound_note(st: Stage, ridge: float) -> str:
+    """Say why a stage sits on the other side of the ridge than its FLOP/B suggests."""
+    if st.unit == "CPU" or not st.flops or not st.bytes or not ridge:
+        return ""
+    if st.bound == "memory" and st.intensity > ridge:
+        return ("memory-bound although its FLOP/B is above the ridge: the engine model adds traffic the ledger "
+                "does not count here (unfused attention writes and reads its score matrix) and reaches only part "
+                "of the peaks")
+    if st.bound == "compute" and st.intensity < ridge:
+        return "compute-bound below the ridge: this engine reaches only a fraction of peak FLOP/s for this shape"
+    return ""
+
+
+def build_journey(pred, mode: str = "decode") -> Journey:
+    """Stages of one decode step (``mode='decode'``) or of the whole prefill (``'prefill'``) of ``pred``."""
+    from ..predict import pass_time
+
+    hw, eng = pred.hw, pred.engine_profile
+    rows: dict[str, Stage] = {}
+    kernels = 0
+    cpu_launch = Stage("launch", "launch kernels", "cpu", "CPU", launch_path(hw), note="")
+    tokenize = Stage("tokenize", "tokenize", "cpu", "CPU", "text in system RAM",
+                     note=("the sampled id is fed straight back; text is tokenized once, for the prompt "
+                           "(not modelled: microseconds)") if mode == "decode" else
+                     "the prompt is tokenized once before the prefill (not modelled: microseconds)")
+    n_pass = 0
+    for ops, tokens in passes(pred, mode):
+        n_pass += 1
+        pt = pass_time(ops, hw, eng, pred.quant, tokens)
+        for op, t, bound in pt.op_times:
+            key, label = _group(op.name)
+            st = rows.get(key)
+            if st is None:
+                st = rows[key] = Stage(key, label, _phase(op), compute_unit(op.unit, hw), data_source(op, hw),
+                                       layers=op.count)
+            if op.name not in st.ops:
+                st.ops.append(op.name)
+            st.flops += op.flops
+            st.weight_bytes += op.weight_bytes
+            st.kv_bytes += op.kv_read_bytes + op.kv_write_bytes
+            st.act_bytes += op.act_bytes
+            st.kernels += op.kernels * op.count
+            st.seconds += t
+            if bound == "compute":
+                st.compute_s += t
+            kernels += op.kernels * op.count
+        cpu_launch.seconds += pt.overhead_s - eng.fixed_s
+        rows["sampling"].seconds += eng.fixed_s
+    cpu_launch.kernels = kernels
+    per = f" × {n_pass} passes" if n_pass > 1 else ""
+    cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass × {fmt_seconds(eng.launch_s)}{per}"
+                       if eng.launch_s else "no launch cost in this engine model")
+    samp = rows["sampling"]
+    samp.unit = "CPU"
+    samp.note = (f"{fmt_seconds(eng.fixed_s)} per pass{per}: copy logits, sample, stop check, next step"
+                 if eng.fixed_s else "no per-step CPU cost in this engine model")
+    for st in rows.values():
+        st.note = st.note or _bound_note(st, hw.ridge_flops_per_byte)
+    stages = [tokenize, cpu_launch] + [s for k, s in rows.items() if k != "sampling"] + [samp]
+    total = sum(s.seconds for s in stages)
+    for s in stages:
+        s.share = s.seconds / total if total else 0.0
+    predicted = pred.decode.ms_per_token / 1e3 if mode == "decode" else pred.prefill.seconds
+    tokens = 1 if mode == "decode" else pred.prompt
+    return Journey(mode, tokens, pred.context + (pred.prompt if mode == "decode" else 0), pred.batch, stages,
+                   total, predicted, hw.ridge_flops_per_byte, kernels // max(n_pass, 1), eng.launch_s, eng.fixed_s)

@@ -1,0 +1,60 @@
+"""What ``--plot FILE`` draws for each verb, from the objects the verb already computed."""
+
+from __future__ import annotations
+
+from .canvas import save
+
+
+def hw_info(hw) -> dict:
+    return {"name": hw.name, "bandwidth_gbps": hw.bandwidth_gbps, "matmul_tflops": hw.matmul_flops / 1e12}
+
+
+def prediction_journeys(pred) -> list[dict]:
+    """Decode (and, with a prompt, prefill) journeys of a Prediction, for the roofline."""
+    from ..explain.journey import build_journey
+
+    modes = ["decode"] + (["prefill"] if pred.prompt else [])
+    return [build_journey(pred, m).to_dict() for m in modes]
+
+
+def plot_prediction(pred, path):
+    from .memory import prediction_figure
+
+    return save(prediction_figure(pred.to_dict(), hw_info(pred.hw), prediction_journeys(pred)), path)
+
+
+def plot_sweep(rows: list[dict], path):
+    """One line per (quant, batch) would crowd the chart: draw the first quant and batch's context curve."""
+    from .context import context_figure
+
+    first = (rows[0]["quant"], rows[0]["batch"])
+    return save(context_figure([r for r in rows if (r["quant"], r["batch"]) == first]), path)
+
+
+def plot_compare(preds, path):
+    from .hardware_bars import hardware_figure
+
+    return save(hardware_figure([p.to_dict() for p in preds]), path)
+
+
+def run_pairs(run: dict) -> list[dict]:
+    """Measured vs predicted decode tok/s per point of a RUN.json (``tokspeed measure``) document."""
+    out = []
+    for pt in run.get("points") or []:
+        pred = (pt.get("predicted") or {}).get("tok_s")
+        if pt.get("decode_tok_s") is None or pred is None:
+            continue
+        out.append({"label": f"batch {pt.get('batch', 1)}\ncontext {pt.get('context', 0):,}",
+                    "predicted": pred, "measured": pt["decode_tok_s"]})
+    return out
+
+
+def plot_run(run: dict, path):
+    """``tokspeed measure --plot``: measured beside predicted decode tok/s, one pair per point."""
+    from ..errors import UserError
+    from .measured import measured_figure
+
+    pairs = run_pairs(run)
+    if not pairs:
+        raise UserError("nothing to draw: the run has no point with both a measured and a predicted decode speed")
+    return save(measured_figure(pairs, "decode tok/s"), path)

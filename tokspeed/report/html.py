@@ -1,0 +1,155 @@
+"""`tokspeed report -o FILE.html`: one self-contained HTML file — prediction, charts (inline SVG) and the
+journey of one token with its levers. No scripts, no fonts, no network: it opens anywhere, offline."""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+
+from ..units import fmt_bytes, fmt_rate, fmt_seconds
+from .explain_table import fmt_flops, headline
+
+SWEEP_CONTEXTS = (1024, 4096, 16384, 32768, 65536, 131072)   # the seeds' table
+
+CSS = """
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2733;background:#f5f7fa;margin:0}
+main{max-width:1100px;margin:0 auto;padding:24px}
+h1{font-size:26px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:2px solid #dde3ea;padding-bottom:4px}
+.sub{color:#5b6b7c}.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(190px,1fr));gap:12px;margin:18px 0}
+.card{background:#fff;border-radius:10px;padding:12px 16px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
+.card .v{font-size:24px;font-weight:650}.card .k{color:#5b6b7c;font-size:13px}
+table{border-collapse:collapse;width:100%;background:#fff;border-radius:8px;overflow:hidden;font-size:13.5px;
+box-shadow:0 1px 3px rgba(0,0,0,.08)}th,td{padding:6px 9px;text-align:left;border-bottom:1px solid #edf0f3}
+th{background:#eef2f6;font-weight:600}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.phase td{background:#f8fafc;color:#5b6b7c;font-size:12px;text-transform:uppercase;letter-spacing:.04em}
+.memory{color:#1f7a70;font-weight:600}.compute{color:#a8326a;font-weight:600}.cpu{color:#a07800;font-weight:600}
+.bar{display:inline-block;height:9px;background:#3b6fb6;border-radius:2px;vertical-align:middle}
+.up{color:#1f7a3a;font-weight:600}.down{color:#b3261e;font-weight:600}
+figure{margin:16px 0;background:#fff;border-radius:10px;padding:8px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
+figure svg{width:100%;max-width:900px;height:auto;display:block;margin:0 auto}td.s{white-space:nowrap}figcaption{color:#5b6b7c;font-size:13px;padding:4px 8px}
+.note{color:#5b6b7c;font-size:13px}footer{margin-top:36px;color:#7a8896;font-size:12px}
+"""
+
+PHASE_TITLE = {"cpu": "CPU", "embedding": "GPU · embedding", "layer": "GPU · every layer", "head": "GPU · head"}
+
+
+def esc(x) -> str:
+    return html.escape(str(x))
+
+
+def _cards(pred) -> str:
+    d, m, p = pred.decode, pred.memory, pred.prefill
+    cards = [("decode, expected", f"{fmt_rate(d.tok_s)} tok/s", f"{d.ms_per_token:.2f} ms/token · {d.bound}-bound"),
+             ("decode bound", f"{fmt_rate(d.bound_tok_s)} tok/s", f"{pred.hw.bandwidth_gbps:g} GB/s ÷ bytes per token"),
+             ("bytes read per token", fmt_bytes(d.bytes_per_token),
+              f"weights {fmt_bytes(d.weight_bytes_per_token)} + KV {fmt_bytes(d.kv_bytes_per_token)}"),
+             ("memory", f"{fmt_bytes(m.total_bytes)}",
+              f"of {fmt_bytes(m.capacity_bytes)} · {'fits' if m.fits else 'does NOT fit'}")]
+    if pred.prompt:
+        cards.append(("prefill", f"{fmt_rate(p.tok_s)} tok/s", f"{pred.prompt} tokens · {p.bound}-bound"))
+        cards.append(("time to first token", fmt_seconds(pred.ttft_s), "prefill + one sampling step"))
+    return '<div class="cards">' + "".join(
+        f'<div class="card"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div><div class="k">{esc(h)}</div>'
+        f"</div>" for k, v, h in cards) + "</div>"
+
+
+def _prediction_table(pred) -> str:
+    m, d = pred.memory, pred.decode
+    rows = [("weights", fmt_bytes(m.weights_bytes)), ("KV cache", fmt_bytes(m.kv_bytes)),
+            ("activations / workspace", fmt_bytes(m.activations_bytes)), ("engine runtime", fmt_bytes(m.overhead_bytes)),
+            ("total / capacity", f"{fmt_bytes(m.total_bytes)} / {fmt_bytes(m.capacity_bytes)}"),
+            ("largest context at this batch", f"{m.max_context:,} tokens"),
+            ("largest batch at this context", f"{m.max_batch:,}"),
+            ("decode range", f"{fmt_rate(d.tok_s_low)} – {fmt_rate(d.tok_s_high)} tok/s")]
+    return "<table><tr><th>quantity</th><th>value</th></tr>" + "".join(
+        f'<tr><td>{esc(k)}</td><td class="n">{esc(v)}</td></tr>' for k, v in rows) + "</table>"
+
+
+def journey_table(expl) -> str:
+    j = expl.journey
+    measured = any(s.measured_s is not None for s in j.stages)
+    head = ["#", "stage", "runs on", "data from", "bytes", "FLOPs", "FLOP/B", "bound", "time", "share"]
+    if measured:
+        head.append("measured")
+    out = ["<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    phase = None
+    for i, s in enumerate(j.stages, 1):
+        if s.phase != phase:
+            phase = s.phase
+            extra = f" (× {s.layers} layers)" if phase == "layer" else ""
+            out.append(f'<tr class="phase"><td colspan="{len(head)}">{esc(PHASE_TITLE[phase] + extra)}</td></tr>')
+        cells = [str(i), esc(s.label) + (f'<div class="note">{esc(s.note)}</div>' if s.note else ""), esc(s.unit),
+                 esc(s.data_from), fmt_bytes(s.bytes) if s.bytes else "", fmt_flops(s.flops) if s.flops else "",
+                 f"{s.intensity:.1f}" if s.bytes else "", f'<span class="{s.bound}">{esc(s.bound)}</span>',
+                 fmt_seconds(s.seconds),
+                 f'<span class="bar" style="width:{max(s.share * 120, 0):.1f}px"></span> {s.share:.1%}']
+        if measured:
+            cells.append(fmt_seconds(s.measured_s) if s.measured_s is not None else "")
+        num = {0, 4, 5, 6, 8}
+        out.append("<tr>" + "".join(f'<td class="n">{c}</td>' if k in num else f'<td class="s">{c}</td>' if k == 9
+                                    else f"<td>{c}</td>"
+                                    for k, c in enumerate(cells)) + "</tr>")
+    out.append(f'<tr><td></td><td><b>total</b></td><td colspan="6"></td><td class="n"><b>{fmt_seconds(j.total_s)}'
+               f'</b></td><td>100%</td>{"<td></td>" if measured else ""}</tr></table>')
+    return "".join(out)
+
+
+def levers_table(expl) -> str:
+    out = ["<table><tr><th>lever</th><th>what if</th><th>tok/s</th><th>time/token</th><th>bytes/token</th>"
+           "<th>speed-up</th><th>fits</th></tr>"]
+    for lv in expl.levers:
+        cls = "up" if lv.speedup >= 1 else "down"
+        out.append(f"<tr><td>{esc(lv.lever)}</td><td>{esc(lv.what_if)}</td><td class='n'>{fmt_rate(lv.tok_s)}</td>"
+                   f"<td class='n'>{fmt_seconds(lv.ms_per_token / 1e3)}</td><td class='n'>{fmt_bytes(lv.bytes_per_token)}"
+                   f"</td><td class='n {cls}'>{lv.speedup:.2f}×</td><td>{'yes' if lv.fits else 'no'}</td></tr>")
+    return "".join(out) + "</table>"
+
+
+def _figure(svg: str, caption: str) -> str:
+    return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
+
+
+def render_report(model, hardware, quant=None, kv_dtype="f16", engine="llama.cpp", prompt=512, gen=128, context=0,
+                  batch=1, charts: bool = True) -> str:
+    from .. import __version__
+    from ..explain import explain
+    from ..predict import predict
+
+    pred = predict(model, hardware, quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=prompt, gen=gen,
+                   context=context, batch=batch)
+    hw = pred.hw
+    expl = explain(model, hw, context=context + prompt, batch=batch,
+                   quant=quant, kv_dtype=kv_dtype, engine=engine)
+    parts = [f"<h1>{esc(pred.model)} on {esc(hw.name)}</h1>",
+             f'<div class="sub">{esc(pred.quant)} weights · KV {esc(pred.kv_dtype)} · engine {esc(pred.engine)} · '
+             f"batch {pred.batch} · context {pred.context:,} + prompt {pred.prompt:,} + generate {pred.gen:,}</div>",
+             _cards(pred)]
+    if charts:
+        from ..plots import context_figure, prediction_figure, stages_figure, to_svg
+        from ..plots.verbs import hw_info, prediction_journeys
+
+        parts.append(_figure(to_svg(prediction_figure(pred.to_dict(), hw_info(hw), prediction_journeys(pred))),
+                             "Memory against capacity; every stage of a decode step (rings) and of the prefill "
+                             "(squares) on the roofline: left of the ridge is memory-bound."))
+    parts += ["<h2>Prediction</h2>", _prediction_table(pred)]
+    parts += ["<h2>The journey of one token</h2>",
+              f"<p>{esc(headline(expl))}. The stages sum to the predicted time. Ridge point: "
+              f"{expl.journey.ridge_flops_per_byte:.0f} FLOP/byte ({hw.matmul_flops / 1e12:g} TFLOPS ÷ "
+              f"{hw.bandwidth_gbps:g} GB/s); {expl.journey.kernels:,} kernel launches per token.</p>",
+              journey_table(expl)]
+    if charts:
+        parts.append(_figure(to_svg(stages_figure(expl.to_dict())), "Time per stage of one decode token."))
+    parts += ["<h2>What if … (the four levers)</h2>", levers_table(expl)]
+    if charts:
+        rows = [predict(model, hw, quant=quant, kv_dtype=kv_dtype,
+                        engine=engine, prompt=0, gen=1, context=c, batch=batch).to_dict() for c in SWEEP_CONTEXTS]
+        parts += ["<h2>Decode speed against context</h2>",
+                  _figure(to_svg(context_figure(rows)), "The KV cache grows with context; at long context it rivals "
+                                                        "the weights and speed falls.")]
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts.append(f"<footer>tokspeed {esc(__version__)} · {esc(stamp)} · engine model: {esc(pred.engine_source)} · "
+                 f"hardware source: {esc(hw.source[:300])}</footer>")
+    title = f"tokspeed · {pred.model} on {hw.name}"
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+            f'<meta name="viewport" content="width=device-width,initial-scale=1"><style>{CSS}</style></head>'
+            f"<body><main>{''.join(parts)}</main></body></html>\n")

@@ -1,0 +1,86 @@
+"""Human tables for the scale sections of a prediction: devices, parallel, offload, serving, cost."""
+
+from __future__ import annotations
+
+from ..units import fmt_bytes, fmt_rate, fmt_seconds
+
+
+def _table(title: str, columns):
+    from rich.table import Table
+
+    t = Table(title=title, header_style="bold")
+    for c in columns:
+        t.add_column(c, justify="right")
+    return t
+
+
+def render_scale(pred, console=None):
+    from .console import make_console
+
+    console = console or make_console()
+    x = pred.extra
+    devs = x.get("devices", {}).get("per_device", [])
+    if len(devs) > 1 or pred.layout is not None:
+        t = _table(f"memory per device ({x['devices']['count']} GPU)",
+                   ("device", "hardware", "x", "weights", "KV", "activations + runtime", "total / capacity", "fits"))
+        for d in devs:
+            t.add_row(d["name"], d["hardware"], str(d["count"]), fmt_bytes(d["weights_bytes"]), fmt_bytes(d["kv_bytes"]),
+                      fmt_bytes(d["activations_bytes"] + d["overhead_bytes"]),
+                      f"{fmt_bytes(d['total_bytes'])} / {fmt_bytes(d['capacity_bytes'])}",
+                      "yes" if d["fits"] else "[red]no[/]")
+        console.print(t)
+    par = x.get("parallel", {})
+    if par.get("n_devices", 1) > 1:
+        line = f"parallel: {par['style']} (tp={par['tp']}, pp={par['pp']})"
+        if par.get("row_split"):
+            line += (f"; llama.cpp row split over {par['tp_link']['name']}: {par['syncs_per_token']} matmul "
+                     f"gathers per token")
+        elif "tp_link" in par and par["tp"] > 1:
+            line += (f"; TP over {par['tp_link']['name']} ({par['tp_link']['per_direction_gbps']:g} GB/s per direction): "
+                     f"{par['allreduces_per_token']} all-reduces per token, "
+                     f"{fmt_bytes(par['allreduce_bytes_per_token_per_device'])} sent per device per token")
+        if "pipeline_link" in par:
+            line += f"; stage hand-off {fmt_bytes(par['handoff_bytes_per_token'])}/token over {par['pipeline_link']['name']}"
+        console.print(line)
+    off = x.get("offload")
+    if off:
+        t = _table(f"offload ({off['mode']}): {off['gpu_layers']} of {off['n_layers_with_output']} layers on the GPU, "
+                   f"{fmt_bytes(off['weights_in_ram_bytes'])} of weights in RAM",
+                   ("stage", "device", "layers", "ms per token", "of which link"))
+        for s in off["decode_seconds_by_stage"]:
+            t.add_row(s["name"], s["hardware"], f"{s['layers'][0]}-{s['layers'][1]}", f"{s['seconds'] * 1e3:.2f}",
+                      f"{s['link_s'] * 1e3:.2f}")
+        console.print(t)
+        console.print(f"VRAM vs host link: {off['vram_vs_host_link']:.1f}x; VRAM vs CPU RAM ({off['cpu']}): "
+                      f"{off['vram_vs_cpu_ram']:.1f}x")
+    sv = x.get("serving")
+    if sv:
+        t = _table(f"batching (decode at depth {sv['decode_depth']:,}): ridge batch {sv['ridge_batch']}, "
+                   f"largest batch that fits {sv['max_batch']:,}", ("batch", "ms/step", "per-user tok/s", "aggregate tok/s", "fits"))
+        for r in sv["batches"]:
+            t.add_row(str(r["batch"]), f"{r['step_ms']:.2f}", fmt_rate(r["per_user_tok_s"]), fmt_rate(r["aggregate_tok_s"]),
+                      "yes" if r["fits"] else "[red]no[/]")
+        console.print(t)
+        if "users" in sv:
+            u = sv["users"]
+            console.print(f"{u['users']} users: {fmt_rate(u['per_user_tok_s'])} tok/s each, "
+                          f"{fmt_rate(u['aggregate_tok_s'])} tok/s in all")
+        cb = sv.get("continuous")
+        if cb:
+            if cb["stable"] is None:
+                console.print(f"continuous batching: {cb['reason']}")
+            elif cb["stable"]:
+                console.print(f"continuous batching at {cb['rate_rps']:g} req/s: ~{cb['running_sequences']:.1f} running, "
+                              f"TTFT {fmt_seconds(cb['ttft_s'])}, TPOT {fmt_seconds(cb['tpot_s'])}, "
+                              f"prefill {cb['prefill_share']:.0%} of the time; max {cb['max_rate_rps']:.2f} req/s")
+            else:
+                console.print(f"[red]{cb['rate_rps']:g} req/s is beyond this setup[/]: {cb['reason']} "
+                              f"(max {cb['max_rate_rps']:.2f} req/s)")
+    c = x.get("cost", {})
+    parts = []
+    if c.get("usd_per_million_tokens") is not None:
+        parts.append(f"${c['usd_per_million_tokens']:.2f} per 1M tokens at ${c['price_per_hour']:g}/h")
+    if c.get("joules_per_token") is not None:
+        parts.append(f"{c['joules_per_token']:.2f} J/token at {c['power_w']:g} W TDP")
+    if parts:
+        console.print(f"cost at {fmt_rate(c['at_aggregate_tok_s'])} tok/s: " + "; ".join(parts))

@@ -1,0 +1,92 @@
+"""The link between devices and the collectives that cross it.
+
+Ring all-reduce (Patarasuk & Yuan 2009; NCCL's ring): each of N devices sends, and receives,
+``2 (N - 1) / N`` times the message over its link, half in the reduce-scatter and half in the
+all-gather. The time of one all-reduce is that volume over the per-direction bandwidth plus a fixed
+synchronisation latency (kernel launch, flag polling, PCIe/NVLink round trips) that dominates for the
+few-KB messages of decode.
+
+Which link: devices with a scale-up fabric (NVLink, Infinity Fabric, ``scale_up_gbps`` in the
+catalog, a bidirectional sum) use half of it per direction, within the fabric's reach: 2 devices for
+bridged PCIe cards (RTX 3090, A100/H100 PCIe with an NVLink bridge), 72 for GB200/GB300 NVL72, else 8
+(one HGX/OAM baseboard). Otherwise peer-to-peer over PCIe at the device's ``host_link_gbps``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UserError
+
+# Synchronisation latency per operation (software + link round trip; bandwidth is counted separately).
+# Fitted by scripts/eval_scale_calibration.py --fit on the tensor-parallel decode rows of
+# shared/validation/calibration.csv, as the median speed-up error minimiser over a grid (docs/scale.md):
+SYNC_LATENCY_S = {
+    "all-reduce": 1.5e-5,   # one NCCL all-reduce of a decode-size message (gpt-fast on 2-8x A100 NVLink:
+                            # 12 rows with a one-GPU counterpart; the NCCL small-message range is ~10-50 us)
+    "peer-copy": 3.0e-5,    # one peer copy + stream sync (llama.cpp -sm row gathers over PCIe/bridges:
+                            # 67 rows); also used for pipeline and offload hand-offs
+}
+
+@dataclass(frozen=True)
+class Interconnect:
+    name: str
+    kind: str                       # scale-up | pcie | host
+    per_direction_bytes_s: float
+
+    def transfer_s(self, nbytes: float, ideal: bool = False) -> float:
+        """One point-to-point copy of ``nbytes`` (pipeline hand-off, offload hand-off)."""
+        return nbytes / self.per_direction_bytes_s + (0.0 if ideal else SYNC_LATENCY_S["peer-copy"])
+
+    def allreduce_s(self, nbytes: float, n: int, ideal: bool = False) -> float:
+        """Ring volume at bandwidth plus one synchronisation latency (small-message all-reduces run
+        NCCL's LL protocol or vLLM's one-shot kernel, whose latency barely grows with N)."""
+        if n <= 1:
+            return 0.0
+        return ring_allreduce_bytes(nbytes, n) / self.per_direction_bytes_s + (0.0 if ideal else
+                                                                              SYNC_LATENCY_S["all-reduce"])
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "per_direction_gbps": self.per_direction_bytes_s / 1e9,
+                "allreduce_latency_us": SYNC_LATENCY_S["all-reduce"] * 1e6,
+                "copy_latency_us": SYNC_LATENCY_S["peer-copy"] * 1e6}
+
+
+def ring_allreduce_bytes(message_bytes: float, n: int) -> float:
+    """Bytes each device sends (and receives) in a ring all-reduce of ``message_bytes``."""
+    return 2 * (n - 1) / n * message_bytes if n > 1 else 0.0
+
+
+def scale_up_reach(hw) -> int:
+    text = f"{hw.id} {hw.notes}".lower()
+    if "bridge" in text or "pairwise" in text:
+        return 2
+    if hw.id.startswith(("gb200", "gb300")):
+        return 72
+    return 8
+
+
+def device_link(hw, n: int) -> Interconnect | None:
+    """The link N copies of ``hw`` use to talk to each other (None for one device)."""
+    if n <= 1:
+        return None
+    if hw.scale_up_gbps and n <= scale_up_reach(hw):
+        return Interconnect(f"scale-up {hw.scale_up_gbps:g} GB/s bidirectional", "scale-up",
+                            hw.scale_up_per_direction_bytes_s)
+    return host_link(hw, kind="pcie")
+
+
+ASSUMED_GPU_LINK = "pcie-4-x16"   # a discrete GPU whose catalog entry names no host link
+
+
+def host_link(hw, kind: str = "host") -> Interconnect:
+    if hw.host_link_gbps:
+        return Interconnect(hw.host_link or "host link", kind, hw.host_link_gbps * 1e9)
+    if hw.kind == "gpu":
+        from ..hardware.links import get_link
+
+        link = get_link(ASSUMED_GPU_LINK)
+        return Interconnect(f"{link.name} (assumed: no host link in the catalog for {hw.id})", kind,
+                            link.per_direction_bytes_s)
+    raise UserError(f"{hw.id}: no host link bandwidth in the catalog ({hw.host_link or 'none given'})",
+                    "use a TOML hardware file with host_link_gbps")

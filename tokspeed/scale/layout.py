@@ -1,0 +1,174 @@
+"""A layout: the stages a forward pass walks through (which layers, on which device, sharded how),
+and the memory each device holds.
+
+A stage is a contiguous block of layers run by one device group:
+- ``gpu``: weights and KV cache in the device's memory, ``tp`` devices share each matrix;
+- ``cpu`` (llama.cpp offload): weights and KV in host RAM, computed by the CPU at its bandwidth;
+- ``stream`` (Accelerate offload): weights in host RAM, copied over the host link to the GPU every
+  pass and computed there; the KV cache stays on the GPU.
+The first stage also holds the token embedding, the last the final norm and LM head.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from .interconnect import Interconnect
+from .parallel import Parallel
+
+
+@dataclass
+class Stage:
+    name: str
+    kind: str                  # gpu | cpu | stream
+    hw: object                 # the device that computes this stage
+    engine: object             # its EngineProfile
+    layers: tuple[int, int]    # [start, end)
+    tp: int = 1
+    embedding: bool = False
+    head: bool = False
+    gpu: object = None         # cpu stage: the GPU llama.cpp sends big prefill batches to
+    host_bytes: float = 0.0    # weights held in host RAM that cross the host link when the GPU runs them
+    ops: str = "all"           # all | experts (only the routed-expert matmuls) | rest (all but those)
+
+    @property
+    def n_layers(self) -> int:
+        return self.layers[1] - self.layers[0]
+
+
+@dataclass
+class DeviceMemory:
+    name: str
+    kind: str                  # gpu | host
+    hardware: str
+    count: int                 # identical devices this row stands for (TP ranks)
+    weights_bytes: float = 0.0
+    kv_bytes: float = 0.0
+    activations_bytes: float = 0.0
+    overhead_bytes: float = 0.0
+    capacity_bytes: float = 0.0
+
+    @property
+    def total_bytes(self) -> float:
+        return self.weights_bytes + self.kv_bytes + self.activations_bytes + self.overhead_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.total_bytes <= self.capacity_bytes
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.update(total_bytes=self.total_bytes, fits=self.fits)
+        return d
+
+
+@dataclass
+class Layout:
+    stages: list[Stage]
+    parallel: Parallel
+    link: Interconnect | None = None      # between GPUs (TP all-reduce, pipeline hand-off)
+    host: Interconnect | None = None      # GPU <-> host RAM (offload)
+    handoff_value_bytes: float = 2.0      # bytes per activation value passed between stages
+    syncs_per_layer: int = 2              # TP collectives per layer
+    row_split: bool = False               # llama.cpp -sm row: matmul inputs/outputs gathered on the main GPU
+    offload: str = "none"                 # none | layers | stream
+    pipe_link: Interconnect | None = None # between pipeline stages (defaults to ``link``)
+    gpu_layers: int | None = None         # offload: layers (incl. output) on the GPU
+    cpu_hw: object = None                 # offload: the host memory system
+    notes: list = field(default_factory=list)
+
+
+EXPERT_ROLES = ("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")
+
+
+def layer_expert_bytes(spec, storage) -> list[float]:
+    """Bytes of the routed-expert stacks of each layer (0 for dense layers)."""
+    from ..models.tensors import weight_tensors
+
+    out = [0.0] * spec.n_layers
+    for role, layer, rows, cols in weight_tensors(spec):
+        if role in EXPERT_ROLES:
+            out[layer] += storage.tensor_bytes(role, layer, rows, cols)
+    return out
+
+
+def layer_weight_bytes(spec, storage) -> tuple[list[float], float, float]:
+    """Bytes per layer, of the token embedding, and of the head (final norm + LM head)."""
+    from ..models.tensors import weight_tensors
+
+    per_layer = [0.0] * spec.n_layers
+    embd = head = 0.0
+    for role, layer, rows, cols in weight_tensors(spec):
+        b = storage.tensor_bytes(role, layer, rows, cols)
+        if layer is not None:
+            per_layer[layer] += b
+        elif role == "token_embd":
+            embd += b
+        else:
+            head += b
+    return per_layer, embd, head
+
+
+def kv_share(spec, tp: int) -> float:
+    """Share of the KV cache one TP rank holds: its KV heads, at least one (replicated when tp exceeds
+    the KV heads); MLA's latent cache is not split by heads, every rank holds all of it."""
+    if tp <= 1:
+        return 1.0
+    if spec.is_mla:
+        return 1.0
+    return max(1.0 / tp, 1.0 / spec.n_kv_heads)
+
+
+def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: int, tokens: int, prompt: int,
+                  overhead_bytes: float, host_hw=None) -> list[DeviceMemory]:
+    """Memory per device: one row per GPU stage (standing for its ``tp`` ranks), plus host RAM when
+    weights are offloaded."""
+    from ..memory import activation_bytes
+
+    per_layer, embd, head = layer_weight_bytes(spec, storage)
+    experts = layer_expert_bytes(spec, storage) if any(s.ops != "all" for s in layout.stages) else None
+    kv_all = batch * spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
+    act = activation_bytes(spec, batch, prompt)
+    rows: dict[str, DeviceMemory] = {}
+
+    def row(name, kind, hw, count=1):
+        if name not in rows:
+            cap = hw.usable_bytes
+            rows[name] = DeviceMemory(name, kind, hw.id, count, capacity_bytes=cap)
+            if kind == "gpu":
+                rows[name].activations_bytes = act
+                rows[name].overhead_bytes = overhead_bytes
+        return rows[name]
+
+    gpu_name = None
+    stream_buf = 0.0
+    for s in layout.stages:
+        a, b = s.layers
+        if s.ops == "experts":          # llama.cpp --n-cpu-moe: the CPU stage's experts live in RAM
+            if s.kind == "cpu":         # (a GPU experts stage is already counted in its "rest" stage)
+                row("host", "host", s.hw).weights_bytes += sum(experts[a:b])
+                row(gpu_name or "gpu0", "gpu", s.gpu).weights_bytes -= sum(experts[a:b])
+            continue
+        w = sum(per_layer[a:b]) + (embd if s.embedding else 0.0) + (head if s.head else 0.0)
+        if s.head and spec.tied_embeddings and not s.embedding:
+            w += embd            # the LM head reads the tied table: the last stage needs its own copy
+        kv = kv_all * (b - a) / spec.n_layers
+        if s.kind == "gpu":
+            r = row(s.name, "gpu", s.hw, s.tp)
+            r.weights_bytes += w / s.tp
+            r.kv_bytes += kv * kv_share(spec, s.tp)
+            gpu_name = gpu_name or s.name
+        elif s.kind == "cpu":
+            r = row("host", "host", s.hw)
+            r.weights_bytes += w
+            r.kv_bytes += kv
+        else:  # stream: weights in RAM, KV and one layer's buffer on the GPU
+            r = row("host", "host", host_hw or s.hw)
+            r.weights_bytes += w
+            g = row(gpu_name or "gpu0", "gpu", s.hw)
+            g.kv_bytes += kv
+            stream_buf = max(stream_buf, max(per_layer[a:b], default=0.0))
+    if stream_buf:
+        rows[gpu_name or "gpu0"].activations_bytes += stream_buf   # Accelerate copies one layer at a time
+    return list(rows.values())
+

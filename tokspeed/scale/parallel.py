@@ -1,0 +1,97 @@
+"""``--parallel``: how ``--gpus N`` devices share a model.
+
+- ``tp``: tensor parallel. Every device holds 1/N of every weight matrix (and of the KV heads) and
+  reads it each pass; two all-reduces of the hidden state per layer (Megatron-LM: after attention and
+  after the MLP). vLLM / TensorRT-LLM / gpt-fast. llama.cpp's row split (``-sm row``) is the same
+  sharding but gathers every matmul's result on the main GPU (one sync per matmul).
+- ``pp``: pipeline parallel. Each device holds a contiguous block of layers; a sequence visits the
+  devices in turn, and micro-batches keep several devices busy at once (vLLM/Megatron).
+- ``split``: llama.cpp's layer split (``-sm layer``, its multi-GPU default since 2024): blocks of
+  layers like ``pp``, one batch walks the devices in turn (no decode micro-batching).
+- ``tp=4,pp=2``: both; N = tp x pp.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import UserError
+
+STYLES = ("none", "tp", "pp", "split", "tp+pp")
+
+
+@dataclass(frozen=True)
+class Parallel:
+    tp: int = 1
+    pp: int = 1
+    style: str = "none"
+
+    @property
+    def n_devices(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def micro_batched(self) -> bool:
+        """Decode micro-batches flow through the pipeline (not llama.cpp's layer split)."""
+        return self.style in ("pp", "tp+pp")
+
+    def to_dict(self) -> dict:
+        return {"style": self.style, "tp": self.tp, "pp": self.pp, "n_devices": self.n_devices}
+
+
+def default_style(engine_name: str) -> str:
+    """llama.cpp splits layers by default; the serving engines shard tensors."""
+    return "split" if engine_name.startswith("llama.cpp") else "tp"
+
+
+def parse_parallel(text: str | None, gpus: int, engine_name: str = "llama.cpp") -> Parallel:
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
+        raise UserError(f"--gpus must be a whole number >= 1, got {gpus!r}")
+    t = (text or "").strip().lower().replace(" ", "")
+    if not t:
+        if gpus == 1:
+            return Parallel()
+        t = default_style(engine_name)
+    if t == "none":
+        if gpus != 1:
+            raise UserError(f"--parallel none with --gpus {gpus}", "use tp, pp, split or tp=A,pp=B")
+        return Parallel()
+    if t == "tp":
+        return Parallel(tp=gpus, style="tp" if gpus > 1 else "none")
+    if t in ("pp", "split", "layer", "layer-split"):
+        style = "split" if t != "pp" else "pp"
+        return Parallel(pp=gpus, style=style if gpus > 1 else "none")
+    degrees = {"tp": 1, "pp": 1}
+    for part in t.split(","):
+        key, _, val = part.partition("=")
+        if key not in degrees or not val.isdigit() or int(val) < 1:
+            raise UserError(f"cannot read --parallel {text!r}", "write tp, pp, split, or tp=4,pp=2")
+        degrees[key] = int(val)
+    tp, pp = degrees["tp"], degrees["pp"]
+    if gpus != 1 and tp * pp != gpus:
+        raise UserError(f"--parallel {text} uses {tp * pp} GPUs but --gpus is {gpus}", f"use --gpus {tp * pp}")
+    style = "tp+pp" if tp > 1 and pp > 1 else "tp" if tp > 1 else "pp" if pp > 1 else "none"
+    return Parallel(tp=tp, pp=pp, style=style)
+
+
+def check_tp(spec, tp: int):
+    """Heads must divide evenly over the TP group (vLLM: num_attention_heads % tp == 0)."""
+    if tp > 1 and spec.n_heads % tp:
+        raise UserError(f"{spec.id}: {spec.n_heads} attention heads do not split over tp={tp}",
+                        "choose a tp that divides the head count")
+
+
+def split_layers(n_layers: int, stages: int) -> list[tuple[int, int]]:
+    """Contiguous blocks of layers, as even as possible. The first stage also holds the embedding
+    and the last the LM head, so leftover layers go to the middle stages first."""
+    if stages > n_layers:
+        raise UserError(f"{stages} pipeline stages for {n_layers} layers", "use fewer stages")
+    base, rem = divmod(n_layers, stages)
+    order = list(range(1, stages - 1)) + [stages - 1, 0] if stages > 2 else list(range(stages))[::-1]
+    extra = set(order[:rem])
+    out, start = [], 0
+    for s in range(stages):
+        n = base + (1 if s in extra else 0)
+        out.append((start, start + n))
+        start += n
+    return out

@@ -1,0 +1,176 @@
+"""One forward pass timed over a layout.
+
+The pass's operator ledger (``ledger.forward_ops``, whole model) is cut into stages: layer operators
+by the share of layers the stage holds (MoE and dense-FFN operators by the share of *their* layers),
+the embedding to the first stage, final norm / LM head / sampling to the last. A TP stage's operators
+are divided over its ranks (matmuls, attention heads, vocab-parallel embedding and LM head); norms and
+residual adds are replicated; the KV cache per rank follows ``layout.kv_share``.
+
+Each stage is timed by the engine's roofline (``predict.pass_time``) on its own device, and the
+links add:
+- TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), or
+  for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
+- stage hand-offs: tokens x d_model x ``handoff_value_bytes`` over the GPU link or the host link;
+- streaming offload: every streamed module (whole tensors: the embedding table, every expert) over
+  the host link, each pass;
+- llama.cpp offload: layers in RAM run on the CPU, but batches of >= 32 tokens (prefill) are sent to
+  the GPU with their weight tensors copied over the host link (ggml-backend scheduler,
+  ``offload_op``); the embedding lookup stays on the CPU.
+
+The per-step overheads (launches, sampling, ``fixed_s``) are counted once per step, not per stage.
+Pipelined decode (``pp``) keeps m = min(batch, stages) micro-batches in flight: one step (a token
+for every sequence) takes ``max(Σ stage + hand-offs, m · slowest stage)`` at micro-batch size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..engines.profile import IDEAL
+from ..ledger import Op
+from ..predict import PassTime, pass_time
+from .interconnect import SYNC_LATENCY_S
+from .layout import Layout, Stage, kv_share
+
+GPU_OFFLOAD_MIN_BATCH = 32   # llama.cpp: ops on CPU-held weights go to the GPU for batches >= 32 tokens
+
+
+@dataclass
+class ScaledPass(PassTime):
+    link_s: float = 0.0
+    stages: list = field(default_factory=list)   # dicts: name, kind, seconds, link_s
+
+    @property
+    def bound(self) -> str:
+        if self.link_s > max(self.compute_s, self.memory_s, self.overhead_s):
+            return "link"
+        return PassTime.bound.fget(self)
+
+
+def _layer_fraction(op: Op, spec, a: int, b: int) -> float:
+    L = spec.n_layers
+    if spec.is_moe and op.stage == "moe":
+        lo, n = spec.n_dense_layers, L - spec.n_dense_layers
+    elif spec.is_moe and op.stage == "ffn":
+        lo, n = 0, spec.n_dense_layers
+    else:
+        lo, n = 0, L
+    if n <= 0:
+        return 0.0
+    return max(0, min(b, lo + n) - max(a, lo)) / n
+
+
+def _scaled(op: Op, f: float, weight_f: float | None = None) -> Op:
+    wf = f if weight_f is None else weight_f
+    return replace(op, count=max(1, round(op.count * f)), flops=op.flops * f, weight_bytes=op.weight_bytes * wf,
+                   act_bytes=op.act_bytes * f, kv_read_bytes=op.kv_read_bytes * f, kv_write_bytes=op.kv_write_bytes * f)
+
+
+def _tp_shard(op: Op, spec, tp: int) -> Op:
+    if tp <= 1 or op.unit == "cpu" or op.stage == "norm" or op.name.startswith("MoE router"):
+        return op
+    if op.name.startswith("attention scores"):
+        s = kv_share(spec, tp)
+        return replace(op, flops=op.flops / tp, act_bytes=op.act_bytes / tp, kv_read_bytes=op.kv_read_bytes * s,
+                       kv_write_bytes=op.kv_write_bytes * s)
+    return replace(op, flops=op.flops / tp, weight_bytes=op.weight_bytes / tp, act_bytes=op.act_bytes / tp)
+
+
+def _stage_fraction(op: Op, spec, stage: Stage) -> float:
+    if op.stage == "embedding":
+        return 1.0 if stage.embedding else 0.0
+    if op.stage in ("lm_head", "sampling") or op.name == "final norm":
+        return 1.0 if stage.head else 0.0
+    return _layer_fraction(op, spec, *stage.layers)
+
+
+def _is_expert_op(op: Op) -> bool:
+    return op.stage == "moe" and "_exps" in op.name
+
+
+def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1) -> list[Op]:
+    """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches."""
+    out = []
+    for op in ops:
+        if stage.ops != "all" and _is_expert_op(op) != (stage.ops == "experts"):
+            continue
+        f = _stage_fraction(op, spec, stage)
+        if f <= 0:
+            continue
+        o = _scaled(op, f / micro, weight_f=f) if micro > 1 else _scaled(op, f)
+        out.append(_tp_shard(o, spec, stage.tp))
+    return out
+
+
+def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, micro: int, ideal: bool) -> float:
+    """Link time of one TP stage for one pass (of one micro-batch).
+
+    NCCL-style TP: ``syncs_per_layer`` ring all-reduces of tokens x d_model x 2 bytes per layer.
+    llama.cpp row split (``-sm row``): every weight matmul's input leaves the main GPU for the others and
+    their output rows come back, as F32 (2x the ledger's F16 activation bytes), (N-1)/N of it crossing
+    the main GPU's link; one sequential peer copy per other GPU per matmul."""
+    link, n = layout.link, stage.tp
+    if n <= 1 or link is None:
+        return 0.0
+    if layout.row_split:
+        moved = sum(op.act_bytes * _stage_fraction(op, spec, stage) for op in ops
+                    if op.unit == "tensor" and op.weight_bytes and op.stage != "embedding")
+        moved = moved / micro * 2 * (n - 1) / n
+        syncs = layout.syncs_per_layer * stage.n_layers
+        return moved / link.per_direction_bytes_s + (0.0 if ideal else syncs * (n - 1) * SYNC_LATENCY_S["peer-copy"])
+    msg = tokens * spec.d_model * 2.0
+    return layout.syncs_per_layer * stage.n_layers * link.allreduce_s(msg, n, ideal)
+
+
+def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int) -> ScaledPass:
+    """Time of one pass of ``ops`` (batch x n_tokens new tokens) over the layout. ``prof`` is the
+    main engine (IDEAL for the bound: every stage ideal, links at bandwidth without latency)."""
+    ideal = prof is IDEAL or getattr(prof, "is_ideal", False)
+    tokens = batch * n_tokens
+    micro = min(batch, layout.parallel.pp) if (layout.parallel.micro_batched and n_tokens == 1) else 1
+    d = spec.d_model
+    comp = mem = over = link = 0.0
+    stage_rows, stage_times = [], []
+    for s in layout.stages:
+        sops = stage_ops(ops, spec, s, micro)
+        eng = IDEAL if ideal else s.engine
+        extra = 0.0
+        if s.kind == "cpu" and tokens >= GPU_OFFLOAD_MIN_BATCH and s.gpu is not None:
+            gpu_eng = IDEAL if ideal else prof
+            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro))
+            extra = layout.host.transfer_s(s.host_bytes, ideal)
+            eng = gpu_eng
+        else:
+            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro))
+        if s.kind == "stream":
+            extra = layout.host.transfer_s(s.host_bytes, ideal)
+        extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal)
+        body = pt.seconds - eng.fixed_s
+        comp += pt.compute_s
+        mem += pt.memory_s
+        over += pt.overhead_s - eng.fixed_s
+        link += extra
+        stage_times.append(body + extra)
+        stage_rows.append({"name": s.name, "kind": s.kind, "hardware": s.hw.id, "layers": list(s.layers),
+                           "seconds": body + extra, "link_s": extra})
+    handoff = 0.0
+    for s in layout.stages:
+        if s.ops == "experts" and s.kind == "cpu":   # to the CPU and back in every such layer
+            handoff += 2 * s.n_layers * layout.host.transfer_s(tokens / micro * d * layout.handoff_value_bytes, ideal)
+    for s0, s1 in zip(layout.stages, layout.stages[1:]):
+        if s1.ops == "experts":
+            continue
+        via = layout.host if "cpu" in (s0.kind, s1.kind) else (layout.pipe_link or layout.link)
+        if s0.kind == "stream" or s1.kind == "stream" or via is None:
+            continue      # streamed layers run on the GPU that holds the activations
+        handoff += via.transfer_s(tokens / micro * d * layout.handoff_value_bytes, ideal)
+    link += handoff
+    fixed = 0.0 if ideal else prof.fixed_s
+    over += fixed
+    seconds = sum(stage_times) + handoff
+    if micro > 1:
+        seconds = max(seconds, micro * max(stage_times))
+    seconds += fixed
+    return ScaledPass(seconds, comp, mem, over, sum(o.bytes for o in ops), sum(o.weight_bytes for o in ops),
+                      sum(o.kv_read_bytes + o.kv_write_bytes for o in ops), sum(o.flops for o in ops), [],
+                      link_s=link, stages=stage_rows)
