@@ -190,6 +190,33 @@ def resolve_backend(engine: str, hardware) -> str:
     return "llama.cpp-vulkan"
 
 
+# engines whose decode a `tokspeed measure` backend reproduces on this machine
+MEASURED_BY = {"gpt-fast": "torch", "transformers": "torch", "llama.cpp-cpu": "llama.cpp",
+               "llama.cpp-cuda": "llama.cpp", "llama.cpp-metal": "llama.cpp", "llama.cpp-vulkan": "llama.cpp"}
+
+
+def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
+    """The profile with this machine's measured decode efficiency (``tokspeed measure --calibrate``),
+    when ``hardware`` is a probed profile carrying one for the backend that runs this engine.
+
+    The calibration is ``t = weight_bytes / (BW · eta_memory) + kv_bytes / (BW · eta_kv) + overhead_s``
+    with BW the probe's read bandwidth; it replaces eta_mem, eta_kv and fixed_s (launches are inside
+    overhead_s) and its own fit error becomes the error band."""
+    from dataclasses import replace
+
+    entry = (getattr(hardware, "calibration", None) or {}).get(MEASURED_BY.get(profile.name, ""))
+    if not entry or not entry.get("eta_memory"):
+        return profile
+    scale = float(entry.get("bandwidth_gbps") or hardware.bandwidth_gbps) / hardware.bandwidth_gbps
+    eta = float(entry["eta_memory"]) * scale
+    eta_kv = float(entry.get("eta_kv") or entry["eta_memory"]) * scale / eta
+    band = max(5.0, 200 * float(entry.get("rms_rel_error") or 0.0))
+    return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0,
+                   fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
+                   source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
+                          f"{entry.get('date', '')}) over {profile.source}")
+
+
 def get_engine(engine, hardware=None) -> EngineProfile:
     """The profile for an engine name (``llama.cpp`` resolved to its backend on ``hardware``); an
     EngineProfile passes through unchanged (the calibration fit evaluates trial profiles this way)."""
@@ -206,4 +233,5 @@ def get_engine(engine, hardware=None) -> EngineProfile:
     if entry is None:
         e = "llama.cpp-cuda" if e == "llama.cpp" else e
         entry = _tables()[e]
-    return EngineProfile(name=e, **entry)
+    profile = EngineProfile(name=e, **entry)
+    return calibrated(profile, hardware) if hardware is not None else profile

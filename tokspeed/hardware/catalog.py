@@ -79,10 +79,12 @@ def hardware_from_toml(path, default_id: str | None = None) -> Hardware:
     if isinstance(raw.get("hardware"), dict):
         raw = raw["hardware"]
     raw = dict(raw)
-    # a probed profile (tokspeed.measure.profile) carries its probe results and fitted calibration
-    # in these two tables; they describe the device but are not Hardware fields
+    # a probed profile (tokspeed.measure.profile) carries its probe results (not a Hardware field)
+    # and its fitted calibration per backend, which the engine model uses for this machine
     raw.pop("measured", None)
-    raw.pop("calibration", None)
+    cal = raw.pop("calibration", None)
+    if isinstance(cal, dict):
+        raw["calibration"] = {k: v for k, v in cal.items() if isinstance(v, dict)}
     raw.setdefault("id", default_id or p.stem)
     raw.setdefault("source", f"custom file {p}")
     return _with_host_link(Hardware.from_dict(raw))

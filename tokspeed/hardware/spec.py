@@ -37,6 +37,9 @@ class Hardware:
     confidence: str = ""           # that tag's text: high | medium | low | DERIVED ...
     derived: tuple = ()            # "field: formula" for every value computed rather than copied
     aliases: tuple = field(default=(), compare=False)
+    # this machine's fitted decode efficiency per measuring backend (`tokspeed measure --calibrate`),
+    # carried by a probed profile: {"torch": {"eta_memory": ..., "overhead_s": ...}, ...}
+    calibration: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -120,4 +123,5 @@ class Hardware:
         d = asdict(self)
         d["aliases"] = list(self.aliases)
         d["derived"] = list(self.derived)
+        d.pop("calibration", None)
         return d
