@@ -45,6 +45,7 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
 class Handler(BaseHTTPRequestHandler):
     server_version = "tokspeed"
     protocol_version = "HTTP/1.1"
+    timeout = 5                   # seconds an idle keep-alive connection may hold its thread
 
     # -- plumbing ---------------------------------------------------------------------------------
     def log_message(self, fmt, *args):           # quiet unless asked
@@ -168,7 +169,11 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class Server(ThreadingHTTPServer):
-    daemon_threads = True
+    # Request threads are joined on server_close (not daemon threads killed at interpreter exit: a
+    # thread killed inside matplotlib's C++ code aborts the whole process). Handlers speak HTTP/1.0
+    # with a socket timeout, so no thread can wait forever on an idle connection.
+    daemon_threads = False
+    block_on_close = True
     allow_reuse_address = True
 
     def __init__(self, host: str = "127.0.0.1", port: int = 8765, verbose: bool = False):
