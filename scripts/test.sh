@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: install tokspeed with every optional part, then pytest.
-# Slow groups (llama-cpp-python built from source, headless Chromium) are marked `slow` and run too.
+# The whole test suite on a fresh machine: install tokspeed with every optional part, Debian's chromium
+# for the browser test, then pytest. Slow groups (a real llama.cpp server built from source by
+# llama-cpp-python, headless Chromium) are marked `slow` and run too; `bash scripts/test.sh -m "not slow"`
+# skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Debian's chromium (browser test)" >&2
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  $SUDO apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
+fi
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+# llama-cpp-python compiles llama.cpp (~4 min on 2 cores) the first time; pip caches the wheel after that
 python3 -m pip install -q -e '.[files,measure,llamacpp,server,plot,web,test]'
 python3 -m pytest -q "$@"
