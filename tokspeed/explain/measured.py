@@ -21,7 +21,6 @@ Two forms are read:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,15 +99,9 @@ def _from_run(p: Path, data: dict, context: int, batch: int) -> Measured:
 
 
 def load_measured(path, context: int = 0, batch: int = 1) -> Measured:
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise UserError(f"no such measurement file: {path}", "write one with `tokspeed measure MODEL -o RUN.json`")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{path}: not a JSON run file ({e})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"{path}: a run file is a JSON object")
+    from ..userfile import read_json_object
+
+    p, data = read_json_object(path, "measurement file", "write one with `tokspeed measure MODEL -o RUN.json`")
     if data.get("schema") == RUN_SCHEMA:
         return _from_run(p, data, context, batch)
     decode = data.get("decode") if isinstance(data.get("decode"), dict) else {}

@@ -5,7 +5,6 @@ by ``scripts/build_hardware_catalog.py``), custom TOML files, ad-hoc devices fro
 from __future__ import annotations
 
 import os
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 
@@ -69,13 +68,9 @@ def local_hardware() -> Hardware:
 def hardware_from_toml(path, default_id: str | None = None) -> Hardware:
     """One device from a TOML file. Top level or a ``[hardware]`` table (a probe profile) with at
     least name, kind (gpu|soc|cpu|accelerator), vendor, memory_gb, bandwidth_gbps."""
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise UserError(f"no such hardware file: {path}", "write a TOML file with name, kind, vendor, memory_gb, bandwidth_gbps")
-    try:
-        raw = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p}: not valid TOML ({e})") from None
+    from ..userfile import read_toml
+
+    p, raw = read_toml(path, "hardware file", "write a TOML file with name, kind, vendor, memory_gb, bandwidth_gbps")
     if isinstance(raw.get("hardware"), dict):
         raw = raw["hardware"]
     raw = dict(raw)

@@ -101,7 +101,7 @@ def build_profile(machine, results, threads: int, tool: str = "tokspeed probe") 
 
 
 def write_profile(profile: dict, path) -> Path:
-    from .textfile import write_text
+    from ..userfile import write_text
 
     return write_text(path, dumps_toml(profile), "profile")
 

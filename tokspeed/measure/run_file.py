@@ -42,20 +42,16 @@ def new_run(**fields) -> dict:
 
 
 def write_run(run: dict, path) -> Path:
-    from .textfile import write_text
+    from ..userfile import write_text
 
     return write_text(path, json.dumps(run, indent=2, ensure_ascii=False) + "\n", "run file")
 
 
 def read_run(path) -> dict:
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise UserError(f"no such run file: {path}", "write one with `tokspeed measure MODEL -o RUN.json`")
-    try:
-        run = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p}: not valid JSON ({e})") from None
-    if not isinstance(run, dict) or run.get("schema") != SCHEMA:
+    from ..userfile import read_json_object
+
+    p, run = read_json_object(path, "run file", "write one with `tokspeed measure MODEL -o RUN.json`")
+    if run.get("schema") != SCHEMA:
         raise UserError(f"{p}: not a tokspeed run file (no \"schema\": \"{SCHEMA}\")")
     v = run.get("schema_version")
     if not isinstance(v, int) or v > SCHEMA_VERSION:

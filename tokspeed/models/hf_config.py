@@ -10,7 +10,6 @@ Llama-style field names.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..errors import UserError
@@ -21,24 +20,14 @@ def spec_from_path(path) -> ModelSpec:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    if not p.is_file():
-        raise UserError(f"no such model file: {path}")
-    if p.suffix == ".toml":
-        import tomllib
+    from ..userfile import read_json_object, read_toml
 
-        try:
-            raw = tomllib.loads(p.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-            raise UserError(f"{p}: not valid TOML ({e})") from None
+    if p.suffix == ".toml":
+        p, raw = read_toml(p, "model file")
         raw.pop("aliases", None)
         raw.setdefault("id", p.stem)
         return ModelSpec.from_dict(raw)
-    try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p}: not valid JSON ({str(e).splitlines()[0]})") from None
-    if not isinstance(cfg, dict):
-        raise UserError(f"{p}: expected a JSON object, got {type(cfg).__name__}")
+    p, cfg = read_json_object(p, "model file")
     return spec_from_hf_config(cfg, id=p.parent.name, where=str(p))
 
 

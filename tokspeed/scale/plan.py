@@ -14,9 +14,7 @@ board power (TDP x devices), then by device count; ``headroom`` is expected / ta
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..errors import UserError
 
@@ -49,13 +47,9 @@ class Option:
 
 def load_prices(path) -> dict[str, float]:
     """A TOML table ``hardware-id = USD per device-hour`` (your cloud or amortised price)."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"no such prices file: {path}", "write lines like  h100-sxm = 2.99")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p}: not valid TOML ({e})") from None
+    from ..userfile import read_toml
+
+    p, data = read_toml(path, "prices file", "write lines like  h100-sxm = 2.99")
     out = {}
     for k, v in data.items():
         if not isinstance(v, (int, float)) or isinstance(v, bool) or v < 0:
