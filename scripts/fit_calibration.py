@@ -3,17 +3,20 @@
 
     python scripts/fit_calibration.py [--csv PATH] [--write] [--engines llama.cpp-cuda ...]
 
-Per engine backend, the EngineProfile parameters (eta_mem per hardware kind, eta_format per weight-format
-group, eta_kv, launch_s, fixed_s for decode; eta_compute per compute class, eta_compute_format per group
-and eta_attn for prefill; on GeForce, FP16-accumulating engines see twice the listed tensor peak) minimise the squared log error of predicted vs measured tok/s, with:
+Per engine backend, the EngineProfile parameters (eta_mem per hardware kind, bw_cap_gbps, eta_format per
+weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per hardware kind,
+eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens for prefill; eta_matvec
+for batched decode; on GeForce, FP16-accumulating engines see twice the listed tensor peak) minimise the
+squared log error of predicted vs measured tok/s, with:
 
-- a robust loss (soft L1 with its knee at 10 % error): a handful of rows are measured under conditions the row does not
-  state (throttled cards, old builds) and must not drag the fit;
+- a robust loss (soft L1 with its knee at 10 % error): a handful of rows are measured under conditions
+  the row does not state (throttled cards, old builds) and must not drag the fit;
 - a prior term per parameter pulling it toward ``priors.toml`` (width: a factor 1.65 for
-  efficiencies, 10 us for launch_s, 1 ms for fixed_s; one width costs as much as one row 10 % off),
+  efficiencies, 10 us for launch_s, 1 ms for fixed_s, a factor 2.7 for the undocumented bandwidth
+  cap; one width costs as much as one row 10 % off),
   so a parameter the data does not constrain stays at its documented prior;
 - physical bounds: 0 < eta_mem <= 1, eta_format <= 1 (dequantising never beats plain F16), eta_compute
-  <= 1.3 (GeForce FP16 accumulate runs above the listed FP32-accumulate peak), launch_s in [0, 50 us];
+  <= 1.3, launch_s in [0, 50 us]; the combined compute efficiency is clamped at 1 in op_time;
 - leave-one-family-out validation: for each device family (NVIDIA by architecture, Apple by M
   generation, other vendors by vendor) the engine is refitted without that family and the family is
   predicted, which is the situation of a user with hardware that is not in the file.

@@ -137,3 +137,14 @@ def test_compute_efficiency_never_beats_the_listed_peak():
     op = Op("matmul", "ffn", "tensor", 1, flops=1e12, weight_bytes=1e6)
     t, _ = op_time(op, _gpu(), prof, "F16")       # 0.8 x 2 = 1.6 is clamped to 1: 1e12 / 100e12 = 10 ms
     assert math.isclose(t, 0.010, rel_tol=1e-12)
+
+
+def test_a_measured_calibration_replaces_the_bandwidth_cap():
+    """A probed device's own measured eta already includes its saturation: the fitted cap must not
+    be applied on top (HBM GPU at 3000 GB/s measured at eta 0.4 streams 1200 GB/s, by hand)."""
+    hw = Hardware(id="h", name="NVIDIA H100 SXM5", kind="gpu", vendor="NVIDIA", memory_gb=80,
+                  bandwidth_gbps=3000.0, fp16_tflops=989.0,
+                  calibration={"llama.cpp": {"eta_memory": 0.4, "bandwidth_gbps": 3000.0}})
+    prof = get_engine("llama.cpp-cuda", hw)
+    assert prof.bw_cap_gbps == 0.0
+    assert math.isclose(prof.stream_bytes_s(hw), 1200e9, rel_tol=1e-12)

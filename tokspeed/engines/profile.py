@@ -211,7 +211,8 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
     eta = float(entry["eta_memory"]) * scale
     eta_kv = float(entry.get("eta_kv") or entry["eta_memory"]) * scale / eta
     band = max(5.0, 200 * float(entry.get("rms_rel_error") or 0.0))
-    return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0,
+    # the measured eta already holds whatever saturates this device's bandwidth: no cap on top
+    return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0, bw_cap_gbps=0.0,
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
                    source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
                           f"{entry.get('date', '')}) over {profile.source}")
