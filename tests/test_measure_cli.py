@@ -96,3 +96,15 @@ def test_missing_local_profile_says_run_probe(env, monkeypatch):
 def test_text_needs_a_tokenizer(env):
     r = run_cli("measure", env / "tiny", "--text", "서울 맛집 추천해줘")
     assert r.returncode == 2 and "tokenizer" in r.stderr
+
+
+def test_plot_draws_measured_beside_predicted(env):
+    out = env / "run.svg"
+    r = run_cli("measure", env / "tiny", "--context", "0,32", "--prompt", "8", "--gen", "5", "--plot", out, "--json")
+    assert r.returncode == 0, r.stderr
+    svg = out.read_text()
+    assert svg.startswith("<?xml") and "<svg" in svg
+    run = json.loads(r.stdout)
+    # one measured ÷ predicted label per point, as the run reports it
+    for p in run["points"]:
+        assert f"{p['decode_tok_s'] / p['predicted']['tok_s']:.2f}×" in svg

@@ -6,6 +6,7 @@ import json
 import sys
 
 from ..errors import UserError
+from .options import add_plot_option, check_plot
 
 
 def _int_list(text: str, what: str) -> list[int]:
@@ -42,6 +43,7 @@ def add_parser(sub):
     p.add_argument("--threads", type=int, default=0,
                    help="CPU threads (default: torch's default, the physical cores; fewer can be faster on a busy machine)")
     p.add_argument("--seed", type=int, default=0)
+    add_plot_option(p)
     return p
 
 
@@ -49,6 +51,7 @@ def run(args) -> int:
     from rich.console import Console
 
     err = Console(stderr=True)
+    check_plot(args)
     if args.threads < 0:
         raise UserError(f"--threads must be positive, got {args.threads}")
     if args.backend == "torch":
@@ -90,6 +93,10 @@ def run(args) -> int:
     if args.output:
         path = write_run(out, args.output)
         err.print(f"run written to {path}")
+    if args.plot:
+        from ..plots.verbs import plot_run
+
+        err.print(f"chart written to {plot_run(out, args.plot)}")
     for w in out["warnings"]:
         err.print(f"[yellow]warning:[/] {w}")
     if args.json:

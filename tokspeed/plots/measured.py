@@ -21,6 +21,8 @@ def measured_figure(pairs: list[dict], quantity: str = "decode tok/s"):
     ax.set_xticks(xs, [p["label"] for p in pairs])
     ax.set_ylabel(quantity)
     ax.set_title(f"Measured vs predicted {quantity}\n(numbers: measured ÷ predicted)")
-    ax.legend(loc="best")
-    ax.margins(y=0.12)
+    # room above the tallest bar for the ratio labels and a legend that never covers them
+    top = max(max(p["predicted"], p["measured"]) for p in pairs) if pairs else 1.0
+    ax.set_ylim(0, top * 1.3)
+    ax.legend(loc="upper center", ncol=2, frameon=False)
     return fig
