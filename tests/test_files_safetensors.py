@@ -188,6 +188,13 @@ def test_ollama_vision_projector(tmp_path, monkeypatch):
     assert fp["components"]["vision"] == {"resident_bytes": (64 * 64 + 64 * 32) * 2, "read_bytes_per_token": 0.0,
                                           "tensors": 2}
     assert fp["totals"]["read_bytes_per_token"] == text_only["totals"]["read_bytes_per_token"]
+    # predict: the projector is resident (memory) but not read per text token
+    from tokspeed.predict import predict
+
+    with_proj = predict("ollama:llava:q8", "rtx-4090", prompt=0, gen=1)
+    alone = predict(str(g), "rtx-4090", prompt=0, gen=1)
+    assert with_proj.memory.weights_bytes - alone.memory.weights_bytes == (64 * 64 + 64 * 32) * 2
+    assert with_proj.decode.weight_bytes_per_token == alone.decode.weight_bytes_per_token
 
 
 def test_mixtral_style_experts_folder(tmp_path):

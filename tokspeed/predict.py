@@ -212,7 +212,8 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     kvb = kv_dtype_bytes(kv_dtype)
     prof = get_engine(engine, hw)
 
-    weights = resident_weight_bytes(spec, storage)
+    # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
+    weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
     tokens_total = context + prompt + gen
     mem = memory_fit(spec, weights, kvb, batch, tokens_total, prompt,
                      prof.runtime_overhead_gib * 2**30, hw.usable_bytes)

@@ -10,10 +10,10 @@ in context (K and V, or MLA's latent, in the KV dtype; f16 = 2 bytes by default)
 
 from __future__ import annotations
 
+from ..quant.kv import kv_bytes
 from .classify import COMPONENTS
 from .loader import ModelFile
 
-KV_DTYPE_BYTES = {"f32": 4, "f16": 2, "bf16": 2, "q8_0": 34 / 32, "q4_0": 18 / 32, "fp8": 1}
 
 
 def footprint(mf: ModelFile, kv_dtype: str = "f16") -> dict:
@@ -38,7 +38,7 @@ def footprint(mf: ModelFile, kv_dtype: str = "f16") -> dict:
     tied = not storage.has("output")
     if tied:
         comps["lm_head"]["read_bytes_per_token"] += embd_bytes
-    kv_el = KV_DTYPE_BYTES[kv_dtype]
+    kv_el = kv_bytes(kv_dtype)
     kv_per_token = spec.n_layers * spec.kv_elements_per_token_layer * kv_el
     comps = {k: v for k, v in comps.items() if v["tensors"] or v["read_bytes_per_token"]}
     return {
