@@ -128,3 +128,8 @@ def test_llama_cpp_refuses_a_tpu():
     r = run_cli("predict", "llama-3-8b", "--hardware", "tpu-v5e")
     assert r.returncode == 2 and "vllm" in r.stderr
     assert run_cli("predict", "llama-3-8b", "--hardware", "tpu-v5e", "--engine", "vllm").returncode == 0
+
+
+def test_sweep_refuses_batch_zero():
+    r = run_cli("sweep", "llama-3-8b", "--hardware", "rtx-4090", "--batch", "1,0", "--json")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "batch" in r.stderr

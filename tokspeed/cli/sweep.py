@@ -33,7 +33,7 @@ def sweep_rows(args, hw) -> list[dict]:
         for b in args.batch:
             for c in args.context:
                 pred = predict(args.model, hw, quant=q.strip(), kv_dtype=args.kv_dtype, engine=args.engine,
-                               prompt=args.prompt, gen=args.gen, context=c, batch=max(b, 1),
+                               prompt=args.prompt, gen=args.gen, context=c, batch=b,
                                **scale_kwargs(args))
                 rows.append(pred.to_dict())
     return rows
