@@ -86,3 +86,19 @@ def test_mla_caches_the_latent():
 def test_weight_tensors_sum_to_param_count():
     for spec in (TINY, MOE):
         assert sum(r * c for _, _, r, c in weight_tensors(spec)) == spec.n_params
+
+
+def test_llama_cpp_runs_mistral_v01_with_full_attention():
+    """Mistral 7B v0.1's 4096-token window: vLLM-style engines cap its KV, llama.cpp caches everything
+    (the GGUF conversion drops the window)."""
+    import tokspeed
+
+    kv_token = 2 * 32 * 8 * 128 * 2            # K and V, 32 layers, 8 KV heads x 128, f16
+    ctx = 32768
+    capped = tokspeed.predict("mistral-7b", "h100-sxm", quant="F16", engine="vllm", prompt=0, gen=1, context=ctx)
+    full = tokspeed.predict("mistral-7b", "h100-sxm", quant="F16", engine="llama.cpp", prompt=0, gen=1, context=ctx)
+    assert capped.memory.kv_bytes == 4096 * kv_token
+    assert full.memory.kv_bytes == (ctx + 1) * kv_token
+    gemma = [tokspeed.predict("gemma-2-9b", "h100-sxm", quant="F16", engine=e, prompt=0, gen=1, context=ctx)
+             for e in ("vllm", "llama.cpp")]
+    assert gemma[0].memory.kv_bytes == gemma[1].memory.kv_bytes       # llama.cpp honours Gemma 2's window

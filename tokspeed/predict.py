@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .engines.profile import IDEAL, EngineProfile, get_engine
+from .engines.profile import IDEAL, EngineProfile, attention_spec, get_engine
 from .errors import UserError
 from .ledger import Op, forward_ops, resident_weight_bytes
 from .memory import UBATCH, Memory, memory_fit
@@ -211,6 +211,7 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
         quant = getattr(storage, "name", "file")
     kvb = kv_dtype_bytes(kv_dtype)
     prof = get_engine(engine, hw)
+    spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
 
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)

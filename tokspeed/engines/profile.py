@@ -190,6 +190,22 @@ def resolve_backend(engine: str, hardware) -> str:
     return "llama.cpp-vulkan"
 
 
+# model families whose sliding window llama.cpp does not apply: Mistral v0.1 is converted to GGUF as the
+# `llama` architecture (convert_hf_to_gguf.py writes no sliding-window key for it), so llama.cpp caches and
+# attends the full context. Gemma 2/3, gpt-oss and Phi-3 GGUFs carry their window and llama.cpp honours it.
+FULL_ATTENTION_FAMILIES = {"llama.cpp": ("mistral",)}
+
+
+def attention_spec(profile: EngineProfile, spec):
+    """The model as this engine runs it: a sliding window the engine ignores becomes full attention."""
+    from dataclasses import replace
+
+    families = FULL_ATTENTION_FAMILIES.get("llama.cpp" if profile.name.startswith("llama.cpp") else profile.name, ())
+    if spec.n_sliding_layers and spec.family in families:
+        return replace(spec, sliding_window=0, n_sliding_layers=0)
+    return spec
+
+
 # engines whose decode a `tokspeed measure` backend reproduces on this machine
 MEASURED_BY = {"gpt-fast": "torch", "transformers": "torch", "llama.cpp-cpu": "llama.cpp",
                "llama.cpp-cuda": "llama.cpp", "llama.cpp-metal": "llama.cpp", "llama.cpp-vulkan": "llama.cpp"}
