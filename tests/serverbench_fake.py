@@ -273,3 +273,54 @@ class FakeServer:
                  "prompt_eval_duration": 30_000_000, "eval_count": n, "eval_duration": 200_000_000}
         await self.chunk(writer, json.dumps(final) + "\n")
         await self.end(writer)
+
+    # --- hostile servers (issue 10): each must end in a bounded time and memory, recorded
+    async def mode_forever(self, writer, body, path):
+        """Streams tokens without pause and never ends: only --request-timeout can stop it."""
+        await self.start_stream(writer)
+        while True:
+            await self.chunk(writer, self.completion_event("f" * 64))
+            await asyncio.sleep(0)
+
+    async def mode_huge_line(self, writer, body, path):
+        """One token, then one line that never ends (64 KiB pieces, no newline)."""
+        await self.start_stream(writer)
+        await self.tokens(writer, body, 1)
+        piece = "data: " + "x" * 65536
+        while True:
+            await self.chunk(writer, piece)
+            piece = "x" * 65536
+
+    async def mode_huge_event(self, writer, body, path):
+        """One token, then an event of endless short data lines (no blank line ever dispatches it)."""
+        await self.start_stream(writer)
+        await self.tokens(writer, body, 1)
+        while True:
+            await self.chunk(writer, ("data: " + "y" * 1000 + "\n") * 64)
+
+    async def mode_nan_timings(self, writer, body, path):
+        """llama.cpp-style timings with NaN and a negative count (json.dumps writes NaN)."""
+        await self.start_stream(writer)
+        await self.tokens(writer, body, 3)
+        timings = {"prompt_n": -5, "prompt_ms": float("nan"), "predicted_n": 3, "predicted_ms": float("inf"),
+                   "predicted_per_second": float("nan")}
+        await self.chunk(writer, "data: " + json.dumps({"id": "x", "choices": [], "timings": timings}) + "\n\n")
+        await self.chunk(writer, "data: [DONE]\n\n")
+        await self.end(writer)
+
+    async def mode_negative_usage(self, writer, body, path):
+        """Usage claiming -7 completion tokens and a NaN prompt count."""
+        await self.start_stream(writer)
+        await self.tokens(writer, body, 2)
+        usage = {"prompt_tokens": float("nan"), "completion_tokens": -7}
+        await self.chunk(writer, "data: " + json.dumps({"id": "x", "choices": [], "usage": usage}) + "\n\n")
+        await self.chunk(writer, "data: [DONE]\n\n")
+        await self.end(writer)
+
+    async def mode_html(self, writer, body, path):
+        """HTTP 200 with an HTML page (a web app, not an LLM endpoint)."""
+        msg = b"<!doctype html><html><body>Welcome to nginx!</body></html>"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: " + str(len(msg)).encode()
+                     + b"\r\nConnection: close\r\n\r\n" + msg)
+        await writer.drain()
+

@@ -72,7 +72,7 @@ def test_nothing_listening_is_a_connect_error():
 
 
 def test_an_unreachable_server_stops_the_run_early(tmp_path):
-    from tokspeed.serverbench.bench import UNREACHABLE_AFTER
+    from tokspeed.serverbench.bench import MAX_CONSECUTIVE_FAILURES as UNREACHABLE_AFTER
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -84,7 +84,7 @@ def test_an_unreachable_server_stops_the_run_early(tmp_path):
     lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
     reqs = [r for r in lines if r["type"] == "request"]
     assert UNREACHABLE_AFTER <= len(reqs) <= UNREACHABLE_AFTER + 2  # + what was in flight
-    assert lines[-1]["type"] == "end" and "connect failures" in lines[-1]["aborted"]
+    assert lines[-1]["type"] == "end" and f"{UNREACHABLE_AFTER} failures in a row (connect" in lines[-1]["aborted"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["partial"] and "running?" in summary["aborted"] and summary["errors"]["connect"] >= UNREACHABLE_AFTER
 

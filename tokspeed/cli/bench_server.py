@@ -7,6 +7,7 @@ Exit codes: 0 all requests succeeded, 3 some failed, 2 user error, 130 interrupt
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 
@@ -53,6 +54,8 @@ def add_parser(sub):
     p.add_argument("--first-token-timeout", type=float, default=120.0, help="seconds from send (default 120)")
     p.add_argument("--idle-timeout", type=float, default=60.0, help="longest gap between chunks, seconds (default 60)")
     p.add_argument("--request-timeout", type=float, default=900.0, help="whole request, seconds (default 900)")
+    p.add_argument("--max-consecutive-failures", type=int, default=20,
+                   help="stop the run (aborted, exit 3) after this many connect errors / HTTP 5xx in a row (default 20)")
     p.add_argument("--api-key", help=f"bearer token; default from ${KEY_ENV_VARS[0]} or ${KEY_ENV_VARS[1]}. Never printed or saved")
     p.add_argument("--tokenizer", help="tokenizer.json to count the tokens in each chunk when the server sends no per-chunk counts")
     p.add_argument("--hardware", help="hardware id/file: put the measured decode speed next to tokspeed's prediction")
@@ -66,19 +69,29 @@ def add_parser(sub):
     return p
 
 
+def require_httpx() -> None:
+    """bench-server needs the ``server`` extra; say so before any file is written.
+    (A local check: a shared ``tokspeed.extras.require`` may replace it.)"""
+    import importlib.util
+
+    if importlib.util.find_spec("httpx") is None:
+        raise UserError("bench-server needs httpx, which is not installed", "pip install 'tokspeed[server]'")
+
+
 def run(args) -> int:
     if args.summarize:
         return _resummarize(args)
     from ..serverbench.bench import BenchConfig, run_bench
 
     cfg = _config(args, BenchConfig)
+    require_httpx()
     summary, interrupted = run_bench(cfg)
     _print(summary, args)
     sys.stderr.write(f"tokspeed: wrote {cfg.out_dir}/requests.jsonl and summary.json\n")
     if interrupted:
         sys.stderr.write("tokspeed: interrupted; the summary is partial\n")
         return EXIT_INTERRUPTED
-    return EXIT_SOME_FAILED if summary["failed"] else 0
+    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") else 0
 
 
 def _resummarize(args) -> int:
@@ -88,7 +101,8 @@ def _resummarize(args) -> int:
 
     log = read_jsonl(args.summarize)
     run_info, bad = log.run, log.unreadable
-    summary = summarize(run_info, log.requests, partial=log.partial, skipped_lines=bad)
+    summary = summarize(run_info, log.requests, partial=log.partial, skipped_lines=bad,
+                        aborted=(log.end or {}).get("aborted"))
     hw = args.hardware or run_info.get("hardware")
     if hw:
         pm = args.predict_model or run_info.get("predict_model") or run_info.get("model")
@@ -97,7 +111,35 @@ def _resummarize(args) -> int:
     if bad:
         sys.stderr.write(f"tokspeed: skipped {bad} unreadable line(s)\n")
     _print(summary, args)
-    return EXIT_SOME_FAILED if summary["failed"] else 0
+    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") else 0
+
+
+def _positive(name: str, v) -> None:
+    """A count or a length of time must be a finite number > 0 (nan and inf are refused, not run)."""
+    if v is None:
+        return
+    if isinstance(v, float) and not math.isfinite(v):
+        raise UserError(f"{name} must be a finite number, got {v}", "give a positive number of seconds or requests")
+    if v <= 0:
+        raise UserError(f"{name} must be positive, got {v:g}")
+
+
+def check_out_dir(out_dir: str) -> None:
+    """-o must be a directory (new or existing) without a run in it, in a place we can write: checked
+    before any file is created."""
+    from pathlib import Path
+
+    from ..serverbench.record import REQUESTS
+
+    p = Path(out_dir)
+    if p.exists() and not p.is_dir():
+        raise UserError(f"-o {out_dir} exists and is not a directory", "give a new directory for the run")
+    if (p / REQUESTS).exists() and (p / REQUESTS).stat().st_size > 0:
+        raise UserError(f"{p / REQUESTS} already exists",
+                        f"choose another -o, or rebuild its summary with `tokspeed bench-server --summarize {p}`")
+    parent = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
+    if parent is None or not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"cannot write the run directory {out_dir}", "choose a directory you can write to")
 
 
 def _capped(value, cap, what, notes):
@@ -130,14 +172,18 @@ def _config(args, BenchConfig):
         notes.append(f"--concurrency has {len(levels)} levels; kept the first {MAX_PHASES}")
         levels = levels[:MAX_PHASES]
     levels = [_capped(c, MAX_CONCURRENCY, "concurrency", notes) for c in levels]
-    for name, v in (("--requests", args.requests), ("--duration", args.duration), ("--rate", args.rate)):
-        if v is not None and v <= 0:
-            raise UserError(f"{name} must be positive, got {v:g}")
+    for name, v in (("--requests", args.requests), ("--duration", args.duration), ("--rate", args.rate),
+                    ("--max-consecutive-failures", args.max_consecutive_failures)):
+        _positive(name, v)
     if args.warmup < 0:
         raise UserError(f"--warmup must be >= 0, got {args.warmup}")
-    for name in ("connect_timeout", "first_token_timeout", "idle_timeout", "request_timeout"):
-        if getattr(args, name) <= 0:
-            raise UserError(f"--{name.replace('_', '-')} must be positive")
+    for name in ("connect_timeout", "first_token_timeout", "idle_timeout", "request_timeout", "temperature"):
+        v = getattr(args, name)
+        if name == "temperature":
+            if not math.isfinite(v) or v < 0:
+                raise UserError(f"--temperature must be a finite number >= 0, got {v}")
+            continue
+        _positive(f"--{name.replace('_', '-')}", v)
     prompt, c1 = parse_dist(args.prompt_tokens, "--prompt-tokens", MAX_PROMPT_TOKENS)
     out, c2 = parse_dist(args.max_tokens, "--max-tokens", MAX_OUTPUT_TOKENS)
     if c1:
@@ -157,6 +203,7 @@ def _config(args, BenchConfig):
 
         get_hardware(args.hardware)  # a bad name fails now, not after the run
     out_dir = args.output or time.strftime("bench-server-%Y%m%d-%H%M%S")
+    check_out_dir(out_dir)
     cfg = BenchConfig(
         url=url, api=args.api, model=args.model, concurrency=levels,
         requests=_capped(args.requests, MAX_REQUESTS, "--requests", notes),
@@ -169,6 +216,7 @@ def _config(args, BenchConfig):
         api_key=key, api_key_source=key_source, out_dir=out_dir, hardware=args.hardware,
         predict_model=args.predict_model, quant=args.quant, engine=args.engine,
         tokenizer=args.tokenizer, progress=not args.quiet, notes=notes,
+        max_consecutive_failures=args.max_consecutive_failures,
     )
     for n in notes:
         sys.stderr.write(f"tokspeed: {n}\n")

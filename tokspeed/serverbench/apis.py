@@ -14,7 +14,8 @@ server adds ``timings`` (prompt_n, predicted_n, predicted_per_second, ...) to it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
@@ -27,9 +28,16 @@ def endpoint_url(base: str, api: str) -> str:
     """The full endpoint for ``api`` under ``base`` (``http://host:port``, ``.../v1`` or the endpoint itself)."""
     if api not in APIS:
         raise UserError(f"unknown --api {api!r}", "use one of " + ", ".join(APIS))
-    parts = urlsplit(base)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    try:
+        parts = urlsplit(base)
+        parts.port  # noqa: B018 -- raises ValueError for a port out of 0-65535 or not a number
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError as e:
+        raise UserError(f"cannot read the URL {_printable(base)!r}: {e}", "write it like http://127.0.0.1:8000") from None
+    if not ok:
         raise UserError(f"not an http(s) URL: {redact_url(base)!r}", "write it like http://127.0.0.1:8000")
+    if parts.port == 0:
+        raise UserError(f"port 0 in {redact_url(base)!r} is not a server port", "write it like http://127.0.0.1:8000")
     path = parts.path.rstrip("/")
     full = PATHS[api]
     if path.endswith(full):
@@ -41,12 +49,21 @@ def endpoint_url(base: str, api: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, new_path, parts.query, ""))
 
 
+def _printable(text: str) -> str:
+    return str(text)[:200]
+
+
 def redact_url(url: str) -> str:
     """The URL without user:password and without the query string (either may hold a key)."""
-    p = urlsplit(url)
-    host = p.hostname or ""
-    if p.port:
-        host = f"{host}:{p.port}"
+    try:
+        p = urlsplit(url)
+        host = p.hostname or ""
+        if ":" in host:  # an IPv6 literal goes back in brackets
+            host = f"[{host}]"
+        if p.port:
+            host = f"{host}:{p.port}"
+    except ValueError:
+        return "(unreadable URL)"
     return urlunsplit((p.scheme, host, p.path, "", ""))
 
 
@@ -85,21 +102,48 @@ class Chunk:
     finish_reason: str | None = None
     done: bool = False  # the server says the stream is complete
     error: str | None = None  # an error object sent inside the stream
+    bad: list = field(default_factory=list)  # impossible values the server sent (dropped), e.g. NaN timings
+
+
+COUNT_KEYS = ("prompt_tokens", "completion_tokens", "prompt_n", "predicted_n", "eval_count", "prompt_eval_count")
+DURATION_KEYS = ("predicted_ms", "prompt_ms", "predicted_per_second", "prompt_per_second", "eval_duration",
+                 "prompt_eval_duration", "load_duration")
+
+
+def sane(obj: dict, bad: list) -> dict:
+    """``obj`` without impossible counts (not a non-negative integer) or durations/speeds (not a finite
+    number >= 0); each one dropped is noted in ``bad`` (the request is then recorded as malformed)."""
+    out = dict(obj)
+    for k in COUNT_KEYS:
+        v = out.get(k)
+        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+            bad.append(f"{k}={v!r}")
+            out[k] = None
+    for k in DURATION_KEYS:
+        v = out.get(k)
+        if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                                  and v >= 0):
+            bad.append(f"{k}={v!r}")
+            out[k] = None
+    return out
 
 
 def read_chunk(api: str, obj: dict) -> Chunk:
     if obj.get("error"):
         err = obj["error"]
         return Chunk(error=str(err.get("message", err) if isinstance(err, dict) else err)[:300])
+    bad: list = []
     if api == "ollama":
-        c = Chunk(text=str(obj.get("response") or "") + str(obj.get("thinking") or ""), done=bool(obj.get("done")))
+        c = Chunk(text=str(obj.get("response") or "") + str(obj.get("thinking") or ""), done=bool(obj.get("done")),
+                  bad=bad)
         if c.done:
             c.finish_reason = obj.get("done_reason")
+            obj = sane(obj, bad)
             if "eval_count" in obj or "prompt_eval_count" in obj:
                 c.usage = {"prompt_tokens": obj.get("prompt_eval_count"), "completion_tokens": obj.get("eval_count")}
             c.timings = ollama_timings(obj)
         return c
-    c = Chunk()
+    c = Chunk(bad=bad)
     choices = obj.get("choices") or []
     if choices and isinstance(choices[0], dict):
         ch = choices[0]
@@ -110,9 +154,9 @@ def read_chunk(api: str, obj: dict) -> Chunk:
             c.text = str(ch.get("text") or "")
         c.finish_reason = ch.get("finish_reason")
     if isinstance(obj.get("usage"), dict):
-        c.usage = obj["usage"]
+        c.usage = sane(obj["usage"], bad)
     if isinstance(obj.get("timings"), dict):
-        c.timings = llamacpp_timings(obj["timings"])
+        c.timings = llamacpp_timings(sane(obj["timings"], bad))
     return c
 
 

@@ -10,22 +10,25 @@ a partial summary; a second one ends the process at once (the JSONL is already o
 from __future__ import annotations
 
 import asyncio
-import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
 from .apis import redact_url, request_body
+from .interrupt import CtrlC
 from .client import CANCELLED, RequestSpec, Timeouts, measure
 from .loadgen import Job, LoadGenerator, LoadPlan
 from .record import Recorder, write_summary
 from .summary import summarize
 from .workload import Dist
 
-# Stop early when the server is plainly not there: this many connect failures in a row before any
-# success (policy: enough to ride out a server that is still starting, few enough not to hammer).
-UNREACHABLE_AFTER = 10
+# Stop when the server has plainly gone away or broken: this many failures in a row that are connect
+# errors or HTTP 5xx, whatever came before (policy: enough to ride out a server that is still starting
+# or a short hiccup, few enough not to hammer a dead one). --max-consecutive-failures changes it.
+MAX_CONSECUTIVE_FAILURES = 20
+GIVE_UP_KINDS = ("connect", "http_5xx")
+HTTP_ERROR_KINDS = ("http_4xx", "http_429", "http_5xx", "http_other")
 
 
 @dataclass
@@ -54,6 +57,7 @@ class BenchConfig:
     engine: str | None = None
     tokenizer: str | None = None  # tokenizer.json path: tokens per chunk when the server does not say
     progress: bool = True
+    max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES
     notes: list = field(default_factory=list)
 
     def run_info(self) -> dict:
@@ -65,36 +69,50 @@ class BenchConfig:
                 "timeouts_s": dict(zip(("connect", "first_token", "idle", "request"), self.timeouts)),
                 "api_key": f"from {self.api_key_source}" if self.api_key_source else "none",
                 "hardware": self.hardware, "predict_model": self.predict_model, "quant": self.quant,
-                "engine": self.engine, "tokenizer": self.tokenizer, "notes": self.notes}
+                "engine": self.engine, "tokenizer": self.tokenizer,
+                "max_consecutive_failures": self.max_consecutive_failures, "notes": self.notes}
 
 
 def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
-    """Run the benchmark; returns (summary, interrupted). The summary is also written to out_dir."""
+    """Run the benchmark; returns (summary, interrupted). The summary is also written to out_dir.
+    Ctrl-C is handled from before the first file is written until the summary is on disk."""
+    with CtrlC() as ctrl_c:
+        return _run(cfg, ctrl_c)
+
+
+def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     out = Path(cfg.out_dir)
     count_tokens = load_token_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
     recorder = Recorder(out, cfg.run_info())
     records: list[dict] = []
-    interrupted, aborted = False, None
+    aborted = None
     try:
-        interrupted, aborted = asyncio.run(_main(cfg, recorder, records, count_tokens))
-    except KeyboardInterrupt:  # second Ctrl-C, or one before the loop could take it
-        interrupted = True
+        try:
+            if not ctrl_c.interrupted:
+                aborted = asyncio.run(_main(cfg, recorder, records, count_tokens, ctrl_c))
+        except asyncio.CancelledError:  # a second Ctrl-C: the run ends now
+            pass
     finally:
+        interrupted = ctrl_c.interrupted
         recorder.write({"type": "end", "interrupted": interrupted, "aborted": aborted, "requests": len(records)})
         recorder.close()
     run_info = {"type": "run", **cfg.run_info(), "interrupted": interrupted}
-    summary = summarize(run_info, records, partial=interrupted or bool(aborted))
+    summary = summarize(run_info, records, partial=interrupted or bool(aborted), aborted=aborted)
     if aborted:
-        summary["aborted"] = aborted
         sys.stderr.write(f"tokspeed: stopped early: {aborted}\n")
+    hint = http_error_hint(records)
+    if hint:
+        summary["hint"] = hint
+        sys.stderr.write(f"tokspeed: {hint}\n")
     if cfg.hardware:
         attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine)
     write_summary(out, summary)
     return summary, interrupted
 
 
-async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count_tokens=None):
-    """Returns (interrupted by Ctrl-C, reason the run was aborted or None)."""
+async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count_tokens=None,
+                ctrl_c: CtrlC | None = None):
+    """Returns the reason the run was aborted, or None."""
     import httpx
 
     plan = LoadPlan(concurrency=cfg.concurrency, requests=cfg.requests, duration_s=cfg.duration_s,
@@ -112,44 +130,52 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count
             body = request_body(cfg.api, cfg.model, job.prompt, job.max_tokens, temperature=cfg.temperature,
                                 seed=cfg.seed, ignore_eos=cfg.ignore_eos, stream_usage=cfg.stream_usage)
             return await measure(client, RequestSpec(job.index, cfg.url, cfg.api, body, job.labels), timeouts,
-                                 headers, count_tokens=count_tokens, secret=cfg.api_key)
+                                 headers, count_tokens=count_tokens, secret=cfg.api_key, stop=gen.stop)
 
-        streak = {"connect": 0, "ok": 0}
+        streak = {"n": 0, "kinds": {}}
         aborted = []
 
         def on_record(rec: dict) -> None:
-            recorder.write(rec)
+            rec = recorder.write(rec)
             records.append(rec)
             progress.advance(rec)
-            streak["ok"] += bool(rec.get("ok"))
-            streak["connect"] = streak["connect"] + 1 if rec.get("error") == "connect" else 0
-            if not streak["ok"] and streak["connect"] >= UNREACHABLE_AFTER and not aborted:
-                aborted.append(f"{UNREACHABLE_AFTER} connect failures in a row and no success: "
-                               f"is the server at {redact_url(cfg.url)} running?")
+            kind = rec.get("error")
+            if kind == CANCELLED:
+                return
+            if kind in GIVE_UP_KINDS:
+                streak["n"] += 1
+                streak["kinds"][kind] = streak["kinds"].get(kind, 0) + 1
+            else:
+                streak["n"], streak["kinds"] = 0, {}
+            if streak["n"] >= cfg.max_consecutive_failures and not aborted:
+                kinds = ", ".join(f"{k} {v}" for k, v in sorted(streak["kinds"].items()))
+                aborted.append(f"{streak['n']} failures in a row ({kinds}): is the server at "
+                               f"{redact_url(cfg.url)} running? (--max-consecutive-failures)")
                 gen.stop.set()
 
         gen = LoadGenerator(plan, send, on_record, progress.phase)
-        loop = asyncio.get_running_loop()
-        stopped = []
-
-        def on_sigint():
-            stopped.append(True)
-            gen.stop.set()
-            loop.remove_signal_handler(signal.SIGINT)  # a second Ctrl-C ends the process
-
-        try:
-            loop.add_signal_handler(signal.SIGINT, on_sigint)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
-            pass
+        if ctrl_c is not None:
+            ctrl_c.attach(asyncio.get_running_loop(), gen.stop.set, asyncio.current_task().cancel)
         try:
             with progress:
                 await gen.run()
         finally:
-            try:
-                loop.remove_signal_handler(signal.SIGINT)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
-    return bool(stopped), (aborted[0] if aborted else None)
+            if ctrl_c is not None:
+                ctrl_c.detach()
+    return aborted[0] if aborted else None
+
+
+def http_error_hint(records: list[dict]) -> str | None:
+    """A line for the console when every answer was an HTTP error page: probably not an LLM endpoint."""
+    answered = [r for r in records if r.get("error") != CANCELLED]
+    if not answered or not all(r.get("error") in HTTP_ERROR_KINDS for r in answered):
+        return None
+    codes: dict = {}
+    for r in answered:
+        codes[r.get("http_status")] = codes.get(r.get("http_status"), 0) + 1
+    seen = ", ".join(f"HTTP {c} x{n}" for c, n in sorted(codes.items(), key=lambda kv: -kv[1]))
+    return (f"every answer was an HTTP error page ({seen}): is this an LLM endpoint? "
+            "check the URL and --api (openai-completions, openai-chat, ollama)")
 
 
 def load_token_counter(path: str):

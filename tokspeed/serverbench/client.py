@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .apis import Chunk, read_chunk
-from .sse import NDJSONParser, SSEParser, decode_json
+from .sse import EventTooLong, LineReader, LineTooLong, NDJSONParser, SSEParser, decode_json
 
 ERROR_KINDS = ("connect", "http_4xx", "http_429", "http_5xx", "http_other", "timeout_first_token",
                "timeout_idle", "timeout_total", "malformed_stream", "stream_error", "truncated", "disconnected",
@@ -81,11 +81,13 @@ def timing_fields(chunk_offsets_s: list[float], chunk_tokens: list[int], output_
 
 
 async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict | None = None,
-                  count_tokens: Callable[[str], int] | None = None, secret: str | None = None) -> dict:
+                  count_tokens: Callable[[str], int] | None = None, secret: str | None = None,
+                  stop: asyncio.Event | None = None) -> dict:
     """Send ``spec``, read its stream to the end (or the first failure) and return its record.
 
     Never raises for server or network trouble: each becomes ``error`` (one of ``ERROR_KINDS``).
-    Cancellation (Ctrl-C) is recorded as ``cancelled`` with whatever was measured so far.
+    Cancellation (Ctrl-C) is recorded as ``cancelled`` with whatever was measured so far; ``stop``
+    (set on Ctrl-C) is also checked after every line, since a task cancellation can be lost on 3.11.
     """
     import httpx
 
@@ -94,13 +96,15 @@ async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict |
     st = _StreamState(spec.api, count_tokens)
     t0 = time.perf_counter()
     try:
-        await asyncio.wait_for(_exchange(client, spec, timeouts, headers, st, t0, rec), timeouts.total_s)
+        # Every wait inside is bounded by the request's own deadline (t0 + total_s) and checked after
+        # every line: an outer asyncio.wait_for is not enough, because on Python 3.11 its cancellation
+        # is lost when the inner read completes at the same moment (a server that streams without
+        # pause), and the request would run forever.
+        await _exchange(client, spec, timeouts, headers, st, t0, rec, stop)
         st.finish()
         rec["ok"] = True
     except _Failure as f:
         rec["error"], rec["error_detail"] = f.kind, f.detail
-    except asyncio.TimeoutError:
-        rec["error"], rec["error_detail"] = "timeout_total", f"no end of stream after {timeouts.total_s:g} s"
     except asyncio.CancelledError:
         rec["error"], rec["error_detail"] = CANCELLED, "stopped by the user"
     except (httpx.ConnectError, httpx.ConnectTimeout) as e:
@@ -118,41 +122,71 @@ async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict |
     return rec
 
 
-async def _exchange(client, spec, timeouts, headers, st: "_StreamState", t0: float, rec: dict) -> None:
+async def _exchange(client, spec, timeouts, headers, st: "_StreamState", t0: float, rec: dict,
+                    stop: asyncio.Event | None = None) -> None:
     import httpx
+
+    deadline = t0 + timeouts.total_s
+
+    def total_left() -> float:
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            raise _Failure("timeout_total", f"no end of stream after {timeouts.total_s:g} s")
+        return left
 
     request = client.build_request("POST", spec.url, json=spec.body, headers=headers or {},
                                    timeout=httpx.Timeout(connect=timeouts.connect_s, read=None,
                                                          write=timeouts.connect_s, pool=None))
+    wait = min(timeouts.first_token_s, total_left())
     try:
-        resp = await asyncio.wait_for(client.send(request, stream=True), timeouts.first_token_s)
+        resp = await asyncio.wait_for(client.send(request, stream=True), wait)
     except asyncio.TimeoutError:
+        if wait < timeouts.first_token_s:
+            raise _Failure("timeout_total", f"no end of stream after {timeouts.total_s:g} s") from None
         raise _Failure("timeout_first_token", f"no response headers within {timeouts.first_token_s:g} s") from None
     try:
         rec["http_status"] = resp.status_code
         if resp.status_code != 200:
-            body = await _read_some(resp, timeouts.idle_s)
+            body = await _read_some(resp, min(timeouts.idle_s, total_left()))
             code = resp.status_code
             kind = ("http_429" if code == 429 else "http_4xx" if 400 <= code < 500
                     else "http_5xx" if 500 <= code < 600 else "http_other")
             raise _Failure(kind, f"HTTP {code}: {body}")
-        lines = resp.aiter_lines()
+        ctype = resp.headers.get("content-type", "")
+        if ctype.lower().startswith("text/html"):
+            body = await _read_some(resp, min(timeouts.idle_s, total_left()))
+            raise _Failure("malformed_stream", f"HTTP 200 with an HTML page, not a stream: {body}")
+        lines = LineReader(resp.aiter_bytes())
         while True:
             if st.offsets:
                 wait, kind = timeouts.idle_s, "timeout_idle"
             else:
                 wait = timeouts.first_token_s - (time.perf_counter() - t0)
                 kind = "timeout_first_token"
+            left = total_left()
+            if left < wait:
+                wait, kind = left, "timeout_total"
             try:
-                line = await asyncio.wait_for(lines.__anext__(), max(wait, 0.0))
-            except StopAsyncIteration:
-                break
+                line = await asyncio.wait_for(lines.next_line(), max(wait, 0.0))
             except asyncio.TimeoutError:
+                if kind == "timeout_total":
+                    raise _Failure(kind, f"no end of stream after {timeouts.total_s:g} s") from None
                 raise _Failure(kind, f"no token within {wait:g} s") from None
+            except LineTooLong as e:
+                raise _Failure("malformed_stream", str(e)) from None
+            if line is None:
+                break
             now = time.perf_counter() - t0
-            for payload in st.parser.feed(line):
+            try:
+                payloads = st.parser.feed(line)
+            except EventTooLong as e:
+                raise _Failure("malformed_stream", str(e)) from None
+            for payload in payloads:
                 if st.event(payload, now):
                     return
+            total_left()
+            if stop is not None and stop.is_set():
+                raise asyncio.CancelledError
         now = time.perf_counter() - t0
         for payload in st.parser.close():
             if st.event(payload, now):
@@ -205,6 +239,8 @@ class _StreamState:
         if obj is None:
             return False
         c: Chunk = read_chunk(self.api, obj)
+        for note in c.bad:  # NaN timings, negative counts...: dropped, and the request is malformed
+            self.parser.framing.bad(f"impossible value {note}")
         if c.error:
             self.stream_error = c.error
             return True

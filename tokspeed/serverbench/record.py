@@ -12,6 +12,7 @@ The API key is never written: the run line only says where it came from.
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import NamedTuple
@@ -33,13 +34,33 @@ class Recorder:
         self._f = open(self.path, "a", encoding="utf-8")
         self.write({"type": "run", **run_info})
 
-    def write(self, record: dict) -> None:
-        self._f.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+    def write(self, record: dict) -> dict:
+        """Append one line; returns the record as written (sanitized if it held a NaN or an odd type)."""
+        try:
+            line = json.dumps(record, separators=(",", ":"), allow_nan=False)
+        except (ValueError, TypeError):  # a NaN or an odd type slipped through: keep the record, say so
+            record = {**json_safe(record), "sanitized": True}
+            line = json.dumps(record, separators=(",", ":"), allow_nan=False)
+        self._f.write(line + "\n")
         self._f.flush()
         os.fsync(self._f.fileno())
+        return record
 
     def close(self) -> None:
         self._f.close()
+
+
+def json_safe(obj):
+    """``obj`` with every non-finite float replaced by None and every non-JSON type by its repr."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if obj is None or isinstance(obj, (str, int, bool)):
+        return obj
+    return repr(obj)[:200]
 
 
 class RunLog(NamedTuple):

@@ -6,15 +6,80 @@ comments; ``event``, ``id`` and ``retry`` are legal fields we ignore. Anything e
 known field name) is counted as malformed and skipped, so one bad line never stops the stream;
 the caller decides what a malformed line means for the request (tokspeed records it as
 ``malformed_stream``). Ollama streams NDJSON instead: one JSON object per line.
+
+Memory is bounded whatever the server sends: a line longer than ``MAX_LINE_BYTES`` raises
+``LineTooLong`` and an event whose data lines add up to more than ``MAX_EVENT_BYTES`` raises
+``EventTooLong`` (the client records the request as ``malformed_stream`` and the run moves on).
+A real token chunk is well under a kilobyte; these caps are three orders of magnitude above any.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 SSE_FIELDS = ("data", "event", "id", "retry")
 DONE = "[DONE]"
+MAX_LINE_BYTES = 4 * 1024 * 1024  # policy: far beyond any real chunk, small enough to never matter for memory
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+_EOL = re.compile(rb"\r\n|\r|\n")
+
+
+class LineTooLong(ValueError):
+    pass
+
+
+class EventTooLong(ValueError):
+    pass
+
+
+class LineReader:
+    """Split an async byte stream into lines (``\n``, ``\r\n`` or ``\r`` endings, as SSE allows),
+    decoded as UTF-8, holding at most ``max_line`` bytes of an unfinished line."""
+
+    def __init__(self, chunks, max_line: int = MAX_LINE_BYTES):
+        self._chunks = chunks.__aiter__()
+        self._buf = bytearray()
+        self._lines: list[bytes] = []
+        self._eof = False
+        self._max = max_line
+        self._cr = False  # the last chunk ended in \r: a following \n belongs to it
+
+    async def next_line(self) -> str | None:
+        """The next line without its ending; None at the end of the stream."""
+        while not self._lines:
+            if self._eof:
+                if self._buf:
+                    line, self._buf = bytes(self._buf), bytearray()
+                    return line.decode("utf-8", "replace")
+                return None
+            try:
+                chunk = await self._chunks.__anext__()
+            except StopAsyncIteration:
+                self._eof = True
+                continue
+            self._split(chunk)
+        return self._lines.pop(0).decode("utf-8", "replace")
+
+    def _split(self, chunk: bytes) -> None:
+        if self._cr and chunk.startswith(b"\n"):
+            chunk = chunk[1:]
+        self._cr = chunk.endswith(b"\r")
+        parts = _EOL.split(chunk)
+        for part in parts[:-1]:  # each ends a line
+            self._buf += part
+            self._check()
+            self._lines.append(bytes(self._buf))
+            self._buf = bytearray()
+        self._buf += parts[-1]
+        self._check()
+
+    def _check(self) -> None:
+        if len(self._buf) > self._max:
+            size = len(self._buf)
+            self._buf = bytearray()
+            raise LineTooLong(f"a line longer than {self._max // (1024 * 1024)} MiB ({size:,} bytes and counting)")
 
 
 @dataclass
@@ -33,9 +98,11 @@ class Framing:
 class SSEParser:
     """Feed lines (without their line ending); get back complete event payloads (the joined data)."""
 
-    def __init__(self):
+    def __init__(self, max_event: int = MAX_EVENT_BYTES):
         self.framing = Framing()
         self._data: list[str] = []
+        self._size = 0
+        self._max = max_event
 
     def feed(self, line: str) -> list[str]:
         line = line.rstrip("\r")
@@ -50,6 +117,10 @@ class SSEParser:
         if value.startswith(" "):
             value = value[1:]
         if name == "data":
+            self._size += len(value) + 1
+            if self._size > self._max:
+                self._data, self._size = [], 0
+                raise EventTooLong(f"an event longer than {self._max // (1024 * 1024)} MiB")
             self._data.append(value)
         return []
 
@@ -61,7 +132,7 @@ class SSEParser:
         if not self._data:
             return []
         payload = "\n".join(self._data)
-        self._data = []
+        self._data, self._size = [], 0
         return [payload]
 
 

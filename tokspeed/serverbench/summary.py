@@ -90,7 +90,8 @@ def phase_summary(recs: list[dict]) -> dict:
     }
 
 
-def summarize(run: dict, records: list[dict], *, partial: bool = False, skipped_lines: int = 0) -> dict:
+def summarize(run: dict, records: list[dict], *, partial: bool = False, skipped_lines: int = 0,
+              aborted: str | None = None) -> dict:
     measured = [r for r in records if not r.get("warmup")]
     warm = [r for r in records if r.get("warmup")]
     phases: dict[str, list[dict]] = {}
@@ -105,6 +106,7 @@ def summarize(run: dict, records: list[dict], *, partial: bool = False, skipped_
         "tokspeed_summary": 1,
         "run": {k: v for k, v in run.items() if k != "type"},
         "partial": partial,
+        "aborted": aborted,
         "requests": len(records),
         "warmup_requests": len(warm),
         "ok": sum(1 for r in records if r.get("ok")),
