@@ -43,6 +43,7 @@ class FakeServer:
         self.bodies: list[dict] = []
         self.paths: list[str] = []
         self.headers: list[dict] = []
+        self.gets: list[str] = []
         self._tasks: set = set()
         self._mix = {}
 
@@ -74,6 +75,10 @@ class FakeServer:
             path = lines[0].split(" ")[1]
             headers = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
             body = json.loads(await reader.readexactly(int(headers.get("content-length", "0"))) or b"{}")
+            if lines[0].startswith("GET "):  # engine-version probes: llama.cpp's /props, else 404
+                self.gets.append(path)
+                await (self.get_props(writer) if path == "/props" else self._status(writer, 404, "Not Found"))
+                return
             self.paths.append(path)
             self.headers.append(headers)
             self.bodies.append(body)
@@ -191,6 +196,12 @@ class FakeServer:
     async def _status(self, writer, code, reason):
         msg = json.dumps({"error": {"message": f"fake {code}"}}).encode()
         writer.write(f"HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {len(msg)}\r\n"
+                     "Connection: close\r\n\r\n".encode() + msg)
+        await writer.drain()
+
+    async def get_props(self, writer):
+        msg = json.dumps({"build_info": "b1234-fake", "total_slots": 4, "model_path": "/m/tiny.gguf"}).encode()
+        writer.write(f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(msg)}\r\n"
                      "Connection: close\r\n\r\n".encode() + msg)
         await writer.drain()
 

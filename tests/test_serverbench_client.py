@@ -99,7 +99,7 @@ def test_endpoint_urls():
 
 def test_a_tokenizer_counts_the_tokens_inside_each_chunk(server, tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
-    from tokspeed.serverbench.bench import load_token_counter
+    from tokspeed.serverbench.tokens import load_token_counter
 
     # character-level BPE without merges: every character is one token
     vocab = {c: i for i, c in enumerate("abcdefghijklmnopqrstuvwxyz")}

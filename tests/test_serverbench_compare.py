@@ -16,7 +16,8 @@ class FakePrediction:
 
     def to_dict(self):
         bound = 1008e9 / BYTES_PER_STEP  # RTX 4090: 1,008 GB/s -> 220.1 steps/s
-        return {"decode": {"tok_s": 0.8 * bound, "bound_tok_s": bound, "bytes_per_token": BYTES_PER_STEP}}
+        return {"decode": {"tok_s": 0.8 * bound, "bound_tok_s": bound, "bytes_per_token": BYTES_PER_STEP},
+                "prefill": {"seconds": 0.010}, "memory": {"max_batch": 64}}
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def fake_predict(monkeypatch):
 
     def predict(model, hardware, **kw):
         calls.append((model, hardware, kw))
-        return FakePrediction(kw["batch"])
+        return FakePrediction(kw.get("batch", 1))
 
     monkeypatch.setitem(sys.modules, "tokspeed.predict", types.SimpleNamespace(predict=predict))
     return calls
@@ -43,7 +44,7 @@ def summary(per_user):
 
 def test_mbu_is_measured_steps_times_bytes_over_bandwidth(fake_predict):
     out = compare_phases(summary(110.0), "llama-3-8b", "rtx-4090", quant="Q4_K_M")
-    row, row4 = out["phases"]  # the rate phase has no fixed batch: skipped
+    row, row4, rate = out["phases"]
     # 110 tok/s x 4.58 GB per step / 1008 GB/s = 0.49980...
     assert row["mbu"] == pytest.approx(110 * 4.58 / 1008)
     # batch 4: a step yields 4 tokens and reads 4 x bytes_per_token; 50 steps/s x 4 x 4.58 GB / 1008 GB/s
@@ -51,10 +52,17 @@ def test_mbu_is_measured_steps_times_bytes_over_bandwidth(fake_predict):
     assert row4["mbu"] == pytest.approx(50 * 4 * 4.58 / 1008)
     assert row["bound_tok_s"] == pytest.approx(1008 / 4.58)
     assert row["measured_over_predicted"] == pytest.approx(110 / (0.8 * 1008 / 4.58))
-    assert [(m, kw) for m, _, kw in fake_predict] == [
+    assert [(m, kw) for m, _, kw in fake_predict][:2] == [
         ("llama-3-8b", {"quant": "Q4_K_M", "prompt": 128, "gen": 256, "batch": 1}),
         ("llama-3-8b", {"quant": "Q4_K_M", "prompt": 100, "gen": 64, "batch": 4}),  # target prompt: no usage
     ]
+    # aggregate output = batch x per-sequence tok/s (the serving model's batch curve)
+    assert row4["predicted_output_tok_s"] == pytest.approx(4 * 0.8 * 1008 / 4.58)
+    # the rate phase (no lengths recorded: 1-token prompt and output): continuous batching at 2 req/s;
+    # prefill share rho = 2 x 1 x 0.010 = 0.02 of the device, so it is stable and the steady state
+    # delivers rate x output tokens = 2 tok/s; per user 1 / TPOT = (1 - rho) / step = 0.98 x 0.8 x 1008/4.58
+    assert rate["stable"] and rate["predicted_output_tok_s"] == pytest.approx(2.0)
+    assert rate["predicted_tok_s"] == pytest.approx(0.98 * 0.8 * 1008 / 4.58)
     assert fake_predict[0][1].id == "rtx-4090"
     assert out["hardware"] == "rtx-4090"
 

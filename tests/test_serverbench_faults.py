@@ -100,7 +100,11 @@ def test_a_run_with_faults_finishes_records_everything_and_exits_3(server, tmp_p
     assert rc == 3
     lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
     assert lines[0]["type"] == "run" and len(lines) == 1 + len(MODES) + 1
-    assert lines[-1] == {"type": "end", "interrupted": False, "aborted": None, "requests": len(MODES)}
+    end = lines[-1]
+    assert {k: end[k] for k in ("type", "interrupted", "aborted", "requests")} == {
+        "type": "end", "interrupted": False, "aborted": None, "requests": len(MODES)}
+    assert end["server"]["build_info"] == "b1234-fake"  # the engine version, read from llama.cpp-style /props
+    assert set(end["phases"]) == {"c=1"} and end["phases"]["c=1"]["client_cpu_s"] >= 0
     got = {r["index"]: r["error"] for r in lines[1:-1]}
     expected = {"ok": None, "die": "disconnected", "http500": "http_5xx", "http429": "http_429",
                 "malformed": "malformed_stream", "stall_first": "timeout_first_token", "stall_mid": "timeout_idle",

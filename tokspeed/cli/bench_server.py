@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from pathlib import Path
 
 from ..errors import UserError
 
@@ -35,13 +36,43 @@ def add_parser(sub):
                                    "record each request to DIR/requests.jsonl and summarise.")
     p.add_argument("url", nargs="?", help="server base URL, e.g. http://127.0.0.1:8000 (or .../v1)")
     p.add_argument("--model", help="model name as the server knows it")
-    p.add_argument("--api", default="openai-completions", choices=["openai-completions", "openai-chat", "ollama"])
+    p.add_argument("--api", default="openai-completions",
+                   choices=["openai-completions", "openai-chat", "ollama", "ollama-chat"])
     bound = p.add_mutually_exclusive_group()
     bound.add_argument("--requests", type=int, help=f"requests per phase (default max(10, 4 x concurrency); cap {MAX_REQUESTS})")
     bound.add_argument("--duration", type=float, help=f"seconds per phase (cap {MAX_DURATION_S:g})")
     p.add_argument("--concurrency", help="comma list of concurrency levels, e.g. 1,2,4,8 (default 1); "
                                           f"with --rate: the most requests in flight (default {RATE_MAX_IN_FLIGHT})")
-    p.add_argument("--rate", type=float, help="Poisson arrival rate in requests/s")
+    p.add_argument("--rate", help="comma list of arrival rates in requests/s, e.g. 0.5,1,2: one phase each")
+    p.add_argument("--arrivals", default="poisson", choices=["poisson", "constant"],
+                   help="rate phases: Poisson (default) or evenly spaced arrivals")
+    p.add_argument("--throughput", action="store_true",
+                   help=f"add a throughput phase: --max-in-flight requests back to back (as many as the server takes)")
+    p.add_argument("--max-in-flight", type=int, help=f"requests in flight in rate/throughput phases (default {RATE_MAX_IN_FLIGHT})")
+    p.add_argument("--sweep", action="store_true",
+                   help="raise the load (the --concurrency or --rate list, else doubling) until output tok/s stops "
+                        "rising or an SLO breaks; summary.json gets `saturation`")
+    p.add_argument("--sweep-tolerance", type=float, default=5.0,
+                   help="percent: a level that adds no more than this to the best output tok/s so far is saturated (default 5)")
+    slo = p.add_argument_group("SLOs and goodput")
+    slo.add_argument("--slo-ttft-ms", type=float, help="time to first token limit, ms")
+    slo.add_argument("--slo-tpot-ms", type=float, help="time per output token limit, ms")
+    slo.add_argument("--slo-e2e-s", type=float, help="whole request limit, s")
+    slo.add_argument("--slo-percentile", type=float, default=90.0, help="percentile the SLOs hold at (default 90)")
+    stop = p.add_argument_group("warm-up, cool-down and stop conditions")
+    stop.add_argument("--warmup-s", type=float, help="per phase: leave out requests started in its first S seconds")
+    stop.add_argument("--cooldown", type=int, help="per phase: leave out its last N requests to finish")
+    stop.add_argument("--cooldown-s", type=float, help="per phase: leave out requests ending in its last S seconds")
+    stop.add_argument("--max-error-rate", type=float,
+                      help="abort (exit 3) once more than this share (0-1) of requests failed, after 10")
+    stop.add_argument("--max-duration", type=float, help="end the whole run normally after S seconds")
+    stop.add_argument("--max-requests", type=int, help="end the whole run normally after N requests")
+    src = p.add_argument_group("prompts")
+    src.add_argument("--prompts", help="prompt file: JSONL (prompt/text field, or chat transcripts with messages) or CSV")
+    src.add_argument("--prompt-column", default="prompt", help="CSV/JSONL field holding the prompt (default prompt)")
+    src.add_argument("--shared-prefix", type=int, help="every prompt starts with the same N-token system prompt")
+    p.add_argument("--compare", nargs="+", metavar="DIR", help="overlay these runs (their summary.json) in one report")
+    p.add_argument("--no-report", action="store_true", help="do not write report.html")
     p.add_argument("--prompt-tokens", default="128", help="target prompt length: N or LO-HI (uniform); default 128")
     p.add_argument("--max-tokens", default="128", help="output length asked: N or LO-HI (uniform); default 128")
     p.add_argument("--warmup", type=int, default=1, help="warm-up requests before measuring, excluded (default 1)")
@@ -57,7 +88,8 @@ def add_parser(sub):
     p.add_argument("--max-consecutive-failures", type=int, default=20,
                    help="stop the run (aborted, exit 3) after this many connect errors / HTTP 5xx in a row (default 20)")
     p.add_argument("--api-key", help=f"bearer token; default from ${KEY_ENV_VARS[0]} or ${KEY_ENV_VARS[1]}. Never printed or saved")
-    p.add_argument("--tokenizer", help="tokenizer.json to count the tokens in each chunk when the server sends no per-chunk counts")
+    p.add_argument("--tokenizer", help="tokenizer.json, GGUF or HF folder of the served model: synthetic prompts cut to "
+                                       "exactly --prompt-tokens, and counts the server did not send")
     p.add_argument("--hardware", help="hardware id/file: put the measured decode speed next to tokspeed's prediction")
     p.add_argument("--predict-model", help="catalog id or model file for the prediction (default: --model)")
     p.add_argument("--quant", help="quantization for the prediction, e.g. Q4_K_M")
@@ -79,6 +111,8 @@ def require_httpx() -> None:
 
 
 def run(args) -> int:
+    if args.compare:
+        return _compare(args)
     if args.summarize:
         return _resummarize(args)
     from ..serverbench.bench import BenchConfig, run_bench
@@ -101,17 +135,61 @@ def _resummarize(args) -> int:
 
     log = read_jsonl(args.summarize)
     run_info, bad = log.run, log.unreadable
+    end = log.end or {}
     summary = summarize(run_info, log.requests, partial=log.partial, skipped_lines=bad,
-                        aborted=(log.end or {}).get("aborted"))
+                        aborted=end.get("aborted"), phase_info=end.get("phases"))
+    summary["server"] = end.get("server")
     hw = args.hardware or run_info.get("hardware")
     if hw:
         pm = args.predict_model or run_info.get("predict_model") or run_info.get("model")
         attach_prediction(summary, pm, hw, args.quant or run_info.get("quant"), args.engine or run_info.get("engine"))
-    write_summary(args.summarize if os.path.isdir(args.summarize) else os.path.dirname(args.summarize), summary)
+    from ..serverbench.bench import write_outputs
+
+    d = args.summarize if os.path.isdir(args.summarize) else os.path.dirname(args.summarize)
+    write_summary(d, summary)
+    write_outputs(Path(d), summary, log.requests, report=not args.no_report)
     if bad:
         sys.stderr.write(f"tokspeed: skipped {bad} unreadable line(s)\n")
     _print(summary, args)
     return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") else 0
+
+
+def _rates(text: str | None, notes: list) -> list[float]:
+    if not text:
+        return []
+    try:
+        rates = [float(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise UserError(f"cannot read --rate {text!r}", "write a comma list of requests/s like 0.5,1,2") from None
+    if not rates:
+        raise UserError(f"cannot read --rate {text!r}", "write a comma list of requests/s like 0.5,1,2")
+    for r in rates:
+        _positive("--rate", r)
+    if len(rates) > MAX_PHASES:
+        notes.append(f"--rate has {len(rates)} levels; kept the first {MAX_PHASES}")
+        rates = rates[:MAX_PHASES]
+    return [_capped(r, MAX_RATE_RPS, "--rate", notes) for r in rates]
+
+
+def _slo(args) -> dict | None:
+    slo = {k: v for k, v in (("ttft_s", args.slo_ttft_ms and args.slo_ttft_ms / 1e3),
+                             ("tpot_s", args.slo_tpot_ms and args.slo_tpot_ms / 1e3),
+                             ("e2e_s", args.slo_e2e_s)) if v}
+    return {**slo, "percentile": args.slo_percentile} if slo else None
+
+
+def _window(args) -> dict | None:
+    w = {k: v for k, v in (("warmup_s", args.warmup_s), ("cooldown_s", args.cooldown_s),
+                           ("cooldown", args.cooldown)) if v}
+    return w or None
+
+
+def _compare(args) -> int:
+    from ..serverbench.compare_runs import compare_runs
+
+    out = compare_runs(args.compare, args.output)
+    sys.stderr.write(f"tokspeed: wrote {out}\n")
+    return 0
 
 
 def _positive(name: str, v) -> None:
@@ -161,7 +239,8 @@ def _config(args, BenchConfig):
         raise UserError("bench-server needs --model", "the model name as the server knows it")
     url = endpoint_url(args.url, args.api)
     notes: list[str] = []
-    conc = args.concurrency or (str(RATE_MAX_IN_FLIGHT) if args.rate else "1")
+    rates = _rates(args.rate, notes)
+    conc = args.concurrency or (str(args.max_in_flight or RATE_MAX_IN_FLIGHT) if rates else "1")
     try:
         levels = [int(x) for x in conc.split(",") if x.strip()]
     except ValueError:
@@ -172,9 +251,24 @@ def _config(args, BenchConfig):
         notes.append(f"--concurrency has {len(levels)} levels; kept the first {MAX_PHASES}")
         levels = levels[:MAX_PHASES]
     levels = [_capped(c, MAX_CONCURRENCY, "concurrency", notes) for c in levels]
-    for name, v in (("--requests", args.requests), ("--duration", args.duration), ("--rate", args.rate),
-                    ("--max-consecutive-failures", args.max_consecutive_failures)):
+    for name, v in (("--requests", args.requests), ("--duration", args.duration),
+                    ("--max-consecutive-failures", args.max_consecutive_failures), ("--max-in-flight", args.max_in_flight),
+                    ("--slo-ttft-ms", args.slo_ttft_ms), ("--slo-tpot-ms", args.slo_tpot_ms), ("--slo-e2e-s", args.slo_e2e_s),
+                    ("--slo-percentile", args.slo_percentile), ("--warmup-s", args.warmup_s),
+                    ("--cooldown-s", args.cooldown_s), ("--max-duration", args.max_duration),
+                    ("--max-requests", args.max_requests), ("--sweep-tolerance", args.sweep_tolerance)):
         _positive(name, v)
+    if args.slo_percentile > 100:
+        raise UserError(f"--slo-percentile must be at most 100, got {args.slo_percentile:g}")
+    if args.cooldown is not None and args.cooldown < 0:
+        raise UserError(f"--cooldown must be >= 0, got {args.cooldown}")
+    if args.max_error_rate is not None and (not math.isfinite(args.max_error_rate) or not 0 <= args.max_error_rate < 1):
+        raise UserError(f"--max-error-rate must be a share in [0, 1), got {args.max_error_rate}", "e.g. 0.1 for 10 %")
+    if args.sweep:
+        if rates and len(rates) == 1:
+            rates = [rates[0] * 2 ** i for i in range(MAX_PHASES) if rates[0] * 2 ** i <= MAX_RATE_RPS]
+        elif not rates and len(levels) == 1:
+            levels = [levels[0] * 2 ** i for i in range(MAX_PHASES) if levels[0] * 2 ** i <= MAX_CONCURRENCY]
     if args.warmup < 0:
         raise UserError(f"--warmup must be >= 0, got {args.warmup}")
     for name in ("connect_timeout", "first_token_timeout", "idle_timeout", "request_timeout", "temperature"):
@@ -196,8 +290,12 @@ def _config(args, BenchConfig):
             if os.environ.get(var):
                 key, key_source = os.environ[var], f"${var}"
                 break
-    if args.tokenizer and not os.path.isfile(args.tokenizer):
-        raise UserError(f"no such tokenizer file: {args.tokenizer}", "give a Hugging Face tokenizer.json")
+    if args.tokenizer and not os.path.exists(args.tokenizer):
+        raise UserError(f"no such tokenizer: {args.tokenizer}", "give a tokenizer.json, a .gguf or a model folder")
+    if args.shared_prefix is not None:
+        _positive("--shared-prefix", args.shared_prefix)
+        if args.shared_prefix > MAX_PROMPT_TOKENS:
+            raise UserError(f"--shared-prefix {args.shared_prefix} is above the cap {MAX_PROMPT_TOKENS}")
     if args.hardware:
         from ..hardware.catalog import get_hardware
 
@@ -208,7 +306,15 @@ def _config(args, BenchConfig):
         url=url, api=args.api, model=args.model, concurrency=levels,
         requests=_capped(args.requests, MAX_REQUESTS, "--requests", notes),
         duration_s=_capped(args.duration, MAX_DURATION_S, "--duration", notes),
-        rate_rps=_capped(args.rate, MAX_RATE_RPS, "--rate", notes),
+        rate_rps=rates or None,
+        arrivals=args.arrivals, throughput=args.throughput,
+        max_in_flight=(max(levels) if rates and args.concurrency else
+                       _capped(args.max_in_flight or RATE_MAX_IN_FLIGHT, MAX_CONCURRENCY, "--max-in-flight", notes)),
+        sweep={"tolerance": args.sweep_tolerance / 100} if args.sweep else None,
+        slo=_slo(args), window=_window(args), max_error_rate=args.max_error_rate,
+        max_run_s=args.max_duration, max_run_requests=args.max_requests,
+        prompts_file=args.prompts, prompt_column=args.prompt_column, shared_prefix=args.shared_prefix,
+        report=not args.no_report,
         warmup=_capped(args.warmup, MAX_WARMUP, "--warmup", notes),
         prompt_tokens=prompt, max_tokens=out, temperature=args.temperature, seed=args.seed,
         ignore_eos=args.ignore_eos, stream_usage=not args.no_stream_usage,

@@ -5,6 +5,8 @@
   (``reasoning_content`` / ``reasoning`` count too: those are generated tokens).
 - ``ollama``: ``POST /api/generate``, NDJSON, text in ``response`` (and ``thinking``); the last line (``done: true``)
   carries ``prompt_eval_count``, ``eval_count`` and ``eval_duration`` (nanoseconds).
+- ``ollama-chat``: ``POST /api/chat``, NDJSON, text in ``message.content`` (and ``message.thinking``),
+  the same final line; takes ``messages`` (multi-turn history).
 
 For the OpenAI formats tokspeed asks for ``stream_options: {"include_usage": true}`` so the last
 chunk carries ``usage`` (prompt_tokens, completion_tokens); a server that sends usage on every chunk
@@ -20,8 +22,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
 
-APIS = ("openai-completions", "openai-chat", "ollama")
-PATHS = {"openai-completions": "/v1/completions", "openai-chat": "/v1/chat/completions", "ollama": "/api/generate"}
+APIS = ("openai-completions", "openai-chat", "ollama", "ollama-chat")
+PATHS = {"openai-completions": "/v1/completions", "openai-chat": "/v1/chat/completions", "ollama": "/api/generate",
+         "ollama-chat": "/api/chat"}
+CHAT_APIS = ("openai-chat", "ollama-chat")
+NDJSON_APIS = ("ollama", "ollama-chat")
 
 
 def endpoint_url(base: str, api: str) -> str:
@@ -42,7 +47,7 @@ def endpoint_url(base: str, api: str) -> str:
     full = PATHS[api]
     if path.endswith(full):
         new_path = path
-    elif api != "ollama" and path.endswith("/v1"):
+    elif api not in NDJSON_APIS and path.endswith("/v1"):
         new_path = path + full[len("/v1"):]
     else:
         new_path = path + full
@@ -68,19 +73,25 @@ def redact_url(url: str) -> str:
 
 
 def request_body(api: str, model: str, prompt: str, max_tokens: int, *, temperature: float | None,
-                 seed: int | None, ignore_eos: bool, stream_usage: bool) -> dict:
-    if api == "ollama":
+                 seed: int | None, ignore_eos: bool, stream_usage: bool, messages: list | None = None) -> dict:
+    """The JSON to POST. ``messages`` (chat APIs) is the whole history; else one user message ``prompt``.
+    A completions API given ``messages`` gets them flattened into one prompt (role: content lines)."""
+    if messages is None:
+        messages = [{"role": "user", "content": prompt}]
+    if api in NDJSON_APIS:
         options = {"num_predict": max_tokens}
         if temperature is not None:
             options["temperature"] = temperature
         if seed is not None:
             options["seed"] = seed
-        return {"model": model, "prompt": prompt, "stream": True, "options": options}
+        if api == "ollama-chat":
+            return {"model": model, "messages": messages, "stream": True, "options": options}
+        return {"model": model, "prompt": flatten(messages), "stream": True, "options": options}
     body: dict = {"model": model, "max_tokens": max_tokens, "stream": True}
     if api == "openai-chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = messages
     else:
-        body["prompt"] = prompt
+        body["prompt"] = flatten(messages)
     if stream_usage:
         body["stream_options"] = {"include_usage": True}
     if temperature is not None:
@@ -90,6 +101,13 @@ def request_body(api: str, model: str, prompt: str, max_tokens: int, *, temperat
     if ignore_eos:
         body["ignore_eos"] = True  # vLLM, SGLang and llama.cpp's server honour it; others ignore or reject it
     return body
+
+
+def flatten(messages: list) -> str:
+    """Chat messages as one completion prompt: a lone user message is its text, else ``role: text`` lines."""
+    if len(messages) == 1 and messages[0]["role"] == "user":
+        return messages[0]["content"]
+    return "\n\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
 
 @dataclass
@@ -133,9 +151,13 @@ def read_chunk(api: str, obj: dict) -> Chunk:
         err = obj["error"]
         return Chunk(error=str(err.get("message", err) if isinstance(err, dict) else err)[:300])
     bad: list = []
-    if api == "ollama":
-        c = Chunk(text=str(obj.get("response") or "") + str(obj.get("thinking") or ""), done=bool(obj.get("done")),
-                  bad=bad)
+    if api in NDJSON_APIS:
+        if api == "ollama-chat":
+            msg = obj.get("message") if isinstance(obj.get("message"), dict) else {}
+            text = str(msg.get("content") or "") + str(msg.get("thinking") or "")
+        else:
+            text = str(obj.get("response") or "") + str(obj.get("thinking") or "")
+        c = Chunk(text=text, done=bool(obj.get("done")), bad=bad)
         if c.done:
             c.finish_reason = obj.get("done_reason")
             obj = sane(obj, bad)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,8 +21,10 @@ from .interrupt import CtrlC
 from .client import CANCELLED, RequestSpec, Timeouts, measure
 from .loadgen import Job, LoadGenerator, LoadPlan
 from .record import Recorder, write_summary
-from .summary import summarize
-from .workload import Dist
+from .engine_info import server_info
+from .summary import saturation, summarize
+from .tokens import load_counter
+from .workload import Dist, PromptSource
 
 # Stop when the server has plainly gone away or broken: this many failures in a row that are connect
 # errors or HTTP 5xx, whatever came before (policy: enough to ride out a server that is still starting
@@ -29,6 +32,9 @@ from .workload import Dist
 MAX_CONSECUTIVE_FAILURES = 20
 GIVE_UP_KINDS = ("connect", "http_5xx")
 HTTP_ERROR_KINDS = ("http_4xx", "http_429", "http_5xx", "http_other")
+MIN_FOR_ERROR_RATE = 10  # --max-error-rate is judged once this many requests have ended (policy: not on 1 of 1)
+SWEEP_TOLERANCE = 0.05  # a sweep saturates when output tok/s rises by no more than this share (--sweep-tolerance)
+CPU_SATURATED = 0.9  # the client's CPU time / wall time in a phase at which it may itself be the bottleneck
 
 
 @dataclass
@@ -39,7 +45,7 @@ class BenchConfig:
     concurrency: list[int]
     requests: int | None
     duration_s: float | None
-    rate_rps: float | None
+    rate_rps: list[float] | float | None
     warmup: int
     prompt_tokens: Dist
     max_tokens: Dist
@@ -55,22 +61,45 @@ class BenchConfig:
     predict_model: str | None = None
     quant: str | None = None
     engine: str | None = None
-    tokenizer: str | None = None  # tokenizer.json path: tokens per chunk when the server does not say
+    tokenizer: str | None = None  # tokenizer.json, GGUF or HF folder: exact prompts, local token counts
     progress: bool = True
     max_consecutive_failures: int = MAX_CONSECUTIVE_FAILURES
+    arrivals: str = "poisson"
+    throughput: bool = False
+    max_in_flight: int | None = None
+    sweep: dict | None = None  # {"tolerance": 0.05}
+    slo: dict | None = None  # {"ttft_s", "tpot_s", "e2e_s", "percentile"}
+    window: dict | None = None  # {"warmup_s", "cooldown_s", "cooldown"}
+    max_error_rate: float | None = None  # abort (exit 3) past this share of failures (after MIN_FOR_ERROR_RATE)
+    max_run_s: float | None = None  # end the run normally after this long
+    max_run_requests: int | None = None  # end the run normally after this many requests
+    prompts_file: str | None = None
+    prompt_column: str = "prompt"
+    shared_prefix: int | None = None
+    report: bool = True
     notes: list = field(default_factory=list)
+
+    @property
+    def rates(self) -> list[float]:
+        r = self.rate_rps
+        return [] if not r else [float(r)] if isinstance(r, (int, float)) else list(r)
 
     def run_info(self) -> dict:
         return {"tokspeed_version": __version__, "url": redact_url(self.url), "api": self.api, "model": self.model,
                 "concurrency": self.concurrency, "requests": self.requests, "duration_s": self.duration_s,
-                "rate_rps": self.rate_rps, "warmup": self.warmup, "prompt_tokens": str(self.prompt_tokens),
+                "rate_rps": self.rates or None, "arrivals": self.arrivals if self.rates else None,
+                "throughput_phase": self.throughput, "max_in_flight": self.max_in_flight,
+                "warmup": self.warmup, "prompt_tokens": str(self.prompt_tokens),
                 "max_tokens": str(self.max_tokens), "temperature": self.temperature, "seed": self.seed,
                 "ignore_eos": self.ignore_eos, "stream_usage": self.stream_usage,
                 "timeouts_s": dict(zip(("connect", "first_token", "idle", "request"), self.timeouts)),
                 "api_key": f"from {self.api_key_source}" if self.api_key_source else "none",
                 "hardware": self.hardware, "predict_model": self.predict_model, "quant": self.quant,
                 "engine": self.engine, "tokenizer": self.tokenizer,
-                "max_consecutive_failures": self.max_consecutive_failures, "notes": self.notes}
+                "max_consecutive_failures": self.max_consecutive_failures, "max_error_rate": self.max_error_rate,
+                "max_run_s": self.max_run_s, "max_run_requests": self.max_run_requests,
+                "sweep": self.sweep, "slo": self.slo, "window": self.window,
+                "prompts_file": self.prompts_file, "shared_prefix_tokens": self.shared_prefix, "notes": self.notes}
 
 
 def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
@@ -82,58 +111,119 @@ def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
 
 def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     out = Path(cfg.out_dir)
-    count_tokens = load_token_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
+    counter = load_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
+    prompts = build_prompts(cfg, counter)
     recorder = Recorder(out, cfg.run_info())
     records: list[dict] = []
-    aborted = None
+    state: dict = {"aborted": None, "phases": {}, "server": None}
     try:
         try:
             if not ctrl_c.interrupted:
-                aborted = asyncio.run(_main(cfg, recorder, records, count_tokens, ctrl_c))
+                asyncio.run(_main(cfg, recorder, records, counter, ctrl_c, prompts, state))
         except asyncio.CancelledError:  # a second Ctrl-C: the run ends now
             pass
     finally:
         interrupted = ctrl_c.interrupted
-        recorder.write({"type": "end", "interrupted": interrupted, "aborted": aborted, "requests": len(records)})
+        recorder.write({"type": "end", "interrupted": interrupted, "aborted": state["aborted"],
+                        "requests": len(records), "phases": state["phases"], "server": state["server"]})
         recorder.close()
+    aborted = state["aborted"]
     run_info = {"type": "run", **cfg.run_info(), "interrupted": interrupted}
-    summary = summarize(run_info, records, partial=interrupted or bool(aborted), aborted=aborted)
+    summary = summarize(run_info, records, partial=interrupted or bool(aborted), aborted=aborted,
+                        phase_info=state["phases"])
+    summary["server"] = state["server"]
+    if prompts.exact_misses:
+        summary["exact_prompt_misses"] = prompts.exact_misses
     if aborted:
         sys.stderr.write(f"tokspeed: stopped early: {aborted}\n")
     hint = http_error_hint(records)
     if hint:
         summary["hint"] = hint
         sys.stderr.write(f"tokspeed: {hint}\n")
+    for note in console_notes(summary):
+        sys.stderr.write(f"tokspeed: {note}\n")
     if cfg.hardware:
         attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine)
     write_summary(out, summary)
+    write_outputs(out, summary, records, report=cfg.report)
     return summary, interrupted
 
 
-async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count_tokens=None,
-                ctrl_c: CtrlC | None = None):
-    """Returns the reason the run was aborted, or None."""
+def console_notes(summary: dict) -> list[str]:
+    """What a reader must know about the numbers: unverified prompt lengths, a saturated client CPU."""
+    notes = []
+    if summary.get("prompt_tokens_verified") == "unverified" and summary.get("ok"):
+        notes.append("prompt length unverified: the server reported no prompt token count and no --tokenizer "
+                     "was given; only the target length is known (give --tokenizer to count, or a server that "
+                     "sends usage)")
+    for ph in summary.get("phases", []):
+        if (ph.get("client_cpu_share") or 0) >= CPU_SATURATED:
+            notes.append(f"{ph['phase']}: the client used {ph['client_cpu_share']:.0%} of a CPU core: it may be "
+                         "the bottleneck (--workers N spreads the load)")
+    return notes
+
+
+def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = True) -> None:
+    from .record import write_csv
+
+    write_csv(out, records)
+    if report:
+        from .report_html import write_report
+
+        write_report(out, summary, records)
+
+
+def build_prompts(cfg: BenchConfig, counter) -> PromptSource:
+    from .apis import CHAT_APIS
+    from .workload import read_prompt_file, shared_prefix_text
+
+    src = PromptSource(chat=cfg.api in CHAT_APIS, count=counter.count if counter else None)
+    if cfg.prompts_file:
+        src.texts, src.conversations = read_prompt_file(cfg.prompts_file, cfg.prompt_column)
+    if cfg.shared_prefix:
+        src.shared_prefix = shared_prefix_text(cfg.shared_prefix, counter.count if counter else None)
+        src.shared_prefix_tokens = cfg.shared_prefix
+    return src
+
+
+async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], counter, ctrl_c: CtrlC | None,
+                prompts: PromptSource, state: dict) -> None:
     import httpx
 
     plan = LoadPlan(concurrency=cfg.concurrency, requests=cfg.requests, duration_s=cfg.duration_s,
-                    rate_rps=cfg.rate_rps, warmup=cfg.warmup, prompt_tokens=cfg.prompt_tokens,
-                    max_tokens=cfg.max_tokens, seed=cfg.seed)
+                    rates=cfg.rates, warmup=cfg.warmup, prompt_tokens=cfg.prompt_tokens,
+                    max_tokens=cfg.max_tokens, seed=cfg.seed, arrivals=cfg.arrivals, throughput=cfg.throughput,
+                    max_in_flight=cfg.max_in_flight, prompts=prompts)
     timeouts = Timeouts(*cfg.timeouts)
     headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
-    n_conn = max(cfg.concurrency)
+    n_conn = max(max(cfg.concurrency), plan.max_in_flight)
     progress = _Progress(cfg.progress)
+    count_chunk = counter.count_fragment if counter else None
 
     async with httpx.AsyncClient(trust_env=False, follow_redirects=False,
                                  limits=httpx.Limits(max_connections=n_conn, max_keepalive_connections=n_conn)) as client:
+        state["server"] = await server_info(client, cfg.url, cfg.api, headers)
 
         async def send(job: Job) -> dict:
             body = request_body(cfg.api, cfg.model, job.prompt, job.max_tokens, temperature=cfg.temperature,
-                                seed=cfg.seed, ignore_eos=cfg.ignore_eos, stream_usage=cfg.stream_usage)
-            return await measure(client, RequestSpec(job.index, cfg.url, cfg.api, body, job.labels), timeouts,
-                                 headers, count_tokens=count_tokens, secret=cfg.api_key, stop=gen.stop)
+                                seed=cfg.seed, ignore_eos=cfg.ignore_eos, stream_usage=cfg.stream_usage,
+                                messages=job.messages)
+            rec = await measure(client, RequestSpec(job.index, cfg.url, cfg.api, body, job.labels), timeouts,
+                                headers, count_tokens=count_chunk, secret=cfg.api_key, stop=gen.cancel)
+            if rec.get("prompt_tokens") is None and counter is not None:
+                # the server did not say: count what was sent with the model's tokenizer (a chat
+                # template's own tokens are not in this count)
+                text = body.get("prompt") if "prompt" in body else "\n".join(m["content"] for m in body["messages"])
+                rec["prompt_tokens"], rec["prompt_tokens_source"] = counter.count(text), "tokenizer"
+            return rec
 
         streak = {"n": 0, "kinds": {}}
-        aborted = []
+        totals = {"done": 0, "failed": 0}
+
+        def abort(reason: str) -> None:
+            if not state["aborted"]:
+                state["aborted"] = reason
+                gen.halt()
 
         def on_record(rec: dict) -> None:
             rec = recorder.write(rec)
@@ -142,27 +232,54 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count
             kind = rec.get("error")
             if kind == CANCELLED:
                 return
+            totals["done"] += 1
+            totals["failed"] += kind is not None
             if kind in GIVE_UP_KINDS:
                 streak["n"] += 1
                 streak["kinds"][kind] = streak["kinds"].get(kind, 0) + 1
             else:
                 streak["n"], streak["kinds"] = 0, {}
-            if streak["n"] >= cfg.max_consecutive_failures and not aborted:
+            if streak["n"] >= cfg.max_consecutive_failures:
                 kinds = ", ".join(f"{k} {v}" for k, v in sorted(streak["kinds"].items()))
-                aborted.append(f"{streak['n']} failures in a row ({kinds}): is the server at "
-                               f"{redact_url(cfg.url)} running? (--max-consecutive-failures)")
-                gen.stop.set()
+                abort(f"{streak['n']} failures in a row ({kinds}): is the server at {redact_url(cfg.url)} "
+                      "running? (--max-consecutive-failures)")
+            rate = totals["failed"] / totals["done"]
+            if cfg.max_error_rate is not None and totals["done"] >= MIN_FOR_ERROR_RATE and rate > cfg.max_error_rate:
+                abort(f"error rate {rate:.0%} over {totals['done']} requests is above --max-error-rate "
+                      f"{cfg.max_error_rate:.0%}")
+            if cfg.max_run_requests is not None and totals["done"] >= cfg.max_run_requests:
+                gen.halt(cancel_in_flight=False)  # a cap ends the run normally: in-flight requests finish
 
-        gen = LoadGenerator(plan, send, on_record, progress.phase)
+        clock: dict = {}
+
+        def on_phase(label, total, duration_s):
+            clock["label"], clock["cpu"], clock["wall"] = label, time.process_time(), time.perf_counter()
+            progress.phase(label, total, duration_s)
+
+        def after_phase(labels: dict) -> bool:
+            wall = time.perf_counter() - clock["wall"]
+            cpu = time.process_time() - clock["cpu"]
+            state["phases"][labels["phase"]] = {"client_cpu_s": cpu, "client_cpu_share": cpu / wall if wall else None}
+            if not cfg.sweep:
+                return False
+            phases = summarize({"slo": cfg.slo, "window": cfg.window}, records)["phases"]
+            point, stop = saturation(phases, cfg.sweep.get("tolerance", SWEEP_TOLERANCE))
+            return stop
+
+        gen = LoadGenerator(plan, send, on_record, on_phase, after_phase)
         if ctrl_c is not None:
-            ctrl_c.attach(asyncio.get_running_loop(), gen.stop.set, asyncio.current_task().cancel)
+            ctrl_c.attach(asyncio.get_running_loop(), gen.halt, asyncio.current_task().cancel)
+        run_cap = None
+        if cfg.max_run_s:
+            run_cap = asyncio.get_running_loop().call_later(cfg.max_run_s, gen.halt, False)
         try:
             with progress:
                 await gen.run()
         finally:
+            if run_cap is not None:
+                run_cap.cancel()
             if ctrl_c is not None:
                 ctrl_c.detach()
-    return aborted[0] if aborted else None
 
 
 def http_error_hint(records: list[dict]) -> str | None:
@@ -176,21 +293,6 @@ def http_error_hint(records: list[dict]) -> str | None:
     seen = ", ".join(f"HTTP {c} x{n}" for c, n in sorted(codes.items(), key=lambda kv: -kv[1]))
     return (f"every answer was an HTTP error page ({seen}): is this an LLM endpoint? "
             "check the URL and --api (openai-completions, openai-chat, ollama)")
-
-
-def load_token_counter(path: str):
-    """``text -> number of tokens`` from a Hugging Face tokenizer.json (no special tokens added)."""
-    from ..errors import UserError
-
-    try:
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise UserError("--tokenizer needs the tokenizers package", "pip install 'tokspeed[files]'") from None
-    try:
-        tok = Tokenizer.from_file(str(path))
-    except Exception as e:
-        raise UserError(f"cannot read tokenizer {path}: {e}") from None
-    return lambda text: len(tok.encode(text, add_special_tokens=False).ids)
 
 
 def attach_prediction(summary: dict, model: str, hardware: str, quant: str | None, engine: str | None) -> None:

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .apis import Chunk, read_chunk
+from .apis import NDJSON_APIS, Chunk, read_chunk
 from .sse import EventTooLong, LineReader, LineTooLong, NDJSONParser, SSEParser, decode_json
 
 ERROR_KINDS = ("connect", "http_4xx", "http_429", "http_5xx", "http_other", "timeout_first_token",
@@ -34,6 +34,7 @@ ERROR_KINDS = ("connect", "http_4xx", "http_429", "http_5xx", "http_other", "tim
                "client_error")
 CANCELLED = "cancelled"  # stopped by the user (Ctrl-C): recorded, not counted as a server failure
 DETAIL_CHARS = 300  # how much of an error body or message is kept
+MAX_TEXT_CHARS = 1 << 20  # answer text kept in memory for a multi-turn history (never written to disk)
 
 
 @dataclass
@@ -218,9 +219,11 @@ class _StreamState:
 
     def __init__(self, api: str, count_tokens):
         self.api = api
-        self.parser = NDJSONParser() if api == "ollama" else SSEParser()
+        self.parser = NDJSONParser() if api in NDJSON_APIS else SSEParser()
         self.count_tokens = count_tokens
         self.offsets: list[float] = []
+        self.text: list[str] = []  # the answer (kept up to MAX_TEXT_CHARS, for multi-turn history)
+        self._text_chars = 0
         self.tokens: list[int] = []
         self.usage: dict | None = None
         self.timings: dict | None = None
@@ -232,7 +235,7 @@ class _StreamState:
 
     def event(self, payload: str, now: float) -> bool:
         """Take one event; True when the server said the stream is complete."""
-        if payload.strip() == "[DONE]" and self.api != "ollama":
+        if payload.strip() == "[DONE]" and self.api not in NDJSON_APIS:
             self.done = True
             return True
         obj = decode_json(payload, self.parser.framing)
@@ -245,6 +248,9 @@ class _StreamState:
             self.stream_error = c.error
             return True
         k = self._tokens_in(c)
+        if c.text and self._text_chars < MAX_TEXT_CHARS:
+            self.text.append(c.text[:MAX_TEXT_CHARS - self._text_chars])
+            self._text_chars += len(self.text[-1])
         if k > 0:
             self.offsets.append(now)
             self.tokens.append(k)
@@ -262,7 +268,7 @@ class _StreamState:
     def _tokens_in(self, c: Chunk) -> int:
         """Tokens carried by one chunk: the usage delta while every text chunk has carried usage
         (continuous usage stats), else the tokenizer, else 1 per chunk with text."""
-        comp = (c.usage or {}).get("completion_tokens") if self.api != "ollama" else None
+        comp = (c.usage or {}).get("completion_tokens") if self.api not in NDJSON_APIS else None
         if c.text and not isinstance(comp, int):
             self._usage_every_chunk = False
         if isinstance(comp, int):
@@ -285,7 +291,7 @@ class _StreamState:
             raise _Failure("malformed_stream", f"{f.malformed_lines} malformed line(s), first: {f.first_malformed!r}")
         if not self.done and self.finish_reason is None:
             raise _Failure("disconnected", "stream ended without its end marker ([DONE] / done:true / finish_reason)")
-        if self.api != "ollama" and self.finish_reason is None:
+        if self.api not in NDJSON_APIS and self.finish_reason is None:
             # [DONE] but no choice ever said why it ended: the server cut the answer short
             # (llama-cpp-python does this to a stream when another request arrives, unless --interrupt_requests False)
             raise _Failure("truncated", "[DONE] came without a finish_reason: the server ended the answer early")
@@ -300,6 +306,7 @@ class _StreamState:
                "itl_complete": out_tokens is not None and sum(self.tokens) == out_tokens,
                "finish_reason": self.finish_reason, "malformed_lines": self.parser.framing.malformed_lines}
         rec.update(timing_fields(self.offsets, self.tokens, out_tokens, e2e_s))
+        rec["_text"] = "".join(self.text)  # popped before the record is written
         if self.timings:
             rec["server_timings"] = self.timings
         return rec
@@ -307,7 +314,7 @@ class _StreamState:
     def _count(self, usage_key: str, timings_key: str):
         u = (self.usage or {}).get(usage_key)
         if isinstance(u, int):
-            return u, "ollama" if self.api == "ollama" else "usage"
+            return u, "ollama" if self.api in NDJSON_APIS else "usage"
         t = (self.timings or {}).get(timings_key)
         if isinstance(t, int):
             return t, self.timings["source"]

@@ -10,6 +10,11 @@ prompt and output lengths:
   c x bytes_per_token, and MBU = measured_tok_s x c x bytes_per_token / bandwidth.
 The server's own overheads (HTTP, detokenising, scheduling) are inside the measured number, so MBU
 here is a lower bound on the engine's kernel-level MBU.
+
+Aggregate output throughput (what the report draws over the measured curve), from tokspeed's serving
+model: a concurrency phase c is batch c, ``predicted_output_tok_s`` = c x per-sequence tok/s (the
+batch curve of ``tokspeed.scale.serving``); a rate phase R is ``continuous_batching`` at R requests/s
+(steady state: R x output tokens per request, or none when the rate is beyond the setup).
 """
 
 from __future__ import annotations
@@ -27,8 +32,13 @@ def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | Non
     p_quant, p_engine = quant, engine
     for ph in summary.get("phases", []):
         c = ph.get("concurrency")
-        if not c or ph.get("rate_rps"):
-            continue  # a rate phase has no fixed batch to predict for
+        if ph.get("rate_rps"):
+            row = _rate_row(ph, model, hw, opts)
+            if row:
+                rows.append(row)
+            continue
+        if not c:
+            continue
         st = ph.get("stats", {})
         # the server's prompt count when it gave one, else the target the prompts were built for
         prompt_stat = st.get("prompt_tokens") or st.get("target_prompt_tokens") or {"mean": 1}
@@ -41,6 +51,7 @@ def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | Non
         row = {"phase": ph.get("phase"), "concurrency": c, "prompt": prompt, "gen": gen,
                "measured_tok_s": measured, "measured_output_tok_s": ph.get("output_tok_s"),
                "predicted_tok_s": d.get("tok_s"), "bound_tok_s": d.get("bound_tok_s"),
+               "predicted_output_tok_s": c * d["tok_s"] if d.get("tok_s") else None,
                "bytes_per_token": d.get("bytes_per_token"), "bytes_per_step": None,
                "bandwidth_gbps": hw.bandwidth_gbps,
                "mbu": None, "measured_over_predicted": None}
@@ -55,3 +66,34 @@ def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | Non
             row["measured_over_predicted"] = measured / d["tok_s"]
         rows.append(row)
     return {"model": model, "hardware": hw.id, "quant": p_quant, "engine": p_engine, "phases": rows}
+
+
+def _lengths(ph: dict) -> tuple[int, int]:
+    st = ph.get("stats", {})
+    prompt_stat = st.get("prompt_tokens") or st.get("target_prompt_tokens") or {"mean": 1}
+    return max(round(prompt_stat["mean"]), 1), max(round((st.get("output_tokens") or {"mean": 1})["mean"]), 1)
+
+
+def _rate_row(ph: dict, model: str, hw, opts: dict) -> dict | None:
+    """A rate phase: the steady state of continuous batching at its arrival rate."""
+    from ..predict import predict
+    from ..scale.serving import continuous_batching
+
+    prompt, gen = _lengths(ph)
+    steps: dict[int, float] = {}
+
+    def step_s(b: int) -> float:
+        if b not in steps:
+            steps[b] = 1.0 / predict(model, hw, prompt=prompt, gen=gen, batch=b, **opts).to_dict()["decode"]["tok_s"]
+        return steps[b]
+
+    one = predict(model, hw, prompt=prompt, gen=gen, **opts).to_dict()
+    pf = one["prefill"]["seconds"] / prompt
+    max_batch = max(int(one["memory"].get("max_batch") or 1), 1)
+    cb = continuous_batching(step_s, pf, prompt, gen, float(ph["rate_rps"]), max_batch)
+    return {"phase": ph.get("phase"), "rate_rps": ph["rate_rps"], "prompt": prompt, "gen": gen,
+            "measured_tok_s": ph.get("per_user_decode_tok_s"), "measured_output_tok_s": ph.get("output_tok_s"),
+            "predicted_tok_s": cb.get("per_user_tok_s"), "predicted_output_tok_s": cb.get("aggregate_tok_s"),
+            "bound_tok_s": None, "mbu": None, "measured_over_predicted": None,
+            "stable": cb["stable"], "reason": cb.get("reason")}
+

@@ -103,6 +103,29 @@ def read_jsonl(path: Path) -> RunLog:
     return RunLog(run, requests, end, bad)
 
 
+CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "error", "http_status", "start_s", "end_s",
+              "queued_s", "ttft_s", "tpot_s", "e2e_s", "decode_s", "prompt_tokens", "prompt_tokens_source",
+              "target_prompt_tokens", "output_tokens", "output_tokens_source", "max_tokens", "chunks",
+              "itl_n", "itl_mean_s", "itl_max_s", "conversation", "turn", "error_detail")
+
+
+def write_csv(directory: Path, records: list[dict]) -> Path:
+    """``requests.csv``: one row per request (the JSONL's scalar fields; the gaps as count/mean/max)."""
+    import csv
+
+    out = Path(directory) / "requests.csv"
+    tmp = out.with_suffix(".csv.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in records:
+            gaps = r.get("itl_s") or []
+            w.writerow({**r, "itl_n": len(gaps), "itl_mean_s": (sum(gaps) / len(gaps)) if gaps else None,
+                        "itl_max_s": max(gaps) if gaps else None})
+    os.replace(tmp, out)
+    return out
+
+
 def write_summary(directory: Path, summary: dict) -> Path:
     """Write atomically (temp file + rename) so a reader never sees half a summary."""
     out = Path(directory) / SUMMARY

@@ -25,7 +25,7 @@ def print_summary(summary: dict, console=None) -> None:
     t = Table(title=title, caption="TTFT/TPOT/ITL in ms, e2e in s; tok/s/user = decode speed one request sees, all = aggregate")
     # times in ms except e2e (s); tok/s per user = decode speed one request sees; total = aggregate
     for col in ("phase", "ok", "TTFT\np50", "TTFT\np99", "TPOT\np50", "ITL\np99", "e2e\np50",
-                "tok/s\nuser", "tok/s\nall", "tokens\nfrom"):
+                "tok/s\nuser", "tok/s\nall", "good\nreq/s", "tokens\nfrom"):
         t.add_column(col, justify="left" if col in ("phase", "tokens\nfrom") else "right")
     for ph in summary.get("phases", []):
         st = ph.get("stats", {})
@@ -33,9 +33,14 @@ def print_summary(summary: dict, console=None) -> None:
         t.add_row(str(ph.get("phase")), f"{ph['ok']}/{ph['requests']}", _f(g("ttft_s", "p50"), scale=1e3),
                   _f(g("ttft_s", "p99"), scale=1e3), _f(g("tpot_s", "p50"), scale=1e3),
                   _f(g("itl_s", "p99"), scale=1e3), _f(g("e2e_s", "p50")),
-                  _f(ph.get("per_user_decode_tok_s")), _f(ph.get("output_tok_s")),
+                  _f(ph.get("per_user_decode_tok_s")), _f(ph.get("output_tok_s")), _f(ph.get("goodput_rps")),
                   ",".join(ph.get("output_tokens_source") or []) or "-")
     console.print(t)
+    sat = summary.get("saturation")
+    if sat:
+        load = f"concurrency {sat['concurrency']}" if "concurrency" in sat else f"{sat.get('rate_rps'):g} requests/s"
+        console.print(f"saturation: {load}, {_f(sat.get('output_tok_s'))} output tok/s (limit: {sat.get('limit')})",
+                      markup=False)
     if summary.get("errors"):
         console.print("failed requests by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["errors"].items())))
     if summary.get("cancelled"):

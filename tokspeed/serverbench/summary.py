@@ -9,6 +9,14 @@ Per phase (one concurrency level, or the rate phase), warm-up excluded:
 - ``output_tok_s``: aggregate throughput = output tokens of successful requests / wall_s.
 - ``per_user_decode_tok_s``: mean of the per-request ``decode_tok_s``.
 - ``errors``: counts by kind; ``cancelled`` (Ctrl-C) is counted apart, not as a failure.
+- Warm-up/cool-down windows (``window``): requests of a phase that started within ``warmup_s`` of its
+  first start, ended within ``cooldown_s`` of its last end, or are among its last ``cooldown`` to
+  end, are counted in ``excluded`` and left out of the statistics and throughput.
+- SLOs (``slo``: ``ttft_s``, ``tpot_s``, ``e2e_s`` limits and a ``percentile``): per metric, the share
+  of the phase's requests meeting it and whether the phase meets it at that percentile; ``share_all``
+  is the share meeting every limit (a failed request meets none), and ``goodput_rps`` = requests
+  meeting all / wall_s (without SLOs: successful requests / wall_s).
+- ``saturation`` (a sweep): see ``saturation``.
 """
 
 from __future__ import annotations
@@ -58,7 +66,74 @@ def _metric_values(recs: list[dict], name: str) -> list:
     return [r.get(name) for r in recs]
 
 
-def phase_summary(recs: list[dict]) -> dict:
+SLO_METRICS = ("ttft_s", "tpot_s", "e2e_s")
+SERVER_SOURCES = ("usage", "ollama", "llama.cpp")  # prompt counts the server itself reported
+
+
+def windowed(recs: list[dict], window: dict | None) -> tuple[list[dict], int]:
+    """The phase's records left after the warm-up / cool-down windows, and how many were excluded."""
+    if not window or not recs:
+        return recs, 0
+    starts = [r["start_s"] for r in recs if r.get("start_s") is not None]
+    ends = [r["end_s"] for r in recs if r.get("end_s") is not None]
+    if not starts or not ends:
+        return recs, 0
+    t0, t1 = min(starts), max(ends)
+    keep = list(recs)
+    if window.get("warmup_s"):
+        keep = [r for r in keep if (r.get("start_s") or 0) >= t0 + window["warmup_s"]]
+    if window.get("cooldown_s"):
+        keep = [r for r in keep if (r.get("end_s") or 0) <= t1 - window["cooldown_s"]]
+    n = int(window.get("cooldown") or 0)
+    if n:
+        last = sorted(keep, key=lambda r: r.get("end_s") or 0)[-n:]
+        drop = {id(r) for r in last}
+        keep = [r for r in keep if id(r) not in drop]
+    return keep, len(recs) - len(keep)
+
+
+def meets(rec: dict, slo: dict) -> bool:
+    """A request meets the SLOs when it succeeded and every limit given holds (a 1-token answer has no TPOT)."""
+    if not rec.get("ok"):
+        return False
+    for m in SLO_METRICS:
+        lim = slo.get(m)
+        if lim is not None and rec.get(m) is not None and rec[m] > lim:
+            return False
+        if lim is not None and rec.get(m) is None and m != "tpot_s":
+            return False
+    return True
+
+
+def slo_report(recs: list[dict], slo: dict) -> dict:
+    """Per SLO metric: the limit, the value at the chosen percentile, whether it holds, the share meeting it."""
+    q = slo.get("percentile", 90)
+    counted = [r for r in recs if r.get("error") != CANCELLED]
+    out: dict = {"percentile": q}
+    met_all = True
+    for m in SLO_METRICS:
+        lim = slo.get(m)
+        if lim is None:
+            continue
+        vals = [r[m] for r in counted if r.get("ok") and r.get(m) is not None]
+        failed = sum(1 for r in counted if not r.get("ok"))
+        # a failed request counts as missing every SLO: it enters the percentile as +infinity
+        ranked = vals + [math.inf] * failed
+        at_q = percentile(ranked, q) if ranked else None
+        share = (sum(1 for v in vals if v <= lim) / len(counted)) if counted else None
+        met = at_q is not None and at_q <= lim
+        met_all = met_all and met
+        out[m] = {"limit": lim, "at_percentile": at_q if at_q is None or math.isfinite(at_q) else None,
+                  "met": met, "share": share}
+    out["share_all"] = (sum(1 for r in counted if meets(r, slo)) / len(counted)) if counted else None
+    out["met"] = met_all
+    return out
+
+
+def phase_summary(recs: list[dict], slo: dict | None = None, window: dict | None = None) -> dict:
+    first = recs[0] if recs else {}
+    all_recs = recs
+    recs, excluded = windowed(recs, window)
     ok = [r for r in recs if r.get("ok")]
     failed = [r for r in recs if not r.get("ok") and r.get("error") != CANCELLED]
     errors: dict[str, int] = {}
@@ -69,13 +144,17 @@ def phase_summary(recs: list[dict]) -> dict:
     wall = (max(ends) - min(starts)) if starts and ends else None
     out_tokens = sum(r.get("output_tokens") or 0 for r in ok)
     per_user = [v for v in (decode_tok_s(r) for r in ok) if v is not None]
-    first = recs[0] if recs else {}
     sources = sorted({r.get("output_tokens_source") for r in ok if r.get("output_tokens_source")})
-    return {
+    prompt_sources = sorted({r.get("prompt_tokens_source") or "none" for r in ok})
+    n_good = sum(1 for r in recs if meets(r, slo)) if slo else len(ok)
+    out = {
         "phase": first.get("phase"),
         "concurrency": first.get("concurrency"),
         "rate_rps": first.get("rate_rps"),
-        "requests": len(recs),
+        "load_kind": first.get("load_kind") or ("rate_rps" if first.get("rate_rps") else "concurrency"),
+        "load": first.get("load", first.get("rate_rps") or first.get("concurrency")),
+        "requests": len(all_recs),
+        "excluded": excluded,
         "ok": len(ok),
         "failed": len(failed),
         "cancelled": sum(1 for r in recs if r.get("error") == CANCELLED),
@@ -86,12 +165,62 @@ def phase_summary(recs: list[dict]) -> dict:
         "output_tok_s": (out_tokens / wall) if wall else None,
         "per_user_decode_tok_s": (sum(per_user) / len(per_user)) if per_user else None,
         "output_tokens_source": sources,
+        "prompt_tokens_source": prompt_sources,
+        "goodput_rps": (n_good / wall) if wall else None,
         "stats": {m: s for m in METRICS if (s := stats(_metric_values(ok, m))) is not None},
     }
+    if slo:
+        out["slo"] = slo_report(recs, slo)
+    return out
+
+
+def saturation(phases: list[dict], tolerance: float) -> tuple[dict | None, bool]:
+    """Where a sweep saturates, and whether the sweep should stop now.
+
+    Walking the load levels in order: the first phase that misses an SLO ends the sweep (limit = that
+    SLO, e.g. ``ttft_s p90``) and the saturation point is the phase before it (the first phase, if even
+    it missed); a phase whose output tok/s is not above the best so far by more than ``tolerance``
+    (e.g. 0.05) ends it with limit ``"throughput"`` at the best phase. Levels exhausted without either:
+    the best phase, limit ``"max_load"`` (the sweep did not reach saturation)."""
+    levels = [p for p in phases if p.get("phase") != "throughput" and p.get("output_tok_s") is not None]
+    best = None
+    for ph in levels:
+        slo = ph.get("slo")
+        if slo and not slo["met"]:
+            broke = next(m for m in SLO_METRICS if m in slo and not slo[m]["met"])
+            return _point(best or ph, f"{broke} p{slo['percentile']:g}"), True
+        if best is not None and ph["output_tok_s"] <= best["output_tok_s"] * (1 + tolerance):
+            top = ph if ph["output_tok_s"] > best["output_tok_s"] else best
+            return _point(top, "throughput"), True
+        best = ph
+    return (_point(best, "max_load") if best else None), False
+
+
+def _point(ph: dict, limit: str) -> dict:
+    key = ph.get("load_kind") or "concurrency"
+    return {key: ph.get("load"), "phase": ph.get("phase"), "output_tok_s": ph.get("output_tok_s"),
+            "goodput_rps": ph.get("goodput_rps"), "limit": limit}
+
+
+def prompt_verification(phases: list[dict]) -> str:
+    """``server`` when the server counted every prompt, ``tokenizer`` when tokspeed counted some with the
+    model's tokenizer, else ``unverified`` (only the target length is known)."""
+    srcs = {s for p in phases for s in p.get("prompt_tokens_source") or []}
+    if not srcs:
+        return "unverified"
+    if srcs <= set(SERVER_SOURCES):
+        return "server"
+    if "none" in srcs:
+        return "unverified"
+    return "tokenizer"
 
 
 def summarize(run: dict, records: list[dict], *, partial: bool = False, skipped_lines: int = 0,
-              aborted: str | None = None) -> dict:
+              aborted: str | None = None, phase_info: dict | None = None) -> dict:
+    """``run`` is the run line (it carries ``slo``, ``window`` and ``sweep`` when asked); ``phase_info``
+    per phase extras measured by the client (its CPU use), from the end line."""
+    slo = run.get("slo") or None
+    window = run.get("window") or None
     measured = [r for r in records if not r.get("warmup")]
     warm = [r for r in records if r.get("warmup")]
     phases: dict[str, list[dict]] = {}
@@ -102,7 +231,7 @@ def summarize(run: dict, records: list[dict], *, partial: bool = False, skipped_
         if not r.get("ok") and r.get("error") not in (None, CANCELLED):
             errors[r["error"]] = errors.get(r["error"], 0) + 1
     failed = sum(errors.values())
-    return {
+    out = {
         "tokspeed_summary": 1,
         "run": {k: v for k, v in run.items() if k != "type"},
         "partial": partial,
@@ -114,5 +243,11 @@ def summarize(run: dict, records: list[dict], *, partial: bool = False, skipped_
         "cancelled": sum(1 for r in records if r.get("error") == CANCELLED),
         "errors": errors,
         "unreadable_lines": skipped_lines,
-        "phases": [phase_summary(rs) for rs in phases.values()],
+        "phases": [phase_summary(rs, slo, window) for rs in phases.values()],
     }
+    for ph in out["phases"]:
+        ph.update((phase_info or {}).get(str(ph["phase"]), {}))
+    out["prompt_tokens_verified"] = prompt_verification(out["phases"])
+    if run.get("sweep"):
+        out["saturation"] = saturation(out["phases"], run["sweep"].get("tolerance", 0.05))[0]
+    return out

@@ -1,0 +1,58 @@
+"""What engine and version the server says it runs, where it says so (recorded in summary.json ``server``).
+
+Read once before the run, each with a short timeout, only from the URL's own host, and never fatal:
+- llama.cpp's server: ``GET /props`` (``build_info``, ``total_slots``, ``model_path``) and ``/health``;
+- Ollama: ``GET /api/version`` (``version``);
+- vLLM: ``GET /version`` (``version``); TGI: ``GET /info`` (``version``, ``model_id``).
+Only a few short fields are kept (strings cut to 200 characters).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit, urlunsplit
+
+from .apis import PATHS
+
+PROBE_TIMEOUT_S = 3.0
+KEEP = {"/props": ("build_info", "total_slots", "model_path", "n_ctx"),
+        "/api/version": ("version",), "/version": ("version",), "/info": ("version", "model_id", "max_batch_total_tokens")}
+ENGINE = {"/props": "llama.cpp", "/api/version": "ollama", "/version": "vllm", "/info": "tgi"}
+
+
+def base_url(endpoint: str, api: str) -> str:
+    """The server root of an endpoint URL (its API path and a trailing /v1 removed)."""
+    p = urlsplit(endpoint)
+    path = p.path
+    if path.endswith(PATHS[api]):
+        path = path[: -len(PATHS[api])]
+    if path.endswith("/v1"):
+        path = path[:-3]
+    return urlunsplit((p.scheme, p.netloc, path, "", ""))
+
+
+async def server_info(client, endpoint: str, api: str, headers: dict | None = None) -> dict | None:
+    """{"engine", "version" or "build_info", ...} from the first probe that answers with JSON, else None."""
+    root = base_url(endpoint, api)
+    order = ("/api/version", "/props", "/version", "/info") if api.startswith("ollama") else \
+        ("/props", "/version", "/info", "/api/version")
+    for path in order:
+        try:
+            r = await client.get(root + path, headers=headers or {}, timeout=PROBE_TIMEOUT_S)
+            if r.status_code != 200 or len(r.content) > 1 << 20:
+                continue
+            obj = r.json()
+        except Exception:  # absent, not JSON, refused: not every server has every endpoint
+            continue
+        if not isinstance(obj, dict):
+            continue
+        kept = {k: _short(obj[k]) for k in KEEP[path] if k in obj and obj[k] is not None}
+        if not kept:
+            continue
+        return {"engine": ENGINE[path], "endpoint": path, **kept}
+    return None
+
+
+def _short(v):
+    if isinstance(v, (int, float, bool)):
+        return v
+    return str(v)[:200]
