@@ -335,3 +335,60 @@ class FakeServer:
                      + b"\r\nConnection: close\r\n\r\n" + msg)
         await writer.drain()
 
+    # --- load and prompts (issue 15)
+    SLOTS = 2  # mode "slots": a server with 2 parallel slots; more requests queue (saturates at 2)
+    SLOT_GAP_S = 0.05  # its token gap: 8 tokens take >= 0.4 s, long beside the client's own gaps
+
+    async def mode_slots(self, writer, body, path):
+        if not hasattr(self, "_slots"):
+            self._slots = asyncio.Semaphore(self.SLOTS)
+        async with self._slots:
+            n = self.n_tokens(body)
+            await self.start_stream(writer)
+            await asyncio.sleep(TTFT_S)
+            for i in range(n):
+                await self.chunk(writer, self.completion_event("t", "length" if i == n - 1 else None))
+                if i < n - 1:
+                    await asyncio.sleep(self.SLOT_GAP_S)
+            await self.finish(writer, body, 11, n)
+
+    @staticmethod
+    def prompt_bytes(body) -> int:
+        """The prompt's size as a byte-level tokenizer without BOS counts it: UTF-8 bytes of the prompt,
+        or of every message's content joined by newlines."""
+        if "messages" in body:
+            return len("\n".join(m["content"] for m in body["messages"]).encode())
+        return len(str(body.get("prompt", "")).encode())
+
+    async def mode_bytes(self, writer, body, path):
+        """Like ok, but usage.prompt_tokens = the prompt's UTF-8 bytes (a byte-level tokenizer)."""
+        n = self.n_tokens(body)
+        await self.start_stream(writer)
+        await self.tokens(writer, body, n)
+        await self.finish(writer, body, self.prompt_bytes(body), n)
+
+    async def mode_ollama_chat(self, writer, body, path):
+        """Ollama /api/chat NDJSON: text in message.content; answers 'turn<k>' where k = user turns so far."""
+        turns = sum(1 for m in body.get("messages", []) if m.get("role") == "user")
+        await self.start_stream(writer, "application/x-ndjson")
+        await asyncio.sleep(TTFT_S)
+        for piece in (f"turn{turns}", "!"):
+            await self.chunk(writer, json.dumps({"model": "m", "message": {"role": "assistant", "content": piece},
+                                                 "done": False}) + "\n")
+            await asyncio.sleep(GAP_S)
+        final = {"model": "m", "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
+                 "prompt_eval_count": self.prompt_bytes(body), "prompt_eval_duration": 1_000_000,
+                 "eval_count": 2, "eval_duration": 40_000_000}
+        await self.chunk(writer, json.dumps(final) + "\n")
+        await self.end(writer)
+
+    async def mode_chat_echo(self, writer, body, path):
+        """OpenAI chat: answers 'turn<k>' in two chunks (k = user turns in the history)."""
+        turns = sum(1 for m in body.get("messages", []) if m.get("role") == "user")
+        await self.start_stream(writer)
+        await asyncio.sleep(TTFT_S)
+        await self.chunk(writer, self.completion_event(f"turn{turns}", chat=True))
+        await asyncio.sleep(GAP_S)
+        await self.chunk(writer, self.completion_event("!", "stop", chat=True))
+        await self.finish(writer, body, self.prompt_bytes(body), 2)
+

@@ -179,8 +179,8 @@ def saturation(phases: list[dict], tolerance: float) -> tuple[dict | None, bool]
 
     Walking the load levels in order: the first phase that misses an SLO ends the sweep (limit = that
     SLO, e.g. ``ttft_s p90``) and the saturation point is the phase before it (the first phase, if even
-    it missed); a phase whose output tok/s is not above the best so far by more than ``tolerance``
-    (e.g. 0.05) ends it with limit ``"throughput"`` at the best phase. Levels exhausted without either:
+    it missed); a phase whose output tok/s is not above the previous level's by more than ``tolerance``
+    (e.g. 0.05) ends it with limit ``"throughput"`` at that previous level (the knee of the curve). Levels exhausted without either:
     the best phase, limit ``"max_load"`` (the sweep did not reach saturation)."""
     levels = [p for p in phases if p.get("phase") != "throughput" and p.get("output_tok_s") is not None]
     best = None
@@ -190,8 +190,7 @@ def saturation(phases: list[dict], tolerance: float) -> tuple[dict | None, bool]
             broke = next(m for m in SLO_METRICS if m in slo and not slo[m]["met"])
             return _point(best or ph, f"{broke} p{slo['percentile']:g}"), True
         if best is not None and ph["output_tok_s"] <= best["output_tok_s"] * (1 + tolerance):
-            top = ph if ph["output_tok_s"] > best["output_tok_s"] else best
-            return _point(top, "throughput"), True
+            return _point(best, "throughput"), True  # the knee: the lowest load giving (within tolerance) the most
         best = ph
     return (_point(best, "max_load") if best else None), False
 
