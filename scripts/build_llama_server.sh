@@ -27,6 +27,8 @@ if [ -x "$DEST/llama-server" ]; then
 fi
 
 JOBS="${TOKSPEED_BUILD_JOBS:-2}"
+echo "build_llama_server: building llama.cpp's llama-server $VERSION (CPU, -j$JOBS) into $DEST;" \
+     "once per version, roughly 15-25 min on 2 free cores" >&2
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/llama-server-build.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
 START=$(date +%s)
