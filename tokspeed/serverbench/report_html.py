@@ -132,7 +132,7 @@ def _pred_by_phase(summary: dict) -> dict:
 
 
 def _throughput(summary, phases, xlabel, logx) -> str:
-    series = [{"name": "measured output tok/s", "points": [(p.get("load"), p.get("output_tok_s")) for p in phases]}]
+    series = [{"name": "measured", "points": [(p.get("load"), p.get("output_tok_s")) for p in phases]}]
     pred = _pred_by_phase(summary)
     if pred:
         pts = [(p.get("load"), (pred.get(p.get("phase")) or {}).get("predicted_output_tok_s")) for p in phases]
@@ -146,14 +146,14 @@ def _latency(phases, xlabel, logx, slo, metric, name, scale, unit) -> str:
     series = []
     for q in ("p50", "p90", "p99"):
         pts = [(p.get("load"), None if _g(p, metric, q) is None else _g(p, metric, q) * scale) for p in phases]
-        series.append({"name": f"{name} {q}", "points": pts})
+        series.append({"name": q, "points": pts})
     hl = [(slo[metric] * scale, f"SLO {slo[metric] * scale:g} {unit} (p{slo.get('percentile', 90):g})")] \
         if slo.get(metric) is not None else None
     return line_chart(f"{name} percentiles vs load", series, xlabel, f"{name} ({unit})", hlines=hl, logx=logx)
 
 
 def _goodput(phases, xlabel, logx, slo) -> str:
-    series = [{"name": "goodput (meets SLOs)", "points": [(p.get("load"), p.get("goodput_rps")) for p in phases]},
+    series = [{"name": "goodput", "points": [(p.get("load"), p.get("goodput_rps")) for p in phases]},
               {"name": "completed", "points": [(p.get("load"), p.get("request_rps")) for p in phases], "dash": True}]
     title = "goodput vs load" + ("" if slo else " (no SLO given: all successes)")
     return line_chart(title, series, xlabel, "requests/s")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from html import escape
 
-W, H = 620, 330
-LEFT, RIGHT, TOP, BOTTOM = 64, 150, 34, 46
+W, H = 640, 330
+LEFT, RIGHT, TOP, BOTTOM = 64, 165, 34, 46
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
           "#bcbd22")
 
