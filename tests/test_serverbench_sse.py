@@ -1,5 +1,7 @@
 """SSE / NDJSON framing: what the spec says is an event, and what counts as a malformed line."""
 
+import pytest
+
 from tokspeed.serverbench.sse import NDJSONParser, SSEParser, decode_json
 
 
@@ -45,3 +47,47 @@ def test_payload_that_is_not_a_json_object_is_malformed():
 def test_ndjson_one_object_per_non_blank_line():
     p = NDJSONParser()
     assert feed_all(p, '{"a":1}\n\n  {"b":2}  \n') == ['{"a":1}', '{"b":2}']
+
+
+def _lines(parts, max_line=10):
+    import asyncio
+
+    from tokspeed.serverbench.sse import LineReader
+
+    async def gen():
+        for p in parts:
+            yield p
+
+    async def go():
+        r, out = LineReader(gen(), max_line), []
+        while (line := await r.next_line()) is not None:
+            out.append(line)
+        return out
+
+    return asyncio.run(go())
+
+
+def test_line_reader_splits_every_sse_line_ending_across_chunk_boundaries():
+    # \r\n split over two chunks is one ending; a lone \r is an ending too (SSE allows all three)
+    assert _lines([b"ab\r", b"\ncd\n\nef\rg", b"h"]) == ["ab", "cd", "", "ef", "gh"]
+    # a UTF-8 character split over two chunks is decoded whole
+    e = "é".encode()
+    assert _lines([b"x" + e[:1], e[1:] + b"\n"]) == ["xé"]
+
+
+def test_line_reader_refuses_a_line_over_its_cap():
+    from tokspeed.serverbench.sse import LineTooLong
+
+    with pytest.raises(LineTooLong):
+        _lines([b"x" * 6, b"y" * 6])  # 12 bytes without an ending, cap 10
+    assert _lines([b"x" * 10 + b"\n"]) == ["x" * 10]  # exactly the cap is fine
+
+
+def test_sse_parser_refuses_an_event_over_its_cap():
+    from tokspeed.serverbench.sse import EventTooLong, SSEParser
+
+    p = SSEParser(max_event=20)
+    p.feed("data: " + "a" * 10)
+    with pytest.raises(EventTooLong):
+        p.feed("data: " + "b" * 10)  # 11 + 11 bytes with the joining newlines
+    assert p.feed("data: ok") == [] and p.feed("") == ["ok"]  # the parser goes on after the dropped event
