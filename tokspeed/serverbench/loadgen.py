@@ -13,8 +13,8 @@
   conversation turn by turn, sending the history with the server's own earlier answers; in a rate
   phase each arrival is the next turn with the transcript's own history.
 - ``after_phase(labels)`` is called after each phase; True ends the run there (a sweep that saturated).
-- ``stop`` (Ctrl-C, an abort, a run cap): no new request starts; with ``cancel_in_flight`` (the
-  default) requests in flight are cancelled and recorded as ``cancelled``; a run cap lets them finish.
+- ``halt()`` (Ctrl-C, an abort; sets ``stop``): no new request starts, requests in flight are cancelled
+  and recorded as ``cancelled``; ``halt(cancel_in_flight=False)`` (a run cap) lets them finish.
 """
 
 from __future__ import annotations
@@ -109,7 +109,6 @@ class LoadGenerator:
         self.rng = random.Random(plan.seed)
         self.stop = asyncio.Event()
         self.cancel = asyncio.Event()  # set when requests in flight are to be cancelled (the client checks it too)
-        self.cancel_in_flight = True
         self._next_index = 0
         self._next_conversation = 0
         self._in_flight: set[asyncio.Task] = set()
@@ -119,32 +118,32 @@ class LoadGenerator:
         return self.plan.phases()
 
     def halt(self, cancel_in_flight: bool = True) -> None:
-        """Start no new request; cancel those in flight unless ``cancel_in_flight`` is False."""
-        self.cancel_in_flight = self.cancel_in_flight and cancel_in_flight
+        """Start no new request; cancel those in flight unless ``cancel_in_flight`` is False (a later
+        call with True still cancels them: a Ctrl-C after a run cap)."""
         self.stop.set()
+        if cancel_in_flight:
+            self.cancel.set()
+            for task in list(self._in_flight):
+                task.cancel()
 
     async def run(self) -> None:
-        watcher = asyncio.create_task(self._cancel_on_stop())
-        try:
-            if self.plan.warmup:
-                self.on_phase("warm-up", self.plan.warmup, None)
-                await self._closed_loop({"phase": "warm-up", "concurrency": 1, "rate_rps": None, "warmup": True},
-                                        1, self.plan.warmup, None)
-            for labels in self.phases():
-                if self.stop.is_set():
-                    break
-                labels = {**labels, "warmup": False}
-                requests, duration_s = self.plan.bounds(labels)
-                self.on_phase(labels["phase"], requests, duration_s)
-                labels["phase_start_s"] = time.perf_counter() - self._t_run
-                if labels["rate_rps"]:
-                    await self._open_loop(labels, requests, duration_s)
-                else:
-                    await self._closed_loop(labels, labels["concurrency"], requests, duration_s)
-                if not self.stop.is_set() and self.after_phase(labels):
-                    break
-        finally:
-            watcher.cancel()
+        if self.plan.warmup:
+            self.on_phase("warm-up", self.plan.warmup, None)
+            await self._closed_loop({"phase": "warm-up", "concurrency": 1, "rate_rps": None, "warmup": True},
+                                    1, self.plan.warmup, None)
+        for labels in self.phases():
+            if self.stop.is_set():
+                break
+            labels = {**labels, "warmup": False}
+            requests, duration_s = self.plan.bounds(labels)
+            self.on_phase(labels["phase"], requests, duration_s)
+            labels["phase_start_s"] = time.perf_counter() - self._t_run
+            if labels["rate_rps"]:
+                await self._open_loop(labels, requests, duration_s)
+            else:
+                await self._closed_loop(labels, labels["concurrency"], requests, duration_s)
+            if self.after_phase(labels) or self.stop.is_set():
+                break
 
     def next_job(self, labels: dict, conversation: dict | None = None) -> Job:
         """The next request to make. Jobs are drawn in index order from the seeded RNG, so a run's
@@ -192,10 +191,9 @@ class LoadGenerator:
         finally:
             self._in_flight.discard(task)
         rec["end_s"] = time.perf_counter() - self._t_run
-        text = rec.pop("_text", None)
+        text = rec.pop("_text", None)  # the answer: kept only for a live conversation's history
         self.on_record(rec)
-        rec["_text"] = text
-        return rec
+        return {"ok": rec.get("ok"), "_text": text}
 
     async def _closed_loop(self, labels: dict, workers: int, requests: int | None, duration_s: float | None) -> None:
         deadline = None if duration_s is None else time.perf_counter() + duration_s
@@ -267,10 +265,3 @@ class LoadGenerator:
             started += 1
             tasks.append(asyncio.create_task(gated(self.next_job(labels), arrival)))
         await asyncio.gather(*tasks)
-
-    async def _cancel_on_stop(self) -> None:
-        await self.stop.wait()
-        if self.cancel_in_flight:
-            self.cancel.set()
-            for task in list(self._in_flight):
-                task.cancel()
