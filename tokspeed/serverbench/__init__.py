@@ -6,5 +6,9 @@ The pieces, one per file:
 - ``loadgen``  drives many requests: a concurrency sweep or a Poisson arrival rate, bounded and warmed up;
 - ``record``   appends each finished request to ``requests.jsonl`` (flushed per line);
 - ``summary``  rebuilds ``summary.json`` (percentiles, tok/s per concurrency, errors by kind) from the JSONL;
-- ``compare``  sets measured decode speed beside tokspeed's prediction and the memory-bandwidth utilisation.
+- ``compare``  sets measured decode speed beside tokspeed's prediction and the memory-bandwidth utilisation;
+- ``workload`` prompt text and lengths: synthetic (exact-length with ``tokens``), files, shared prefix, chats;
+- ``tokens``   the served model's tokenizer (tokenizer.json, GGUF, HF folder) as two counters;
+- ``engine_info`` the engine version the server reports; ``interrupt`` Ctrl-C without a traceback;
+- ``report_html`` (with ``svg``) the self-contained report.html; ``compare_runs`` overlays runs.
 """

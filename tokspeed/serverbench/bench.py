@@ -159,7 +159,7 @@ def console_notes(summary: dict) -> list[str]:
     for ph in summary.get("phases", []):
         if (ph.get("client_cpu_share") or 0) >= CPU_SATURATED:
             notes.append(f"{ph['phase']}: the client used {ph['client_cpu_share']:.0%} of a CPU core: it may be "
-                         "the bottleneck (--workers N spreads the load)")
+                         "the bottleneck (run the load from a second process or machine)")
     return notes
 
 
