@@ -175,3 +175,18 @@ def test_load_option_errors_are_one_line(argv, text, capsys, tmp_path):
     assert main(["bench-server", "http://127.0.0.1:1", "--model", "m", "-o", str(tmp_path / "r"), *argv]) == 2
     err = capsys.readouterr().err
     assert text in err and err.count("\n") == 1 and not (tmp_path / "r").exists()
+
+
+def test_client_cpu_is_recorded_per_phase_and_a_saturated_core_is_said():
+    from tokspeed.serverbench.bench import console_notes
+
+    notes = console_notes({"ok": 3, "prompt_tokens_verified": "server",
+                           "phases": [{"phase": "c=1", "client_cpu_share": 0.2}, {"phase": "c=64", "client_cpu_share": 0.97}]})
+    assert len(notes) == 1 and notes[0].startswith("c=64: the client used 97% of a CPU core")
+
+
+def test_client_cpu_share_is_cpu_time_over_wall_time(server, tmp_path):
+    rc, out = bench(server, tmp_path, "--concurrency", "1,2", "--requests", "4")
+    for ph in summary_of(out)["phases"]:
+        # the fake server sleeps; the client mostly waits: far below one core, and never negative
+        assert 0 <= ph["client_cpu_s"] and 0 <= ph["client_cpu_share"] < 0.9
