@@ -5,7 +5,8 @@ token is one printable character and EOS never comes, so a request for N tokens 
 The binary is built once by ``scripts/build_llama_server.sh`` (scripts/test.sh runs it) from the
 llama.cpp source that the installed llama-cpp-python's source package vendors, and cached outside
 the clone. A sweep must find a saturation point; the recorded token counts are checked against the
-server's own ``/metrics`` counter and its per-request ``timings``, and the prompt length the server
+server's per-request ``timings`` (exactly) and its ``/metrics`` counter (up to the requests a
+slot has not flushed into it yet), and the prompt length the server
 saw against the count worked out by hand from the byte-level vocabulary.
 """
 
@@ -61,7 +62,7 @@ def llama_server(tmp_path_factory):
     port = free_port()
     log = open(d / "server.log", "wb")
     proc = subprocess.Popen([str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-                             "-np", str(SLOTS), "--cont-batching", "-c", str(SLOTS * 128), "-t", "2",
+                             "-np", str(SLOTS), "--cont-batching", "-c", str(SLOTS * 256), "-t", "2",
                              "--metrics", "--no-webui"], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -116,8 +117,10 @@ def test_sweep_saturates_and_token_counts_match_the_servers_metrics(llama_server
     levels = [p["concurrency"] for p in s["phases"]]
     assert levels.index(sat["concurrency"]) == len(levels) - 2  # the sweep stopped at the level after the knee
 
-    # every token the server says it generated was recorded, and each request's count is its own
-    assert predicted_total(llama_server) - before == sum(r["output_tokens"] for r in recs)
+    # the server's own counter: llama-server adds a slot's generated tokens to tokens_predicted_total
+    # when the slot is next reset (reused), so the requests last served by each slot may not be in it yet
+    unflushed = sum(r["output_tokens"] for r in recs) - (predicted_total(llama_server) - before)
+    assert 0 <= unflushed <= SLOTS * MAX_TOKENS and unflushed % MAX_TOKENS == 0
     plan = LoadPlan([1], 1, None, None, 0, Dist(PROMPT_TOKENS, PROMPT_TOKENS), Dist(MAX_TOKENS, MAX_TOKENS), seed=SEED)
     gen = LoadGenerator(plan, None, None)
     jobs = [gen.next_job({}) for _ in range(len(recs))]  # the prompts the run sent (same seeded draws, index order)
