@@ -47,13 +47,13 @@ def add_parser(sub):
     p.add_argument("--arrivals", default="poisson", choices=["poisson", "constant"],
                    help="rate phases: Poisson (default) or evenly spaced arrivals")
     p.add_argument("--throughput", action="store_true",
-                   help=f"add a throughput phase: --max-in-flight requests back to back (as many as the server takes)")
+                   help="add a throughput phase: --max-in-flight requests back to back (as many as the server takes)")
     p.add_argument("--max-in-flight", type=int, help=f"requests in flight in rate/throughput phases (default {RATE_MAX_IN_FLIGHT})")
     p.add_argument("--sweep", action="store_true",
                    help="raise the load (the --concurrency or --rate list, else doubling) until output tok/s stops "
                         "rising or an SLO breaks; summary.json gets `saturation`")
     p.add_argument("--sweep-tolerance", type=float, default=5.0,
-                   help="percent: a level that adds no more than this to the best output tok/s so far is saturated (default 5)")
+                   help="percent: a level whose output tok/s is no more than this above the level before ends the sweep (default 5)")
     slo = p.add_argument_group("SLOs and goodput")
     slo.add_argument("--slo-ttft-ms", type=float, help="time to first token limit, ms")
     slo.add_argument("--slo-tpot-ms", type=float, help="time per output token limit, ms")
@@ -271,13 +271,10 @@ def _config(args, BenchConfig):
             levels = [levels[0] * 2 ** i for i in range(MAX_PHASES) if levels[0] * 2 ** i <= MAX_CONCURRENCY]
     if args.warmup < 0:
         raise UserError(f"--warmup must be >= 0, got {args.warmup}")
-    for name in ("connect_timeout", "first_token_timeout", "idle_timeout", "request_timeout", "temperature"):
-        v = getattr(args, name)
-        if name == "temperature":
-            if not math.isfinite(v) or v < 0:
-                raise UserError(f"--temperature must be a finite number >= 0, got {v}")
-            continue
-        _positive(f"--{name.replace('_', '-')}", v)
+    for name in ("connect_timeout", "first_token_timeout", "idle_timeout", "request_timeout"):
+        _positive(f"--{name.replace('_', '-')}", getattr(args, name))
+    if not math.isfinite(args.temperature) or args.temperature < 0:
+        raise UserError(f"--temperature must be a finite number >= 0, got {args.temperature}")
     prompt, c1 = parse_dist(args.prompt_tokens, "--prompt-tokens", MAX_PROMPT_TOKENS)
     out, c2 = parse_dist(args.max_tokens, "--max-tokens", MAX_OUTPUT_TOKENS)
     if c1:
