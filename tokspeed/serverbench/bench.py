@@ -304,7 +304,10 @@ def attach_prediction(summary: dict, model: str, hardware: str, quant: str | Non
         summary["prediction"] = compare_phases(summary, model, hardware, quant=quant, engine=engine)
     except (UserError, ImportError) as e:
         summary["prediction_error"] = str(e)
-        sys.stderr.write(f"tokspeed: no prediction: {e}\n")
+    except Exception as e:  # a bug in the prediction must not cost the run its summary
+        summary["prediction_error"] = f"prediction failed ({type(e).__name__}: {e})"
+    if "prediction_error" in summary:
+        sys.stderr.write(f"tokspeed: no prediction: {summary['prediction_error']}\n")
 
 
 class _Progress:

@@ -88,6 +88,12 @@ def _rate_row(ph: dict, model: str, hw, opts: dict) -> dict | None:
         return steps[b]
 
     one = predict(model, hw, prompt=prompt, gen=gen, **opts).to_dict()
+    if not one["prefill"].get("seconds"):
+        return {"phase": ph.get("phase"), "rate_rps": ph["rate_rps"], "prompt": prompt, "gen": gen,
+                "measured_tok_s": ph.get("per_user_decode_tok_s"), "measured_output_tok_s": ph.get("output_tok_s"),
+                "predicted_tok_s": None, "predicted_output_tok_s": None, "bound_tok_s": None, "mbu": None,
+                "measured_over_predicted": None, "stable": None,
+                "reason": "no prefill prediction for this hardware (no FLOP/s figure)"}
     pf = one["prefill"]["seconds"] / prompt
     max_batch = max(int(one["memory"].get("max_batch") or 1), 1)
     cb = continuous_batching(step_s, pf, prompt, gen, float(ph["rate_rps"]), max_batch)
