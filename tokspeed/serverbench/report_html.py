@@ -156,7 +156,7 @@ def _goodput(phases, xlabel, logx, slo) -> str:
     series = [{"name": "goodput", "points": [(p.get("load"), p.get("goodput_rps")) for p in phases]},
               {"name": "completed", "points": [(p.get("load"), p.get("request_rps")) for p in phases], "dash": True}]
     title = "goodput vs load" + ("" if slo else " (no SLO given: all successes)")
-    return line_chart(title, series, xlabel, "requests/s")
+    return line_chart(title, series, xlabel, "requests/s", logx=logx)
 
 
 def _gap_text(summary: dict) -> str:
