@@ -29,17 +29,21 @@ fi
 JOBS="${TOKSPEED_BUILD_JOBS:-2}"
 echo "build_llama_server: building llama.cpp's llama-server $VERSION (CPU, -j$JOBS) into $DEST;" \
      "once per version, roughly 15-25 min on 2 free cores" >&2
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/llama-server-build.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+# The build tree lives in the cache too, so a build cut short (CI timeout, Ctrl-C) resumes where it
+# stopped; it is removed once the binary is in place.
+WORK="$CACHE/build-$VERSION"
+mkdir -p "$WORK"
 START=$(date +%s)
 
-if [ -n "${LLAMA_CPP_PYTHON_SDIST:-}" ]; then
+if ls "$WORK"/llama_cpp_python-*.tar.gz >/dev/null 2>&1; then
+  :  # fetched by an earlier, unfinished build
+elif [ -n "${LLAMA_CPP_PYTHON_SDIST:-}" ]; then
   cp "$LLAMA_CPP_PYTHON_SDIST" "$WORK/"
 else
   echo "build_llama_server: fetching the llama-cpp-python $VERSION source package from PyPI (~75 MB)" >&2
   python3 -m pip download -q "llama-cpp-python==$VERSION" --no-deps --no-binary :all: -d "$WORK" >&2
 fi
-tar -xzf "$WORK"/llama_cpp_python-*.tar.gz -C "$WORK"
+[ -d "$(echo "$WORK"/llama_cpp_python-*/)" ] || tar -xzf "$WORK"/llama_cpp_python-*.tar.gz -C "$WORK"
 SRC="$(echo "$WORK"/llama_cpp_python-*/vendor/llama.cpp)"
 [ -f "$SRC/tools/server/CMakeLists.txt" ] || { echo "build_llama_server: no tools/server in $SRC" >&2; exit 1; }
 
@@ -61,5 +65,6 @@ cp "$BIN" "$TMPDEST/llama-server"
 echo "$VERSION" >"$TMPDEST/VERSION"
 rm -rf "$DEST"
 mv "$TMPDEST" "$DEST"  # atomic: a half-copied binary is never found by the test
+rm -rf "$WORK"
 echo "build_llama_server: built $DEST/llama-server in $(( $(date +%s) - START )) s" >&2
 echo "$DEST/llama-server"
