@@ -157,7 +157,9 @@ def test_ctrl_c_prints_no_traceback_and_keeps_the_records(server, tmp_path, gaps
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 130, err
+    # 130, or killed by the SIGINT itself (-2) when a press lands while the interpreter is already
+    # shutting down: a shell shows 130 for both
+    assert p.returncode in (130, -signal.SIGINT), err
     assert "Traceback" not in err and "Error" not in err, err
     lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]  # every line whole
     assert sum(1 for r in lines if r.get("ok")) >= 2

@@ -5,7 +5,8 @@ press calls ``first`` inside the event loop (stop starting requests, cancel thos
 recorded as ``cancelled``); a second press calls ``second`` (cancel the run's main task: end now, the
 JSONL already holds every finished request). No ``KeyboardInterrupt`` is raised inside the loop, so
 asyncio has no task to report with a traceback. Presses after the loop has ended (while the summary
-is written, a fraction of a second) are counted and otherwise ignored, so the summary is always written.
+is written, a fraction of a second) are counted and otherwise ignored, so the summary is always written;
+after a run that was interrupted the handler is left in place until the process exits.
 """
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ class CtrlC:
 
     def __exit__(self, *exc) -> None:
         self.detach()
-        if self._old is not None:
+        if self._old is not None and not self.presses:
             signal.signal(signal.SIGINT, self._old)
             self._old = None
+        # after a Ctrl-C the process is on its way out (exit 130): the handler stays, so a further
+        # press while the table is printed does not end it with a KeyboardInterrupt at exit
 
     def attach(self, loop, first, second) -> None:
         """Route presses to ``first`` / ``second``, called in ``loop``'s thread."""
