@@ -14,6 +14,6 @@ fi
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 # llama-cpp-python compiles llama.cpp (~4 min on 2 cores) the first time; pip caches the wheel after that
 python3 -m pip install -q -e '.[files,measure,llamacpp,server,plot,web,test]'
-# llama.cpp's own multi-slot llama-server for the slow bench-server tests: built once per llama-cpp-python version (~15-25 min on 2 cores), cached in ~/.cache/tokspeed, a no-op after that
+# llama.cpp's own multi-slot llama-server for the slow bench-server tests: built once per llama-cpp-python version (16 CPU-minutes: ~8 min on 2 free cores, 15 min measured on a busy one), cached in ~/.cache/tokspeed, a no-op after that
 bash scripts/build_llama_server.sh >/dev/null
 python3 -m pytest -q "$@"
