@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..timing import pass_time
 from ..units import fmt_seconds
 from .roles import compute_unit, data_source, launch_path
 
@@ -170,8 +171,6 @@ def _bound_note(st: Stage, ridge: float) -> str:
 
 def build_journey(pred, mode: str = "decode") -> Journey:
     """Stages of one decode step (``mode='decode'``) or of the whole prefill (``'prefill'``) of ``pred``."""
-    from ..predict import pass_time
-
     hw, eng = pred.hw, pred.engine_profile
     rows: dict[str, Stage] = {}
     kernels = 0

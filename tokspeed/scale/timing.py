@@ -6,7 +6,7 @@ the embedding to the first stage, final norm / LM head / sampling to the last. A
 are divided over its ranks (matmuls, attention heads, vocab-parallel embedding and LM head); norms and
 residual adds are replicated; the KV cache per rank follows ``layout.kv_share``.
 
-Each stage is timed by the engine's roofline (``predict.pass_time``) on its own device, and the
+Each stage is timed by the engine's roofline (``timing.pass_time``) on its own device, and the
 links add:
 - TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), or
   for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
@@ -24,27 +24,15 @@ for every sequence) takes ``max(Σ stage + hand-offs, m · slowest stage)`` at m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from ..engines.profile import IDEAL
 from ..ledger import Op
-from ..predict import PassTime, pass_time
+from ..timing import PassTime, pass_time
 from .interconnect import SYNC_LATENCY_S
 from .layout import Layout, Stage, kv_share
 
 GPU_OFFLOAD_MIN_BATCH = 32   # llama.cpp: ops on CPU-held weights go to the GPU for batches >= 32 tokens
-
-
-@dataclass
-class ScaledPass(PassTime):
-    link_s: float = 0.0
-    stages: list = field(default_factory=list)   # dicts: name, kind, seconds, link_s
-
-    @property
-    def bound(self) -> str:
-        if self.link_s > max(self.compute_s, self.memory_s, self.overhead_s):
-            return "link"
-        return PassTime.bound.fget(self)
 
 
 def _layer_fraction(op: Op, spec, a: int, b: int) -> float:
@@ -122,7 +110,7 @@ def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, 
     return layout.syncs_per_layer * stage.n_layers * link.allreduce_s(msg, n, ideal)
 
 
-def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int) -> ScaledPass:
+def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int) -> PassTime:
     """Time of one pass of ``ops`` (batch x n_tokens new tokens) over the layout. ``prof`` is the
     main engine (IDEAL for the bound: every stage ideal, links at bandwidth without latency)."""
     ideal = prof is IDEAL or getattr(prof, "is_ideal", False)
@@ -171,6 +159,17 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     if micro > 1:
         seconds = max(seconds, micro * max(stage_times))
     seconds += fixed
-    return ScaledPass(seconds, comp, mem, over, sum(o.bytes for o in ops), sum(o.weight_bytes for o in ops),
+    return PassTime(seconds, comp, mem, over, sum(o.bytes for o in ops), sum(o.weight_bytes for o in ops),
                       sum(o.kv_read_bytes + o.kv_write_bytes for o in ops), sum(o.flops for o in ops), [],
                       link_s=link, stages=stage_rows)
+
+
+@dataclass(frozen=True)
+class LayoutTimer:
+    """The timer (``tokspeed.timing.Timer``) of a multi-device layout: ``layout_pass``."""
+    layout: Layout
+    spec: object
+    quant: str
+
+    def __call__(self, ops: list[Op], engine, batch: int, n_tokens: int) -> PassTime:
+        return layout_pass(self.layout, ops, self.spec, self.quant, engine, batch, n_tokens)
