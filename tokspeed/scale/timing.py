@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..engines.profile import IDEAL
-from ..ledger import Op
+from ..ledger import NORM_ROLES, Op, Role, Scope
 from ..timing import PassTime, pass_time
 from .interconnect import SYNC_LATENCY_S
 from .layout import Layout, Stage, kv_share
@@ -35,17 +35,12 @@ from .layout import Layout, Stage, kv_share
 GPU_OFFLOAD_MIN_BATCH = 32   # llama.cpp: ops on CPU-held weights go to the GPU for batches >= 32 tokens
 
 
-def _layer_fraction(op: Op, spec, a: int, b: int) -> float:
-    L = spec.n_layers
-    if spec.is_moe and op.stage == "moe":
-        lo, n = spec.n_dense_layers, L - spec.n_dense_layers
-    elif spec.is_moe and op.stage == "ffn":
-        lo, n = 0, spec.n_dense_layers
-    else:
-        lo, n = 0, L
-    if n <= 0:
+def _layer_fraction(op: Op, a: int, b: int) -> float:
+    """Share of the op's own layers (``op.layers``) that fall in layers [a, b)."""
+    lo, hi = op.layers
+    if hi <= lo:
         return 0.0
-    return max(0, min(b, lo + n) - max(a, lo)) / n
+    return max(0, min(b, hi) - max(a, lo)) / (hi - lo)
 
 
 def _scaled(op: Op, f: float, weight_f: float | None = None) -> Op:
@@ -54,26 +49,30 @@ def _scaled(op: Op, f: float, weight_f: float | None = None) -> Op:
                    act_bytes=op.act_bytes * f, kv_read_bytes=op.kv_read_bytes * f, kv_write_bytes=op.kv_write_bytes * f)
 
 
+# replicated on every TP rank: the CPU's share, norms and residual adds, and the (small) MoE router
+_TP_REPLICATED = NORM_ROLES | {Role.SAMPLE, Role.ROUTER}
+
+
 def _tp_shard(op: Op, spec, tp: int) -> Op:
-    if tp <= 1 or op.unit == "cpu" or op.stage == "norm" or op.name.startswith("MoE router"):
+    if tp <= 1 or op.role in _TP_REPLICATED:
         return op
-    if op.name.startswith("attention scores"):
+    if op.role is Role.ATTN_CORE:
         s = kv_share(spec, tp)
         return replace(op, flops=op.flops / tp, act_bytes=op.act_bytes / tp, kv_read_bytes=op.kv_read_bytes * s,
                        kv_write_bytes=op.kv_write_bytes * s)
     return replace(op, flops=op.flops / tp, weight_bytes=op.weight_bytes / tp, act_bytes=op.act_bytes / tp)
 
 
-def _stage_fraction(op: Op, spec, stage: Stage) -> float:
-    if op.stage == "embedding":
+def _stage_fraction(op: Op, stage: Stage) -> float:
+    if op.scope is Scope.INPUT:
         return 1.0 if stage.embedding else 0.0
-    if op.stage in ("lm_head", "sampling") or op.name == "final norm":
+    if op.scope is Scope.HEAD:
         return 1.0 if stage.head else 0.0
-    return _layer_fraction(op, spec, *stage.layers)
+    return _layer_fraction(op, *stage.layers)
 
 
 def _is_expert_op(op: Op) -> bool:
-    return op.stage == "moe" and "_exps" in op.name
+    return op.role in (Role.EXPERTS, Role.EXPERTS_ACT)
 
 
 def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1) -> list[Op]:
@@ -82,7 +81,7 @@ def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1) -> list[Op]:
     for op in ops:
         if stage.ops != "all" and _is_expert_op(op) != (stage.ops == "experts"):
             continue
-        f = _stage_fraction(op, spec, stage)
+        f = _stage_fraction(op, stage)
         if f <= 0:
             continue
         o = _scaled(op, f / micro, weight_f=f) if micro > 1 else _scaled(op, f)
@@ -101,8 +100,8 @@ def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, 
     if n <= 1 or link is None:
         return 0.0
     if layout.row_split:
-        moved = sum(op.act_bytes * _stage_fraction(op, spec, stage) for op in ops
-                    if op.unit == "tensor" and op.weight_bytes and op.stage != "embedding")
+        moved = sum(op.act_bytes * _stage_fraction(op, stage) for op in ops
+                    if op.unit == "tensor" and op.weight_bytes and op.role is not Role.EMBED)
         moved = moved / micro * 2 * (n - 1) / n
         syncs = layout.syncs_per_layer * stage.n_layers
         return moved / link.per_direction_bytes_s + (0.0 if ideal else syncs * (n - 1) * SYNC_LATENCY_S["peer-copy"])
