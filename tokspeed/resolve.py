@@ -28,9 +28,7 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     if ("/" not in text and ":" not in text and "\\" not in text and not text.lower().endswith(FILE_SUFFIXES)
             and not os.path.exists(os.path.expanduser(text))):
         # not a file, folder, repo id or ollama reference: a catalog id (skips the file probes)
-        from .models.catalog import get_model
-
-        return get_model(text), None
+        return ModelSpec.from_name(text), None
     from .files.loader import open_model_file
 
     mf = open_model_file(arg)
@@ -40,6 +38,4 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     p = Path(text).expanduser()
     if p.exists():
         return ModelSpec.from_file(p), None
-    from .models.catalog import get_model
-
-    return get_model(text), None
+    return ModelSpec.from_name(text), None
