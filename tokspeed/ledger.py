@@ -345,17 +345,15 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
     FLOPs and KV bytes are linear in ``depth`` (constant past a sliding window)."""
     B, n, L = batch, n_tokens, spec.n_layers
     T = B * n
-    kv_per_tok_layer = spec.kv_elements_per_token_layer * kv_elem_bytes
-    if spec.is_mla:
-        # absorbed MLA decode: scores over (kv_lora + rope) dims, values over kv_lora dims, per head
-        score_dim, value_dim = spec.kv_lora_rank + spec.qk_rope_head_dim, spec.kv_lora_rank
-    else:
-        score_dim, value_dim = spec.head_dim, spec.head_dim
+    key = (id(spec), kv_elem_bytes)
+    shape = _core_shapes.get(key)
+    if shape is None or shape[0] is not spec:
+        if len(_core_shapes) > 256:
+            _core_shapes.clear()
+        shape = _core_shapes[key] = (spec, *_core_shape(spec, kv_elem_bytes))
+    _, kv_per_tok_layer, score_dim, value_dim, act_width, groups = shape
     out = []
-    for label, layers, window in (("", spec.n_full_layers, 0), (" (sliding window)", spec.n_sliding_layers,
-                                                                  spec.sliding_window)):
-        if not layers:
-            continue
+    for label, layers, window in groups:
         pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
         cached = min(depth, window) if window else depth
         flops = layers * B * spec.n_heads * pairs * (2 * score_dim + 2 * value_dim + SOFTMAX_FLOPS_PER_SCORE)
@@ -363,9 +361,26 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
                       layers=(0, L), flops=flops,
                       kv_read_bytes=layers * B * (cached + n) * kv_per_tok_layer,
                       kv_write_bytes=layers * B * n * kv_per_tok_layer,
-                      act_bytes=layers * T * (spec.q_dim + spec.attn_out_dim) * ACT_BYTES,
+                      act_bytes=layers * T * act_width * ACT_BYTES,
                       kernels=ATTENTION_KERNELS))
     return out
+
+
+_core_shapes: dict = {}
+
+
+def _core_shape(spec, kv_elem_bytes):
+    """Per-model constants of the attention core: KV bytes per token-layer, score and value widths,
+    activation width, and the (label, layers, window) groups of full and sliding layers."""
+    kv_per_tok_layer = spec.kv_elements_per_token_layer * kv_elem_bytes
+    if spec.is_mla:
+        # absorbed MLA decode: scores over (kv_lora + rope) dims, values over kv_lora dims, per head
+        score_dim, value_dim = spec.kv_lora_rank + spec.qk_rope_head_dim, spec.kv_lora_rank
+    else:
+        score_dim, value_dim = spec.head_dim, spec.head_dim
+    groups = tuple(g for g in (("", spec.n_full_layers, 0),
+                               (" (sliding window)", spec.n_sliding_layers, spec.sliding_window)) if g[1])
+    return kv_per_tok_layer, score_dim, value_dim, spec.q_dim + spec.attn_out_dim, groups
 
 
 def depth_kinks(spec) -> tuple[int, ...]:

@@ -21,7 +21,10 @@ from .engines.profile import IDEAL, EngineProfile, attention_spec, get_engine
 from .ledger import Op, depth_kinks, forward_ops, resident_weight_bytes
 from .memory import Memory, memory_fit
 from .quant.kv import kv_bytes as kv_dtype_bytes
+from .scale.configure import configure
 from .scale.options import ScaleOptions
+from .scale.sections import scale_sections
+from .scale.timing import LayoutTimer
 from .timing import PassTime, RooflineTimer, Timer, depth_sum, op_time, pass_time  # noqa: F401  (re-exported)
 from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, UBATCH, Workload
 
@@ -181,9 +184,6 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
     r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights)
     if scale.wants_layout:
-        from .scale.configure import configure
-        from .scale.timing import LayoutTimer
-
         r.setup = configure(spec, storage, hw, prof, kvb, work.batch, work.tokens, work.prompt,
                             prof.runtime_overhead_gib * 2**30, gpus=scale.gpus, parallel=scale.parallel,
                             gpu_layers=scale.gpu_layers, offload=scale.offload, cpu=scale.cpu)
@@ -241,10 +241,14 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     first, n = work.decode_first, work.decode_steps
     kinks = depth_kinks(spec)
     passes: dict = {}
+    ledgers: dict = {}
 
     def step(engine):
         def at(depth):
-            pt = r.timer(forward_ops(spec, storage, kvb, B, 1, depth), engine, B, 1)
+            ops = ledgers.get(depth)
+            if ops is None:
+                ops = ledgers[depth] = forward_ops(spec, storage, kvb, B, 1, depth)
+            pt = r.timer(ops, engine, B, 1)
             passes[engine.name, depth] = pt
             return pt.seconds
         return at
@@ -293,8 +297,6 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
 
 
 def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill) -> Prediction:
-    from .scale.sections import scale_sections
-
     notes = []
     window = r.spec.max_context
     if window and work.tokens > window:
