@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gc
 import io
 import math
 import subprocess
@@ -54,7 +55,11 @@ CLOCK = time.process_time
 
 
 def best_time(fn, n: int, repeat: int) -> float:
-    """Best (over ``repeat`` rounds) mean seconds of one call of ``fn``, ``n`` calls per round."""
+    """Best (over ``repeat`` rounds) mean seconds of one call of ``fn``, ``n`` calls per round. What is
+    alive before the rounds (both cores, their catalogs and caches) is frozen out of the garbage
+    collector's full passes, so neither core pays for traversing the other's heap."""
+    gc.collect()
+    gc.freeze()
     best = math.inf
     for _ in range(repeat):
         t = CLOCK()
