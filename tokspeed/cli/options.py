@@ -50,6 +50,8 @@ def add_model_options(p):
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 q8_0 q4_0 (default f16)")
     p.add_argument("--engine", "-e", default="llama.cpp",
                    help="ideal, llama.cpp[-cuda|-metal|-vulkan|-cpu], gpt-fast, vllm, tensorrt-llm, transformers, exllamav2, mlx")
+    p.add_argument("--engine-version", default=None,
+                   help="llama.cpp era: a build (b6000) or a year-month (2025-08); default the newest calibrated")
 
 
 def add_run_options(p):
@@ -132,7 +134,8 @@ def predict_kwargs(args) -> dict:
     if args.batch < 1:
         raise UserError("--batch must be at least 1")
     return dict(quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt, gen=args.gen,
-                context=args.context, batch=args.batch, **scale_kwargs(args))
+                context=args.context, batch=args.batch, **scale_kwargs(args),
+                **({"engine_version": args.engine_version} if getattr(args, "engine_version", None) else {}))
 
 
 def print_json(obj):
