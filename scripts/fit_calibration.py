@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
-"""Fit the engine profiles on shared/validation/calibration.csv and report the error per device family.
+"""Fit the engine profiles on data/validation/calibration.csv and report the error per device family.
 
     python scripts/fit_calibration.py [--csv PATH] [--write] [--engines llama.cpp-cuda ...]
 
-Per engine backend, the EngineProfile parameters (eta_mem per hardware kind, bw_cap_gbps, eta_format per
-weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per hardware kind,
-eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens for prefill; eta_matvec
-for batched decode; on GeForce, FP16-accumulating engines see twice the listed tensor peak) minimise the
-squared log error of predicted vs measured tok/s, with:
+Per engine backend, the EngineProfile parameters (eta_mem per memory technology -- hbm, gddr, lpddr,
+ddr --, eta_format per weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per
+hardware kind, eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens for prefill;
+eta_matvec for batched decode; on GeForce, FP16-accumulating engines see twice the listed tensor peak)
+minimise the squared log error of predicted vs measured tok/s. Each row belongs to an engine era (its
+``date``/``build``, ``tokspeed/engines/eras.toml``): the newest era in the rows carries the values above;
+each older era has its own ``launch_s``, ``fixed_s`` and ``attn_bytes_per_flop`` and multipliers of the
+achievable bandwidth (``era_mem``) and prefill compute efficiency (``era_compute``). The fit uses:
 
 - a robust loss (soft L1 with its knee at 10 % error): a handful of rows are measured under conditions
   the row does not state (throttled cards, old builds) and must not drag the fit;
 - a prior term per parameter pulling it toward ``priors.toml`` (width: a factor 1.65 for
-  efficiencies, 10 us for launch_s, 1 ms for fixed_s, a factor 2.7 for the undocumented bandwidth
-  cap; one width costs as much as one row 10 % off),
+  efficiencies and era multipliers (prior 1), 10 us for launch_s, 1 ms for fixed_s, 0.02 B/FLOP for
+  attn_bytes_per_flop, whose prior is 0 in an era that runs FlashAttention by default; one width costs
+  as much as one row 10 % off),
   so a parameter the data does not constrain stays at its documented prior;
 - physical bounds: 0 < eta_mem <= 1, eta_format <= 1 (dequantising never beats plain F16), eta_compute
   <= 1.3, launch_s in [0, 50 us]; the combined compute efficiency is clamped at 1 in op_time;
@@ -22,7 +26,8 @@ squared log error of predicted vs measured tok/s, with:
   predicted, which is the situation of a user with hardware that is not in the file.
 
 Prints a table per engine x family (n, median and p90 absolute % error for decode and prefill, in-sample
-and held-out). ``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band.
+and held-out), the held-out errors against issue 11's targets, and the coverage of the error bands.
+``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band.
 Needs numpy and scipy (the tokspeed package itself does not).
 """
 

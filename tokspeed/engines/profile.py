@@ -17,7 +17,7 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.predi
   (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
-- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind).
+- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind; an older era x its ``era_compute``).
 - ``fp16_accumulate``: the engine's matmuls accumulate in FP16 (cuBLAS COMPUTE_16F) or run on INT8
   tensor cores, so on NVIDIA GeForce cards - whose catalog FP16 figure is the FP32-accumulate rate, half
   the FP16-accumulate rate - the tensor peak it can reach is twice the listed one (``tensor_peak_scale``).
@@ -37,7 +37,7 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.predi
 - ``fixed_s``: per step (sampling on the CPU, synchronisation, loop control).
 
 Values come from ``fitted.toml`` (written by ``scripts/fit_calibration.py`` on
-``shared/validation/calibration.csv``) where an engine has calibration rows, else from the documented
+``data/validation/calibration.csv``) where an engine has calibration rows, else from the documented
 priors in ``priors.toml``, which also carry a wider error band.
 """
 
