@@ -301,5 +301,9 @@ def get_engine(engine, hardware=None, version=None) -> EngineProfile:
     if e not in _tables():
         e = "llama.cpp-cuda" if e == "llama.cpp" else e
     entry, label = engine_entry(e, version)
+    if label:       # say which era the answer is for (the text output prints the engine's source)
+        entry["source"] = (f"{era_family(e)} era {label}"
+                           + (" (the newest fitted; --engine-version for another)" if version is None else "")
+                           + f"; {entry.get('source', '')}")
     profile = EngineProfile(name=e, version=label, **entry)
     return calibrated(profile, hardware) if hardware is not None else profile
