@@ -58,6 +58,7 @@ ROBUST_SCALE = 0.1      # soft-L1 knee on the log error (~10 %)
 SIGMA_ETA = 0.5         # prior width on log(eta): a factor e^0.5 = 1.65
 SIGMA_LAUNCH_US = 10.0
 SIGMA_FIXED_MS = 1.0
+SIGMA_ERA = SIGMA_ETA   # prior width on log(era multiplier); 0.2 was tried: held-out medians moved < 1 point
 SIGMA_ATTN_BYTES = 0.02  # prior width on attn_bytes_per_flop (B/FLOP): 2/3 of the unfused prior 0.031
 MIN_BAND_ROWS = 10      # below this many rows of a metric, the prior's error band is kept as a floor
 
@@ -117,9 +118,9 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
         e = "" if era == newest else era
         er = [r for r in rows if r.era == era]
         if e:
-            out.append(Param("era_mem", None, 1.0, 0.3, 1.5, era=e))
+            out.append(Param("era_mem", None, 1.0, 0.3, 1.5, sigma=SIGMA_ERA, era=e))
             if any(r.kind == "prefill" for r in er):
-                out.append(Param("era_compute", None, 1.0, 0.3, 2.0, era=e))
+                out.append(Param("era_compute", None, 1.0, 0.3, 2.0, sigma=SIGMA_ERA, era=e))
         if any(r.kind == "decode" for r in er):
             out.append(Param("launch_s", None, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False, era=e))
             out.append(Param("fixed_s", None, prior.fixed_s * 1e3, 0.0, 20.0, 1e-3, False, era=e))

@@ -122,3 +122,18 @@ def test_engine_version_reaches_predict_and_json():
     assert p.to_dict()["engine_version"] == "2023"
     assert predict("llama-2-7b", "rtx-4090", quant="Q4_0").to_dict()["engine_version"] == "2025"
     assert math.isfinite(p.decode.tok_s)
+
+
+def test_cli_engine_version_flag():
+    import json
+    import subprocess
+    import sys
+
+    if "engine_version" not in inspect.signature(predict).parameters:
+        pytest.skip("predict(engine_version=...) comes with the core branch")
+    base = [sys.executable, "-m", "tokspeed", "predict", "llama-2-7b", "--hardware", "rtx-4090", "-q", "Q4_0"]
+    r = subprocess.run(base + ["--engine-version", "b1500", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["engine_version"] == "2023"
+    r = subprocess.run(base + ["--engine-version", "2021-01"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "tokspeed: error:" in r.stderr
