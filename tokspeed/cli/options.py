@@ -50,8 +50,6 @@ def add_model_options(p):
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 q8_0 q4_0 (default f16)")
     p.add_argument("--engine", "-e", default="llama.cpp",
                    help="ideal, llama.cpp[-cuda|-metal|-vulkan|-cpu], gpt-fast, vllm, tensorrt-llm, transformers, exllamav2, mlx")
-    p.add_argument("--engine-version", default=None,
-                   help="llama.cpp era: a build (b6000) or a year-month (2025-08); default the newest calibrated")
 
 
 def add_run_options(p):
@@ -95,6 +93,8 @@ def scale_kwargs(args) -> dict:
 def add_predict_options(p):
     add_hardware_options(p)
     add_model_options(p)
+    p.add_argument("--engine-version", default=None,
+                   help="llama.cpp era: a build (b6000) or a year-month (2025-08); default the newest calibrated")
     add_run_options(p)
     add_scale_options(p)
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
