@@ -15,7 +15,7 @@ from tokspeed.calibration.evaluate import error_pct, percentile, predicted_tok_s
 from tokspeed.engines.profile import EngineProfile, get_engine, prior_profile
 from tokspeed.hardware.spec import Hardware
 from tokspeed.ledger import Op, Role, Scope
-from tokspeed.predict import op_time
+from tokspeed.timing import op_time
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,7 @@
 The operator ledger of every pass a row needs (decode steps as the KV cache grows, prefill
 micro-batches) is built once with ``tokspeed.ledger.forward_ops`` and ``tokspeed.predict.decode_steps``
 and flattened into numpy arrays; evaluating a profile then costs a few array operations instead of
-thousands of ``op_time`` calls. The arithmetic mirrors ``tokspeed.predict.op_time``/``pass_time``
+thousands of ``op_time`` calls. The arithmetic mirrors ``tokspeed.timing.op_time``/``pass_time``
 (``tests/test_calibration_fast.py`` holds the two equal on every row). Needs numpy.
 """
 

@@ -1,11 +1,11 @@
 """EngineProfile: an engine's efficiency model, from physical terms that transfer to unseen devices.
 
-Time of one forward pass (``tokspeed.predict.pass_time``)::
+Time of one forward pass (``tokspeed.timing.pass_time``)::
 
     t = Σ_ops max(flops / (peak · eta_compute · ...), bytes / (bandwidth · eta_mem · eta_format · ...))
         + kernels · launch_s + fixed_s
 
-with the refinements below (the full per-operator arithmetic is ``tokspeed.predict.op_time``).
+with the refinements below (the full per-operator arithmetic is ``tokspeed.timing.op_time``).
 
 - ``version``: the engine era the values are for (``tokspeed/engines/eras.toml``; "" = unversioned).
   ``fitted.toml`` holds the newest era's values and, under ``eras``, each older era's own fixed costs,
@@ -17,7 +17,8 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.predi
   (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
-- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind; an older era x its ``era_compute``).
+- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind;
+  an older era's values are the newest era's x its fitted ``era_compute``).
 - ``fp16_accumulate``: the engine's matmuls accumulate in FP16 (cuBLAS COMPUTE_16F) or run on INT8
   tensor cores, so on NVIDIA GeForce cards - whose catalog FP16 figure is the FP32-accumulate rate, half
   the FP16-accumulate rate - the tensor peak it can reach is twice the listed one (``tensor_peak_scale``).
