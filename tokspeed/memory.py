@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from .workload import UBATCH
 
 GIB = 2**30
-UBATCH = 512   # tokens per prefill micro-batch (llama.cpp -ub default, vLLM chunked prefill ~512)
 
 
 @dataclass
@@ -21,7 +22,7 @@ class Memory:
     max_batch: int             # largest batch that fits at this context
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return dict(self.__dict__)
 
 
 def kv_bytes(spec, kv_elem_bytes: float, batch: int, tokens: int) -> float:
@@ -45,16 +46,17 @@ def memory_fit(spec, weights: float, kv_elem_bytes: float, batch: int, tokens: i
     free = capacity - weights - act - overhead
     per_seq = kv_bytes(spec, kv_elem_bytes, 1, tokens)
     max_batch = int(free // per_seq) if free > 0 and per_seq > 0 else 0
-    max_context = _max_context(spec, kv_elem_bytes, batch, free)
+    max_context = _max_context(spec, kv_elem_bytes, batch, free, spec.max_context or 1 << 40)
     return Memory(weights, kv, act, overhead, total, capacity, total <= capacity, max_context, max_batch)
 
 
-def _max_context(spec, kv_elem_bytes, batch, free) -> int:
+def _max_context(spec, kv_elem_bytes, batch, free, limit: int) -> int:
+    """Largest total context (at most ``limit``, the trained window) whose KV cache fits in ``free``."""
     if free <= 0:
         return 0
-    lo, hi = 0, 1
-    while kv_bytes(spec, kv_elem_bytes, batch, hi) <= free and hi < 1 << 40:
-        hi *= 2
+    if kv_bytes(spec, kv_elem_bytes, batch, limit) <= free:
+        return limit
+    lo, hi = 0, limit
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if kv_bytes(spec, kv_elem_bytes, batch, mid) <= free:

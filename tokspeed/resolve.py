@@ -10,9 +10,13 @@ neither package imports the other in a cycle: files -> models, resolve -> both.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .models.spec import ModelSpec
+
+
+FILE_SUFFIXES = (".gguf", ".safetensors", ".json", ".toml")
 
 
 def resolve_model(arg) -> tuple[ModelSpec, object | None]:
@@ -20,6 +24,13 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     entry / bare config (the quant scheme then decides the bytes)."""
     if isinstance(arg, ModelSpec):
         return arg, None
+    text = str(arg)
+    if ("/" not in text and ":" not in text and "\\" not in text and not text.lower().endswith(FILE_SUFFIXES)
+            and not os.path.exists(os.path.expanduser(text))):
+        # not a file, folder, repo id or ollama reference: a catalog id (skips the file probes)
+        from .models.catalog import get_model
+
+        return get_model(text), None
     from .files.loader import open_model_file
 
     mf = open_model_file(arg)

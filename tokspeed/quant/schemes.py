@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..errors import UserError
 from . import formats
@@ -84,6 +85,14 @@ def canonical(name: str) -> str:
 
 def scheme_for(name: str, spec=None) -> QuantScheme:
     """The QuantScheme for a ``--quant`` name, specialised to a model (layer count, GQA, experts)."""
+    try:
+        return _scheme_for(name, spec)
+    except TypeError:          # an unhashable spec
+        return _scheme_for.__wrapped__(name, spec)
+
+
+@lru_cache(maxsize=256)
+def _scheme_for(name: str, spec=None) -> QuantScheme:
     q = canonical(name)
     f = formats.GGML
     n_layers = spec.n_layers if spec else 32
