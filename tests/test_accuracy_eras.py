@@ -44,6 +44,15 @@ def test_default_is_the_newest_fitted_era():
     assert get_engine("vllm").version == ""
 
 
+def test_an_era_without_rows_takes_the_nearest_fitted_one_and_says_so():
+    # llama.cpp-vulkan's only rows are from 2024: every version gets the 2024 values, labelled 2024
+    for v in (None, "2023", "b6000"):
+        assert get_engine("llama.cpp-vulkan", version=v).version == "2024"
+    # an engine with priors only (no fitted era) keeps its one set of values under the asked label
+    assert get_engine("llama.cpp-cpu", version="b1500").version == "2023"
+    assert get_engine("llama.cpp-cpu", version="b1500").fixed_s == get_engine("llama.cpp-cpu").fixed_s
+
+
 @pytest.mark.parametrize("engine,version", [("llama.cpp-cuda", "2022-05"), ("llama.cpp-cuda", "banana"),
                                             ("llama.cpp-cuda", "2025-13"), ("vllm", "b6000")])
 def test_bad_versions_are_user_errors_with_a_suggestion(engine, version):

@@ -101,11 +101,10 @@ def era_info(engine: str, label: str) -> dict:
 
 
 def nearest_era(engine: str, label: str, available) -> str:
-    """``label`` if it is ``available``, else the available era closest to it (ties: the newer)."""
-    available = list(available)
+    """``label`` if it is ``available``, else the available era closest to it in time (ties: the newer)."""
+    order = era_labels(engine)
+    available = [a for a in available if a in order]
     if label in available or not available:
         return label
-    order = era_labels(engine)
-    i = order.index(label) if label in order else len(order)
-    return min(available, key=lambda a: (abs(order.index(a) - i) if a in order else 99, -order.index(a)
-                                         if a in order else 0))
+    i = order.index(label)
+    return min(available, key=lambda a: (abs(order.index(a) - i), -order.index(a)))
