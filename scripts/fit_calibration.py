@@ -349,7 +349,7 @@ def _dict(d: dict) -> str:
     return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }" if d else "{}"
 
 
-ERA_KEYS = ("eta_mem", "eta_compute", "launch_s", "fixed_s", "attn_bytes_per_flop")
+ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop")   # written per older era, with eta_mem, eta_compute
 
 
 def fitted_toml(results) -> str:
@@ -408,7 +408,7 @@ def fitted_toml(results) -> str:
             c = ep.eta_compute.get("default", 1.0) / p.eta_compute.get("default", 1.0)
             out.append(f"eta_mem = {_dict(era_mem)}")
             out.append(f"eta_compute = {_dict({k: v * c for k, v in eta_compute.items()})}")
-            for k in ("launch_s", "fixed_s", "attn_bytes_per_flop"):
+            for k in ERA_SCALARS:
                 out.append(f"{k} = {_num(getattr(ep, k))}")
         out.append("")
     return "\n".join(out)
