@@ -109,6 +109,10 @@ class FitTable:
                 break
             worst = max(droppable, key=lambda i: (self.cols[i]["drop"], i))
             keep.remove(worst)
+        # a narrow column dropped early may fit again once a wide one is gone: most important first
+        for i in sorted((i for i in range(len(self.cols)) if i not in keep), key=lambda i: self.cols[i]["drop"]):
+            if sum(self._needs(k)[0] for k in keep) + self._needs(i)[0] + 3 * (len(keep) + 1) + 1 <= width:
+                keep = sorted(keep + [i])
         self.dropped = [self.cols[i]["name"] for i in range(len(self.cols)) if i not in keep]
         caption = self.caption
         if self.dropped:
