@@ -101,7 +101,10 @@ class FitTable:
     def build(self, width: int):
         from rich.table import Table
 
-        keep = list(range(len(self.cols)))
+        # a droppable column with nothing in it is left out silently
+        keep = [i for i in range(len(self.cols))
+                if not self.cols[i]["drop"] or any(r is not None and r[i].plain.strip() for r in self.rows)]
+        empty = set(range(len(self.cols))) - set(keep)
         while True:
             total = sum(self._needs(i)[0] for i in keep) + 3 * len(keep) + 1
             droppable = [i for i in keep if self.cols[i]["drop"]]
@@ -110,10 +113,11 @@ class FitTable:
             worst = max(droppable, key=lambda i: (self.cols[i]["drop"], i))
             keep.remove(worst)
         # a narrow column dropped early may fit again once a wide one is gone: most important first
-        for i in sorted((i for i in range(len(self.cols)) if i not in keep), key=lambda i: self.cols[i]["drop"]):
+        for i in sorted((i for i in range(len(self.cols)) if i not in keep and i not in empty),
+                        key=lambda i: self.cols[i]["drop"]):
             if sum(self._needs(k)[0] for k in keep) + self._needs(i)[0] + 3 * (len(keep) + 1) + 1 <= width:
                 keep = sorted(keep + [i])
-        self.dropped = [self.cols[i]["name"] for i in range(len(self.cols)) if i not in keep]
+        self.dropped = [self.cols[i]["name"] for i in range(len(self.cols)) if i not in keep and i not in empty]
         caption = self.caption
         if self.dropped:
             note = f"(too narrow for: {', '.join(self.dropped)}; widen the terminal or set COLUMNS)"
