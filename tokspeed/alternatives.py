@@ -235,14 +235,3 @@ def ways_to_run(model, hardware, **predict_options) -> list[dict]:
         out += way(model, hardware, base, opts)
     return out
 
-
-def headline(pred, ways: list[dict] | None = None) -> str:
-    """One line that never states a speed for a setup that cannot run without saying so."""
-    m = pred.memory
-    if m.fits:
-        return ""
-    line = (f"does not fit: needs {m.total_bytes / 1e9:.1f} GB of {m.capacity_bytes / 1e9:.1f} GB; "
-            "the speeds below are hypothetical (as if it fitted)")
-    if ways is not None and not ways:
-        line += "; no way tried makes it fit"
-    return line
