@@ -18,7 +18,8 @@ main{max-width:1100px;margin:0 auto;padding:24px}
 h1{font-size:26px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:2px solid #dde3ea;padding-bottom:4px}
 .sub{color:#5b6b7c}.cards{display:grid;grid-template-columns:repeat(var(--n),minmax(0,1fr));gap:12px;margin:18px 0}
 @media(max-width:900px){.cards{grid-template-columns:repeat(calc(var(--n)/2),minmax(0,1fr))}}
-@media(max-width:520px){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}}
+@media(max-width:520px){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}main{padding:14px}h1{font-size:21px}
+.card{padding:10px 12px}.card .v{font-size:18px}}.card .v{white-space:nowrap}
 .card{background:#fff;border-radius:10px;padding:12px 16px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 .card .v{font-size:24px;font-weight:650}.card .k{color:#5b6b7c;font-size:13px}
 table{border-collapse:collapse;width:100%;background:#fff;border-radius:8px;overflow:hidden;font-size:13.5px;
