@@ -173,6 +173,13 @@ def levers_table(expl) -> str:
     return "".join(out) + "</table>"
 
 
+def _first_token_note(pred) -> str:
+    """Why the journey's context and speed differ from the cards': it is the first generated token."""
+    return (f"This is the first generated token: its cache holds the {pred.context:,} tokens of context and the "
+            f"{pred.prompt:,} of the prompt ({pred.context + pred.prompt:,}). The decode card averages all "
+            f"{pred.gen:,} generated tokens as the cache grows, so it can read slightly slower.")
+
+
 def _ridge(expl) -> str:
     hw, j = expl.prediction.hw, expl.journey
     if not hw.matmul_flops:
@@ -216,7 +223,8 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine="llama.cpp
     parts += ["<h2>Prediction</h2>", _prediction_table(pred)]
     parts += ["<h2>The journey of one token</h2>",
               f"<p>{'<b>Hypothetical (it does not fit):</b> ' if not expl.prediction.memory.fits else ''}"
-              f"{esc(headline(expl, fit_prefix=False))}. The stages sum to the predicted time. {esc(_ridge(expl))}</p>",
+              f"{esc(headline(expl, fit_prefix=False))}. The stages sum to the predicted time. {esc(_ridge(expl))} "
+              f"{esc(_first_token_note(pred))}</p>",
               journey_table(expl)]
     if charts:
         parts.append(_figure(to_svg(stages_figure(expl.to_dict())), "Time per stage of one decode token."))
