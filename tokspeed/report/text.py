@@ -142,22 +142,29 @@ class FitTable:
 
     def _widths(self, keep: list[int], room: int) -> list[int]:
         """Fixed column widths: numbers at their widest value; text columns from their minimum towards their
-        longest line, sharing what ``room`` is left in proportion to what each still wants."""
+        longest line, sharing what ``room`` is left evenly, the columns that want least filled first (so a
+        short label column is whole before a long prose one takes the rest)."""
         need = [self._needs(i) for i in keep]
-        full = []
+        want = []
         for i, n in zip(keep, need):
             cells = [r[i].plain for r in self.rows if r is not None] + [self.cols[i]["name"]]
-            full.append(n if self.cols[i]["numeric"] else max(n, max(_cell_len(s) for s in cells)))
+            want.append(0 if self.cols[i]["numeric"] else max(n, max(_cell_len(s) for s in cells)) - n)
         spare = room - sum(need)
-        want = [f - n for f, n in zip(full, need)]
-        if spare <= 0 or not sum(want):
-            return need
-        if spare >= sum(want):
-            return full
-        give = [w * spare // sum(want) for w in want]
-        left = spare - sum(give)
-        for k in sorted(range(len(want)), key=lambda k: want[k] - give[k], reverse=True)[:left]:
-            give[k] += 1
+        give = [0] * len(keep)
+        open_ = sorted((k for k in range(len(keep)) if want[k] > 0), key=lambda k: want[k])
+        while spare > 0 and open_:
+            share = max(spare // len(open_), 1)
+            k = open_[0]
+            if want[k] <= share:
+                give[k] = want[k]
+                spare -= want[k]
+                open_.pop(0)
+                continue
+            for k in open_:
+                g = min(share, want[k] - give[k], spare)
+                give[k] += g
+                spare -= g
+            break
         return [n + g for n, g in zip(need, give)]
 
     def print(self, console) -> None:
