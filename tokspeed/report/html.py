@@ -65,7 +65,7 @@ def _cards(pred) -> str:
                       "prefill + one sampling step" if pred.ttft_s is not None else "prefill time unknown", hyp))
     out = []
     for k, v, h, hy in cards:
-        label = f'<div class="k h">hypothetical: does not fit</div>' if hy else ""
+        label = '<div class="k h">hypothetical: does not fit</div>' if hy else ""
         out.append(f'<div class="card{" hyp" if hy else ""}"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div>'
                    f'<div class="k">{esc(h)}</div>{label}</div>')
     # one row of all the cards on a wide page, two even rows below 900 px, pairs on a phone: never 5 + 1
@@ -85,9 +85,11 @@ def _nofit(pred, ways) -> str:
 def split_citations(text: str) -> list[str]:
     """A source string's citations: split at '; ' outside parentheses and brackets."""
     out, depth, cur = [], 0, ""
-    for i, ch in enumerate(text):
-        depth += ch in "([" and 1 or 0
-        depth -= ch in ")]" and 1 or 0
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
         if ch == ";" and depth <= 0:
             out.append(cur.strip())
             cur = ""
