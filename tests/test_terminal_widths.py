@@ -107,6 +107,8 @@ def test_sweep_at_width(width):
     rows = json.loads(cli(*args, "--json", columns=width))
     assert_whole(out, [fmt_rate(r["decode"]["tok_s"]) for r in rows] + [f"{r['context']:,}" for r in rows])
     assert "DOES NOT FIT" in out.splitlines()[0]        # F16 at 128K context is 32 GB on a 24 GB card
+    ways = out.split("ways to run what does not fit")[1]
+    assert "F16 batch 1 at context" in ways and "tok/s decode" in ways
 
 
 @pytest.mark.parametrize("width", WIDTHS)

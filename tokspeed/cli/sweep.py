@@ -77,7 +77,27 @@ def run(args) -> int:
                          "as if they fitted)", "bold red"))
         t.caption = "* hypothetical: does not fit. " + largest_contexts(rows)
     t.print(con)
+    if misfits:
+        render_misfit_ways(con, args, hw, rows)
     return 0
+
+
+def render_misfit_ways(con, args, hw, rows) -> None:
+    """Per quant and batch, the ways to run the shortest context that does not fit (``tokspeed.alternatives``)."""
+    from ..alternatives import ways_to_run
+    from ..report.text import markup_safe
+
+    first_misfit = {}
+    for r in rows:
+        key = (r["quant"], r["batch"])
+        if not r["memory"]["fits"] and (key not in first_misfit or r["context"] < first_misfit[key]["context"]):
+            first_misfit[key] = r
+    con.print("[bold]ways to run what does not fit[/] (each predicted):")
+    for (q, b), r in first_misfit.items():
+        ways = ways_to_run(args.model, hw, quant=q, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt,
+                           gen=args.gen, context=r["context"], batch=b, **scale_kwargs(args))
+        what = "; ".join(w["description"] for w in ways) or "nothing tried fits"
+        con.print(f"  · [bold]{markup_safe(q)} batch {b} at context {r['context']:,}[/]: {markup_safe(what)}")
 
 
 def largest_contexts(rows) -> str:
