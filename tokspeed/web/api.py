@@ -211,7 +211,30 @@ def api_calculator(q, uploads: Uploads) -> dict:
     expl = explain(model, hw, **ex, batch=q.batch, quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine)
     doc = prediction_doc(pred)
     return {"prediction": doc, "explanation": explanation_doc(expl), "context_curve": context_curve(model, hw, pred, q),
-            "hypothetical": doc["hypothetical"]}
+            "roofline": roofline_points(model, hw, pred, q), "hypothetical": doc["hypothetical"]}
+
+
+def roofline_points(model, hw, pred, q) -> dict:
+    """Every GPU stage of one decode step and of the prefill at its attained FLOP/s (FLOPs ÷ its time) and
+    arithmetic intensity (FLOPs ÷ bytes): the points of the roofline chart. Single device, no offload."""
+    from ..explain.journey import build_journey
+    from ..predict import predict
+
+    if q.gpus > 1 or q.offload != "none":
+        pred = predict(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine, prompt=q.prompt,
+                       gen=q.gen, context=q.context, batch=q.batch)
+    out = {}
+    known_prefill = q.prompt > 0 and pred.prefill.tok_s is not None      # None: the device has no FLOP/s figure
+    for mode in ("decode", "prefill") if known_prefill else ("decode",):
+        pts = []
+        for s in build_journey(pred, mode).stages:
+            d = s.to_dict() if hasattr(s, "to_dict") else s.__dict__
+            nbytes = d.get("bytes") or (d["weight_bytes"] + d["kv_bytes"] + d["act_bytes"])
+            if d["phase"] != "cpu" and d["flops"] > 0 and nbytes > 0 and d["seconds"] > 0:
+                pts.append({"label": d["label"], "intensity": d["flops"] / nbytes,
+                            "flops_per_s": d["flops"] / d["seconds"], "bound": d.get("bound", "")})
+        out[mode] = pts
+    return out
 
 
 def api_alternatives(q, uploads: Uploads) -> dict:

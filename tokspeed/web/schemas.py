@@ -233,11 +233,20 @@ class Way(Open):
     settings: dict[str, str] = Field(description="the form settings that select it")
 
 
+class RooflinePoint(BaseModel):
+    label: str
+    intensity: float = Field(description="FLOP per byte moved")
+    flops_per_s: float = Field(description="FLOPs ÷ the stage's predicted time")
+    bound: str
+
+
 class Calculator(BaseModel):
     """Everything the calculator page shows for one setting, in one round trip."""
     prediction: Prediction
     explanation: Explanation
     context_curve: list[CurvePoint]
+    roofline: dict[str, list[RooflinePoint]] = Field(description="decode (and prefill) stages at their attained "
+                                                                 "FLOP/s and arithmetic intensity")
     hypothetical: bool
 
 
