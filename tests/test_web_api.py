@@ -95,14 +95,14 @@ BAD = [
     ("/api/predict", {**BASE, "hardware": "rtx-9999"}, 400, "unknown hardware"),
     ("/api/predict", {**BASE, "hardware": "/etc/x.toml"}, 400, "catalog id"),
     ("/api/predict", {**BASE, "hardware": "local"}, 400, "catalog id"),
-    ("/api/predict", {**BASE, "context": str(10**12)}, 400, "8,192-token window"),      # llama-3-8b: 8,192
-    ("/api/predict", {**BASE, "context": "7600"}, 400, "window"),                        # 7,600 + 512 + 128
+    ("/api/predict", {**BASE, "context": str(10**12)}, 400, "limit for llama-3-8b: 131,072"),  # window 8,192 < 128K
+    ("/api/predict", {**BASE, "context": "130500"}, 400, "at most 130,432 tokens of context"),  # 131,072 − 512 − 128
     ("/api/predict", {**BASE, "prompt": str(10**9)}, 400, "limit of 131,072"),
     ("/api/predict", {**BASE, "batch": "5000"}, 400, "limit of 4,096"),
     ("/api/explain", {"model": "deepseek-v3", "hardware": "h100-sxm", "prefill": "1048576", "context": "16777216",
                       "batch": "4096"}, 400, "limit"),
     ("/api/explain", {"model": "deepseek-v3", "hardware": "h100-sxm", "context": "16777216"}, 400,
-     "163,840-token window"),
+     "limit for deepseek-v3: 163,840"),
     ("/api/predict", {**BASE, "quant": "Q9_Z"}, 400, "Q9_Z"),
     ("/api/predict", {**BASE, "engine": "warp-drive"}, 400, "unknown engine"),
     ("/api/predict", {**BASE, "kv_dtype": "f12"}, 400, "KV-cache dtype"),

@@ -19,6 +19,9 @@ from .uploads import MAX_GGUF_SIZE, Uploads
 # (`python -m benchmarks.web_request_cost`), 1,048,576 tokens 4.7 s. Contexts are bounded by the model's window.
 MAX_PREFILL = 131072
 MAX_BATCH = 4096
+# Contexts up to the model's window, and never less than the seeds' 128K (they take Llama 3 8B, an 8K-window
+# model, to 128K to show the KV cache overtaking the weights).
+MIN_TOKEN_LIMIT = 131072
 # The context sweep of the calculator's chart: the seeds' 1K..128K (report.html's SWEEP_CONTEXTS).
 CURVE_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 PRESETS = [
@@ -126,12 +129,17 @@ def check_cost(spec, *, context: int, prefill: int, gen: int, batch: int):
     if prefill > MAX_PREFILL:
         raise ApiError(400, f"a prefill of {prefill:,} tokens is above this server's limit of {MAX_PREFILL:,}",
                        "prompt")
-    window = spec.max_context
+    limit = token_limit(spec)
     total = context + prefill + gen
-    if total > window:
-        raise ApiError(400, f"context + prompt + generated = {total:,} tokens is beyond {spec.id}'s "
-                            f"{window:,}-token window", "context",
-                       f"at most {max(window - prefill - gen, 0):,} tokens of context with this prompt")
+    if total > limit:
+        raise ApiError(400, f"context + prompt + generated = {total:,} tokens is beyond this server's limit for "
+                            f"{spec.id}: {limit:,} (its {spec.max_context:,}-token window, at least "
+                            f"{MIN_TOKEN_LIMIT:,})", "context",
+                       f"at most {max(limit - prefill - gen, 0):,} tokens of context with this prompt")
+
+
+def token_limit(spec) -> int:
+    return max(spec.max_context, MIN_TOKEN_LIMIT)
 
 
 def setup_kwargs(q) -> dict:
@@ -184,12 +192,13 @@ def api_explain(q, uploads: Uploads) -> dict:
 
 
 def context_curve(model, hw, pred, q) -> list[dict]:
-    """Decode tok/s of one token at each context of the chart (up to the model's window)."""
+    """Decode tok/s of one token at each context of the chart: 1K..128K, and the model's window if larger."""
     from ..predict import predict
 
     quant = None if pred.quant == "file" else pred.quant
     out = []
-    for c in [c for c in CURVE_CONTEXTS if c < pred.spec.max_context] + [pred.spec.max_context]:
+    limit = token_limit(pred.spec)
+    for c in [c for c in CURVE_CONTEXTS if c < limit] + [limit]:
         p = predict(model, hw, quant=quant, kv_dtype=q.kv_dtype, engine=q.engine, prompt=0, gen=1, context=c,
                     batch=q.batch, **{k: v for k, v in setup_kwargs(q).items() if k in ("gpus", "offload")})
         out.append({"context": c, "tok_s": p.decode.tok_s, "bound_tok_s": p.decode.bound_tok_s,

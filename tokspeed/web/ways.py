@@ -76,12 +76,19 @@ def quant_way(model, hw, pred, q):
     from ..quant.schemes import canonical
 
     current = pred.memory.weights_bytes
+    smallest = None
     for name in SMALLER_QUANTS:
         if q.quant and canonical(q.quant) == name:
             continue
         p = _predict(model, hw, q, quant=name)
-        if p and p.memory.weights_bytes < current and p.memory.fits:
-            return _way("quant", f"{name} weights", p, {"quant": name})
+        if p and p.memory.weights_bytes < current:
+            if p.memory.fits:
+                return _way("quant", f"{name} weights", p, {"quant": name})
+            smallest = (name, p)
+    if smallest:                                 # none fits: say how far even the smallest format is
+        name, p = smallest
+        return _way("quant", f"{name} weights (the smallest listed): still {p.memory.total_bytes / 1e9:.0f} GB",
+                    p, {"quant": name})
     return None
 
 

@@ -309,7 +309,7 @@ async function update() {
 let timer = null;
 function schedule() {
   clearTimeout(timer);
-  timer = setTimeout(update, 150);
+  timer = setTimeout(update, 60);
 }
 
 // ---- form helpers --------------------------------------------------------------------------------------
