@@ -307,3 +307,82 @@ def test_upload_gguf_header_with_declared_size(server, tmp_path):
 def test_bad_declared_size(server, params, status, needle):
     got, _, raw = call(server, "/api/upload", params, method="POST", body=b"GGUF" + b"\0" * 20)
     assert got == status and needle in json.loads(raw)["error"]
+
+
+SAMPLES = {"model": "llama-3-8b", "hardware": "rtx-4090"}
+
+
+def required_keys(doc, schema):
+    if "$ref" in schema:
+        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    return set(schema.get("required", []))
+
+
+def test_openapi_is_generated_and_every_endpoint_it_lists_answers(server):
+    """The document comes from the typed routes; call each operation it lists with its required parameters
+    and check the answer carries the keys its response schema requires."""
+    doc = ok_json(server, "/api/openapi.json")
+    assert doc["openapi"].startswith("3.") and not (STATIC / "openapi.json").exists()
+    ops = [(path, method, op) for path, item in doc["paths"].items() for method, op in item.items()]
+    assert {p for p, _, _ in ops} >= {"/api/models", "/api/hardware", "/api/options", "/api/predict", "/api/explain",
+                                      "/api/calculator", "/api/alternatives", "/api/report.html", "/api/upload"}
+    pred_params = {p["name"] for p in doc["paths"]["/api/predict"]["get"]["parameters"]}
+    assert {"model", "hardware", "quant", "kv_dtype", "engine", "prompt", "gen", "context", "batch", "gpus",
+            "offload"} <= pred_params
+    for path, method, op in ops:
+        params = {p["name"]: SAMPLES[p["name"]] for p in op.get("parameters", []) if p.get("required")}
+        body = None
+        if method == "post":
+            body = json.dumps(LLAMA3_8B_CONFIG).encode()
+        status, ctype, raw = call(server, path, params, method=method.upper(), body=body)
+        assert status == 200, (path, raw[:300])
+        content = op["responses"]["200"].get("content", {})
+        if "application/json" in content and content["application/json"].get("schema"):
+            got = json.loads(raw)
+            assert required_keys(doc, content["application/json"]["schema"]) <= set(got), path
+        else:
+            assert ctype.startswith("text/html") and b"<h1>" in raw, path
+    # every refusal is documented as the error document
+    assert set(doc["components"]["schemas"]["Error"]["required"]) == {"error", "status"}
+
+
+def test_alternatives_for_a_setup_that_does_not_fit(server):
+    d = ok_json(server, "/api/alternatives", {"model": "llama-3-70b", "hardware": "rtx-4090", "quant": "Q4_K_M"})
+    assert d["prediction"]["hypothetical"] is True and d["prediction"]["memory"]["fits"] is False
+    kinds = {w["kind"]: w for w in d["alternatives"]}
+    # 70B Q4_K_M ≈ 42 GB of weights: two 24 GB cards hold it, one card plus system RAM does too
+    assert kinds["gpus"]["settings"]["gpus"] == "2" and kinds["offload"]["settings"]["offload"] == "auto"
+    for w in d["alternatives"]:            # each way, applied, is a setup that fits and is not hypothetical
+        got = ok_json(server, "/api/predict", {"model": "llama-3-70b", "hardware": "rtx-4090", "quant": "Q4_K_M",
+                                                **w["settings"]})
+        assert got["memory"]["fits"] and not got["hypothetical"]
+        assert got["decode"]["tok_s"] == pytest.approx(w["tok_s"], rel=0.02)
+    fits = ok_json(server, "/api/alternatives", BASE)
+    assert fits["alternatives"] == [] and fits["prediction"]["hypothetical"] is False
+
+
+def test_unknown_flops_are_null_not_zero(server):
+    """Apple M4 Max has no published FP16 figure in the catalog: prefill, TTFT and the ridge are unknown."""
+    d = ok_json(server, "/api/calculator", {"model": "llama-3-8b", "hardware": "m4-max-40"})
+    assert d["prediction"]["prefill"]["tok_s"] is None and d["prediction"]["ttft_s"] is None
+    assert d["explanation"]["ridge_flops_per_byte"] is None and d["explanation"]["matmul_tflops"] is None
+    assert "prefill" not in d["roofline"] and d["roofline"]["decode"]
+    hw = {h["id"]: h for h in ok_json(server, "/api/hardware")["hardware"]}
+    assert hw["m4-max-40"]["fp16_tflops"] is None and hw["rtx-4090"]["fp16_tflops"] == pytest.approx(165.2)
+    custom = ok_json(server, "/api/calculator", {"model": "llama-3-8b", "hardware": "custom", "bandwidth_gbps": "546",
+                                                 "memory_gb": "128"})
+    assert custom["prediction"]["prefill"]["tok_s"] is None
+
+
+def test_calculator_curve_and_roofline(server):
+    d = ok_json(server, "/api/calculator", {**BASE, "context": "1024"})
+    assert [p["context"] for p in d["context_curve"]] == [1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072]
+    for p in d["context_curve"]:     # each point is predict's one-token decode at that context
+        one = predict("llama-3-8b", "rtx-4090", prompt=0, gen=1, context=p["context"])
+        assert p["tok_s"] == pytest.approx(one.decode.tok_s) and p["fits"] == one.memory.fits
+    # the roofline's points sit under the roof: attained FLOP/s ≤ min(peak, bandwidth × intensity)
+    peak, bw = 165.2e12, 1008e9
+    for mode in ("decode", "prefill"):
+        for pt in d["roofline"][mode]:
+            assert pt["flops_per_s"] <= min(peak, bw * pt["intensity"]) * 1.0001, (mode, pt)
+    assert d["explanation"]["context"] == 1024 + 512          # the first generated token: context + prompt

@@ -2,6 +2,7 @@
 see the numbers become what the API returns; screenshots go to test-artifacts/."""
 
 import json
+import re
 import shutil
 import urllib.request
 from pathlib import Path
@@ -276,15 +277,16 @@ def test_does_not_fit_headline_with_the_ways_it_would_run(env):
     page.wait_for_selector("#ways li.way", timeout=120000)
     ways = page.locator("#ways li.way").all_text_contents()
     text = " ".join(ways)
-    # the weights need ≥ 243 / 24 > 10 cards: 16 in the 2, 4, 8, 16 … series
-    assert any("16 × NVIDIA GeForce RTX 4090" in w and "tok/s" in w for w in ways), ways
-    assert "offload" in text and "layers to the CPU" in text
-    assert "Q2_K" in text                                    # the smallest format, with what it still needs
+    # 244.65 GB in all against 24 GB per card: at least 11 cards (10.2 rounded up); the layer split is uneven
+    m = [re.search(r"(\d+) x NVIDIA GeForce RTX 4090.*?([\d.]+) tok/s", w) for w in ways]
+    n = [int(x.group(1)) for x in m if x]
+    assert n and n[0] >= 11, ways
+    assert "offload" not in " ".join(ways)                 # 221 GB of layers would not fit a 64 GB host either
     shot(page, "web-405b-rtx4090.png")
-    page.locator("#ways li.way button", has_text="16 ×").click()       # apply a way: it fits now
+    page.locator("#ways li.way button", has_text=" x NVIDIA").click()         # apply the way: it fits now
     page.wait_for_function("!document.getElementById('headline').textContent.includes('does not fit')",
                            timeout=60000)
-    assert page.input_value("#gpus") == "16" and "gpus=16" in page.url
+    assert page.input_value("#gpus") == str(n[0]) and f"gpus={n[0]}" in page.url
     assert not errors
     page.close()
 

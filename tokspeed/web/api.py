@@ -13,6 +13,7 @@ import math
 from ..errors import UserError, did_you_mean
 from .errors import ApiError
 from .uploads import MAX_GGUF_SIZE, Uploads
+from .ways import predict_options
 
 # What one request may cost. The prefill ledger is evaluated per 512-token micro-batch, so its CPU time grows
 # with the prompt: DeepSeek-V3 with a 131,072-token prompt took 0.93 s on the 2-core build machine
@@ -143,11 +144,10 @@ def token_limit(spec) -> int:
 
 
 def setup_kwargs(q) -> dict:
-    kw = dict(quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine)
-    if q.gpus > 1:
-        kw["gpus"] = q.gpus
-    if q.offload != "none":
-        kw["offload"] = q.offload
+    """``predict`` keywords of the setup: format, engine and scale (not the token counts)."""
+    kw = predict_options(q)
+    for k in ("prompt", "gen", "context", "batch"):
+        kw.pop(k)
     return kw
 
 
@@ -185,8 +185,8 @@ def api_explain(q, uploads: Uploads) -> dict:
     model, spec = resolve_model(q.model, uploads)
     hw = resolve_hardware(q)
     check_cost(spec, context=q.context, prefill=q.prefill, gen=1, batch=q.batch)
-    if q.gpus > 1 or q.offload != "none":
-        raise ApiError(422, "the journey explains one device without offload: drop gpus/offload", "gpus")
+    if q.gpus > 1 or q.offload != "none" or q.parallel:
+        raise ApiError(422, "the journey explains one device without offload: drop gpus/parallel/offload", "gpus")
     return explanation_doc(explain(model, hw, prefill=q.prefill, context=q.context, batch=q.batch,
                                    quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine))
 
@@ -200,7 +200,7 @@ def context_curve(model, hw, pred, q) -> list[dict]:
     limit = token_limit(pred.spec)
     for c in [c for c in CURVE_CONTEXTS if c < limit] + [limit]:
         p = predict(model, hw, quant=quant, kv_dtype=q.kv_dtype, engine=q.engine, prompt=0, gen=1, context=c,
-                    batch=q.batch, **{k: v for k, v in setup_kwargs(q).items() if k in ("gpus", "offload")})
+                    batch=q.batch, **{k: v for k, v in setup_kwargs(q).items() if k in ("gpus", "parallel", "offload")})
         out.append({"context": c, "tok_s": p.decode.tok_s, "bound_tok_s": p.decode.bound_tok_s,
                     "fits": p.memory.fits})
     return out
@@ -229,7 +229,7 @@ def roofline_points(model, hw, pred, q) -> dict:
     from ..explain.journey import build_journey
     from ..predict import predict
 
-    if q.gpus > 1 or q.offload != "none":
+    if q.gpus > 1 or q.offload != "none" or q.parallel:
         pred = predict(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine, prompt=q.prompt,
                        gen=q.gen, context=q.context, batch=q.batch)
     out = {}
@@ -251,7 +251,7 @@ def api_alternatives(q, uploads: Uploads) -> dict:
 
     model, hw, pred = make_prediction(q, uploads)
     return {"prediction": prediction_doc(pred),
-            "alternatives": [] if pred.memory.fits else ways_to_run(model, hw, pred, q)}
+            "alternatives": [] if pred.memory.fits else ways_to_run(model, hw, q)}
 
 
 def fit_available() -> bool:

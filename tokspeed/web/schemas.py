@@ -26,8 +26,11 @@ class Setup(BaseModel):
     kv_dtype: str = Field("f16", description="KV-cache dtype")
     engine: str = Field("llama.cpp", description="inference engine")
     gpus: int = Field(1, ge=1, le=64, description="identical devices (tensor parallel when > 1)")
-    offload: Literal["none", "auto"] = Field("none", description="auto: as many layers on the GPU as fit, "
-                                                                "the rest in system RAM (llama.cpp -ngl)")
+    parallel: Optional[str] = Field(None, description="with gpus > 1: tp, pp, split or tp=N,pp=M "
+                                                      "(default: the engine's own)")
+    offload: Literal["none", "auto", "experts", "stream"] = Field(
+        "none", description="auto: as many layers on the GPU as fit, the rest in system RAM (llama.cpp -ngl); "
+                            "experts: MoE experts of some layers on the CPU; stream: layers streamed over the host link")
     bandwidth_gbps: Optional[float] = _f(lo_gt=0, desc="custom device: memory bandwidth, GB/s")
     memory_gb: Optional[float] = _f(lo_gt=0, desc="custom device: memory, GB")
     fp16_tflops: Optional[float] = _f(ge=0, desc="custom device: dense FP16 tensor TFLOPS (omit if unknown)")
@@ -226,7 +229,7 @@ class CurvePoint(BaseModel):
 
 class Way(Open):
     """One way a setup that does not fit would run, with its figure."""
-    kind: str = Field(description="offload | gpus | quant | context")
+    kind: str = Field(description="offload | gpus | format | context | batch")
     label: str
     tok_s: Optional[float]
     fits: bool

@@ -3,8 +3,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const FIELDS = ["model", "hardware", "quant", "kv_dtype", "engine", "context", "batch", "prompt", "gen", "gpus", "offload"];
-const DEFAULTS = { gpus: "1", offload: "none" };          // left out of requests and links when unchanged
+const FIELDS = ["model", "hardware", "quant", "kv_dtype", "engine", "context", "batch", "prompt", "gen", "gpus", "parallel", "offload"];
+const DEFAULTS = { gpus: "1", parallel: "", offload: "none" };          // left out of requests and links when unchanged
 const CUSTOM = ["bandwidth_gbps", "memory_gb", "fp16_tflops"];
 let hardware = {}, models = {};
 let seq = 0;                // only the latest request may write the page
@@ -128,6 +128,7 @@ function renderWays(ways, pending) {
     b.type = "button";
     b.title = "apply: " + Object.entries(w.settings).map(([k, v]) => k + "=" + v).join(", ");
     b.addEventListener("click", () => { for (const [k, v] of Object.entries(w.settings)) setField(k, v); update(); });
+    if (!w.fits) li.classList.add("no");
     li.append(b, el("span", "fig", (known(w.tok_s) ? fmtRate(w.tok_s) + " tok/s" : "speed unknown") +
       (w.fits ? "" : " · still does not fit")));
     ul.append(li);
@@ -509,7 +510,7 @@ async function init() {
   $("preset").addEventListener("change", () => {
     const p = presets.find((x) => x.id === $("preset").value);
     if (!p) return;
-    setField("gpus", "1"); setField("offload", "none"); setField("engine", "llama.cpp");
+    setField("gpus", "1"); setField("parallel", ""); setField("offload", "none"); setField("engine", "llama.cpp");
     for (const [k, v] of Object.entries(p.settings)) setField(k, v);
     showHardware();
     schedule();
