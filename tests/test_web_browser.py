@@ -321,3 +321,43 @@ def test_dark_mode(env):
     page.click("#theme")
     assert not errors
     page.close()
+
+
+def test_what_runs_here_and_its_csv(env, tmp_path):
+    from tokspeed.web.api import fit_available
+
+    if not fit_available():
+        pytest.skip("this build has no tokspeed.fit (issue 13's ranking)")
+    srv, _, _, _, browser = env
+    page, errors = open_at(browser, srv, 1400)
+    assert page.is_visible("#fit-panel")
+    page.click("#fit-run")
+    page.wait_for_selector("#fit tbody tr td.n", timeout=120000)
+    rows = page.locator("#fit tbody tr").count()
+    api_rows = api(srv, "/api/fit", {"hardware": "rtx-4090", "context": "0", "prompt": "512", "engine": "llama.cpp"})["rows"]
+    assert rows == len(api_rows) and page.text_content("#fit tbody tr td") == api_rows[0]["model"]
+    with page.expect_download() as dl:
+        page.click("#fit-csv")
+    path = tmp_path / "fit.csv"
+    dl.value.save_as(path)
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("model,quant,fits") and len(lines) == len(api_rows) + 1
+    assert lines[1].split(",")[0] == api_rows[0]["model"]
+    shot(page, "web-fit.png")
+    assert not errors
+    page.close()
+
+
+def test_tables_csv_download(env, tmp_path):
+    srv, _, _, _, browser = env
+    page, errors = open_at(browser, srv, 1400)
+    with page.expect_download() as dl:
+        page.click("#dl-csv")
+    path = tmp_path / "t.csv"
+    dl.value.save_as(path)
+    text = path.read_text()
+    pred = api(srv, "/api/predict", DEFAULTS)
+    assert f"decode,tok_s,{pred['decode']['tok_s']!r}" in text.replace("e+", "e+")
+    assert "stage,runs on,data from" in text
+    assert not errors
+    page.close()

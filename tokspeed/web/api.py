@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 
 from ..errors import UserError, did_you_mean
 from .errors import ApiError
@@ -192,7 +193,13 @@ def api_explain(q, uploads: Uploads) -> dict:
 
 
 def context_curve(model, hw, pred, q) -> list[dict]:
-    """Decode tok/s of one token at each context of the chart: 1K..128K, and the model's window if larger."""
+    """Decode tok/s of one token at each context of the chart: 1K..128K, and the model's window if larger.
+    It does not depend on the context, prompt or output length asked for, so it is kept for the next edit."""
+    key = (str(model), q.hardware, *(getattr(q, f) for f in CUSTOM_FIELDS), q.quant, q.kv_dtype, q.engine, q.batch,
+           q.gpus, q.parallel, q.offload)
+    with _CURVES_LOCK:
+        if key in _CURVES:
+            return _CURVES[key]
     from ..predict import predict
 
     quant = None if pred.quant == "file" else pred.quant
@@ -203,7 +210,15 @@ def context_curve(model, hw, pred, q) -> list[dict]:
                     batch=q.batch, **{k: v for k, v in setup_kwargs(q).items() if k in ("gpus", "parallel", "offload")})
         out.append({"context": c, "tok_s": p.decode.tok_s, "bound_tok_s": p.decode.bound_tok_s,
                     "fits": p.memory.fits})
+    with _CURVES_LOCK:
+        _CURVES[key] = out
+        while len(_CURVES) > 256:
+            _CURVES.pop(next(iter(_CURVES)))
     return out
+
+
+_CURVES: dict = {}
+_CURVES_LOCK = threading.Lock()
 
 
 def api_calculator(q, uploads: Uploads) -> dict:
@@ -269,7 +284,8 @@ def api_fit(q) -> dict:
     except UserError as e:
         raise ApiError(400, e.message, "hardware", e.suggestion) from None
     rows = rank_models(hw, context=q.context, prompt=q.prompt, min_tok_s=q.min_tok_s, engine=q.engine, gpus=q.gpus,
-                       offload=q.offload, family=q.family, max_params=q.max_params, moe=q.moe, top=q.top)
+                       offload=q.offload, family=q.family, max_params=q.max_params, moe=q.moe, use=q.use,
+                       top=q.top)
     return {"hardware": hw.id, "rows": [r.to_dict() for r in rows]}
 
 

@@ -68,6 +68,7 @@ class FitQuery(BaseModel):
     family: Optional[str] = None
     max_params: Optional[float] = Field(None, gt=0, allow_inf_nan=False, description="billions")
     moe: Optional[bool] = None
+    use: Optional[str] = Field(None, description="a use tag (chat, code, ...)")
     top: Optional[int] = Field(None, ge=1, le=500)
 
 
