@@ -16,9 +16,9 @@ from .errors import ApiError
 from .uploads import MAX_GGUF_SIZE, Uploads
 from .ways import predict_options
 
-# What one request may cost. The prefill ledger is evaluated per 512-token micro-batch, so its CPU time grows
-# with the prompt: DeepSeek-V3 with a 131,072-token prompt took 0.93 s on the 2-core build machine
-# (`python -m benchmarks.web_request_cost`), 1,048,576 tokens 4.7 s. Contexts are bounded by the model's window.
+# What one request may cost. The prefill ledger is summed per 512-token micro-batch, so its CPU time grows
+# with the prompt: DeepSeek-V3 on an H100 takes 1.3 s (predict) to 2.3 s (explain) at 131,072 tokens and
+# 8-15 s at 1,048,576 on the 2-core build machine (`python benchmarks/bench_web.py`, RESULTS_web.md).
 MAX_PREFILL = 131072
 MAX_BATCH = 4096
 # Contexts up to the model's window, and never less than the seeds' 128K (they take Llama 3 8B, an 8K-window
