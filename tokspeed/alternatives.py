@@ -111,7 +111,7 @@ def _offload(model, hardware, base, opts) -> list[dict]:
         on_gpu = off.get("gpu_layers", 0)
         what = "layers' experts" if mode == "experts" else "layers"
         cpu = off.get("cpu", "system RAM")
-        desc = (f"offload {n_all - on_gpu} of {n_all} {what} to the CPU ({cpu}): "
+        desc = (f"{n_all - on_gpu} of {n_all} {what} on the CPU ({cpu}), {on_gpu} on the GPU: "
                 f"~{fig['decode_tok_s']:.3g} tok/s decode" if mode != "stream" else
                 f"stream {n_all - on_gpu} of {n_all} layers from RAM over {off.get('host_link', {}).get('name', 'the host link')}"
                 f" every token: ~{fig['decode_tok_s']:.3g} tok/s decode")

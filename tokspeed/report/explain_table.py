@@ -22,7 +22,7 @@ def unknown_compute(expl) -> bool:
     return expl.journey.predicted_s is None
 
 
-def headline(expl) -> str:
+def headline(expl, fit_prefix: bool = True) -> str:
     p, j = expl.prediction, expl.journey
     if j.mode == "decode":
         what = f"one decode token at context {j.context:,}"
@@ -34,7 +34,7 @@ def headline(expl) -> str:
                  f"{fmt_seconds(j.total_s)}, a lower bound)")
     else:
         head += f"{fmt_seconds(j.total_s)} ({fmt_rate(j.tok_s)} tok/s)"
-    if not p.memory.fits:
+    if fit_prefix and not p.memory.fits:
         head = (f"DOES NOT FIT ({fmt_bytes(p.memory.total_bytes)} of {fmt_bytes(p.memory.capacity_bytes)}): "
                 f"hypothetical timing. {head}")
     return one_line(head)
