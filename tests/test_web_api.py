@@ -12,10 +12,12 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tokspeed.predict import predict
-from web_fixtures import tiny_llama_gguf
-from tokspeed.web.app import STATIC
-from tokspeed.web.server import start_in_thread
+pytest.importorskip("fastapi")           # the `web` extra
+
+from tokspeed.predict import predict  # noqa: E402
+from web_fixtures import tiny_llama_gguf  # noqa: E402
+from tokspeed.web.app import STATIC  # noqa: E402
+from tokspeed.web.server import start_in_thread  # noqa: E402
 
 LLAMA3_8B_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
                     "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
@@ -386,3 +388,13 @@ def test_calculator_curve_and_roofline(server):
         for pt in d["roofline"][mode]:
             assert pt["flops_per_s"] <= min(peak, bw * pt["intensity"]) * 1.0001, (mode, pt)
     assert d["explanation"]["context"] == 1024 + 512          # the first generated token: context + prompt
+
+
+@pytest.mark.parametrize("model,hw,unknown,misfit", [("llama-3-8b", "m4-max-40", True, False),
+                                                      ("llama-3.1-405b", "rtx-4090", False, True)])
+def test_report_download(server, model, hw, unknown, misfit):
+    """The report of a device without an FP16 figure says unknown; 243 GB of 405B weights on 24 GB do not fit."""
+    status, ctype, raw = call(server, "/api/report.html", {"model": model, "hardware": hw, "quant": "Q4_K_M"})
+    assert status == 200 and ctype.startswith("text/html")
+    text = raw.decode()
+    assert ("unknown" in text) == unknown and ("does not fit" in text.lower()) == misfit

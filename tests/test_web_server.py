@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tokspeed.web.server import BACKLOG, start_in_thread
+pytest.importorskip("uvicorn")           # the `web` extra
+
+from tokspeed.web.server import BACKLOG, start_in_thread  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

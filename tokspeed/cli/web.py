@@ -17,7 +17,14 @@ def add_parser(sub):
 def run(args) -> int:
     import sys
 
-    from ..web.server import Server, is_loopback
+    from ..errors import UserError
+
+    try:
+        from ..web.server import Server, is_loopback
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as e:
+        raise UserError(f"tokspeed web needs {e.name}", "pip install 'tokspeed[web]'") from None
 
     srv = Server(args.host, args.port, verbose=args.verbose)       # a bad host or port: one UserError line
     if not is_loopback(srv.server_address[0]):
