@@ -515,12 +515,14 @@ async function init() {
     showHardware();
     schedule();
   });
-  $("form").addEventListener("input", (ev) => { if (!["upload", "model-search", "preset"].includes(ev.target.id)) schedule(); });
+  $("form").addEventListener("input", (ev) => {        // typing: wait for a pause; a select answers on "change"
+    if (!["upload", "model-search", "preset"].includes(ev.target.id) && ev.target.tagName !== "SELECT") schedule();
+  });
   $("form").addEventListener("change", (ev) => {
     if (ev.target.id === "upload") { if (ev.target.files[0]) upload(ev.target.files[0]); return; }
     if (ev.target.id === "model-search" || ev.target.id === "preset") return;
     if (ev.target.id === "hardware") showHardware();
-    schedule();
+    if (ev.target.tagName === "SELECT") { clearTimeout(timer); update(); } else schedule();    // a pick: at once
   });
   $("form").addEventListener("submit", (ev) => { ev.preventDefault(); update(); });
   for (const r of document.querySelectorAll("input[name=mode]")) r.addEventListener("change", schedule);
