@@ -276,7 +276,6 @@ def test_does_not_fit_headline_with_the_ways_it_would_run(env):
     assert "hypothetical" in page.text_content(".card.main").lower() and page.is_visible(".hypo-tag")
     page.wait_for_selector("#ways li.way", timeout=120000)
     ways = page.locator("#ways li.way").all_text_contents()
-    text = " ".join(ways)
     # 244.65 GB in all against 24 GB per card: at least 11 cards (10.2 rounded up); the layer split is uneven
     m = [re.search(r"(\d+) x NVIDIA GeForce RTX 4090.*?([\d.]+) tok/s", w) for w in ways]
     n = [int(x.group(1)) for x in m if x]

@@ -20,9 +20,10 @@ def run(args) -> int:
     from ..errors import UserError
 
     try:
-        from ..web.server import Server, is_loopback
         import fastapi  # noqa: F401
         import uvicorn  # noqa: F401
+
+        from ..web.server import Server, is_loopback
     except ImportError as e:
         raise UserError(f"tokspeed web needs {e.name}", "pip install 'tokspeed[web]'") from None
 
