@@ -86,10 +86,8 @@ def resolve_model(ref: str, uploads: Uploads):
     """(what predict() takes, its ModelSpec) for a catalog id or an upload reference."""
     ref = ref.strip()
     if ref.startswith("upload:"):
-        from ..models.resolve import resolve_model as resolve
-
         path = str(uploads.path(ref))
-        return path, resolve(path)[0]
+        return path, read_model(path)
     from ..models.catalog import get_model, model_ids, resolve_id
 
     mid = resolve_id(ref)
@@ -97,6 +95,15 @@ def resolve_model(ref: str, uploads: Uploads):
         hint = did_you_mean(ref, model_ids())
         raise ApiError(400, f"unknown model {ref!r}" + (f" ({hint})" if hint else "; see /api/models"), "model")
     return mid, get_model(mid)
+
+
+def read_model(path: str):
+    """The ModelSpec of a file the server stored (``resolve_model`` moves to ``tokspeed.resolve`` in #12)."""
+    try:
+        from ..resolve import resolve_model
+    except ImportError:
+        from ..models.resolve import resolve_model
+    return resolve_model(path)[0]
 
 
 CUSTOM_FIELDS = ("bandwidth_gbps", "memory_gb", "fp16_tflops", "host_link_gbps")
@@ -318,10 +325,8 @@ def api_upload(q, data: bytes, uploads: Uploads) -> dict:
             raise ApiError(400, "config.json must be a JSON object")
         name = name or str(cfg.get("_name_or_path") or "").rstrip("/").rsplit("/", 1)[-1]
     ref, path = uploads.add(q.kind, data, name or "uploaded-model", size)
-    from ..models.resolve import resolve_model as resolve
-
     try:
-        spec, _ = resolve(str(path))
+        spec = read_model(str(path))
     except Exception as e:                          # anything a bad file makes the reader raise is bad input
         uploads.remove(ref)
         msg = e.message if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
