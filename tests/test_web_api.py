@@ -105,6 +105,7 @@ BAD = [
                       "batch": "4096"}, 400, "limit"),
     ("/api/explain", {"model": "deepseek-v3", "hardware": "h100-sxm", "context": "16777216"}, 400,
      "limit for deepseek-v3: 163,840"),
+    ("/api/alternatives", {**BASE, "prompt": "40000"}, 400, "prompts up to 32,768"),
     ("/api/predict", {**BASE, "quant": "Q9_Z"}, 400, "Q9_Z"),
     ("/api/predict", {**BASE, "engine": "warp-drive"}, 400, "unknown engine"),
     ("/api/predict", {**BASE, "kv_dtype": "f12"}, 400, "KV-cache dtype"),
@@ -184,6 +185,16 @@ def test_upload_needs_a_file_content_type(server):
         status, _, raw = call(server, "/api/upload", method="POST", body=b"{}", headers={"Content-Type": ctype})
         assert status == 415, ctype
     assert len(server.uploads.files) == before
+
+
+@pytest.mark.parametrize("site,status", [("cross-site", 403), ("same-site", 403), ("same-origin", 200),
+                                         ("none", 200)])
+def test_other_web_pages_cannot_make_it_compute(server, site, status):
+    """A page the user visits elsewhere may fire GETs at 127.0.0.1; browsers label them Sec-Fetch-Site."""
+    got, _, raw = call(server, "/api/predict", BASE, headers={"Sec-Fetch-Site": site})
+    assert got == status, raw
+    if status == 403:
+        assert "other web pages" in json.loads(raw)["error"]
 
 
 def test_foreign_host_header_is_refused(server):

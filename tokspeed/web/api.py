@@ -21,6 +21,10 @@ from .ways import predict_options
 # 8-15 s at 1,048,576 on the 2-core build machine (`python benchmarks/bench_web.py`, RESULTS_web.md).
 MAX_PREFILL = 131072
 MAX_BATCH = 4096
+# The ways to run a misfit are a search of tens of predictions (GPU counts, every smaller format, offload):
+# 3.8 s for Llama 3.1 405B on an RTX 4090 with a 4,096-token prompt, 6.8 s at 16,384, 38 s for DeepSeek-V3
+# at 131,072 (measured on the loaded 2-core build machine): searched for prompts up to this many tokens.
+MAX_WAYS_PROMPT = 32768
 # Contexts up to the model's window, and never less than the seeds' 128K (they take Llama 3 8B, an 8K-window
 # model, to 128K to show the KV cache overtaking the weights).
 MIN_TOKEN_LIMIT = 131072
@@ -271,6 +275,9 @@ def roofline_points(model, hw, pred, q) -> dict:
 def api_alternatives(q, uploads: Uploads) -> dict:
     from .ways import ways_to_run
 
+    if q.prompt > MAX_WAYS_PROMPT:
+        raise ApiError(400, f"the ways to run are searched for prompts up to {MAX_WAYS_PROMPT:,} tokens, "
+                            f"got {q.prompt:,}", "prompt")
     model, hw, pred = make_prediction(q, uploads)
     return {"prediction": prediction_doc(pred),
             "alternatives": [] if pred.memory.fits else ways_to_run(model, hw, q)}

@@ -101,6 +101,12 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
         if loopback_only and name not in LOOPBACK_NAMES:
             # DNS rebinding: a web page whose name re-resolves to 127.0.0.1 still sends its own name as Host
             resp = error_response(403, "this server answers only to 127.0.0.1 / localhost / [::1] (Host header)")
+        elif request.url.path.startswith("/api/") and \
+                request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+            # a page on another site (or another port) the user visits: browsers say so in Sec-Fetch-Site, and
+            # such a page must not make this server compute (curl and scripts send no such header)
+            resp = error_response(403, "requests from other web pages are refused (Sec-Fetch-Site: "
+                                       f"{request.headers.get('sec-fetch-site')})")
         elif len(request.scope.get("query_string", b"")) > MAX_QUERY:
             resp = error_response(414, f"query string longer than {MAX_QUERY} bytes")
         else:

@@ -296,8 +296,12 @@ async function update() {
     timing.lastTotalMs = performance.now() - t0;
     document.body.dataset.updated = String(my);
     if (!doc.prediction.memory.fits) {
-      const alt = await getJSON("/api/alternatives?" + p);
-      if (my === seq) renderWays(alt.alternatives, false);
+      try {
+        const alt = await getJSON("/api/alternatives?" + p);
+        if (my === seq) renderWays(alt.alternatives, false);
+      } catch (err) {                      // e.g. a prompt too long to search: say so where the ways go
+        if (my === seq) { renderWays(null, false); $("ways").classList.remove("hidden"); $("ways").append(el("li", "hint", err.message)); }
+      }
     }
     refreshCompare();
   } catch (err) {
