@@ -146,6 +146,7 @@ function renderPrediction(d) {
   $("out-bound-how").textContent = bw ? bw + " GB/s ÷ " + fmtBytes(dec.bytes_per_token) + " per token" : "bandwidth ÷ bytes per token";
   setValue("out-bytes", dec.bytes_per_token, fmtBytes(dec.bytes_per_token));
   $("out-bytes-how").textContent = "weights " + fmtBytes(dec.weight_bytes_per_token) + " + KV " + fmtBytes(dec.kv_bytes_per_token);
+  $("out-prefill").closest(".card").classList.toggle("unknown", d.prompt > 0 && !known(pf.tok_s));
   if (d.prompt === 0) {
     setValue("out-prefill", 0, "–");
     $("out-prefill-how").textContent = "no prompt";
