@@ -409,3 +409,14 @@ def test_report_download(server, model, hw, unknown, misfit):
     assert status == 200 and ctype.startswith("text/html")
     text = raw.decode()
     assert ("unknown" in text) == unknown and ("does not fit" in text.lower()) == misfit
+
+
+def test_fit_ranking_is_bounded(server):
+    from tokspeed.web.api import fit_available
+
+    if not fit_available():
+        pytest.skip("this build has no tokspeed.fit (issue 13's ranking)")
+    got, _, raw = call(server, "/api/fit", {"hardware": "rtx-4090", "prompt": "100000"})
+    assert got == 400 and json.loads(raw)["field"] == "prompt"
+    d = ok_json(server, "/api/fit", {"hardware": "rtx-4090", "top": "3"})
+    assert len(d["rows"]) == 3 and d["rows"][0]["fits"]
