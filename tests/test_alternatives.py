@@ -49,11 +49,12 @@ def test_each_way_fits_and_the_step_before_does_not():
 
 
 def test_longest_context_is_the_edge():
+    # Llama 3.1 8B: a 128K window, so memory (not the window) is what limits the context on 24 GB
     opts = dict(quant="F16", prompt=512, gen=16)
-    ways = _by_kind(ways_to_run("llama-3-8b", "rtx-4090", context=131072, **opts))
+    ways = _by_kind(ways_to_run("llama-3.1-8b", "rtx-4090", context=131072, **opts))
     c = ways["context"]["context"]
-    assert predict("llama-3-8b", "rtx-4090", context=c, **opts).memory.fits
-    assert not predict("llama-3-8b", "rtx-4090", context=c + 1, **opts).memory.fits
+    assert predict("llama-3.1-8b", "rtx-4090", context=c, **opts).memory.fits
+    assert not predict("llama-3.1-8b", "rtx-4090", context=c + 1, **opts).memory.fits
     # by hand: (24 GB - 16.06 GB weights - ~1.1 GB buffers) / 128 KiB per token ~ 52k tokens
     assert 45_000 < c < 60_000
 
@@ -90,3 +91,29 @@ def test_moe_offers_expert_offload(model):
     assert modes == ["auto", "experts"]
     experts = [w for w in ways if w["kind"] == "offload" and w["mode"] == "experts"][0]
     assert experts["unit"] == "layers' experts" and experts["n_layers"] == 48   # Qwen3-30B-A3B: 48 layers
+
+
+def test_a_weights_file_keeps_its_format(tmp_path):
+    """The same tiny shape as a config.json (format free) and as a Q8_0 GGUF (format fixed), on a device 10 kB
+    short of the Q8_0 total: a smaller format (Q4_K_M: ~4.8 bits/weight against 8.5, ~30 kB less for these 115k
+    weights) would fit, so the config gets a "format" way and the file does not."""
+    import json
+    import os
+    import sys
+
+    pytest.importorskip("gguf")
+    sys.path.insert(0, os.path.dirname(__file__))
+    from files_fixtures import TINY, llama_config, write_llama_gguf
+
+    gguf_path = write_llama_gguf(tmp_path / "tiny.gguf", shape=TINY, weight_type="Q8_0")
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps(llama_config(TINY)), encoding="utf-8")
+    big = Hardware(id="big", name="big", kind="gpu", vendor="test", memory_gb=100, bandwidth_gbps=100, fp16_tflops=10)
+    total = predict(gguf_path, big, gen=4).memory.total_bytes
+    assert predict(cfg, big, quant="Q8_0", gen=4).memory.total_bytes == total
+    small = Hardware(id="small", name="small", kind="soc", vendor="test", memory_gb=100, bandwidth_gbps=100,
+                     fp16_tflops=10, usable_memory_gb=(total - 10_000) / 1e9)
+    assert not predict(gguf_path, small, gen=4).memory.fits
+    formats = [w for w in ways_to_run(cfg, small, quant="Q8_0", gen=4) if w["kind"] == "format"]
+    assert len(formats) == 1 and formats[0]["weights_bytes"] < predict(cfg, big, quant="Q8_0").memory.weights_bytes
+    assert "format" not in [w["kind"] for w in ways_to_run(gguf_path, small, gen=4)]

@@ -110,3 +110,12 @@ def test_compare_bars_show_ranges_names_backends_and_misfits():
     assert expected[0].get_hatch() == "//" and not expected[1].get_hatch()
     assert any("DOES NOT FIT" in t.get_text() for t in ax.texts)
     assert any("does not fit" in t for t in legend_texts(ax))
+
+
+def test_stage_chart_of_a_prefill_without_flops_says_unknown():
+    from tokspeed.explain import explain
+
+    e = explain("llama-3-8b", NO_FLOPS, prefill=512, with_levers=False).to_dict()
+    ax = plots.stages_figure(e).axes[0]
+    assert "= unknown (no FLOP/s figure" in ax.get_title()
+    assert "lower bound" in ax.get_xlabel()

@@ -63,6 +63,7 @@ def evil_device(tmp_path):
     ("explain", "llama-3-8b", "-q", "Q4_K_M"),
     ("explain", "llama-3-8b", "-q", "Q4_K_M", "--prefill", "512"),
     ("sweep", "llama-3-8b", "-q", "Q4_K_M", "--context", "1K"),
+    ("compare", "llama-3.1-70b", "-q", "Q4_K_M"),
 ])
 def test_markup_in_a_device_name_prints_literally(evil_device, verb):
     r = cli(*verb, "--hardware", evil_device)

@@ -75,6 +75,16 @@ def _fits(model, hardware, opts: dict):
     return p if p.memory.fits else None
 
 
+def _fits_or_any(model, hardware, opts: dict):
+    """The prediction for ``opts`` (one decode step), fitting or not; None if predict refuses it."""
+    from .predict import predict
+
+    try:
+        return predict(model, hardware, **_fit_options(opts))
+    except UserError:
+        return None
+
+
 def _figures(model, hardware, opts: dict) -> tuple[dict, object] | None:
     from .predict import predict
 
@@ -158,11 +168,13 @@ def _gpus(model, hardware, base, opts) -> list[dict]:
 
 
 def _format(model, hardware, base, opts) -> list[dict]:
-    from .models.resolve import resolve_model
+    from .quant.schemes import canonical
 
-    if resolve_model(model)[1] is not None:     # a weights file: its format is fixed
-        return []
     now = base.memory.weights_bytes
+    probe = "Q8_0" if canonical(base.quant) != "Q8_0" else "F16"
+    p = _fits_or_any(model, hardware, {**opts, "quant": probe})
+    if p is not None and p.quant != probe:      # a weights file keeps its own format whatever --quant says
+        return []
     best = None
     for q in formats_for(base.engine):
         p = _fits(model, hardware, {**opts, "quant": q})
@@ -223,14 +235,3 @@ def ways_to_run(model, hardware, **predict_options) -> list[dict]:
         out += way(model, hardware, base, opts)
     return out
 
-
-def headline(pred, ways: list[dict] | None = None) -> str:
-    """One line that never states a speed for a setup that cannot run without saying so."""
-    m = pred.memory
-    if m.fits:
-        return ""
-    line = (f"does not fit: needs {m.total_bytes / 1e9:.1f} GB of {m.capacity_bytes / 1e9:.1f} GB; "
-            "the speeds below are hypothetical (as if it fitted)")
-    if ways is not None and not ways:
-        line += "; no way tried makes it fit"
-    return line

@@ -47,13 +47,14 @@ def run(args) -> int:
         print_json({"model": args.model, "target_tok_s": args.target, "meeting": sum(o.meets for o in opts),
                     "tried": len(opts), "options": [o.to_dict() for o in shown]})
         return 0
-    from ..models.resolve import resolve_model
     from ..report.console import make_console
     from ..report.text import FitTable, markup_safe
     from ..units import fmt_bytes, fmt_rate
 
     con = make_console()
     who = f"{args.users} users" if args.users else f"batch {args.batch}"
+    from ..models.resolve import resolve_model
+
     t = FitTable(title=f"{resolve_model(args.model)[0].id} {args.quant or 'F16'} at {args.context:,} context, {who}: "
                        f"{sum(o.meets for o in opts)} of {len(opts)} setups reach {args.target:g} tok/s per user")
     for c, num, drop in (("hardware", False, 0), ("setup", False, 0), ("tok/s per user", True, 0), ("headroom", True, 3),

@@ -59,7 +59,7 @@ def render_explanation(expl, console=None):
     p, j = expl.prediction, expl.journey
     low = unknown_compute(expl)
     measured = any(s.measured_s is not None for s in j.stages)
-    t = FitTable(title=headline(expl))
+    t = FitTable(title=headline(expl, fit_prefix=False) + ("" if p.memory.fits else " — hypothetical: it does not fit"))
     time_col = "time ≥" if low else "time"
     # (name, numeric, drop rank: the highest goes first on a narrow terminal)
     for name, num, drop in (("#", True, 3), ("stage", False, 0), ("runs on", False, 5), ("data from", False, 7),

@@ -16,7 +16,10 @@ CSS = """
 body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2733;background:#f5f7fa;margin:0}
 main{max-width:1100px;margin:0 auto;padding:24px}
 h1{font-size:26px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:2px solid #dde3ea;padding-bottom:4px}
-.sub{color:#5b6b7c}.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,150px),1fr));gap:12px;margin:18px 0}
+.sub{color:#5b6b7c}.cards{display:grid;grid-template-columns:repeat(var(--n),minmax(0,1fr));gap:12px;margin:18px 0}
+@media(max-width:900px){.cards{grid-template-columns:repeat(calc(var(--n)/2),minmax(0,1fr))}}
+@media(max-width:520px){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}main{padding:14px}h1{font-size:21px}
+.card{padding:10px 12px}.card .v{font-size:18px}}.card .v{white-space:nowrap}
 .card{background:#fff;border-radius:10px;padding:12px 16px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 .card .v{font-size:24px;font-weight:650}.card .k{color:#5b6b7c;font-size:13px}
 table{border-collapse:collapse;width:100%;background:#fff;border-radius:8px;overflow:hidden;font-size:13.5px;
@@ -33,7 +36,7 @@ figure svg{width:100%;max-width:900px;height:auto;display:block;margin:0 auto}td
 .nofit h2{margin:0 0 6px;border:0;color:#b3261e;font-size:20px}.nofit ul{margin:6px 0 0;padding-left:20px}
 .card.hyp .v{color:#7a8896}.card.hyp .k.h{color:#b3261e;font-weight:600}
 ol.cite{font-size:12.5px;color:#3d4a57;padding-left:22px;overflow-wrap:anywhere}ol.cite b{color:#1d2733}
-tr.now td{color:#5b6b7c;font-style:italic}
+tr.now td{color:#5b6b7c;font-style:italic}.tw{overflow-x:auto;border-radius:8px}
 """
 
 PHASE_TITLE = {"cpu": "CPU", "embedding": "GPU · embedding", "layer": "GPU · every layer", "head": "GPU · head"}
@@ -65,7 +68,8 @@ def _cards(pred) -> str:
         label = f'<div class="k h">hypothetical: does not fit</div>' if hy else ""
         out.append(f'<div class="card{" hyp" if hy else ""}"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div>'
                    f'<div class="k">{esc(h)}</div>{label}</div>')
-    return '<div class="cards">' + "".join(out) + "</div>"
+    # one row of all the cards on a wide page, two even rows below 900 px, pairs on a phone: never 5 + 1
+    return f'<div class="cards" style="--n:{len(out)}">' + "".join(out) + "</div>"
 
 
 def _nofit(pred, ways) -> str:
@@ -169,6 +173,13 @@ def levers_table(expl) -> str:
     return "".join(out) + "</table>"
 
 
+def _first_token_note(pred) -> str:
+    """Why the journey's context and speed differ from the cards': it is the first generated token."""
+    return (f"This is the first generated token: its cache holds the {pred.context:,} tokens of context and the "
+            f"{pred.prompt:,} of the prompt ({pred.context + pred.prompt:,}). The decode card averages all "
+            f"{pred.gen:,} generated tokens as the cache grows, so it can read slightly slower.")
+
+
 def _ridge(expl) -> str:
     hw, j = expl.prediction.hw, expl.journey
     if not hw.matmul_flops:
@@ -211,7 +222,9 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine="llama.cpp
                              "(squares) on the roofline: left of the ridge is memory-bound."))
     parts += ["<h2>Prediction</h2>", _prediction_table(pred)]
     parts += ["<h2>The journey of one token</h2>",
-              f"<p>{esc(headline(expl, fit_prefix=False))}. The stages sum to the predicted time. {esc(_ridge(expl))}</p>",
+              f"<p>{'<b>Hypothetical (it does not fit):</b> ' if not expl.prediction.memory.fits else ''}"
+              f"{esc(headline(expl, fit_prefix=False))}. The stages sum to the predicted time. {esc(_ridge(expl))} "
+              f"{esc(_first_token_note(pred))}</p>",
               journey_table(expl)]
     if charts:
         parts.append(_figure(to_svg(stages_figure(expl.to_dict())), "Time per stage of one decode token."))
@@ -227,7 +240,9 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine="llama.cpp
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts.append(f"<footer>tokspeed {esc(__version__)} · {esc(stamp)} · every figure is computed by tokspeed from "
                  f"the sources above; see docs/explain.md for the formulas</footer>")
+    # a wide table scrolls inside its own box; the page never scrolls sideways
+    body = "".join(parts).replace("<table>", '<div class="tw"><table>').replace("</table>", "</table></div>")
     title = f"tokspeed · {pred.model} on {hw.name}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
             f'<meta name="viewport" content="width=device-width,initial-scale=1"><style>{CSS}</style></head>'
-            f"<body><main>{''.join(parts)}</main></body></html>\n")
+            f"<body><main>{body}</main></body></html>\n")

@@ -57,7 +57,7 @@ def render_prediction(pred, console=None):
     hyp = not m.fits
     tag = " (hypothetical)" if hyp else ""
     t = FitTable(title=setup_title(pred))
-    t.column("quantity", min_width=14).column("value", numeric=True).column("how", drop=1, min_width=16)
+    t.column("quantity", min_width=14).column("value", numeric=True).column("how", drop=1, min_width=16, style="dim")
     fit = styled("fits", "green") if m.fits else styled("DOES NOT FIT", "bold red")
     t.row("memory", f"{fmt_bytes(m.total_bytes)} / {fmt_bytes(m.capacity_bytes)}",
           f"weights {fmt_bytes(m.weights_bytes)} + KV {fmt_bytes(m.kv_bytes)} + activations "

@@ -51,8 +51,8 @@ def unknown(v, fmt, missing: str = "unknown") -> str:
     return missing if v is None else fmt(v)
 
 
-def console_width(default: int = 200) -> int | None:
-    """``COLUMNS`` when set to a number (any output), else None for a terminal (rich asks it) / ``default``."""
+def console_width() -> int | None:
+    """``COLUMNS`` when set to a number (any output), else None (``make_console`` decides)."""
     c = os.environ.get("COLUMNS", "").strip()
     if c.isdigit() and int(c) >= 20:
         return int(c)
@@ -63,12 +63,12 @@ class FitTable:
     """A table whose numbers are never cut: ``column(name, numeric=True)`` never wraps; columns with a
     ``drop`` rank are left out, highest rank first, when the console is too narrow for all of them."""
 
-    def __init__(self, title: str = "", caption: str = "", show_header: bool = True, title_justify: str = "left"):
-        self.title, self.caption = title, caption
-        self.show_header, self.title_justify = show_header, title_justify
+    def __init__(self, title: str = "", caption: str = "", show_header: bool = True):
+        self.title, self.caption, self.show_header = title, caption, show_header
         self.cols: list[dict] = []
         self.rows: list = []          # list of cells, or None for a section break
         self.dropped: list[str] = []
+        self.shown_caption = ""
 
     def column(self, name: str, numeric: bool = False, drop: int = 0, justify: str | None = None,
                min_width: int = 12, style: str = "") -> "FitTable":
@@ -84,9 +84,9 @@ class FitTable:
     def section(self) -> None:
         self.rows.append(None)
 
-    def _needs(self, i: int) -> tuple[int, int]:
-        """(fixed width, header fold width) of column ``i``: a numeric column's widest cell, a text column's
-        longest word (up to 14 or ``min_width``: longer words fold)."""
+    def _needs(self, i: int) -> int:
+        """The narrowest width of column ``i``: a numeric column's widest cell (or header word), a text
+        column's longest word (up to 14 or ``min_width``: longer words fold)."""
         c = self.cols[i]
         cells = [r[i].plain for r in self.rows if r is not None]
         if c["numeric"]:
@@ -96,24 +96,28 @@ class FitTable:
             head = max((_cell_len(w) for w in c["name"].split()), default=1)
             cap = max(c["min_width"], 14)       # a word up to 14 wide stays whole; longer ones fold
             need = max(min(longest, cap), min(head, cap), 1)
-        return need, need
+        return need
 
     def build(self, width: int):
         from rich.table import Table
 
-        keep = list(range(len(self.cols)))
+        # a droppable column with nothing in it is left out silently
+        keep = [i for i in range(len(self.cols))
+                if not self.cols[i]["drop"] or any(r is not None and r[i].plain.strip() for r in self.rows)]
+        empty = set(range(len(self.cols))) - set(keep)
         while True:
-            total = sum(self._needs(i)[0] for i in keep) + 3 * len(keep) + 1
+            total = sum(self._needs(i) for i in keep) + 3 * len(keep) + 1
             droppable = [i for i in keep if self.cols[i]["drop"]]
             if total <= width or not droppable:
                 break
             worst = max(droppable, key=lambda i: (self.cols[i]["drop"], i))
             keep.remove(worst)
         # a narrow column dropped early may fit again once a wide one is gone: most important first
-        for i in sorted((i for i in range(len(self.cols)) if i not in keep), key=lambda i: self.cols[i]["drop"]):
-            if sum(self._needs(k)[0] for k in keep) + self._needs(i)[0] + 3 * (len(keep) + 1) + 1 <= width:
+        for i in sorted((i for i in range(len(self.cols)) if i not in keep and i not in empty),
+                        key=lambda i: self.cols[i]["drop"]):
+            if sum(self._needs(k) for k in keep) + self._needs(i) + 3 * (len(keep) + 1) + 1 <= width:
                 keep = sorted(keep + [i])
-        self.dropped = [self.cols[i]["name"] for i in range(len(self.cols)) if i not in keep]
+        self.dropped = [self.cols[i]["name"] for i in range(len(self.cols)) if i not in keep and i not in empty]
         caption = self.caption
         if self.dropped:
             note = f"(too narrow for: {', '.join(self.dropped)}; widen the terminal or set COLUMNS)"
@@ -139,7 +143,7 @@ class FitTable:
     def _widths(self, keep: list[int], room: int) -> list[int]:
         """Fixed column widths: numbers at their widest value; text columns from their minimum towards their
         longest line, sharing what ``room`` is left in proportion to what each still wants."""
-        need = [self._needs(i)[0] for i in keep]
+        need = [self._needs(i) for i in keep]
         full = []
         for i, n in zip(keep, need):
             cells = [r[i].plain for r in self.rows if r is not None] + [self.cols[i]["name"]]
