@@ -42,7 +42,7 @@ def add_hardware_options(p, required: bool = True):
                    help="catalog id or alias (rtx-4090, h100-sxm, m2-ultra-76), or a TOML file")
     p.add_argument("--bandwidth", help="custom device: memory bandwidth, e.g. 1008GB/s (with --memory)")
     p.add_argument("--memory", help="custom device: memory capacity, e.g. 24GB")
-    p.add_argument("--tflops", type=float, help="custom device: dense FP16 TFLOPS")
+    p.add_argument("--tflops", type=float, help="dense FP16 TFLOPS (a custom device's, or overriding the catalog's)")
 
 
 def add_model_options(p):
@@ -123,9 +123,9 @@ def resolve_hardware(args, name: str | None = None):
         return hardware_from_flags(args.bandwidth, args.memory, fp16_tflops=args.tflops or 0.0)
     if not name:
         raise UserError("which hardware?", "add --hardware ID (see `tokspeed hardware`) or --bandwidth and --memory")
-    from ..hardware.catalog import get_hardware
+    from ..hardware.catalog import get_hardware, with_tflops
 
-    return get_hardware(name)
+    return with_tflops(get_hardware(name), getattr(args, "tflops", None))  # --tflops overrides the catalog
 
 
 def predict_kwargs(args) -> dict:
