@@ -234,6 +234,26 @@ CAL_MEMORY_TYPE = {
     "rtx-5000-ada": "GDDR6 (ECC)", "a100-80g-unstated": "HBM2e", "jetson-agx-orin-64g": "LPDDR5 (256-bit, unified)",
 }
 
+# ---- multi-die packages (#11 item 5) ------------------------------------------------------------------------
+# An MI250X OAM is two GCDs that the driver shows as two GPUs of 64 GB / 1638.4 GB/s each (reference notes,
+# pitfall 6; ROCm mi250.md): a kernel runs on one GCD and reaches only its half. The catalog entry is one GCD
+# (the unit a single-device answer is about); two of them (--gpus 2) are the package, linked by the 4
+# in-package Infinity Fabric links.
+PER_DIE = {"mi250x": 2}
+PER_DIE_FIELDS = ("memory_gb", "bandwidth_gbps", "fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "tdp_w")
+
+
+def split_package(d: dict) -> None:
+    n = PER_DIE.get(d["id"])
+    if not n:
+        return
+    for k in PER_DIE_FIELDS:
+        if d.get(k):
+            whole = d[k]
+            d[k] = num(str(round(whole / n, 4)))
+            d["derived"].append(f"{k}: one of {n} GCDs: {whole:g} / {n} = {d[k]:g} (the package's figure is for both)")
+
+
 # ---- what a SoC's CPU cluster can pull (#11 item 3) ------------------------------------------------------
 # On a unified-memory SoC the GPU reaches (most of) the memory bandwidth; the CPU cores cannot: their
 # fabric port and outstanding misses limit them. cpu_bandwidth_gbps is the read bandwidth all CPU cores
@@ -513,6 +533,7 @@ def render(csv_path: Path, cal_path: Path | None) -> str:
         with open(cal_path, newline="", encoding="utf-8") as f:
             extra = build_calibration_devices(list(csv.DictReader(f)), devices)
     for d in devices + extra:
+        split_package(d)
         fill_derived(d, devices + extra)
     ids = [d["id"] for d in devices + extra] + [d["id"] for d in link_dicts]
     dup = sorted({i for i in ids if ids.count(i) > 1})

@@ -186,14 +186,34 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
     return actual
 
 
-def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None):
+def unmodelled_kernels(engine, spec, quant: str) -> int:
+    """Kernels per forward pass the operator ledger does not list but the engine launches (capabilities
+    ``kernels``): MoE dispatch (routing top-k, block alignment/permutation, weighted sum) per MoE layer, and
+    the activation quantisation before every FP8 GEMM. Each costs the engine's per-kernel ``launch_s``."""
+    row = _table()["engine"].get(str(getattr(engine, "name", engine)).lower(), {})
+    k = row.get("kernels", {})
+    if not k or spec is None:
+        return 0
+    n = k.get("per_moe_layer", 0) * spec.n_moe_layers
+    if (quant or "").strip().upper() == "FP8":
+        attn = 5 if spec.is_mla and spec.q_lora_rank else 4
+        gemms = spec.n_layers * (attn + (3 if spec.gated_mlp else 2)) + 2 * spec.n_moe_layers
+        n += k.get("per_fp8_gemm", 0) * gemms
+    return n
+
+
+def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None, spec=None):
     """``check`` the combination, then return (profile, device) as the engine runs it: an engine on a SoC's
     CPU cluster (``cpu_cluster``, llama.cpp-cpu) sees ``hw.cpu_cluster()`` (its CPU bandwidth, no GPU FLOP/s)
-    and its decode band widens by that bandwidth's uncertainty (root sum of squares)."""
+    and its decode band widens by that bandwidth's uncertainty (root sum of squares); kernels the ledger
+    does not list (``unmodelled_kernels``) add ``launch_s`` each to the profile's per-pass ``fixed_s``."""
     import math
     from dataclasses import replace
 
     check(profile, hw, quant, kv_dtype)
+    extra = unmodelled_kernels(profile, spec, quant or "")
+    if extra and hasattr(profile, "fixed_s"):
+        profile = replace(profile, fixed_s=profile.fixed_s + extra * profile.launch_s)
     row = _table()["engine"].get(str(getattr(profile, "name", profile)).lower(), {})
     if row.get("cpu_cluster") and hw.kind == "soc" and hw.cpu_bandwidth_gbps:
         hw = hw.cpu_cluster()
