@@ -304,9 +304,8 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
         sms, ghz, arch, half, clock = NV_TENSOR[d["id"]]
         f16, f8, i8 = ARCH_RATES[arch]
         acc = 2 if half else 1
-        tf = lambda rate: round(sms * rate * ghz / 1e3, 1)  # noqa: E731
-        vals = {"fp16_tflops": round(tf(f16) / acc, 1), "fp8_tflops": round(tf(f8) / acc, 1) if f8 else 0,
-                "int8_tops": tf(i8), "fp32_tflops": round(sms * 128 * 2 * ghz / 1e3, 2)}
+        vals = {"fp16_tflops": round(sms * f16 * ghz / 1e3 / acc, 1), "fp8_tflops": round(sms * f8 * ghz / 1e3 / acc, 1),
+                "int8_tops": round(sms * i8 * ghz / 1e3, 1), "fp32_tflops": round(sms * 128 * 2 * ghz / 1e3, 2)}
         acc_txt = "/ 2 (FP32 accumulate at half rate)" if half else "(FP32 accumulate ASSUMED full rate)"
         for k, v in vals.items():
             if not d.get(k) and v:
