@@ -219,7 +219,7 @@ def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None,
         hw = hw.cpu_cluster()
         if hasattr(profile, "decode_error_pct"):
             band = math.hypot(profile.decode_error_pct, hw.cpu_bandwidth_band_pct)
-            profile = replace(profile, decode_error_pct=round(band, 1))
+            profile = replace(profile, decode_error_pct=band)
     return profile, hw
 
 
