@@ -68,6 +68,7 @@ class Interconnect:
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "per_direction_gbps": self.per_direction_bytes_s / 1e9,
                 "allreduce_latency_us": SYNC_LATENCY_S["all-reduce"] * 1e6,
+                "ring_step_latency_us": HOP_LATENCY_S.get(self.kind, 0.0) * 1e6,
                 "copy_latency_us": SYNC_LATENCY_S["peer-copy"] * 1e6}
 
 
