@@ -282,6 +282,25 @@ SOC_CPU = {
                                                       "no public Orin CPU-bandwidth figure at hand"),
 }
 
+# A SoC's CPU FLOP/s (what llama.cpp-cpu computes with there): performance cores x FP32 FLOPs per cycle x
+# clock. Apple P-cores (Firestorm and later) have 4 x 128-bit FMA pipes = 32 FP32 FLOPs/cycle; E-cores are
+# not counted: llama.cpp's default thread count on Apple silicon is the P-core count
+# (common.cpp cpu_get_num_math: sysctl hw.perflevel0.physicalcpu). P-core counts and maximum clocks from
+# Apple's tech-spec pages for the configuration with that GPU (binned GPUs ship with the smaller CPU).
+APPLE_P_CORES = {  # (chip, GPU cores or None for any) -> P-cores
+    ("M1", None): 4, ("M1 Pro", 14): 6, ("M1 Pro", None): 8, ("M1 Max", None): 8, ("M1 Ultra", None): 16,
+    ("M2", None): 4, ("M2 Pro", 16): 6, ("M2 Pro", None): 8, ("M2 Max", None): 8, ("M2 Ultra", None): 16,
+    ("M3", None): 4, ("M3 Pro", None): 6, ("M3 Max", 30): 10, ("M3 Max", 40): 12, ("M3 Ultra", None): 24,
+    ("M4", None): 4, ("M4 Pro", None): 10, ("M4 Max", 32): 10, ("M4 Max", 40): 12,
+}
+APPLE_P_GHZ = {"M1": 3.2, "M2": 3.5, "M3": 4.05, "M4": 4.5}
+SOC_CPU_FLOPS = {  # id: (cores, FP32 FLOPs/cycle, GHz, basis)
+    "ryzen-ai-max-395": (16, 32, 4.0, "16 Zen 5 cores, ASSUMED 2 x 256-bit FMA = 32 FLOPs/cycle at an ASSUMED 4.0 GHz all-core"),
+    "dgx-spark": (10, 48, 3.9, "10 Cortex-X925 cores (6 x 128-bit FMA = 48 FLOPs/cycle) at 3.9 GHz; the 10 A725 not counted"),
+    "jetson-agx-orin-64g": (12, 16, 2.2, "12 Cortex-A78AE cores (2 x 128-bit FMA = 16 FLOPs/cycle) at 2.2 GHz"),
+}
+
+
 # Devices whose catalog FP16 figure is the FP32-accumulate rate, half the FP16-accumulate rate that
 # engines accumulating in FP16 (llama.cpp cuBLAS COMPUTE_16F, INT8 MMQ) reach: GeForce (Ampere/Ada/Blackwell
 # whitepapers) and the L40 (reference notes, pitfall 2); the DGX Spark ASSUMED consumer-class.
@@ -348,11 +367,23 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
             raise SystemExit(f"SoC {d['id']}: no CPU-cluster bandwidth; add it to APPLE_CPU_SHARE or SOC_CPU")
         d["cpu_bandwidth_gbps"], d["cpu_bandwidth_band_pct"] = gbps, band
         d["derived"].append(f"cpu_bandwidth_gbps: {gbps:g} GB/s (+-{band} %): {basis}")
+        chip = re.match(r"^Apple (M\d(?: Pro| Max| Ultra)?) \((?:\d+-CPU / )?(\d+)?", d["name"])
+        if chip:
+            name, gpu = chip.group(1), int(chip.group(2)) if chip.group(2) else None
+            p = APPLE_P_CORES.get((name, gpu), APPLE_P_CORES.get((name, None)))
+            ghz = APPLE_P_GHZ[name.split()[0]]
+            d["cpu_fp32_tflops"] = round(p * 32 * ghz / 1e3, 3)
+            d["derived"].append(f"cpu_fp32_tflops: DERIVED {p} P-cores x 32 FP32 FLOPs/cycle (4 x 128-bit FMA) x "
+                                f"{ghz} GHz = {d['cpu_fp32_tflops']:g} (E-cores not counted: llama.cpp threads = P-cores)")
+        elif d["id"] in SOC_CPU_FLOPS:
+            cores, per, ghz, basis = SOC_CPU_FLOPS[d["id"]]
+            d["cpu_fp32_tflops"] = round(cores * per * ghz / 1e3, 3)
+            d["derived"].append(f"cpu_fp32_tflops: DERIVED {basis}: {cores} x {per} x {ghz} GHz = {d['cpu_fp32_tflops']:g}")
 
 
 FIELD_ORDER = ["id", "name", "kind", "vendor", "memory_gb", "memory_type", "bandwidth_gbps",
                "fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "fp16_accumulate_2x", "cpu_bandwidth_gbps",
-               "cpu_bandwidth_band_pct", "host_link", "host_link_gbps",
+               "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "host_link", "host_link_gbps",
                "scale_up_gbps", "tdp_w", "release_year", "confidence", "aliases", "derived", "source", "notes"]
 LINK_ORDER = ["id", "name", "vendor", "per_direction_gbps", "bidirectional_gbps", "release_year",
               "aliases", "source", "notes"]
