@@ -13,6 +13,10 @@ with its formula in the entry's ``derived`` list:
   (``tokspeed.hardware.links.parse_host_link``), e.g. PCIe 4.0 x8 = 31.5 x 8/16.
 - CPU memory systems have no capacity in the CSV (a memory system is not a machine); the catalog
   assumes one module per channel of the size written in ``CPU_MODULE_GB`` and says so.
+- FLOP/s the CSV leaves blank (#11): NVIDIA parts from SMs x per-SM rate x clock (``NV_TENSOR``), Apple
+  M3/M4 from GPU cores x per-core rate (``APPLE_TF_PER_CORE``), CPU rows from an assumed processor
+  (``CPU_FLOPS``); ``fp16_accumulate_2x`` for GeForce and the L40; a SoC's CPU cluster
+  (``cpu_bandwidth_gbps`` / ``_band_pct``, ``cpu_fp32_tflops``); an MI250X as one of its two GCDs.
 - Devices of ``validation/calibration.csv`` that the reference CSV lacks are added from that file's
   own per-device columns; binned Apple GPUs get FP16/FP32 scaled by GPU core count from the full
   chip (same clock within a chip tier), and memory from the full chip where the file states none.
@@ -262,6 +266,8 @@ def split_package(d: dict) -> None:
 #   one Firestorm core reads ~58 GB/s, the cluster ~60 GB/s of 68.25.
 # [ANANDTECH-M1MAX] AnandTech, "Apple's M1 Pro, M1 Max SoCs Investigated" (Oct 2021): the CPU cores of an
 #   M1 Max reach ~224 GB/s (up to ~243 mixed) of 409.6; only the GPU approaches the rest.
+CITES = {"[ANANDTECH-M1MAX]": "(AnandTech, \"Apple's M1 Pro, M1 Max SoCs Investigated\", Oct 2021)",
+         "[ANANDTECH-M1]": "(AnandTech, \"The 2020 Mac mini Unleashed: Putting Apple Silicon M1 To The Test\", Nov 2020)"}
 APPLE_CPU_SHARE = {
     # tier: (CPU-cluster share of peak, band %, basis)
     "": (60 / 68.25, 15, "[ANANDTECH-M1] measured M1 CPU cluster ~60 of 68.25 GB/s = 0.879 of peak; same share "
@@ -365,6 +371,8 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
             gbps = round(gbps, 1)
         else:
             raise SystemExit(f"SoC {d['id']}: no CPU-cluster bandwidth; add it to APPLE_CPU_SHARE or SOC_CPU")
+        for key, cite in CITES.items():
+            basis = basis.replace(key, cite)
         d["cpu_bandwidth_gbps"], d["cpu_bandwidth_band_pct"] = gbps, band
         d["derived"].append(f"cpu_bandwidth_gbps: {gbps:g} GB/s (+-{band} %): {basis}")
         chip = re.match(r"^Apple (M\d(?: Pro| Max| Ultra)?) \((?:\d+-CPU / )?(\d+)?", d["name"])
