@@ -212,8 +212,8 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
         quant = getattr(storage, "name", "file")
     kvb = kv_dtype_bytes(kv_dtype)
     prof = get_engine(engine, hw)
-    prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
+    prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
 
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)

@@ -42,7 +42,7 @@ def add_hardware_options(p, required: bool = True):
                    help="catalog id or alias (rtx-4090, h100-sxm, m2-ultra-76), or a TOML file")
     p.add_argument("--bandwidth", help="custom device: memory bandwidth, e.g. 1008GB/s (with --memory)")
     p.add_argument("--memory", help="custom device: memory capacity, e.g. 24GB")
-    p.add_argument("--tflops", type=float, help="dense FP16 TFLOPS (a custom device's, or overriding the catalog's)")
+    p.add_argument("--tflops", type=float, help="custom device: dense FP16 TFLOPS")
 
 
 def add_model_options(p):

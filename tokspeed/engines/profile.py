@@ -192,6 +192,23 @@ def resolve_backend(engine: str, hardware) -> str:
     return backend_for(e, hardware) if e == "llama.cpp" else e
 
 
+LAYERED_ON_LLAMA_CPP = ("ollama", "lm-studio")   # capabilities.toml: runtime llama.cpp, own backend map
+
+
+def layered_profile(name: str, hardware=None) -> EngineProfile:
+    """ollama / lm-studio: the llama.cpp backend they run on this device (fitted where it has rows), plus
+    their own per-token cost (``extra_fixed_s``: server, sampling and detokenising outside llama.cpp) and
+    band from priors.toml."""
+    from dataclasses import replace
+
+    own = dict(load_table("priors.toml")[name])
+    base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
+    base = get_engine(base_name, hardware)
+    extra = own.pop("extra_fixed_s", 0.0)
+    return replace(base, name=name, runtime="llama.cpp", fixed_s=base.fixed_s + extra,
+                   source=f"{own.pop('source', name)}; over {base.name}: {base.source}", fitted=False, **own)
+
+
 def attention_spec(profile: EngineProfile, spec):
     """The model as this engine runs it: a sliding window the engine ignores becomes full attention (the
     capability table's ``sliding_window`` / ``full_attention_families``: llama.cpp runs Mistral v0.1, whose
@@ -226,23 +243,6 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
                    source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
                           f"{entry.get('date', '')}) over {profile.source}")
-
-
-LAYERED_ON_LLAMA_CPP = ("ollama", "lm-studio")   # capabilities.toml: runtime llama.cpp, own backend map
-
-
-def layered_profile(name: str, hardware=None) -> EngineProfile:
-    """ollama / lm-studio: the llama.cpp backend they run on this device (fitted where it has rows), plus
-    their own per-token cost (``extra_fixed_s``: server, sampling and detokenising outside llama.cpp) and
-    band from priors.toml."""
-    from dataclasses import replace
-
-    own = dict(load_table("priors.toml")[name])
-    base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
-    base = get_engine(base_name, hardware)
-    extra = own.pop("extra_fixed_s", 0.0)
-    return replace(base, name=name, runtime="llama.cpp", fixed_s=base.fixed_s + extra,
-                   source=f"{own.pop('source', name)}; over {base.name}: {base.source}", fitted=False, **own)
 
 
 def get_engine(engine, hardware=None) -> EngineProfile:

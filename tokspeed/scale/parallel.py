@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UserError
 from ..engines.compat import runtime_of
+from ..errors import UserError
 
 STYLES = ("none", "tp", "pp", "split", "tp+pp")
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import UserError
 from ..engines.compat import engines_for, runtime_of
+from ..errors import UserError
 
 GROUP_SIZES = (2, 4, 8, 16)
 
