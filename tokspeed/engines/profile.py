@@ -255,10 +255,10 @@ def get_engine(engine, hardware=None) -> EngineProfile:
         raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES))
     if e == "llama.cpp" and hardware is not None:
         e = resolve_backend(e, hardware)
-    if e == "ideal":
-        return IDEAL
     if e in LAYERED_ON_LLAMA_CPP:
         return layered_profile(e, hardware)
+    if e == "ideal":
+        return IDEAL
     entry = _tables().get(e)
     if entry is None:
         e = "llama.cpp-cuda" if e == "llama.cpp" else e
