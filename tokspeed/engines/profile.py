@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import UserError, did_you_mean
 from .compat import backend_for, engine_names, runtime_of, sliding_window_spec
+from ..errors import UserError, did_you_mean
 
 HERE = Path(__file__).parent
 MATVEC_MAX_TOKENS = 8  # llama.cpp: MMVQ_MAX_BATCH_SIZE (CUDA) and the mul_mv_ext limit (Metal) are 8 rows
