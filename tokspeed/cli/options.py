@@ -125,9 +125,9 @@ def resolve_hardware(args, name: str | None = None):
         return hardware_from_flags(args.bandwidth, args.memory, fp16_tflops=args.tflops or 0.0)
     if not name:
         raise UserError("which hardware?", "add --hardware ID (see `tokspeed hardware`) or --bandwidth and --memory")
-    from ..hardware.catalog import get_hardware
+    from ..hardware.catalog import get_hardware, with_tflops
 
-    return get_hardware(name)
+    return with_tflops(get_hardware(name), getattr(args, "tflops", None))  # --tflops overrides the catalog
 
 
 def predict_kwargs(args) -> dict:

@@ -103,6 +103,20 @@ def hardware_from_flags(bandwidth: str, memory: str, name: str = "custom", kind:
     })
 
 
+def with_tflops(hw: Hardware, tflops: float | None) -> Hardware:
+    """``hw`` with its dense FP16 peak replaced by ``--tflops`` (a user's own figure wins over the catalog's;
+    FP8/INT8 are left as they are). ``None`` returns ``hw`` unchanged."""
+    if tflops is None:
+        return hw
+    from dataclasses import replace
+
+    v = _number(tflops, "--tflops")
+    if not 0 < v < 1e8:
+        raise UserError(f"--tflops must be a positive number of TFLOPS, got {tflops!r}")
+    return replace(hw, fp16_tflops=v, fp16_accumulate_2x=False,
+                   derived=hw.derived + (f"fp16_tflops: {v:g} from --tflops (catalog: {hw.fp16_tflops:g})",))
+
+
 def _number(v, what: str) -> float:
     try:
         return float(v)
