@@ -217,3 +217,14 @@ def test_byte_array_count_absurd(tmp_path, capsys):
     t = time.perf_counter()
     assert "claims 1,099,511,627,776 values" in run_inspect(capsys, p)
     assert time.perf_counter() - t < 5
+
+
+@pytest.mark.parametrize("key,value", [("llama.block_count", float("inf")), ("llama.embedding_length", float("nan")),
+                                       ("llama.attention.head_count", 2.5), ("llama.feed_forward_length", float("nan"))])
+def test_integer_key_stored_as_non_integral_float(tmp_path, capsys, key, value):
+    """Found by the fuzzer (issue 10): FLOAT32 inf/NaN in a count raised OverflowError/ValueError."""
+    import gguf
+
+    p = write_llama_gguf(tmp_path / "f.gguf", extra_kv={key: (value, gguf.GGUFValueType.FLOAT32)})
+    line = run_inspect(capsys, p)
+    assert key in line and "whole number" in line, line
