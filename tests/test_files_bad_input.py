@@ -166,7 +166,7 @@ def test_manifest_pointing_nowhere(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OLLAMA_MODELS", str(root))
     assert "which is missing" in run_inspect(capsys, "ollama:ghost")
     (m / "latest").write_text("{not json")
-    assert "not a valid Ollama manifest" in run_inspect(capsys, "ollama:ghost")
+    assert "latest: not valid JSON" in run_inspect(capsys, "ollama:ghost")
     assert "not in the Ollama store" in run_inspect(capsys, "ollama:nobody:7b")
     assert "bad Ollama model name" in run_inspect(capsys, "ollama:../../etc")
 

@@ -67,9 +67,12 @@ def load_llama(path: str, n_ctx: int, threads: int | None = None) -> LlamaModel:
     from .memory_guard import check_fits
     from .weights import gguf_tensor_shapes, spec_from_gguf
 
+    from ..userfile import require_file
+
     p = Path(path).expanduser()
-    if p.suffix != ".gguf" or not p.is_file():
+    if p.suffix != ".gguf":
         raise UserError(f"--backend llama.cpp needs a .gguf file, got {path!r}")
+    require_file(p, "GGUF file")
     meta, shapes = gguf_tensor_shapes(p)
     spec, _ = spec_from_gguf(meta, shapes, p.stem)
     kv = 2 * spec.n_layers * spec.kv_dim * n_ctx * KV_BYTES_PER_VALUE

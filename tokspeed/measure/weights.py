@@ -4,7 +4,6 @@ or a GGUF file dequantized with ``gguf.quants.dequantize``."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -83,10 +82,9 @@ def safetensors_weights(folder) -> tuple[dict, dict]:
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise UserError(f"{folder}: no .safetensors files")
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise UserError(f"{folder}: cannot read config.json ({e})") from None
+    from ..userfile import read_json_object
+
+    config = read_json_object(folder / "config.json", "config.json")[1]
     w, experts = {}, {}
     layer_re = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
     expert_re = re.compile(r"^(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight$")
