@@ -30,6 +30,12 @@ class LoadedModel:
 DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 
 
+def engine_version(torch) -> dict:
+    """What ran the measurement: the torch release (and the CUDA it was built for, if any)."""
+    cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    return {"engine_version": f"torch {torch.__version__}", "engine_build": f"CUDA {cuda}" if cuda else "CPU build"}
+
+
 def check_device(device: str, torch=None) -> None:
     """--device is cpu or cuda[:N] (the reference decoder runs nowhere else); with torch at hand, a
     CUDA device must exist. Checked before any work, so torch's RuntimeError never reaches the user."""

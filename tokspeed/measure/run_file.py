@@ -7,6 +7,8 @@ Schema ``tokspeed.run`` version 1 (keys in order):
   hardware {id, name, bandwidth_gbps, fp16_tflops, fp32_tflops, profile},
   model {id, source (random|safetensors|gguf), path, n_params},
   backend, device, quant, settings {contexts, batches, prompt, gen, threads, warmup},
+  engine_version (what ran it: "torch 2.13.0", "llama-cpp-python 0.3.16"),
+  engine_build (torch: the CUDA it was built for; llama.cpp: llama_print_system_info()),
   counted (what the bytes per token include, in words),
   points [ {batch, context, prompt, gen, prefill_tok_s, prefill_s, decode_tok_s (mean over the steps),
             decode_tok_s_median, decode_ms_per_token,
@@ -36,7 +38,7 @@ def new_run(**fields) -> dict:
     run = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "tokspeed_version": __version__,
            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     run.update({"machine": {}, "hardware": {}, "model": {}, "backend": "", "device": "", "quant": "",
-                "settings": {}, "counted": "", "points": [], "calibration": None, "warnings": []})
+                "settings": {}, "engine_version": "", "engine_build": "", "counted": "", "points": [], "calibration": None, "warnings": []})
     run.update(fields)
     return run
 
@@ -64,7 +66,7 @@ def read_run(path) -> dict:
 
 
 # what the readers of a run file (compare-runs, explain --measured, the plots) use, by type
-_TOP = {"created": str, "backend": str, "device": str, "quant": str, "model": dict, "hardware": dict,
+_TOP = {"created": str, "engine_version": str, "backend": str, "device": str, "quant": str, "model": dict, "hardware": dict,
         "settings": dict, "warnings": list}
 _POINT_INT = ("batch", "context")
 _POINT_NUM = ("prefill_tok_s", "prefill_s", "decode_tok_s_median", "decode_ms_per_token", "mbu", "mfu",
