@@ -26,6 +26,7 @@ from pathlib import Path
 from .errors import UserError
 
 MAX_DOCUMENT_BYTES = 16 * 2**20     # config.json, TOML, run JSON, shard index: real ones are < 2 MB
+MAX_TOKENIZER_BYTES = 256 * 2**20   # tokenizer.json: the largest real ones (Gemma 3, 262k tokens) are ~33 MB
 NAME_MAX = 255                      # bytes in one path component on Linux/macOS file systems
 _MAX_DIGITS = getattr(sys.int_info, "default_max_str_digits", 4300)
 
