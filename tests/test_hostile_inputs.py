@@ -157,6 +157,13 @@ CASES = [
     ("probe", ["--repeats", "nan"], ["--repeats"]),
     ("models", ["--bogus"], []),
     ("hardware", ["--kind", "tpu"], []),
+    ("hardware", [LONG], ["unknown hardware"]),
+    ("hardware", ["../" + LONG], ["too long"]),
+    ("hardware", ["/dev/zero"], ["device"]),
+    ("hardware", ["{d}/deep.toml"], ["nested"]),
+    ("tokens", ["hello", "--model", "{d}/fifo.gguf"], ["FIFO"]),
+    ("tokens", ["hello", "--model", "org/loop"], ["symbolic link"]),
+    ("measure", [LONG], []),
 ]
 
 
