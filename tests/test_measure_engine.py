@@ -88,3 +88,15 @@ def test_device_is_checked_before_torch():
     check_device("cuda:0", one_gpu)
     with pytest.raises(UserError, match="1 CUDA device"):
         check_device("cuda:1", one_gpu)
+
+
+@pytest.mark.parametrize("key,value", [("llama.block_count", float("inf")), ("llama.embedding_length", float("nan"))])
+def test_measure_reads_gguf_hyper_parameters_safely(tmp_path, key, value):
+    """measure's GGUF path (GGUFReader + int()) raised OverflowError/ValueError on these (issue 10)."""
+    import gguf
+
+    from tokspeed.measure.weights import gguf_tensor_shapes
+
+    p = write_llama_gguf(tmp_path / "f.gguf", extra_kv={key: (value, gguf.GGUFValueType.FLOAT32)})
+    with pytest.raises(UserError, match="whole number"):
+        gguf_tensor_shapes(p)

@@ -123,6 +123,12 @@ def gguf_tensor_shapes(path) -> tuple[dict, dict]:
     """(metadata, role -> (shape, bytes in the file)) without reading tensor data."""
     from gguf import GGUFReader
 
+    from ..files.loader import open_gguf
+
+    # tokspeed's own header reader first: it checks every count against the file and every hyper-parameter
+    # (a FLOAT32 inf block_count, a 2^40-element array) and refuses a hostile file in one line, where
+    # GGUFReader would loop or int() would raise (docs/limits.md)
+    open_gguf(Path(path))
     try:
         reader = GGUFReader(str(path))
     except (OSError, ValueError) as e:
