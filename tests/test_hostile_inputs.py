@@ -164,6 +164,9 @@ CASES = [
     ("tokens", ["hello", "--model", "{d}/fifo.gguf"], ["FIFO"]),
     ("tokens", ["hello", "--model", "org/loop"], ["symbolic link"]),
     ("measure", [LONG], []),
+    ("measure", ["llama-3-8b", "-o", "{d}/fifo.json"], ["FIFO"]),      # checked before the run, not after
+    ("measure", ["llama-3-8b", "-o", "{d}/hub"], ["folder"]),
+    ("measure", ["llama-3-8b", "-o", "{d}/badtypes.json/run.json"], ["not a folder"]),
 ]
 
 

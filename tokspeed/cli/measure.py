@@ -40,6 +40,10 @@ def run(args) -> int:
 
     err = Console(stderr=True)
     check_plot(args)
+    if args.output:
+        from ..userfile import check_writable
+
+        check_writable(args.output, "run file")
     if args.backend == "torch":
         from ..measure.backend_torch import check_device
 

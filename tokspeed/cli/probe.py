@@ -38,6 +38,9 @@ def run(args) -> int:
 
     if args.repeats < 3:
         raise UserError(f"--repeats must be at least 3 to give a median and a spread, got {args.repeats}")
+    from ..userfile import check_writable
+
+    check_writable(args.output or local_profile_path(), "profile")
     err = Console(stderr=True)
     machine = detect()
     err.print(f"[bold]{machine.cpu_model}[/] · {machine.physical_cores} cores · "
