@@ -46,6 +46,7 @@ def _files(root):
     (root / "calstr.toml").write_text(base + cal.format('"fast"'))
     (root / "calzero.toml").write_text(base + cal.format("1e-300"))       # decode speed 0
     (root / "calinf.toml").write_text(base + cal.format("inf"))           # decode speed infinite
+    (root / "profile.toml").write_text(base.replace("gpu", "cpu"))     # a valid local profile: measure gets to the model
     (root / "hwstr.toml").write_text(base.replace("1000", '"fast"'))
     (root / "hwtiny.toml").write_text(base.replace("1000", "1e-300"))
     # a Hugging Face cache whose snapshot is a symlink loop, and one whose config.json link dangles
@@ -164,6 +165,10 @@ CASES = [
     ("tokens", ["hello", "--model", "{d}/fifo.gguf"], ["FIFO"]),
     ("tokens", ["hello", "--model", "org/loop"], ["symbolic link"]),
     ("measure", [LONG], []),
+    ("measure", ["{d}/fifo.gguf"], ["FIFO"]),
+    ("measure", ["{d}/deep.json"], ["nested"]),
+    ("measure", ["{d}/sparse.json"], ["MiB"]),
+    ("measure", ["org/loop"], ["symbolic link"]),
     ("measure", ["llama-3-8b", "-o", "{d}/fifo.json"], ["FIFO"]),      # checked before the run, not after
     ("measure", ["llama-3-8b", "-o", "{d}/hub"], ["folder"]),
     ("measure", ["llama-3-8b", "-o", "{d}/badtypes.json/run.json"], ["not a folder"]),
@@ -199,7 +204,7 @@ def assert_one_line(r, code=2, words=()):
 def test_hostile(hostile, verb, args, words):
     args = [a.replace("{d}", str(hostile)) for a in args]
     r, _ = run([verb, *args], env_extra={"HF_HUB_CACHE": str(hostile / "hub"), "OLLAMA_MODELS": str(hostile / "ollama"),
-                                         "TOKSPEED_LOCAL_PROFILE": str(hostile / "no-profile.toml")})
+                                         "TOKSPEED_LOCAL_PROFILE": str(hostile / "profile.toml")})
     assert_one_line(r, 2, words)
 
 
