@@ -52,14 +52,16 @@ class Hardware:
             raise UserError(f"hardware {self.id}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         for f in ("memory_gb", "bandwidth_gbps"):
             v = getattr(self, f)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0 < v < 1e7):
-                raise UserError(f"hardware {self.id}: {f} must be a positive number, got {v!r}")
+            # at least one byte (per second): below that every speed is 0 and every time infinite
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (1e-9 <= v < 1e7):
+                raise UserError(f"hardware {self.id}: {f} must be a positive number (at least one byte), got {v!r}")
         for f in ("fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "host_link_gbps",
                   "scale_up_gbps", "tdp_w", "usable_memory_gb", "cpu_bandwidth_gbps", "cpu_bandwidth_band_pct",
                   "cpu_fp32_tflops"):
             v = getattr(self, f)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0 <= v < 1e8):
-                raise UserError(f"hardware {self.id}: {f} must be a non-negative number, got {v!r}")
+            # 0 = not known; else at least one unit per second (1 FLOP/s, 1 B/s): no infinite times
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (v == 0 or 1e-12 <= v < 1e8):
+                raise UserError(f"hardware {self.id}: {f} must be a non-negative number (0 if unknown, else at least 1e-12), got {v!r}")
         for f in ("id", "name", "vendor", "memory_type", "host_link", "source", "notes", "confidence"):
             if not isinstance(getattr(self, f), str):
                 raise UserError(f"hardware {self.id}: {f} must be a string, got {getattr(self, f)!r}")
