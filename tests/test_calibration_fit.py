@@ -70,7 +70,7 @@ def test_fast_evaluator_equals_predict(scored):
 
 def _gpu(name="NVIDIA GeForce RTX 4090", bw=1000.0, tflops=100.0):
     return Hardware(id="x", name=name, kind="gpu", vendor="NVIDIA", memory_gb=24, bandwidth_gbps=bw,
-                    fp16_tflops=tflops)
+                    fp16_tflops=tflops, fp16_accumulate_2x="GeForce" in name)
 
 
 def test_bandwidth_cap_by_hand():

@@ -59,7 +59,7 @@ def test_allreduce_bytes_per_token(n):
 
 def test_links_per_direction():
     assert device_link(get_hardware("h100-sxm"), 8).per_direction_bytes_s == 450e9
-    assert device_link(get_hardware("h100-sxm"), 16).kind == "pcie"        # beyond one HGX board
+    assert device_link(get_hardware("h100-sxm"), 16).kind == "network"     # beyond one HGX board: two servers
     assert device_link(get_hardware("rtx-4090"), 2).per_direction_bytes_s == 31.5e9   # no NVLink on Ada
     assert device_link(get_hardware("rtx-3090"), 2).kind == "scale-up"     # NVLink bridge, pairs only
     assert device_link(get_hardware("rtx-3090"), 4).kind == "pcie"

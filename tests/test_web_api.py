@@ -65,9 +65,9 @@ def test_models_and_hardware(server):
 
 
 def test_predict_equals_library(server):
-    q = {**BASE, "quant": "Q4_K_M", "context": "4096", "prompt": "256", "gen": "64", "batch": "2", "engine": "vllm"}
+    q = {**BASE, "quant": "AWQ-4B", "context": "4096", "prompt": "256", "gen": "64", "batch": "2", "engine": "vllm"}
     got = ok_json(server, "/api/predict", q)
-    want = json.loads(json.dumps(predict("llama-3-8b", "rtx-4090", quant="Q4_K_M", context=4096, prompt=256, gen=64,
+    want = json.loads(json.dumps(predict("llama-3-8b", "rtx-4090", quant="AWQ-4B", context=4096, prompt=256, gen=64,
                                          batch=2, engine="vllm").to_dict()))
     want.setdefault("hypothetical", False)           # PRODUCT.md: top-level "hypothetical" (it fits here)
     assert got == want

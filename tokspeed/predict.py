@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from .engines.compat import runnable
 from .engines.profile import IDEAL, EngineProfile, attention_spec, get_engine
 from .engines import profile as _profile
 from .ledger import Op, depth_kinks, forward_ops, resident_weight_bytes
@@ -189,6 +190,7 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
     kvb = kv_dtype_bytes(kv_dtype)
     prof = _engine(engine, hw, engine_version)
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
+    prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
     r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights)

@@ -90,6 +90,7 @@ def row_hardware(r: dict) -> Hardware:
     hw = Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=r["hardware_kind"].strip(),
                   vendor=r["vendor"].strip(), memory_gb=_float(r["memory_GB"], UNSTATED_MEMORY_GB),
                   bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_float(r["fp16_TFLOPS"]),
+                  fp16_accumulate_2x=_catalog_flag(r["hardware"], "fp16_accumulate_2x"),
                   source=f"calibration.csv row {r['id']}")
     return replace(hw, memory_type=memory_class(hw).upper())
 
@@ -107,6 +108,17 @@ def row_era(engine: str, date: str, build: str) -> str:
     if m:
         return era_of(engine, m.group(1))
     return ""
+
+
+def _catalog_flag(name: str, field: str) -> bool:
+    """A capability of the device from the hardware catalog (every calibration device is in it)."""
+    from ..errors import UserError
+    from ..hardware.catalog import get_hardware
+
+    try:
+        return bool(getattr(get_hardware(name), field))
+    except UserError:
+        return False
 
 
 def map_quant(text: str) -> str:

@@ -6,10 +6,8 @@ sources included; any other FILTER keeps the devices whose id, name, vendor or a
 
 from __future__ import annotations
 
-import json
-import sys
-
 from ..errors import UserError
+from .options import print_json
 
 KINDS = ("gpu", "soc", "cpu", "accelerator")
 
@@ -46,8 +44,7 @@ def run(args) -> int:
             get_hardware(args.filter)  # raises the unknown-name error with its did-you-mean hint
             raise UserError(f"no {args.kind} matches {args.filter!r}", "drop --kind or change the filter")
     if args.json:
-        json.dump([h.to_dict() for h in devices], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json([h.to_dict() for h in devices])
         return 0
     _table(devices)
     return 0
@@ -85,8 +82,7 @@ def _one(hw, as_json: bool) -> int:
     d = hw.to_dict()
     d["properties"] = _properties(hw)
     if as_json:
-        json.dump(d, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(d)
         return 0
     from ..report.console import make_console
     from ..report.text import FitTable
@@ -122,8 +118,7 @@ def _links(args) -> int:
             if not links:
                 raise
     if args.json:
-        json.dump([l.to_dict() for l in links], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json([l.to_dict() for l in links])
         return 0
     from ..report.console import make_console
     from ..report.text import FitTable

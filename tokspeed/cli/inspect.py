@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .options import print_json
+
 LABELS = {"embedding": "token embedding", "attention": "attention", "ffn": "FFN (dense)",
           "experts": "experts (routed)", "shared_experts": "shared experts", "router": "router",
           "lm_head": "LM head", "norms": "norms", "other": "other layer weights", "vision": "vision/audio"}
@@ -17,8 +19,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    import json
-    import sys
 
     from ..errors import UserError
     from ..files.footprint import footprint
@@ -30,8 +30,7 @@ def run(args) -> int:
                         "give a .gguf, .safetensors, a Hugging Face folder with weights, or ollama:NAME")
     fp = footprint(mf, kv_dtype=args.kv_dtype)
     if args.json:
-        json.dump(fp, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(fp)
         return 0
     _print(fp)
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from .options import print_json
+
 
 def add_parser(sub):
     p = sub.add_parser("models", help="list or search the built-in model catalog",
@@ -86,10 +88,7 @@ def run(args) -> int:
         sys.stderr.write(f"tokspeed: no catalog model matches {args.filter!r}"
                          f"{' (' + hint + ')' if hint else ''}; `tokspeed models` lists them all\n")
     if args.json:
-        import json
-
-        json.dump([to_json(m, a) for m, a in rows], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json([to_json(m, a) for m, a in rows])
         return 0
     from ..report.console import make_console
     from ..report.text import FitTable

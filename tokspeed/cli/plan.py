@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..workload import DEFAULT_ENGINE
-from .options import positive_int, print_json
+from .options import number, positive_int, print_json
 
 
 def add_parser(sub):
@@ -12,14 +12,14 @@ def add_parser(sub):
                                    "2-16 (layer split / tensor parallel); rank those whose expected per-user decode "
                                    "tok/s meets --target-tok-s by price (with --prices) or power.")
     p.add_argument("model", help="catalog id, config.json or Hugging Face folder")
-    p.add_argument("--target-tok-s", dest="target", type=float, required=True, help="per-user decode tok/s wanted")
+    p.add_argument("--target-tok-s", dest="target", type=number, required=True, help="per-user decode tok/s wanted")
     p.add_argument("--quant", "-q", default=None, help="weight format (default F16)")
     p.add_argument("--kv-dtype", default="f16")
     p.add_argument("--engine", "-e", default=DEFAULT_ENGINE)
     p.add_argument("--context", type=positive_int, default=4096, help="tokens in the KV cache (default 4096)")
     p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
     p.add_argument("--users", type=positive_int, default=None, help="concurrent users; target is per user")
-    p.add_argument("--budget", type=float, default=None, help="USD per hour at most (needs --prices)")
+    p.add_argument("--budget", type=number, default=None, help="USD per hour at most (needs --prices)")
     p.add_argument("--prices", default=None, help="TOML file: hardware-id = USD per device-hour")
     p.add_argument("--hardware", "--hw", dest="hardware", default=None, help="only these ids (comma-separated)")
     p.add_argument("--top", type=positive_int, default=15, help="rows to show (default 15)")

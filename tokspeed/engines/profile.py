@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from .compat import backend_for, engine_names, runtime_of, sliding_window_spec
 from ..errors import UserError, did_you_mean
 from .eras import era_family, era_labels, era_of, nearest_era
 from .memory import memory_class
@@ -56,8 +57,7 @@ from .memory import memory_class
 HERE = Path(__file__).parent
 MATVEC_MAX_TOKENS = 8  # llama.cpp: MMVQ_MAX_BATCH_SIZE (CUDA) and the mul_mv_ext limit (Metal) are 8 rows
 CAP_SHARPNESS = 4.0   # soft-minimum exponent of the bandwidth cap: at bw = cap the result is 0.84 x cap
-ENGINES = ["ideal", "llama.cpp", "llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "llama.cpp-cpu",
-           "gpt-fast", "vllm", "tensorrt-llm", "transformers", "exllamav2", "mlx"]
+ENGINES = engine_names()  # the capability table's engines (capabilities.toml): ideal, llama.cpp + backends, ...
 
 
 # `tokspeed measure --calibrate` stores its fit's RMS relative error; the band it gives a prediction is
@@ -88,6 +88,11 @@ class EngineProfile:
     prefill_error_pct: float = 0.0
     fitted: bool = False
     source: str = ""
+    runtime: str = ""                 # code underneath: "llama.cpp" for every llama.cpp backend, ollama, lm-studio
+
+    def __post_init__(self):
+        if not self.runtime:
+            object.__setattr__(self, "runtime", runtime_of(self.name))
 
     def mem_eff(self, key: str) -> float:
         """eta_mem for a memory class or hardware kind (``default`` if neither is listed)."""
@@ -141,28 +146,36 @@ class EngineProfile:
         return self.name == "ideal"
 
 
+FORMAT_GROUPS = ("float", "q8", "legacy", "mxfp4", "kquant", "int4")
+
+
 def format_group(quant: str) -> str:
-    """Weight formats grouped by the kind of dequantisation their kernels do."""
-    q = quant.upper()
-    if q in ("F32", "F16", "BF16", "FP16"):
+    """Weight formats grouped by the kind of dequantisation their kernels do; an unknown format is an error
+    (it used to fall through to "int4")."""
+    q = quant.strip().upper()
+    if q.lower() in FORMAT_GROUPS:          # already a group (the fit passes group names)
+        return q.lower()
+    if q in ("F32", "F16", "BF16", "FP16", "F64"):
         return "float"
-    if q in ("Q8_0", "INT8", "FP8"):
+    if q in ("Q8_0", "Q8_1", "Q8_K", "INT8", "FP8"):
         return "q8"
     if q in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"):
         return "legacy"
     if q == "MXFP4":
         return "mxfp4"
-    if q.startswith(("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ")):
+    if q.startswith(("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ1_", "IQ2_", "IQ3_", "IQ4_XS", "TQ1_0", "TQ2_0")):
         return "kquant"
-    return "int4"
+    if q.startswith(("INT4", "GPTQ", "AWQ", "EXL2-")):
+        return "int4"
+    raise UserError(f"unknown weight format {quant!r} (no kernel group for it)",
+                    "use one of the --quant names (tokspeed predict --help)")
 
 
 def compute_class(hw) -> str:
-    """``geforce`` for NVIDIA GeForce GPUs (FP16-accumulate tensor rate = 2x the FP32-accumulate figure
-    in the catalog; NVIDIA Ampere GA102 and Ada AD102 whitepapers), else the hardware kind."""
-    if hw.vendor.lower() == "nvidia" and "geforce" in hw.name.lower():
-        return "geforce"
-    return hw.kind
+    """``geforce`` for devices whose catalog FP16 figure is the FP32-accumulate rate, half their FP16-accumulate
+    rate (the hardware field ``fp16_accumulate_2x``: NVIDIA GeForce per the Ampere GA102 / Ada AD102 /
+    Blackwell GB202 whitepapers, and the L40), else the hardware kind."""
+    return "geforce" if getattr(hw, "fp16_accumulate_2x", False) else hw.kind
 
 
 IDEAL = EngineProfile("ideal", source="roofline bound: eta = 1, no overhead (the seeds' formula)")
@@ -192,43 +205,41 @@ def prior_profile(engine: str) -> EngineProfile:
 
 
 def resolve_backend(engine: str, hardware) -> str:
-    """``llama.cpp`` picks its backend from the hardware: CUDA on NVIDIA GPUs, Metal on Apple,
-    Vulkan on other GPUs, CPU on CPU memory systems."""
+    """``llama.cpp`` (and ollama, lm-studio) pick their backend by device class from the capability table:
+    CUDA on NVIDIA, Metal on Apple, ROCm on AMD (Instinct and Radeon), SYCL on Intel, CPU on CPU memory
+    systems; Vulkan only when asked. No backend (TPU, Gaudi) is a UserError naming the engines that run there."""
     e = engine.strip().lower()
-    if e != "llama.cpp":
-        return e
-    vendor = hardware.vendor.lower()
-    if hardware.kind == "accelerator":
-        raise UserError(f"llama.cpp has no backend for {hardware.name}",
-                        "use --engine vllm (or ideal for the roofline bound)")
-    if hardware.kind == "cpu":
-        return "llama.cpp-cpu"
-    if vendor == "apple":
-        return "llama.cpp-metal"
-    if vendor == "nvidia":
-        return "llama.cpp-cuda"
-    return "llama.cpp-vulkan"
+    return backend_for(e, hardware) if e == "llama.cpp" else e
 
 
-# model families whose sliding window llama.cpp does not apply: Mistral v0.1 is converted to GGUF as the
-# `llama` architecture (convert_hf_to_gguf.py writes no sliding-window key for it), so llama.cpp caches and
-# attends the full context. Gemma 2/3, gpt-oss and Phi-3 GGUFs carry their window and llama.cpp honours it.
-FULL_ATTENTION_FAMILIES = {"llama.cpp": ("mistral",)}
+LAYERED_ON_LLAMA_CPP = ("ollama", "lm-studio")   # capabilities.toml: runtime llama.cpp, own backend map
+
+
+def layered_profile(name: str, hardware=None, version=None) -> EngineProfile:
+    """ollama / lm-studio: the llama.cpp backend they run on this device (fitted where it has rows), plus
+    their own per-token cost (``extra_fixed_s``: server, sampling and detokenising outside llama.cpp) and
+    band from priors.toml."""
+    from dataclasses import replace
+
+    own = dict(load_table("priors.toml")[name])
+    base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
+    base = get_engine(base_name, hardware, version)
+    extra = own.pop("extra_fixed_s", 0.0)
+    return replace(base, name=name, runtime="llama.cpp", fixed_s=base.fixed_s + extra,
+                   source=f"{own.pop('source', name)}; over {base.name}: {base.source}", fitted=False, **own)
 
 
 def attention_spec(profile: EngineProfile, spec):
-    """The model as this engine runs it: a sliding window the engine ignores becomes full attention."""
-    from dataclasses import replace
-
-    families = FULL_ATTENTION_FAMILIES.get("llama.cpp" if profile.name.startswith("llama.cpp") else profile.name, ())
-    if spec.n_sliding_layers and spec.family in families:
-        return replace(spec, sliding_window=0, n_sliding_layers=0)
-    return spec
+    """The model as this engine runs it: a sliding window the engine ignores becomes full attention (the
+    capability table's ``sliding_window`` / ``full_attention_families``: llama.cpp runs Mistral v0.1, whose
+    GGUF carries no window, with full attention; Gemma 2/3, gpt-oss and Phi-3 GGUFs keep theirs)."""
+    return sliding_window_spec(profile, spec)
 
 
 # engines whose decode a `tokspeed measure` backend reproduces on this machine
 MEASURED_BY = {"gpt-fast": "torch", "transformers": "torch", "llama.cpp-cpu": "llama.cpp",
-               "llama.cpp-cuda": "llama.cpp", "llama.cpp-metal": "llama.cpp", "llama.cpp-vulkan": "llama.cpp"}
+               "llama.cpp-cuda": "llama.cpp", "llama.cpp-metal": "llama.cpp", "llama.cpp-vulkan": "llama.cpp",
+               "llama.cpp-rocm": "llama.cpp", "llama.cpp-sycl": "llama.cpp"}
 
 
 def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
@@ -295,6 +306,8 @@ def get_engine(engine, hardware=None, version=None) -> EngineProfile:
         raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES))
     if e == "llama.cpp" and hardware is not None:
         e = resolve_backend(e, hardware)
+    if e in LAYERED_ON_LLAMA_CPP:
+        return layered_profile(e, hardware, version)
     if e == "ideal":
         if version is not None:
             era_of(e, version)

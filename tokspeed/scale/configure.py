@@ -19,7 +19,7 @@ def matmuls_per_layer(spec) -> int:
 
 
 def parallel_layout(spec, hw, prof, par: Parallel) -> Layout:
-    llama = prof.name.startswith("llama.cpp")
+    llama = prof.runtime == "llama.cpp"
     if not llama:
         check_tp(spec, par.tp)      # llama.cpp's row split cuts rows anywhere; head-sharded TP cannot
     blocks = split_layers(spec.n_layers, par.pp)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..engines.compat import engines_for, runtime_of
 from ..errors import UserError
 from ..predict import predict
 from ..workload import DEFAULT_ENGINE
@@ -65,7 +66,7 @@ def parallel_for(spec, engine: str, n: int, hw=None) -> str:
     (and the head count), pipeline stages across groups."""
     from .interconnect import scale_up_reach
 
-    if engine.startswith("llama.cpp"):
+    if runtime_of(engine) == "llama.cpp":
         return "split"
     reach = scale_up_reach(hw) if hw is not None and hw.scale_up_gbps else n
     tp = max(t for t in range(1, n + 1) if n % t == 0 and spec.n_heads % t == 0 and t <= reach)
@@ -75,24 +76,13 @@ def parallel_for(spec, engine: str, n: int, hw=None) -> str:
 
 
 def runs_on(engine: str, hw) -> bool:
-    """Backends each engine has: llama.cpp (CUDA/ROCm/Vulkan, Metal, CPU; no TPU/Gaudi), MLX (Apple only),
-    vLLM (GPUs, TPU/Gaudi plugins, CPU), transformers (GPUs, CPU, Apple MPS), the CUDA-only rest (GPUs)."""
-    e = engine.lower()
-    apple = hw.vendor.lower() == "apple"
-    if e.startswith("llama.cpp"):
-        return hw.kind != "accelerator"
-    if e == "mlx":
-        return apple
-    if e == "vllm":
-        return not apple
-    if e == "transformers":
-        return hw.kind != "accelerator"
-    return hw.kind == "gpu"
+    """Whether the engine runs on the device at all (the capability table, ``tokspeed.engines.compat``)."""
+    return engine.strip().lower() == "ideal" or engine.strip().lower() in engines_for(hw)
 
 
 def offload_modes(spec, engine: str) -> list[str]:
     """llama.cpp offloads whole layers (and, for MoE, just the experts); other engines stream."""
-    if engine.startswith("llama.cpp"):
+    if runtime_of(engine) == "llama.cpp":
         return ["auto", "experts"] if spec.is_moe else ["auto"]
     return ["stream"]
 
