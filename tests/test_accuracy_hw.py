@@ -152,7 +152,7 @@ def test_16_h100_over_pcie_is_not_faster_than_8_h200():
 
 
 def test_deepseek_v3_fp8_batch_1_on_8_h200_is_tens_of_tok_s():
-    from tokspeed.models.resolve import resolve_model
+    from tokspeed.resolve import resolve_model
 
     spec, _ = resolve_model("deepseek-v3")
     # 61 layers, 3 dense: 58 MoE layers x 4 dispatch kernels + one FP8 activation quantisation per GEMM

@@ -152,7 +152,7 @@ def test_compute_class_reads_the_hardware_field_not_the_name():
 
 def test_gpt_fast_attends_the_full_context_of_a_sliding_window_model():
     from tokspeed.engines.profile import attention_spec
-    from tokspeed.models.resolve import resolve_model
+    from tokspeed.resolve import resolve_model
 
     spec, _ = resolve_model("gemma-2-9b")
     assert spec.n_sliding_layers
