@@ -42,8 +42,9 @@ def _context(n: int) -> str:
     return f"{n // 1024}K" if n % 1024 == 0 else str(n)
 
 
-def _repo(url: str) -> str:
-    return url.removeprefix("https://huggingface.co/").removesuffix("/blob/main/config.json")
+def _repo(m) -> str:
+    """The Hugging Face repository the entry describes (its config source for the original entries)."""
+    return m.hf_repo or m.source.removeprefix("https://huggingface.co/").removesuffix("/blob/main/config.json")
 
 
 def _order(m):
@@ -100,11 +101,11 @@ def run(args) -> int:
     t = Table(title=f"{len(rows)} model(s)", title_justify="left")
     for col, just in (("id", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
                       ("d_model", "right"), ("heads/kv", "right"), ("context", "right"),
-                      ("features", "left"), ("source (huggingface.co/...)", "left")):
+                      ("features", "left"), ("use", "left"), ("huggingface.co/...", "left")):
         t.add_column(col, justify=just, no_wrap=col not in ("features",))
     for m, _ in rows:
         t.add_row(m.id, _count(m.n_params), _count(m.n_active_params) if m.is_moe else "", str(m.n_layers),
                   str(m.d_model), f"{m.n_heads}/{m.n_kv_heads}", _context(m.max_context),
-                  ", ".join(markers(m)), _repo(m.source))
+                  ", ".join(markers(m)), ",".join(m.use), _repo(m))
     console.print(t)
     return 0

@@ -11,6 +11,8 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import UserError
 
+USES = ("chat", "code", "reasoning")
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -65,6 +67,12 @@ class ModelSpec:
     vision_params: int = 0          # vision encoder + projector stored with the checkpoint (Gemma 3):
     #                                 not part of the text decoder, so not in n_params
     notes: str = ""
+    hf_repo: str = ""               # the Hugging Face repository id of the original weights
+    source_status: str = ""         # how sure the source is (the model-configs record's ``status``)
+    record: str = ""                # name of the record in data/model-configs/models.jsonl it came from
+    use: tuple = ()                 # what the authors made it for: chat, code, reasoning
+    published_params_tol: float = 0.0   # billions: one unit of the last digit the authors stated
+    published_active_tol: float = 0.0   # ("12B" -> 1.0, "2.4B" -> 0.1); 0 -> within 0.5 %
     extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self):
@@ -82,6 +90,11 @@ class ModelSpec:
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**8:
                 bad(f"{f} must be a non-negative integer, got {v!r}")
+        if isinstance(self.use, (list, tuple)):
+            object.__setattr__(self, "use", tuple(self.use))
+        bad_use = [u for u in self.use if u not in USES] if isinstance(self.use, tuple) else [self.use]
+        if bad_use:
+            bad(f"use must be a list of {', '.join(USES)}, got {self.use!r}")
         v = self.vision_params
         if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**12:
             bad(f"vision_params must be a non-negative integer, got {v!r}")
@@ -269,4 +282,5 @@ class ModelSpec:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("extra", None)
+        d["use"] = list(self.use)
         return d
