@@ -17,6 +17,8 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     entry / bare config (the quant scheme then decides the bytes)."""
     if isinstance(arg, ModelSpec):
         return arg, None
+    if isinstance(getattr(arg, "spec", None), ModelSpec) and hasattr(arg, "storage"):
+        return arg.spec, arg.storage     # already resolved (a spec with its storage, e.g. tokspeed.fit's)
     from ..files.loader import open_model_file
 
     mf = open_model_file(arg)

@@ -7,8 +7,16 @@ have role ``norm`` and rows = 1. The sum of their elements equals ``ModelSpec.n_
 
 from __future__ import annotations
 
+from functools import lru_cache
 
-def weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
+
+@lru_cache(maxsize=256)
+def weight_tensors(spec) -> tuple[tuple[str, int | None, int, int], ...]:
+    """The tensors of ``spec`` (a frozen, hashable ModelSpec), computed once per shape."""
+    return tuple(_weight_tensors(spec))
+
+
+def _weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
     d = spec.d_model
     out: list[tuple[str, int | None, int, int]] = [("token_embd", None, spec.vocab_size, d)]
     norm_width = 2 if spec.norm == "layernorm" else 1
