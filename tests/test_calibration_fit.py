@@ -13,7 +13,7 @@ from tokspeed.calibration import DEFAULT_CSV, load_rows
 from tokspeed.calibration.evaluate import error_pct, percentile, predicted_tok_s
 from tokspeed.engines.profile import EngineProfile, get_engine, prior_profile
 from tokspeed.hardware.spec import Hardware
-from tokspeed.ledger import Op
+from tokspeed.ledger import Op, Role, Scope
 from tokspeed.predict import op_time
 
 REPO = Path(__file__).resolve().parents[1]
@@ -85,7 +85,7 @@ def test_bandwidth_cap_by_hand():
 
 def test_geforce_fp16_accumulate_doubles_tensor_peak_by_hand():
     prof = EngineProfile("t", eta_compute={"default": 0.5}, fp16_accumulate=True)
-    op = Op("matmul", "ffn", "tensor", 1, flops=1e12, weight_bytes=1e6)
+    op = Op("matmul", Role.MLP, Scope.DENSE, "tensor", 1, flops=1e12, weight_bytes=1e6)
     # GeForce: 1e12 FLOP / (2 x 100 TFLOP/s x 0.5) = 10 ms; workstation card: 20 ms
     t, bound = op_time(op, _gpu(), prof, "F16")
     assert bound == "compute" and math.isclose(t, 0.010, rel_tol=1e-12)
@@ -98,13 +98,13 @@ def test_geforce_fp16_accumulate_doubles_tensor_peak_by_hand():
 def test_attention_and_format_efficiency_by_hand():
     prof = EngineProfile("t", eta_compute={"default": 0.5}, eta_attn=0.25, eta_compute_format={"kquant": 0.8},
                          eta_mem={"default": 0.5}, eta_kv=0.5)
-    attn = Op("attention", "attention", "tensor", 1, flops=1e12, kv_read_bytes=1e6)
+    attn = Op("attention", Role.ATTN_CORE, Scope.DENSE, "tensor", 1, flops=1e12, kv_read_bytes=1e6)
     t, _ = op_time(attn, _gpu(name="NVIDIA A40"), prof, "Q4_K_M")
     assert math.isclose(t, 1e12 / (100e12 * 0.5 * 0.25), rel_tol=1e-12)          # 80 ms
-    mm = Op("matmul", "ffn", "tensor", 1, flops=1e12, weight_bytes=1e6)
+    mm = Op("matmul", Role.MLP, Scope.DENSE, "tensor", 1, flops=1e12, weight_bytes=1e6)
     t, _ = op_time(mm, _gpu(name="NVIDIA A40"), prof, "Q4_K_M")
     assert math.isclose(t, 1e12 / (100e12 * 0.5 * 0.8), rel_tol=1e-12)           # 25 ms
-    kv = Op("attention", "attention", "tensor", 1, flops=1.0, kv_read_bytes=1e9)
+    kv = Op("attention", Role.ATTN_CORE, Scope.DENSE, "tensor", 1, flops=1.0, kv_read_bytes=1e9)
     t, bound = op_time(kv, _gpu(name="NVIDIA A40"), prof, "F16")
     assert bound == "memory" and math.isclose(t, 1e9 / (1000e9 * 0.5 * 0.5), rel_tol=1e-12)  # 4 ms
 
@@ -134,7 +134,7 @@ def test_fit_lowers_loss_from_priors(scored):
 
 def test_compute_efficiency_never_beats_the_listed_peak():
     prof = EngineProfile("t", eta_compute={"default": 0.8}, fp16_accumulate=True)
-    op = Op("matmul", "ffn", "tensor", 1, flops=1e12, weight_bytes=1e6)
+    op = Op("matmul", Role.MLP, Scope.DENSE, "tensor", 1, flops=1e12, weight_bytes=1e6)
     t, _ = op_time(op, _gpu(), prof, "F16")       # 0.8 x 2 = 1.6 is clamped to 1: 1e12 / 100e12 = 10 ms
     assert math.isclose(t, 0.010, rel_tol=1e-12)
 

@@ -16,7 +16,7 @@ from files_fixtures import finish, TINY, hf_llama_tensors, llama_config, write_l
 from tokspeed.errors import UserError  # noqa: E402
 from tokspeed.files.loader import open_model_file  # noqa: E402
 from tokspeed.files.safetensors_reader import read_safetensors_header  # noqa: E402
-from tokspeed.models.resolve import resolve_model  # noqa: E402
+from tokspeed.resolve import resolve_model  # noqa: E402
 
 
 def _params(s):

@@ -106,7 +106,7 @@ def test_offloaded_model_fits_where_vram_alone_does_not():
 def test_moe_experts_offload_reads_only_the_picked_experts_from_ram():
     # gpt-oss-20b MXFP4 (12.1 GB) does not fit a 12 GB RTX 3060; llama.cpp --cpu-moe keeps every
     # routed expert in RAM. Decode then reads k/E = 4/32 of each layer's experts from RAM.
-    from tokspeed.ledger import forward_ops
+    from tokspeed.ledger import Role, forward_ops
     from tokspeed.scale.layout import layer_expert_bytes
 
     alone = predict("gpt-oss-20b", "rtx-3060", quant="MXFP4", engine="ideal", prompt=0, gen=1)
@@ -117,7 +117,7 @@ def test_moe_experts_offload_reads_only_the_picked_experts_from_ram():
     experts = sum(layer_expert_bytes(p.spec, p.storage))
     assert host["weights_bytes"] == pytest.approx(experts)
     stages = {s["name"]: s for s in p.extra["offload"]["decode_seconds_by_stage"]}
-    read = sum(o.weight_bytes for o in forward_ops(p.spec, p.storage, 2, 1, 1, 0) if "_exps" in o.name)
+    read = sum(o.weight_bytes for o in forward_ops(p.spec, p.storage, 2, 1, 1, 0) if o.role is Role.EXPERTS)
     assert read == pytest.approx(experts * 4 / 32)
     # the CPU stage is the picked experts' bytes (plus their activations) at 89.6 GB/s
     assert stages["cpu (experts)"]["seconds"] == pytest.approx(read / 89.6e9, rel=0.02)

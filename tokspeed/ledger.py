@@ -20,15 +20,53 @@ Conventions (per pass, summed over the ``count`` layers an op stands for):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 ACT_BYTES = 2.0
 
 
+class Role(str, Enum):
+    """What an operator is. Every decision about an operator (TP sharding, pipeline stage, explain
+    grouping) keys on its role and scope; ``Op.name`` is for display only."""
+    EMBED = "embed"                     # token embedding gather
+    ATTN_NORM = "attn_norm"
+    QKV = "qkv"                         # q/k/v projections (MLA: q_a, q_b, kv_a, kv_b)
+    ROPE = "rope"
+    ATTN_CORE = "attn_core"             # scores, softmax, values over the KV cache
+    O_PROJ = "o_proj"
+    ATTN_RESIDUAL = "attn_residual"
+    FFN_NORM = "ffn_norm"
+    MLP = "mlp"                         # dense FFN gate/up/down
+    MLP_ACT = "mlp_act"
+    ROUTER = "router"
+    EXPERTS = "experts"                 # routed experts gate/up/down
+    EXPERTS_ACT = "experts_act"
+    SHARED_EXPERTS = "shared_experts"
+    SHARED_ACT = "shared_act"
+    FFN_RESIDUAL = "ffn_residual"
+    FINAL_NORM = "final_norm"
+    LM_HEAD = "lm_head"
+    SAMPLE = "sample"                   # logits to the CPU, sampling
+
+
+class Scope(str, Enum):
+    """Where in the model an operator runs: before the layers, in every layer / the dense-FFN layers,
+    in the MoE layers, or after the layers."""
+    INPUT = "input"
+    DENSE = "dense"
+    MOE = "moe"
+    HEAD = "head"
+
+
+NORM_ROLES = frozenset({Role.ATTN_NORM, Role.FFN_NORM, Role.ATTN_RESIDUAL, Role.FFN_RESIDUAL, Role.FINAL_NORM})
+
+
 @dataclass
 class Op:
-    name: str
-    stage: str            # embedding | attention | ffn | moe | norm | lm_head | sampling
-    unit: str             # tensor (matmul) | vector (elementwise, attention core) | memory (gather)
+    name: str             # display only
+    role: Role
+    scope: Scope
+    unit: str             # tensor (matmul) | vector (elementwise, attention core) | memory (gather) | cpu
     count: int            # layers (or 1) this row stands for
     flops: float = 0.0
     weight_bytes: float = 0.0
@@ -36,6 +74,11 @@ class Op:
     kv_read_bytes: float = 0.0
     kv_write_bytes: float = 0.0
     kernels: int = 1      # GPU kernels launched per layer for this op (llama.cpp-style, unfused)
+    layers: tuple = ()    # (first, end) layers of a DENSE/MOE op; () for INPUT/HEAD ops
+
+    def __post_init__(self):
+        if not isinstance(self.role, Role) or not isinstance(self.scope, Scope):
+            raise ValueError(f"operator {self.name!r}: unknown role {self.role!r} or scope {self.scope!r}")
 
     @property
     def bytes(self) -> float:
@@ -82,12 +125,12 @@ def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: i
 
     # -- embedding: one row per token ---------------------------------------------------------
     row_bytes = wb("token_embd", None, 1, d)
-    ops.append(Op("token embedding gather", "embedding", "memory", 1,
+    ops.append(Op("token embedding gather", Role.EMBED, Scope.INPUT, "memory", 1,
                   weight_bytes=min(T, spec.vocab_size) * row_bytes, act_bytes=T * d * ACT_BYTES))
 
     # -- attention -----------------------------------------------------------------------------
     norm_flops = 4 * d * T
-    ops.append(Op("attention norm", "norm", "vector", L, flops=L * norm_flops,
+    ops.append(Op("attention norm", Role.ATTN_NORM, Scope.DENSE, "vector", L, layers=(0, L), flops=L * norm_flops,
                   weight_bytes=L * d * storage.element_bytes("norm", 0),
                   act_bytes=L * 2 * T * d * ACT_BYTES))
     if spec.is_mla:
@@ -102,11 +145,11 @@ def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: i
     else:
         projs = [("attn_q", spec.q_dim, d), ("attn_k", spec.kv_dim, d), ("attn_v", spec.kv_dim, d)]
     for role, rows, cols in projs:
-        ops.append(Op(f"{role} projection", "attention", "tensor", L, flops=L * 2 * T * rows * cols,
+        ops.append(Op(f"{role} projection", Role.QKV, Scope.DENSE, "tensor", L, layers=(0, L), flops=L * 2 * T * rows * cols,
                       weight_bytes=layers_sum(role, rows, cols, all_layers),
                       act_bytes=L * T * (rows + cols) * ACT_BYTES))
     rot = spec.qk_rope_head_dim if spec.is_mla else (spec.rotary_dim or spec.head_dim)
-    ops.append(Op("RoPE", "attention", "vector", L, flops=L * 3 * T * (spec.n_heads + spec.n_kv_heads) * rot,
+    ops.append(Op("RoPE", Role.ROPE, Scope.DENSE, "vector", L, layers=(0, L), flops=L * 3 * T * (spec.n_heads + spec.n_kv_heads) * rot,
                   act_bytes=L * 2 * T * (spec.n_heads + spec.n_kv_heads) * rot * ACT_BYTES))
 
     # attention core over the cache, split into full and sliding layers
@@ -123,61 +166,64 @@ def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: i
         pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
         cached = min(depth, window) if window else depth
         flops = layers * B * spec.n_heads * pairs * (2 * score_dim + 2 * value_dim + 5)
-        ops.append(Op("attention scores/softmax/values" + label, "attention", "tensor", layers, flops=flops,
+        ops.append(Op("attention scores/softmax/values" + label, Role.ATTN_CORE, Scope.DENSE, "tensor", layers,
+                      layers=(0, L), flops=flops,
                       kv_read_bytes=layers * B * (cached + n) * kv_per_tok_layer,
                       kv_write_bytes=layers * B * n * kv_per_tok_layer,
                       act_bytes=layers * T * (spec.q_dim + spec.attn_out_dim) * ACT_BYTES, kernels=3))
-    ops.append(Op("attn_output projection", "attention", "tensor", L, flops=L * 2 * T * d * spec.attn_out_dim,
+    ops.append(Op("attn_output projection", Role.O_PROJ, Scope.DENSE, "tensor", L, layers=(0, L), flops=L * 2 * T * d * spec.attn_out_dim,
                   weight_bytes=layers_sum("attn_output", d, spec.attn_out_dim, all_layers),
                   act_bytes=L * T * (d + spec.attn_out_dim) * ACT_BYTES))
-    ops.append(Op("residual add (attention)", "norm", "vector", L, flops=L * T * d,
+    ops.append(Op("residual add (attention)", Role.ATTN_RESIDUAL, Scope.DENSE, "vector", L, layers=(0, L), flops=L * T * d,
                   act_bytes=L * 3 * T * d * ACT_BYTES))
 
     # -- FFN / MoE -----------------------------------------------------------------------------
-    ops.append(Op("FFN norm", "norm", "vector", L, flops=L * norm_flops,
+    ops.append(Op("FFN norm", Role.FFN_NORM, Scope.DENSE, "vector", L, layers=(0, L), flops=L * norm_flops,
                   weight_bytes=L * d * storage.element_bytes("norm", 0), act_bytes=L * 2 * T * d * ACT_BYTES))
     dense_layers = range(spec.n_ffn_dense_layers) if spec.is_moe else all_layers
     if len(dense_layers) and spec.d_ff:
-        ops.extend(_mlp_ops(spec, storage, "", spec.d_ff, dense_layers, T, 1.0, "ffn"))
+        ops.extend(_mlp_ops(spec, storage, "", spec.d_ff, dense_layers, T, 1.0, Role.MLP, Role.MLP_ACT))
     if spec.is_moe:
         moe_layers = range(spec.n_dense_layers, L)
         Lm = len(moe_layers)
-        ops.append(Op("MoE router", "moe", "tensor", Lm, flops=Lm * 2 * T * d * spec.n_experts,
+        ops.append(Op("MoE router", Role.ROUTER, Scope.MOE, "tensor", Lm, layers=(spec.n_dense_layers, L), flops=Lm * 2 * T * d * spec.n_experts,
                       weight_bytes=sum(wb("ffn_gate_inp", i, spec.n_experts, d) for i in moe_layers),
                       act_bytes=Lm * T * (d + spec.n_experts) * ACT_BYTES))
         touched = expected_experts(spec.n_experts, spec.n_active_experts, T)
         ops.extend(_mlp_ops(spec, storage, "_exps", spec.d_ff_expert, moe_layers, T * spec.n_active_experts,
-                            touched / spec.n_experts, "moe", stack=spec.n_experts))
+                            touched / spec.n_experts, Role.EXPERTS, Role.EXPERTS_ACT, stack=spec.n_experts))
         if spec.n_shared_experts:
             ops.extend(_mlp_ops(spec, storage, "_shexp", (spec.d_ff_shared or spec.d_ff_expert) *
-                                spec.n_shared_experts, moe_layers, T, 1.0, "moe"))
-    ops.append(Op("residual add (FFN)", "norm", "vector", L, flops=L * T * d, act_bytes=L * 3 * T * d * ACT_BYTES))
+                                spec.n_shared_experts, moe_layers, T, 1.0, Role.SHARED_EXPERTS, Role.SHARED_ACT))
+    ops.append(Op("residual add (FFN)", Role.FFN_RESIDUAL, Scope.DENSE, "vector", L, layers=(0, L), flops=L * T * d, act_bytes=L * 3 * T * d * ACT_BYTES))
 
     # -- head ----------------------------------------------------------------------------------
     rows_out = T if logits_all else B
-    ops.append(Op("final norm", "norm", "vector", 1, flops=4 * d * rows_out,
+    ops.append(Op("final norm", Role.FINAL_NORM, Scope.HEAD, "vector", 1, flops=4 * d * rows_out,
                   weight_bytes=d * storage.element_bytes("norm", None), act_bytes=2 * rows_out * d * ACT_BYTES))
     head_role = "token_embd" if spec.tied_embeddings else "output"
-    ops.append(Op("LM head", "lm_head", "tensor", 1, flops=2 * rows_out * d * spec.vocab_size,
+    ops.append(Op("LM head", Role.LM_HEAD, Scope.HEAD, "tensor", 1, flops=2 * rows_out * d * spec.vocab_size,
                   weight_bytes=wb(head_role, None, spec.vocab_size, d),
                   act_bytes=rows_out * (d + spec.vocab_size) * ACT_BYTES))
-    ops.append(Op("sampling (logits to CPU)", "sampling", "cpu", 1, flops=5 * B * spec.vocab_size,
+    ops.append(Op("sampling (logits to CPU)", Role.SAMPLE, Scope.HEAD, "cpu", 1, flops=5 * B * spec.vocab_size,
                   act_bytes=B * spec.vocab_size * 4))
     return ops
 
 
-def _mlp_ops(spec, storage, suffix, d_ff, layers, tokens, fraction_read, stage, stack=1):
+def _mlp_ops(spec, storage, suffix, d_ff, layers, tokens, fraction_read, role_mm, role_act, stack=1):
     """gate/up/down of a (gated) MLP over ``layers``. ``stack``: experts per stored tensor;
     ``fraction_read``: share of the stack the pass reads; ``tokens``: token-rows computed."""
     d = spec.d_model
     n = len(layers)
+    scope = Scope.DENSE if role_mm is Role.MLP else Scope.MOE
+    span = (layers.start, layers.stop)
     roles = ([("ffn_gate", d_ff, d)] if spec.gated_mlp else []) + [("ffn_up", d_ff, d), ("ffn_down", d, d_ff)]
     out = []
     for role, rows, cols in roles:
         stored = sum(storage.tensor_bytes(role + suffix, i, rows * stack, cols) for i in layers)
-        out.append(Op(f"{role}{suffix} projection", stage, "tensor", n, flops=2 * tokens * rows * cols * n,
+        out.append(Op(f"{role}{suffix} projection", role_mm, scope, "tensor", n, layers=span, flops=2 * tokens * rows * cols * n,
                       weight_bytes=stored * fraction_read, act_bytes=n * tokens * (rows + cols) * ACT_BYTES))
-    out.append(Op(f"activation{suffix} ({'SwiGLU' if spec.gated_mlp else 'GELU'})", stage, "vector", n,
+    out.append(Op(f"activation{suffix} ({'SwiGLU' if spec.gated_mlp else 'GELU'})", role_act, scope, "vector", n, layers=span,
                   flops=n * tokens * d_ff * 8, act_bytes=n * 3 * tokens * d_ff * ACT_BYTES))
     return out
 

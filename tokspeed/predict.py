@@ -19,74 +19,9 @@ from .errors import UserError
 from .ledger import Op, forward_ops, resident_weight_bytes
 from .memory import UBATCH, Memory, memory_fit
 from .quant.kv import kv_bytes as kv_dtype_bytes
+from .timing import PassTime, RooflineTimer, op_time, pass_time  # noqa: F401  (re-exported)
 
 MAX_SAMPLES = 33   # decode steps evaluated exactly; longer runs are integrated over evenly spaced steps
-
-
-@dataclass
-class PassTime:
-    seconds: float
-    compute_s: float          # sum of compute-bound op times
-    memory_s: float           # sum of memory-bound op times
-    overhead_s: float
-    bytes: float
-    weight_bytes: float
-    kv_bytes: float
-    flops: float
-    op_times: list = field(default_factory=list)   # (Op, seconds, "memory"|"compute")
-
-    @property
-    def bound(self) -> str:
-        if self.overhead_s > max(self.compute_s, self.memory_s):
-            return "overhead"
-        return "compute" if self.compute_s > self.memory_s else "memory"
-
-
-def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
-    """Roofline time of one operator and what bounds it.
-
-    Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
-    eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
-    matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown). Memory side: weights at
-    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused attention's
-    score matrix at attn_bytes_per_flop x the attention FLOPs, the eta_mem-scaled
-    bandwidth softly capped at the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
-    arithmetic in numpy for the fit; a test holds the two equal."""
-    if op.unit == "cpu":
-        return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
-    peak = hw.matmul_flops if op.unit == "tensor" else hw.vector_flops
-    attn = bool(op.kv_read_bytes or op.kv_write_bytes)
-    eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw) if op.unit == "tensor" else 1.0)
-    if attn:
-        eta_c *= engine.eta_attn
-    elif op.unit == "tensor":
-        eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
-    eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
-    t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
-    bw = engine.stream_bytes_s(hw)
-    t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
-           + op.act_bytes / bw
-           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv)
-           + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
-    return (t_c, "compute") if t_c > t_m else (t_m, "memory")
-
-
-def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0) -> PassTime:
-    """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency."""
-    comp = mem = 0.0
-    times = []
-    for op in ops:
-        t, b = op_time(op, hw, engine, quant, tokens)
-        times.append((op, t, b))
-        if b == "compute":
-            comp += t
-        else:
-            mem += t
-    kernels = sum(op.kernels * op.count for op in ops)
-    over = kernels * engine.launch_s + engine.fixed_s
-    return PassTime(comp + mem + over, comp, mem, over, sum(o.bytes for o in ops),
-                    sum(o.weight_bytes for o in ops), sum(o.kv_read_bytes + o.kv_write_bytes for o in ops),
-                    sum(o.flops for o in ops), times)
 
 
 @dataclass
@@ -192,7 +127,7 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     ``offload`` (none, auto, layers, stream) with ``cpu`` the host memory system, ``users`` / ``rate``
     (requests/s) for serving, ``price_per_hour`` (USD for the whole setup) for cost per token."""
     from .hardware.spec import Hardware
-    from .models.resolve import resolve_model
+    from .resolve import resolve_model
     from .quant.schemes import canonical, scheme_for
 
     for name, v, lo in (("prompt", prompt, 0), ("gen", gen, 0), ("context", context, 0), ("batch", batch, 1)):
@@ -223,17 +158,15 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
 
     if wants_scale(gpus, parallel, gpu_layers, offload):
         from .scale.configure import configure
-        from .scale.timing import layout_pass
+        from .scale.timing import LayoutTimer
 
         setup = configure(spec, storage, hw, prof, kvb, batch, tokens_total, prompt, prof.runtime_overhead_gib * 2**30,
                           gpus=gpus, parallel=parallel, gpu_layers=gpu_layers, offload=offload, cpu=cpu)
         mem = setup.memory
 
-        def timer(ops, p, b, n):
-            return layout_pass(setup.layout, ops, spec, quant, p, b, n)
+        timer = LayoutTimer(setup.layout, spec, quant)
     else:
-        def timer(ops, p, b, n):
-            return pass_time(ops, hw, p, quant, b * n)
+        timer = RooflineTimer(hw, quant)
 
     # decode: average over the generated tokens
     gen_eff = max(gen, 1)

@@ -59,7 +59,7 @@ def _passes(row, spec, storage, kvb):
 
 def build(rows, kv_dtype: str = "f16") -> RowSet:
     """Flatten the ledgers of ``rows`` (scorable CalibrationRows)."""
-    from ..models.resolve import resolve_model
+    from ..resolve import resolve_model
     from ..quant.kv import kv_bytes
     from ..quant.schemes import scheme_for
 

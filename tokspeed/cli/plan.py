@@ -54,7 +54,7 @@ def run(args) -> int:
 
     con = make_console()
     who = f"{args.users} users" if args.users else f"batch {args.batch}"
-    from ..models.resolve import resolve_model
+    from ..resolve import resolve_model
 
     t = Table(title=f"{resolve_model(args.model)[0].id} {args.quant or 'F16'} at {args.context:,} context, {who}: "
                     f"{sum(o.meets for o in opts)} of {len(opts)} setups reach {args.target:g} tok/s per user",

@@ -42,7 +42,7 @@ def load_model(model_arg: str, device: str, quant: str, max_seq: int, max_batch:
     safetensors folder, or a .gguf file; refuse before allocating if it does not fit."""
     import torch
 
-    from ..models.resolve import resolve_model
+    from ..resolve import resolve_model
     from .decoder import Decoder, DecoderConfig
     from .memory_guard import check_fits, torch_run_bytes
     from .weights import gguf_tensor_shapes, gguf_weights, hf_overrides, random_weights, safetensors_weights

@@ -302,7 +302,7 @@ def api_upload(params: dict, data: bytes, uploads: Uploads) -> dict:
             raise ApiError(400, "config.json must be a JSON object")
         name = name or str(cfg.get("_name_or_path") or "").rstrip("/").rsplit("/", 1)[-1]
     ref, path = uploads.add(kind, data, name or "uploaded-model", size)
-    from ..models.resolve import resolve_model
+    from ..resolve import resolve_model
 
     try:
         spec, _ = resolve_model(str(path))

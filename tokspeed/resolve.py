@@ -3,13 +3,16 @@
 MODEL may be a catalog id, a config.json, a Hugging Face folder (or a repo id in the local HF
 cache), a .gguf / .safetensors file or ``ollama:NAME[:TAG]``. Files are read by
 ``tokspeed.files`` (headers only).
+
+It sits above both ``tokspeed.models`` (specs, catalog) and ``tokspeed.files`` (which build specs), so
+neither package imports the other in a cycle: files -> models, resolve -> both.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from .spec import ModelSpec
+from .models.spec import ModelSpec
 
 
 def resolve_model(arg) -> tuple[ModelSpec, object | None]:
@@ -19,7 +22,7 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
         return arg, None
     if isinstance(getattr(arg, "spec", None), ModelSpec) and hasattr(arg, "storage"):
         return arg.spec, arg.storage     # already resolved (a spec with its storage, e.g. tokspeed.fit's)
-    from ..files.loader import open_model_file
+    from .files.loader import open_model_file
 
     mf = open_model_file(arg)
     if mf is not None:
@@ -28,6 +31,6 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     p = Path(text).expanduser()
     if p.exists():
         return ModelSpec.from_file(p), None
-    from .catalog import get_model
+    from .models.catalog import get_model
 
     return get_model(text), None
