@@ -33,6 +33,8 @@ class Role(str, Enum):
     QKV = "qkv"                         # q/k/v projections (MLA: q_a, q_b, kv_a, kv_b)
     ROPE = "rope"
     ATTN_CORE = "attn_core"             # scores, softmax, values over the KV cache
+    LINEAR_PROJ = "linear_proj"         # hybrid models: in/out projections of a linear-attention / SSM mixer
+    STATE_SCAN = "state_scan"           # hybrid models: conv + recurrent update over the fixed-size state
     O_PROJ = "o_proj"
     ATTN_RESIDUAL = "attn_residual"
     FFN_NORM = "ffn_norm"
@@ -108,6 +110,15 @@ def _attended(depth: int, n: int, window: int) -> float:
     return uncapped + (n - first_capped) * window
 
 
+def _attended_chunked(depth: int, n: int, chunk: int) -> float:
+    """Keys attended by queries at positions depth..depth+n-1 when each attends only its own chunk of
+    ``chunk`` positions (Llama 4): the query at position p attends (p mod chunk) + 1 keys."""
+    def prefix(m: int) -> int:          # sum over p < m of (p mod chunk) + 1
+        full, rest = divmod(m, chunk)
+        return full * chunk * (chunk + 1) // 2 + rest * (rest + 1) // 2
+    return float(prefix(depth + n) - prefix(depth))
+
+
 def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: int = 1, depth: int = 0,
                 logits_all: bool = False) -> list[Op]:
     """Operators of one forward pass over ``n_tokens`` new tokens per sequence for ``batch`` sequences,
@@ -143,14 +154,17 @@ def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: i
         projs += [("attn_kv_a_mqa", spec.kv_lora_rank + spec.qk_rope_head_dim, d),
                   ("attn_kv_b", spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
     else:
-        projs = [("attn_q", spec.q_dim, d), ("attn_k", spec.kv_dim, d), ("attn_v", spec.kv_dim, d)]
+        projs = [("attn_q", spec.q_proj_rows, d), ("attn_k", spec.kv_dim, d), ("attn_v", spec.kv_dim, d)]
+    # a hybrid model's linear layers have no q/k/v, RoPE or KV cache (their ops follow below)
+    attn_layers = [i for i in all_layers if not spec.is_linear_layer(i)] if spec.n_linear_layers else all_layers
+    La = len(attn_layers)
     for role, rows, cols in projs:
-        ops.append(Op(f"{role} projection", Role.QKV, Scope.DENSE, "tensor", L, layers=(0, L), flops=L * 2 * T * rows * cols,
-                      weight_bytes=layers_sum(role, rows, cols, all_layers),
-                      act_bytes=L * T * (rows + cols) * ACT_BYTES))
+        ops.append(Op(f"{role} projection", Role.QKV, Scope.DENSE, "tensor", La, layers=(0, L), flops=La * 2 * T * rows * cols,
+                      weight_bytes=layers_sum(role, rows, cols, attn_layers),
+                      act_bytes=La * T * (rows + cols) * ACT_BYTES))
     rot = spec.qk_rope_head_dim if spec.is_mla else (spec.rotary_dim or spec.head_dim)
-    ops.append(Op("RoPE", Role.ROPE, Scope.DENSE, "vector", L, layers=(0, L), flops=L * 3 * T * (spec.n_heads + spec.n_kv_heads) * rot,
-                  act_bytes=L * 2 * T * (spec.n_heads + spec.n_kv_heads) * rot * ACT_BYTES))
+    ops.append(Op("RoPE", Role.ROPE, Scope.DENSE, "vector", La, layers=(0, L), flops=La * 3 * T * (spec.n_heads + spec.n_kv_heads) * rot,
+                  act_bytes=La * 2 * T * (spec.n_heads + spec.n_kv_heads) * rot * ACT_BYTES))
 
     # attention core over the cache, split into full and sliding layers
     kv_per_tok_layer = spec.kv_elements_per_token_layer * kv_elem_bytes
@@ -163,17 +177,24 @@ def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: i
                                                                   spec.sliding_window)):
         if not layers:
             continue
-        pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
-        cached = min(depth, window) if window else depth
+        if window and spec.chunked_attention:
+            label = " (chunked)"
+            pairs = _attended_chunked(depth, n, window)
+            cached = depth % window
+        else:
+            pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
+            cached = min(depth, window) if window else depth
         flops = layers * B * spec.n_heads * pairs * (2 * score_dim + 2 * value_dim + 5)
         ops.append(Op("attention scores/softmax/values" + label, Role.ATTN_CORE, Scope.DENSE, "tensor", layers,
                       layers=(0, L), flops=flops,
                       kv_read_bytes=layers * B * (cached + n) * kv_per_tok_layer,
                       kv_write_bytes=layers * B * n * kv_per_tok_layer,
                       act_bytes=layers * T * (spec.q_dim + spec.attn_out_dim) * ACT_BYTES, kernels=3))
-    ops.append(Op("attn_output projection", Role.O_PROJ, Scope.DENSE, "tensor", L, layers=(0, L), flops=L * 2 * T * d * spec.attn_out_dim,
-                  weight_bytes=layers_sum("attn_output", d, spec.attn_out_dim, all_layers),
-                  act_bytes=L * T * (d + spec.attn_out_dim) * ACT_BYTES))
+    ops.append(Op("attn_output projection", Role.O_PROJ, Scope.DENSE, "tensor", La, layers=(0, L), flops=La * 2 * T * d * spec.attn_out_dim,
+                  weight_bytes=layers_sum("attn_output", d, spec.attn_out_dim, attn_layers),
+                  act_bytes=La * T * (d + spec.attn_out_dim) * ACT_BYTES))
+    if spec.n_linear_layers:
+        ops.extend(_linear_mixer_ops(spec, storage, [i for i in all_layers if spec.is_linear_layer(i)], B, T))
     ops.append(Op("residual add (attention)", Role.ATTN_RESIDUAL, Scope.DENSE, "vector", L, layers=(0, L), flops=L * T * d,
                   act_bytes=L * 3 * T * d * ACT_BYTES))
 
@@ -208,6 +229,27 @@ def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: i
     ops.append(Op("sampling (logits to CPU)", Role.SAMPLE, Scope.HEAD, "cpu", 1, flops=5 * B * spec.vocab_size,
                   act_bytes=B * spec.vocab_size * 4))
     return ops
+
+
+STATE_BYTES = 4.0   # llama.cpp keeps recurrent states in F32 (recurrent_type_r/_s, src/llama-model.cpp)
+
+
+def _linear_mixer_ops(spec, storage, layers, B, T) -> list[Op]:
+    """A hybrid model's linear-attention / state-space layers: input and output projections (matmuls
+    over the weights) and the scan, which reads and writes each sequence's fixed-size state once per
+    pass (conv tail + recurrent matrix, F32) whatever the context, and does ``state_flops_per_token_layer``
+    per token. The state traffic is counted as activation bytes: it is no KV cache and does not grow."""
+    d, n = spec.d_model, len(layers)
+    span = (0, spec.n_layers)
+    w = sum(storage.tensor_bytes("ssm_in", i, spec.linear_in_rows, d)
+            + storage.tensor_bytes("ssm_out", i, d, spec.linear_value_dim) for i in layers)
+    proj = Op("linear-attention/SSM in+out projections", Role.LINEAR_PROJ, Scope.DENSE, "tensor", n, layers=span,
+              flops=n * 2 * T * d * (spec.linear_in_rows + spec.linear_value_dim), weight_bytes=w,
+              act_bytes=n * T * (d + spec.linear_in_rows + spec.linear_value_dim + d) * ACT_BYTES)
+    state = n * B * spec.state_elements_per_layer * STATE_BYTES
+    scan = Op("conv + recurrent state update", Role.STATE_SCAN, Scope.DENSE, "vector", n, layers=span,
+              flops=n * T * spec.state_flops_per_token_layer, act_bytes=2 * state, kernels=3)
+    return [proj, scan]
 
 
 def _mlp_ops(spec, storage, suffix, d_ff, layers, tokens, fraction_read, role_mm, role_act, stack=1):

@@ -25,8 +25,12 @@ class Memory:
 
 
 def kv_bytes(spec, kv_elem_bytes: float, batch: int, tokens: int) -> float:
-    """KV cache for ``batch`` sequences of ``tokens`` tokens (sliding layers hold at most the window)."""
-    return batch * spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
+    """KV cache for ``batch`` sequences of ``tokens`` tokens (sliding layers hold at most the window),
+    plus a hybrid model's fixed-size recurrent state per sequence (F32, whatever ``tokens``)."""
+    from .ledger import STATE_BYTES
+
+    return batch * (spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
+                    + spec.n_linear_layers * spec.state_elements_per_layer * STATE_BYTES)
 
 
 def activation_bytes(spec, batch: int, prompt: int) -> float:
