@@ -219,3 +219,10 @@ def test_spec_rejects_bad_values():
         ModelSpec(id="x", n_layers=1, d_model=8, n_heads=2, n_kv_heads=2, d_ff=8, vocab_size=4, vision_params=-1)
     with pytest.raises(UserError, match="unknown field"):
         ModelSpec.from_dict({"id": "x", "n_layers": 1, "hidden": 3})
+
+
+def test_docs_list_every_model():
+    """docs/models.md's table (python -m tokspeed.models.doc_table) names every catalog entry."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
+    table = doc.split("<!-- catalog-table:start -->")[1].split("<!-- catalog-table:end -->")[0]
+    assert {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")} == set(IDS)

@@ -23,7 +23,7 @@ def markers(m) -> list[str]:
         out.append(f"MoE {m.n_active_experts}/{m.n_experts}{shared}")
     if m.is_mla:
         out.append("MLA")
-    if m.n_sliding_layers:
+    if m.n_sliding_layers and not m.chunked_attention:
         out.append(f"SWA {m.sliding_window} x{m.n_sliding_layers}")
     if m.tied_embeddings:
         out.append("tied")
@@ -31,6 +31,10 @@ def markers(m) -> list[str]:
         out.append("parallel")
     if m.vision_params:
         out.append("+vision")
+    if m.n_linear_layers:
+        out.append(f"hybrid {m.linear_kind} x{m.n_linear_layers}")
+    if m.chunked_attention:
+        out.append(f"chunked {m.sliding_window} x{m.n_sliding_layers}")
     return out
 
 
