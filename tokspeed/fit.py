@@ -203,8 +203,9 @@ def _best(cands, run, min_tok_s, fits_memory=None, guess=None):
 
 
 def _memory_check(hw, engine, context, prompt):
-    """predict's memory arithmetic for one device without offload (tokspeed.memory.memory_fit over the
-    engine's view of the model), without timing anything."""
+    """predict's memory arithmetic for one device without offload, without timing anything:
+    ``tokspeed.memory.memory_fit`` fits when weights + (KV cache + activations + runtime) <= capacity, and
+    the bracket does not depend on the weights, so it is computed once per model."""
     from .engines.profile import attention_spec, get_engine
     from .ledger import resident_weight_bytes
     from .memory import memory_fit
@@ -212,21 +213,25 @@ def _memory_check(hw, engine, context, prompt):
 
     prof = get_engine(engine, hw)
     kvb = kv_bytes("f16")
+    rest_of = {}
+
+    def rest(spec) -> float:
+        if spec not in rest_of:
+            rest_of[spec] = memory_fit(spec, 0.0, kvb, 1, context + prompt + 1, prompt,
+                                       prof.runtime_overhead_gib * 2**30, hw.usable_bytes).total_bytes
+        return rest_of[spec]
 
     def check(cand) -> bool:
         spec = attention_spec(prof, cand.spec)
         weights = resident_weight_bytes(spec, cand.storage) + getattr(cand.storage, "unmodelled_bytes", 0)
-        return memory_fit(spec, weights, kvb, 1, context + prompt + 1, prompt, prof.runtime_overhead_gib * 2**30,
-                          hw.usable_bytes).fits
+        return weights + rest(spec) <= hw.usable_bytes
 
     def guess(cands) -> int:
         """First candidate whose weights at the nominal bytes per weight of its main type leave room
-        for the KV cache, activations and runtime: where the exact check starts."""
+        for the rest: where the exact check starts."""
         spec = attention_spec(prof, cands[0].spec)
-        rest = memory_fit(spec, 0.0, kvb, 1, context + prompt + 1, prompt, prof.runtime_overhead_gib * 2**30,
-                          hw.usable_bytes).total_bytes
         for i, c in enumerate(cands):
-            if spec.n_params * c.storage.element_bytes("ffn_up", 0, spec.d_model) + rest <= hw.usable_bytes:
+            if spec.n_params * c.storage.element_bytes("ffn_up", 0, spec.d_model) + rest(spec) <= hw.usable_bytes:
                 return i
         return len(cands)
 
