@@ -71,7 +71,7 @@ class FitRow:
     family: str
     use: tuple = ()
     meets_min_tok_s: bool = True
-    quality: dict | None = None     # llama.cpp's published perplexity / KL-divergence, where sourced
+    quality: dict | None = None     # llama.cpp's published perplexity increase for the type, where sourced
     hypothetical: bool = False
     prediction: object = field(default=None, repr=False)
 
@@ -131,7 +131,7 @@ def _offload_label(pred) -> str:
     return f"{off.get('mode')}: {gl}/{total} layers on the GPU" if gl is not None else str(off.get("mode"))
 
 
-def _row(spec, pred, min_tok_s) -> FitRow:
+def _row(spec, pred, min_tok_s, gguf: bool) -> FitRow:
     from .quant.quality import quality_for
 
     mem, dec, pf = pred.memory, pred.decode, pred.prefill
@@ -144,7 +144,7 @@ def _row(spec, pred, min_tok_s) -> FitRow:
         prefill={"tok_s": pf.tok_s, "seconds": pf.seconds}, ttft_s=pred.ttft_s,
         params_b=spec.n_params / 1e9, active_params_b=spec.n_active_params / 1e9, family=spec.family,
         use=tuple(spec.use), meets_min_tok_s=min_tok_s is None or dec.tok_s >= min_tok_s,
-        quality=quality_for(pred.quant), hypothetical=not fits, prediction=pred)
+        quality=quality_for(pred.quant) if gguf else None, hypothetical=not fits, prediction=pred)
 
 
 def _bisect(n: int, ok) -> int:
@@ -302,7 +302,7 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
             if "engine" in str(e).lower() or "architecture" in str(e).lower():
                 continue             # a model this engine cannot run is not a candidate
             raise
-        rows.append(_row(spec, pred, min_tok_s))
+        rows.append(_row(spec, pred, min_tok_s, gguf=set(formats) <= set(GGUF_FORMATS)))
     rows.sort(key=lambda r: (0 if r.fits and r.meets_min_tok_s else 1 if r.fits else 2, -r.params_b,
                              -(r.decode["tok_s"] or 0.0)))
     return rows[:top] if top else rows

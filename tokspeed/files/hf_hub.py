@@ -56,6 +56,10 @@ class _Hub:
         self.repo_id, self.revision = repo_id, revision
         self.offline = _env_true("HF_HUB_OFFLINE")
         self.commit = ""
+        from huggingface_hub import constants
+
+        # huggingface_hub reads HF_HUB_OFFLINE once, at import: follow the environment of this call
+        constants.HF_HUB_OFFLINE = self.offline
 
     def _fail(self, e: Exception, what: str) -> UserError:
         from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, LocalEntryNotFoundError,
@@ -202,6 +206,9 @@ def open_hub_repo(repo_id: str, revision: str = "main"):
     hub = _Hub(repo_id, revision)
     if not hub.offline and not hub.reachable():
         hub.offline = True          # no network: the cache alone, at once (huggingface_hub would retry ~25 s)
+        from huggingface_hub import constants
+
+        constants.HF_HUB_OFFLINE = True
     cfg_path = hub.download(CONFIG)
     config = read_config(cfg_path.parent)
     spec = ModelSpec.from_hf_config(config, id=repo_id)
