@@ -226,3 +226,27 @@ def test_docs_list_every_model():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
     table = doc.split("<!-- catalog-table:start -->")[1].split("<!-- catalog-table:end -->")[0]
     assert {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")} == set(IDS)
+
+
+# the record configs copied with the records (data/model-configs/configs) -> the entry made from them
+RECORD_CONFIGS = {
+    "codestral-22b-v0.1": "codestral-22b", "deepseek-v2-lite": "deepseek-v2-lite",
+    "exaone-3.5-32b-instruct": "exaone-3.5-32b", "gemma-2-2b": "gemma-2-2b", "internlm2.5-7b": "internlm2.5-7b",
+    "llama-3.2-1b": "llama-3.2-1b", "llama-3.2-3b": "llama-3.2-3b", "llama-3.3-70b-instruct": "llama-3.3-70b",
+    "llama-4-scout-17b-16e": "llama-4-scout-17b-16e", "ministral-8b-instruct-2410": "ministral-8b",
+    "mistral-large-instruct-2407": "mistral-large-2407", "mistral-nemo-instruct-2407": "mistral-nemo-12b",
+    "olmo-2-13b": "olmo-2-13b", "olmo-2-7b": "olmo-2-7b", "phi-3.5-mini": "phi-3.5-mini", "phi-4-mini": "phi-4-mini",
+    "phi-4": "phi-4", "qwen2.5-3b": "qwen2.5-3b", "qwen3-0.6b": "qwen3-0.6b", "qwen3-1.7b": "qwen3-1.7b",
+    "solar-10.7b-instruct-v1.0": "solar-10.7b",
+}
+
+
+@pytest.mark.parametrize("config, mid", sorted(RECORD_CONFIGS.items()))
+def test_record_config_reads_as_the_entry(config, mid):
+    """Reading the full config.json kept with a record gives the catalog entry's counts and KV."""
+    cfg = json.loads((RECORDS_FILE.parent / "configs" / f"{config}.json").read_text())
+    spec, ref = ModelSpec.from_hf_config(cfg, id=mid), get_model(mid)
+    assert (spec.n_params, spec.n_active_params, spec.vision_params) == (ref.n_params, ref.n_active_params, ref.vision_params)
+    assert spec.kv_elements_per_token_layer == ref.kv_elements_per_token_layer
+    assert spec.kv_cached_tokens(100_000) == ref.kv_cached_tokens(100_000)
+    assert sorted(p.stem for p in (RECORDS_FILE.parent / "configs").glob("*.json")) == sorted(RECORD_CONFIGS)

@@ -221,6 +221,29 @@ def _deepseek_v3(cfg, kw):
     kw["rotary_dim"] = kw["qk_rope_head_dim"]
 
 
+def _deepseek_v2(cfg, kw):
+    """DeepSeek-V2 (and V2-Lite): the V3 layout; ``moe_layer_freq`` other than 1 is not modelled."""
+    if int(cfg.get("moe_layer_freq", 1) or 1) != 1:
+        raise UserError(f"deepseek_v2 with moe_layer_freq {cfg.get('moe_layer_freq')} (MoE on every n-th layer) is not modelled")
+    _deepseek_v3(cfg, kw)
+
+
+def _glm4_moe(cfg, kw):
+    """GLM-4.5: routed + shared experts after ``first_k_dense_replace`` dense layers, bias on q/k/v only,
+    QK-norm with ``use_qk_norm``."""
+    _moe_generic(cfg, kw)
+    kw["n_shared_experts"] = int(cfg.get("n_shared_experts") or 0)
+    kw["n_dense_layers"] = int(cfg.get("first_k_dense_replace", 0))
+    kw["qkv_bias"], kw["o_bias"] = bool(cfg.get("attention_bias", False)), False
+    kw["qk_norm"] = bool(cfg.get("use_qk_norm", False))
+    kw["router_bias"] = cfg.get("topk_method", "noaux_tc") == "noaux_tc"
+
+
+def _olmo2(cfg, kw):
+    """OLMo 2: norms after attention and MLP, QK-norm (over the whole q/k width in OLMo; counted per head)."""
+    kw["qk_norm"] = True
+
+
 def _gpt_oss(cfg, kw):
     _moe_generic(cfg, kw)
     kw["d_ff"] = 0
@@ -350,6 +373,10 @@ _FAMILIES = {
     "gptj": ({"tie_word_embeddings": False, "rotary_dim": 64, "n_positions": 2048}, _gptj),
     "deepseek_v3": ({"tie_word_embeddings": False, "moe_intermediate_size": 2048}, _deepseek_v3),
     "gpt_oss": ({"tie_word_embeddings": False}, _gpt_oss),
+    "deepseek_v2": ({"tie_word_embeddings": False, "moe_intermediate_size": 1407}, _deepseek_v2),
+    "kimi_k2": ({"tie_word_embeddings": False, "moe_intermediate_size": 2048}, _deepseek_v3),
+    "glm4_moe": ({"tie_word_embeddings": False}, _glm4_moe),
+    "olmo2": ({"tie_word_embeddings": False}, _olmo2),
     "qwen3_next": ({"tie_word_embeddings": False, "head_dim": 256, "num_experts": 512, "num_experts_per_tok": 10,
                     "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "linear_num_key_heads": 16,
                     "linear_num_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
