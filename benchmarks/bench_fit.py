@@ -3,8 +3,9 @@
 Prints, for each device, the wall time of
   1. ``rank_models`` in a fresh interpreter (cold: catalog TOMLs parsed, every tensor size computed once);
   2. ``rank_models`` again in the same process on another device (warm: what the web page pays);
-  3. the naive search it replaces: ``predict`` for every catalog model x every llama.cpp format
-     (the answer must be the same: the script checks that both pick the same format per model);
+  3. the naive search it replaces, in the same process: ``predict`` for every catalog model in each
+     llama.cpp format, highest precision first, until one fits (the script checks that both pick the
+     same format per model);
 with the ratios, and rewrites benchmarks/RESULTS_fit.md. Not a test (timings depend on the machine).
 
     python benchmarks/bench_fit.py            # ~1-2 min on 2 busy cores
@@ -76,19 +77,22 @@ def main() -> int:
         t_naive, best = naive(device)
         same = all(best.get(r.model, GGUF_FORMATS_LAST) == r.quant for r in rows if r.fits) and \
             all(r.model not in best for r in rows if not r.fits)
-        line = (f"| {device} | {n} | {t_cold:.3f} | {t_warm:.3f} | {t_naive:.2f} | {t_naive / t_cold:.1f}x | "
+        line = (f"| {device} | {n} | {t_cold:.3f} | {t_warm:.3f} | {t_naive:.2f} | {t_naive / t_warm:.1f}x | "
                 f"{'yes' if same else 'NO'} |")
         print(line, flush=True)
         lines.append(line)
     head = ["| device | models | rank_models cold (s) | warm, same process (s) | naive predict x formats (s) "
-            "| naive / cold | same choices |", "|---|---|---|---|---|---|---|"]
-    stamp = (f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()} {os.cpu_count()} CPUs, "
+            "| naive / warm (both in-process) | same choices |", "|---|---|---|---|---|---|---|"]
+    stamp = (f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()} {os.cpu_count()} CPUs "
+             f"(load average {os.getloadavg()[0]:.1f}), "
              f"Python {platform.python_version()}; median of {REPEATS} runs (cold: fresh interpreter, imports and "
              f"catalog parsing included)")
     RESULTS.write_text("# `tokspeed fit` timing (benchmarks/bench_fit.py)\n\n"
                        "Whole catalog, one device, llama.cpp formats, context 8192 + prompt 512. The naive column "
-                       "predicts every model in every format; `rank_models` bisects the formats with predict's "
-                       "memory check and predicts once per model (see tokspeed/fit.py).\n\n"
+                       "predicts each model in each format, highest precision first, until one fits (in the same "
+                       "process as the warm column); `rank_models` starts from a size guess, checks predict's "
+                       "memory arithmetic alone and predicts once per model (see tokspeed/fit.py). The machine "
+                       "is a shared 2-core box: see the load average in the stamp.\n\n"
                        + stamp + "\n\n" + "\n".join(head + lines) + "\n")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0

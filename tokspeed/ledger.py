@@ -274,4 +274,10 @@ def resident_weight_bytes(spec, storage) -> float:
     """Bytes of every weight held in memory (the whole embedding table, every expert, norms, biases)."""
     from .models.tensors import weight_tensors
 
-    return sum(storage.tensor_bytes(role, layer, rows, cols) for role, layer, rows, cols in weight_tensors(spec))
+    memo = getattr(storage, "resident_memo", None)     # a storage may remember it per spec (tokspeed.fit)
+    if memo is not None and spec in memo:
+        return memo[spec]
+    total = sum(storage.tensor_bytes(role, layer, rows, cols) for role, layer, rows, cols in weight_tensors(spec))
+    if memo is not None:
+        memo[spec] = total
+    return total
