@@ -129,3 +129,14 @@ def test_unmodelled_architectures_are_refused_naming_the_field(cfg, field):
 def test_hybrid_fields_validated():
     with pytest.raises(UserError, match="linear_kind"):
         ModelSpec(id="x", n_layers=4, d_model=64, n_heads=4, n_kv_heads=4, d_ff=128, vocab_size=10, n_linear_layers=2)
+
+
+def test_llama4_decode_average_across_a_chunk_boundary():
+    """predict's closed-form decode average (kinks at every chunk boundary) equals the step-by-step sum."""
+    from tokspeed.timing import pass_time
+
+    m = get_model("llama-4-scout-17b-16e")
+    p = predict(m, "h100-sxm", quant="Q4_K_M", context=8000, prompt=0, gen=400)    # crosses depth 8192
+    total = sum(pass_time(forward_ops(p.spec, p.storage, 2.0, 1, 1, d), p.hw, p.engine_profile, "Q4_K_M", 1).seconds
+                for d in range(8000, 8400))
+    assert p.decode.tok_s == pytest.approx(400 / total, rel=1e-9)

@@ -102,7 +102,6 @@ class _MemoStorage:
         self._inner = inner
         self.name = inner.name
         self.tensor_bytes = lru_cache(maxsize=None)(inner.tensor_bytes)
-        self.resident_memo: dict = {}     # spec -> resident bytes (tokspeed.ledger.resident_weight_bytes)
 
     def __getattr__(self, attr):
         return getattr(self._inner, attr)

@@ -10,9 +10,13 @@ neither package imports the other in a cycle: files -> models, resolve -> both.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .models.spec import ModelSpec
+
+
+FILE_SUFFIXES = (".gguf", ".safetensors", ".json", ".toml")
 
 
 def resolve_model(arg) -> tuple[ModelSpec, object | None]:
@@ -22,6 +26,11 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
         return arg, None
     if isinstance(getattr(arg, "spec", None), ModelSpec) and hasattr(arg, "storage"):
         return arg.spec, arg.storage     # already resolved (a spec with its storage, e.g. tokspeed.fit's)
+    text = str(arg)
+    if ("/" not in text and ":" not in text and "\\" not in text and not text.lower().endswith(FILE_SUFFIXES)
+            and not os.path.exists(os.path.expanduser(text))):
+        # not a file, folder, repo id or ollama reference: a catalog id (skips the file probes)
+        return ModelSpec.from_name(text), None
     from .files.loader import open_model_file
 
     mf = open_model_file(arg)
@@ -31,6 +40,4 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     p = Path(text).expanduser()
     if p.exists():
         return ModelSpec.from_file(p), None
-    from .models.catalog import get_model
-
-    return get_model(text), None
+    return ModelSpec.from_name(text), None

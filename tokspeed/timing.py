@@ -74,9 +74,49 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     return (t_c, "compute") if t_c > t_m else (t_m, "memory")
 
 
-def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0) -> PassTime:
-    """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency."""
+def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0, memo: dict | None = None
+              ) -> PassTime:
+    """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency.
+    ``memo`` (a dict the caller keeps) remembers the time of the ledger's shared,
+    depth-independent operator groups (``ledger.PassOps.segments``) between passes."""
+    segments = getattr(ops, "segments", None) if memo is not None else None
+    if not segments:
+        return _pass_from((_segment(ops, hw, engine, quant, tokens),), engine)
+    parts = []
+    for seg in segments:
+        if isinstance(seg, tuple):            # shared by every pass of this shape: time it once
+            key = (id(seg), id(engine), id(hw), quant, tokens)
+            hit = memo.get(key)
+            if hit is None or hit[0] is not seg or hit[1] is not engine or hit[2] is not hw:
+                hit = memo[key] = (seg, engine, hw, _segment(seg, hw, engine, quant, tokens))
+            parts.append(hit[3])
+        else:
+            parts.append(_segment(seg, hw, engine, quant, tokens))
+    return _pass_from(parts, engine)
+
+
+def ledger_totals(ops, memo: dict | None = None) -> tuple[float, float, float, float]:
+    """(bytes, weight bytes, KV bytes, FLOPs) of a pass's operators (shared segments summed once)."""
+    segments = getattr(ops, "segments", None) if memo is not None else None
+    out = [0.0, 0.0, 0.0, 0.0]
+    for seg in segments or (ops,):
+        hit = memo.get(("totals", id(seg))) if segments and isinstance(seg, tuple) else None
+        if hit is None or hit[0] is not seg:
+            t = (sum(o.bytes for o in seg), sum(o.weight_bytes for o in seg),
+                 sum(o.kv_read_bytes + o.kv_write_bytes for o in seg), sum(o.flops for o in seg))
+            hit = (seg, t)
+            if segments and isinstance(seg, tuple):
+                memo[("totals", id(seg))] = hit
+        for i in range(4):
+            out[i] += hit[1][i]
+    return tuple(out)
+
+
+def _segment(ops, hw, engine, quant, tokens) -> tuple:
+    """(compute s, memory s, kernels, bytes, weight bytes, KV bytes, FLOPs, op times) of a run of ops."""
     comp = mem = 0.0
+    kernels = 0
+    nbytes = wbytes = kv = flops = 0.0
     times = []
     for op in ops:
         t, b = op_time(op, hw, engine, quant, tokens)
@@ -85,22 +125,81 @@ def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int 
             comp += t
         else:
             mem += t
-    kernels = sum(op.kernels * op.count for op in ops)
+        kernels += op.kernels * op.count
+        op_kv = op.kv_read_bytes + op.kv_write_bytes
+        nbytes += op.weight_bytes + op.act_bytes + op_kv
+        wbytes += op.weight_bytes
+        kv += op_kv
+        flops += op.flops
+    return comp, mem, kernels, nbytes, wbytes, kv, flops, times
+
+
+def _pass_from(parts, engine) -> PassTime:
+    comp = mem = nbytes = wbytes = kv = flops = 0.0
+    kernels = 0
+    times = []
+    for c, m, k, b, w, v, f, t in parts:
+        comp += c
+        mem += m
+        kernels += k
+        nbytes += b
+        wbytes += w
+        kv += v
+        flops += f
+        times += t
     over = kernels * engine.launch_s + engine.fixed_s
-    return PassTime(comp + mem + over, comp, mem, over, sum(o.bytes for o in ops),
-                    sum(o.weight_bytes for o in ops), sum(o.kv_read_bytes + o.kv_write_bytes for o in ops),
-                    sum(o.flops for o in ops), times)
+    return PassTime(comp + mem + over, comp, mem, over, nbytes, wbytes, kv, flops, times)
 
 
 class Timer(Protocol):
     def __call__(self, ops: list[Op], engine: EngineProfile, batch: int, n_tokens: int) -> PassTime: ...
 
 
-@dataclass(frozen=True)
+@dataclass
 class RooflineTimer:
     """One device: ``pass_time`` of the ops on ``hw`` with weights in format ``quant``."""
     hw: object
     quant: str
+    memo: dict = field(default_factory=dict, repr=False)
 
     def __call__(self, ops: list[Op], engine: EngineProfile, batch: int, n_tokens: int) -> PassTime:
-        return pass_time(ops, self.hw, engine, self.quant, batch * n_tokens)
+        if len(self.memo) > 4096:
+            self.memo.clear()
+        return pass_time(ops, self.hw, engine, self.quant, batch * n_tokens, self.memo)
+
+
+def depth_sum(step, first: int, n: int, kinks=()) -> float:
+    """Sum of ``step(depth)`` over the integer depths ``first .. first + n - 1``, in closed form.
+
+    A decode step's time is piecewise linear in its KV depth: every operator's FLOPs and bytes are
+    affine in depth (only the attention core depends on it), its roofline time is the max of two affine
+    functions (convex), the pass sums them, a layout takes maxima of such sums. The pieces meet at a
+    sliding window's edge (``kinks``: first depth of a new piece) and where an operator changes bound.
+    Over a range where ``step`` is affine the sum is ``n`` x its value at the mean depth; a convex
+    function is affine on [a, b] exactly when its midpoint value equals the chord's, so ranges are
+    halved until it does: 3 evaluations when nothing changes bound, O(log n) per change otherwise."""
+    if n == 1:
+        return step(first)
+    last = first + n - 1
+    total, a = 0.0, first
+    for k in sorted(k for k in kinks if first < k <= last) + [last + 1]:
+        total += _piece_sum(step, a, k - 1, None, None)
+        a = k
+    return total
+
+
+def _piece_sum(step, a: int, b: int, fa, fb) -> float:
+    if fa is None:
+        fa = step(a)
+    if b == a:
+        return fa
+    if fb is None:
+        fb = step(b)
+    if b == a + 1:
+        return fa + fb
+    chord = (fa + fb) / 2
+    fm = step((a + b) / 2)
+    if abs(fm - chord) <= 1e-12 * abs(chord):
+        return (b - a + 1) * chord
+    m = (a + b) // 2
+    return _piece_sum(step, a, m, fa, None) + _piece_sum(step, m + 1, b, None, fb)

@@ -234,7 +234,7 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
                           f"{entry.get('date', '')}) over {profile.source}")
 
 
-def get_engine(engine, hardware=None) -> EngineProfile:
+def get_engine(engine, hardware=None, version=None) -> EngineProfile:
     """The profile for an engine name (``llama.cpp`` resolved to its backend on ``hardware``); an
     EngineProfile passes through unchanged (the calibration fit evaluates trial profiles this way)."""
     if isinstance(engine, EngineProfile):

@@ -128,21 +128,16 @@ def _group(op) -> tuple[str, str]:
 
 def passes(pred, mode: str):
     """The ledger passes the prediction is made of: [(ops, tokens in the pass)]. Decode: one step at depth
-    ``context + prompt``; prefill: the prompt's micro-batches (``memory.UBATCH`` tokens each)."""
-    from ..ledger import forward_ops
-    from ..memory import UBATCH
+    ``context + prompt``; prefill: the prompt's micro-batches (``Workload.prefill_chunks``)."""
+    from ..predict import prefill_passes
     from ..quant.kv import kv_bytes
+    from ..workload import Workload
 
     if mode == "decode":
         return [(pred.decode_ops(pred.context + pred.prompt), pred.batch)]
-    kvb = kv_bytes(pred.kv_dtype)
-    out, done = [], 0
-    while done < pred.prompt:
-        chunk = min(UBATCH, pred.prompt - done)
-        out.append((forward_ops(pred.spec, pred.storage, kvb, pred.batch, chunk, pred.context + done),
-                    pred.batch * chunk))
-        done += chunk
-    return out
+    work = Workload(prompt=pred.prompt, gen=pred.gen, context=pred.context, batch=pred.batch)
+    return [(ops, pred.batch * chunk) for ops, _, chunk in prefill_passes(pred.spec, pred.storage,
+                                                                          kv_bytes(pred.kv_dtype), work)]
 
 
 def _bound_note(st: Stage, ridge: float) -> str:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from ..errors import UserError
 
-STYLES = ("none", "tp", "pp", "split", "tp+pp")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from ..memory import UBATCH
+from ..workload import UBATCH
 from ..timing import op_time
 
 RIDGE_LIMIT = 1 << 16

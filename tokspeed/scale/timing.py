@@ -24,11 +24,11 @@ for every sequence) takes ``max(Σ stage + hand-offs, m · slowest stage)`` at m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..engines.profile import IDEAL
-from ..ledger import NORM_ROLES, Op, Role, Scope
-from ..timing import PassTime, pass_time
+from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope
+from ..timing import PassTime, ledger_totals, pass_time
 from .interconnect import SYNC_LATENCY_S
 from .layout import Layout, Stage, kv_share
 
@@ -75,8 +75,28 @@ def _is_expert_op(op: Op) -> bool:
     return op.role in (Role.EXPERTS, Role.EXPERTS_ACT)
 
 
-def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1) -> list[Op]:
-    """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches."""
+def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1, memo: dict | None = None) -> list[Op]:
+    """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches.
+    With a ``memo``, the shares of the ledger's shared depth-free segments are cut once per stage."""
+    segs = getattr(ops, "segments", None)
+    if memo is None or not segs:
+        return _stage_list(ops, spec, stage, micro)
+    parts = []
+    for seg in segs:
+        if isinstance(seg, tuple):
+            key = ("stage", id(seg), tuple(stage.layers), stage.embedding, stage.head, stage.tp, stage.ops, micro)
+            hit = memo.get(key)
+            if hit is None or hit[0] is not seg:
+                hit = memo[key] = (seg, tuple(_stage_list(seg, spec, stage, micro)))
+            parts.append(hit[1])
+        else:
+            parts.append(_stage_list(seg, spec, stage, micro))
+    out = PassOps(op for part in parts for op in part)
+    out.segments = tuple(parts)
+    return out
+
+
+def _stage_list(ops, spec, stage: Stage, micro: int) -> list[Op]:
     out = []
     for op in ops:
         if stage.ops != "all" and _is_expert_op(op) != (stage.ops == "experts"):
@@ -109,7 +129,8 @@ def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, 
     return layout.syncs_per_layer * stage.n_layers * link.allreduce_s(msg, n, ideal)
 
 
-def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int) -> PassTime:
+def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int,
+                memo: dict | None = None) -> PassTime:
     """Time of one pass of ``ops`` (batch x n_tokens new tokens) over the layout. ``prof`` is the
     main engine (IDEAL for the bound: every stage ideal, links at bandwidth without latency)."""
     ideal = prof is IDEAL or getattr(prof, "is_ideal", False)
@@ -119,16 +140,16 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     comp = mem = over = link = 0.0
     stage_rows, stage_times = [], []
     for s in layout.stages:
-        sops = stage_ops(ops, spec, s, micro)
+        sops = stage_ops(ops, spec, s, micro, memo)
         eng = IDEAL if ideal else s.engine
         extra = 0.0
         if s.kind == "cpu" and tokens >= GPU_OFFLOAD_MIN_BATCH and s.gpu is not None:
             gpu_eng = IDEAL if ideal else prof
-            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro))
+            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro), memo)
             extra = layout.host.transfer_s(s.host_bytes, ideal)
             eng = gpu_eng
         else:
-            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro))
+            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro), memo)
         if s.kind == "stream":
             extra = layout.host.transfer_s(s.host_bytes, ideal)
         extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal)
@@ -158,17 +179,22 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     if micro > 1:
         seconds = max(seconds, micro * max(stage_times))
     seconds += fixed
-    return PassTime(seconds, comp, mem, over, sum(o.bytes for o in ops), sum(o.weight_bytes for o in ops),
-                      sum(o.kv_read_bytes + o.kv_write_bytes for o in ops), sum(o.flops for o in ops), [],
-                      link_s=link, stages=stage_rows)
+    nbytes, wbytes, kv, flops = ledger_totals(ops, memo)
+    return PassTime(seconds, comp, mem, over, nbytes, wbytes, kv, flops, [], link_s=link, stages=stage_rows)
 
 
-@dataclass(frozen=True)
+_MEMO: dict = {}     # stage cuts and their times, shared by every layout (keys hold identities and values)
+
+
+@dataclass
 class LayoutTimer:
     """The timer (``tokspeed.timing.Timer``) of a multi-device layout: ``layout_pass``."""
     layout: Layout
     spec: object
     quant: str
+    memo: dict = field(default_factory=lambda: _MEMO, repr=False)
 
     def __call__(self, ops: list[Op], engine, batch: int, n_tokens: int) -> PassTime:
-        return layout_pass(self.layout, ops, self.spec, self.quant, engine, batch, n_tokens)
+        if len(self.memo) > 50_000:
+            self.memo.clear()
+        return layout_pass(self.layout, ops, self.spec, self.quant, engine, batch, n_tokens, self.memo)

@@ -17,10 +17,11 @@ import uuid
 from pathlib import Path
 
 from ..errors import UserError, did_you_mean
+from ..workload import DEFAULT_GEN, DEFAULT_PROMPT
 
 # Upper limits keep one request cheap (the ledger is evaluated per 512-token micro-batch of a prefill).
 LIMITS = {"prompt": 1 << 20, "gen": 1 << 20, "context": 1 << 24, "batch": 4096, "prefill": 1 << 20}
-INT_DEFAULTS = {"prompt": 512, "gen": 128, "context": 0, "batch": 1}
+INT_DEFAULTS = {"prompt": DEFAULT_PROMPT, "gen": DEFAULT_GEN, "context": 0, "batch": 1}
 CUSTOM_HW = {"bandwidth_gbps": (True, 1e5), "memory_gb": (True, 1e5), "fp16_tflops": (False, 1e5),
              "host_link_gbps": (False, 1e4)}
 COMMON = {"model", "hardware", "quant", "kv_dtype", "engine", *CUSTOM_HW}
