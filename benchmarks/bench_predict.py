@@ -10,7 +10,9 @@ Checks (they fail the run, exit 1):
 - every calibration row predicts the same memory, bytes per token, prefill and TTFT to 1e-9 relative;
 - decode (now a closed form over KV depth instead of 33 sampled steps) moves by < 0.5 % on every row
   (the largest change is printed);
-- the sweep grid's ``to_dict()`` equals the old predictions' to 1e-9 (new keys aside).
+- the sweep grid's ``to_dict()`` equals the old predictions' to 1e-9 (new keys aside);
+- multi-device, offload and serving setups: every number of the old JSON to 1e-9 (the largest context
+  aside: it is now capped at the model's trained window, a fix).
 
     python benchmarks/bench_predict.py [--repeat 5] [--no-write]
 
@@ -117,6 +119,45 @@ def check_calibration(old, new) -> tuple[int, float, float, str]:
     return len(rows), worst_exact, worst_decode, where
 
 
+SCALE_CASES = [("llama-3-70b", "h100-sxm", dict(gpus=4, parallel="tp", engine="vllm")),
+               ("llama-3-70b", "rtx-3090", dict(gpus=4, parallel="split")),
+               ("llama-3-70b", "rtx-4090", dict(offload="auto")),
+               ("deepseek-v3", "rtx-4090", dict(offload="experts", quant="Q4_K_M")),
+               ("llama-3-8b", "rtx-4090", dict(offload="stream", gpu_layers=10, engine="transformers")),
+               ("llama-3-8b", "h100-sxm", dict(users=16, rate=2.0, price_per_hour=3.0)),
+               ("gemma-2-9b", "rtx-4090", dict(gpus=2, parallel="pp", batch=4, gen=500, context=3000))]
+# fixed on purpose (#12): the largest context no longer exceeds the model's trained window
+FIXED = {"memory.max_context"}
+
+
+def flat(d, prefix=""):
+    for k, v in d.items():
+        if isinstance(v, dict):
+            yield from flat(v, f"{prefix}{k}.")
+        elif isinstance(v, list):
+            for i, x in enumerate(v):
+                yield from (flat(x, f"{prefix}{k}[{i}].") if isinstance(x, dict) else [(f"{prefix}{k}[{i}]", x)])
+        else:
+            yield prefix + k, v
+
+
+def check_scale(old, new) -> tuple[float, str]:
+    """Largest relative difference over every number of the old JSON, multi-device and serving setups."""
+    worst, where = 0.0, ""
+    for model, hw, kw in SCALE_CASES:
+        a, b = dict(flat(old.predict(model, hw, **kw).to_dict())), dict(flat(new.predict(model, hw, **kw).to_dict()))
+        for k, v in a.items():
+            if k in FIXED:
+                continue
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and isinstance(b.get(k), (int, float)):
+                d = rel(v, b[k])
+            else:
+                d = 0.0 if b.get(k) == v else math.inf
+            if d > worst:
+                worst, where = d, f"{model} {kw}: {k}"
+    return worst, where
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=5)
@@ -193,6 +234,14 @@ def main(argv=None) -> int:
         failures.append(f"calibration rows moved by {exact:.2e} where the arithmetic is unchanged")
     if dec >= 0.005:
         failures.append(f"closed-form decode moved a calibration row by {dec:.2%}")
+
+    worst, where = check_scale(old, new)
+    lines.append(f"Multi-device, offload and serving setups ({len(SCALE_CASES)}): every number of the old JSON "
+                 f"differs by at most {worst:.1e}{' (' + where + ')' if where else ''}, except the largest context, "
+                 "now capped at the trained window.")
+    print(lines[-1], flush=True)
+    if worst > 1e-9:
+        failures.append(f"scale setups moved by {worst:.2e} at {where}")
 
     if not args.no_write:
         import platform

@@ -106,3 +106,18 @@ def test_largest_context_is_the_largest_that_fits(model, batch, free):
     assert 0 < t <= spec.max_context
     assert kv_bytes(spec, 2.0, batch, t) <= free
     assert t == spec.max_context or kv_bytes(spec, 2.0, batch, t + 1) > free
+
+
+def test_engine_version_reaches_the_engine_and_the_json(monkeypatch):
+    from tokspeed.engines.profile import get_engine
+
+    seen = []
+
+    def spy(engine, hardware=None, version=None):
+        seen.append(version)
+        return get_engine(engine, hardware, version=version)
+
+    monkeypatch.setattr(PRED, "get_engine", spy)
+    p = tokspeed.predict("llama-3-8b", "rtx-4090", engine_version="b6000")
+    assert seen == ["b6000"]
+    assert p.to_dict()["engine_version"] == getattr(p.engine_profile, "version", None)   # the profile's era

@@ -1,7 +1,5 @@
 """Multi-GPU: the --parallel grammar, memory per device, all-reduce volume, minimal device counts."""
 
-import math
-
 import pytest
 
 from scale_models import LLAMA31_405B, LLAMA3_70B, LLAMA3_8B

@@ -8,10 +8,12 @@ from ..stats import percentile  # noqa: F401  (re-exported; one definition: toks
 
 def predicted_tok_s(row, engine=None) -> float:
     """What ``predict`` says for this row's metric. ``engine``: a name or EngineProfile (default: the
-    row's engine as shipped, i.e. priors overlaid with fitted.toml)."""
+    row's engine as shipped for the row's era, i.e. priors overlaid with fitted.toml)."""
+    from ..engines.profile import get_engine
     from ..predict import predict
 
-    p = predict(row.model, row.hw, quant=row.quant, engine=engine or row.engine, prompt=row.prompt,
+    engine = engine or get_engine(row.engine, row.hw, version=row.era or None)
+    p = predict(row.model, row.hw, quant=row.quant, engine=engine, prompt=row.prompt,
                 gen=row.gen if row.kind == "decode" else 0, context=row.context, batch=row.batch)
     if row.metric == "prefill":
         return p.prefill.tok_s

@@ -41,11 +41,13 @@ def _print(fp: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from ..report.text import markup_safe
     from ..units import fmt_bytes
 
     con = Console()
     s = fp["shape"]
-    con.print(f"[bold]{fp['model']}[/] — {fp['format']} {fp['quant']}, architecture {fp['architecture']}, "
+    con.print(f"[bold]{markup_safe(fp['model'])}[/] — {markup_safe(fp['format'])} {markup_safe(fp['quant'])}, "
+              f"architecture {markup_safe(fp['architecture'])}, "
               f"{fp['params'] / 1e9:.3f} B params")
     moe = (f", {s['n_experts']} experts of d_ff {s['d_ff_expert']} ({s['n_active_experts']} active)"
            if s["n_experts"] else "")
@@ -53,7 +55,7 @@ def _print(fp: dict) -> None:
     con.print(f"{s['n_layers']} layers, d_model {s['d_model']}, {s['n_heads']} heads / {s['n_kv_heads']} KV heads "
               f"x {s['head_dim']}{dense}, vocab {s['vocab_size']}{moe}"
               f"{', tied embeddings' if fp['tied_embeddings'] else ''}")
-    con.print("tensor types: " + ", ".join(f"{k} x{v}" for k, v in fp["tensor_types"].items())
+    con.print("tensor types: " + markup_safe(", ".join(f"{k} x{v}" for k, v in fp["tensor_types"].items()))
               + f"; file size {fmt_bytes(fp['file_bytes'])}")
     t = Table(title="bytes by component")
     t.add_column("component")
@@ -61,7 +63,7 @@ def _print(fp: dict) -> None:
     t.add_column("resident", justify="right")
     t.add_column("read / token", justify="right")
     for k, v in fp["components"].items():
-        t.add_row(LABELS.get(k, k), str(v["tensors"]), fmt_bytes(v["resident_bytes"]), fmt_bytes(v["read_bytes_per_token"]))
+        t.add_row(markup_safe(LABELS.get(k, k)), str(v["tensors"]), fmt_bytes(v["resident_bytes"]), fmt_bytes(v["read_bytes_per_token"]))
     tot = fp["totals"]
     t.add_row("[bold]total weights", str(tot["tensors"]), f"[bold]{fmt_bytes(tot['resident_bytes'])}",
               f"[bold]{fmt_bytes(tot['read_bytes_per_token'])}")

@@ -96,20 +96,19 @@ def run(args) -> int:
         json.dump([to_json(m, a) for m, a in rows], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from ..report.console import make_console
+    from ..report.text import FitTable
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=180)
-    t = Table(title=f"{len(rows)} model(s)", title_justify="left")
-    for col, just in (("id", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
-                      ("d_model", "right"), ("heads/kv", "right"), ("context", "right"),
-                      ("features", "left"), ("use", "left"), ("huggingface.co/...", "left")):
-        t.add_column(col, justify=just, no_wrap=col not in ("features",))
+    t = FitTable(title=f"{len(rows)} model(s)")
+    # catalog entries may say what a model is for (``use``) and name their Hugging Face repo (``hf_repo``)
+    for col, num, drop in (("id", False, 0), ("params", True, 0), ("active", True, 0), ("layers", True, 3),
+                           ("d_model", True, 4), ("heads/kv", True, 2), ("context", True, 0),
+                           ("features", False, 1), ("use", False, 6), ("huggingface.co/...", False, 5)):
+        t.column(col, numeric=num, drop=drop, min_width=10)
     for m, _ in rows:
-        t.add_row(m.id, _count(m.n_params), _count(m.n_active_params) if m.is_moe else "", str(m.n_layers),
-                  str(m.d_model), f"{m.n_heads}/{m.n_kv_heads}", _context(m.max_context),
-                  ", ".join(markers(m)), ",".join(m.use), _repo(m))
-    console.print(t)
+        repo = _repo(m)
+        t.row(m.id, _count(m.n_params), _count(m.n_active_params) if m.is_moe else "", str(m.n_layers),
+              str(m.d_model), f"{m.n_heads}/{m.n_kv_heads}", _context(m.max_context),
+              ", ".join(markers(m)), ",".join(m.use), repo)
+    t.print(make_console())
     return 0

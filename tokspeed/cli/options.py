@@ -94,6 +94,8 @@ def scale_kwargs(args) -> dict:
 def add_predict_options(p):
     add_hardware_options(p)
     add_model_options(p)
+    p.add_argument("--engine-version", default=None,
+                   help="llama.cpp era: a build (b6000) or a year-month (2025-08); default the newest calibrated")
     add_run_options(p)
     add_scale_options(p)
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
@@ -133,7 +135,8 @@ def predict_kwargs(args) -> dict:
     if args.batch < 1:
         raise UserError("--batch must be at least 1")
     return dict(quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt, gen=args.gen,
-                context=args.context, batch=args.batch, **scale_kwargs(args))
+                context=args.context, batch=args.batch, **scale_kwargs(args),
+                **({"engine_version": args.engine_version} if getattr(args, "engine_version", None) else {}))
 
 
 def print_json(obj):

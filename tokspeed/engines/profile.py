@@ -1,20 +1,24 @@
 """EngineProfile: an engine's efficiency model, from physical terms that transfer to unseen devices.
 
-Time of one forward pass (``tokspeed.predict.pass_time``)::
+Time of one forward pass (``tokspeed.timing.pass_time``)::
 
     t = Σ_ops max(flops / (peak · eta_compute · ...), bytes / (bandwidth · eta_mem · eta_format · ...))
         + kernels · launch_s + fixed_s
 
-with the refinements below (the full per-operator arithmetic is ``tokspeed.predict.op_time``).
+with the refinements below (the full per-operator arithmetic is ``tokspeed.timing.op_time``).
 
-- ``eta_mem``: fraction of peak bandwidth reached streaming weights (per hardware kind).
-- ``bw_cap_gbps``: the most bandwidth the engine's kernels pull from one device, whatever its peak
-  (0 = no cap). Little's law: achieved bandwidth <= bytes in flight / memory latency, and a kernel that
-  keeps a fixed number of bytes in flight per SM cannot use an HBM part's 2-3 TB/s (llama.cpp decode on
-  A100 reaches ~40 % of peak while GDDR6X cards reach ~85 %).
+- ``version``: the engine era the values are for (``tokspeed/engines/eras.toml``; "" = unversioned).
+  ``fitted.toml`` holds the newest era's values and, under ``eras``, each older era's own fixed costs,
+  achievable bandwidth and compute (``get_engine(..., version=...)`` picks one).
+- ``eta_mem``: fraction of peak bandwidth reached streaming weights, per memory technology (``hbm``,
+  ``gddr``, ``lpddr``, ``ddr``: ``tokspeed.engines.memory``; Little's law: bytes in flight / latency
+  differ by technology), else per hardware kind, else ``default``.
+- ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
+  (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
-- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind).
+- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind;
+  an older era's values are the newest era's x its fitted ``era_compute``).
 - ``fp16_accumulate``: the engine's matmuls accumulate in FP16 (cuBLAS COMPUTE_16F) or run on INT8
   tensor cores, so on NVIDIA GeForce cards - whose catalog FP16 figure is the FP32-accumulate rate, half
   the FP16-accumulate rate - the tensor peak it can reach is twice the listed one (``tensor_peak_scale``).
@@ -34,7 +38,7 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.predi
 - ``fixed_s``: per step (sampling on the CPU, synchronisation, loop control).
 
 Values come from ``fitted.toml`` (written by ``scripts/fit_calibration.py`` on
-``shared/validation/calibration.csv``) where an engine has calibration rows, else from the documented
+``data/validation/calibration.csv``) where an engine has calibration rows, else from the documented
 priors in ``priors.toml``, which also carry a wider error band.
 """
 
@@ -46,6 +50,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UserError, did_you_mean
+from .eras import era_family, era_labels, era_of, nearest_era
+from .memory import memory_class
 
 HERE = Path(__file__).parent
 MATVEC_MAX_TOKENS = 8  # llama.cpp: MMVQ_MAX_BATCH_SIZE (CUDA) and the mul_mv_ext limit (Metal) are 8 rows
@@ -54,10 +60,17 @@ ENGINES = ["ideal", "llama.cpp", "llama.cpp-cuda", "llama.cpp-metal", "llama.cpp
            "gpt-fast", "vllm", "tensorrt-llm", "transformers", "exllamav2", "mlx"]
 
 
+# `tokspeed measure --calibrate` stores its fit's RMS relative error; the band it gives a prediction is
+# two of those in percent (x 100 for percent, x 2 for a two-sigma band: ~95 % of points of a normal spread)
+CALIBRATION_BAND_SIGMAS = 2.0
+CALIBRATION_MIN_BAND_PCT = 5.0   # floor: a handful of points on one machine never justifies less
+
+
 @dataclass(frozen=True)
 class EngineProfile:
     name: str
-    eta_mem: dict = field(default_factory=lambda: {"default": 1.0})      # by hardware kind
+    version: str = ""                                                    # era label ("" = unversioned)
+    eta_mem: dict = field(default_factory=lambda: {"default": 1.0})      # by memory class, else kind
     eta_compute: dict = field(default_factory=lambda: {"default": 1.0})  # by hardware kind
     eta_format: dict = field(default_factory=dict)                       # by format group
     eta_compute_format: dict = field(default_factory=dict)               # by format group (prefill)
@@ -76,8 +89,14 @@ class EngineProfile:
     fitted: bool = False
     source: str = ""
 
-    def mem_eff(self, hw_kind: str) -> float:
-        return self.eta_mem.get(hw_kind, self.eta_mem.get("default", 1.0))
+    def mem_eff(self, key: str) -> float:
+        """eta_mem for a memory class or hardware kind (``default`` if neither is listed)."""
+        return self.eta_mem.get(key, self.eta_mem.get("default", 1.0))
+
+    def mem_eff_for(self, hw) -> float:
+        """eta_mem for a device: its memory technology if listed, else its kind, else ``default``."""
+        cls = memory_class(hw)
+        return self.eta_mem[cls] if cls in self.eta_mem else self.mem_eff(hw.kind)
 
     def compute_eff(self, hw_kind: str) -> float:
         return self.eta_compute.get(hw_kind, self.eta_compute.get("default", 1.0))
@@ -102,9 +121,10 @@ class EngineProfile:
         return 2.0 if self.fp16_accumulate and compute_class(hw) == "geforce" else 1.0
 
     def stream_bytes_s(self, hw) -> float:
-        """Bandwidth this engine streams at on ``hw``: peak x eta_mem, softly capped at ``bw_cap_gbps``
-        (p-norm soft minimum, p = CAP_SHARPNESS: a queue saturating rather than a hard wall)."""
-        bw = hw.bandwidth_bytes_s * self.mem_eff(hw.kind)
+        """Bandwidth this engine streams at on ``hw``: peak x eta_mem of its memory technology (at most
+        the peak), softly capped at ``bw_cap_gbps`` where an engine sets one (p-norm soft minimum,
+        p = CAP_SHARPNESS: a queue saturating rather than a hard wall)."""
+        bw = hw.bandwidth_bytes_s * min(self.mem_eff_for(hw), 1.0)
         if not self.bw_cap_gbps:
             return bw
         p = CAP_SHARPNESS
@@ -212,21 +232,25 @@ MEASURED_BY = {"gpt-fast": "torch", "transformers": "torch", "llama.cpp-cpu": "l
 
 
 def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
-    """The profile with this machine's measured decode efficiency (``tokspeed measure --calibrate``),
-    when ``hardware`` is a probed profile carrying one for the backend that runs this engine.
+    """The profile with this machine's own decode measurement (``tokspeed measure --calibrate``: the
+    *machine calibration*, as opposed to the *engine fit* on published rows in ``fitted.toml``), when
+    ``hardware`` is a probed profile carrying one for the backend that runs this engine.
 
-    The calibration is ``t = weight_bytes / (BW · eta_memory) + kv_bytes / (BW · eta_kv) + overhead_s``
-    with BW the probe's read bandwidth; it replaces eta_mem, eta_kv and fixed_s (launches are inside
-    overhead_s) and its own fit error becomes the error band."""
+    The machine calibration is ``t = weight_bytes / (BW · eta_mem) + kv_bytes / (BW · eta_kv) + overhead_s``
+    with BW the probe's read bandwidth (stored as ``eta_mem``; ``eta_memory``, its older name, is read
+    too); it replaces eta_mem, eta_kv and fixed_s (launches are inside overhead_s) and its own fit error
+    becomes the error band."""
     from dataclasses import replace
 
     entry = (getattr(hardware, "calibration", None) or {}).get(MEASURED_BY.get(profile.name, ""))
-    if not entry or not entry.get("eta_memory"):
+    eta_key = "eta_mem" if (entry or {}).get("eta_mem") else "eta_memory"
+    if not entry or not entry.get(eta_key):
         return profile
     scale = float(entry.get("bandwidth_gbps") or hardware.bandwidth_gbps) / hardware.bandwidth_gbps
-    eta = float(entry["eta_memory"]) * scale
-    eta_kv = float(entry.get("eta_kv") or entry["eta_memory"]) * scale / eta
-    band = max(5.0, 200 * float(entry.get("rms_rel_error") or 0.0))
+    eta = float(entry[eta_key]) * scale
+    eta_kv = float(entry.get("eta_kv") or entry[eta_key]) * scale / eta
+    band = max(CALIBRATION_MIN_BAND_PCT,
+               CALIBRATION_BAND_SIGMAS * 100 * float(entry.get("rms_rel_error") or 0.0))
     # the measured eta already holds whatever saturates this device's bandwidth: no cap on top
     return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0, bw_cap_gbps=0.0,
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
@@ -234,9 +258,36 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
                           f"{entry.get('date', '')}) over {profile.source}")
 
 
+def engine_entry(engine: str, version=None) -> tuple[dict, str]:
+    """The table entry of a (resolved) engine for an era, and that era's label.
+
+    ``fitted.toml`` holds an engine's newest fitted era at the top (its ``version``) and older eras
+    under ``eras``; ``version`` (a build ``b6000``, a month ``2025-08``, a year or an era label) selects
+    one, the nearest fitted era standing in for one without rows. No version: the newest."""
+    entry = dict(_tables()[engine])
+    eras = entry.pop("eras", {})
+    base = entry.pop("version", "")
+    if not era_family(engine):
+        if version is not None:
+            era_of(engine, version)          # raises: this engine has no versions
+        return entry, ""
+    if version is None:
+        return entry, base or era_labels(engine)[-1]
+    label = era_of(engine, version)
+    if label not in era_labels(engine):
+        raise UserError(f"unknown {engine} era {version!r}", did_you_mean(label, era_labels(engine))
+                        or "use a build number (b6000), a year-month (2025-08) or one of "
+                        + ", ".join(era_labels(engine)))
+    if not base:                              # priors only: one set of values for every era
+        return entry, label
+    label = nearest_era(engine, label, [base, *eras])
+    return ({**entry, **eras[label]} if label != base else entry), label
+
+
 def get_engine(engine, hardware=None, version=None) -> EngineProfile:
-    """The profile for an engine name (``llama.cpp`` resolved to its backend on ``hardware``); an
-    EngineProfile passes through unchanged (the calibration fit evaluates trial profiles this way)."""
+    """The profile for an engine name (``llama.cpp`` resolved to its backend on ``hardware``) and era
+    (``version``: see ``engine_entry``); an EngineProfile passes through unchanged (the calibration fit
+    evaluates trial profiles this way)."""
     if isinstance(engine, EngineProfile):
         return engine
     e = engine.strip().lower()
@@ -245,10 +296,15 @@ def get_engine(engine, hardware=None, version=None) -> EngineProfile:
     if e == "llama.cpp" and hardware is not None:
         e = resolve_backend(e, hardware)
     if e == "ideal":
+        if version is not None:
+            era_of(e, version)
         return IDEAL
-    entry = _tables().get(e)
-    if entry is None:
+    if e not in _tables():
         e = "llama.cpp-cuda" if e == "llama.cpp" else e
-        entry = _tables()[e]
-    profile = EngineProfile(name=e, **entry)
+    entry, label = engine_entry(e, version)
+    if label:       # say which era the answer is for (the text output prints the engine's source)
+        entry["source"] = (f"{era_family(e)} era {label}"
+                           + (" (the newest fitted; --engine-version for another)" if version is None else "")
+                           + f"; {entry.get('source', '')}")
+    profile = EngineProfile(name=e, version=label, **entry)
     return calibrated(profile, hardware) if hardware is not None else profile
