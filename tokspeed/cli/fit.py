@@ -62,34 +62,32 @@ def run(args) -> int:
     if not rows:
         sys.stderr.write("tokspeed: no catalog model matches these filters\n")
         return 0
-    from rich.table import Table
-
     from ..report.console import make_console
+    from ..report.text import FitTable, styled
     from ..units import fmt_bytes, fmt_seconds
 
-    console = make_console()
     gpus = f"{args.gpus} x " if (args.gpus or 1) > 1 else ""
-    t = Table(title=f"{gpus}{hw.name}: {len(rows)} model(s) at context {args.context:,} + prompt {args.prompt} · "
-                    f"{args.engine}{' · offload ' + args.offload if args.offload != 'none' else ''}",
-              title_justify="left", caption=RULE, caption_justify="left")
-    for col, just in (("model", "left"), ("params", "right"), ("format", "left"), ("ppl Δ (llama.cpp, 8B)", "left"),
-                      ("memory / capacity", "right"), ("decode tok/s", "right"), ("prefill tok/s", "right"),
-                      ("TTFT", "right"), ("fits", "left")):
-        t.add_column(col, justify=just, no_wrap=col not in ("quality", "fits"))
+    t = FitTable(title=f"{gpus}{hw.name}: {len(rows)} model(s) at context {args.context:,} + prompt {args.prompt} · "
+                       f"{args.engine}{' · offload ' + args.offload if args.offload != 'none' else ''}",
+                 caption=RULE)
+    for col, num, drop in (("model", False, 0), ("params", True, 0), ("format", False, 0),
+                           ("ppl Δ (llama.cpp, 8B)", True, 3), ("memory / capacity", True, 2),
+                           ("decode tok/s", True, 0), ("prefill tok/s", True, 4), ("TTFT", True, 5), ("fits", False, 0)):
+        t.column(col, numeric=num, drop=drop, min_width=10)
     for r in rows:
         q = r.quality or {}
         qual = f"{q['ppl_delta']:+.4f}" if "ppl_delta" in q else ""
         if r.fits and r.offload == "none":
-            fits = "[green]yes[/]" if r.meets_min_tok_s else "[yellow]yes, slower than --min-tok-s[/]"
+            fits = styled("yes", "green") if r.meets_min_tok_s else styled("yes, slower than --min-tok-s", "yellow")
         elif r.fits:
-            fits = f"[yellow]offloaded ({r.offload})[/]"
+            fits = styled(f"offloaded ({r.offload})", "yellow")
         else:
-            fits = "[red]no[/]"
+            fits = styled("no", "red")
         speeds = [_fmt_tok(r.decode["tok_s"]), _fmt_tok(r.prefill["tok_s"]),
                   "?" if r.ttft_s is None else fmt_seconds(r.ttft_s)]
-        if not r.fits:      # numbers for a setup that does not fit: hypothetical, shown dimmed
-            speeds = [f"[dim]({x})[/]" for x in speeds]
-        t.add_row(r.model, f"{r.params_b:,.1f}B", r.quant, qual,
-                  f"{fmt_bytes(r.memory['total_bytes'])} / {fmt_bytes(r.memory['capacity_bytes'])}", *speeds, fits)
-    console.print(t)
+        if not r.fits:      # numbers for a setup that does not fit: hypothetical, shown in parentheses
+            speeds = [styled(f"({x})", "dim") for x in speeds]
+        t.row(r.model, f"{r.params_b:,.1f}B", r.quant, qual,
+              f"{fmt_bytes(r.memory['total_bytes'])} / {fmt_bytes(r.memory['capacity_bytes'])}", *speeds, fits)
+    t.print(make_console())
     return 0
