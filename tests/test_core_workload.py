@@ -93,3 +93,31 @@ def test_sweep_equals_one_prediction_per_configuration():
     assert len(grid) == 8
     one = tokspeed.predict("llama-3-8b", "rtx-4090", quant="Q4_K_M", prompt=0, gen=1, context=65536, batch=4)
     assert grid[-1].to_dict() == one.to_dict()
+
+
+@pytest.mark.parametrize("model, batch, free", [("llama-3-8b", 1, 3e9), ("llama-3-8b", 8, 7.7e9),
+                                                ("gemma-2-9b", 2, 1.234e9), ("gemma-2-9b", 1, 9e9),
+                                                ("deepseek-v3", 3, 2.5e9)])
+def test_largest_context_is_the_largest_that_fits(model, batch, free):
+    from tokspeed.memory import _max_context, kv_bytes
+
+    spec = get_model(model)
+    t = _max_context(spec, 2.0, batch, free, spec.max_context)
+    assert 0 < t <= spec.max_context
+    assert kv_bytes(spec, 2.0, batch, t) <= free
+    assert t == spec.max_context or kv_bytes(spec, 2.0, batch, t + 1) > free
+
+
+def test_engine_version_reaches_the_engine_and_the_json(monkeypatch):
+    from tokspeed.engines.profile import get_engine
+
+    seen = []
+
+    def spy(engine, hardware=None, version=None):
+        seen.append(version)
+        return get_engine(engine, hardware, version=version)
+
+    monkeypatch.setattr(PRED, "get_engine", spy)
+    p = tokspeed.predict("llama-3-8b", "rtx-4090", engine_version="b6000")
+    assert seen == ["b6000"]
+    assert p.to_dict()["engine_version"] == getattr(p.engine_profile, "version", None)   # the profile's era

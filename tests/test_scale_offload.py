@@ -35,7 +35,7 @@ def test_pcie4_x16_vs_gddr6x_is_the_seeds_30x():
 def test_streaming_every_weight_over_pcie_is_about_30x_slower():
     vram = ideal()
     streamed = ideal(offload="stream", gpu_layers=0)
-    assert streamed.extra["offload"]["weights_in_ram_bytes"] == RESIDENT == 16_061_054_976
+    assert streamed.extra["offload"]["weights_in_ram_bytes"] == RESIDENT     # 16,061,054,976 B
     # the GPU still reads what it computes; the copy adds every resident byte at 31.5 GB/s
     t_hand = RESIDENT / 31.5e9 + vram.decode.ms_per_token / 1e3
     assert 1 / streamed.decode.bound_tok_s == pytest.approx(t_hand, rel=1e-9)

@@ -16,15 +16,27 @@ Every pass is timed by the roofline of ``tokspeed.timing`` over the operator led
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from .engines.compat import runnable
 from .engines.profile import IDEAL, EngineProfile, attention_spec, get_engine
+from .engines import profile as _profile
 from .ledger import Op, depth_kinks, forward_ops, resident_weight_bytes
 from .memory import Memory, memory_fit
 from .quant.kv import kv_bytes as kv_dtype_bytes
+from .scale.configure import configure
 from .scale.options import ScaleOptions
+from .scale.sections import scale_sections
+from .scale.timing import LayoutTimer
 from .timing import PassTime, RooflineTimer, Timer, depth_sum, op_time, pass_time  # noqa: F401  (re-exported)
 from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, UBATCH, Workload
+
+if TYPE_CHECKING:
+    from .hardware.spec import Hardware
+    from .models.spec import ModelSpec
+    from .quant.storage import WeightStorage
+    from .scale.configure import ScaleSetup
+    from .scale.layout import Layout
 
 MAX_SAMPLES = 33   # the sampled decode steps of ``decode_steps`` (kept for the numpy fit, calibration.fast)
 
@@ -62,15 +74,15 @@ class Prefill:
 @dataclass
 class Resolved:
     """What a prediction is about, resolved once: model, weights, device, engine, how passes are timed."""
-    spec: object              # ModelSpec as the engine runs it
-    storage: object           # WeightStorage (a quant scheme or a real file)
+    spec: ModelSpec           # as the engine runs it
+    storage: WeightStorage    # a quant scheme or a real file
     quant: str
     kv_dtype: str
     kv_elem_bytes: float
-    hw: object                # Hardware
+    hw: Hardware
     profile: EngineProfile
     scale: ScaleOptions
-    setup: object = None      # scale.configure.ScaleSetup when the options ask for a layout
+    setup: ScaleSetup | None = None   # when the options ask for a layout
     timer: Timer | None = None
     weights_bytes: float = 0.0
 
@@ -92,11 +104,11 @@ class Prediction:
     ttft_s: float | None
     engine_source: str = ""
     engine_version: str | None = None
-    spec: object = field(default=None, repr=False)              # ModelSpec
-    hw: object = field(default=None, repr=False)                # Hardware
-    storage: object = field(default=None, repr=False)           # WeightStorage
+    spec: ModelSpec | None = field(default=None, repr=False)
+    hw: Hardware | None = field(default=None, repr=False)
+    storage: WeightStorage | None = field(default=None, repr=False)
     engine_profile: EngineProfile | None = field(default=None, repr=False)
-    layout: object = field(default=None, repr=False)            # scale.layout.Layout or None
+    layout: Layout | None = field(default=None, repr=False)
     devices: dict = field(default_factory=dict)                 # scale sections (tokspeed.scale.sections)
     parallel: dict = field(default_factory=dict)
     offload: dict | None = None
@@ -183,9 +195,6 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
     r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights)
     if scale.wants_layout:
-        from .scale.configure import configure
-        from .scale.timing import LayoutTimer
-
         r.setup = configure(spec, storage, hw, prof, kvb, work.batch, work.tokens, work.prompt,
                             prof.runtime_overhead_gib * 2**30, gpus=scale.gpus, parallel=scale.parallel,
                             gpu_layers=scale.gpu_layers, offload=scale.offload, cpu=scale.cpu)
@@ -199,18 +208,24 @@ _TIMERS: dict = {}
 _ENGINES: dict = {}
 
 
+def _engine_tables():
+    """The loaded engine tables (``engines.profile``'s cached read of priors + fit), or None."""
+    tables = getattr(_profile, "_tables", None)
+    return tables() if callable(tables) else None
+
+
 def _engine(engine, hw, version) -> EngineProfile:
     """``get_engine``, remembered per (name, device, version): profiles are read-only."""
     if isinstance(engine, EngineProfile):
         return get_engine(engine, hw, version=version)
-    key = (engine, id(hw), version)
+    tables = _engine_tables()          # a reloaded engine table (tests, a refit) starts afresh
+    key = (engine, id(hw), version, id(tables))
     hit = _ENGINES.get(key)
-    if hit is None or hit[0] is not hw:
+    if hit is None or hit[0] is not hw or hit[1] is not tables:
         if len(_ENGINES) > 1024:
             _ENGINES.clear()
-        hit = _ENGINES[key] = (hw, get_engine(engine, hw, version=version))
-    return hit[1]
-
+        hit = _ENGINES[key] = (hw, tables, get_engine(engine, hw, version=version))
+    return hit[2]
 
 
 def _roofline_timer(hw, quant) -> RooflineTimer:
@@ -243,10 +258,14 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     first, n = work.decode_first, work.decode_steps
     kinks = depth_kinks(spec)
     passes: dict = {}
+    ledgers: dict = {}
 
     def step(engine):
         def at(depth):
-            pt = r.timer(forward_ops(spec, storage, kvb, B, 1, depth), engine, B, 1)
+            ops = ledgers.get(depth)
+            if ops is None:
+                ops = ledgers[depth] = forward_ops(spec, storage, kvb, B, 1, depth)
+            pt = r.timer(ops, engine, B, 1)
             passes[engine.name, depth] = pt
             return pt.seconds
         return at
@@ -255,13 +274,12 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     ideal_s = depth_sum(step(IDEAL), first, n, kinks) / n
     pt0 = passes[r.profile.name, first]
     # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
-    cpu = [o for o in pt0.op_times if o[0].unit == "cpu"]
-    cpu_bytes = sum(o[0].bytes for o in cpu)
+    cpu = [o for o in ledgers[first] if o.unit == "cpu"]
     band = r.profile.decode_error_pct / 100
     tok_s = 1 / step_s               # per sequence: one token for each of the batch every step
-    return Decode(bytes_per_token=(pt0.bytes - cpu_bytes) / B,
-                  weight_bytes_per_token=(pt0.weight_bytes - sum(o[0].weight_bytes for o in cpu)) / B,
-                  kv_bytes_per_token=(pt0.kv_bytes - sum(o[0].kv_read_bytes + o[0].kv_write_bytes for o in cpu)) / B,
+    return Decode(bytes_per_token=(pt0.bytes - sum(o.bytes for o in cpu)) / B,
+                  weight_bytes_per_token=(pt0.weight_bytes - sum(o.weight_bytes for o in cpu)) / B,
+                  kv_bytes_per_token=(pt0.kv_bytes - sum(o.kv_read_bytes + o.kv_write_bytes for o in cpu)) / B,
                   bound_tok_s=1 / ideal_s, tok_s=tok_s, ms_per_token=step_s * 1e3, bound=pt0.bound,
                   tok_s_low=tok_s * (1 - band), tok_s_high=tok_s * (1 + band), aggregate_tok_s=B * tok_s), pt0
 
@@ -295,8 +313,6 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
 
 
 def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill) -> Prediction:
-    from .scale.sections import scale_sections
-
     notes = []
     window = r.spec.max_context
     if window and work.tokens > window:

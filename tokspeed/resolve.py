@@ -24,13 +24,13 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     entry / bare config (the quant scheme then decides the bytes)."""
     if isinstance(arg, ModelSpec):
         return arg, None
+    if isinstance(getattr(arg, "spec", None), ModelSpec) and hasattr(arg, "storage"):
+        return arg.spec, arg.storage     # already resolved (a spec with its storage, e.g. tokspeed.fit's)
     text = str(arg)
     if ("/" not in text and ":" not in text and "\\" not in text and not text.lower().endswith(FILE_SUFFIXES)
             and not os.path.exists(os.path.expanduser(text))):
         # not a file, folder, repo id or ollama reference: a catalog id (skips the file probes)
-        from .models.catalog import get_model
-
-        return get_model(text), None
+        return ModelSpec.from_name(text), None
     from .files.loader import open_model_file
 
     mf = open_model_file(arg)
@@ -40,6 +40,4 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     p = Path(text).expanduser()
     if p.exists():
         return ModelSpec.from_file(p), None
-    from .models.catalog import get_model
-
-    return get_model(text), None
+    return ModelSpec.from_name(text), None

@@ -178,6 +178,8 @@ def depth_sum(step, first: int, n: int, kinks=()) -> float:
     Over a range where ``step`` is affine the sum is ``n`` x its value at the mean depth; a convex
     function is affine on [a, b] exactly when its midpoint value equals the chord's, so ranges are
     halved until it does: 3 evaluations when nothing changes bound, O(log n) per change otherwise."""
+    if n == 1:
+        return step(first)
     last = first + n - 1
     total, a = 0.0, first
     for k in sorted(k for k in kinks if first < k <= last) + [last + 1]:

@@ -3,7 +3,7 @@ exactly as a user would call it, with each row's own prompt, gen, context depth 
 
 from __future__ import annotations
 
-import math
+from ..stats import percentile  # noqa: F401  (re-exported; one definition: tokspeed.stats)
 
 
 def predicted_tok_s(row, engine=None) -> float:
@@ -25,14 +25,3 @@ def predicted_tok_s(row, engine=None) -> float:
 def error_pct(predicted: float, measured: float) -> float:
     """Signed % error of a prediction relative to the measurement."""
     return (predicted - measured) / measured * 100.0
-
-
-def percentile(values, q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100), as numpy's default; nan for no values."""
-    v = sorted(values)
-    if not v:
-        return math.nan
-    pos = (len(v) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)

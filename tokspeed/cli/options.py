@@ -6,6 +6,7 @@ import argparse
 
 from ..errors import UserError
 from ..units import parse_bytes, parse_count, parse_counts, parse_number
+from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
 
 
 def _arg_type(parse, name: str):
@@ -54,13 +55,13 @@ def add_hardware_options(p, required: bool = True):
 def add_model_options(p):
     p.add_argument("--quant", "-q", default=None, help="weight format: F16 Q8_0 Q4_K_M INT4-G128 EXL2-4.0 ... (default F16)")
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 q8_0 q4_0 (default f16)")
-    p.add_argument("--engine", "-e", default="llama.cpp",
+    p.add_argument("--engine", "-e", default=DEFAULT_ENGINE,
                    help="ideal, llama.cpp[-cuda|-metal|-vulkan|-cpu], gpt-fast, vllm, tensorrt-llm, transformers, exllamav2, mlx")
 
 
 def add_run_options(p):
-    p.add_argument("--prompt", type=positive_int, default=512, help="tokens prefilled (default 512)")
-    p.add_argument("--gen", type=positive_int, default=128, help="tokens generated (default 128)")
+    p.add_argument("--prompt", type=positive_int, default=DEFAULT_PROMPT, help=f"tokens prefilled (default {DEFAULT_PROMPT})")
+    p.add_argument("--gen", type=positive_int, default=DEFAULT_GEN, help=f"tokens generated (default {DEFAULT_GEN})")
     p.add_argument("--context", type=positive_int, default=0, help="tokens already in the KV cache (llama-bench -d)")
     p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..workload import DEFAULT_ENGINE
 from .options import number, positive_int, print_json
 
 
@@ -14,7 +15,7 @@ def add_parser(sub):
     p.add_argument("--target-tok-s", dest="target", type=number, required=True, help="per-user decode tok/s wanted")
     p.add_argument("--quant", "-q", default=None, help="weight format (default F16)")
     p.add_argument("--kv-dtype", default="f16")
-    p.add_argument("--engine", "-e", default="llama.cpp")
+    p.add_argument("--engine", "-e", default=DEFAULT_ENGINE)
     p.add_argument("--context", type=positive_int, default=4096, help="tokens in the KV cache (default 4096)")
     p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
     p.add_argument("--users", type=positive_int, default=None, help="concurrent users; target is per user")

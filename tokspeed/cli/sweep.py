@@ -25,18 +25,12 @@ def add_parser(sub):
 
 
 def sweep_rows(args, hw) -> list[dict]:
-    from ..predict import predict
+    from ..predict import sweep
 
-    quants = (args.quant or "F16").split(",")
-    rows = []
-    for q in quants:
-        for b in args.batch:
-            for c in args.context:
-                pred = predict(args.model, hw, quant=q.strip(), kv_dtype=args.kv_dtype, engine=args.engine,
-                               prompt=args.prompt, gen=args.gen, context=c, batch=b,
-                               **scale_kwargs(args))
-                rows.append(pred.to_dict())
-    return rows
+    quants = [q.strip() for q in (args.quant or "F16").split(",")]
+    return [p.to_dict() for p in sweep(args.model, hw, args.context, args.batch, quants, prompt=args.prompt,
+                                       gen=args.gen, kv_dtype=args.kv_dtype, engine=args.engine,
+                                       **scale_kwargs(args))]
 
 
 def run(args) -> int:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..stats import median
 from .stats import Timing
 
 # llama.cpp's default KV cache type is F16 (2 bytes per value) unless --cache-type-k/v says otherwise.
@@ -170,7 +171,7 @@ def measure_point(lm: LlamaModel, context: int, prompt: int, gen: int, warmup: i
         "batch": 1, "context": context, "prompt": prompt, "gen": gen,
         "prefill_tok_s": prompt / prefill_s if prompt else None, "prefill_s": prefill_s if prompt else None,
         "decode_tok_s": 1 / step_s, "decode_ms_per_token": step_s * 1e3,
-        "decode_tok_s_median": 1 / sorted(steps)[len(steps) // 2],
+        "decode_tok_s_median": 1 / median(steps),
         "decode_step": Timing.from_samples(steps, warmup).to_dict(),
         "weight_bytes_per_token": w, "kv_bytes_per_token": kv, "bytes_per_step": w + kv, "bytes_per_token": w + kv,
         "flops_per_step": sum(lm.flops_per_token(context + i) for i in range(gen)) / gen, "stages_ms": {},

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from ..engines.compat import runtime_of
 from ..errors import UserError
 
-STYLES = ("none", "tp", "pp", "split", "tp+pp")
 
 
 @dataclass(frozen=True)

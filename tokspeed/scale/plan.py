@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from ..engines.compat import engines_for, runtime_of
 from ..errors import UserError
+from ..predict import predict
+from ..workload import DEFAULT_ENGINE
 
 GROUP_SIZES = (2, 4, 8, 16)
 
@@ -105,11 +107,9 @@ def _option(pred, hw, setup, n, target, users, price) -> Option:
                   {"gpus": n})
 
 
-def plan(model, target_tok_s: float, quant=None, engine="llama.cpp", context=0, batch=1, users=None,
+def plan(model, target_tok_s: float, quant=None, engine=DEFAULT_ENGINE, context=0, batch=1, users=None,
          budget=None, prices=None, kv_dtype="f16", hardware=None, offload=True) -> list[Option]:
     """Every setup tried, best first (those that meet the target, then the rest by speed)."""
-    from ..predict import predict
-
     if not target_tok_s or target_tok_s <= 0:
         raise UserError("--target-tok-s must be positive")
     if budget is not None and not prices:
@@ -173,12 +173,10 @@ def plan(model, target_tok_s: float, quant=None, engine="llama.cpp", context=0, 
     return sorted(out, key=key)
 
 
-def min_devices(model, hardware, quant=None, engine="llama.cpp", parallel=None, context=0, batch=1,
+def min_devices(model, hardware, quant=None, engine=DEFAULT_ENGINE, parallel=None, context=0, batch=1,
                 limit: int = 64) -> int | None:
     """Fewest devices of ``hardware`` that hold the model at ``context`` tokens (``parallel`` style
     for every count; None if ``limit`` is not enough)."""
-    from ..predict import predict
-
     for n in range(1, limit + 1):
         try:
             p = predict(model, hardware, quant=quant, engine=engine, prompt=0, gen=1, context=context, batch=batch,

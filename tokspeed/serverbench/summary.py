@@ -13,23 +13,11 @@ Per phase (one concurrency level, or the rate phase), warm-up excluded:
 
 from __future__ import annotations
 
-import math
-
+from ..stats import percentile
 from .client import CANCELLED
 
 METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "decode_s", "decode_tok_s", "prompt_tokens", "output_tokens",
            "target_prompt_tokens", "queued_s", "server_decode_tok_s", "server_prefill_tok_s")
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks: rank = q/100 * (n-1)."""
-    xs = sorted(values)
-    if not xs:
-        raise ValueError("percentile of no values")
-    pos = q / 100 * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def stats(values: list[float]) -> dict | None:
