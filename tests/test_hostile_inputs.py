@@ -74,17 +74,17 @@ def _files(root):
 
 HW = ["--hardware", "rtx-4090"]
 CASES = [
-    # names and paths
-    ("predict", [LONG] + HW, ["too long"]),
+    # names and paths (a bare name that is no path is a catalog id: an unknown one says so)
+    ("predict", [LONG] + HW, ["unknown model"]),
     ("predict", ["ollama:" + LONG] + HW, []),
     ("predict", ["ollama:llama3:" + "8" * 300] + HW, []),
     ("predict", ["llama-3-8b", "--hardware", LONG + ".toml"], ["too long"]),
     ("predict", ["llama-3-8b", "--hardware", "{d}/" + LONG], []),
-    ("sweep", [LONG] + HW, ["too long"]),
-    ("compare", [LONG, "--hardware", "rtx-4090,h100-sxm"], ["too long"]),
-    ("plan", [LONG, "--target-tok-s", "10"], ["too long"]),
-    ("explain", [LONG] + HW, ["too long"]),
-    ("report", [LONG] + HW + ["-o", "{d}/r.html"], ["too long"]),
+    ("sweep", [LONG] + HW, ["unknown model"]),
+    ("compare", [LONG, "--hardware", "rtx-4090,h100-sxm"], ["unknown model"]),
+    ("plan", [LONG, "--target-tok-s", "10"], ["unknown model"]),
+    ("explain", [LONG] + HW, ["unknown model"]),
+    ("report", [LONG] + HW + ["-o", "{d}/r.html"], ["unknown model"]),
     ("inspect", [LONG + ".gguf"], ["too long"]),
     ("inspect", ["{d}/" + LONG], ["too long"]),
     ("tokens", ["hello", "--model", LONG], ["too long"]),

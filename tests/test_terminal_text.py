@@ -90,7 +90,7 @@ def test_no_fp16_figure_shows_unknown_never_zero(evil_device, tmp_path):
 
 
 def test_catalog_m4_max_prefill_and_report_do_not_crash(tmp_path):
-    """The catalog's Apple M4 Max has no FP16 figure (Apple publishes none)."""
+    """The catalog's Apple M4 Max: Apple publishes no FP16 figure; the catalog's is derived (an assumed clock)."""
     r = cli("explain", "llama-3.1-8b", "--hardware", "m4-max-40", "-q", "Q4_K_M", "--prefill", "4096")
     assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
     r = cli("report", "llama-3.1-8b", "--hardware", "m4-max-40", "-q", "Q4_K_M", "-o", tmp_path / "m4.html")

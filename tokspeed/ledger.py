@@ -55,6 +55,8 @@ class Role(str, Enum):
     QKV = "qkv"                         # q/k/v projections (MLA: q_a, q_b, kv_a, kv_b)
     ROPE = "rope"
     ATTN_CORE = "attn_core"             # scores, softmax, values over the KV cache
+    LINEAR_PROJ = "linear_proj"         # hybrid models: in/out projections of a linear-attention / SSM mixer
+    STATE_SCAN = "state_scan"           # hybrid models: conv + recurrent update over the fixed-size state
     O_PROJ = "o_proj"
     ATTN_RESIDUAL = "attn_residual"
     FFN_NORM = "ffn_norm"
@@ -130,6 +132,18 @@ def _attended(depth: int, n: int, window: int) -> float:
     return uncapped + (n - first_capped) * window
 
 
+def _attended_chunked(depth: float, n: int, chunk: int) -> float:
+    """Keys attended by queries at positions depth..depth+n-1 when each attends only its own chunk of
+    ``chunk`` positions (Llama 4): the query at position p attends (p mod chunk) + 1 keys."""
+    def prefix(m: float) -> float:      # sum over p < m of (p mod chunk) + 1
+        full, rest = divmod(m, chunk)
+        return full * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
+    return float(prefix(depth + n) - prefix(depth))
+
+
+STATE_BYTES = 4.0   # llama.cpp keeps recurrent states in F32 (recurrent_type_r/_s, src/llama-model.cpp)
+
+
 # -- the per-(model, weight storage) weight ledger, built once ----------------------------------------
 
 _WEIGHTS_MAX = 64
@@ -178,7 +192,7 @@ def _projections(spec) -> list[tuple[str, int, int]]:
     """(tensor role, rows, cols) of the attention input projections."""
     d = spec.d_model
     if not spec.is_mla:
-        return [("attn_q", spec.q_dim, d), ("attn_k", spec.kv_dim, d), ("attn_v", spec.kv_dim, d)]
+        return [("attn_q", spec.q_proj_rows, d), ("attn_k", spec.kv_dim, d), ("attn_v", spec.kv_dim, d)]
     qk_head = spec.qk_nope_head_dim + spec.qk_rope_head_dim
     if spec.q_lora_rank:
         projs = [("attn_q_a", spec.q_lora_rank, d), ("attn_q_b", spec.n_heads * qk_head, spec.q_lora_rank)]
@@ -214,8 +228,12 @@ def _build_weight_ledger(spec, storage) -> WeightLedger:
     wb = storage.tensor_bytes
     d, L = spec.d_model, spec.n_layers
     by_role = {}
+    attn_layers = [i for i in range(L) if not spec.is_linear_layer(i)]    # a hybrid's attention layers
     for role, rows, cols in _projections(spec) + [("attn_output", d, spec.attn_out_dim)]:
-        by_role[role] = sum(wb(role, i, rows, cols) for i in range(L))
+        by_role[role] = sum(wb(role, i, rows, cols) for i in attn_layers)
+    if spec.n_linear_layers:
+        by_role["ssm"] = sum(wb("ssm_in", i, spec.linear_in_rows, d) + wb("ssm_out", i, d, spec.linear_value_dim)
+                             for i in range(L) if spec.is_linear_layer(i))
     for suffix, d_ff, layers, stack in _mlp_groups(spec):
         for role, rows, cols in _mlp_shapes(spec, d_ff):
             by_role[role + suffix] = sum(wb(role + suffix, i, rows * stack, cols) for i in layers)
@@ -297,19 +315,22 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
     norm_flops = NORM_FLOPS_PER_ELEMENT * d * T
     before.append(Op("attention norm", Role.ATTN_NORM, Scope.DENSE, "vector", L, layers=span, flops=L * norm_flops,
                      weight_bytes=L * d * w.norm_elem, act_bytes=L * 2 * T * d * ACT_BYTES))
+    La = spec.n_attn_layers     # a hybrid model's linear layers have no q/k/v, RoPE or KV cache
     for role, rows, cols in _projections(spec):
-        before.append(Op(f"{role} projection", Role.QKV, Scope.DENSE, "tensor", L, layers=span,
-                         flops=L * 2 * T * rows * cols, weight_bytes=w.by_role[role],
-                         act_bytes=L * T * (rows + cols) * ACT_BYTES))
+        before.append(Op(f"{role} projection", Role.QKV, Scope.DENSE, "tensor", La, layers=span,
+                         flops=La * 2 * T * rows * cols, weight_bytes=w.by_role[role],
+                         act_bytes=La * T * (rows + cols) * ACT_BYTES))
     rot = spec.qk_rope_head_dim if spec.is_mla else (spec.rotary_dim or spec.head_dim)
     heads = spec.n_heads + spec.n_kv_heads
-    before.append(Op("RoPE", Role.ROPE, Scope.DENSE, "vector", L, layers=span,
-                     flops=L * ROPE_FLOPS_PER_ELEMENT * T * heads * rot,
-                     act_bytes=L * 2 * T * heads * rot * ACT_BYTES))
+    before.append(Op("RoPE", Role.ROPE, Scope.DENSE, "vector", La, layers=span,
+                     flops=La * ROPE_FLOPS_PER_ELEMENT * T * heads * rot,
+                     act_bytes=La * 2 * T * heads * rot * ACT_BYTES))
     # (the attention core over the cache goes here: attention_core_ops)
-    after.append(Op("attn_output projection", Role.O_PROJ, Scope.DENSE, "tensor", L, layers=span,
-                    flops=L * 2 * T * d * spec.attn_out_dim, weight_bytes=w.by_role["attn_output"],
-                    act_bytes=L * T * (d + spec.attn_out_dim) * ACT_BYTES))
+    after.append(Op("attn_output projection", Role.O_PROJ, Scope.DENSE, "tensor", La, layers=span,
+                    flops=La * 2 * T * d * spec.attn_out_dim, weight_bytes=w.by_role["attn_output"],
+                    act_bytes=La * T * (d + spec.attn_out_dim) * ACT_BYTES))
+    if spec.n_linear_layers:
+        after.extend(_linear_mixer_ops(spec, w, B, T))
     after.append(Op("residual add (attention)", Role.ATTN_RESIDUAL, Scope.DENSE, "vector", L, layers=span,
                     flops=L * T * d, act_bytes=L * 3 * T * d * ACT_BYTES))
 
@@ -354,8 +375,12 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
     _, kv_per_tok_layer, score_dim, value_dim, act_width, groups = shape
     out = []
     for label, layers, window in groups:
-        pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
-        cached = min(depth, window) if window else depth
+        if window and spec.chunked_attention:
+            pairs = _attended_chunked(depth, n, window)
+            cached = depth % window             # the chunk so far
+        else:
+            pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
+            cached = min(depth, window) if window else depth
         flops = layers * B * spec.n_heads * pairs * (2 * score_dim + 2 * value_dim + SOFTMAX_FLOPS_PER_SCORE)
         out.append(Op("attention scores/softmax/values" + label, Role.ATTN_CORE, Scope.DENSE, "tensor", layers,
                       layers=(0, L), flops=flops,
@@ -378,14 +403,34 @@ def _core_shape(spec, kv_elem_bytes):
         score_dim, value_dim = spec.kv_lora_rank + spec.qk_rope_head_dim, spec.kv_lora_rank
     else:
         score_dim, value_dim = spec.head_dim, spec.head_dim
+    windowed = " (chunked)" if spec.chunked_attention else " (sliding window)"
     groups = tuple(g for g in (("", spec.n_full_layers, 0),
-                               (" (sliding window)", spec.n_sliding_layers, spec.sliding_window)) if g[1])
+                               (windowed, spec.n_sliding_layers, spec.sliding_window)) if g[1])
     return kv_per_tok_layer, score_dim, value_dim, spec.q_dim + spec.attn_out_dim, groups
 
 
 def depth_kinks(spec) -> tuple[int, ...]:
     """Decode depths where the attention core stops being linear in depth: a sliding window's edge."""
+    if spec.n_sliding_layers and spec.sliding_window and spec.chunked_attention:
+        # chunked attention restarts at every chunk boundary (Llama 4): up to 16M tokens of depth
+        return tuple(range(spec.sliding_window, (1 << 24) + 1, spec.sliding_window))
     return (spec.sliding_window,) if spec.n_sliding_layers and spec.sliding_window else ()
+
+
+def _linear_mixer_ops(spec, w: WeightLedger, B, T) -> list[Op]:
+    """A hybrid model's linear-attention / state-space layers: input and output projections (matmuls
+    over the weights) and the scan, which reads and writes each sequence's fixed-size state once per
+    pass (conv tail + recurrent matrix, F32) whatever the context, and does ``state_flops_per_token_layer``
+    per token. The state traffic is counted as activation bytes: it is no KV cache and does not grow."""
+    d, n = spec.d_model, spec.n_linear_layers
+    span = (0, spec.n_layers)
+    proj = Op("linear-attention/SSM in+out projections", Role.LINEAR_PROJ, Scope.DENSE, "tensor", n, layers=span,
+              flops=n * 2 * T * d * (spec.linear_in_rows + spec.linear_value_dim), weight_bytes=w.by_role["ssm"],
+              act_bytes=n * T * (d + spec.linear_in_rows + spec.linear_value_dim + d) * ACT_BYTES)
+    state = n * B * spec.state_elements_per_layer * STATE_BYTES
+    scan = Op("conv + recurrent state update", Role.STATE_SCAN, Scope.DENSE, "vector", n, layers=span,
+              flops=n * T * spec.state_flops_per_token_layer, act_bytes=2 * state, kernels=3)
+    return [proj, scan]
 
 
 def _mlp_ops(spec, w: WeightLedger, suffix, d_ff, layers, tokens, fraction_read):

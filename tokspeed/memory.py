@@ -26,8 +26,12 @@ class Memory:
 
 
 def kv_bytes(spec, kv_elem_bytes: float, batch: int, tokens: int) -> float:
-    """KV cache for ``batch`` sequences of ``tokens`` tokens (sliding layers hold at most the window)."""
-    return batch * spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
+    """KV cache for ``batch`` sequences of ``tokens`` tokens (sliding layers hold at most the window),
+    plus a hybrid model's fixed-size recurrent state per sequence (F32, whatever ``tokens``)."""
+    from .ledger import STATE_BYTES
+
+    return batch * (spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
+                    + spec.n_linear_layers * spec.state_elements_per_layer * STATE_BYTES)
 
 
 def activation_bytes(spec, batch: int, prompt: int) -> float:
@@ -62,7 +66,8 @@ def _max_context(spec, kv_elem_bytes, batch, free, limit: int) -> int:
     per = batch * spec.kv_elements_per_token_layer * kv_elem_bytes      # bytes per cached token-layer
     if per <= 0:
         return limit
-    budget = free / per                                                   # token-layers that fit
+    budget = (free - kv_bytes(spec, kv_elem_bytes, batch, 0)) / per      # token-layers that fit (after a
+    #                                                                        hybrid model's fixed state)
     nf, ns, w = spec.n_full_layers, spec.n_sliding_layers, spec.sliding_window
     if not w or budget <= (nf + ns) * w:
         t = int(budget // (nf + ns))

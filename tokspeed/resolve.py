@@ -25,6 +25,8 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     entry / bare config (the quant scheme then decides the bytes)."""
     if isinstance(arg, ModelSpec):
         return arg, None
+    if isinstance(getattr(arg, "spec", None), ModelSpec) and hasattr(arg, "storage"):
+        return arg.spec, arg.storage     # already resolved (a spec with its storage, e.g. tokspeed.fit's)
     text = str(arg)
     if ("/" not in text and ":" not in text and "\\" not in text and not text.lower().endswith(FILE_SUFFIXES)
             and not os.path.exists(os.path.expanduser(text))):

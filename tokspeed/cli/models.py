@@ -25,7 +25,7 @@ def markers(m) -> list[str]:
         out.append(f"MoE {m.n_active_experts}/{m.n_experts}{shared}")
     if m.is_mla:
         out.append("MLA")
-    if m.n_sliding_layers:
+    if m.n_sliding_layers and not m.chunked_attention:
         out.append(f"SWA {m.sliding_window} x{m.n_sliding_layers}")
     if m.tied_embeddings:
         out.append("tied")
@@ -33,6 +33,10 @@ def markers(m) -> list[str]:
         out.append("parallel")
     if m.vision_params:
         out.append("+vision")
+    if m.n_linear_layers:
+        out.append(f"hybrid {m.linear_kind} x{m.n_linear_layers}")
+    if m.chunked_attention:
+        out.append(f"chunked {m.sliding_window} x{m.n_sliding_layers}")
     return out
 
 
@@ -44,8 +48,9 @@ def _context(n: int) -> str:
     return f"{n // 1024}K" if n % 1024 == 0 else str(n)
 
 
-def _repo(url: str) -> str:
-    return url.removeprefix("https://huggingface.co/").removesuffix("/blob/main/config.json")
+def _repo(m) -> str:
+    """The Hugging Face repository the entry describes (its config source for the original entries)."""
+    return m.hf_repo or m.source.removeprefix("https://huggingface.co/").removesuffix("/blob/main/config.json")
 
 
 def _order(m):
@@ -100,9 +105,9 @@ def run(args) -> int:
                            ("features", False, 1), ("use", False, 6), ("huggingface.co/...", False, 5)):
         t.column(col, numeric=num, drop=drop, min_width=10)
     for m, _ in rows:
-        repo = getattr(m, "hf_repo", "") or _repo(m.source)
+        repo = _repo(m)
         t.row(m.id, _count(m.n_params), _count(m.n_active_params) if m.is_moe else "", str(m.n_layers),
               str(m.d_model), f"{m.n_heads}/{m.n_kv_heads}", _context(m.max_context),
-              ", ".join(markers(m)), ",".join(getattr(m, "use", ()) or ()), repo)
+              ", ".join(markers(m)), ",".join(m.use), repo)
     t.print(make_console())
     return 0

@@ -28,6 +28,8 @@ _GROUPS = {
     Role.ROPE: ("rope", "RoPE"),
     Role.ATTN_CORE: ("attention", "attention over the KV cache"),
     Role.O_PROJ: ("o_proj", "output projection"),
+    Role.LINEAR_PROJ: ("linear_proj", "linear-attention/SSM projections"),
+    Role.STATE_SCAN: ("state_scan", "recurrent state update (fixed size)"),
     Role.ATTN_RESIDUAL: ("residual_attn", "residual add"),
     Role.FFN_NORM: ("ffn_norm", "FFN RMSNorm"),
     Role.ROUTER: ("router", "MoE router"),

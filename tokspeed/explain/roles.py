@@ -55,6 +55,8 @@ def data_source(op, hw) -> str:
         return f"logits copied to system RAM over {link}"
     if op.role is Role.EMBED:
         return f"one table row in {device_memory(hw)}"
+    if op.role is Role.STATE_SCAN:
+        return f"recurrent state in {device_memory(hw)}"
     if op.kv_read_bytes + op.kv_write_bytes > 0:
         main = "KV cache"
     elif op.weight_bytes >= op.act_bytes:

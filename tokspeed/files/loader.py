@@ -65,12 +65,26 @@ def open_model_file(arg) -> ModelFile | None:
         return open_folder(p)
     if kind == "file":
         return None
-    from .hf_folder import find_in_hf_cache
+    from .hf_folder import REPO_ID, find_in_hf_cache
 
+    forced = text.startswith("hf:")            # hf:ORG/NAME reads the hub even when the catalog knows the id
+    text = text.removeprefix("hf:")
     snap = find_in_hf_cache(text)
+    if snap is not None and any(snap.glob("*.safetensors")):
+        return open_folder(snap, id=text)      # fully downloaded: the local files
+    if REPO_ID.match(text) and (forced or _not_in_catalog(text)):
+        from .hf_hub import open_hub_repo
+
+        return open_hub_repo(text)             # config.json + safetensors headers (tokspeed.files.hf_hub)
     if snap is not None:
         return open_folder(snap, id=text)
     return None
+
+
+def _not_in_catalog(name: str) -> bool:
+    from ..models.catalog import resolve_id
+
+    return resolve_id(name) is None
 
 
 # ---- GGUF --------------------------------------------------------------------------------------
