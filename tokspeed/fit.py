@@ -38,20 +38,16 @@ _ENGINE_FORMATS = {
 
 
 def supported_formats(engine: str, hw=None) -> tuple[str, ...]:
-    """Weight formats ``engine`` runs on ``hw``, highest precision first.
+    """Weight formats ``engine`` runs on ``hw`` that people download for it, highest precision first: the
+    list above (ordered by bytes per weight, which the bisection needs), kept where the capability table
+    (``tokspeed.engines.compat``) says the engine runs the format on this device."""
+    from .engines.compat import runtime_of, supported_formats as table
 
-    Uses ``tokspeed.engines.compat.supported_formats`` where that capability table exists; until then a
-    local list per engine family (llama.cpp and its front ends: the GGUF types above)."""
-    try:
-        from .engines.compat import supported_formats as table   # engineer "acchw"'s capability table
-    except ImportError:
-        table = None
-    if table is not None:
-        return tuple(table(engine, hw))
-    base = engine.split("-")[0] if engine.startswith("llama.cpp") else engine
+    base = runtime_of(engine)
     if base not in _ENGINE_FORMATS:
         raise UserError(f"unknown engine {engine!r} for fit", f"one of {', '.join(_ENGINE_FORMATS)}")
-    return _ENGINE_FORMATS[base]
+    runs = set(table(engine, hw)) if hw is not None else None
+    return tuple(f for f in _ENGINE_FORMATS[base] if runs is None or f in runs)
 
 
 @dataclass
