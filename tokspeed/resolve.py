@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import UserError
 from .models.spec import ModelSpec
 
 
@@ -30,12 +29,8 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     text = str(arg)
     if ("/" not in text and ":" not in text and "\\" not in text and not text.lower().endswith(FILE_SUFFIXES)
             and not os.path.exists(os.path.expanduser(text))):
-        # not a file, folder, repo id or ollama reference: a catalog id skips the file probes (anything
-        # else goes through them, so an odd path gets the file reader's own error)
-        try:
-            return ModelSpec.from_name(text), None
-        except UserError:
-            pass
+        # not a file, folder, repo id or ollama reference: a catalog id (skips the file probes)
+        return ModelSpec.from_name(text), None
     from .files.loader import open_model_file
 
     mf = open_model_file(arg)
