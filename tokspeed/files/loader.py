@@ -70,6 +70,8 @@ def open_model_file(arg) -> ModelFile | None:
     forced = text.startswith("hf:")            # hf:ORG/NAME reads the hub even when the catalog knows the id
     text = text.removeprefix("hf:")
     snap = find_in_hf_cache(text)
+    if snap is not None:
+        path_kind(snap / "config.json", "config.json")   # a dangling or looping link in the cache says so
     if snap is not None and any(snap.glob("*.safetensors")):
         return open_folder(snap, id=text)      # fully downloaded: the local files
     if REPO_ID.match(text) and (forced or _not_in_catalog(text)):
