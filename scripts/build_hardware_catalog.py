@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Build ``tokspeed/hardware/data/hardware.toml`` from the reference hardware CSV (+ calibration CSV).
 
+Inputs ship with the repository: ``data/reference/hardware-specs.csv`` (+ ``hardware-specs.md``, its
+notes and sources) and ``data/validation/calibration.csv``.
+
     python scripts/build_hardware_catalog.py [CSV] [--calibration CSV] [-o OUT] [--check]
 
 Every reference row becomes a ``[[device]]`` (gpu, soc, cpu; TPU and Gaudi as "accelerator") or a
@@ -10,6 +13,10 @@ with its formula in the entry's ``derived`` list:
   (``tokspeed.hardware.links.parse_host_link``), e.g. PCIe 4.0 x8 = 31.5 x 8/16.
 - CPU memory systems have no capacity in the CSV (a memory system is not a machine); the catalog
   assumes one module per channel of the size written in ``CPU_MODULE_GB`` and says so.
+- FLOP/s the CSV leaves blank (#11): NVIDIA parts from SMs x per-SM rate x clock (``NV_TENSOR``), Apple
+  M3/M4 from GPU cores x per-core rate (``APPLE_TF_PER_CORE``), CPU rows from an assumed processor
+  (``CPU_FLOPS``); ``fp16_accumulate_2x`` for GeForce and the L40; a SoC's CPU cluster
+  (``cpu_bandwidth_gbps`` / ``_band_pct``, ``cpu_fp32_tflops``); an MI250X as one of its two GCDs.
 - Devices of ``validation/calibration.csv`` that the reference CSV lacks are added from that file's
   own per-device columns; binned Apple GPUs get FP16/FP32 scaled by GPU core count from the full
   chip (same clock within a chip tier), and memory from the full chip where the file states none.
@@ -165,20 +172,245 @@ CALIBRATION_IDS: dict[str, tuple[str, list[str]]] = {
 # this size (a common configuration, not a limit); users write their own in a custom TOML.
 CPU_MODULE_GB = {"DDR4": 32, "DDR5": 32, "DDR5 RDIMM": 64, "MRDIMM (MCR DIMM)": 64}
 
+# ---- FLOP/s the reference table leaves blank (#11 item 6) -------------------------------------------
+# Derived as units x clock x FLOPs per unit per cycle; the formula goes into the entry's `derived` list.
+# NVIDIA per-SM dense tensor rates (FLOPs per SM per clock, FP16 inputs with FP16 accumulate), from the
+# whitepapers' tables, checked against catalog rows: GA10x/AD10x/GB20x 1024 (RTX 3090: 82 SM x 1.695 GHz x
+# 1024 = 142 TF FP16-acc, catalog 71 at FP32-acc; RTX 4090: 128 x 2.52 x 1024 = 330), FP8 and INT8 2048 on
+# Ada/Blackwell, INT8 2048 on GA10x; GA10B (Orin) like GA100: 2048 FP16 / 4096 INT8. GeForce (and the
+# DGX Spark, ASSUMED consumer-class) run FP32 accumulate at half the FP16-accumulate rate; RTX Ada
+# workstation cards ASSUMED full rate, as the RTX A6000 and L40S are (reference notes, pitfall 2).
+# FP32 (CUDA cores) = SMs x 128 x 2 x clock. Boost clocks from NVIDIA's product pages.
+NV_TENSOR = {
+    # id: (SMs, boost GHz, arch, half-rate FP32 accumulate, what the clock is)
+    "rtx-4070-ti": (60, 2.61, "ada", True, "boost"),
+    "rtx-4070-ti-super": (66, 2.61, "ada", True, "boost"),
+    "rtx-4080-super": (80, 2.55, "ada", True, "boost"),
+    "rtx-4070-laptop": (36, 2.175, "ada", True, "maximum boost (TGP-dependent 1.23-2.175 GHz)"),
+    "rtx-3070": (46, 1.725, "ampere", True, "boost"),
+    "rtx-3080-ti": (80, 1.665, "ampere", True, "boost"),
+    "rtx-4000-ada": (48, 2.175, "ada", False, "boost"),
+    "rtx-5000-ada": (100, 2.55, "ada", False, "boost"),
+    "rtx-6000-ada": (142, 2.505, "ada", False, "boost"),
+    # GB10: 6144 CUDA cores = 48 SMs; clock from its own 31 TF FP32 = 6144 x 2 x 2.52 GHz. Check: FP4 dense
+    # 48 x 4096 x 2.52 GHz = 495 TF, x2 sparse = 991 = NVIDIA's "1 PFLOP FP4 with sparsity".
+    "dgx-spark": (48, 2.52, "blackwell", True, "implied by the row's 31 TF FP32"),
+    # Orin: 2048 CUDA cores = 16 SMs at 1.3 GHz; check: 16 x 4096 x 1.3 GHz = 85 INT8 TOPS = NVIDIA's GPU
+    # "170 sparse INT8 TOPS" / 2
+    "jetson-agx-orin-64g": (16, 1.3, "ga10b", False, "maximum GPU clock (64 GB module)"),
+}
+ARCH_RATES = {"ampere": (1024, 0, 2048), "ada": (1024, 2048, 2048), "blackwell": (1024, 2048, 2048),
+              "ga10b": (2048, 0, 4096)}  # FLOPs/SM/clock: (FP16 FP16-acc, FP8 FP16-acc, INT8)
+
+# Apple GPUs: cores x 128 FP32 ALUs x 2 FLOPs x clock; FP16 runs at the FP32 rate (reference notes,
+# pitfall 4). Apple publishes no M3/M4 clock or TFLOPS.
+APPLE_TF_PER_CORE = {
+    "M3": (14.2 / 40, "third-party 14.2 TF for the 40-core M3 Max (reference notes, pitfall 4; the lowest "
+                      "of 14.2/14.32/16.4) / 40 cores = 0.355 TF per core = 128 x 2 x 1.387 GHz"),
+    "M4": (128 * 2 * 1.8e9 / 1e12, "ASSUMED GPU clock 1.8 GHz (Apple publishes none): 128 x 2 x 1.8 GHz = "
+                                   "0.4608 TF per core; low confidence"),
+}
+
+# CPU memory systems have no processor in the reference table: a FLOP/s figure needs one. ASSUMED
+# representative processor per row: cores x FP32 FLOPs per cycle per core (SIMD FMA units x lanes x 2) x
+# clock (desktop: all-core boost; server: base clock, what all-core AVX-512 load sustains).
+CPU_FLOPS = {
+    "ddr4-3200-2ch": (8, 32, 4.4, "8-core Zen 3 desktop (Ryzen 7 5800X): 2 x 256-bit FMA = 32 FLOPs/cycle, 4.4 GHz all-core"),
+    "ddr5-4800-2ch": (8, 32, 4.5, "8-core Zen 4 desktop (Ryzen 7 7700X): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 4.5 GHz all-core"),
+    "ddr5-5600-2ch": (8, 32, 4.5, "8-core Zen 4 desktop (Ryzen 7 7700X): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 4.5 GHz all-core"),
+    "ddr5-6000-2ch": (8, 32, 4.5, "8-core Zen 4 desktop (Ryzen 7 7700X): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 4.5 GHz all-core"),
+    "ddr5-6400-2ch": (8, 32, 4.5, "8-core Zen 4 desktop (Ryzen 7 7700X): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 4.5 GHz all-core"),
+    "xeon-spr-ddr5-4800-8ch": (56, 64, 2.0, "Xeon Platinum 8480+ (56 cores): 2 x AVX-512 FMA = 64 FLOPs/cycle, 2.0 GHz base; "
+                                            "its AMX BF16 tiles (1024 FLOPs/cycle/core) are not counted"),
+    "xeon-6900p-ddr5-6400-12ch": (128, 64, 2.0, "Xeon 6980P (128 cores): 2 x AVX-512 FMA = 64 FLOPs/cycle, 2.0 GHz base; AMX not counted"),
+    "xeon-6900p-mrdimm-8800-12ch": (128, 64, 2.0, "Xeon 6980P (128 cores): 2 x AVX-512 FMA = 64 FLOPs/cycle, 2.0 GHz base; AMX not counted"),
+    "epyc-genoa-ddr5-4800-12ch": (96, 32, 2.4, "EPYC 9654 (96 Zen 4 cores): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 2.4 GHz base"),
+    "epyc-turin-ddr5-6000-12ch": (128, 64, 2.7, "EPYC 9755 (128 Zen 5 cores): 2 x 512-bit FMA = 64 FLOPs/cycle, 2.7 GHz base"),
+    "grace-lpddr5x": (72, 32, 3.1, "Grace (72 Neoverse V2 cores): 4 x 128-bit SVE2 FMA = 32 FLOPs/cycle, 3.1 GHz "
+                                   "(72 x 16 FP64 x 3.1 = 3.57 TF = half of NVIDIA's 7.1 TF FP64 per 144-core superchip)"),
+}
+
+# Memory technology of calibration-only devices (the calibration file has no such column); from the
+# vendors' product pages. Apple chips take their full chip's.
+CAL_MEMORY_TYPE = {
+    "rtx-3070": "GDDR6", "rtx-3080-ti": "GDDR6X", "rtx-4070-ti": "GDDR6X", "rtx-4070-ti-super": "GDDR6X",
+    "rtx-4080-super": "GDDR6X", "rtx-4070-laptop": "GDDR6", "rtx-4000-ada": "GDDR6 (ECC)",
+    "rtx-5000-ada": "GDDR6 (ECC)", "a100-80g-unstated": "HBM2e", "jetson-agx-orin-64g": "LPDDR5 (256-bit, unified)",
+}
+
+# ---- multi-die packages (#11 item 5) ------------------------------------------------------------------------
+# An MI250X OAM is two GCDs that the driver shows as two GPUs of 64 GB / 1638.4 GB/s each (reference notes,
+# pitfall 6; ROCm mi250.md): a kernel runs on one GCD and reaches only its half. The catalog entry is one GCD
+# (the unit a single-device answer is about); two of them (--gpus 2) are the package, linked by the 4
+# in-package Infinity Fabric links.
+PER_DIE = {"mi250x": 2}
+PER_DIE_FIELDS = ("memory_gb", "bandwidth_gbps", "fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "tdp_w")
+
+
+def split_package(d: dict) -> None:
+    n = PER_DIE.get(d["id"])
+    if not n:
+        return
+    for k in PER_DIE_FIELDS:
+        if d.get(k):
+            whole = d[k]
+            d[k] = num(str(round(whole / n, 4)))
+            d["derived"].append(f"{k}: one of {n} GCDs: {whole:g} / {n} = {d[k]:g} (the package's figure is for both)")
+
+
+# ---- what a SoC's CPU cluster can pull (#11 item 3) ------------------------------------------------------
+# On a unified-memory SoC the GPU reaches (most of) the memory bandwidth; the CPU cores cannot: their
+# fabric port and outstanding misses limit them. cpu_bandwidth_gbps is the read bandwidth all CPU cores
+# reach together; cpu_bandwidth_band_pct is its uncertainty (measured: 15 %, assumed: 40 %).
+# [ANANDTECH-M1] AnandTech, "The 2020 Mac mini Unleashed: Putting Apple Silicon M1 To The Test" (Nov 2020):
+#   one Firestorm core reads ~58 GB/s, the cluster ~60 GB/s of 68.25.
+# [ANANDTECH-M1MAX] AnandTech, "Apple's M1 Pro, M1 Max SoCs Investigated" (Oct 2021): the CPU cores of an
+#   M1 Max reach ~224 GB/s (up to ~243 mixed) of 409.6; only the GPU approaches the rest.
+CITES = {"[ANANDTECH-M1MAX]": "(AnandTech, \"Apple's M1 Pro, M1 Max SoCs Investigated\", Oct 2021)",
+         "[ANANDTECH-M1]": "(AnandTech, \"The 2020 Mac mini Unleashed: Putting Apple Silicon M1 To The Test\", Nov 2020)"}
+APPLE_CPU_SHARE = {
+    # tier: (CPU-cluster share of peak, band %, basis)
+    "": (60 / 68.25, 15, "[ANANDTECH-M1] measured M1 CPU cluster ~60 of 68.25 GB/s = 0.879 of peak; same share "
+                         "ASSUMED for later base chips (one CPU cluster on a 128-bit bus)"),
+    "Pro": (0.85, 40, "ASSUMED 0.85 of peak: a Pro's CPU clusters equal a Max's ([ANANDTECH-M1MAX] ~224 GB/s), "
+                      "more than a Pro's 150-273 GB/s bus, so they come near it; no public measurement at hand"),
+    "Max": (224 / 409.6, 15, "[ANANDTECH-M1MAX] measured M1 Max CPU cores ~224 of 409.6 GB/s = 0.547 of peak; same "
+                             "share ASSUMED for M2/M3/M4 Max"),
+    "Ultra": (224 / 409.6, 40, "ASSUMED the Max share (two Max dies, each CPU cluster reading at the Max rate "
+                               "[ANANDTECH-M1MAX]); no public Ultra measurement at hand"),
+}
+SOC_CPU = {
+    # Strix Halo: the two Zen 5 CCDs reach memory over one GMI link each, 32 B/clock read at FCLK 2.0 GHz
+    "ryzen-ai-max-395": (2 * 32 * 2.0, 40, "DERIVED 2 CCDs x 32 B/clock GMI read x 2.0 GHz FCLK (ASSUMED FCLK) = 128 GB/s"),
+    "dgx-spark": (224 / 409.6 * 273, 40, "ASSUMED the M1 Max CPU share 0.547 [ANANDTECH-M1MAX] x 273 GB/s: no public "
+                                        "GB10 CPU-bandwidth figure at hand"),
+    "jetson-agx-orin-64g": (224 / 409.6 * 204.8, 40, "ASSUMED the M1 Max CPU share 0.547 [ANANDTECH-M1MAX] x 204.8 GB/s: "
+                                                      "no public Orin CPU-bandwidth figure at hand"),
+}
+
+# A SoC's CPU FLOP/s (what llama.cpp-cpu computes with there): performance cores x FP32 FLOPs per cycle x
+# clock. Apple P-cores (Firestorm and later) have 4 x 128-bit FMA pipes = 32 FP32 FLOPs/cycle; E-cores are
+# not counted: llama.cpp's default thread count on Apple silicon is the P-core count
+# (common.cpp cpu_get_num_math: sysctl hw.perflevel0.physicalcpu). P-core counts and maximum clocks from
+# Apple's tech-spec pages for the configuration with that GPU (binned GPUs ship with the smaller CPU).
+APPLE_P_CORES = {  # (chip, GPU cores or None for any) -> P-cores
+    ("M1", None): 4, ("M1 Pro", 14): 6, ("M1 Pro", None): 8, ("M1 Max", None): 8, ("M1 Ultra", None): 16,
+    ("M2", None): 4, ("M2 Pro", 16): 6, ("M2 Pro", None): 8, ("M2 Max", None): 8, ("M2 Ultra", None): 16,
+    ("M3", None): 4, ("M3 Pro", None): 6, ("M3 Max", 30): 10, ("M3 Max", 40): 12, ("M3 Ultra", None): 24,
+    ("M4", None): 4, ("M4 Pro", None): 10, ("M4 Max", 32): 10, ("M4 Max", 40): 12,
+}
+APPLE_P_GHZ = {"M1": 3.2, "M2": 3.5, "M3": 4.05, "M4": 4.5}
+SOC_CPU_FLOPS = {  # id: (cores, FP32 FLOPs/cycle, GHz, basis)
+    "ryzen-ai-max-395": (16, 32, 4.0, "16 Zen 5 cores, ASSUMED 2 x 256-bit FMA = 32 FLOPs/cycle at an ASSUMED 4.0 GHz all-core"),
+    "dgx-spark": (10, 48, 3.9, "10 Cortex-X925 cores (6 x 128-bit FMA = 48 FLOPs/cycle) at 3.9 GHz; the 10 A725 not counted"),
+    "jetson-agx-orin-64g": (12, 16, 2.2, "12 Cortex-A78AE cores (2 x 128-bit FMA = 16 FLOPs/cycle) at 2.2 GHz"),
+}
+
+
+# Devices whose catalog FP16 figure is the FP32-accumulate rate, half the FP16-accumulate rate that
+# engines accumulating in FP16 (llama.cpp cuBLAS COMPUTE_16F, INT8 MMQ) reach: GeForce (Ampere/Ada/Blackwell
+# whitepapers) and the L40 (reference notes, pitfall 2); the DGX Spark ASSUMED consumer-class.
+def half_rate_fp32_accumulate(d: dict) -> bool:
+    if d["vendor"] != "NVIDIA":
+        return False
+    return "GeForce" in d["name"] or d["name"] == "NVIDIA L40" or NV_TENSOR.get(d["id"], (0, 0, "", False))[3]
+
+
+_APPLE = re.compile(r"^Apple (M\d)(?: (Pro|Max|Ultra))? \((?:\d+-CPU / )?(\d+)-core GPU\)$")
+
+
+def fill_derived(d: dict, devices: list[dict]) -> None:
+    """FLOP/s, the FP16-accumulate flag and a SoC's CPU bandwidth where the tables leave them blank."""
+    if half_rate_fp32_accumulate(d):
+        d["fp16_accumulate_2x"] = True
+    if d["id"] in CAL_MEMORY_TYPE and not d.get("memory_type"):
+        d["memory_type"] = CAL_MEMORY_TYPE[d["id"]]
+    if d["id"] in NV_TENSOR:
+        sms, ghz, arch, half, clock = NV_TENSOR[d["id"]]
+        f16, f8, i8 = ARCH_RATES[arch]
+        acc = 2 if half else 1
+        vals = {"fp16_tflops": round(sms * f16 * ghz / 1e3 / acc, 1), "fp8_tflops": round(sms * f8 * ghz / 1e3 / acc, 1),
+                "int8_tops": round(sms * i8 * ghz / 1e3, 1), "fp32_tflops": round(sms * 128 * 2 * ghz / 1e3, 2)}
+        acc_txt = "/ 2 (FP32 accumulate at half rate)" if half else "(FP32 accumulate ASSUMED full rate)"
+        for k, v in vals.items():
+            if not d.get(k) and v:
+                d[k] = v
+                rate = {"fp16_tflops": f"{f16} FP16 FLOPs/SM/clock {acc_txt}",
+                        "fp8_tflops": f"{f8} FP8 FLOPs/SM/clock {acc_txt}",
+                        "int8_tops": f"{i8} INT8 ops/SM/clock", "fp32_tflops": "128 FP32 lanes x 2 FLOPs"}[k]
+                d["derived"].append(f"{k}: DERIVED {sms} SMs x {rate} x {ghz} GHz {clock} = {v:g}")
+    m = _APPLE.match(d["name"])
+    if m and not d.get("fp16_tflops") and m.group(1) in APPLE_TF_PER_CORE:
+        per, basis = APPLE_TF_PER_CORE[m.group(1)]
+        cores = int(m.group(3))
+        d["fp16_tflops"] = d["fp32_tflops"] = round(cores * per, 2)
+        d["derived"].append(f"fp16_tflops, fp32_tflops: DERIVED {cores} GPU cores x {per:.4g} TF per core = "
+                            f"{d['fp16_tflops']:g} (GPU FP16 = FP32 rate); {basis}")
+    um = re.match(r"^(Apple M\d(?: Pro| Max| Ultra)?) \(GPU cores unstated\)$", d["name"])
+    if um and not d.get("fp16_tflops"):
+        bins = [x for x in devices if _APPLE.match(x["name"]) and x["name"].startswith(um.group(1) + " (")
+                and x.get("fp16_tflops")]
+        if bins:
+            tf = round(sum(x["fp16_tflops"] for x in bins) / len(bins), 3)
+            d["fp16_tflops"] = d["fp32_tflops"] = tf
+            d["derived"].append("fp16_tflops, fp32_tflops: DERIVED mean of the GPU-core bins "
+                                + ", ".join(f"{x['id']} {x['fp16_tflops']:g}" for x in bins) + " (core count unstated)")
+    if d["id"] in CPU_FLOPS and not d.get("fp32_tflops"):
+        cores, per_cycle, ghz, basis = CPU_FLOPS[d["id"]]
+        d["fp32_tflops"] = round(cores * per_cycle * ghz / 1e3, 3)
+        d["derived"].append(f"fp32_tflops: ASSUMED processor {basis}: {cores} x {per_cycle} x {ghz} GHz = {d['fp32_tflops']:g}")
+    if d["kind"] == "soc":
+        am = re.match(r"^Apple M\d(?: (Pro|Max|Ultra))?\b", d["name"])
+        if am:
+            share, band, basis = APPLE_CPU_SHARE[am.group(1) or ""]
+            gbps = round(share * d["bandwidth_gbps"], 1)
+            if not d["name"].startswith("Apple M1"):
+                band = max(band, 30)   # the share was measured on M1 chips only
+        elif d["id"] in SOC_CPU:
+            gbps, band, basis = SOC_CPU[d["id"]]
+            gbps = round(gbps, 1)
+        else:
+            raise SystemExit(f"SoC {d['id']}: no CPU-cluster bandwidth; add it to APPLE_CPU_SHARE or SOC_CPU")
+        for key, cite in CITES.items():
+            basis = basis.replace(key, cite)
+        d["cpu_bandwidth_gbps"], d["cpu_bandwidth_band_pct"] = gbps, band
+        d["derived"].append(f"cpu_bandwidth_gbps: {gbps:g} GB/s (+-{band} %): {basis}")
+        chip = re.match(r"^Apple (M\d(?: Pro| Max| Ultra)?) \((?:\d+-CPU / )?(\d+)?", d["name"])
+        if chip:
+            name, gpu = chip.group(1), int(chip.group(2)) if chip.group(2) else None
+            p = APPLE_P_CORES.get((name, gpu), APPLE_P_CORES.get((name, None)))
+            ghz = APPLE_P_GHZ[name.split()[0]]
+            d["cpu_fp32_tflops"] = round(p * 32 * ghz / 1e3, 3)
+            d["derived"].append(f"cpu_fp32_tflops: DERIVED {p} P-cores x 32 FP32 FLOPs/cycle (4 x 128-bit FMA) x "
+                                f"{ghz} GHz = {d['cpu_fp32_tflops']:g} (E-cores not counted: llama.cpp threads = P-cores)")
+        elif d["id"] in SOC_CPU_FLOPS:
+            cores, per, ghz, basis = SOC_CPU_FLOPS[d["id"]]
+            d["cpu_fp32_tflops"] = round(cores * per * ghz / 1e3, 3)
+            d["derived"].append(f"cpu_fp32_tflops: DERIVED {basis}: {cores} x {per} x {ghz} GHz = {d['cpu_fp32_tflops']:g}")
+
+
 FIELD_ORDER = ["id", "name", "kind", "vendor", "memory_gb", "memory_type", "bandwidth_gbps",
-               "fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "host_link", "host_link_gbps",
+               "fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "fp16_accumulate_2x", "cpu_bandwidth_gbps",
+               "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "host_link", "host_link_gbps",
                "scale_up_gbps", "tdp_w", "release_year", "confidence", "aliases", "derived", "source", "notes"]
 LINK_ORDER = ["id", "name", "vendor", "per_direction_gbps", "bidirectional_gbps", "release_year",
               "aliases", "source", "notes"]
 
 
-def find_shared(relative: str) -> Path:
-    """``shared/<relative>`` next to the repository or one of its parents (worktrees sit deeper)."""
-    for base in (REPO, *REPO.parents):
-        p = base / "shared" / relative
+REFERENCE_CSV = REPO / "data" / "reference" / "hardware-specs.csv"   # shipped copy (+ hardware-specs.md notes)
+CALIBRATION_CSV = REPO / "data" / "validation" / "calibration.csv"    # shipped copy of the calibration file
+
+
+def calibration_csv() -> Path | None:
+    """The repository's calibration file; before it is shipped, ``shared/validation/calibration.csv``
+    next to the repository (a transition fallback: the committed catalog does not need it to load)."""
+    if CALIBRATION_CSV.is_file():
+        return CALIBRATION_CSV
+    for base in REPO.parents:
+        p = base / "shared" / "validation" / "calibration.csv"
         if p.is_file():
             return p
-    return REPO.parent / "shared" / relative
+    return None
 
 
 def num(cell: str):
@@ -338,12 +570,15 @@ def render(csv_path: Path, cal_path: Path | None) -> str:
     if cal_path is not None:
         with open(cal_path, newline="", encoding="utf-8") as f:
             extra = build_calibration_devices(list(csv.DictReader(f)), devices)
+    for d in devices + extra:
+        split_package(d)
+        fill_derived(d, devices + extra)
     ids = [d["id"] for d in devices + extra] + [d["id"] for d in link_dicts]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise SystemExit(f"duplicate ids: {dup}")
-    head = ("# GENERATED by scripts/build_hardware_catalog.py from shared/reference/hardware-specs.csv\n"
-            "# (and devices of shared/validation/calibration.csv missing there). Do not edit by hand:\n"
+    head = ("# GENERATED by scripts/build_hardware_catalog.py from data/reference/hardware-specs.csv\n"
+            "# (and devices of data/validation/calibration.csv missing there). Do not edit by hand:\n"
             "# change the CSV or the script and re-run it. Units are in the field names; *_gbps of links\n"
             "# and host_link_gbps are per direction; scale_up_gbps is the vendors' bidirectional sum.\n"
             f"# {len(devices)} reference devices, {len(extra)} calibration-only devices, {len(link_dicts)} links.\n")
@@ -355,8 +590,8 @@ def render(csv_path: Path, cal_path: Path | None) -> str:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv", nargs="?", type=Path, default=find_shared("reference/hardware-specs.csv"))
-    ap.add_argument("--calibration", type=Path, default=find_shared("validation/calibration.csv"),
+    ap.add_argument("csv", nargs="?", type=Path, default=REFERENCE_CSV)
+    ap.add_argument("--calibration", type=Path, default=calibration_csv() or Path(""),
                     help="calibration.csv whose devices must all resolve ('' to skip)")
     ap.add_argument("-o", "--output", type=Path, default=OUT)
     ap.add_argument("--check", action="store_true", help="exit 1 if the output file differs instead of writing")

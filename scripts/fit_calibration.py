@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
-"""Fit the engine profiles on shared/validation/calibration.csv and report the error per device family.
+"""Fit the engine profiles on data/validation/calibration.csv and report the error per device family.
 
     python scripts/fit_calibration.py [--csv PATH] [--write] [--engines llama.cpp-cuda ...]
 
-Per engine backend, the EngineProfile parameters (eta_mem per hardware kind, bw_cap_gbps, eta_format per
-weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per hardware kind,
-eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens for prefill; eta_matvec
-for batched decode; on GeForce, FP16-accumulating engines see twice the listed tensor peak) minimise the
-squared log error of predicted vs measured tok/s, with:
+Per engine backend, the EngineProfile parameters (eta_mem per memory technology -- hbm, gddr, lpddr,
+ddr --, eta_format per weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per
+hardware kind, eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens for prefill;
+eta_matvec for batched decode; on GeForce, FP16-accumulating engines see twice the listed tensor peak)
+minimise the squared log error of predicted vs measured tok/s. Each row belongs to an engine era (its
+``date``/``build``, ``tokspeed/engines/eras.toml``): the newest era in the rows carries the values above;
+each older era has its own ``launch_s``, ``fixed_s`` and ``attn_bytes_per_flop`` and multipliers of the
+achievable bandwidth (``era_mem``) and prefill compute efficiency (``era_compute``). The fit uses:
 
 - a robust loss (soft L1 with its knee at 10 % error): a handful of rows are measured under conditions
   the row does not state (throttled cards, old builds) and must not drag the fit;
 - a prior term per parameter pulling it toward ``priors.toml`` (width: a factor 1.65 for
-  efficiencies, 10 us for launch_s, 1 ms for fixed_s, a factor 2.7 for the undocumented bandwidth
-  cap; one width costs as much as one row 10 % off),
+  efficiencies and era multipliers (prior 1), 10 us for launch_s, 1 ms for fixed_s, 0.02 B/FLOP for
+  attn_bytes_per_flop, whose prior is 0 in an era that runs FlashAttention by default; one width costs
+  as much as one row 10 % off),
   so a parameter the data does not constrain stays at its documented prior;
 - physical bounds: 0 < eta_mem <= 1, eta_format <= 1 (dequantising never beats plain F16), eta_compute
   <= 1.3, launch_s in [0, 50 us]; the combined compute efficiency is clamped at 1 in op_time;
@@ -22,7 +26,8 @@ squared log error of predicted vs measured tok/s, with:
   predicted, which is the situation of a user with hardware that is not in the file.
 
 Prints a table per engine x family (n, median and p90 absolute % error for decode and prefill, in-sample
-and held-out). ``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band.
+and held-out), the held-out errors against issue 11's targets, and the coverage of the error bands.
+``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band.
 Needs numpy and scipy (the tokspeed package itself does not).
 """
 
@@ -43,6 +48,8 @@ sys.path.insert(0, str(REPO))
 from tokspeed.calibration import load_rows  # noqa: E402
 from tokspeed.calibration.evaluate import percentile  # noqa: E402
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
+from tokspeed.engines.eras import era_info  # noqa: E402
+from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
 
 BACKENDS = ["llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "gpt-fast"]
@@ -51,15 +58,14 @@ ROBUST_SCALE = 0.1      # soft-L1 knee on the log error (~10 %)
 SIGMA_ETA = 0.5         # prior width on log(eta): a factor e^0.5 = 1.65
 SIGMA_LAUNCH_US = 10.0
 SIGMA_FIXED_MS = 1.0
-SIGMA_CAP = 1.0         # the cap has no documented prior: a factor e = 2.7 either way (1 vs 2: held-out error)
-NO_CAP_GBPS = 5000.0    # prior for bw_cap_gbps where priors.toml has none: above every device in the file
+SIGMA_ERA = SIGMA_ETA   # prior width on log(era multiplier); 0.2 was tried: held-out medians moved < 1 point
+SIGMA_ATTN_BYTES = 0.02  # prior width on attn_bytes_per_flop (B/FLOP): 2/3 of the unfused prior 0.031
 MIN_BAND_ROWS = 10      # below this many rows of a metric, the prior's error band is kept as a floor
-CAP_STARTS = (NO_CAP_GBPS, 1500.0, 1000.0, 600.0, 400.0)   # starting points of bw_cap_gbps (multi-start)
 
 
 @dataclass(frozen=True)
 class Param:
-    field: str          # EngineProfile field
+    field: str          # EngineProfile field, or era_mem / era_compute (multipliers of an older era)
     key: str | None     # dict key for dict fields
     prior: float
     lo: float
@@ -67,32 +73,60 @@ class Param:
     unit: float = 1.0   # x * unit = value in SI (launch_s in us, fixed_s in ms)
     log_prior: bool = True
     sigma: float = SIGMA_ETA
+    era: str = ""       # "" = shared by every era (or the newest era's value of a per-era field)
 
     @property
     def label(self) -> str:
-        return f"{self.field}[{self.key}]" if self.key else self.field
+        base = f"{self.field}[{self.key}]" if self.key else self.field
+        return f"{base}@{self.era}" if self.era else base
 
 
 def _clip(v, lo, hi):
     return min(max(v, lo * 1.0001 if lo > 0 else lo), hi)
 
 
+def eras_of(rows) -> list[str]:
+    """Engine eras present in ``rows``, oldest first (the labels sort as years)."""
+    return sorted({r.era for r in rows})
+
+
+def attn_prior(prior: EngineProfile, engine: str, era: str) -> float:
+    """Prior of attn_bytes_per_flop in an era: none where the era runs FlashAttention by default (the
+    scores stay in on-chip memory), else the engine's documented unfused-attention prior."""
+    return 0.0 if era_info(engine, era).get("flash_attention") else prior.attn_bytes_per_flop
+
+
 def param_space(prior: EngineProfile, rows) -> list[Param]:
-    """The parameters the rows can inform, each with its prior and physical bounds."""
+    """The parameters the rows can inform, each with its prior and physical bounds. The newest era in
+    the rows carries the base values; each older era gets multipliers of the achievable bandwidth
+    (``era_mem``) and of the prefill compute efficiency (``era_compute``), and its own ``launch_s``,
+    ``fixed_s`` and ``attn_bytes_per_flop``: what changed in the engine between eras."""
     dec = [r for r in rows if r.kind == "decode"]
     pre = [r for r in rows if r.kind == "prefill"]
+    newest = prior.version or (eras_of(rows) or [""])[-1]
+    eras = sorted(set(eras_of(rows)) | {newest})
     out = []
-    for kind in sorted({r.hw.kind for r in rows}):
-        out.append(Param("eta_mem", kind, _clip(prior.mem_eff(kind), 0.05, 1.0), 0.05, 1.0))
+    for cls in sorted({memory_class(r.hw) for r in rows}):
+        out.append(Param("eta_mem", cls, _clip(prior.mem_eff(cls), 0.05, 1.0), 0.05, 1.0))
     groups = sorted({format_group(r.quant) for r in rows} - {"float"})
     for g in groups:
         out.append(Param("eta_format", g, _clip(prior.eta_format.get(g, 1.0), 0.2, 1.0), 0.2, 1.0))
-    out.append(Param("bw_cap_gbps", None, prior.bw_cap_gbps or NO_CAP_GBPS, 200.0, 20000.0,
-                     sigma=SIGMA_CAP))
     if dec:
         out.append(Param("eta_kv", None, _clip(prior.eta_kv, 0.1, 1.0), 0.1, 1.0))
-        out.append(Param("launch_s", None, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False))
-        out.append(Param("fixed_s", None, prior.fixed_s * 1e3, 0.0, 20.0, 1e-3, False))
+    abpf = bool(prior.attn_bytes_per_flop)
+    for era in eras:
+        e = "" if era == newest else era
+        er = [r for r in rows if r.era == era]
+        if e:
+            out.append(Param("era_mem", None, 1.0, 0.3, 1.5, sigma=SIGMA_ERA, era=e))
+            if any(r.kind == "prefill" for r in er):
+                out.append(Param("era_compute", None, 1.0, 0.3, 2.0, sigma=SIGMA_ERA, era=e))
+        if any(r.kind == "decode" for r in er):
+            out.append(Param("launch_s", None, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False, era=e))
+            out.append(Param("fixed_s", None, prior.fixed_s * 1e3, 0.0, 20.0, 1e-3, False, era=e))
+        if abpf and any(r.kind == "prefill" for r in er):
+            out.append(Param("attn_bytes_per_flop", None, attn_prior(prior, prior.name, era or newest), 0.0, 0.2,
+                             log_prior=False, sigma=SIGMA_ATTN_BYTES, era=e))
     if pre:
         for kind in sorted({r.hw.kind for r in pre}):
             out.append(Param("eta_compute", kind, _clip(prior.compute_eff(kind), 0.02, 1.3), 0.02, 1.3))
@@ -100,8 +134,6 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
             out.append(Param("eta_compute_format", g, _clip(prior.compute_format_eff(g.upper()), 0.2, 1.5),
                              0.2, 1.5))
         out.append(Param("eta_attn", None, _clip(prior.eta_attn, 0.05, 1.0), 0.05, 1.0))
-        if prior.attn_bytes_per_flop:
-            out.append(Param("attn_bytes_per_flop", None, prior.attn_bytes_per_flop, 1e-4, 0.2))
     if pre or any(r.batch > 1 for r in dec):
         out.append(Param("gemm_half_tokens", None, max(prior.gemm_half_tokens, 1.0), 1.0, 512.0))
     if any(r.batch > 1 for r in dec):
@@ -109,15 +141,28 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
     return out
 
 
-def make_profile(prior: EngineProfile, space: list[Param], x) -> EngineProfile:
+def make_profile(prior: EngineProfile, space: list[Param], x):
+    """The trial profile for parameters ``x``: {era: EngineProfile} when the rows span eras (the
+    newest under its label, older ones with their multipliers applied), else one EngineProfile."""
     dicts = {f: dict(getattr(prior, f)) for f in ("eta_mem", "eta_compute", "eta_format", "eta_compute_format")}
-    scalars = {}
+    scalars, per_era = {}, {}
     for p, v in zip(space, x):
-        if p.key is None:
-            scalars[p.field] = float(v) * p.unit
+        val = float(v) * p.unit
+        if p.era:
+            per_era.setdefault(p.era, {})[p.field] = val
+        elif p.key is None:
+            scalars[p.field] = val
         else:
-            dicts[p.field][p.key] = float(v) * p.unit
-    return replace(prior, **dicts, **scalars)
+            dicts[p.field][p.key] = val
+    base = replace(prior, bw_cap_gbps=0.0, **dicts, **scalars)
+    if not prior.version:
+        return base
+    out = {prior.version: base}
+    for era, vals in per_era.items():
+        m, c = vals.pop("era_mem", 1.0), vals.pop("era_compute", 1.0)
+        out[era] = replace(base, version=era, eta_mem={k: v * m for k, v in base.eta_mem.items()},
+                           eta_compute={k: v * c for k, v in base.eta_compute.items()}, **vals)
+    return out
 
 
 def log_errors(rs: RowSet, prof: EngineProfile) -> np.ndarray:
@@ -132,7 +177,8 @@ def prior_residuals(space, x) -> np.ndarray:
         if p.log_prior:
             out.append((math.log(v) - math.log(p.prior)) / p.sigma)
         else:
-            out.append((v - p.prior) / (SIGMA_LAUNCH_US if p.field == "launch_s" else SIGMA_FIXED_MS))
+            width = {"launch_s": SIGMA_LAUNCH_US, "fixed_s": SIGMA_FIXED_MS}.get(p.field, p.sigma)
+            out.append((v - p.prior) / width)
     return np.asarray(out) * ROBUST_SCALE
 
 
@@ -168,15 +214,7 @@ def fit(rs: RowSet, prior: EngineProfile, mask=None) -> tuple[EngineProfile, lis
         z = log_errors(rs, make_profile(prior, space, x))[mask]
         return np.concatenate([robust(z), prior_residuals(space, x)])
 
-    # the bandwidth cap only acts once it nears a device's bandwidth: start it at several values
-    best = None
-    icap = [p.label for p in space].index("bw_cap_gbps")
-    for cap in CAP_STARTS:
-        x_start = x0.copy()
-        x_start[icap] = cap
-        res = least_squares(resid, x_start, bounds=(lo, hi), x_scale="jac", diff_step=1e-4, max_nfev=400)
-        if best is None or res.cost < best.cost - 1e-12:
-            best = res
+    best = least_squares(resid, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-4, max_nfev=400)
     return make_profile(prior, space, best.x), space, best.x
 
 
@@ -194,7 +232,7 @@ def _fmt(n, med, p90) -> str:
 
 def run_engine(engine: str, rows, verbose=True) -> dict:
     t0 = time.time()
-    prior = prior_profile(engine)
+    prior = replace(prior_profile(engine), version=(eras_of(rows) or [""])[-1])
     rs = build(rows)
     prof, space, x = fit(rs, prior)
     ins = (predict_rows(rs, prof) / rs.measured - 1) * 100
@@ -210,7 +248,7 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
     if verbose:
         print(f"  fitted {engine} on {len(rows)} rows in {time.time() - t0:.1f} s", file=sys.stderr)
     return dict(engine=engine, rows=rows, profile=prof, space=space, x=x, insample=ins, heldout=held,
-                prior_err=pri, families=fams)
+                prior_err=pri, families=fams, version=prior.version)
 
 
 def table(results) -> str:
@@ -238,6 +276,56 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
+TARGETS = {"decode": (10.0, 25.0), "prefill": (15.0, 35.0)}   # issue 11: held-out median / p90 |error| %
+
+
+def targets(results) -> str:
+    """Leave-one-family-out |error| on every llama.cpp row, overall and per family with >= 10 rows,
+    against the targets (median, p90) of TARGETS."""
+    lines = ["leave-one-family-out |error| on llama.cpp rows vs target (median <= / p90 <=):"]
+    for kind, (t50, t90) in TARGETS.items():
+        errs = {}
+        for res in results:
+            if not res["engine"].startswith("llama.cpp"):
+                continue
+            for r, h in zip(res["rows"], res["heldout"]):
+                if r.kind == kind and not math.isnan(h):
+                    errs.setdefault("all", []).append(abs(h))
+                    errs.setdefault(r.family, []).append(abs(h))
+        for fam, e in sorted(errs.items(), key=lambda kv: kv[0] != "all"):
+            if len(e) < 10:
+                continue
+            m, q = percentile(e, 50), percentile(e, 90)
+            ok = "ok" if m <= t50 and q <= t90 else "MISSED"
+            lines.append(f"  {kind:8} {fam:16} n={len(e):4d}  median {m:5.1f} % (<= {t50:g})  "
+                         f"p90 {q:5.1f} % (<= {t90:g})  {ok}")
+    return "\n".join(lines)
+
+
+def coverage(results) -> str:
+    """Share of decode rows whose measured value lies inside the stated range (prediction +- band) when
+    their family is held out: with the stored band (p90 of the held-out errors, so ~90 % by
+    construction) and, honestly, with a band computed from the *other* families' held-out errors only."""
+    lines = ["band coverage of decode rows, leave-one-family-out (stored band; band from the other families):"]
+    for res in results:
+        prof = res["profile"]
+        p = prof[res["version"]] if isinstance(prof, dict) else prof
+        stored = band(res, "decode", prior_profile(res["engine"]).decode_error_pct)
+        idx = [i for i, r in enumerate(res["rows"]) if r.kind == "decode" and not math.isnan(res["heldout"][i])]
+        if not idx:
+            continue
+        inside = sum(abs(res["heldout"][i]) <= stored for i in idx)
+        nested = 0
+        for i in idx:
+            fam = res["rows"][i].family
+            other = [abs(res["heldout"][j]) for j in idx if res["rows"][j].family != fam]
+            b = percentile(other, 90) if len(other) >= MIN_BAND_ROWS else max(stored, p.decode_error_pct)
+            nested += abs(res["heldout"][i]) <= b
+        lines.append(f"  {res['engine']:16} n={len(idx):4d}  band {stored:4.0f} %: {100 * inside / len(idx):5.1f} %"
+                     f"   other families' band: {100 * nested / len(idx):5.1f} %")
+    return "\n".join(lines)
+
+
 def band(res, kind, prior_pct: float) -> float:
     """Stored error band: p90 |error|, the larger of in-sample and held-out; with fewer than
     MIN_BAND_ROWS rows a p90 means little, so the prior's (wider) band stays the floor."""
@@ -261,30 +349,37 @@ def _dict(d: dict) -> str:
     return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }" if d else "{}"
 
 
+ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop")   # written per older era, with eta_mem, eta_compute
+
+
 def fitted_toml(results) -> str:
-    out = ["# Written by scripts/fit_calibration.py from shared/validation/calibration.csv: do not edit by hand.",
-           "# Overlays priors.toml per engine. Error bands: p90 abs % error, the larger of in-sample and",
-           "# leave-one-device-family-out.", ""]
+    out = ["# Written by scripts/fit_calibration.py from data/validation/calibration.csv: do not edit by hand.",
+           "# Overlays priors.toml per engine; `version` is the newest engine era fitted (tokspeed/engines/",
+           "# eras.toml), whose values are the engine's top-level ones; `eras.<label>` holds what differs in an",
+           "# older era. eta_mem is keyed by memory technology (hbm, gddr, lpddr, ddr). Error bands: p90 abs %",
+           "# error, the larger of in-sample and leave-one-device-family-out.", ""]
     for res in results:
-        p = res["profile"]
+        prof = res["profile"]
+        p = prof[res["version"]] if isinstance(prof, dict) else prof
         rows = res["rows"]
         nd = sum(r.kind == "decode" for r in rows)
         npf = len(rows) - nd
-        kinds = {}
+        counts = {}
         for r in rows:
-            kinds[r.hw.kind] = kinds.get(r.hw.kind, 0) + 1
-        # an unseen hardware kind gets the value fitted for the kind with most rows
-        top = max(sorted(kinds), key=kinds.get)
-        eta_mem = {**p.eta_mem, "default": p.eta_mem[top]}
-        eta_compute = {**p.eta_compute, "default": p.eta_compute.get(top, p.compute_eff(top))}
+            counts[memory_class(r.hw)] = counts.get(memory_class(r.hw), 0) + 1
+            counts[r.hw.kind] = counts.get(r.hw.kind, 0) + 1
+        # an unseen memory technology gets the value fitted for the technology with most rows
+        top = max(sorted(k for k in counts if k in p.eta_mem), key=counts.get)
+        kinds = [k for k in counts if k in p.eta_compute]
+        top_kind = max(sorted(kinds), key=counts.get) if kinds else None
+        eta_mem = {**{k: v for k, v in p.eta_mem.items() if k in counts}, "default": p.eta_mem[top]}
+        eta_compute = {**p.eta_compute, "default": p.eta_compute[top_kind] if top_kind else p.compute_eff("")}
         prior = prior_profile(res["engine"])
         dec_band = band(res, "decode", prior.decode_error_pct)
         pre_band = band(res, "prefill", prior.prefill_error_pct)
-        # a cap that slows no row of the file by 3 % or more (device bandwidth x eta_mem below 0.6 x cap)
-        # is no finding: write none
-        reach = max(r.hw.bandwidth_gbps * p.mem_eff(r.hw.kind) for r in rows)
-        cap = round(p.bw_cap_gbps) if reach >= 0.6 * p.bw_cap_gbps else 0.0
         out.append(f'["{res["engine"]}"]')
+        if res["version"]:
+            out.append(f'version = "{res["version"]}"')
         out.append(f"eta_mem = {_dict(eta_mem)}")
         out.append(f"eta_compute = {_dict(eta_compute)}")
         out.append(f"eta_format = {_dict(p.eta_format)}")
@@ -294,14 +389,27 @@ def fitted_toml(results) -> str:
         out.append(f"attn_bytes_per_flop = {_num(p.attn_bytes_per_flop)}")
         out.append(f"gemm_half_tokens = {_num(round(p.gemm_half_tokens, 1))}")
         out.append(f"eta_kv = {_num(p.eta_kv)}")
-        out.append(f"bw_cap_gbps = {_num(cap)}")
+        out.append("bw_cap_gbps = 0.0")
         out.append(f"launch_s = {_num(p.launch_s)}")
         out.append(f"fixed_s = {_num(p.fixed_s)}")
         out.append(f"decode_error_pct = {_num(round(dec_band))}")
         out.append(f"prefill_error_pct = {_num(round(pre_band))}")
         out.append("fitted = true")
         out.append(f'source = "fitted by scripts/fit_calibration.py on {len(rows)} rows of calibration.csv '
-                   f'({nd} decode, {npf} prefill; {", ".join(res["families"])}); priors: {prior.source}"')
+                   f'({nd} decode, {npf} prefill; {", ".join(res["families"])}; eras '
+                   f'{", ".join(eras_of(rows))}); priors: {prior.source}"')
+        for era, ep in sorted(prof.items()) if isinstance(prof, dict) else []:
+            if era == res["version"]:
+                continue
+            out.append("")
+            out.append(f'["{res["engine"]}".eras."{era}"]')
+            era_mem = {k: ep.eta_mem[k] for k in eta_mem if k != "default"}
+            era_mem["default"] = ep.eta_mem[top]
+            c = ep.eta_compute.get("default", 1.0) / p.eta_compute.get("default", 1.0)
+            out.append(f"eta_mem = {_dict(era_mem)}")
+            out.append(f"eta_compute = {_dict({k: v * c for k, v in eta_compute.items()})}")
+            for k in ERA_SCALARS:
+                out.append(f"{k} = {_num(getattr(ep, k))}")
         out.append("")
     return "\n".join(out)
 
@@ -313,7 +421,7 @@ def scored_rows(path=None, engines=BACKENDS):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--csv", help="calibration.csv (default: ../shared/validation/calibration.csv)")
+    ap.add_argument("--csv", help="calibration.csv (default: data/validation/calibration.csv)")
     ap.add_argument("--write", action="store_true", help="write tokspeed/engines/fitted.toml")
     ap.add_argument("--engines", nargs="*", default=BACKENDS)
     args = ap.parse_args(argv)
@@ -334,6 +442,10 @@ def main(argv=None) -> int:
         ie = np.abs(res["insample"])
         print(f"{res['engine']}: median |error| priors {np.median(pe):.1f} % -> fitted {np.median(ie):.1f} %;  "
               + ", ".join(f"{p.label}={_num(v * p.unit)}" for p, v in zip(res["space"], res["x"])))
+    print()
+    print(targets(results))
+    print()
+    print(coverage(results))
     if args.write:
         FITTED.write_text(fitted_toml(results))
         print(f"wrote {FITTED.relative_to(REPO)}")

@@ -12,7 +12,10 @@ if ! command -v chromium >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
-# llama-cpp-python compiles llama.cpp (~4 min on 2 cores) the first time; pip caches the wheel after that
+# llama-cpp-python compiles llama.cpp from source the first time (~12 minutes on 2 cores, more on fewer);
+# pip caches the built wheel, so later runs install in seconds
+echo "installing tokspeed with every optional part. The first time, pip builds llama-cpp-python from source:" >&2
+echo "  about 12 minutes on 2 cores with no output meanwhile (it is working, not stuck); later runs take seconds." >&2
 python3 -m pip install -q -e '.[files,measure,llamacpp,server,plot,web,test]'
 # llama.cpp's own multi-slot llama-server for the slow bench-server tests: built once per llama-cpp-python version (16 CPU-minutes: ~8 min on 2 free cores, 15 min measured on a busy one), cached in ~/.cache/tokspeed, a no-op after that
 bash scripts/build_llama_server.sh >/dev/null

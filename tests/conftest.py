@@ -1,9 +1,27 @@
+import os
 import subprocess
 import sys
 
 import pytest
 
 from tokspeed.hardware.spec import Hardware
+
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:          # the [test] extra is not installed: the property tests skip themselves
+    settings = None
+
+# Hypothesis profiles. "ci" (the default, and what .ci/run uses): the same draws on every machine and every
+# run (derandomize; no example database), no per-example deadline (a loaded 2-core runner is slow, not
+# wrong), and the failing input printed as a reproducible blob. "fuzz": a longer randomized search for new
+# bugs, run by hand (docs/limits.md):  TOKSPEED_HYPOTHESIS=fuzz python -m pytest tests/test_files_fuzz.py
+# Any input it finds is added to the test as an explicit @example, so CI replays it forever.
+if settings is not None:
+    settings.register_profile("ci", derandomize=True, deadline=None, database=None, print_blob=True,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("fuzz", derandomize=False, deadline=None, max_examples=5000, print_blob=True,
+                              suppress_health_check=list(HealthCheck))
+    settings.load_profile(os.environ.get("TOKSPEED_HYPOTHESIS", "ci"))
 
 
 def run_cli(*args, input=None, timeout=120):

@@ -2,13 +2,13 @@
 skip rules, quant mapping and device families."""
 
 import csv
+from pathlib import Path
 
 import pytest
 
 from tokspeed.calibration import DEFAULT_CSV, device_family, load_rows
 from tokspeed.calibration.rows import SKIP_FLAGS, map_quant
 
-needs_csv = pytest.mark.skipif(not DEFAULT_CSV.is_file(), reason=f"{DEFAULT_CSV} absent")
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +16,6 @@ def rows():
     return load_rows(DEFAULT_CSV)
 
 
-@needs_csv
 def test_every_line_becomes_a_row(rows):
     with open(DEFAULT_CSV, newline="") as f:
         raw = list(csv.DictReader(f))
@@ -28,7 +27,6 @@ def test_every_line_becomes_a_row(rows):
         assert r.engine == d["engine"]
 
 
-@needs_csv
 def test_hardware_comes_from_the_row(rows):
     with open(DEFAULT_CSV, newline="") as f:
         raw = {d["id"]: d for d in csv.DictReader(f)}
@@ -42,7 +40,6 @@ def test_hardware_comes_from_the_row(rows):
             assert r.hw.memory_gb == float(d["memory_GB"])
 
 
-@needs_csv
 def test_skip_rules(rows):
     with open(DEFAULT_CSV, newline="") as f:
         raw = {d["id"]: d for d in csv.DictReader(f)}
@@ -62,7 +59,6 @@ def test_skip_rules(rows):
     assert {r.engine for r in scored} >= {"llama.cpp-cuda", "llama.cpp-metal"}
 
 
-@needs_csv
 def test_decode_rows_keep_their_lengths(rows):
     """r0002: M1 decode, 0-token prompt, 128 generated, batch 1 (as printed in the CSV)."""
     r = {x.id: x for x in rows}["r0002"]
@@ -94,3 +90,14 @@ def test_quant_mapping():
 ])
 def test_device_family(name, vendor, family):
     assert device_family(name, vendor) == family
+
+
+def test_the_data_ships_with_the_repository(rows):
+    repo = Path(__file__).resolve().parents[1]
+    assert DEFAULT_CSV == repo / "data" / "validation" / "calibration.csv"
+    assert (repo / "data" / "validation" / "README.md").is_file()
+    # every llama.cpp row is dated, so it belongs to one engine era
+    llama = [r for r in rows if r.engine.startswith("llama.cpp")]
+    assert llama and all(r.era in ("2023", "2024", "2025") for r in llama)
+    by_id = {r.id: r for r in rows}
+    assert by_id["r0001"].era == "2023" and by_id["r0348"].era == "2025"   # 2023-11 scoreboard; b7948

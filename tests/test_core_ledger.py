@@ -102,3 +102,23 @@ def test_llama_cpp_runs_mistral_v01_with_full_attention():
     gemma = [tokspeed.predict("gemma-2-9b", "h100-sxm", quant="F16", engine=e, prompt=0, gen=1, context=ctx)
              for e in ("vllm", "llama.cpp")]
     assert gemma[0].memory.kv_bytes == gemma[1].memory.kv_bytes       # llama.cpp honours Gemma 2's window
+
+
+def test_every_operator_has_a_typed_role_and_unknown_roles_fail():
+    from tokspeed.ledger import Op, Role, Scope
+
+    ops = forward_ops(MOE, scheme_for("F16", MOE), 2.0, 1, 1, 0)
+    assert all(isinstance(o.role, Role) and isinstance(o.scope, Scope) for o in ops)
+    assert {o.role for o in ops} >= {Role.EMBED, Role.QKV, Role.ATTN_CORE, Role.ROUTER, Role.EXPERTS, Role.LM_HEAD}
+    with pytest.raises(ValueError, match="unknown role"):
+        Op("x", "qkv", Scope.DENSE, "tensor", 1)
+
+
+def test_explain_groups_fail_loudly_on_a_role_without_a_row(monkeypatch):
+    from tokspeed.explain import journey
+    from tokspeed.ledger import Role
+
+    monkeypatch.delitem(journey._GROUPS, Role.ROPE)
+    op = [o for o in forward_ops(TINY, scheme_for("F16", TINY), 2.0, 1, 1, 0) if o.role is Role.ROPE][0]
+    with pytest.raises(ValueError, match="no row"):
+        journey._group(op)

@@ -91,7 +91,7 @@ def test_run_file_without_points(tmp_path):
 
 
 def test_reads_what_tokspeed_measure_writes(tmp_path):
-    run_file_mod = pytest.importorskip("tokspeed.measure.run_file")
+    from tokspeed.measure import run_file as run_file_mod     # pure Python: no optional dependency to skip on
     run = run_file_mod.new_run(backend="torch", device="cpu", quant="F32", points=[
         {"batch": 1, "context": 512, "prompt": 64, "gen": 8, "decode_ms_per_token": 40.0,
          "stages_ms": {"embedding": 0.1, "attention": 12.0, "ffn": 25.0, "lm_head": 2.5, "sampling": 0.2}}])

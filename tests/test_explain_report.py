@@ -42,3 +42,42 @@ def test_report_bad_output(tmp_path, name):
     r = subprocess.run([sys.executable, "-m", "tokspeed", "report", "llama-3-8b", "--hardware", "rtx-4090",
                         "-o", str(tmp_path / name)], capture_output=True, text=True)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_report_of_a_setup_that_does_not_fit():
+    """Llama 3.1 70B Q4_K_M (42.5 GB of weights) on a 24 GB RTX 4090: the report opens with "does not fit", the
+    ways to run it with their figures, and labels every speed card hypothetical."""
+    from tokspeed.alternatives import ways_to_run
+    from tokspeed.report.html import render_report
+
+    text = render_report("llama-3.1-70b", "rtx-4090", quant="Q4_K_M", charts=False)
+    banner = text.index('<div class="nofit">')
+    assert banner < text.index('<div class="cards"')
+    assert "Does not fit: needs 43." in text and "of 24.00 GB" in text
+    for w in ways_to_run("llama-3.1-70b", "rtx-4090", quant="Q4_K_M"):
+        assert w["description"] in text
+    assert "2 x NVIDIA GeForce RTX 4090" in text                  # 42.5 GB over two 24 GB cards
+    assert text.count("hypothetical: does not fit") == 4          # decode, bound, prefill, TTFT cards
+    assert "none: the weights and buffers alone exceed the capacity" in text   # not "largest context 0"
+
+
+def test_report_cards_sources_and_levers():
+    import re
+
+    from tokspeed.hardware.catalog import get_hardware
+    from tokspeed.report.html import render_report, split_citations
+
+    text = render_report("llama-3-8b", "h100-sxm", quant="Q4_K_M", charts=False)
+    # six cards laid out as one row (or two even rows): the grid has as many columns as cards
+    m = re.search(r'<div class="cards" style="--n:(\d+)">', text)
+    assert m and int(m.group(1)) == text.count('<div class="card')  - 1 == 6
+    # the lever table starts with the "now" row
+    assert re.search(r"<tr class='now'><td>now</td><td>as above</td>", text)
+    # every citation of the device's source is listed whole (nothing cut at 300 characters)
+    hw = get_hardware("h100-sxm")
+    cites = split_citations(hw.source)
+    assert len(cites) == 5 and cites[0].startswith("[HPCT]")
+    assert text.count("<li><b>[") == 5
+    assert "cites NVIDIA datasheets/whitepapers)" in text          # the tail of the source, past 300 characters
+    footer = text[text.index("<footer>"):text.index("</footer>")]
+    assert footer.rstrip().endswith("for the formulas")

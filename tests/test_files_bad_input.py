@@ -166,7 +166,7 @@ def test_manifest_pointing_nowhere(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("OLLAMA_MODELS", str(root))
     assert "which is missing" in run_inspect(capsys, "ollama:ghost")
     (m / "latest").write_text("{not json")
-    assert "not a valid Ollama manifest" in run_inspect(capsys, "ollama:ghost")
+    assert "latest: not valid JSON" in run_inspect(capsys, "ollama:ghost")
     assert "not in the Ollama store" in run_inspect(capsys, "ollama:nobody:7b")
     assert "bad Ollama model name" in run_inspect(capsys, "ollama:../../etc")
 
@@ -217,3 +217,48 @@ def test_byte_array_count_absurd(tmp_path, capsys):
     t = time.perf_counter()
     assert "claims 1,099,511,627,776 values" in run_inspect(capsys, p)
     assert time.perf_counter() - t < 5
+
+
+@pytest.mark.parametrize("key,value", [("llama.block_count", float("inf")), ("llama.embedding_length", float("nan")),
+                                       ("llama.attention.head_count", 2.5), ("llama.feed_forward_length", float("nan"))])
+def test_integer_key_stored_as_non_integral_float(tmp_path, capsys, key, value):
+    """Found by the fuzzer (issue 10): FLOAT32 inf/NaN in a count raised OverflowError/ValueError."""
+    import gguf
+
+    p = write_llama_gguf(tmp_path / "f.gguf", extra_kv={key: (value, gguf.GGUFValueType.FLOAT32)})
+    line = run_inspect(capsys, p)
+    assert key in line and "whole number" in line, line
+
+
+def test_directory_without_permission_even_as_root(tmp_path, monkeypatch):
+    """Path.is_file raised PermissionError for a file in a folder the user cannot enter (issue 10).
+    Root enters any folder, so the refusal is simulated at the stat call."""
+    import errno
+    import pathlib
+
+    from tokspeed.errors import UserError
+    from tokspeed.userfile import path_kind
+
+    target = tmp_path / "locked" / "config.json"
+    real_stat = pathlib.Path.stat
+
+    def stat(self, *a, **kw):
+        if self == target:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real_stat(self, *a, **kw)
+    monkeypatch.setattr(pathlib.Path, "stat", stat)
+    with pytest.raises(UserError, match="permission denied"):
+        path_kind(target)
+
+
+@pytest.mark.parametrize("header", [b'{"a": ' + b"1" * 5000 + b"}", b"[" * 100_000 + b"]" * 100_000,
+                                    b'{"__metadata__": {"x": 1e309}}'])
+def test_safetensors_header_digits_depth_infinity(tmp_path, capsys, header):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+                                                    "num_attention_heads": 2, "intermediate_size": 128,
+                                                    "vocab_size": 64}))
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header)
+    line = run_inspect(capsys, folder)
+    assert "model.safetensors" in line

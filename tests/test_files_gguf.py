@@ -12,7 +12,7 @@ from tokspeed.files.footprint import footprint  # noqa: E402
 from tokspeed.files.ggml_types import GGML_TYPE_NAMES, GGML_TYPES  # noqa: E402
 from tokspeed.files.gguf_reader import read_gguf  # noqa: E402
 from tokspeed.files.loader import open_model_file  # noqa: E402
-from tokspeed.models.resolve import resolve_model  # noqa: E402
+from tokspeed.resolve import resolve_model  # noqa: E402
 
 SHAPE = dict(TINY, d_model=256, d_ff=512, vocab=512)
 

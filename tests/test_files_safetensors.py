@@ -16,7 +16,7 @@ from files_fixtures import finish, TINY, hf_llama_tensors, llama_config, write_l
 from tokspeed.errors import UserError  # noqa: E402
 from tokspeed.files.loader import open_model_file  # noqa: E402
 from tokspeed.files.safetensors_reader import read_safetensors_header  # noqa: E402
-from tokspeed.models.resolve import resolve_model  # noqa: E402
+from tokspeed.resolve import resolve_model  # noqa: E402
 
 
 def _params(s):
@@ -128,8 +128,9 @@ def test_repo_id_in_hf_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     spec, storage = resolve_model("SomeOrg/tiny-llama")
     assert spec.id == "SomeOrg/tiny-llama" and storage.resident_bytes == 2 * _params(TINY)
-    # not cached: falls through to the catalog, which does not know it
-    with pytest.raises(UserError, match="unknown model"):
+    # not cached and not a catalog id: the hub (tokspeed.files.hf_hub); offline that is one line
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(UserError, match="needs the network"):
         resolve_model("SomeOrg/not-there")
 
 

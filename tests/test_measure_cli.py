@@ -69,7 +69,7 @@ def test_memory_guard_refuses_a_shape_that_does_not_fit(env):
 
 
 @pytest.mark.parametrize("args,msg", [
-    (["--gen", "2"], "at least 5"), (["--context", "a,b"], "comma-separated"),
+    (["--gen", "2"], "at least 5"), (["--context", "a,b"], "--context"),
     (["--quant", "Q4_K_M"], "llama.cpp"), (["--hardware", "nope-gpu-9"], "hardware"),
     (["--backend", "llama.cpp"], ".gguf"), (["--threads", "-1"], "--threads"),
 ])

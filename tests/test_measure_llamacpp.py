@@ -53,6 +53,21 @@ def test_measure_llama_cpp_backend(gguf_file, tmp_path, monkeypatch):
     # KV per step at depths 16..20: K and V, 2 layers, 32 values, F16 (2 bytes), depth + 1 positions
     assert p["kv_bytes_per_token"] == pytest.approx(sum(2 * 2 * 32 * (16 + i + 1) * 2 for i in range(5)) / 5)
     assert p["decode_tok_s"] > 0 and p["prefill_tok_s"] > 0
+    assert run["engine_version"] == f"llama-cpp-python {llama_cpp.__version__}"     # what ran it (issue 10)
+
+
+def test_llama_cpp_load_failure_says_why(gguf_file, tmp_path, monkeypatch):
+    """A GGUF whose tensor data is cut short: llama.cpp's own reason, one line, exit 2 (issue 10)."""
+    prof = tmp_path / "local.toml"
+    prof.write_text('name = "T"\nkind = "cpu"\nvendor = "x"\nmemory_gb = 24\nbandwidth_gbps = 40\nfp32_tflops = 0.2\n')
+    monkeypatch.setenv("TOKSPEED_LOCAL_PROFILE", str(prof))
+    cut = tmp_path / "cut.gguf"
+    data = gguf_file.read_bytes()
+    cut.write_bytes(data[:len(data) - 4096])
+    r = run_cli("measure", cut, "--backend", "llama.cpp", "--context", "0", "--prompt", "8", "--gen", "5")
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "Failed to load model from file" not in lines[0], lines[0]     # llama.cpp's reason, or ours before it
 
 
 def test_text_with_a_real_tokenizer(tmp_path):

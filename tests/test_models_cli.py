@@ -1,12 +1,15 @@
 """`tokspeed models [FILTER] [--json]` run as a user would."""
 
 import json
+import os
 import subprocess
 import sys
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "tokspeed", "models", *args], capture_output=True, text=True)
+    # a wide terminal: the features column holds several markers (MoE 8/256+1s, MLA)
+    return subprocess.run([sys.executable, "-m", "tokspeed", "models", *args], capture_output=True, text=True,
+                          env={**os.environ, "COLUMNS": "220"})
 
 
 def test_llama_json():

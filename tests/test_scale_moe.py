@@ -3,7 +3,7 @@
 import pytest
 
 from scale_models import DEEPSEEK_V3, GEMMA2_9B, MIXTRAL
-from tokspeed.ledger import expected_experts, forward_ops
+from tokspeed.ledger import Role, expected_experts, forward_ops
 from tokspeed.memory import kv_bytes
 from tokspeed.quant.schemes import scheme_for
 
@@ -21,7 +21,7 @@ def test_expected_experts_formula():
 def _expert_read(spec, batch):
     st = scheme_for("F16", spec)
     ops = forward_ops(spec, st, 2, batch, 1, 0)
-    return sum(o.weight_bytes for o in ops if o.name.endswith("_exps projection"))
+    return sum(o.weight_bytes for o in ops if o.role is Role.EXPERTS)
 
 
 def test_mixtral_decode_reads_k_of_e_experts():
@@ -33,9 +33,9 @@ def test_mixtral_decode_reads_k_of_e_experts():
 def test_deepseek_shared_experts_and_dense_layers_are_always_read():
     st = scheme_for("F16", DEEPSEEK_V3)
     ops = forward_ops(DEEPSEEK_V3, st, 2, 1, 1, 0)
-    dense = sum(o.weight_bytes for o in ops if o.stage == "ffn")
-    shared = sum(o.weight_bytes for o in ops if o.name.endswith("_shexp projection"))
-    routed = sum(o.weight_bytes for o in ops if o.name.endswith("_exps projection"))
+    dense = sum(o.weight_bytes for o in ops if o.role is Role.MLP)
+    shared = sum(o.weight_bytes for o in ops if o.role is Role.SHARED_EXPERTS)
+    routed = sum(o.weight_bytes for o in ops if o.role is Role.EXPERTS)
     assert dense == pytest.approx(3 * 3 * 7168 * 18432 * 2)           # 3 dense leading layers
     assert shared == pytest.approx(58 * 3 * 7168 * 2048 * 2)          # 1 shared expert in 58 MoE layers
     assert routed == pytest.approx(58 * 8 * 3 * 7168 * 2048 * 2)      # 8 of 256 routed

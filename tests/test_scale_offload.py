@@ -35,7 +35,7 @@ def test_pcie4_x16_vs_gddr6x_is_the_seeds_30x():
 def test_streaming_every_weight_over_pcie_is_about_30x_slower():
     vram = ideal()
     streamed = ideal(offload="stream", gpu_layers=0)
-    assert streamed.extra["offload"]["weights_in_ram_bytes"] == RESIDENT == 16_061_054_976
+    assert streamed.extra["offload"]["weights_in_ram_bytes"] == RESIDENT     # 16,061,054,976 B
     # the GPU still reads what it computes; the copy adds every resident byte at 31.5 GB/s
     t_hand = RESIDENT / 31.5e9 + vram.decode.ms_per_token / 1e3
     assert 1 / streamed.decode.bound_tok_s == pytest.approx(t_hand, rel=1e-9)
@@ -106,7 +106,7 @@ def test_offloaded_model_fits_where_vram_alone_does_not():
 def test_moe_experts_offload_reads_only_the_picked_experts_from_ram():
     # gpt-oss-20b MXFP4 (12.1 GB) does not fit a 12 GB RTX 3060; llama.cpp --cpu-moe keeps every
     # routed expert in RAM. Decode then reads k/E = 4/32 of each layer's experts from RAM.
-    from tokspeed.ledger import forward_ops
+    from tokspeed.ledger import Role, forward_ops
     from tokspeed.scale.layout import layer_expert_bytes
 
     alone = predict("gpt-oss-20b", "rtx-3060", quant="MXFP4", engine="ideal", prompt=0, gen=1)
@@ -117,7 +117,7 @@ def test_moe_experts_offload_reads_only_the_picked_experts_from_ram():
     experts = sum(layer_expert_bytes(p.spec, p.storage))
     assert host["weights_bytes"] == pytest.approx(experts)
     stages = {s["name"]: s for s in p.extra["offload"]["decode_seconds_by_stage"]}
-    read = sum(o.weight_bytes for o in forward_ops(p.spec, p.storage, 2, 1, 1, 0) if "_exps" in o.name)
+    read = sum(o.weight_bytes for o in forward_ops(p.spec, p.storage, 2, 1, 1, 0) if o.role is Role.EXPERTS)
     assert read == pytest.approx(experts * 4 / 32)
     # the CPU stage is the picked experts' bytes (plus their activations) at 89.6 GB/s
     assert stages["cpu (experts)"]["seconds"] == pytest.approx(read / 89.6e9, rel=0.02)

@@ -190,3 +190,11 @@ def test_client_cpu_share_is_cpu_time_over_wall_time(server, tmp_path):
     for ph in summary_of(out)["phases"]:
         # the fake server sleeps; the client mostly waits: far below one core, and never negative
         assert 0 <= ph["client_cpu_s"] and 0 <= ph["client_cpu_share"] < 0.9
+
+
+def test_slo_percentile_landing_exactly_on_a_success_next_to_a_failure():
+    """11 requests, p90 -> rank 9.0 exactly: the 10th value (a success) is the percentile, even though
+    the 11th is a failure (with +inf for failures this interpolation gave NaN: inf x 0)."""
+    recs = [rec(i, ttft=0.01 * (i + 1), start=0, end=1) for i in range(10)] + [rec(10, ok=False, start=0, end=1)]
+    slo = phase_summary(recs, {"ttft_s": 0.2, "percentile": 90})["slo"]["ttft_s"]
+    assert slo["at_percentile"] == pytest.approx(0.10) and slo["met"]

@@ -2,6 +2,7 @@
 see the numbers become what the API returns; screenshots go to test-artifacts/."""
 
 import json
+import re
 import shutil
 import urllib.request
 from pathlib import Path
@@ -57,10 +58,10 @@ def wait_value(page, element_id, value):
         arg=[element_id, value], timeout=30000)
 
 
-def shot(page, name):
-    page.wait_for_function("[...document.querySelectorAll('.charts img')].every(i => i.complete && i.naturalWidth > 0"
-                           " && !i.classList.contains('loading'))", timeout=60000)
-    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+def shot(page, name, full_page=True):
+    page.wait_for_function("document.querySelectorAll('#chart-context canvas, #chart-roofline canvas').length === 2",
+                           timeout=60000)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=full_page)
 
 
 def check_against_api(srv, page, params, mode="decode"):
@@ -88,9 +89,8 @@ def test_page_follows_the_inputs(env):
     page.goto(srv.url)
     page.wait_for_selector("body[data-updated]", state="attached")
     first = check_against_api(srv, page, DEFAULTS)
-    page.wait_for_function("document.getElementById('chart-overview').naturalWidth > 0", timeout=30000)
-    page.wait_for_function("document.getElementById('chart-context').naturalWidth > 0", timeout=30000)
     assert page.text_content("#out-fit") == "fits"
+    assert "does not fit" not in page.text_content("#headline")
     shot(page, "web-default.png")
 
     page.select_option("#quant", "Q4_K_M")
@@ -187,7 +187,7 @@ def test_prefill_toggle_and_shareable_url(env):
     page.click("label:has(#mode-prefill)")
     params = {**DEFAULTS, "prompt": "2048"}
     check_against_api(srv, page, params, mode="prefill")
-    assert "A prefill of 2,048 tokens" in page.text_content("#journey-head")
+    assert "The prefill: 2,048 prompt tokens" in page.text_content("#journey-head")
     assert page.locator("#journey .b-compute").count() >= 3          # QKV, attention, FFN turn compute-bound
     shot(page, "web-prefill.png")
     # the state lives in the URL: a reload (or a shared link) restores it
@@ -199,3 +199,164 @@ def test_prefill_toggle_and_shareable_url(env):
     assert page.input_value("#prompt") == "2048" and page.is_checked("#mode-prefill")
     check_against_api(srv, page, params, mode="prefill")
     assert not errors
+
+
+# ---- layouts, unknowns, "does not fit", redraw time ---------------------------------------------------
+NOFIT = "#model=llama-3.1-405b&hardware=rtx-4090&quant=Q4_K_M"
+
+
+def open_at(browser, srv, width, hash_="", height=900):
+    page = browser.new_page(viewport={"width": width, "height": height}, bypass_csp=True)
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(srv.url + hash_)
+    page.wait_for_selector("body[data-updated]", state="attached", timeout=60000)
+    return page, errors
+
+
+def no_sideways_scroll(page):
+    sw, cw = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert sw <= cw, f"page is {sw} px wide in a {cw} px window"
+
+
+@pytest.mark.parametrize("width", [390, 820, 1400])
+def test_layout_fits_the_window(env, width):
+    srv, _, _, _, browser = env
+    height = 844 if width == 390 else 900                         # an iPhone 14's CSS viewport: 390 × 844
+    for name, hash_ in (("default", ""), ("nofit", NOFIT)):
+        page, errors = open_at(browser, srv, width, hash_, height)
+        shot(page, f"web-{width}-{name}.png", full_page=False)
+        no_sideways_scroll(page)
+        if width == 390:                  # results first: the headline and the main card before the form
+            card = page.locator("#out-tok-s").bounding_box()
+            form = page.locator("#form").bounding_box()
+            assert card["y"] + card["height"] <= height and card["y"] < form["y"]
+            assert page.locator("#headline").bounding_box()["y"] < form["y"]
+        for table in ("#journey", "#levers"):        # a wide table scrolls inside its card, not the page
+            box = page.locator(table).evaluate("t => [t.parentElement.clientWidth, t.closest('.panel').clientWidth]")
+            assert box[0] <= box[1]
+        shot(page, f"web-{width}-{name}-full.png")
+        assert not errors
+        page.close()
+
+
+def test_devices_without_fp16_show_prefill_unknown(env):
+    srv, _, _, _, browser = env
+    page, errors = open_at(browser, srv, 1400, "#model=llama-3-8b&hardware=m4-max-40&quant=Q4_K_M")
+    # Apple M4 Max: the catalog's FP16 figure is derived (GPU cores x FLOPs/clock x an assumed clock)
+    assert page.is_hidden("#error")
+    assert page.text_content("#out-prefill") != "unknown" and page.text_content("#out-ttft-v") != "unknown"
+    assert page.locator("#chart-roofline canvas").count() == 1
+    shot(page, "web-m4-max.png")
+    # a custom device with no FP16 figure: clear the field
+    page.select_option("#hardware", "custom")
+    page.fill("#bandwidth_gbps", "546")
+    page.fill("#memory_gb", "128")
+    page.fill("#fp16_tflops", "")
+    page.wait_for_function("location.hash.includes('memory_gb=128') && !location.hash.includes('fp16_tflops')")
+    page.wait_for_function("document.getElementById('out-memory').textContent.includes('of 128.00 GB')",
+                           timeout=30000)
+    bound = float(page.get_attribute("#out-bound", "data-value"))
+    per_token = float(page.get_attribute("#out-bytes", "data-value"))
+    assert bound == pytest.approx(546e9 / per_token, rel=0.01)                  # the seeds' bandwidth ÷ bytes
+    assert page.is_hidden("#error")
+    assert page.text_content("#out-prefill") == "unknown" and page.text_content("#out-ttft-v") == "unknown"
+    assert "unknown" in page.text_content("#headline")
+    shot(page, "web-custom-no-fp16.png")
+    assert not errors
+    page.close()
+
+
+def test_does_not_fit_headline_with_the_ways_it_would_run(env):
+    srv, _, _, _, browser = env
+    page, errors = open_at(browser, srv, 1400, NOFIT)
+    head = page.text_content("#headline")
+    # 405B at Q4_K_M: 243 GB of weights (≈ 405.85e9 × 4.8 bits / 8) against 24 GB
+    assert "does not fit" in head and "24.00 GB" in head and "hypothetical" in head
+    assert "hypothetical" in page.text_content(".card.main").lower() and page.is_visible(".hypo-tag")
+    page.wait_for_selector("#ways li.way", timeout=120000)
+    ways = page.locator("#ways li.way").all_text_contents()
+    # 244.65 GB in all against 24 GB per card: at least 11 cards (10.2 rounded up); the layer split is uneven
+    m = [re.search(r"(\d+) x NVIDIA GeForce RTX 4090.*?([\d.]+) tok/s", w) for w in ways]
+    n = [int(x.group(1)) for x in m if x]
+    assert n and n[0] >= 11, ways
+    assert "offload" not in " ".join(ways)                 # 221 GB of layers would not fit a 64 GB host either
+    shot(page, "web-405b-rtx4090.png")
+    page.locator("#ways li.way button", has_text=" x NVIDIA").click()         # apply the way: it fits now
+    page.wait_for_function("!document.getElementById('headline').textContent.includes('does not fit')",
+                           timeout=60000)
+    assert page.input_value("#gpus") == str(n[0]) and f"gpus={n[0]}" in page.url
+    assert not errors
+    page.close()
+
+
+def test_edit_redraws_quickly(env):
+    """The page redraws from the JSON it has (tables and both uPlot charts): the redraw itself is measured
+    in the browser; the whole edit-to-redraw time (debounce + server + redraw) is recorded beside it."""
+    srv, _, _, _, browser = env
+    page, errors = open_at(browser, srv, 1400)
+    redraws, totals = [], []
+    for ctx in ("1024", "2048", "4096"):
+        before = page.get_attribute("body", "data-updated")
+        t0 = page.evaluate("performance.now()")
+        page.fill("#context", ctx)
+        page.wait_for_function("b => document.body.dataset.updated !== b", arg=before, timeout=60000)
+        totals.append(page.evaluate("performance.now()") - t0)
+        redraws.append(page.evaluate("window.tokspeedTiming.lastRedrawMs"))
+    (ARTIFACTS / "web-timing.json").write_text(json.dumps({"redraw_ms": redraws, "edit_to_redraw_ms": totals}))
+    assert max(redraws) < 300, redraws
+    assert not errors
+    page.close()
+
+
+def test_dark_mode(env):
+    srv, _, _, _, browser = env
+    page, errors = open_at(browser, srv, 1400)
+    page.click("#theme")
+    assert page.evaluate("document.documentElement.dataset.theme") == "dark"
+    bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    assert bg == "rgb(15, 22, 29)"                               # --bg of the dark theme
+    shot(page, "web-dark.png")
+    page.click("#theme")
+    assert not errors
+    page.close()
+
+
+def test_what_runs_here_and_its_csv(env, tmp_path):
+    from tokspeed.web.api import fit_available
+
+    if not fit_available():
+        pytest.skip("this build has no tokspeed.fit (issue 13's ranking)")
+    srv, _, _, _, browser = env
+    page, errors = open_at(browser, srv, 1400)
+    assert page.is_visible("#fit-panel")
+    page.click("#fit-run")
+    page.wait_for_selector("#fit tbody tr td.n", timeout=120000)
+    rows = page.locator("#fit tbody tr").count()
+    api_rows = api(srv, "/api/fit", {"hardware": "rtx-4090", "context": "0", "prompt": "512", "engine": "llama.cpp"})["rows"]
+    assert rows == len(api_rows) and page.text_content("#fit tbody tr td") == api_rows[0]["model"]
+    with page.expect_download() as dl:
+        page.click("#fit-csv")
+    path = tmp_path / "fit.csv"
+    dl.value.save_as(path)
+    lines = path.read_text().splitlines()
+    assert lines[0].startswith("model,quant,fits") and len(lines) == len(api_rows) + 1
+    assert lines[1].split(",")[0] == api_rows[0]["model"]
+    shot(page, "web-fit.png")
+    assert not errors
+    page.close()
+
+
+def test_tables_csv_download(env, tmp_path):
+    srv, _, _, _, browser = env
+    page, errors = open_at(browser, srv, 1400)
+    with page.expect_download() as dl:
+        page.click("#dl-csv")
+    path = tmp_path / "t.csv"
+    dl.value.save_as(path)
+    text = path.read_text()
+    pred = api(srv, "/api/predict", DEFAULTS)
+    assert f"decode,tok_s,{pred['decode']['tok_s']!r}" in text.replace("e+", "e+")
+    assert "stage,runs on,data from" in text
+    assert not errors
+    page.close()

@@ -5,7 +5,18 @@ per sequence with a deep KV cache; prefill is a pass over many). Weights come fr
 Q4_K_M scheme and a real GGUF file go through the same arithmetic.
 
 Conventions (per pass, summed over the ``count`` layers an op stands for):
-- ``flops``: 2 per multiply-accumulate; softmax counted as 5 per score; norms 4 per element.
+- ``flops``: 2 per multiply-accumulate. Element-wise operators use the per-element counts below; they are
+  memory bound by a wide margin (well under 1 FLOP per byte), so these counts move no prediction and only
+  show in ``explain``'s FLOP column:
+  - ``NORM_FLOPS_PER_ELEMENT`` = 4: RMSNorm squares, accumulates, scales by 1/rms and by the weight.
+  - ``ROPE_FLOPS_PER_ELEMENT`` = 3: each rotated element is ``x·cos − y·sin`` (2 multiplies, 1 add);
+    the sin/cos tables are not counted.
+  - ``SOFTMAX_FLOPS_PER_SCORE`` = 5: max, subtract, exp, sum, divide (also ``SAMPLE_FLOPS_PER_LOGIT``).
+  - ``ACTIVATION_FLOPS_PER_ELEMENT`` = 8 per intermediate element: the op count of the tanh GELU
+    ``0.5·x·(1 + tanh(0.79788·(x + 0.044715·x³)))``, an upper bound for SwiGLU's ``g·sigmoid(g)·u`` (~5).
+- ``kernels``: GPU launches per layer, one per operator except ``ATTENTION_KERNELS`` = 3 for the attention
+  core: llama.cpp's unfused graph runs it as KQ ``mul_mat``, ``soft_max_ext``, KQV ``mul_mat``.
+  (FlashAttention fuses them into one; the engine's fitted ``launch_s`` absorbs the difference.)
 - ``weight_bytes``: stored bytes of the weights the op reads (read once per pass, shared by the batch).
 - ``act_bytes``: activations read + written, 2 bytes per value (FP16/BF16 activations).
 - ``kv_read_bytes`` / ``kv_write_bytes``: KV cache traffic at the KV dtype.
@@ -15,20 +26,71 @@ Conventions (per pass, summed over the ``count`` layers an op stands for):
   E * (1 - (1 - k/E)**T) per layer; compute is T*k expert FFNs.
 - Attention over the cache is exact for causal prefill: query i of n attends ``depth + i + 1`` tokens
   (capped at the window on sliding layers).
+- Ignored in the per-pass traffic (counted in resident memory, ``models.tensors``): the ledger reads two
+  layer norms per layer whatever ``spec.norms_per_layer`` says (Gemma's sandwich norms: 4; parallel blocks:
+  1), and neither ``qk_norm`` weights, biases (``qkv_bias``, ``o_bias``, ``mlp_bias``, router/expert
+  biases) nor attention sinks. Each is a few d_model-sized vectors per layer: under 0.1 % of the bytes
+  of a decode step (Qwen3-8B's q/k norms: 2 x 128 values per layer against 190 M weights per layer).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 ACT_BYTES = 2.0
+NORM_FLOPS_PER_ELEMENT = 4
+ROPE_FLOPS_PER_ELEMENT = 3
+SOFTMAX_FLOPS_PER_SCORE = 5
+SAMPLE_FLOPS_PER_LOGIT = 5
+ACTIVATION_FLOPS_PER_ELEMENT = 8
+ATTENTION_KERNELS = 3
 
 
-@dataclass
+class Role(str, Enum):
+    """What an operator is. Every decision about an operator (TP sharding, pipeline stage, explain
+    grouping) keys on its role and scope; ``Op.name`` is for display only."""
+    EMBED = "embed"                     # token embedding gather
+    ATTN_NORM = "attn_norm"
+    QKV = "qkv"                         # q/k/v projections (MLA: q_a, q_b, kv_a, kv_b)
+    ROPE = "rope"
+    ATTN_CORE = "attn_core"             # scores, softmax, values over the KV cache
+    LINEAR_PROJ = "linear_proj"         # hybrid models: in/out projections of a linear-attention / SSM mixer
+    STATE_SCAN = "state_scan"           # hybrid models: conv + recurrent update over the fixed-size state
+    O_PROJ = "o_proj"
+    ATTN_RESIDUAL = "attn_residual"
+    FFN_NORM = "ffn_norm"
+    MLP = "mlp"                         # dense FFN gate/up/down
+    MLP_ACT = "mlp_act"
+    ROUTER = "router"
+    EXPERTS = "experts"                 # routed experts gate/up/down
+    EXPERTS_ACT = "experts_act"
+    SHARED_EXPERTS = "shared_experts"
+    SHARED_ACT = "shared_act"
+    FFN_RESIDUAL = "ffn_residual"
+    FINAL_NORM = "final_norm"
+    LM_HEAD = "lm_head"
+    SAMPLE = "sample"                   # logits to the CPU, sampling
+
+
+class Scope(str, Enum):
+    """Where in the model an operator runs: before the layers, in every layer / the dense-FFN layers,
+    in the MoE layers, or after the layers."""
+    INPUT = "input"
+    DENSE = "dense"
+    MOE = "moe"
+    HEAD = "head"
+
+
+NORM_ROLES = frozenset({Role.ATTN_NORM, Role.FFN_NORM, Role.ATTN_RESIDUAL, Role.FFN_RESIDUAL, Role.FINAL_NORM})
+
+
+@dataclass(frozen=True)
 class Op:
-    name: str
-    stage: str            # embedding | attention | ffn | moe | norm | lm_head | sampling
-    unit: str             # tensor (matmul) | vector (elementwise, attention core) | memory (gather)
+    name: str             # display only
+    role: Role
+    scope: Scope
+    unit: str             # tensor (matmul) | vector (elementwise, attention core) | memory (gather) | cpu
     count: int            # layers (or 1) this row stands for
     flops: float = 0.0
     weight_bytes: float = 0.0
@@ -36,6 +98,11 @@ class Op:
     kv_read_bytes: float = 0.0
     kv_write_bytes: float = 0.0
     kernels: int = 1      # GPU kernels launched per layer for this op (llama.cpp-style, unfused)
+    layers: tuple = ()    # (first, end) layers of a DENSE/MOE op; () for INPUT/HEAD ops
+
+    def __post_init__(self):
+        if not isinstance(self.role, Role) or not isinstance(self.scope, Scope):
+            raise ValueError(f"operator {self.name!r}: unknown role {self.role!r} or scope {self.scope!r}")
 
     @property
     def bytes(self) -> float:
@@ -65,125 +132,330 @@ def _attended(depth: int, n: int, window: int) -> float:
     return uncapped + (n - first_capped) * window
 
 
-def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: int = 1, depth: int = 0,
+def _attended_chunked(depth: float, n: int, chunk: int) -> float:
+    """Keys attended by queries at positions depth..depth+n-1 when each attends only its own chunk of
+    ``chunk`` positions (Llama 4): the query at position p attends (p mod chunk) + 1 keys."""
+    def prefix(m: float) -> float:      # sum over p < m of (p mod chunk) + 1
+        full, rest = divmod(m, chunk)
+        return full * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
+    return float(prefix(depth + n) - prefix(depth))
+
+
+STATE_BYTES = 4.0   # llama.cpp keeps recurrent states in F32 (recurrent_type_r/_s, src/llama-model.cpp)
+
+
+# -- the per-(model, weight storage) weight ledger, built once ----------------------------------------
+
+_WEIGHTS_MAX = 64
+EXPERT_ROLES = ("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")
+_weights_cache: dict = {}
+
+
+@dataclass(frozen=True)
+class WeightLedger:
+    """Stored bytes of every weight tensor group a forward pass reads, summed over the layers that hold
+    it: ``tensor_bytes`` runs once per tensor per (model, storage), not once per operator per pass."""
+    by_role: dict          # tensor role (GGUF name, suffix for experts) -> bytes summed over its layers
+    embed_row: float       # one row of the token embedding table
+    norm_elem: float       # bytes per element of a layer norm weight
+    final_norm_elem: float
+    resident: float        # every weight held in memory (whole embedding table, every expert, norms)
+    per_layer: tuple = ()  # resident bytes of each layer
+    embedding: float = 0.0  # the whole token embedding table
+    head: float = 0.0       # final norm + LM head (+ its bias)
+    experts_per_layer: tuple = ()  # routed-expert stacks of each layer (0 for dense layers)
+
+
+def weight_ledger(spec, storage) -> WeightLedger:
+    """The WeightLedger of (spec, storage), cached: by identity first, then by value (specs and quant
+    schemes are frozen, hence hashable; a file's storage is keyed by identity only)."""
+    hit = _weights_cache.get((id(spec), id(storage)))
+    if hit is not None and hit[0] is spec and hit[1] is storage:
+        return hit[2]
+    try:
+        by_value = _weights_cache.get((spec, storage))
+    except TypeError:
+        by_value = None
+    led = by_value[2] if by_value is not None else _build_weight_ledger(spec, storage)
+    if len(_weights_cache) >= _WEIGHTS_MAX:
+        for k in list(_weights_cache)[:2]:
+            del _weights_cache[k]
+    _weights_cache[(id(spec), id(storage))] = (spec, storage, led)
+    try:
+        _weights_cache[(spec, storage)] = (spec, storage, led)
+    except TypeError:
+        pass
+    return led
+
+
+def _projections(spec) -> list[tuple[str, int, int]]:
+    """(tensor role, rows, cols) of the attention input projections."""
+    d = spec.d_model
+    if not spec.is_mla:
+        return [("attn_q", spec.q_proj_rows, d), ("attn_k", spec.kv_dim, d), ("attn_v", spec.kv_dim, d)]
+    qk_head = spec.qk_nope_head_dim + spec.qk_rope_head_dim
+    if spec.q_lora_rank:
+        projs = [("attn_q_a", spec.q_lora_rank, d), ("attn_q_b", spec.n_heads * qk_head, spec.q_lora_rank)]
+    else:
+        projs = [("attn_q", spec.n_heads * qk_head, d)]
+    return projs + [("attn_kv_a_mqa", spec.kv_lora_rank + spec.qk_rope_head_dim, d),
+                    ("attn_kv_b", spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
+
+
+def _mlp_shapes(spec, d_ff) -> list[tuple[str, int, int]]:
+    d = spec.d_model
+    return ([("ffn_gate", d_ff, d)] if spec.gated_mlp else []) + [("ffn_up", d_ff, d), ("ffn_down", d, d_ff)]
+
+
+def _mlp_groups(spec):
+    """(suffix, d_ff, layers, experts per stored tensor) of each MLP the model has."""
+    L = spec.n_layers
+    dense = range(spec.n_ffn_dense_layers) if spec.is_moe else range(L)
+    out = []
+    if len(dense) and spec.d_ff:
+        out.append(("", spec.d_ff, dense, 1))
+    if spec.is_moe:
+        moe = range(spec.n_dense_layers, L)
+        out.append(("_exps", spec.d_ff_expert, moe, spec.n_experts))
+        if spec.n_shared_experts:
+            out.append(("_shexp", (spec.d_ff_shared or spec.d_ff_expert) * spec.n_shared_experts, moe, 1))
+    return out
+
+
+def _build_weight_ledger(spec, storage) -> WeightLedger:
+    from .models.tensors import weight_tensors
+
+    wb = storage.tensor_bytes
+    d, L = spec.d_model, spec.n_layers
+    by_role = {}
+    attn_layers = [i for i in range(L) if not spec.is_linear_layer(i)]    # a hybrid's attention layers
+    for role, rows, cols in _projections(spec) + [("attn_output", d, spec.attn_out_dim)]:
+        by_role[role] = sum(wb(role, i, rows, cols) for i in attn_layers)
+    if spec.n_linear_layers:
+        by_role["ssm"] = sum(wb("ssm_in", i, spec.linear_in_rows, d) + wb("ssm_out", i, d, spec.linear_value_dim)
+                             for i in range(L) if spec.is_linear_layer(i))
+    for suffix, d_ff, layers, stack in _mlp_groups(spec):
+        for role, rows, cols in _mlp_shapes(spec, d_ff):
+            by_role[role + suffix] = sum(wb(role + suffix, i, rows * stack, cols) for i in layers)
+    if spec.is_moe:
+        by_role["ffn_gate_inp"] = sum(wb("ffn_gate_inp", i, spec.n_experts, d) for i in range(spec.n_dense_layers, L))
+    head_role = "token_embd" if spec.tied_embeddings else "output"
+    by_role["lm_head"] = wb(head_role, None, spec.vocab_size, d)
+    per_layer, experts = [0.0] * L, [0.0] * L
+    resident = embedding = head = 0.0
+    for role, layer, rows, cols in weight_tensors(spec):
+        b = wb(role, layer, rows, cols)
+        resident += b
+        if layer is not None:
+            per_layer[layer] += b
+            if role in EXPERT_ROLES:
+                experts[layer] += b
+        elif role == "token_embd":
+            embedding += b
+        else:
+            head += b
+    return WeightLedger(by_role, wb("token_embd", None, 1, d), storage.element_bytes("norm", 0),
+                        storage.element_bytes("norm", None), resident, tuple(per_layer), embedding, head,
+                        tuple(experts))
+
+
+# -- the operators of one pass --------------------------------------------------------------------
+
+_PASS_MAX = 256
+_pass_cache: dict = {}
+
+
+def forward_ops(spec, storage, kv_elem_bytes: float, batch: int = 1, n_tokens: int = 1, depth: float = 0,
                 logits_all: bool = False) -> list[Op]:
     """Operators of one forward pass over ``n_tokens`` new tokens per sequence for ``batch`` sequences,
-    with ``depth`` tokens already cached per sequence."""
+    with ``depth`` tokens already cached per sequence.
+
+    Only the attention core depends on ``depth`` (linearly, up to a sliding window); every other
+    operator is built once per (model, storage, batch, tokens) and shared: treat the ops as read-only."""
+    before, after = _depth_free_ops(spec, storage, batch, n_tokens, logits_all)
+    core = attention_core_ops(spec, kv_elem_bytes, batch, n_tokens, depth)
+    ops = PassOps(before + tuple(core) + after)
+    ops.segments = (before, core, after)
+    return ops
+
+
+class PassOps(list):
+    """The operators of one pass, in order; ``segments`` = (depth-free ops before the attention core,
+    the core, depth-free ops after it). The depth-free tuples are shared between passes, so a timer can
+    remember their time (``timing.pass_time``'s memo)."""
+    segments: tuple = ()
+
+
+def _depth_free_ops(spec, storage, batch, n_tokens, logits_all):
+    w = weight_ledger(spec, storage)
+    key = (id(w), batch, n_tokens, bool(logits_all))
+    hit = _pass_cache.get(key)
+    if hit is not None and hit[0] is w:
+        return hit[1], hit[2]
+    before, after = _build_depth_free_ops(spec, w, batch, n_tokens, logits_all)
+    if len(_pass_cache) >= _PASS_MAX:
+        _pass_cache.pop(next(iter(_pass_cache)))
+    _pass_cache[key] = (w, before, after)
+    return before, after
+
+
+def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
     B, n, d = batch, n_tokens, spec.d_model
     T = B * n                                   # tokens in the pass
     L = spec.n_layers
-    ops: list[Op] = []
-    wb = storage.tensor_bytes
-
-    def layers_sum(role, rows, cols, layers):
-        return sum(wb(role, i, rows, cols) for i in layers)
-
-    all_layers = range(L)
+    span = (0, L)
+    before: list[Op] = []
+    after: list[Op] = []
 
     # -- embedding: one row per token ---------------------------------------------------------
-    row_bytes = wb("token_embd", None, 1, d)
-    ops.append(Op("token embedding gather", "embedding", "memory", 1,
-                  weight_bytes=min(T, spec.vocab_size) * row_bytes, act_bytes=T * d * ACT_BYTES))
+    before.append(Op("token embedding gather", Role.EMBED, Scope.INPUT, "memory", 1,
+                     weight_bytes=min(T, spec.vocab_size) * w.embed_row, act_bytes=T * d * ACT_BYTES))
 
     # -- attention -----------------------------------------------------------------------------
-    norm_flops = 4 * d * T
-    ops.append(Op("attention norm", "norm", "vector", L, flops=L * norm_flops,
-                  weight_bytes=L * d * storage.element_bytes("norm", 0),
-                  act_bytes=L * 2 * T * d * ACT_BYTES))
-    if spec.is_mla:
-        qk_head = spec.qk_nope_head_dim + spec.qk_rope_head_dim
-        projs = []
-        if spec.q_lora_rank:
-            projs += [("attn_q_a", spec.q_lora_rank, d), ("attn_q_b", spec.n_heads * qk_head, spec.q_lora_rank)]
-        else:
-            projs += [("attn_q", spec.n_heads * qk_head, d)]
-        projs += [("attn_kv_a_mqa", spec.kv_lora_rank + spec.qk_rope_head_dim, d),
-                  ("attn_kv_b", spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
-    else:
-        projs = [("attn_q", spec.q_dim, d), ("attn_k", spec.kv_dim, d), ("attn_v", spec.kv_dim, d)]
-    for role, rows, cols in projs:
-        ops.append(Op(f"{role} projection", "attention", "tensor", L, flops=L * 2 * T * rows * cols,
-                      weight_bytes=layers_sum(role, rows, cols, all_layers),
-                      act_bytes=L * T * (rows + cols) * ACT_BYTES))
+    norm_flops = NORM_FLOPS_PER_ELEMENT * d * T
+    before.append(Op("attention norm", Role.ATTN_NORM, Scope.DENSE, "vector", L, layers=span, flops=L * norm_flops,
+                     weight_bytes=L * d * w.norm_elem, act_bytes=L * 2 * T * d * ACT_BYTES))
+    La = spec.n_attn_layers     # a hybrid model's linear layers have no q/k/v, RoPE or KV cache
+    for role, rows, cols in _projections(spec):
+        before.append(Op(f"{role} projection", Role.QKV, Scope.DENSE, "tensor", La, layers=span,
+                         flops=La * 2 * T * rows * cols, weight_bytes=w.by_role[role],
+                         act_bytes=La * T * (rows + cols) * ACT_BYTES))
     rot = spec.qk_rope_head_dim if spec.is_mla else (spec.rotary_dim or spec.head_dim)
-    ops.append(Op("RoPE", "attention", "vector", L, flops=L * 3 * T * (spec.n_heads + spec.n_kv_heads) * rot,
-                  act_bytes=L * 2 * T * (spec.n_heads + spec.n_kv_heads) * rot * ACT_BYTES))
+    heads = spec.n_heads + spec.n_kv_heads
+    before.append(Op("RoPE", Role.ROPE, Scope.DENSE, "vector", La, layers=span,
+                     flops=La * ROPE_FLOPS_PER_ELEMENT * T * heads * rot,
+                     act_bytes=La * 2 * T * heads * rot * ACT_BYTES))
+    # (the attention core over the cache goes here: attention_core_ops)
+    after.append(Op("attn_output projection", Role.O_PROJ, Scope.DENSE, "tensor", La, layers=span,
+                    flops=La * 2 * T * d * spec.attn_out_dim, weight_bytes=w.by_role["attn_output"],
+                    act_bytes=La * T * (d + spec.attn_out_dim) * ACT_BYTES))
+    if spec.n_linear_layers:
+        after.extend(_linear_mixer_ops(spec, w, B, T))
+    after.append(Op("residual add (attention)", Role.ATTN_RESIDUAL, Scope.DENSE, "vector", L, layers=span,
+                    flops=L * T * d, act_bytes=L * 3 * T * d * ACT_BYTES))
 
-    # attention core over the cache, split into full and sliding layers
+    # -- FFN / MoE -----------------------------------------------------------------------------
+    after.append(Op("FFN norm", Role.FFN_NORM, Scope.DENSE, "vector", L, layers=span, flops=L * norm_flops,
+                    weight_bytes=L * d * w.norm_elem, act_bytes=L * 2 * T * d * ACT_BYTES))
+    for suffix, d_ff, layers, stack in _mlp_groups(spec):
+        if suffix == "_exps":
+            Lm = len(layers)
+            after.append(Op("MoE router", Role.ROUTER, Scope.MOE, "tensor", Lm, layers=(layers.start, layers.stop),
+                            flops=Lm * 2 * T * d * spec.n_experts, weight_bytes=w.by_role["ffn_gate_inp"],
+                            act_bytes=Lm * T * (d + spec.n_experts) * ACT_BYTES))
+            touched = expected_experts(spec.n_experts, spec.n_active_experts, T)
+            after.extend(_mlp_ops(spec, w, suffix, d_ff, layers, T * spec.n_active_experts, touched / spec.n_experts))
+        else:
+            after.extend(_mlp_ops(spec, w, suffix, d_ff, layers, T, 1.0))
+    after.append(Op("residual add (FFN)", Role.FFN_RESIDUAL, Scope.DENSE, "vector", L, layers=span,
+                    flops=L * T * d, act_bytes=L * 3 * T * d * ACT_BYTES))
+
+    # -- head ----------------------------------------------------------------------------------
+    rows_out = T if logits_all else B
+    after.append(Op("final norm", Role.FINAL_NORM, Scope.HEAD, "vector", 1, flops=NORM_FLOPS_PER_ELEMENT * d * rows_out,
+                    weight_bytes=d * w.final_norm_elem, act_bytes=2 * rows_out * d * ACT_BYTES))
+    after.append(Op("LM head", Role.LM_HEAD, Scope.HEAD, "tensor", 1, flops=2 * rows_out * d * spec.vocab_size,
+                    weight_bytes=w.by_role["lm_head"], act_bytes=rows_out * (d + spec.vocab_size) * ACT_BYTES))
+    after.append(Op("sampling (logits to CPU)", Role.SAMPLE, Scope.HEAD, "cpu", 1,
+                    flops=SAMPLE_FLOPS_PER_LOGIT * B * spec.vocab_size, act_bytes=B * spec.vocab_size * 4))
+    return tuple(before), tuple(after)
+
+
+def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, depth: float) -> list[Op]:
+    """The attention core over the KV cache (full and sliding layers): the only depth-dependent operators.
+    FLOPs and KV bytes are linear in ``depth`` (constant past a sliding window)."""
+    B, n, L = batch, n_tokens, spec.n_layers
+    T = B * n
+    key = (id(spec), kv_elem_bytes)
+    shape = _core_shapes.get(key)
+    if shape is None or shape[0] is not spec:
+        if len(_core_shapes) > 256:
+            _core_shapes.clear()
+        shape = _core_shapes[key] = (spec, *_core_shape(spec, kv_elem_bytes))
+    _, kv_per_tok_layer, score_dim, value_dim, act_width, groups = shape
+    out = []
+    for label, layers, window in groups:
+        if window and spec.chunked_attention:
+            pairs = _attended_chunked(depth, n, window)
+            cached = depth % window             # the chunk so far
+        else:
+            pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
+            cached = min(depth, window) if window else depth
+        flops = layers * B * spec.n_heads * pairs * (2 * score_dim + 2 * value_dim + SOFTMAX_FLOPS_PER_SCORE)
+        out.append(Op("attention scores/softmax/values" + label, Role.ATTN_CORE, Scope.DENSE, "tensor", layers,
+                      layers=(0, L), flops=flops,
+                      kv_read_bytes=layers * B * (cached + n) * kv_per_tok_layer,
+                      kv_write_bytes=layers * B * n * kv_per_tok_layer,
+                      act_bytes=layers * T * act_width * ACT_BYTES,
+                      kernels=ATTENTION_KERNELS))
+    return out
+
+
+_core_shapes: dict = {}
+
+
+def _core_shape(spec, kv_elem_bytes):
+    """Per-model constants of the attention core: KV bytes per token-layer, score and value widths,
+    activation width, and the (label, layers, window) groups of full and sliding layers."""
     kv_per_tok_layer = spec.kv_elements_per_token_layer * kv_elem_bytes
     if spec.is_mla:
         # absorbed MLA decode: scores over (kv_lora + rope) dims, values over kv_lora dims, per head
         score_dim, value_dim = spec.kv_lora_rank + spec.qk_rope_head_dim, spec.kv_lora_rank
     else:
         score_dim, value_dim = spec.head_dim, spec.head_dim
-    for label, layers, window in (("", spec.n_full_layers, 0), (" (sliding window)", spec.n_sliding_layers,
-                                                                  spec.sliding_window)):
-        if not layers:
-            continue
-        pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
-        cached = min(depth, window) if window else depth
-        flops = layers * B * spec.n_heads * pairs * (2 * score_dim + 2 * value_dim + 5)
-        ops.append(Op("attention scores/softmax/values" + label, "attention", "tensor", layers, flops=flops,
-                      kv_read_bytes=layers * B * (cached + n) * kv_per_tok_layer,
-                      kv_write_bytes=layers * B * n * kv_per_tok_layer,
-                      act_bytes=layers * T * (spec.q_dim + spec.attn_out_dim) * ACT_BYTES, kernels=3))
-    ops.append(Op("attn_output projection", "attention", "tensor", L, flops=L * 2 * T * d * spec.attn_out_dim,
-                  weight_bytes=layers_sum("attn_output", d, spec.attn_out_dim, all_layers),
-                  act_bytes=L * T * (d + spec.attn_out_dim) * ACT_BYTES))
-    ops.append(Op("residual add (attention)", "norm", "vector", L, flops=L * T * d,
-                  act_bytes=L * 3 * T * d * ACT_BYTES))
-
-    # -- FFN / MoE -----------------------------------------------------------------------------
-    ops.append(Op("FFN norm", "norm", "vector", L, flops=L * norm_flops,
-                  weight_bytes=L * d * storage.element_bytes("norm", 0), act_bytes=L * 2 * T * d * ACT_BYTES))
-    dense_layers = range(spec.n_ffn_dense_layers) if spec.is_moe else all_layers
-    if len(dense_layers) and spec.d_ff:
-        ops.extend(_mlp_ops(spec, storage, "", spec.d_ff, dense_layers, T, 1.0, "ffn"))
-    if spec.is_moe:
-        moe_layers = range(spec.n_dense_layers, L)
-        Lm = len(moe_layers)
-        ops.append(Op("MoE router", "moe", "tensor", Lm, flops=Lm * 2 * T * d * spec.n_experts,
-                      weight_bytes=sum(wb("ffn_gate_inp", i, spec.n_experts, d) for i in moe_layers),
-                      act_bytes=Lm * T * (d + spec.n_experts) * ACT_BYTES))
-        touched = expected_experts(spec.n_experts, spec.n_active_experts, T)
-        ops.extend(_mlp_ops(spec, storage, "_exps", spec.d_ff_expert, moe_layers, T * spec.n_active_experts,
-                            touched / spec.n_experts, "moe", stack=spec.n_experts))
-        if spec.n_shared_experts:
-            ops.extend(_mlp_ops(spec, storage, "_shexp", (spec.d_ff_shared or spec.d_ff_expert) *
-                                spec.n_shared_experts, moe_layers, T, 1.0, "moe"))
-    ops.append(Op("residual add (FFN)", "norm", "vector", L, flops=L * T * d, act_bytes=L * 3 * T * d * ACT_BYTES))
-
-    # -- head ----------------------------------------------------------------------------------
-    rows_out = T if logits_all else B
-    ops.append(Op("final norm", "norm", "vector", 1, flops=4 * d * rows_out,
-                  weight_bytes=d * storage.element_bytes("norm", None), act_bytes=2 * rows_out * d * ACT_BYTES))
-    head_role = "token_embd" if spec.tied_embeddings else "output"
-    ops.append(Op("LM head", "lm_head", "tensor", 1, flops=2 * rows_out * d * spec.vocab_size,
-                  weight_bytes=wb(head_role, None, spec.vocab_size, d),
-                  act_bytes=rows_out * (d + spec.vocab_size) * ACT_BYTES))
-    ops.append(Op("sampling (logits to CPU)", "sampling", "cpu", 1, flops=5 * B * spec.vocab_size,
-                  act_bytes=B * spec.vocab_size * 4))
-    return ops
+    windowed = " (chunked)" if spec.chunked_attention else " (sliding window)"
+    groups = tuple(g for g in (("", spec.n_full_layers, 0),
+                               (windowed, spec.n_sliding_layers, spec.sliding_window)) if g[1])
+    return kv_per_tok_layer, score_dim, value_dim, spec.q_dim + spec.attn_out_dim, groups
 
 
-def _mlp_ops(spec, storage, suffix, d_ff, layers, tokens, fraction_read, stage, stack=1):
-    """gate/up/down of a (gated) MLP over ``layers``. ``stack``: experts per stored tensor;
-    ``fraction_read``: share of the stack the pass reads; ``tokens``: token-rows computed."""
-    d = spec.d_model
+def depth_kinks(spec) -> tuple[int, ...]:
+    """Decode depths where the attention core stops being linear in depth: a sliding window's edge."""
+    if spec.n_sliding_layers and spec.sliding_window and spec.chunked_attention:
+        # chunked attention restarts at every chunk boundary (Llama 4): up to 16M tokens of depth
+        return tuple(range(spec.sliding_window, (1 << 24) + 1, spec.sliding_window))
+    return (spec.sliding_window,) if spec.n_sliding_layers and spec.sliding_window else ()
+
+
+def _linear_mixer_ops(spec, w: WeightLedger, B, T) -> list[Op]:
+    """A hybrid model's linear-attention / state-space layers: input and output projections (matmuls
+    over the weights) and the scan, which reads and writes each sequence's fixed-size state once per
+    pass (conv tail + recurrent matrix, F32) whatever the context, and does ``state_flops_per_token_layer``
+    per token. The state traffic is counted as activation bytes: it is no KV cache and does not grow."""
+    d, n = spec.d_model, spec.n_linear_layers
+    span = (0, spec.n_layers)
+    proj = Op("linear-attention/SSM in+out projections", Role.LINEAR_PROJ, Scope.DENSE, "tensor", n, layers=span,
+              flops=n * 2 * T * d * (spec.linear_in_rows + spec.linear_value_dim), weight_bytes=w.by_role["ssm"],
+              act_bytes=n * T * (d + spec.linear_in_rows + spec.linear_value_dim + d) * ACT_BYTES)
+    state = n * B * spec.state_elements_per_layer * STATE_BYTES
+    scan = Op("conv + recurrent state update", Role.STATE_SCAN, Scope.DENSE, "vector", n, layers=span,
+              flops=n * T * spec.state_flops_per_token_layer, act_bytes=2 * state, kernels=3)
+    return [proj, scan]
+
+
+def _mlp_ops(spec, w: WeightLedger, suffix, d_ff, layers, tokens, fraction_read):
+    """gate/up/down and activation of a (gated) MLP over ``layers``: dense (suffix ""), routed experts
+    (``_exps``: the stack of all experts, ``fraction_read`` of it read) or shared experts (``_shexp``).
+    ``tokens``: token-rows computed."""
+    role_mm, role_act = _MLP_ROLES[suffix]
+    scope = Scope.DENSE if suffix == "" else Scope.MOE
+    span = (layers.start, layers.stop)
     n = len(layers)
-    roles = ([("ffn_gate", d_ff, d)] if spec.gated_mlp else []) + [("ffn_up", d_ff, d), ("ffn_down", d, d_ff)]
     out = []
-    for role, rows, cols in roles:
-        stored = sum(storage.tensor_bytes(role + suffix, i, rows * stack, cols) for i in layers)
-        out.append(Op(f"{role}{suffix} projection", stage, "tensor", n, flops=2 * tokens * rows * cols * n,
-                      weight_bytes=stored * fraction_read, act_bytes=n * tokens * (rows + cols) * ACT_BYTES))
-    out.append(Op(f"activation{suffix} ({'SwiGLU' if spec.gated_mlp else 'GELU'})", stage, "vector", n,
-                  flops=n * tokens * d_ff * 8, act_bytes=n * 3 * tokens * d_ff * ACT_BYTES))
+    for role, rows, cols in _mlp_shapes(spec, d_ff):
+        out.append(Op(f"{role}{suffix} projection", role_mm, scope, "tensor", n, layers=span,
+                      flops=2 * tokens * rows * cols * n, weight_bytes=w.by_role[role + suffix] * fraction_read,
+                      act_bytes=n * tokens * (rows + cols) * ACT_BYTES))
+    out.append(Op(f"activation{suffix} ({'SwiGLU' if spec.gated_mlp else 'GELU'})", role_act, scope, "vector", n,
+                  layers=span, flops=n * tokens * d_ff * ACTIVATION_FLOPS_PER_ELEMENT,
+                  act_bytes=n * 3 * tokens * d_ff * ACT_BYTES))
     return out
+
+
+_MLP_ROLES = {"": (Role.MLP, Role.MLP_ACT), "_exps": (Role.EXPERTS, Role.EXPERTS_ACT),
+              "_shexp": (Role.SHARED_EXPERTS, Role.SHARED_ACT)}
 
 
 def resident_weight_bytes(spec, storage) -> float:
     """Bytes of every weight held in memory (the whole embedding table, every expert, norms, biases)."""
-    from .models.tensors import weight_tensors
-
-    return sum(storage.tensor_bytes(role, layer, rows, cols) for role, layer, rows, cols in weight_tensors(spec))
+    return weight_ledger(spec, storage).resident

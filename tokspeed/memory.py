@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+
+from .workload import UBATCH
 
 GIB = 2**30
-UBATCH = 512   # tokens per prefill micro-batch (llama.cpp -ub default, vLLM chunked prefill ~512)
 
 
 @dataclass
@@ -21,12 +22,16 @@ class Memory:
     max_batch: int             # largest batch that fits at this context
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return dict(self.__dict__)
 
 
 def kv_bytes(spec, kv_elem_bytes: float, batch: int, tokens: int) -> float:
-    """KV cache for ``batch`` sequences of ``tokens`` tokens (sliding layers hold at most the window)."""
-    return batch * spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
+    """KV cache for ``batch`` sequences of ``tokens`` tokens (sliding layers hold at most the window),
+    plus a hybrid model's fixed-size recurrent state per sequence (F32, whatever ``tokens``)."""
+    from .ledger import STATE_BYTES
+
+    return batch * (spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
+                    + spec.n_linear_layers * spec.state_elements_per_layer * STATE_BYTES)
 
 
 def activation_bytes(spec, batch: int, prompt: int) -> float:
@@ -45,20 +50,32 @@ def memory_fit(spec, weights: float, kv_elem_bytes: float, batch: int, tokens: i
     free = capacity - weights - act - overhead
     per_seq = kv_bytes(spec, kv_elem_bytes, 1, tokens)
     max_batch = int(free // per_seq) if free > 0 and per_seq > 0 else 0
-    max_context = _max_context(spec, kv_elem_bytes, batch, free)
+    max_context = _max_context(spec, kv_elem_bytes, batch, free, spec.max_context or 1 << 40)
     return Memory(weights, kv, act, overhead, total, capacity, total <= capacity, max_context, max_batch)
 
 
-def _max_context(spec, kv_elem_bytes, batch, free) -> int:
+def _max_context(spec, kv_elem_bytes, batch, free, limit: int) -> int:
+    """Largest total context (at most ``limit``, the trained window) whose KV cache fits in ``free``.
+
+    The cache holds ``n_full x t + n_sliding x min(t, window)`` token-layers, so the answer is closed
+    form; a step of one either way absorbs the rounding of the division."""
     if free <= 0:
         return 0
-    lo, hi = 0, 1
-    while kv_bytes(spec, kv_elem_bytes, batch, hi) <= free and hi < 1 << 40:
-        hi *= 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if kv_bytes(spec, kv_elem_bytes, batch, mid) <= free:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    if kv_bytes(spec, kv_elem_bytes, batch, limit) <= free:
+        return limit
+    per = batch * spec.kv_elements_per_token_layer * kv_elem_bytes      # bytes per cached token-layer
+    if per <= 0:
+        return limit
+    budget = (free - kv_bytes(spec, kv_elem_bytes, batch, 0)) / per      # token-layers that fit (after a
+    #                                                                        hybrid model's fixed state)
+    nf, ns, w = spec.n_full_layers, spec.n_sliding_layers, spec.sliding_window
+    if not w or budget <= (nf + ns) * w:
+        t = int(budget // (nf + ns))
+    else:
+        t = int((budget - ns * w) // nf) if nf else limit
+    t = max(0, min(t, limit))
+    while t > 0 and kv_bytes(spec, kv_elem_bytes, batch, t) > free:
+        t -= 1
+    while t < limit and kv_bytes(spec, kv_elem_bytes, batch, t + 1) <= free:
+        t += 1
+    return t

@@ -1,92 +1,44 @@
 """Prediction: memory fit, bytes per token, decode and prefill speed, time to first token.
 
-Per operator of the ledger, a roofline::
+One prediction runs five steps, each a small function below:
 
-    time(op) = max(flops / (peak · eta_compute), bytes / (bandwidth · eta_mem · eta_format))
+    resolve  -> the model (spec + weight storage), the device, the engine profile, the timer
+    memory   -> weights + KV cache + activations + runtime against capacity (``tokspeed.memory``)
+    decode   -> mean step time over the generated tokens, in closed form over KV depth
+    prefill  -> the prompt's micro-batches (``Workload.prefill_chunks``)
+    assemble -> ``Prediction`` (+ the scale sections: devices, parallel, offload, serving, cost)
 
-summed over the pass, plus ``kernels · launch_s + fixed_s`` per step (``tokspeed.engines``). The
-``ideal`` engine (eta = 1, no overhead) gives the bound — for decode the seeds' formula
-``bandwidth / (weight bytes + KV bytes)``. Decode tok/s is the average over the generated tokens as the
-KV cache grows; prefill runs in micro-batches of ``memory.UBATCH`` tokens.
+Every pass is timed by the roofline of ``tokspeed.timing`` over the operator ledger of
+``tokspeed.ledger``; the ``ideal`` engine gives the bound (for decode the seeds' formula
+``bandwidth / (weight bytes + KV bytes)``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
+from .engines.compat import runnable
 from .engines.profile import IDEAL, EngineProfile, attention_spec, get_engine
-from .errors import UserError
-from .ledger import Op, forward_ops, resident_weight_bytes
-from .memory import UBATCH, Memory, memory_fit
+from .engines import profile as _profile
+from .ledger import Op, depth_kinks, forward_ops, resident_weight_bytes
+from .memory import Memory, memory_fit
 from .quant.kv import kv_bytes as kv_dtype_bytes
+from .scale.configure import configure
+from .scale.options import ScaleOptions
+from .scale.sections import scale_sections
+from .scale.timing import LayoutTimer
+from .timing import PassTime, RooflineTimer, Timer, depth_sum, op_time, pass_time  # noqa: F401  (re-exported)
+from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, UBATCH, Workload
 
-MAX_SAMPLES = 33   # decode steps evaluated exactly; longer runs are integrated over evenly spaced steps
+if TYPE_CHECKING:
+    from .hardware.spec import Hardware
+    from .models.spec import ModelSpec
+    from .quant.storage import WeightStorage
+    from .scale.configure import ScaleSetup
+    from .scale.layout import Layout
 
-
-@dataclass
-class PassTime:
-    seconds: float
-    compute_s: float          # sum of compute-bound op times
-    memory_s: float           # sum of memory-bound op times
-    overhead_s: float
-    bytes: float
-    weight_bytes: float
-    kv_bytes: float
-    flops: float
-    op_times: list = field(default_factory=list)   # (Op, seconds, "memory"|"compute")
-
-    @property
-    def bound(self) -> str:
-        if self.overhead_s > max(self.compute_s, self.memory_s):
-            return "overhead"
-        return "compute" if self.compute_s > self.memory_s else "memory"
-
-
-def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
-    """Roofline time of one operator and what bounds it.
-
-    Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
-    eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
-    matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown). Memory side: weights at
-    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused attention's
-    score matrix at attn_bytes_per_flop x the attention FLOPs, the eta_mem-scaled
-    bandwidth softly capped at the engine's bw_cap_gbps. ``tokspeed.calibration.fast`` mirrors this
-    arithmetic in numpy for the fit; a test holds the two equal."""
-    if op.unit == "cpu":
-        return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
-    peak = hw.matmul_flops if op.unit == "tensor" else hw.vector_flops
-    attn = bool(op.kv_read_bytes or op.kv_write_bytes)
-    eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw) if op.unit == "tensor" else 1.0)
-    if attn:
-        eta_c *= engine.eta_attn
-    elif op.unit == "tensor":
-        eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
-    eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
-    t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
-    bw = engine.stream_bytes_s(hw)
-    t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
-           + op.act_bytes / bw
-           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv)
-           + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
-    return (t_c, "compute") if t_c > t_m else (t_m, "memory")
-
-
-def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0) -> PassTime:
-    """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency."""
-    comp = mem = 0.0
-    times = []
-    for op in ops:
-        t, b = op_time(op, hw, engine, quant, tokens)
-        times.append((op, t, b))
-        if b == "compute":
-            comp += t
-        else:
-            mem += t
-    kernels = sum(op.kernels * op.count for op in ops)
-    over = kernels * engine.launch_s + engine.fixed_s
-    return PassTime(comp + mem + over, comp, mem, over, sum(o.bytes for o in ops),
-                    sum(o.weight_bytes for o in ops), sum(o.kv_read_bytes + o.kv_write_bytes for o in ops),
-                    sum(o.flops for o in ops), times)
+MAX_SAMPLES = 33   # the sampled decode steps of ``decode_steps`` (kept for the numpy fit, calibration.fast)
 
 
 @dataclass
@@ -120,6 +72,22 @@ class Prefill:
 
 
 @dataclass
+class Resolved:
+    """What a prediction is about, resolved once: model, weights, device, engine, how passes are timed."""
+    spec: ModelSpec           # as the engine runs it
+    storage: WeightStorage    # a quant scheme or a real file
+    quant: str
+    kv_dtype: str
+    kv_elem_bytes: float
+    hw: Hardware
+    profile: EngineProfile
+    scale: ScaleOptions
+    setup: ScaleSetup | None = None   # when the options ask for a layout
+    timer: Timer | None = None
+    weights_bytes: float = 0.0
+
+
+@dataclass
 class Prediction:
     model: str
     hardware: str
@@ -135,20 +103,43 @@ class Prediction:
     prefill: Prefill
     ttft_s: float | None
     engine_source: str = ""
-    spec: object = field(default=None, repr=False)
-    hw: object = field(default=None, repr=False)
-    storage: object = field(default=None, repr=False)
-    engine_profile: object = field(default=None, repr=False)
-    extra: dict = field(default_factory=dict)     # devices, parallel, offload, serving, cost (tokspeed.scale)
-    layout: object = field(default=None, repr=False)
+    engine_version: str | None = None
+    spec: ModelSpec | None = field(default=None, repr=False)
+    hw: Hardware | None = field(default=None, repr=False)
+    storage: WeightStorage | None = field(default=None, repr=False)
+    engine_profile: EngineProfile | None = field(default=None, repr=False)
+    layout: Layout | None = field(default=None, repr=False)
+    devices: dict = field(default_factory=dict)                 # scale sections (tokspeed.scale.sections)
+    parallel: dict = field(default_factory=dict)
+    offload: dict | None = None
+    serving: dict | None = None
+    cost: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)   # e.g. a context past the trained window
+
+    @property
+    def hypothetical(self) -> bool:
+        """The setup does not fit memory: the numbers say what it would do if it did."""
+        return not self.memory.fits
+
+    @property
+    def extra(self) -> dict:
+        """The scale sections as the JSON has them (devices, parallel, offload, serving, cost)."""
+        out = {"devices": self.devices, "parallel": self.parallel}
+        if self.offload is not None:
+            out["offload"] = self.offload
+        if self.serving is not None:
+            out["serving"] = self.serving
+        out["cost"] = self.cost
+        return out
 
     def to_dict(self) -> dict:
         return {
             "model": self.model, "hardware": self.hardware, "quant": self.quant, "kv_dtype": self.kv_dtype,
-            "engine": self.engine, "batch": self.batch, "prompt": self.prompt, "gen": self.gen,
-            "context": self.context, "memory": self.memory.to_dict(), "decode": self.decode.to_dict(),
-            "prefill": self.prefill.to_dict(), "ttft_s": self.ttft_s, "engine_source": self.engine_source,
-            **self.extra,
+            "engine": self.engine, "engine_version": self.engine_version, "batch": self.batch,
+            "prompt": self.prompt, "gen": self.gen, "context": self.context, "memory": self.memory.to_dict(),
+            "hypothetical": self.hypothetical, "decode": self.decode.to_dict(), "prefill": self.prefill.to_dict(),
+            "ttft_s": self.ttft_s, "engine_source": self.engine_source, **self.extra,
+            **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 
     def decode_ops(self, depth: int | None = None) -> list[Op]:
@@ -157,20 +148,14 @@ class Prediction:
         return forward_ops(self.spec, self.storage, kv_dtype_bytes(self.kv_dtype), self.batch, 1, d)
 
 
-def _check_int(name, v, lo):
-    if not isinstance(v, int) or isinstance(v, bool) or v < lo:
-        raise UserError(f"--{name} must be an integer >= {lo}, got {v!r}")
-    if v > 1 << 31:
-        raise UserError(f"--{name} {v} is beyond any model's reach")
-
-
 def decode_steps(context: int, prompt: int, gen: int) -> list[tuple[int, float]]:
-    """(depth, weight) pairs whose weighted sum of step times is the total time of ``gen`` steps.
-    Step i (0-based) attends ``context + prompt + i`` cached tokens."""
+    """(depth, weight) pairs of ``MAX_SAMPLES`` evenly spaced decode steps whose weighted sum approximates
+    the total time of ``gen`` steps (trapezoid; exact when the step time is affine in depth). ``predict``
+    sums the steps in closed form instead (``timing.depth_sum``); the numpy fit (``calibration.fast``)
+    still samples."""
     start = context + prompt
     if gen <= MAX_SAMPLES:
         return [(start + i, 1.0) for i in range(gen)]
-    # trapezoid over evenly spaced steps (step time is affine in depth for memory-bound passes)
     n = MAX_SAMPLES
     pts = [round(i * (gen - 1) / (n - 1)) for i in range(n)]
     out = []
@@ -181,22 +166,15 @@ def decode_steps(context: int, prompt: int, gen: int) -> list[tuple[int, float]]
     return out
 
 
-def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", engine: str = "llama.cpp",
-            prompt: int = 512, gen: int = 128, context: int = 0, batch: int = 1, *, gpus: int = 1,
-            parallel: str | None = None, gpu_layers: int | None = None, offload: str = "none",
-            users: int | None = None, rate: float | None = None, price_per_hour: float | None = None,
-            cpu=None) -> Prediction:
-    """Predict for ``model`` (catalog id, ModelSpec, config/GGUF path) on ``hardware`` (id, Hardware, TOML).
+# -- the five steps --------------------------------------------------------------------------------
 
-    Scale options (``tokspeed.scale``): ``gpus``/``parallel`` (tp, pp, split, tp=4,pp=2), ``gpu_layers`` /
-    ``offload`` (none, auto, layers, stream) with ``cpu`` the host memory system, ``users`` / ``rate``
-    (requests/s) for serving, ``price_per_hour`` (USD for the whole setup) for cost per token."""
+def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_version: str | None,
+            scale: ScaleOptions, work: Workload) -> Resolved:
+    """Model, weights, device and engine; the layout when the scale options ask for one."""
     from .hardware.spec import Hardware
-    from .models.resolve import resolve_model
     from .quant.schemes import canonical, scheme_for
+    from .resolve import resolve_model
 
-    for name, v, lo in (("prompt", prompt, 0), ("gen", gen, 0), ("context", context, 0), ("batch", batch, 1)):
-        _check_int(name, v, lo)
     spec, storage = resolve_model(model)
     if isinstance(hardware, Hardware):
         hw = hardware
@@ -210,90 +188,187 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
     else:
         quant = getattr(storage, "name", "file")
     kvb = kv_dtype_bytes(kv_dtype)
-    prof = get_engine(engine, hw)
+    prof = _engine(engine, hw, engine_version)
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
-
+    prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
-    tokens_total = context + prompt + gen
-    mem = memory_fit(spec, weights, kvb, batch, tokens_total, prompt,
-                     prof.runtime_overhead_gib * 2**30, hw.usable_bytes)
-    setup = None
-    from .scale.configure import wants_scale
-
-    if wants_scale(gpus, parallel, gpu_layers, offload):
-        from .scale.configure import configure
-        from .scale.timing import layout_pass
-
-        setup = configure(spec, storage, hw, prof, kvb, batch, tokens_total, prompt, prof.runtime_overhead_gib * 2**30,
-                          gpus=gpus, parallel=parallel, gpu_layers=gpu_layers, offload=offload, cpu=cpu)
-        mem = setup.memory
-
-        def timer(ops, p, b, n):
-            return layout_pass(setup.layout, ops, spec, quant, p, b, n)
+    r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights)
+    if scale.wants_layout:
+        r.setup = configure(spec, storage, hw, prof, kvb, work.batch, work.tokens, work.prompt,
+                            prof.runtime_overhead_gib * 2**30, gpus=scale.gpus, parallel=scale.parallel,
+                            gpu_layers=scale.gpu_layers, offload=scale.offload, cpu=scale.cpu)
+        r.timer = LayoutTimer(r.setup.layout, spec, quant)
     else:
-        def timer(ops, p, b, n):
-            return pass_time(ops, hw, p, quant, b * n)
+        r.timer = _roofline_timer(hw, quant)
+    return r
 
-    # decode: average over the generated tokens
-    gen_eff = max(gen, 1)
-    steps = decode_steps(context, prompt, gen_eff)
-    total_t = total_ideal = 0.0
-    first = None
-    for depth, w in steps:
-        ops = forward_ops(spec, storage, kvb, batch, 1, depth)
-        pt = timer(ops, prof, batch, 1)
-        pi = timer(ops, IDEAL, batch, 1)
-        total_t += w * pt.seconds
-        total_ideal += w * pi.seconds
-        if first is None:
-            first = pt
-    wsum = sum(w for _, w in steps)
-    step_s = total_t / wsum
-    ideal_s = total_ideal / wsum
+
+_TIMERS: dict = {}
+_ENGINES: dict = {}
+
+
+def _engine_tables():
+    """The loaded engine tables (``engines.profile``'s cached read of priors + fit), or None."""
+    tables = getattr(_profile, "_tables", None)
+    return tables() if callable(tables) else None
+
+
+def _engine(engine, hw, version) -> EngineProfile:
+    """``get_engine``, remembered per (name, device, version): profiles are read-only."""
+    if isinstance(engine, EngineProfile):
+        return get_engine(engine, hw, version=version)
+    tables = _engine_tables()          # a reloaded engine table (tests, a refit) starts afresh
+    key = (engine, id(hw), version, id(tables))
+    hit = _ENGINES.get(key)
+    if hit is None or hit[0] is not hw or hit[1] is not tables:
+        if len(_ENGINES) > 1024:
+            _ENGINES.clear()
+        hit = _ENGINES[key] = (hw, tables, get_engine(engine, hw, version=version))
+    return hit[2]
+
+
+def _roofline_timer(hw, quant) -> RooflineTimer:
+    """One timer (and its memo of operator times) per device and format, reused across predictions."""
+    key = (id(hw), quant)
+    t = _TIMERS.get(key)
+    if t is None or t.hw is not hw:
+        if len(_TIMERS) > 256:
+            _TIMERS.clear()
+        t = _TIMERS[key] = RooflineTimer(hw, quant)
+    return t
+
+
+def memory(r: Resolved, work: Workload) -> Memory:
+    """Memory fit; the largest context never exceeds the model's trained window."""
+    if r.setup is not None:
+        mem = r.setup.memory
+    else:
+        mem = memory_fit(r.spec, r.weights_bytes, r.kv_elem_bytes, work.batch, work.tokens, work.prompt,
+                         r.profile.runtime_overhead_gib * 2**30, r.hw.usable_bytes)
+    window = r.spec.max_context
+    if window and mem.max_context > window:
+        mem = replace(mem, max_context=window)
+    return mem
+
+
+def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
+    """Decode: the mean step time over the ``gen`` generated tokens (and the first step's pass)."""
+    spec, storage, kvb, B = r.spec, r.storage, r.kv_elem_bytes, work.batch
+    first, n = work.decode_first, work.decode_steps
+    kinks = depth_kinks(spec)
+    passes: dict = {}
+    ledgers: dict = {}
+
+    def step(engine):
+        def at(depth):
+            ops = ledgers.get(depth)
+            if ops is None:
+                ops = ledgers[depth] = forward_ops(spec, storage, kvb, B, 1, depth)
+            pt = r.timer(ops, engine, B, 1)
+            passes[engine.name, depth] = pt
+            return pt.seconds
+        return at
+
+    step_s = depth_sum(step(r.profile), first, n, kinks) / n
+    ideal_s = depth_sum(step(IDEAL), first, n, kinks) / n
+    pt0 = passes[r.profile.name, first]
     # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
-    first_ops = [o for o in forward_ops(spec, storage, kvb, batch, 1, context + prompt) if o.unit != "cpu"]
-    bytes_tok = sum(o.bytes for o in first_ops) / batch
-    w_tok = sum(o.weight_bytes for o in first_ops) / batch
-    kv_tok = sum(o.kv_read_bytes + o.kv_write_bytes for o in first_ops) / batch
-    band = prof.decode_error_pct / 100
-    tok_s = batch / step_s / batch  # per sequence
-    decode = Decode(bytes_per_token=bytes_tok, weight_bytes_per_token=w_tok, kv_bytes_per_token=kv_tok,
-                    bound_tok_s=1 / ideal_s, tok_s=tok_s, ms_per_token=step_s * 1e3, bound=first.bound,
-                    tok_s_low=tok_s * (1 - band), tok_s_high=tok_s * (1 + band), aggregate_tok_s=batch * tok_s)
+    cpu = [o for o in ledgers[first] if o.unit == "cpu"]
+    band = r.profile.decode_error_pct / 100
+    tok_s = 1 / step_s               # per sequence: one token for each of the batch every step
+    return Decode(bytes_per_token=(pt0.bytes - sum(o.bytes for o in cpu)) / B,
+                  weight_bytes_per_token=(pt0.weight_bytes - sum(o.weight_bytes for o in cpu)) / B,
+                  kv_bytes_per_token=(pt0.kv_bytes - sum(o.kv_read_bytes + o.kv_write_bytes for o in cpu)) / B,
+                  bound_tok_s=1 / ideal_s, tok_s=tok_s, ms_per_token=step_s * 1e3, bound=pt0.bound,
+                  tok_s_low=tok_s * (1 - band), tok_s_high=tok_s * (1 + band), aggregate_tok_s=B * tok_s), pt0
 
-    # prefill in micro-batches
-    pf_s = pf_ideal = 0.0
-    bounds = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
-    done = 0
-    while done < prompt:
-        chunk = min(UBATCH, prompt - done)
-        ops = forward_ops(spec, storage, kvb, batch, chunk, context + done)
-        pt = timer(ops, prof, batch, chunk)
-        pf_s += pt.seconds
-        pf_ideal += timer(ops, IDEAL, batch, chunk).seconds
-        bounds[pt.bound] = bounds.get(pt.bound, 0.0) + pt.seconds
-        done += chunk
-    pband = prof.prefill_error_pct / 100
-    if prompt and not hw.matmul_flops:
+
+def prefill_passes(spec, storage, kvb: float, work: Workload):
+    """(ops, depth, tokens) of each prefill micro-batch: the ledger of every pass the prompt takes."""
+    for depth, chunk in work.prefill_chunks():
+        yield forward_ops(spec, storage, kvb, work.batch, chunk, depth), depth, chunk
+
+
+def prefill(r: Resolved, work: Workload) -> Prefill:
+    """Prefill of the prompt in micro-batches; unknown without a FLOP/s figure for the device."""
+    if not work.prompt:
+        return Prefill(tok_s=0.0, seconds=0.0, bound="none")
+    if not r.hw.matmul_flops:
         # no FLOP/s figure for this device (e.g. Apple M3/M4: Apple publishes none): prefill is
         # compute bound, so any number would be invented. Say so instead.
-        prefill = Prefill(tok_s=None, seconds=None, bound="unknown (no FLOP/s figure for this device)")
-    elif prompt:
-        pf_tok_s = batch * prompt / pf_s
-        prefill = Prefill(tok_s=pf_tok_s, seconds=pf_s, bound=max(bounds, key=bounds.get),
-                          bound_tok_s=batch * prompt / pf_ideal, tok_s_low=pf_tok_s * (1 - pband),
-                          tok_s_high=pf_tok_s * (1 + pband))
-    else:
-        prefill = Prefill(tok_s=0.0, seconds=0.0, bound="none")
-    ttft = None if prefill.seconds is None else prefill.seconds + prof.fixed_s
-    from .scale.sections import scale_sections
+        return Prefill(tok_s=None, seconds=None, bound="unknown (no FLOP/s figure for this device)")
+    seconds = ideal = 0.0
+    bounds = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
+    for ops, _, chunk in prefill_passes(r.spec, r.storage, r.kv_elem_bytes, work):
+        pt = r.timer(ops, r.profile, work.batch, chunk)
+        seconds += pt.seconds
+        ideal += r.timer(ops, IDEAL, work.batch, chunk).seconds
+        bounds[pt.bound] = bounds.get(pt.bound, 0.0) + pt.seconds
+    tok_s = work.batch * work.prompt / seconds
+    band = r.profile.prefill_error_pct / 100
+    return Prefill(tok_s=tok_s, seconds=seconds, bound=max(bounds, key=bounds.get),
+                   bound_tok_s=work.batch * work.prompt / ideal, tok_s_low=tok_s * (1 - band),
+                   tok_s_high=tok_s * (1 + band))
 
-    extra = scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, prefill, first, timer,
-                           batch=batch, prompt=prompt, gen=gen, context=context, users=users, rate=rate,
-                           price_per_hour=price_per_hour)
-    return Prediction(model=spec.id, hardware=hw.id, quant=quant, kv_dtype=kv_dtype.lower(), engine=prof.name,
-                      batch=batch, prompt=prompt, gen=gen, context=context, memory=mem, decode=decode,
-                      prefill=prefill, ttft_s=ttft, engine_source=prof.source, spec=spec, hw=hw,
-                      storage=storage, engine_profile=prof, extra=extra,
-                      layout=setup.layout if setup else None)
+
+def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill) -> Prediction:
+    notes = []
+    window = r.spec.max_context
+    if window and work.tokens > window:
+        notes.append(f"{r.spec.id} was trained for {window:,} tokens of context; this run reaches "
+                     f"{work.tokens:,}: the numbers assume the engine extends the window (RoPE scaling)")
+    sections = scale_sections(r, mem, dec, pre, first, work)
+    ttft = None if pre.seconds is None else pre.seconds + r.profile.fixed_s
+    return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,
+                      batch=work.batch, prompt=work.prompt, gen=work.gen, context=work.context, memory=mem,
+                      decode=dec, prefill=pre, ttft_s=ttft, engine_source=r.profile.source,
+                      engine_version=getattr(r.profile, "version", None), spec=r.spec, hw=r.hw, storage=r.storage,
+                      engine_profile=r.profile, layout=r.setup.layout if r.setup else None, warnings=notes,
+                      **sections)
+
+
+def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", engine: str = DEFAULT_ENGINE,
+            prompt: int = DEFAULT_PROMPT, gen: int = DEFAULT_GEN, context: int = 0, batch: int = 1, *,
+            gpus: int = 1, parallel: str | None = None, gpu_layers: int | None = None, offload: str = "none",
+            users: int | None = None, rate: float | None = None, price_per_hour: float | None = None,
+            cpu=None, engine_version: str | None = None) -> Prediction:
+    """Predict for ``model`` (catalog id, ModelSpec, config/GGUF path) on ``hardware`` (id, Hardware, TOML).
+
+    Scale options (``tokspeed.scale``): ``gpus``/``parallel`` (tp, pp, split, tp=4,pp=2), ``gpu_layers`` /
+    ``offload`` (none, auto, layers, stream) with ``cpu`` the host memory system, ``users`` / ``rate``
+    (requests/s) for serving, ``price_per_hour`` (USD for the whole setup) for cost per token.
+    ``engine_version``: a llama.cpp build (``b6000``) or a year-month (``2025-08``) the engine profile is for."""
+    work = Workload(prompt=prompt, gen=gen, context=context, batch=batch)
+    scale = ScaleOptions(gpus=gpus, parallel=parallel, gpu_layers=gpu_layers, offload=offload, cpu=cpu,
+                         users=users, rate=rate, price_per_hour=price_per_hour)
+    return predict_workload(resolve(model, hardware, quant, kv_dtype, engine, engine_version, scale, work), work)
+
+
+def predict_workload(r: Resolved, work: Workload) -> Prediction:
+    """A prediction for an already resolved setup (``sweep`` resolves once and varies the workload)."""
+    mem = memory(r, work)
+    dec, first = decode(r, work)
+    return assemble(r, work, mem, dec, first, prefill(r, work))
+
+
+def sweep(model, hardware, contexts, batches=(1,), quants=(None,), *, prompt: int = 0, gen: int = 1,
+          kv_dtype: str = "f16", engine: str = DEFAULT_ENGINE, engine_version: str | None = None,
+          **scale) -> list[Prediction]:
+    """Predictions over every (quant, batch, context) of the grid, in that nesting order. The model,
+    device and engine are resolved once per quant (once per quant and batch with a scale layout)."""
+    opts = ScaleOptions(**scale)
+    out = []
+    for q in quants:
+        r = None
+        for b in batches:
+            for c in contexts:
+                work = Workload(prompt=prompt, gen=gen, context=c, batch=b)
+                if r is None or opts.wants_layout:
+                    r = resolve(model, hardware, q, kv_dtype, engine, engine_version, opts, work)
+                out.append(predict_workload(r, work))
+    return out
+
+
+__all__ = ["predict", "Prediction", "Decode", "Prefill", "Workload", "sweep", "decode_steps", "UBATCH",
+           "op_time", "pass_time", "PassTime"]

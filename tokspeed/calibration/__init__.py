@@ -1,4 +1,4 @@
-"""Calibration data: the published measurements in ``shared/validation/calibration.csv`` as rows that
+"""Calibration data: the published measurements in ``data/validation/calibration.csv`` as rows that
 ``tokspeed.predict`` can be evaluated on, their device families, and the error of a prediction.
 
 The fit itself lives in ``scripts/fit_calibration.py`` (it needs scipy); nothing here is imported by

@@ -3,15 +3,17 @@ exactly as a user would call it, with each row's own prompt, gen, context depth 
 
 from __future__ import annotations
 
-import math
+from ..stats import percentile  # noqa: F401  (re-exported; one definition: tokspeed.stats)
 
 
 def predicted_tok_s(row, engine=None) -> float:
     """What ``predict`` says for this row's metric. ``engine``: a name or EngineProfile (default: the
-    row's engine as shipped, i.e. priors overlaid with fitted.toml)."""
+    row's engine as shipped for the row's era, i.e. priors overlaid with fitted.toml)."""
+    from ..engines.profile import get_engine
     from ..predict import predict
 
-    p = predict(row.model, row.hw, quant=row.quant, engine=engine or row.engine, prompt=row.prompt,
+    engine = engine or get_engine(row.engine, row.hw, version=row.era or None)
+    p = predict(row.model, row.hw, quant=row.quant, engine=engine, prompt=row.prompt,
                 gen=row.gen if row.kind == "decode" else 0, context=row.context, batch=row.batch)
     if row.metric == "prefill":
         return p.prefill.tok_s
@@ -23,14 +25,3 @@ def predicted_tok_s(row, engine=None) -> float:
 def error_pct(predicted: float, measured: float) -> float:
     """Signed % error of a prediction relative to the measurement."""
     return (predicted - measured) / measured * 100.0
-
-
-def percentile(values, q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100), as numpy's default; nan for no values."""
-    v = sorted(values)
-    if not v:
-        return math.nan
-    pos = (len(v) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)

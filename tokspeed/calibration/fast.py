@@ -3,8 +3,8 @@
 The operator ledger of every pass a row needs (decode steps as the KV cache grows, prefill
 micro-batches) is built once with ``tokspeed.ledger.forward_ops`` and ``tokspeed.predict.decode_steps``
 and flattened into numpy arrays; evaluating a profile then costs a few array operations instead of
-thousands of ``op_time`` calls. The arithmetic mirrors ``tokspeed.predict.op_time``/``pass_time``
-(``tests/test_calibration_fast.py`` holds the two equal on every row). Needs numpy.
+thousands of ``op_time`` calls. The arithmetic mirrors ``tokspeed.timing.op_time``/``pass_time``
+(``tests/test_calibration_fit.py`` holds the two equal on a sample of rows). Needs numpy.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _passes(row, spec, storage, kvb):
 
 def build(rows, kv_dtype: str = "f16") -> RowSet:
     """Flatten the ledgers of ``rows`` (scorable CalibrationRows)."""
-    from ..models.resolve import resolve_model
+    from ..resolve import resolve_model
     from ..quant.kv import kv_bytes
     from ..quant.schemes import scheme_for
 
@@ -105,33 +105,42 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                   bw=a(O["bw"], float))
 
 
+def profile_for(prof, row):
+    """The profile that predicts ``row``: ``prof`` itself, or ``prof[row.era]`` when ``prof`` maps engine
+    eras to profiles (the fit's trial profiles; an era without one takes the newest, the ``""`` key or
+    the last)."""
+    if not isinstance(prof, dict):
+        return prof
+    return prof.get(row.era) or prof.get("") or list(prof.values())[-1]
+
+
 def predict_rows(rs: RowSet, prof) -> np.ndarray:
-    """Predicted tok/s of every row of ``rs`` under EngineProfile ``prof`` (= predict()'s figure)."""
+    """Predicted tok/s of every row of ``rs`` under EngineProfile ``prof`` (= predict()'s figure), or
+    under {era: EngineProfile} with each row predicted by its era's profile."""
     n = len(rs.rows)
-    bw_row = np.empty(n)
-    eta_c = np.empty(n)
-    scale = np.empty(n)
-    eta_f = np.empty(n)
-    eta_cf = np.empty(n)
+    cols = ("bw", "eta_c", "scale", "eta_f", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed")
+    v = {k: np.empty(n) for k in cols}
     for i, r in enumerate(rs.rows):
-        bw_row[i] = prof.stream_bytes_s(r.hw)
-        eta_c[i] = prof.compute_eff_for(r.hw)
-        scale[i] = prof.tensor_peak_scale(r.hw)
-        eta_f[i] = prof.format_eff(r.quant)
-        eta_cf[i] = prof.compute_format_eff(r.quant)
+        p = profile_for(prof, r)
+        for k, x in zip(cols, (p.stream_bytes_s(r.hw), p.compute_eff_for(r.hw), p.tensor_peak_scale(r.hw),
+                               p.format_eff(r.quant), p.compute_format_eff(r.quant), p.eta_matvec,
+                               p.gemm_half_tokens, p.eta_attn, p.eta_kv, p.attn_bytes_per_flop, p.launch_s,
+                               p.fixed_s)):
+            v[k][i] = x
     o = rs.op_row
     tok = rs.pass_tokens[rs.op_pass]
-    ramp = np.where(tok <= MATVEC_MAX_TOKENS, prof.eta_matvec, tok / (tok + prof.gemm_half_tokens))
-    ec = eta_c[o] * np.where(rs.attn, prof.eta_attn, np.where(rs.tensor, eta_cf[o] * ramp, 1.0))
-    ec = ec * np.where(rs.tensor, scale[o], 1.0)
+    ramp = np.where(tok <= MATVEC_MAX_TOKENS, v["matvec"][o], tok / (tok + v["half"][o]))
+    ec = v["eta_c"][o] * np.where(rs.attn, v["attn"][o], np.where(rs.tensor, v["eta_cf"][o] * ramp, 1.0))
+    ec = ec * np.where(rs.tensor, v["scale"][o], 1.0)
     ec = np.minimum(ec, 1.0)      # as op_time: the listed peak stays the bound
     with np.errstate(divide="ignore", invalid="ignore"):
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / (rs.peak * ec), 0.0)
-    bw = bw_row[o]
-    t_m = (rs.wbytes / (bw * np.where(rs.tensor, eta_f[o], 1.0)) + rs.abytes / bw
-           + rs.kvbytes / (bw * prof.eta_kv) + np.where(rs.attn, rs.flops * prof.attn_bytes_per_flop, 0.0) / bw)
+    bw = v["bw"][o]
+    t_m = (rs.wbytes / (bw * np.where(rs.tensor, v["eta_f"][o], 1.0)) + rs.abytes / bw
+           + rs.kvbytes / (bw * v["kv"][o]) + np.where(rs.attn, rs.flops * v["abpf"][o], 0.0) / bw)
     t_op = np.maximum(t_c, t_m)
     t_pass = np.bincount(rs.op_pass, weights=t_op, minlength=len(rs.pass_row))
-    t_pass = t_pass + rs.pass_kernels * prof.launch_s + prof.fixed_s
+    pr = rs.pass_row
+    t_pass = t_pass + rs.pass_kernels * v["launch"][pr] + v["fixed"][pr]
     t_row = np.bincount(rs.pass_row, weights=t_pass * rs.pass_w, minlength=n)
     return rs.numer / t_row

@@ -10,26 +10,21 @@ from __future__ import annotations
 import csv
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..hardware.spec import Hardware
 from .families import device_family
 
 REPO = Path(__file__).resolve().parents[2]
-CSV_REL = Path("shared") / "validation" / "calibration.csv"
+# the repository's copy of the published measurements (data/validation/README.md describes the columns)
+REPO_CSV = REPO / "data" / "validation" / "calibration.csv"
 
 
 def default_csv() -> Path:
-    """``$TOKSPEED_CALIBRATION_CSV``, else ``../shared/validation/calibration.csv`` next to the repo
-    (checked in the repo's parent first, then further up, for worktrees nested one level deeper)."""
+    """``$TOKSPEED_CALIBRATION_CSV``, else the repository's ``data/validation/calibration.csv``."""
     env = os.environ.get("TOKSPEED_CALIBRATION_CSV")
-    if env:
-        return Path(env)
-    for parent in REPO.parents:
-        if (parent / CSV_REL).is_file():
-            return parent / CSV_REL
-    return REPO.parent / CSV_REL
+    return Path(env) if env else REPO_CSV
 
 
 DEFAULT_CSV = default_csv()
@@ -63,6 +58,9 @@ class CalibrationRow:
     confidence: str
     flags: str
     skip: str = ""          # why the row is not scored ("" = scored)
+    date: str = ""          # YYYY-MM of the measurement (or of its source)
+    build: str = ""         # llama.cpp build number or commit, where printed
+    era: str = ""           # the engine era the row measures (tokspeed/engines/eras.toml; "" = none)
 
     @property
     def kind(self) -> str:
@@ -85,10 +83,42 @@ def _slug(name: str) -> str:
 
 
 def row_hardware(r: dict) -> Hardware:
-    return Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=r["hardware_kind"].strip(),
-                    vendor=r["vendor"].strip(), memory_gb=_float(r["memory_GB"], UNSTATED_MEMORY_GB),
-                    bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_float(r["fp16_TFLOPS"]),
-                    source=f"calibration.csv row {r['id']}")
+    """The row's device from its own columns; the memory technology (which the CSV does not state) is
+    ``tokspeed.engines.memory.memory_class`` of the name and kind (HBM parts by name)."""
+    from ..engines.memory import memory_class
+
+    hw = Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=r["hardware_kind"].strip(),
+                  vendor=r["vendor"].strip(), memory_gb=_float(r["memory_GB"], UNSTATED_MEMORY_GB),
+                  bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_float(r["fp16_TFLOPS"]),
+                  fp16_accumulate_2x=_catalog_flag(r["hardware"], "fp16_accumulate_2x"),
+                  source=f"calibration.csv row {r['id']}")
+    return replace(hw, memory_type=memory_class(hw).upper())
+
+
+def row_era(engine: str, date: str, build: str) -> str:
+    """The engine era of a row: from its date, else its build number, else "" (and "" for engines
+    without eras)."""
+    from ..engines.eras import era_family, era_of
+
+    if not era_family(engine):
+        return ""
+    m = re.match(r"\s*(\d+)\b", build.split("(")[-1]) if build else None
+    if date.strip():
+        return era_of(engine, date.strip())
+    if m:
+        return era_of(engine, m.group(1))
+    return ""
+
+
+def _catalog_flag(name: str, field: str) -> bool:
+    """A capability of the device from the hardware catalog (every calibration device is in it)."""
+    from ..errors import UserError
+    from ..hardware.catalog import get_hardware
+
+    try:
+        return bool(getattr(get_hardware(name), field))
+    except UserError:
+        return False
 
 
 def map_quant(text: str) -> str:
@@ -144,5 +174,7 @@ def load_rows(path: str | Path | None = None) -> list[CalibrationRow]:
                 n_devices=_int(r["n_devices"], 1), model=r["model"].strip(), quant=quant,
                 engine=r["engine"].strip(), metric=r["metric"].strip(), prompt=prompt or 0, gen=gen,
                 context=_int(r["context_depth"], 0), batch=_int(r["batch"], 1), tok_s=float(r["tok_s"]),
-                confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen)))
+                confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen),
+                date=r.get("date", "").strip(), build=r.get("build", "").strip(),
+                era=row_era(r["engine"].strip(), r.get("date", ""), r.get("build", ""))))
     return out

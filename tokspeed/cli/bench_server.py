@@ -102,12 +102,10 @@ def add_parser(sub):
 
 
 def require_httpx() -> None:
-    """bench-server needs the ``server`` extra; say so before any file is written.
-    (A local check: a shared ``tokspeed.extras.require`` may replace it.)"""
-    import importlib.util
+    """bench-server needs the ``server`` extra; say so before any file is written."""
+    from ..extras import require
 
-    if importlib.util.find_spec("httpx") is None:
-        raise UserError("bench-server needs httpx, which is not installed", "pip install 'tokspeed[server]'")
+    require("server", "httpx", what="bench-server")
 
 
 def run(args) -> int:

@@ -45,19 +45,45 @@ def run(args) -> int:
         print_json([r.to_dict() for r in rows])
         return 0
     from ..report.console import make_console
-    from rich.table import Table
-
+    from ..report.text import FitTable, styled
     from ..units import fmt_bytes, fmt_rate, fmt_seconds
 
-    t = Table(title=f"{rows[0].model}: context {args.context} + prompt {args.prompt} + gen {args.gen}, batch {args.batch}")
-    for col in ("hardware", "quant", "engine", "GB/s", "memory", "fits", "bound tok/s", "expected tok/s",
-                "prefill tok/s", "TTFT"):
-        t.add_column(col, justify="right")
+    con = make_console()
+    t = FitTable(title=f"{rows[0].model}: context {args.context:,} + prompt {args.prompt:,} + gen {args.gen:,}, "
+                       f"batch {args.batch}")
+    for col, num, drop in (("hardware", False, 0), ("quant", False, 0), ("engine", False, 4), ("GB/s", True, 5),
+                           ("memory", True, 3), ("fits", False, 0), ("bound tok/s", True, 2),
+                           ("expected tok/s", True, 0), ("prefill tok/s", True, 1), ("TTFT", True, 0)):
+        t.column(col, numeric=num, drop=drop, min_width=8)
     for r in rows:
-        t.add_row(r.hw.id, r.quant, r.engine, f"{r.hw.bandwidth_gbps:g}",
-                  f"{fmt_bytes(r.memory.total_bytes)} / {fmt_bytes(r.memory.capacity_bytes)}",
-                  "yes" if r.memory.fits else "[red]no[/]", fmt_rate(r.decode.bound_tok_s), fmt_rate(r.decode.tok_s),
-                  fmt_rate(r.prefill.tok_s) if r.prefill.tok_s else "-",
-                  fmt_seconds(r.ttft_s) if r.ttft_s is not None else "-")
-    make_console().print(t)
+        hyp = not r.memory.fits
+        mark = "*" if hyp else ""      # a speed for a setup that cannot run: hypothetical
+        t.row(r.hw.id, r.quant, r.engine, f"{r.hw.bandwidth_gbps:g}",
+              f"{fmt_bytes(r.memory.total_bytes)} / {fmt_bytes(r.memory.capacity_bytes)}",
+              "yes" if r.memory.fits else styled("NO", "bold red"), fmt_rate(r.decode.bound_tok_s) + mark,
+              styled(fmt_rate(r.decode.tok_s) + mark, "dim" if hyp else ""),
+              (fmt_rate(r.prefill.tok_s) + mark) if r.prefill.tok_s else ("unknown" if r.prompt else "-"),
+              (fmt_seconds(r.ttft_s) + mark) if r.ttft_s is not None else ("unknown" if r.prompt else "-"))
+    misfits = [r for r in rows if not r.memory.fits]
+    if misfits:
+        con.print(styled(f"DOES NOT FIT: {len(misfits)} of {len(rows)} setups (marked *: their speeds are "
+                         "hypothetical, as if they fitted); the ways to run them follow the table", "bold red"))
+        t.caption = "* hypothetical: does not fit"
+    t.print(con)
+    if misfits:
+        render_misfit_ways(con, args, misfits)
     return 0
+
+
+def render_misfit_ways(con, args, misfits) -> None:
+    """For each setup that does not fit, its ways to run (``tokspeed.alternatives``), on one line each."""
+    from ..alternatives import ways_to_run
+    from ..report.text import markup_safe
+
+    con.print("[bold]ways to run what does not fit[/] (each predicted):")
+    for r in misfits:
+        ways = ways_to_run(args.model, r.hw, quant=r.quant, kv_dtype=args.kv_dtype, engine=args.engine,
+                           prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
+                           **scale_kwargs(args))
+        what = "; ".join(w["description"] for w in ways) or "nothing tried fits (offload, more devices, smaller format)"
+        con.print(f"  · [bold]{markup_safe(r.hw.id)} {markup_safe(r.quant)}[/]: {markup_safe(what)}")

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import sys
+from .options import print_json
 
 
 def add_parser(sub):
@@ -27,8 +26,9 @@ def compare(runs: list[dict]) -> list[dict]:
         for idx in index:
             p = idx.get(key)
             row["runs"].append(None if p is None else {
-                "decode_tok_s": p["decode_tok_s"], "prefill_tok_s": p.get("prefill_tok_s"), "mbu": p.get("mbu"),
-                "speedup": p["decode_tok_s"] / bp["decode_tok_s"]})
+                "decode_tok_s": p.get("decode_tok_s"), "prefill_tok_s": p.get("prefill_tok_s"), "mbu": p.get("mbu"),
+                "speedup": p["decode_tok_s"] / bp["decode_tok_s"] if p.get("decode_tok_s") and bp.get("decode_tok_s")
+                else None})
         rows.append(row)
     return rows
 
@@ -49,8 +49,8 @@ def run(args) -> int:
     runs = [read_run(p) for p in args.runs]
     rows = compare(runs)
     if args.json:
-        sys.stdout.write(json.dumps({"runs": [{"path": p, "label": _label(r), "created": r["created"]}
-                                              for p, r in zip(args.runs, runs)], "points": rows}, indent=2) + "\n")
+        print_json({"runs": [{"path": p, "label": _label(r), "created": r["created"]}
+                             for p, r in zip(args.runs, runs)], "points": rows})
         return 0
     con = Console()
     for i, (p, r) in enumerate(zip(args.runs, runs)):
@@ -63,11 +63,11 @@ def run(args) -> int:
     for row in rows:
         cells = []
         for i, c in enumerate(row["runs"]):
-            if c is None:
+            if c is None or c["decode_tok_s"] is None:
                 cells.append("-")
                 continue
             mbu = f" ({c['mbu']:.0%})" if c.get("mbu") is not None else ""
-            cells.append(f"{c['decode_tok_s']:,.2f}{mbu}" + (f" ×{c['speedup']:.2f}" if i else ""))
+            cells.append(f"{c['decode_tok_s']:,.2f}{mbu}" + (f" ×{c['speedup']:.2f}" if i and c["speedup"] else ""))
         t.add_row(str(row["batch"]), str(row["context"]), *cells)
     con.print(t)
     return 0

@@ -39,9 +39,14 @@ def run(args) -> int:
     if args.json:
         print_json(expl.to_dict())
     else:
+        from ..report.console import make_console
         from ..report.explain_table import render_explanation
+        from ..report.predict_table import render_ways
 
-        render_explanation(expl)
+        con = make_console()
+        render_explanation(expl, con)
+        render_ways(con, expl.prediction, args.model, quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine,
+                    prompt=args.prefill, gen=1, context=args.context, batch=args.batch)
     if args.plot:
         from ..plots import measured_figure, save, stages_figure
 

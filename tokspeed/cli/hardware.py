@@ -6,10 +6,8 @@ sources included; any other FILTER keeps the devices whose id, name, vendor or a
 
 from __future__ import annotations
 
-import json
-import sys
-
 from ..errors import UserError
+from .options import print_json
 
 KINDS = ("gpu", "soc", "cpu", "accelerator")
 
@@ -46,8 +44,7 @@ def run(args) -> int:
             get_hardware(args.filter)  # raises the unknown-name error with its did-you-mean hint
             raise UserError(f"no {args.kind} matches {args.filter!r}", "drop --kind or change the filter")
     if args.json:
-        json.dump([h.to_dict() for h in devices], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json([h.to_dict() for h in devices])
         return 0
     _table(devices)
     return 0
@@ -61,20 +58,18 @@ def _n(v) -> str:
 
 
 def _table(devices) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    from ..report.console import make_console
+    from ..report.text import FitTable
 
-    t = Table(title=f"{len(devices)} devices: vendor peaks. BW = memory GB/s; FP16/FP8 dense TFLOPS (FP32 accumulate); "
-                    "INT8 dense TOPS; host = host link GB/s per direction; W = TDP", title_justify="left")
-    for col, kw in (("id", {"no_wrap": True}), ("name", {"ratio": 1}), ("kind", {}), ("GB", {"justify": "right"}),
-                    ("BW", {"justify": "right"}), ("FP16", {"justify": "right"}), ("FP8", {"justify": "right"}),
-                    ("INT8", {"justify": "right"}), ("host", {"justify": "right"}), ("W", {"justify": "right"})):
-        t.add_column(col, **kw)
+    t = FitTable(title=f"{len(devices)} devices: vendor peaks. BW = memory GB/s; FP16/FP8 dense TFLOPS (FP32 accumulate); "
+                       "INT8 dense TOPS; host = host link GB/s per direction; W = TDP; — = not published")
+    for col, num, drop in (("id", False, 0), ("name", False, 1), ("kind", False, 4), ("GB", True, 0), ("BW", True, 0),
+                           ("FP16", True, 0), ("FP8", True, 3), ("INT8", True, 5), ("host", True, 2), ("W", True, 6)):
+        t.column(col, numeric=num, drop=drop, min_width=14 if col == "name" else 8)
     for h in devices:
-        t.add_row(h.id, escape(h.name), h.kind, _n(h.memory_gb), _n(h.bandwidth_gbps), _n(h.fp16_tflops),
-                  _n(h.fp8_tflops), _n(h.int8_tops), _n(h.host_link_gbps), _n(h.tdp_w))
-    Console().print(t)
+        t.row(h.id, h.name, h.kind, _n(h.memory_gb), _n(h.bandwidth_gbps), _n(h.fp16_tflops),
+              _n(h.fp8_tflops), _n(h.int8_tops), _n(h.host_link_gbps), _n(h.tdp_w))
+    t.print(make_console())
 
 
 def _properties(hw) -> dict:
@@ -87,28 +82,24 @@ def _one(hw, as_json: bool) -> int:
     d = hw.to_dict()
     d["properties"] = _properties(hw)
     if as_json:
-        json.dump(d, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(d)
         return 0
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
+    from ..report.console import make_console
+    from ..report.text import FitTable
     from ..units import fmt_bytes
 
-    t = Table(show_header=False, title=f"{hw.id}: {hw.name}", title_justify="left")
-    t.add_column("field", style="bold", no_wrap=True)
-    t.add_column("value")
+    t = FitTable(show_header=False, title=f"{hw.id}: {hw.name}")
+    t.column("field", style="bold", min_width=20).column("value", min_width=30)
     for k, v in d.items():
         if k == "properties":
             for pk, pv in v.items():
                 shown = fmt_bytes(pv) + ("/s" if pk.endswith("_s") else "") if "bytes" in pk else f"{pv:,.1f}"
-                t.add_row(pk, shown if pv else "—")
+                t.row(pk, shown if pv else "—")
             continue
         if isinstance(v, list):
-            v = "\n".join(v) if k == "derived" else ", ".join(v)
-        t.add_row(k, escape(str(v)) if v not in ("", 0, 0.0) else "—")
-    Console().print(t)
+            v = "\n".join(map(str, v)) if k == "derived" else ", ".join(map(str, v))
+        t.row(k, str(v) if v not in ("", 0, 0.0, None) else "—")
+    t.print(make_console())
     return 0
 
 
@@ -127,18 +118,15 @@ def _links(args) -> int:
             if not links:
                 raise
     if args.json:
-        json.dump([l.to_dict() for l in links], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json([l.to_dict() for l in links])
         return 0
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
+    from ..report.console import make_console
+    from ..report.text import FitTable
 
-    t = Table(title="interconnects (per direction = payload one way; vendors print the bidirectional sum)",
-              title_justify="left")
+    t = FitTable(title="interconnects (per direction = payload one way; vendors print the bidirectional sum)")
     for col in ("id", "name", "GB/s per direction", "GB/s bidirectional", "year"):
-        t.add_column(col, justify="right" if "GB" in col or col == "year" else "left")
+        t.column(col, numeric="GB" in col or col == "year", drop=1 if col == "year" else 0)
     for l in links:
-        t.add_row(l.id, escape(l.name), f"{l.per_direction_gbps:g}", f"{l.bidirectional_gbps:g}", str(l.release_year or "—"))
-    Console().print(t)
+        t.row(l.id, l.name, f"{l.per_direction_gbps:g}", f"{l.bidirectional_gbps:g}", str(l.release_year or "—"))
+    t.print(make_console())
     return 0

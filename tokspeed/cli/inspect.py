@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .options import print_json
+
 LABELS = {"embedding": "token embedding", "attention": "attention", "ffn": "FFN (dense)",
           "experts": "experts (routed)", "shared_experts": "shared experts", "router": "router",
           "lm_head": "LM head", "norms": "norms", "other": "other layer weights", "vision": "vision/audio"}
@@ -17,8 +19,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    import json
-    import sys
 
     from ..errors import UserError
     from ..files.footprint import footprint
@@ -30,8 +30,7 @@ def run(args) -> int:
                         "give a .gguf, .safetensors, a Hugging Face folder with weights, or ollama:NAME")
     fp = footprint(mf, kv_dtype=args.kv_dtype)
     if args.json:
-        json.dump(fp, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json(fp)
         return 0
     _print(fp)
     return 0
@@ -41,11 +40,13 @@ def _print(fp: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from ..report.text import markup_safe
     from ..units import fmt_bytes
 
     con = Console()
     s = fp["shape"]
-    con.print(f"[bold]{fp['model']}[/] — {fp['format']} {fp['quant']}, architecture {fp['architecture']}, "
+    con.print(f"[bold]{markup_safe(fp['model'])}[/] — {markup_safe(fp['format'])} {markup_safe(fp['quant'])}, "
+              f"architecture {markup_safe(fp['architecture'])}, "
               f"{fp['params'] / 1e9:.3f} B params")
     moe = (f", {s['n_experts']} experts of d_ff {s['d_ff_expert']} ({s['n_active_experts']} active)"
            if s["n_experts"] else "")
@@ -53,7 +54,7 @@ def _print(fp: dict) -> None:
     con.print(f"{s['n_layers']} layers, d_model {s['d_model']}, {s['n_heads']} heads / {s['n_kv_heads']} KV heads "
               f"x {s['head_dim']}{dense}, vocab {s['vocab_size']}{moe}"
               f"{', tied embeddings' if fp['tied_embeddings'] else ''}")
-    con.print("tensor types: " + ", ".join(f"{k} x{v}" for k, v in fp["tensor_types"].items())
+    con.print("tensor types: " + markup_safe(", ".join(f"{k} x{v}" for k, v in fp["tensor_types"].items()))
               + f"; file size {fmt_bytes(fp['file_bytes'])}")
     t = Table(title="bytes by component")
     t.add_column("component")
@@ -61,7 +62,7 @@ def _print(fp: dict) -> None:
     t.add_column("resident", justify="right")
     t.add_column("read / token", justify="right")
     for k, v in fp["components"].items():
-        t.add_row(LABELS.get(k, k), str(v["tensors"]), fmt_bytes(v["resident_bytes"]), fmt_bytes(v["read_bytes_per_token"]))
+        t.add_row(markup_safe(LABELS.get(k, k)), str(v["tensors"]), fmt_bytes(v["resident_bytes"]), fmt_bytes(v["read_bytes_per_token"]))
     tot = fp["totals"]
     t.add_row("[bold]total weights", str(tot["tensors"]), f"[bold]{fmt_bytes(tot['resident_bytes'])}",
               f"[bold]{fmt_bytes(tot['read_bytes_per_token'])}")

@@ -29,6 +29,7 @@ COMMANDS = {
     "explain": "explain",
     "report": "report",
     "web": "web",
+    "fit": "fit",
 }
 
 

@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import sys
 
 from ..errors import UserError
-from .options import add_plot_option, check_plot
-
-
-def _int_list(text: str, what: str) -> list[int]:
-    try:
-        vals = [int(v) for v in str(text).replace(" ", "").split(",") if v != ""]
-    except ValueError:
-        raise UserError(f"{what} must be comma-separated integers, got {text!r}") from None
-    if not vals:
-        raise UserError(f"{what} is empty")
-    return vals
+from .options import add_plot_option, check_plot, count, counts, print_json
 
 
 def add_parser(sub):
@@ -29,10 +17,10 @@ def add_parser(sub):
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (torch backend)")
     p.add_argument("--quant", default="", help="torch: F32 (CPU default), BF16 (CUDA default) or F16; "
                                                 "llama.cpp: read from the GGUF file")
-    p.add_argument("--context", default="0,512,2048", help="KV depths before each run (default 0,512,2048)")
-    p.add_argument("--batch", default="1", help="concurrent sequences, comma-separated (torch backend)")
-    p.add_argument("--prompt", type=int, default=512, help="tokens prefilled at each depth (default 512)")
-    p.add_argument("--gen", type=int, default=32, help="decode steps timed at each depth (default 32, min 5)")
+    p.add_argument("--context", type=counts, default=[0, 512, 2048], help="KV depths before each run (default 0,512,2048)")
+    p.add_argument("--batch", type=counts, default=[1], help="concurrent sequences, comma-separated (torch backend)")
+    p.add_argument("--prompt", type=count, default=512, help="tokens prefilled at each depth (default 512)")
+    p.add_argument("--gen", type=count, default=32, help="decode steps timed at each depth (default 32, min 5)")
     p.add_argument("--hardware", default="local", help="profile to predict for and to measure MBU against "
                                                        "(default local: from `tokspeed probe`)")
     p.add_argument("-o", "--output", help="write the run to this RUN.json")
@@ -40,9 +28,9 @@ def add_parser(sub):
     p.add_argument("--calibrate", action="store_true",
                    help="fit this machine's (eta, overhead) from the run and store it in the profile")
     p.add_argument("--text", help="generate from this prompt with real weights and a tokenizer, token by token")
-    p.add_argument("--threads", type=int, default=0,
+    p.add_argument("--threads", type=count, default=0,
                    help="CPU threads (default: torch's default, the physical cores; fewer can be faster on a busy machine)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=count, default=0)
     add_plot_option(p)
     return p
 
@@ -52,9 +40,14 @@ def run(args) -> int:
 
     err = Console(stderr=True)
     check_plot(args)
-    if args.threads < 0:
-        raise UserError(f"--threads must be positive, got {args.threads}")
+    if args.output:
+        from ..userfile import check_writable
+
+        check_writable(args.output, "run file")
     if args.backend == "torch":
+        from ..measure.backend_torch import check_device
+
+        check_device(args.device)
         try:
             import torch
         except ImportError:
@@ -69,11 +62,9 @@ def run(args) -> int:
     from ..measure.runner import MeasureOptions, add_predictions, calibrate_run, finished, measure, resolve_hardware
 
     hw, profile_path = resolve_hardware(args.hardware)
-    opts = MeasureOptions(args.model, args.backend, args.device, args.quant, _int_list(args.context, "--context"),
-                          _int_list(args.batch, "--batch"), args.prompt, args.gen, seed=args.seed,
+    opts = MeasureOptions(args.model, args.backend, args.device, args.quant, args.context,
+                          args.batch, args.prompt, args.gen, seed=args.seed,
                           threads=args.threads or None)
-    if opts.prompt < 0:
-        raise UserError(f"--prompt must be >= 0, got {opts.prompt}")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     total = len(opts.contexts) * (len(opts.batches) if opts.backend == "torch" else 1) * opts.gen
@@ -100,7 +91,7 @@ def run(args) -> int:
     for w in out["warnings"]:
         err.print(f"[yellow]warning:[/] {w}")
     if args.json:
-        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+        print_json(out, ensure_ascii=False)
     else:
         print_run(out, Console())
     return 0
@@ -167,7 +158,7 @@ def _generate(args, err) -> int:
                         max_seq=len(args.text.encode()) + args.gen + 8, max_batch=1, prompt=len(args.text.encode()))
         text = generate_text(lm, args.text, args.gen, emit)
     if args.json:
-        sys.stdout.write(json.dumps({"text": text, "events": events}, ensure_ascii=False, indent=2) + "\n")
+        print_json({"text": text, "events": events}, ensure_ascii=False)
     else:
         out.print(f"generated: {text}")
     return 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from .options import print_json
+
 
 def add_parser(sub):
     p = sub.add_parser("models", help="list or search the built-in model catalog",
@@ -23,7 +25,7 @@ def markers(m) -> list[str]:
         out.append(f"MoE {m.n_active_experts}/{m.n_experts}{shared}")
     if m.is_mla:
         out.append("MLA")
-    if m.n_sliding_layers:
+    if m.n_sliding_layers and not m.chunked_attention:
         out.append(f"SWA {m.sliding_window} x{m.n_sliding_layers}")
     if m.tied_embeddings:
         out.append("tied")
@@ -31,6 +33,10 @@ def markers(m) -> list[str]:
         out.append("parallel")
     if m.vision_params:
         out.append("+vision")
+    if m.n_linear_layers:
+        out.append(f"hybrid {m.linear_kind} x{m.n_linear_layers}")
+    if m.chunked_attention:
+        out.append(f"chunked {m.sliding_window} x{m.n_sliding_layers}")
     return out
 
 
@@ -42,8 +48,9 @@ def _context(n: int) -> str:
     return f"{n // 1024}K" if n % 1024 == 0 else str(n)
 
 
-def _repo(url: str) -> str:
-    return url.removeprefix("https://huggingface.co/").removesuffix("/blob/main/config.json")
+def _repo(m) -> str:
+    """The Hugging Face repository the entry describes (its config source for the original entries)."""
+    return m.hf_repo or m.source.removeprefix("https://huggingface.co/").removesuffix("/blob/main/config.json")
 
 
 def _order(m):
@@ -86,25 +93,21 @@ def run(args) -> int:
         sys.stderr.write(f"tokspeed: no catalog model matches {args.filter!r}"
                          f"{' (' + hint + ')' if hint else ''}; `tokspeed models` lists them all\n")
     if args.json:
-        import json
-
-        json.dump([to_json(m, a) for m, a in rows], sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        print_json([to_json(m, a) for m, a in rows])
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from ..report.console import make_console
+    from ..report.text import FitTable
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=180)
-    t = Table(title=f"{len(rows)} model(s)", title_justify="left")
-    for col, just in (("id", "left"), ("params", "right"), ("active", "right"), ("layers", "right"),
-                      ("d_model", "right"), ("heads/kv", "right"), ("context", "right"),
-                      ("features", "left"), ("source (huggingface.co/...)", "left")):
-        t.add_column(col, justify=just, no_wrap=col not in ("features",))
+    t = FitTable(title=f"{len(rows)} model(s)")
+    # catalog entries may say what a model is for (``use``) and name their Hugging Face repo (``hf_repo``)
+    for col, num, drop in (("id", False, 0), ("params", True, 0), ("active", True, 0), ("layers", True, 3),
+                           ("d_model", True, 4), ("heads/kv", True, 2), ("context", True, 0),
+                           ("features", False, 1), ("use", False, 6), ("huggingface.co/...", False, 5)):
+        t.column(col, numeric=num, drop=drop, min_width=10)
     for m, _ in rows:
-        t.add_row(m.id, _count(m.n_params), _count(m.n_active_params) if m.is_moe else "", str(m.n_layers),
-                  str(m.d_model), f"{m.n_heads}/{m.n_kv_heads}", _context(m.max_context),
-                  ", ".join(markers(m)), _repo(m.source))
-    console.print(t)
+        repo = _repo(m)
+        t.row(m.id, _count(m.n_params), _count(m.n_active_params) if m.is_moe else "", str(m.n_layers),
+              str(m.d_model), f"{m.n_heads}/{m.n_kv_heads}", _context(m.max_context),
+              ", ".join(markers(m)), ",".join(m.use), repo)
+    t.print(make_console())
     return 0

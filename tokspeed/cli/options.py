@@ -5,56 +5,63 @@ from __future__ import annotations
 import argparse
 
 from ..errors import UserError
+from ..units import parse_bytes, parse_count, parse_counts, parse_number
+from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
 
 
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must not be negative, got {v}")
+def _arg_type(parse, name: str):
+    """An argparse ``type=`` from a units parser: its UserError becomes argparse's one-line usage error
+    ``argument --flag: ...`` (the flag named by argparse). Ranges are the library's to check."""
+    def convert(text):
+        try:
+            return parse(text)
+        except UserError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    convert.__name__ = name          # argparse says "invalid <name> value" for a ValueError
+    return convert
+
+
+count = _arg_type(lambda t: parse_count(t, "the value"), "count")              # 4096, 32K, 1M
+counts = _arg_type(lambda t: parse_counts(t, "the value"), "counts")           # 1024,8K,128K
+number = _arg_type(lambda t: parse_number(t, "the value"), "number")           # finite real
+positive_int = count                 # the name the verbs import
+int_list = counts
+
+
+def _check_bytes(text: str) -> str:
+    parse_bytes(text, what="the value")
+    return text
+
+
+def _check_tflops(text: str) -> float:
+    v = parse_number(text, "the value")
+    if 0 < v < 1e-12:                # below one FLOP/s every prefill time is infinite
+        raise UserError(f"{text} TFLOPS is less than one FLOP per second")
     return v
 
 
-def int_list(text: str) -> list[int]:
-    """'1024,8192' or '1K,128K' -> [1024, 8192] / [1024, 131072]."""
-    out = []
-    for part in text.split(","):
-        p = part.strip().upper()
-        mult = 1
-        if p.endswith("K"):
-            p, mult = p[:-1], 1024
-        elif p.endswith("M"):
-            p, mult = p[:-1], 1024 * 1024
-        try:
-            v = int(float(p) * mult)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected numbers like 1024,8K,128K, got {text!r}") from None
-        if v < 0:
-            raise argparse.ArgumentTypeError(f"must not be negative, got {part}")
-        out.append(v)
-    return out
+byte_size = _arg_type(_check_bytes, "size")           # checked here, read by hardware_from_flags
+tflops = _arg_type(_check_tflops, "tflops")
 
 
 def add_hardware_options(p, required: bool = True):
     p.add_argument("--hardware", "--hw", dest="hardware", required=False,
                    help="catalog id or alias (rtx-4090, h100-sxm, m2-ultra-76), or a TOML file")
-    p.add_argument("--bandwidth", help="custom device: memory bandwidth, e.g. 1008GB/s (with --memory)")
-    p.add_argument("--memory", help="custom device: memory capacity, e.g. 24GB")
-    p.add_argument("--tflops", type=float, help="custom device: dense FP16 TFLOPS")
+    p.add_argument("--bandwidth", type=byte_size, help="custom device: memory bandwidth, e.g. 1008GB/s (with --memory)")
+    p.add_argument("--memory", type=byte_size, help="custom device: memory capacity, e.g. 24GB")
+    p.add_argument("--tflops", type=tflops, help="custom device: dense FP16 TFLOPS")
 
 
 def add_model_options(p):
     p.add_argument("--quant", "-q", default=None, help="weight format: F16 Q8_0 Q4_K_M INT4-G128 EXL2-4.0 ... (default F16)")
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 q8_0 q4_0 (default f16)")
-    p.add_argument("--engine", "-e", default="llama.cpp",
+    p.add_argument("--engine", "-e", default=DEFAULT_ENGINE,
                    help="ideal, llama.cpp[-cuda|-metal|-vulkan|-cpu], gpt-fast, vllm, tensorrt-llm, transformers, exllamav2, mlx")
 
 
 def add_run_options(p):
-    p.add_argument("--prompt", type=positive_int, default=512, help="tokens prefilled (default 512)")
-    p.add_argument("--gen", type=positive_int, default=128, help="tokens generated (default 128)")
+    p.add_argument("--prompt", type=positive_int, default=DEFAULT_PROMPT, help=f"tokens prefilled (default {DEFAULT_PROMPT})")
+    p.add_argument("--gen", type=positive_int, default=DEFAULT_GEN, help=f"tokens generated (default {DEFAULT_GEN})")
     p.add_argument("--context", type=positive_int, default=0, help="tokens already in the KV cache (llama-bench -d)")
     p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
 
@@ -73,18 +80,15 @@ def add_scale_options(p):
                         "MoE expert tensors on the CPU)")
     g.add_argument("--cpu", default=None, help="host memory system for offload (default ddr5-5600-2ch)")
     g.add_argument("--users", type=positive_int, default=None, help="concurrent users (closed loop): per-user and aggregate tok/s")
-    g.add_argument("--rate", type=float, default=None, help="requests per second for continuous batching (TTFT, TPOT)")
-    g.add_argument("--price-per-hour", dest="price_per_hour", type=float, default=None,
+    g.add_argument("--rate", type=number, default=None, help="requests per second for continuous batching (TTFT, TPOT)")
+    g.add_argument("--price-per-hour", dest="price_per_hour", type=number, default=None,
                    help="USD per hour for the whole setup: cost per 1M tokens")
 
 
 def scale_kwargs(args) -> dict:
-    if getattr(args, "rate", None) is not None and args.rate <= 0:
-        raise UserError("--rate must be positive (requests per second)")
+    """--users and --rate are checked by the library (tokspeed.scale); the price only prints here."""
     if getattr(args, "price_per_hour", None) is not None and args.price_per_hour < 0:
         raise UserError("--price-per-hour must not be negative")
-    if getattr(args, "users", None) == 0:
-        raise UserError("--users must be at least 1")
     return {k: getattr(args, k, d) for k, d in (("gpus", 1), ("parallel", None), ("gpu_layers", None),
                                                 ("offload", "none"), ("cpu", None), ("users", None), ("rate", None),
                                                 ("price_per_hour", None))}
@@ -93,6 +97,8 @@ def scale_kwargs(args) -> dict:
 def add_predict_options(p):
     add_hardware_options(p)
     add_model_options(p)
+    p.add_argument("--engine-version", default=None,
+                   help="llama.cpp era: a build (b6000) or a year-month (2025-08); default the newest calibrated")
     add_run_options(p)
     add_scale_options(p)
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
@@ -105,8 +111,10 @@ def add_plot_option(p):
 def check_plot(args):
     """Fail on a bad --plot path before any work is done."""
     if getattr(args, "plot", None):
+        from ..extras import require
         from ..plots.canvas import check_path
 
+        require("plot", "matplotlib", what="--plot")
         check_path(args.plot)
 
 
@@ -123,21 +131,29 @@ def resolve_hardware(args, name: str | None = None):
         return hardware_from_flags(args.bandwidth, args.memory, fp16_tflops=args.tflops or 0.0)
     if not name:
         raise UserError("which hardware?", "add --hardware ID (see `tokspeed hardware`) or --bandwidth and --memory")
-    from ..hardware.catalog import get_hardware
+    from ..hardware.catalog import get_hardware, with_tflops
 
-    return get_hardware(name)
+    return with_tflops(get_hardware(name), getattr(args, "tflops", None))  # --tflops overrides the catalog
 
 
 def predict_kwargs(args) -> dict:
-    if args.batch < 1:
-        raise UserError("--batch must be at least 1")
     return dict(quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt, gen=args.gen,
-                context=args.context, batch=args.batch, **scale_kwargs(args))
+                context=args.context, batch=args.batch, **scale_kwargs(args),
+                **({"engine_version": args.engine_version} if getattr(args, "engine_version", None) else {}))
 
 
-def print_json(obj):
+def dumps_json(obj, **kw) -> str:
+    """The one JSON encoder of --json output: strict JSON, never NaN or Infinity (RFC 8259)."""
     import json
+
+    try:
+        return json.dumps(obj, allow_nan=False, default=str, **kw)
+    except ValueError:
+        raise UserError("the result holds a number that is not finite (NaN or infinity)",
+                        "an input is out of range; check --bandwidth, --tflops and the hardware file") from None
+
+
+def print_json(obj, **kw):
     import sys
 
-    json.dump(obj, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    sys.stdout.write(dumps_json(obj, indent=2, **kw) + "\n")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .options import positive_int, print_json
+from ..workload import DEFAULT_ENGINE
+from .options import number, positive_int, print_json
 
 
 def add_parser(sub):
@@ -11,14 +12,14 @@ def add_parser(sub):
                                    "2-16 (layer split / tensor parallel); rank those whose expected per-user decode "
                                    "tok/s meets --target-tok-s by price (with --prices) or power.")
     p.add_argument("model", help="catalog id, config.json or Hugging Face folder")
-    p.add_argument("--target-tok-s", dest="target", type=float, required=True, help="per-user decode tok/s wanted")
+    p.add_argument("--target-tok-s", dest="target", type=number, required=True, help="per-user decode tok/s wanted")
     p.add_argument("--quant", "-q", default=None, help="weight format (default F16)")
     p.add_argument("--kv-dtype", default="f16")
-    p.add_argument("--engine", "-e", default="llama.cpp")
+    p.add_argument("--engine", "-e", default=DEFAULT_ENGINE)
     p.add_argument("--context", type=positive_int, default=4096, help="tokens in the KV cache (default 4096)")
     p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
     p.add_argument("--users", type=positive_int, default=None, help="concurrent users; target is per user")
-    p.add_argument("--budget", type=float, default=None, help="USD per hour at most (needs --prices)")
+    p.add_argument("--budget", type=number, default=None, help="USD per hour at most (needs --prices)")
     p.add_argument("--prices", default=None, help="TOML file: hardware-id = USD per device-hour")
     p.add_argument("--hardware", "--hw", dest="hardware", default=None, help="only these ids (comma-separated)")
     p.add_argument("--top", type=positive_int, default=15, help="rows to show (default 15)")
@@ -47,29 +48,28 @@ def run(args) -> int:
         print_json({"model": args.model, "target_tok_s": args.target, "meeting": sum(o.meets for o in opts),
                     "tried": len(opts), "options": [o.to_dict() for o in shown]})
         return 0
-    from rich.table import Table
-
     from ..report.console import make_console
+    from ..report.text import FitTable, markup_safe
     from ..units import fmt_bytes, fmt_rate
 
     con = make_console()
     who = f"{args.users} users" if args.users else f"batch {args.batch}"
-    from ..models.resolve import resolve_model
+    from ..resolve import resolve_model
 
-    t = Table(title=f"{resolve_model(args.model)[0].id} {args.quant or 'F16'} at {args.context:,} context, {who}: "
-                    f"{sum(o.meets for o in opts)} of {len(opts)} setups reach {args.target:g} tok/s per user",
-              header_style="bold")
-    for c in ("hardware", "setup", "tok/s per user", "headroom", "aggregate", "memory / capacity", "power", "USD/h"):
-        t.add_column(c, justify="right")
+    t = FitTable(title=f"{resolve_model(args.model)[0].id} {args.quant or 'F16'} at {args.context:,} context, {who}: "
+                       f"{sum(o.meets for o in opts)} of {len(opts)} setups reach {args.target:g} tok/s per user")
+    for c, num, drop in (("hardware", False, 0), ("setup", False, 0), ("tok/s per user", True, 0), ("headroom", True, 3),
+                         ("aggregate", True, 2), ("memory / capacity", True, 4), ("power", True, 5), ("USD/h", True, 1)):
+        t.column(c, numeric=num, drop=drop, min_width=10)
     for o in shown:
-        t.add_row(o.hardware, o.setup, fmt_rate(o.tok_s), f"{o.headroom:.2f}x", fmt_rate(o.aggregate_tok_s),
-                  f"{fmt_bytes(o.memory_bytes)} / {fmt_bytes(o.capacity_bytes)}",
-                  f"{o.power_w:g} W" if o.power_w else "-",
-                  f"{o.price_per_hour:.2f}" if o.price_per_hour is not None else "-")
-    con.print(t)
+        t.row(o.hardware, o.setup, fmt_rate(o.tok_s), f"{o.headroom:.2f}x", fmt_rate(o.aggregate_tok_s),
+              f"{fmt_bytes(o.memory_bytes)} / {fmt_bytes(o.capacity_bytes)}",
+              f"{o.power_w:g} W" if o.power_w else "-",
+              f"{o.price_per_hour:.2f}" if o.price_per_hour is not None else "-")
+    t.print(con)
     if not shown:
         best = max(opts, key=lambda o: o.tok_s if o.fits else 0, default=None)
         if best is not None and best.fits:
-            con.print(f"nothing reaches {args.target:g} tok/s; fastest: {best.hardware} {best.setup} at "
-                      f"{fmt_rate(best.tok_s)} tok/s (use --all to list every setup)")
+            con.print(f"nothing reaches {args.target:g} tok/s; fastest: {markup_safe(best.hardware)} "
+                      f"{markup_safe(best.setup)} at {fmt_rate(best.tok_s)} tok/s (use --all to list every setup)")
     return 0

@@ -21,14 +21,19 @@ def run(args) -> int:
 
     check_plot(args)
     hw = resolve_hardware(args)
-    pred = predict(args.model, hw, **predict_kwargs(args))
+    kwargs = predict_kwargs(args)
+    pred = predict(args.model, hw, **kwargs)
     if args.json:
         print_json(pred.to_dict())
     else:
+        from ..report.console import make_console
+        from ..report.predict_table import render_ways
         from ..report.scale_table import render_scale
 
-        render_prediction(pred)
-        render_scale(pred)
+        con = make_console()
+        render_prediction(pred, con)
+        render_scale(pred, con)
+        render_ways(con, pred, args.model, **kwargs)
     if args.plot:
         from ..plots.verbs import plot_prediction
 

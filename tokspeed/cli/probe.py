@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import json
-import sys
 
 from ..errors import UserError
+from .options import count, print_json
 
 
 def add_parser(sub):
@@ -17,7 +16,7 @@ def add_parser(sub):
                                           "or $TOKSPEED_LOCAL_PROFILE)")
     p.add_argument("--json", action="store_true", help="print the probe results as JSON on stdout")
     p.add_argument("--quick", action="store_true", help="smaller buffers and matrices (a few seconds)")
-    p.add_argument("--repeats", type=int, default=5, help="timed repeats per probe (default 5)")
+    p.add_argument("--repeats", type=count, default=5, help="timed repeats per probe (default 5)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
                    help="probe the CPU only, or the CUDA GPU too (auto: if one is present)")
     return p
@@ -39,6 +38,9 @@ def run(args) -> int:
 
     if args.repeats < 3:
         raise UserError(f"--repeats must be at least 3 to give a median and a spread, got {args.repeats}")
+    from ..userfile import check_writable
+
+    check_writable(args.output or local_profile_path(), "profile")
     err = Console(stderr=True)
     machine = detect()
     err.print(f"[bold]{machine.cpu_model}[/] · {machine.physical_cores} cores · "
@@ -64,7 +66,7 @@ def run(args) -> int:
         out = {"profile_path": str(path), "machine": machine.to_dict(),
                "hardware": {k: v for k, v in profile.items() if not isinstance(v, dict)},
                "results": [r.to_dict() for r in results]}
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        print_json(out)
     else:
         t = Table(title="Measured limits (median of repeats)")
         for col in ("probe", "median", "best", "unit", "spread", "what was counted"):

@@ -22,6 +22,9 @@ def run(args) -> int:
     from pathlib import Path
 
     from ..errors import UserError
+    from ..extras import require
+
+    require("plot", "matplotlib", what="report")
     from ..report.html import render_report
 
     out = Path(args.output)

@@ -25,18 +25,12 @@ def add_parser(sub):
 
 
 def sweep_rows(args, hw) -> list[dict]:
-    from ..predict import predict
+    from ..predict import sweep
 
-    quants = (args.quant or "F16").split(",")
-    rows = []
-    for q in quants:
-        for b in args.batch:
-            for c in args.context:
-                pred = predict(args.model, hw, quant=q.strip(), kv_dtype=args.kv_dtype, engine=args.engine,
-                               prompt=args.prompt, gen=args.gen, context=c, batch=b,
-                               **scale_kwargs(args))
-                rows.append(pred.to_dict())
-    return rows
+    quants = [q.strip() for q in (args.quant or "F16").split(",")]
+    return [p.to_dict() for p in sweep(args.model, hw, args.context, args.batch, quants, prompt=args.prompt,
+                                       gen=args.gen, kv_dtype=args.kv_dtype, engine=args.engine,
+                                       **scale_kwargs(args))]
 
 
 def run(args) -> int:
@@ -51,20 +45,61 @@ def run(args) -> int:
         print_json(rows)
         return 0
     from ..report.console import make_console
-    from rich.table import Table
-
+    from ..report.text import FitTable, styled
     from ..units import fmt_bytes, fmt_rate
 
-    t = Table(title=f"{rows[0]['model']} on {hw.name} ({rows[0]['engine']})")
-    for col in ("quant", "batch", "context", "weights/token", "KV/token", "KV share", "bound tok/s", "expected tok/s",
-                "aggregate tok/s", "memory", "fits"):
-        t.add_column(col, justify="right")
+    t = FitTable(title=f"{rows[0]['model']} on {hw.name} ({rows[0]['engine']})")
+    for col, num, drop in (("quant", False, 0), ("batch", True, 0), ("context", True, 0), ("weights/token", True, 3),
+                           ("KV/token", True, 4), ("KV share", True, 0), ("bound tok/s", True, 2),
+                           ("expected tok/s", True, 0), ("aggregate tok/s", True, 1), ("memory", True, 5),
+                           ("fits", False, 0)):
+        t.column(col, numeric=num, drop=drop, min_width=6)
+    misfits = 0
     for r in rows:
         d, m = r["decode"], r["memory"]
+        mark = "" if m["fits"] else "*"
+        misfits += not m["fits"]
         share = d["kv_bytes_per_token"] / (d["kv_bytes_per_token"] + d["weight_bytes_per_token"])
-        t.add_row(r["quant"], str(r["batch"]), f"{r['context']:,}", fmt_bytes(d["weight_bytes_per_token"]),
-                  fmt_bytes(d["kv_bytes_per_token"]), f"{share:.1%}", fmt_rate(d["bound_tok_s"]),
-                  fmt_rate(d["tok_s"]), fmt_rate(d["aggregate_tok_s"]), fmt_bytes(m["total_bytes"]),
-                  "yes" if m["fits"] else "[red]no[/]")
-    make_console().print(t)
+        t.row(r["quant"], str(r["batch"]), f"{r['context']:,}", fmt_bytes(d["weight_bytes_per_token"]),
+              fmt_bytes(d["kv_bytes_per_token"]), f"{share:.1%}", fmt_rate(d["bound_tok_s"]) + mark,
+              styled(fmt_rate(d["tok_s"]) + mark, "" if m["fits"] else "dim"),
+              fmt_rate(d["aggregate_tok_s"]) + mark, fmt_bytes(m["total_bytes"]),
+              "yes" if m["fits"] else styled("NO", "bold red"))
+    con = make_console()
+    if misfits:
+        con.print(styled(f"DOES NOT FIT: {misfits} of {len(rows)} rows (marked *: their speeds are hypothetical, "
+                         "as if they fitted)", "bold red"))
+        t.caption = "* hypothetical: does not fit. " + largest_contexts(rows)
+    t.print(con)
+    if misfits:
+        render_misfit_ways(con, args, hw, rows)
     return 0
+
+
+def render_misfit_ways(con, args, hw, rows) -> None:
+    """Per quant and batch, the ways to run the shortest context that does not fit (``tokspeed.alternatives``)."""
+    from ..alternatives import ways_to_run
+    from ..report.text import markup_safe
+
+    first_misfit = {}
+    for r in rows:
+        key = (r["quant"], r["batch"])
+        if not r["memory"]["fits"] and (key not in first_misfit or r["context"] < first_misfit[key]["context"]):
+            first_misfit[key] = r
+    con.print("[bold]ways to run what does not fit[/] (each predicted):")
+    for (q, b), r in first_misfit.items():
+        ways = ways_to_run(args.model, hw, quant=q, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt,
+                           gen=args.gen, context=r["context"], batch=b, **scale_kwargs(args))
+        what = "; ".join(w["description"] for w in ways) or "nothing tried fits"
+        con.print(f"  · [bold]{markup_safe(q)} batch {b} at context {r['context']:,}[/]: {markup_safe(what)}")
+
+
+def largest_contexts(rows) -> str:
+    """The longest --context that fits, per quant and batch (memory.max_context counts prompt and output too)."""
+    seen = {}
+    for r in rows:
+        key = (r["quant"], r["batch"])
+        if key not in seen:
+            longest = r["memory"]["max_context"] - r["prompt"] - r["gen"]
+            seen[key] = f"{r['quant']} batch {r['batch']}: " + (f"{longest:,}" if longest >= 0 else "none")
+    return "Longest context that fits: " + "; ".join(seen.values())

@@ -3,6 +3,8 @@ tokenizer and, on a hardware, what that count costs to prefill (as a prompt) and
 
 from __future__ import annotations
 
+from .options import print_json
+
 
 def add_parser(sub):
     p = sub.add_parser("tokens", help="count tokens with a model file's own tokenizer, and their cost on a hardware")
@@ -42,7 +44,9 @@ def token_cost(model, hardware: str, n_tokens: int, engine: str | None = None) -
 
 
 def run(args) -> int:
-    import json
+    from ..extras import require
+
+    require("files", "tokenizers", what="tokens")
     import sys
 
     text = sys.stdin.read() if args.text == "-" else args.text
@@ -50,8 +54,7 @@ def run(args) -> int:
     if args.hardware:
         out["cost"] = token_cost(args.model, args.hardware, out["tokens"], args.engine)
     if args.json:
-        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        print_json(out, ensure_ascii=False)
         return 0
     from ..units import fmt_seconds
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 def add_parser(sub):
     p = sub.add_parser("web", help="a local web calculator with a JSON API (/api/predict, /api/explain ...)",
                        description="Serve the tokspeed calculator page and its JSON API (OpenAPI at "
-                                   "/api/openapi.json). Works offline; binds 127.0.0.1 unless told otherwise.")
+                                   "/api/openapi.json). Works offline; binds 127.0.0.1 unless told otherwise "
+                                   "(--host ::1 for IPv6 loopback).")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     p.add_argument("--verbose", action="store_true", help="log every request on stderr")
@@ -17,22 +18,23 @@ def run(args) -> int:
     import sys
 
     from ..errors import UserError
-    from ..web.server import Server
 
-    if not 0 <= args.port <= 65535:
-        raise UserError(f"--port must be 0..65535, got {args.port}")
     try:
-        srv = Server(args.host, args.port, verbose=args.verbose)
-    except OSError as e:
-        raise UserError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}",
-                        "try another --port") from None
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+
+        from ..web.server import Server, is_loopback
+    except ImportError as e:
+        raise UserError(f"tokspeed web needs {e.name}", "pip install 'tokspeed[web]'") from None
+
+    srv = Server(args.host, args.port, verbose=args.verbose)       # a bad host or port: one UserError line
+    if not is_loopback(srv.server_address[0]):
         sys.stderr.write(f"warning: listening on {args.host}: anyone who can reach this address can use it\n")
     sys.stderr.write(f"tokspeed web: {srv.url}  (Ctrl-C to stop)\n")
     sys.stderr.flush()
     try:
         srv.serve_forever()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:          # uvicorn re-raises the Ctrl-C it handled, after a clean shutdown
         pass
     finally:
         srv.server_close()

@@ -1,20 +1,24 @@
 """EngineProfile: an engine's efficiency model, from physical terms that transfer to unseen devices.
 
-Time of one forward pass (``tokspeed.predict.pass_time``)::
+Time of one forward pass (``tokspeed.timing.pass_time``)::
 
     t = Σ_ops max(flops / (peak · eta_compute · ...), bytes / (bandwidth · eta_mem · eta_format · ...))
         + kernels · launch_s + fixed_s
 
-with the refinements below (the full per-operator arithmetic is ``tokspeed.predict.op_time``).
+with the refinements below (the full per-operator arithmetic is ``tokspeed.timing.op_time``).
 
-- ``eta_mem``: fraction of peak bandwidth reached streaming weights (per hardware kind).
-- ``bw_cap_gbps``: the most bandwidth the engine's kernels pull from one device, whatever its peak
-  (0 = no cap). Little's law: achieved bandwidth <= bytes in flight / memory latency, and a kernel that
-  keeps a fixed number of bytes in flight per SM cannot use an HBM part's 2-3 TB/s (llama.cpp decode on
-  A100 reaches ~40 % of peak while GDDR6X cards reach ~85 %).
+- ``version``: the engine era the values are for (``tokspeed/engines/eras.toml``; "" = unversioned).
+  ``fitted.toml`` holds the newest era's values and, under ``eras``, each older era's own fixed costs,
+  achievable bandwidth and compute (``get_engine(..., version=...)`` picks one).
+- ``eta_mem``: fraction of peak bandwidth reached streaming weights, per memory technology (``hbm``,
+  ``gddr``, ``lpddr``, ``ddr``: ``tokspeed.engines.memory``; Little's law: bytes in flight / latency
+  differ by technology), else per hardware kind, else ``default``.
+- ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
+  (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
-- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind).
+- ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind;
+  an older era's values are the newest era's x its fitted ``era_compute``).
 - ``fp16_accumulate``: the engine's matmuls accumulate in FP16 (cuBLAS COMPUTE_16F) or run on INT8
   tensor cores, so on NVIDIA GeForce cards - whose catalog FP16 figure is the FP32-accumulate rate, half
   the FP16-accumulate rate - the tensor peak it can reach is twice the listed one (``tensor_peak_scale``).
@@ -34,7 +38,7 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.predi
 - ``fixed_s``: per step (sampling on the CPU, synchronisation, loop control).
 
 Values come from ``fitted.toml`` (written by ``scripts/fit_calibration.py`` on
-``shared/validation/calibration.csv``) where an engine has calibration rows, else from the documented
+``data/validation/calibration.csv``) where an engine has calibration rows, else from the documented
 priors in ``priors.toml``, which also carry a wider error band.
 """
 
@@ -45,19 +49,28 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from .compat import backend_for, engine_names, runtime_of, sliding_window_spec
 from ..errors import UserError, did_you_mean
+from .eras import era_family, era_labels, era_of, nearest_era
+from .memory import memory_class
 
 HERE = Path(__file__).parent
 MATVEC_MAX_TOKENS = 8  # llama.cpp: MMVQ_MAX_BATCH_SIZE (CUDA) and the mul_mv_ext limit (Metal) are 8 rows
 CAP_SHARPNESS = 4.0   # soft-minimum exponent of the bandwidth cap: at bw = cap the result is 0.84 x cap
-ENGINES = ["ideal", "llama.cpp", "llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "llama.cpp-cpu",
-           "gpt-fast", "vllm", "tensorrt-llm", "transformers", "exllamav2", "mlx"]
+ENGINES = engine_names()  # the capability table's engines (capabilities.toml): ideal, llama.cpp + backends, ...
+
+
+# `tokspeed measure --calibrate` stores its fit's RMS relative error; the band it gives a prediction is
+# two of those in percent (x 100 for percent, x 2 for a two-sigma band: ~95 % of points of a normal spread)
+CALIBRATION_BAND_SIGMAS = 2.0
+CALIBRATION_MIN_BAND_PCT = 5.0   # floor: a handful of points on one machine never justifies less
 
 
 @dataclass(frozen=True)
 class EngineProfile:
     name: str
-    eta_mem: dict = field(default_factory=lambda: {"default": 1.0})      # by hardware kind
+    version: str = ""                                                    # era label ("" = unversioned)
+    eta_mem: dict = field(default_factory=lambda: {"default": 1.0})      # by memory class, else kind
     eta_compute: dict = field(default_factory=lambda: {"default": 1.0})  # by hardware kind
     eta_format: dict = field(default_factory=dict)                       # by format group
     eta_compute_format: dict = field(default_factory=dict)               # by format group (prefill)
@@ -75,9 +88,20 @@ class EngineProfile:
     prefill_error_pct: float = 0.0
     fitted: bool = False
     source: str = ""
+    runtime: str = ""                 # code underneath: "llama.cpp" for every llama.cpp backend, ollama, lm-studio
 
-    def mem_eff(self, hw_kind: str) -> float:
-        return self.eta_mem.get(hw_kind, self.eta_mem.get("default", 1.0))
+    def __post_init__(self):
+        if not self.runtime:
+            object.__setattr__(self, "runtime", runtime_of(self.name))
+
+    def mem_eff(self, key: str) -> float:
+        """eta_mem for a memory class or hardware kind (``default`` if neither is listed)."""
+        return self.eta_mem.get(key, self.eta_mem.get("default", 1.0))
+
+    def mem_eff_for(self, hw) -> float:
+        """eta_mem for a device: its memory technology if listed, else its kind, else ``default``."""
+        cls = memory_class(hw)
+        return self.eta_mem[cls] if cls in self.eta_mem else self.mem_eff(hw.kind)
 
     def compute_eff(self, hw_kind: str) -> float:
         return self.eta_compute.get(hw_kind, self.eta_compute.get("default", 1.0))
@@ -102,9 +126,10 @@ class EngineProfile:
         return 2.0 if self.fp16_accumulate and compute_class(hw) == "geforce" else 1.0
 
     def stream_bytes_s(self, hw) -> float:
-        """Bandwidth this engine streams at on ``hw``: peak x eta_mem, softly capped at ``bw_cap_gbps``
-        (p-norm soft minimum, p = CAP_SHARPNESS: a queue saturating rather than a hard wall)."""
-        bw = hw.bandwidth_bytes_s * self.mem_eff(hw.kind)
+        """Bandwidth this engine streams at on ``hw``: peak x eta_mem of its memory technology (at most
+        the peak), softly capped at ``bw_cap_gbps`` where an engine sets one (p-norm soft minimum,
+        p = CAP_SHARPNESS: a queue saturating rather than a hard wall)."""
+        bw = hw.bandwidth_bytes_s * min(self.mem_eff_for(hw), 1.0)
         if not self.bw_cap_gbps:
             return bw
         p = CAP_SHARPNESS
@@ -121,28 +146,36 @@ class EngineProfile:
         return self.name == "ideal"
 
 
+FORMAT_GROUPS = ("float", "q8", "legacy", "mxfp4", "kquant", "int4")
+
+
 def format_group(quant: str) -> str:
-    """Weight formats grouped by the kind of dequantisation their kernels do."""
-    q = quant.upper()
-    if q in ("F32", "F16", "BF16", "FP16"):
+    """Weight formats grouped by the kind of dequantisation their kernels do; an unknown format is an error
+    (it used to fall through to "int4")."""
+    q = quant.strip().upper()
+    if q.lower() in FORMAT_GROUPS:          # already a group (the fit passes group names)
+        return q.lower()
+    if q in ("F32", "F16", "BF16", "FP16", "F64"):
         return "float"
-    if q in ("Q8_0", "INT8", "FP8"):
+    if q in ("Q8_0", "Q8_1", "Q8_K", "INT8", "FP8"):
         return "q8"
     if q in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"):
         return "legacy"
     if q == "MXFP4":
         return "mxfp4"
-    if q.startswith(("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ")):
+    if q.startswith(("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ1_", "IQ2_", "IQ3_", "IQ4_XS", "TQ1_0", "TQ2_0")):
         return "kquant"
-    return "int4"
+    if q.startswith(("INT4", "GPTQ", "AWQ", "EXL2-")):
+        return "int4"
+    raise UserError(f"unknown weight format {quant!r} (no kernel group for it)",
+                    "use one of the --quant names (tokspeed predict --help)")
 
 
 def compute_class(hw) -> str:
-    """``geforce`` for NVIDIA GeForce GPUs (FP16-accumulate tensor rate = 2x the FP32-accumulate figure
-    in the catalog; NVIDIA Ampere GA102 and Ada AD102 whitepapers), else the hardware kind."""
-    if hw.vendor.lower() == "nvidia" and "geforce" in hw.name.lower():
-        return "geforce"
-    return hw.kind
+    """``geforce`` for devices whose catalog FP16 figure is the FP32-accumulate rate, half their FP16-accumulate
+    rate (the hardware field ``fp16_accumulate_2x``: NVIDIA GeForce per the Ampere GA102 / Ada AD102 /
+    Blackwell GB202 whitepapers, and the L40), else the hardware kind."""
+    return "geforce" if getattr(hw, "fp16_accumulate_2x", False) else hw.kind
 
 
 IDEAL = EngineProfile("ideal", source="roofline bound: eta = 1, no overhead (the seeds' formula)")
@@ -172,61 +205,63 @@ def prior_profile(engine: str) -> EngineProfile:
 
 
 def resolve_backend(engine: str, hardware) -> str:
-    """``llama.cpp`` picks its backend from the hardware: CUDA on NVIDIA GPUs, Metal on Apple,
-    Vulkan on other GPUs, CPU on CPU memory systems."""
+    """``llama.cpp`` (and ollama, lm-studio) pick their backend by device class from the capability table:
+    CUDA on NVIDIA, Metal on Apple, ROCm on AMD (Instinct and Radeon), SYCL on Intel, CPU on CPU memory
+    systems; Vulkan only when asked. No backend (TPU, Gaudi) is a UserError naming the engines that run there."""
     e = engine.strip().lower()
-    if e != "llama.cpp":
-        return e
-    vendor = hardware.vendor.lower()
-    if hardware.kind == "accelerator":
-        raise UserError(f"llama.cpp has no backend for {hardware.name}",
-                        "use --engine vllm (or ideal for the roofline bound)")
-    if hardware.kind == "cpu":
-        return "llama.cpp-cpu"
-    if vendor == "apple":
-        return "llama.cpp-metal"
-    if vendor == "nvidia":
-        return "llama.cpp-cuda"
-    return "llama.cpp-vulkan"
+    return backend_for(e, hardware) if e == "llama.cpp" else e
 
 
-# model families whose sliding window llama.cpp does not apply: Mistral v0.1 is converted to GGUF as the
-# `llama` architecture (convert_hf_to_gguf.py writes no sliding-window key for it), so llama.cpp caches and
-# attends the full context. Gemma 2/3, gpt-oss and Phi-3 GGUFs carry their window and llama.cpp honours it.
-FULL_ATTENTION_FAMILIES = {"llama.cpp": ("mistral",)}
+LAYERED_ON_LLAMA_CPP = ("ollama", "lm-studio")   # capabilities.toml: runtime llama.cpp, own backend map
+
+
+def layered_profile(name: str, hardware=None, version=None) -> EngineProfile:
+    """ollama / lm-studio: the llama.cpp backend they run on this device (fitted where it has rows), plus
+    their own per-token cost (``extra_fixed_s``: server, sampling and detokenising outside llama.cpp) and
+    band from priors.toml."""
+    from dataclasses import replace
+
+    own = dict(load_table("priors.toml")[name])
+    base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
+    base = get_engine(base_name, hardware, version)
+    extra = own.pop("extra_fixed_s", 0.0)
+    return replace(base, name=name, runtime="llama.cpp", fixed_s=base.fixed_s + extra,
+                   source=f"{own.pop('source', name)}; over {base.name}: {base.source}", fitted=False, **own)
 
 
 def attention_spec(profile: EngineProfile, spec):
-    """The model as this engine runs it: a sliding window the engine ignores becomes full attention."""
-    from dataclasses import replace
-
-    families = FULL_ATTENTION_FAMILIES.get("llama.cpp" if profile.name.startswith("llama.cpp") else profile.name, ())
-    if spec.n_sliding_layers and spec.family in families:
-        return replace(spec, sliding_window=0, n_sliding_layers=0)
-    return spec
+    """The model as this engine runs it: a sliding window the engine ignores becomes full attention (the
+    capability table's ``sliding_window`` / ``full_attention_families``: llama.cpp runs Mistral v0.1, whose
+    GGUF carries no window, with full attention; Gemma 2/3, gpt-oss and Phi-3 GGUFs keep theirs)."""
+    return sliding_window_spec(profile, spec)
 
 
 # engines whose decode a `tokspeed measure` backend reproduces on this machine
 MEASURED_BY = {"gpt-fast": "torch", "transformers": "torch", "llama.cpp-cpu": "llama.cpp",
-               "llama.cpp-cuda": "llama.cpp", "llama.cpp-metal": "llama.cpp", "llama.cpp-vulkan": "llama.cpp"}
+               "llama.cpp-cuda": "llama.cpp", "llama.cpp-metal": "llama.cpp", "llama.cpp-vulkan": "llama.cpp",
+               "llama.cpp-rocm": "llama.cpp", "llama.cpp-sycl": "llama.cpp"}
 
 
 def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
-    """The profile with this machine's measured decode efficiency (``tokspeed measure --calibrate``),
-    when ``hardware`` is a probed profile carrying one for the backend that runs this engine.
+    """The profile with this machine's own decode measurement (``tokspeed measure --calibrate``: the
+    *machine calibration*, as opposed to the *engine fit* on published rows in ``fitted.toml``), when
+    ``hardware`` is a probed profile carrying one for the backend that runs this engine.
 
-    The calibration is ``t = weight_bytes / (BW · eta_memory) + kv_bytes / (BW · eta_kv) + overhead_s``
-    with BW the probe's read bandwidth; it replaces eta_mem, eta_kv and fixed_s (launches are inside
-    overhead_s) and its own fit error becomes the error band."""
+    The machine calibration is ``t = weight_bytes / (BW · eta_mem) + kv_bytes / (BW · eta_kv) + overhead_s``
+    with BW the probe's read bandwidth (stored as ``eta_mem``; ``eta_memory``, its older name, is read
+    too); it replaces eta_mem, eta_kv and fixed_s (launches are inside overhead_s) and its own fit error
+    becomes the error band."""
     from dataclasses import replace
 
     entry = (getattr(hardware, "calibration", None) or {}).get(MEASURED_BY.get(profile.name, ""))
-    if not entry or not entry.get("eta_memory"):
+    eta_key = "eta_mem" if (entry or {}).get("eta_mem") else "eta_memory"
+    if not entry or not entry.get(eta_key):
         return profile
     scale = float(entry.get("bandwidth_gbps") or hardware.bandwidth_gbps) / hardware.bandwidth_gbps
-    eta = float(entry["eta_memory"]) * scale
-    eta_kv = float(entry.get("eta_kv") or entry["eta_memory"]) * scale / eta
-    band = max(5.0, 200 * float(entry.get("rms_rel_error") or 0.0))
+    eta = float(entry[eta_key]) * scale
+    eta_kv = float(entry.get("eta_kv") or entry[eta_key]) * scale / eta
+    band = max(CALIBRATION_MIN_BAND_PCT,
+               CALIBRATION_BAND_SIGMAS * 100 * float(entry.get("rms_rel_error") or 0.0))
     # the measured eta already holds whatever saturates this device's bandwidth: no cap on top
     return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0, bw_cap_gbps=0.0,
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
@@ -234,9 +269,36 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
                           f"{entry.get('date', '')}) over {profile.source}")
 
 
-def get_engine(engine, hardware=None) -> EngineProfile:
-    """The profile for an engine name (``llama.cpp`` resolved to its backend on ``hardware``); an
-    EngineProfile passes through unchanged (the calibration fit evaluates trial profiles this way)."""
+def engine_entry(engine: str, version=None) -> tuple[dict, str]:
+    """The table entry of a (resolved) engine for an era, and that era's label.
+
+    ``fitted.toml`` holds an engine's newest fitted era at the top (its ``version``) and older eras
+    under ``eras``; ``version`` (a build ``b6000``, a month ``2025-08``, a year or an era label) selects
+    one, the nearest fitted era standing in for one without rows. No version: the newest."""
+    entry = dict(_tables()[engine])
+    eras = entry.pop("eras", {})
+    base = entry.pop("version", "")
+    if not era_family(engine):
+        if version is not None:
+            era_of(engine, version)          # raises: this engine has no versions
+        return entry, ""
+    if version is None:
+        return entry, base or era_labels(engine)[-1]
+    label = era_of(engine, version)
+    if label not in era_labels(engine):
+        raise UserError(f"unknown {engine} era {version!r}", did_you_mean(label, era_labels(engine))
+                        or "use a build number (b6000), a year-month (2025-08) or one of "
+                        + ", ".join(era_labels(engine)))
+    if not base:                              # priors only: one set of values for every era
+        return entry, label
+    label = nearest_era(engine, label, [base, *eras])
+    return ({**entry, **eras[label]} if label != base else entry), label
+
+
+def get_engine(engine, hardware=None, version=None) -> EngineProfile:
+    """The profile for an engine name (``llama.cpp`` resolved to its backend on ``hardware``) and era
+    (``version``: see ``engine_entry``); an EngineProfile passes through unchanged (the calibration fit
+    evaluates trial profiles this way)."""
     if isinstance(engine, EngineProfile):
         return engine
     e = engine.strip().lower()
@@ -244,11 +306,18 @@ def get_engine(engine, hardware=None) -> EngineProfile:
         raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES))
     if e == "llama.cpp" and hardware is not None:
         e = resolve_backend(e, hardware)
+    if e in LAYERED_ON_LLAMA_CPP:
+        return layered_profile(e, hardware, version)
     if e == "ideal":
+        if version is not None:
+            era_of(e, version)
         return IDEAL
-    entry = _tables().get(e)
-    if entry is None:
+    if e not in _tables():
         e = "llama.cpp-cuda" if e == "llama.cpp" else e
-        entry = _tables()[e]
-    profile = EngineProfile(name=e, **entry)
+    entry, label = engine_entry(e, version)
+    if label:       # say which era the answer is for (the text output prints the engine's source)
+        entry["source"] = (f"{era_family(e)} era {label}"
+                           + (" (the newest fitted; --engine-version for another)" if version is None else "")
+                           + f"; {entry.get('source', '')}")
+    profile = EngineProfile(name=e, version=label, **entry)
     return calibrated(profile, hardware) if hardware is not None else profile

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..workload import DEFAULT_ENGINE
+
 
 @dataclass
 class Explanation:
@@ -29,7 +31,7 @@ class Explanation:
 
 
 def explain(model, hardware, prefill: int = 0, context: int = 0, batch: int = 1, quant: str | None = None,
-            kv_dtype: str = "f16", engine: str = "llama.cpp", measured=None, with_levers: bool = True
+            kv_dtype: str = "f16", engine: str = DEFAULT_ENGINE, measured=None, with_levers: bool = True
             ) -> Explanation:
     """Explain one decode step at ``context`` cached tokens, or (``prefill`` > 0) a prefill of that many
     tokens on top of ``context``. ``measured``: a run-file path whose stage times sit beside ours."""

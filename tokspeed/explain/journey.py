@@ -14,39 +14,37 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..ledger import Role, Scope
+from ..timing import pass_time
 from ..units import fmt_seconds
 from .roles import compute_unit, data_source, launch_path
 
-# ledger op name prefix -> (stage key, label). Ops sharing a key are one row (their order is kept).
-_GROUPS = [
-    ("token embedding", "embedding", "embedding lookup"),
-    ("attention norm", "attn_norm", "attention RMSNorm"),
-    ("attn_q", "qkv", "QKV projection"),
-    ("attn_k", "qkv", "QKV projection"),
-    ("attn_v", "qkv", "QKV projection"),
-    ("attn_kv", "qkv", "QKV projection"),
-    ("RoPE", "rope", "RoPE"),
-    ("attention scores", "attention", "attention over the KV cache"),
-    ("attn_output", "o_proj", "output projection"),
-    ("residual add (attention)", "residual_attn", "residual add"),
-    ("FFN norm", "ffn_norm", "FFN RMSNorm"),
-    ("MoE router", "router", "MoE router"),
-    ("ffn_gate_exps", "experts", "experts gate/up/down"),
-    ("ffn_up_exps", "experts", "experts gate/up/down"),
-    ("ffn_down_exps", "experts", "experts gate/up/down"),
-    ("activation_exps", "experts_act", "experts activation"),
-    ("ffn_gate_shexp", "shared", "shared expert gate/up/down"),
-    ("ffn_up_shexp", "shared", "shared expert gate/up/down"),
-    ("ffn_down_shexp", "shared", "shared expert gate/up/down"),
-    ("activation_shexp", "shared_act", "shared expert activation"),
-    ("ffn_", "ffn", "FFN gate/up/down"),
-    ("activation", "ffn_act", "FFN activation"),
-    ("residual add (FFN)", "residual_ffn", "residual add"),
-    ("final norm", "final_norm", "final RMSNorm"),
-    ("LM head", "lm_head", "LM head"),
-    ("sampling", "sampling", "sampling + loop control"),
-]
-PHASES = ("cpu", "embedding", "layer", "head", "cpu")
+# operator role -> (row key, label); rows appear in the order of the ledger. Every Role has a row: a role
+# added to the ledger without one here fails loudly (``_group``).
+_GROUPS = {
+    Role.EMBED: ("embedding", "embedding lookup"),
+    Role.ATTN_NORM: ("attn_norm", "attention RMSNorm"),
+    Role.QKV: ("qkv", "QKV projection"),
+    Role.ROPE: ("rope", "RoPE"),
+    Role.ATTN_CORE: ("attention", "attention over the KV cache"),
+    Role.O_PROJ: ("o_proj", "output projection"),
+    Role.LINEAR_PROJ: ("linear_proj", "linear-attention/SSM projections"),
+    Role.STATE_SCAN: ("state_scan", "recurrent state update (fixed size)"),
+    Role.ATTN_RESIDUAL: ("residual_attn", "residual add"),
+    Role.FFN_NORM: ("ffn_norm", "FFN RMSNorm"),
+    Role.ROUTER: ("router", "MoE router"),
+    Role.EXPERTS: ("experts", "experts gate/up/down"),
+    Role.EXPERTS_ACT: ("experts_act", "experts activation"),
+    Role.SHARED_EXPERTS: ("shared", "shared expert gate/up/down"),
+    Role.SHARED_ACT: ("shared_act", "shared expert activation"),
+    Role.MLP: ("ffn", "FFN gate/up/down"),
+    Role.MLP_ACT: ("ffn_act", "FFN activation"),
+    Role.FFN_RESIDUAL: ("residual_ffn", "residual add"),
+    Role.FINAL_NORM: ("final_norm", "final RMSNorm"),
+    Role.LM_HEAD: ("lm_head", "LM head"),
+    Role.SAMPLE: ("sampling", "sampling + loop control"),
+}
+_PHASE = {Scope.INPUT: "embedding", Scope.DENSE: "layer", Scope.MOE: "layer", Scope.HEAD: "head"}
 
 
 @dataclass
@@ -121,38 +119,25 @@ class Journey:
                 "stages": [s.to_dict() for s in self.stages]}
 
 
-def _group(op_name: str) -> tuple[str, str]:
-    for prefix, key, label in _GROUPS:
-        if op_name.startswith(prefix):
-            return key, label
-    return op_name, op_name
-
-
-def _phase(op) -> str:
-    if op.stage == "embedding":
-        return "embedding"
-    if op.stage in ("lm_head", "sampling") or op.name.startswith("final norm"):
-        return "head"
-    return "layer"
+def _group(op) -> tuple[str, str]:
+    try:
+        return _GROUPS[op.role]
+    except KeyError:
+        raise ValueError(f"explain has no row for operator role {op.role!r} ({op.name})") from None
 
 
 def passes(pred, mode: str):
     """The ledger passes the prediction is made of: [(ops, tokens in the pass)]. Decode: one step at depth
-    ``context + prompt``; prefill: the prompt's micro-batches (``memory.UBATCH`` tokens each)."""
-    from ..ledger import forward_ops
-    from ..memory import UBATCH
+    ``context + prompt``; prefill: the prompt's micro-batches (``Workload.prefill_chunks``)."""
+    from ..predict import prefill_passes
     from ..quant.kv import kv_bytes
+    from ..workload import Workload
 
     if mode == "decode":
         return [(pred.decode_ops(pred.context + pred.prompt), pred.batch)]
-    kvb = kv_bytes(pred.kv_dtype)
-    out, done = [], 0
-    while done < pred.prompt:
-        chunk = min(UBATCH, pred.prompt - done)
-        out.append((forward_ops(pred.spec, pred.storage, kvb, pred.batch, chunk, pred.context + done),
-                    pred.batch * chunk))
-        done += chunk
-    return out
+    work = Workload(prompt=pred.prompt, gen=pred.gen, context=pred.context, batch=pred.batch)
+    return [(ops, pred.batch * chunk) for ops, _, chunk in prefill_passes(pred.spec, pred.storage,
+                                                                          kv_bytes(pred.kv_dtype), work)]
 
 
 def _bound_note(st: Stage, ridge: float) -> str:
@@ -170,8 +155,6 @@ def _bound_note(st: Stage, ridge: float) -> str:
 
 def build_journey(pred, mode: str = "decode") -> Journey:
     """Stages of one decode step (``mode='decode'``) or of the whole prefill (``'prefill'``) of ``pred``."""
-    from ..predict import pass_time
-
     hw, eng = pred.hw, pred.engine_profile
     rows: dict[str, Stage] = {}
     kernels = 0
@@ -185,10 +168,10 @@ def build_journey(pred, mode: str = "decode") -> Journey:
         n_pass += 1
         pt = pass_time(ops, hw, eng, pred.quant, tokens)
         for op, t, bound in pt.op_times:
-            key, label = _group(op.name)
+            key, label = _group(op)
             st = rows.get(key)
             if st is None:
-                st = rows[key] = Stage(key, label, _phase(op), compute_unit(op.unit, hw), data_source(op, hw),
+                st = rows[key] = Stage(key, label, _PHASE[op.scope], compute_unit(op.unit, hw), data_source(op, hw),
                                        layers=op.count)
             if op.name not in st.ops:
                 st.ops.append(op.name)

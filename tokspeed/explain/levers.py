@@ -44,7 +44,8 @@ def lever_variants(pred, mode: str, model=None) -> list[tuple[str, str, object, 
     half = max(spec.n_layers // 2, 1)
     out.append(("parameters", f"half the layers ({spec.n_layers} → {half}, ≈ half the parameters)",
                 dataclasses.replace(spec, id=f"{spec.id}-half", n_layers=half,
-                                    n_sliding_layers=min(spec.n_sliding_layers, half),
+                                    n_sliding_layers=spec.n_sliding_layers * half // spec.n_layers,
+                                    n_linear_layers=spec.n_linear_layers * half // spec.n_layers,
                                     n_dense_layers=min(spec.n_dense_layers, half)), {}))
     if pred.quant.upper() != "Q4_K_M":
         out.append(("quant", f"{pred.quant} → Q4_K_M", spec, {"quant": "Q4_K_M"}))

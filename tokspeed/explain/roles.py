@@ -7,6 +7,8 @@ live in device memory (HBM/VRAM, unified memory or system RAM), small activation
 
 from __future__ import annotations
 
+from ..ledger import Role
+
 
 def compute_unit(unit: str, hw) -> str:
     """Human name of the unit that executes an op of ledger ``unit`` (tensor|vector|memory|cpu)."""
@@ -51,8 +53,10 @@ def data_source(op, hw) -> str:
             return "logits in unified memory (no copy)"
         link = hw.host_link or "the host link"
         return f"logits copied to system RAM over {link}"
-    if op.stage == "embedding":
+    if op.role is Role.EMBED:
         return f"one table row in {device_memory(hw)}"
+    if op.role is Role.STATE_SCAN:
+        return f"recurrent state in {device_memory(hw)}"
     if op.kv_read_bytes + op.kv_write_bytes > 0:
         main = "KV cache"
     elif op.weight_bytes >= op.act_bytes:

@@ -91,9 +91,9 @@ class GGUFFile:
 
 
 def read_gguf(path) -> GGUFFile:
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"no such file: {path}")
+    from ..userfile import require_file
+
+    p = require_file(path)
     size = p.stat().st_size
     if size < 24:
         raise UserError(f"{p}: not a GGUF file (only {size} bytes; the header alone is 24)")

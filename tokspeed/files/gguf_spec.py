@@ -8,6 +8,7 @@ those tensors in block 0, expert widths = shapes of the expert stacks.
 
 from __future__ import annotations
 
+import math
 import re
 
 from ..errors import UserError
@@ -17,25 +18,42 @@ from .gguf_reader import GGUFFile
 _BLK = re.compile(r"^blk\.(\d+)\.(.+?)(?:\.(weight|bias))?$")
 
 
-def _scalar(v, pick=max):
-    """Per-layer arrays (OpenELM head counts, ...) collapse to one number."""
+def _count(x, key: str) -> int:
+    """A count or size stored in the file: a finite whole number (FLOAT32 ``inf``/``NaN``/``2.5`` refused)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise UserError(f"GGUF metadata {key} = {x!r} should be a whole number")
+    if isinstance(x, float):
+        if not math.isfinite(x) or not x.is_integer():
+            raise UserError(f"GGUF metadata {key} = {x!r} should be a whole number",
+                            "the file is damaged or was written by a broken converter")
+        x = int(x)
+    return x
+
+
+def _scalar(v, key: str, pick=max, integer: bool = True):
+    """Per-layer arrays (OpenELM head counts, ...) collapse to one number; counts must be whole numbers."""
     if v is None:
         return None
     if hasattr(v, "values"):
         v = v.values()
     if isinstance(v, list):
-        nums = [int(x) for x in v if isinstance(x, (int, float)) and x]
+        nums = [x for x in v if isinstance(x, (int, float)) and not isinstance(x, bool) and x]
+        nums = [_count(x, key) for x in nums] if integer else nums
         return pick(nums) if nums else 0
     if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise UserError(f"GGUF metadata value {v!r} should be a number")
+        raise UserError(f"GGUF metadata {key} = {v!r} should be a number")
+    if integer:
+        return _count(v, key)
+    if not math.isfinite(v):
+        raise UserError(f"GGUF metadata {key} = {v!r} should be a finite number")
     return v
 
 
 def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
     arch = g.arch
 
-    def key(k, default=None, pick=max):
-        v = _scalar(g.arch_get(k), pick)
+    def key(k, default=None, pick=max, integer=True):
+        v = _scalar(g.arch_get(k), f"{arch}.{k}", pick, integer)
         return default if v is None else v
 
     by_name = {t.name: t for t in g.tensors}
@@ -128,7 +146,7 @@ def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
         lm_head_bias="output.bias" in by_name,
         qk_norm=has0("attn_q_norm"),
         attn_sinks=has0("attn_sinks") or has0("attn_sinks", "bias"),
-        rope_theta=float(key("rope.freq_base", 10000.0)),
+        rope_theta=float(key("rope.freq_base", 10000.0, integer=False)),
         max_context=int(key("context_length", 4096)),
         sliding_window=sliding if n_sliding else 0,
         n_sliding_layers=n_sliding,

@@ -8,7 +8,6 @@ writes: ``<cache>/models--ORG--NAME/refs/main`` names the snapshot in ``snapshot
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -36,17 +35,22 @@ def find_in_hf_cache(repo_id: str, revision: str = "main") -> Path | None:
     if not REPO_ID.match(repo_id):
         return None
     org, name = repo_id.split("/", 1)
+    from ..userfile import path_kind, read_bytes
+
     for root in hf_cache_roots():
         repo = root / f"models--{org}--{name}"
-        if not repo.is_dir():
+        if path_kind(repo, "Hugging Face cache folder") != "dir":
             continue
         ref = repo / "refs" / revision
-        if ref.is_file():
-            snap = repo / "snapshots" / ref.read_text(encoding="utf-8", errors="replace").strip()
-            if snap.is_dir():
+        if path_kind(ref, "cache ref") == "file":
+            snap_name = read_bytes(ref, "cache ref")[1].decode("utf-8", errors="replace").strip()
+            snap = repo / "snapshots" / snap_name
+            if snap_name and "/" not in snap_name and path_kind(snap, "cache snapshot") == "dir":
                 return snap
-        snaps = sorted((repo / "snapshots").glob("*"), key=lambda s: s.stat().st_mtime) \
-            if (repo / "snapshots").is_dir() else []
+        snapshots = repo / "snapshots"
+        snaps = [s for s in snapshots.glob("*") if path_kind(s, "cache snapshot") == "dir"] \
+            if path_kind(snapshots, "cache folder") == "dir" else []
+        snaps.sort(key=lambda s: s.stat().st_mtime)
         if snaps:
             return snaps[-1]
         raise UserError(f"{repo_id} is in the Hugging Face cache ({repo}) but has no snapshot",
@@ -55,16 +59,9 @@ def find_in_hf_cache(repo_id: str, revision: str = "main") -> Path | None:
 
 
 def read_config(folder: Path) -> dict:
-    p = folder / "config.json"
-    try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p}: not valid JSON ({str(e)[:80]})") from None
-    except OSError as e:
-        raise UserError(f"{p}: cannot read ({e.strerror})") from None
-    if not isinstance(cfg, dict):
-        raise UserError(f"{p}: expected a JSON object")
-    return cfg
+    from ..userfile import read_json_object
+
+    return read_json_object(folder / "config.json", "config.json")[1]
 
 
 def quant_bits(config: dict) -> tuple[str, int]:

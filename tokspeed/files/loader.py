@@ -50,27 +50,43 @@ def open_model_file(arg) -> ModelFile | None:
         if projectors:
             mf.storage = _with_projectors(mf.storage, projectors)
         return mf
+    from ..userfile import path_kind, require_file
+
     p = Path(text).expanduser()
     if p.suffix.lower() == ".gguf":
-        if not p.is_file():
-            raise UserError(f"no such file: {text}")
-        return open_gguf(p)
+        return open_gguf(require_file(p))
     if p.suffix.lower() == ".safetensors":
-        if not p.is_file():
-            raise UserError(f"no such file: {text}")
-        if not (p.parent / "config.json").is_file():
+        require_file(p)
+        if path_kind(p.parent / "config.json", "config.json") != "file":
             raise UserError(f"{p}: a .safetensors file needs the config.json of its model beside it")
         return open_folder(p.parent, files=[p])
-    if p.is_dir():
+    kind = path_kind(p, "model file")
+    if kind == "dir":
         return open_folder(p)
-    if p.exists():
+    if kind == "file":
         return None
-    from .hf_folder import find_in_hf_cache
+    from .hf_folder import REPO_ID, find_in_hf_cache
 
+    forced = text.startswith("hf:")            # hf:ORG/NAME reads the hub even when the catalog knows the id
+    text = text.removeprefix("hf:")
     snap = find_in_hf_cache(text)
+    if snap is not None:
+        path_kind(snap / "config.json", "config.json")   # a dangling or looping link in the cache says so
+    if snap is not None and any(snap.glob("*.safetensors")):
+        return open_folder(snap, id=text)      # fully downloaded: the local files
+    if REPO_ID.match(text) and (forced or _not_in_catalog(text)):
+        from .hf_hub import open_hub_repo
+
+        return open_hub_repo(text)             # config.json + safetensors headers (tokspeed.files.hf_hub)
     if snap is not None:
         return open_folder(snap, id=text)
     return None
+
+
+def _not_in_catalog(name: str) -> bool:
+    from ..models.catalog import resolve_id
+
+    return resolve_id(name) is None
 
 
 # ---- GGUF --------------------------------------------------------------------------------------
@@ -112,10 +128,12 @@ def _gguf_split_tensors(first: Path, n: int, tensors: list[TensorInfo]) -> list[
     m = _SPLIT.match(first.name)
     if not m or int(m.group(2)) != 1:
         raise UserError(f"{first}: part of a {n}-file split GGUF; give the first file (-00001-of-{n:05d}.gguf)")
+    from ..userfile import path_kind
+
     out = list(tensors)
     for i in range(2, n + 1):
         part = first.with_name(f"{m.group(1)}-{i:05d}-of-{n:05d}.gguf")
-        if not part.is_file():
+        if path_kind(part, "GGUF shard") != "file":
             raise UserError(f"{first}: missing shard {part.name}", "download every part of the split model")
         out += read_gguf(part).tensors
     return out
@@ -126,8 +144,10 @@ def open_folder(folder: Path, files: list[Path] | None = None, id: str = "") -> 
     from .hf_folder import quant_bits, read_config
     from .safetensors_reader import read_safetensors_files, shard_files
 
+    from ..userfile import path_kind
+
     folder = Path(folder)
-    has_config = (folder / "config.json").is_file()
+    has_config = path_kind(folder / "config.json", "config.json") == "file"
     if not has_config:
         ggufs = sorted(folder.glob("*.gguf"))
         firsts = [g for g in ggufs if not _SPLIT.match(g.name) or _SPLIT.match(g.name).group(2) == "00001"]
@@ -139,7 +159,7 @@ def open_folder(folder: Path, files: list[Path] | None = None, id: str = "") -> 
     config = read_config(folder)
     spec = ModelSpec.from_hf_config(config, id=id or folder.name)
     tok = folder / "tokenizer.json"
-    tok = tok if tok.is_file() else None
+    tok = tok if path_kind(tok, "tokenizer.json") == "file" else None
     files = files if files is not None else shard_files(folder)
     if not files:
         return ModelFile(spec=spec, storage=None, kind="config", path=folder, tokenizer_json=tok)

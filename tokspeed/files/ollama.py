@@ -8,7 +8,6 @@ Layout (ollama/server/modelpath.go): ``$OLLAMA_MODELS`` (default ``~/.ollama/mod
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -48,16 +47,18 @@ def resolve_ollama(ref: str, root: Path | None = None) -> Path:
 def resolve_ollama_layers(ref: str, root: Path | None = None) -> tuple[Path, list[Path]]:
     """(model GGUF blob, projector GGUF blobs) of ``NAME[:TAG]``."""
     root = root or ollama_root()
+    from ..userfile import path_kind, read_json
+
     m = manifest_path(ref, root)
-    if not m.is_file():
+    if path_kind(m, "Ollama manifest") != "file":
         raise UserError(f"ollama:{ref} is not in the Ollama store at {root}",
                         "run `ollama pull` first, or set OLLAMA_MODELS to your store")
     try:
-        manifest = json.loads(m.read_text(encoding="utf-8"))
+        manifest = read_json(m, "Ollama manifest")[1]
         layers = manifest["layers"]
         digests = [layer["digest"] for layer in layers if layer.get("mediaType") == MODEL_MEDIA_TYPE]
         projectors = [layer["digest"] for layer in layers if layer.get("mediaType") == PROJECTOR_MEDIA_TYPE]
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
+    except (KeyError, TypeError, AttributeError) as e:
         raise UserError(f"{m}: not a valid Ollama manifest ({type(e).__name__})") from None
     if not digests:
         raise UserError(f"{m}: the manifest lists no model layer ({MODEL_MEDIA_TYPE})")
@@ -68,7 +69,9 @@ def _blob(ref: str, manifest: Path, root: Path, digest) -> Path:
     if not isinstance(digest, str) or not re.match(r"^sha256[:-][0-9a-f]{64}$", digest):
         raise UserError(f"{manifest}: bad digest {str(digest)[:80]!r}")
     blob = root / "blobs" / digest.replace(":", "-")
-    if not blob.is_file():
+    from ..userfile import path_kind
+
+    if path_kind(blob, "Ollama blob") != "file":
         raise UserError(f"ollama:{ref}: the manifest points to blob {blob.name}, which is missing from {root / 'blobs'}",
                         "the store is incomplete; run `ollama pull` again")
     return blob

@@ -7,7 +7,6 @@ data. Every field is checked against the file size before it is trusted; a defec
 
 from __future__ import annotations
 
-import json
 import struct
 from math import prod
 from pathlib import Path
@@ -32,9 +31,9 @@ def _bad(path, msg):
 
 def read_safetensors_header(path) -> tuple[list[TensorInfo], dict]:
     """(tensors, __metadata__) of one .safetensors file."""
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"no such file: {path}")
+    from ..userfile import require_file
+
+    p = require_file(path)
     size = p.stat().st_size
     if size < 8:
         raise _bad(p, f"only {size} bytes, shorter than the 8-byte header length")
@@ -48,12 +47,14 @@ def read_safetensors_header(path) -> tuple[list[TensorInfo], dict]:
             raw = f.read(n)
     except OSError as e:
         raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
+    from ..userfile import parse_json
+
     try:
-        header = json.loads(raw.decode("utf-8"))
+        header = parse_json(p, raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise _bad(p, "header is not valid UTF-8") from None
-    except (json.JSONDecodeError, RecursionError) as e:
-        raise _bad(p, f"header is not valid JSON ({str(e)[:80]})") from None
+    except UserError as e:
+        raise _bad(p, f"header: {e.message.removeprefix(f'{p}: ')}") from None
     if not isinstance(header, dict):
         raise _bad(p, "header is not a JSON object")
     meta = header.pop("__metadata__", None) or {}
@@ -103,20 +104,22 @@ def read_safetensors_files(paths) -> list[TensorInfo]:
 
 def shard_files(folder: Path) -> list[Path]:
     """The .safetensors files of a model folder: from the index when there is one, checked to exist."""
+    from ..userfile import path_kind, read_json
+
     index = folder / INDEX
-    if index.is_file():
+    if path_kind(index, "shard index") == "file":
+        _, data = read_json(index, "shard index")
         try:
-            data = json.loads(index.read_text(encoding="utf-8"))
             weight_map = data["weight_map"]
             names = sorted(set(weight_map.values()))
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError, AttributeError) as e:
+        except (KeyError, TypeError, AttributeError) as e:
             raise UserError(f"{index}: not a valid shard index ({type(e).__name__}: {str(e)[:60]})") from None
         files = []
         for n in names:
             if not isinstance(n, str) or "/" in n or "\\" in n or n.startswith("."):
                 raise UserError(f"{index}: bad shard name {n!r}")
             f = folder / n
-            if not f.is_file():
+            if path_kind(f, "shard") != "file":
                 raise UserError(f"{folder}: missing shard {n} (listed in {INDEX})",
                                 "download every shard of the model")
             files.append(f)

@@ -38,8 +38,11 @@ def load_tokenizer(mf: ModelFile) -> CountingTokenizer:
     if mf.tokenizer_json is not None:
         from tokenizers import Tokenizer
 
+        from ..userfile import MAX_TOKENIZER_BYTES, read_bytes
+
+        _, data = read_bytes(mf.tokenizer_json, "tokenizer.json", cap=MAX_TOKENIZER_BYTES)
         try:
-            tok = Tokenizer.from_file(str(mf.tokenizer_json))
+            tok = Tokenizer.from_str(data.decode("utf-8", errors="replace"))
         except Exception as e:  # the tokenizers package raises its own Exception types
             raise UserError(f"{mf.tokenizer_json}: cannot load ({str(e)[:80]})") from None
         return CountingTokenizer(str(mf.tokenizer_json), lambda t: tok.encode(t, add_special_tokens=True).ids,

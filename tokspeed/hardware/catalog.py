@@ -35,12 +35,18 @@ def all_hardware() -> list[Hardware]:
     return list(_catalog().values())
 
 
+def _path_kind(key: str):
+    from ..userfile import path_kind
+
+    return path_kind(key, "hardware file")
+
+
 def get_hardware(name: str) -> Hardware:
     """A catalog id or alias (case-insensitive), a path to a TOML file, or ``local``."""
     if isinstance(name, Hardware):
         return name
     key = str(name).strip()
-    if key.endswith(".toml") or (os.sep in key and Path(key).is_file()):
+    if key.endswith(".toml") or (os.sep in key and _path_kind(key) is not None):
         return hardware_from_toml(key)
     if key.lower() == LOCAL_NAME:
         return local_hardware()
@@ -80,6 +86,8 @@ def hardware_from_toml(path, default_id: str | None = None) -> Hardware:
     cal = raw.pop("calibration", None)
     if isinstance(cal, dict):
         raw["calibration"] = {k: v for k, v in cal.items() if isinstance(v, dict)}
+        for backend, entry in raw["calibration"].items():
+            _check_calibration(p, backend, entry, raw.get("bandwidth_gbps"))
     raw.setdefault("id", default_id or p.stem)
     raw.setdefault("source", f"custom file {p}")
     return _with_host_link(Hardware.from_dict(raw))
@@ -103,11 +111,41 @@ def hardware_from_flags(bandwidth: str, memory: str, name: str = "custom", kind:
     })
 
 
+def with_tflops(hw: Hardware, tflops: float | None) -> Hardware:
+    """``hw`` with its dense FP16 peak replaced by ``--tflops`` (a user's own figure wins over the catalog's;
+    FP8/INT8 are left as they are). ``None`` returns ``hw`` unchanged."""
+    if tflops is None:
+        return hw
+    from dataclasses import replace
+
+    v = _number(tflops, "--tflops")
+    if not 0 < v < 1e8:
+        raise UserError(f"--tflops must be a positive number of TFLOPS, got {tflops!r}")
+    return replace(hw, fp16_tflops=v, fp16_accumulate_2x=False,
+                   derived=hw.derived + (f"fp16_tflops: {v:g} from --tflops (catalog: {hw.fp16_tflops:g})",))
+
+
 def _number(v, what: str) -> float:
     try:
         return float(v)
     except (TypeError, ValueError):
         raise UserError(f"{what} must be a number, got {v!r}") from None
+
+
+_CALIBRATION_NUMBERS = ("eta_memory", "eta_kv", "overhead_s", "bandwidth_gbps", "rms_rel_error")
+
+
+def _check_calibration(p, backend: str, entry: dict, bandwidth_gbps) -> None:
+    """A stored calibration (tokspeed.measure.calibrate) holds finite non-negative numbers, and its
+    effective bandwidth (probe bandwidth x eta) is at least one byte per second: no speed of 0 or infinity."""
+    for k in _CALIBRATION_NUMBERS:
+        v = entry.get(k)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0):
+            raise UserError(f"{p}: calibration.{backend}.{k} must be a non-negative number, got {v!r}")
+    bw = entry.get("bandwidth_gbps") or bandwidth_gbps
+    for k in ("eta_memory", "eta_kv"):
+        if entry.get(k) and isinstance(bw, (int, float)) and entry[k] * bw * 1e9 < 1:
+            raise UserError(f"{p}: calibration.{backend}.{k} = {entry[k]!r} makes the bandwidth less than one byte/s")
 
 
 def _with_host_link(hw: Hardware) -> Hardware:

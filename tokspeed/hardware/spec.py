@@ -26,6 +26,12 @@ class Hardware:
     int8_tops: float = 0.0
     fp32_tflops: float = 0.0       # non-tensor (CUDA core / vector / CPU SIMD) FP32
     memory_type: str = ""
+    # the catalog FP16/FP8 figures are the FP32-accumulate rate, half the FP16-accumulate rate (GeForce, L40)
+    fp16_accumulate_2x: bool = False
+    # SoC: read bandwidth its CPU cluster reaches (the GPU reaches bandwidth_gbps); 0 = unknown / not a SoC
+    cpu_bandwidth_gbps: float = 0.0
+    cpu_bandwidth_band_pct: float = 0.0   # uncertainty of that figure (measured ~15 %, assumed ~40 %)
+    cpu_fp32_tflops: float = 0.0   # SoC: its CPU cores' SIMD FP32 peak (what llama.cpp-cpu computes with)
     host_link: str = ""            # e.g. "PCIe 4.0 x16"
     host_link_gbps: float = 0.0    # per direction, decimal GB/s
     scale_up_gbps: float = 0.0     # GPU-to-GPU aggregate bidirectional as vendors print it (0 = none)
@@ -46,16 +52,21 @@ class Hardware:
             raise UserError(f"hardware {self.id}: kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
         for f in ("memory_gb", "bandwidth_gbps"):
             v = getattr(self, f)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0 < v < 1e7):
-                raise UserError(f"hardware {self.id}: {f} must be a positive number, got {v!r}")
+            # at least one byte (per second): below that every speed is 0 and every time infinite
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (1e-9 <= v < 1e7):
+                raise UserError(f"hardware {self.id}: {f} must be a positive number (at least one byte), got {v!r}")
         for f in ("fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "host_link_gbps",
-                  "scale_up_gbps", "tdp_w", "usable_memory_gb"):
+                  "scale_up_gbps", "tdp_w", "usable_memory_gb", "cpu_bandwidth_gbps", "cpu_bandwidth_band_pct",
+                  "cpu_fp32_tflops"):
             v = getattr(self, f)
-            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (0 <= v < 1e8):
-                raise UserError(f"hardware {self.id}: {f} must be a non-negative number, got {v!r}")
+            # 0 = not known; else at least one unit per second (1 FLOP/s, 1 B/s): no infinite times
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not (v == 0 or 1e-12 <= v < 1e8):
+                raise UserError(f"hardware {self.id}: {f} must be a non-negative number (0 if unknown, else at least 1e-12), got {v!r}")
         for f in ("id", "name", "vendor", "memory_type", "host_link", "source", "notes", "confidence"):
             if not isinstance(getattr(self, f), str):
                 raise UserError(f"hardware {self.id}: {f} must be a string, got {getattr(self, f)!r}")
+        if not isinstance(self.fp16_accumulate_2x, bool):
+            raise UserError(f"hardware {self.id}: fp16_accumulate_2x must be true or false")
         if not self.id.strip() or not self.name.strip():
             raise UserError("hardware: id and name must not be empty")
         if not isinstance(self.release_year, int) or isinstance(self.release_year, bool) or self.release_year < 0:
@@ -102,6 +113,23 @@ class Hardware:
     @property
     def scale_up_per_direction_bytes_s(self) -> float:
         return self.scale_up_gbps / 2 * 1e9
+
+    def cpu_cluster(self) -> "Hardware":
+        """This SoC as its CPU cores see it (an engine running on the CPU, llama.cpp-cpu): the bandwidth the
+        CPU cluster reaches (``cpu_bandwidth_gbps``) instead of the GPU's, and the CPU cores' SIMD FP32
+        (``cpu_fp32_tflops``; 0 = prefill unknown) instead of the GPU's FLOP/s. Prefill then uses the SIMD FP32
+        rate, a conservative figure: quantized weights run int8 dot products at up to 4x (``int8_tops``)."""
+        from dataclasses import replace
+
+        if not self.cpu_bandwidth_gbps:
+            return self
+        return replace(self, bandwidth_gbps=self.cpu_bandwidth_gbps, fp16_tflops=0.0, fp8_tflops=0.0,
+                       fp32_tflops=self.cpu_fp32_tflops, fp16_accumulate_2x=False,
+                       # llama.cpp's quantized CPU matmuls run int8 dot products (Arm SDOT, x86 VNNI): 4 int8
+                       # MACs per FP32 lane, so 4x the FP32 rate in ops; here for a prefill model to use
+                       int8_tops=4 * self.cpu_fp32_tflops,
+                       derived=self.derived + (f"bandwidth_gbps: the CPU cluster's {self.cpu_bandwidth_gbps:g} GB/s "
+                                               f"(the GPU's {self.bandwidth_gbps:g})",))
 
     @classmethod
     def from_dict(cls, data: dict) -> "Hardware":

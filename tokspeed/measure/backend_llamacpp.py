@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
+from ..stats import median
 from .stats import Timing
 
 # llama.cpp's default KV cache type is F16 (2 bytes per value) unless --cache-type-k/v says otherwise.
@@ -67,17 +68,63 @@ def load_llama(path: str, n_ctx: int, threads: int | None = None) -> LlamaModel:
     from .memory_guard import check_fits
     from .weights import gguf_tensor_shapes, spec_from_gguf
 
+    from ..userfile import require_file
+
     p = Path(path).expanduser()
-    if p.suffix != ".gguf" or not p.is_file():
+    if p.suffix != ".gguf":
         raise UserError(f"--backend llama.cpp needs a .gguf file, got {path!r}")
+    require_file(p, "GGUF file")
     meta, shapes = gguf_tensor_shapes(p)
     spec, _ = spec_from_gguf(meta, shapes, p.stem)
     kv = 2 * spec.n_layers * spec.kv_dim * n_ctx * KV_BYTES_PER_VALUE
     check_fits(sum(b for _, b in shapes.values()) + kv, "cpu", f"{p.name} with a {n_ctx}-token context")
     threads = threads or detect().physical_cores
-    llm = llama_cpp.Llama(str(p), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, n_batch=512,
-                          logits_all=False, verbose=False)
+    llm = _open(llama_cpp, p, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, n_batch=512,
+                logits_all=False, verbose=False)
     return LlamaModel(llm, spec, str(p), shapes, threads)
+
+
+def _open(llama_cpp, p: Path, **kw):
+    """``llama_cpp.Llama(p)`` with llama.cpp's own log captured: on a file it cannot load, llama-cpp-python
+    says only "Failed to load model from file" (its log went to /dev/null with verbose=False); the
+    user gets llama.cpp's reason instead ("error loading model: ... not within the file bounds")."""
+    import ctypes
+
+    log: list[str] = []
+    callback_type = getattr(llama_cpp, "llama_log_callback", None)
+    log_set = getattr(llama_cpp, "llama_log_set", None)
+    callback = None
+    if callback_type is not None and log_set is not None:
+        def collect(level, text, user_data):
+            log.append(text.decode("utf-8", errors="replace") if text else "")
+        callback = callback_type(collect)          # kept referenced until the log callback is restored
+        log_set(callback, ctypes.c_void_p(0))
+    try:
+        return llama_cpp.Llama(str(p), **kw)
+    except (ValueError, RuntimeError, OSError) as e:
+        raise UserError(f"llama.cpp cannot load {p.name}: {load_failure_reason(log) or e}",
+                        "is the file complete, and is its architecture supported by this llama.cpp build?") from None
+    finally:
+        if callback is not None:
+            restore = getattr(getattr(llama_cpp, "_logger", None), "llama_log_callback", None)
+            log_set(restore, ctypes.c_void_p(0)) if restore is not None else None
+
+
+def load_failure_reason(log: list[str]) -> str:
+    """The lines of llama.cpp's log that say why a load failed (its error lines), joined on one line."""
+    lines = [ln.strip() for ln in "".join(log).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if "error" in ln.lower() or "failed" in ln.lower()]
+    return "; ".join(dict.fromkeys(errors or lines[-2:]))[:500]
+
+
+def engine_version(llama_cpp) -> dict:
+    """What ran the measurement: llama-cpp-python's version and llama.cpp's build/system info."""
+    info = ""
+    if hasattr(llama_cpp, "llama_print_system_info"):
+        raw = llama_cpp.llama_print_system_info()
+        info = (raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else str(raw)).strip()
+    return {"engine_version": f"llama-cpp-python {getattr(llama_cpp, '__version__', 'unknown')}",
+            "engine_build": info}
 
 
 def _last_logits(lm: LlamaModel):
@@ -124,7 +171,7 @@ def measure_point(lm: LlamaModel, context: int, prompt: int, gen: int, warmup: i
         "batch": 1, "context": context, "prompt": prompt, "gen": gen,
         "prefill_tok_s": prompt / prefill_s if prompt else None, "prefill_s": prefill_s if prompt else None,
         "decode_tok_s": 1 / step_s, "decode_ms_per_token": step_s * 1e3,
-        "decode_tok_s_median": 1 / sorted(steps)[len(steps) // 2],
+        "decode_tok_s_median": 1 / median(steps),
         "decode_step": Timing.from_samples(steps, warmup).to_dict(),
         "weight_bytes_per_token": w, "kv_bytes_per_token": kv, "bytes_per_step": w + kv, "bytes_per_token": w + kv,
         "flops_per_step": sum(lm.flops_per_token(context + i) for i in range(gen)) / gen, "stages_ms": {},

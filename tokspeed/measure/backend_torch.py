@@ -3,6 +3,7 @@ weights; prefill and decode timed at each KV depth (llama-bench ``-d``), samplin
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,30 @@ class LoadedModel:
     notes: list = field(default_factory=list)
 
 
+DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
+
+
+def engine_version(torch) -> dict:
+    """What ran the measurement: the torch release (and the CUDA it was built for, if any)."""
+    cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    return {"engine_version": f"torch {torch.__version__}", "engine_build": f"CUDA {cuda}" if cuda else "CPU build"}
+
+
+def check_device(device: str, torch=None) -> None:
+    """--device is cpu or cuda[:N] (the reference decoder runs nowhere else); with torch at hand, a
+    CUDA device must exist. Checked before any work, so torch's RuntimeError never reaches the user."""
+    if not DEVICE.match(str(device)):
+        raise UserError(f"--device {str(device)[:40]!r}: the torch backend runs on cpu or cuda[:N]",
+                        "use --device cpu or --device cuda")
+    if torch is None or device == "cpu":
+        return
+    if not torch.cuda.is_available():
+        raise UserError(f"--device {device}: torch sees no CUDA device", "use --device cpu")
+    index = int(device.partition(":")[2] or 0)
+    if index >= torch.cuda.device_count():
+        raise UserError(f"--device {device}: torch sees {torch.cuda.device_count()} CUDA device(s)",
+                        f"use --device cuda:0 … cuda:{torch.cuda.device_count() - 1}")
+
 def torch_dtype(quant: str):
     import torch
 
@@ -42,32 +67,32 @@ def load_model(model_arg: str, device: str, quant: str, max_seq: int, max_batch:
     safetensors folder, or a .gguf file; refuse before allocating if it does not fit."""
     import torch
 
-    from ..models.resolve import resolve_model
+    from ..resolve import resolve_model
     from .decoder import Decoder, DecoderConfig
     from .memory_guard import check_fits, torch_run_bytes
     from .weights import gguf_tensor_shapes, gguf_weights, hf_overrides, random_weights, safetensors_weights
     from .weights import spec_from_gguf
 
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise UserError("--device cuda: torch sees no CUDA device", "use --device cpu")
+    check_device(device, torch)
     dtype = torch_dtype(quant)
     elt = torch.tensor([], dtype=dtype).element_size()
+    from ..userfile import path_kind, require_file
+
     p = Path(model_arg).expanduser()
     tokenizer = None
     if p.suffix == ".gguf":
-        if not p.is_file():
-            raise UserError(f"no such GGUF file: {model_arg}")
+        require_file(p, "GGUF file")
         meta, shapes = gguf_tensor_shapes(p)
         spec, over = spec_from_gguf(meta, shapes, p.stem)
         check_fits(torch_run_bytes(spec, elt, max_seq, max_batch, prompt, from_file=True), device, f"{p.name} in {quant}")
         weights, _ = gguf_weights(p)
         source = "gguf"
-    elif p.is_dir() and list(p.glob("*.safetensors")):
+    elif path_kind(p, "model") == "dir" and list(p.glob("*.safetensors")):
         spec, _ = resolve_model(str(p))
         check_fits(torch_run_bytes(spec, elt, max_seq, max_batch, prompt, from_file=True), device, f"{p.name} in {quant}")
         weights, config = safetensors_weights(p)
         over = hf_overrides(config, weights)
-        if (p / "tokenizer.json").is_file():
+        if path_kind(p / "tokenizer.json", "tokenizer.json") == "file":
             from tokenizers import Tokenizer
 
             tokenizer = Tokenizer.from_file(str(p / "tokenizer.json"))

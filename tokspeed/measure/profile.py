@@ -9,10 +9,9 @@ tables are ignored there and read back here (``read_profile``, ``load_calibratio
 from __future__ import annotations
 
 import datetime as _dt
-import tomllib
 from pathlib import Path
 
-from ..errors import UserError
+
 
 PROFILE_VERSION = 1
 
@@ -107,10 +106,6 @@ def write_profile(profile: dict, path) -> Path:
 
 
 def read_profile(path) -> dict:
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise UserError(f"no hardware profile at {p}", "run `tokspeed probe` first")
-    try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise UserError(f"{p}: not valid TOML ({e})") from None
+    from ..userfile import read_toml
+
+    return read_toml(path, "hardware profile", "run `tokspeed probe` first")[1]

@@ -7,6 +7,8 @@ Schema ``tokspeed.run`` version 1 (keys in order):
   hardware {id, name, bandwidth_gbps, fp16_tflops, fp32_tflops, profile},
   model {id, source (random|safetensors|gguf), path, n_params},
   backend, device, quant, settings {contexts, batches, prompt, gen, threads, warmup},
+  engine_version (what ran it: "torch 2.13.0", "llama-cpp-python 0.3.16"),
+  engine_build (torch: the CUDA it was built for; llama.cpp: llama_print_system_info()),
   counted (what the bytes per token include, in words),
   points [ {batch, context, prompt, gen, prefill_tok_s, prefill_s, decode_tok_s (mean over the steps),
             decode_tok_s_median, decode_ms_per_token,
@@ -36,7 +38,7 @@ def new_run(**fields) -> dict:
     run = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "tokspeed_version": __version__,
            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     run.update({"machine": {}, "hardware": {}, "model": {}, "backend": "", "device": "", "quant": "",
-                "settings": {}, "counted": "", "points": [], "calibration": None, "warnings": []})
+                "settings": {}, "engine_version": "", "engine_build": "", "counted": "", "points": [], "calibration": None, "warnings": []})
     run.update(fields)
     return run
 
@@ -59,4 +61,45 @@ def read_run(path) -> dict:
                         "upgrade tokspeed")
     if not isinstance(run.get("points"), list):
         raise UserError(f"{p}: run file has no points list")
+    check_types(p, run)
     return run
+
+
+# what the readers of a run file (compare-runs, explain --measured, the plots) use, by type
+_TOP = {"created": str, "engine_version": str, "backend": str, "device": str, "quant": str, "model": dict, "hardware": dict,
+        "settings": dict, "warnings": list}
+_POINT_INT = ("batch", "context")
+_POINT_NUM = ("prefill_tok_s", "prefill_s", "decode_tok_s_median", "decode_ms_per_token", "mbu", "mfu",
+              "achieved_gbps", "bytes_per_token", "error_pct")
+
+
+def _is_num(v) -> bool:
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_types(p, run: dict) -> None:
+    """A file with the right schema but wrong types (a string speed, a list as context) is one UserError
+    naming the field, not a KeyError or TypeError in whatever reads it next."""
+    for k, t in _TOP.items():
+        if k in run and not isinstance(run[k], t):
+            raise UserError(f"{p}: run file field {k} should be a {t.__name__}, got {type(run[k]).__name__}")
+    if "id" in run.get("model", {}) and not isinstance(run["model"]["id"], str):
+        raise UserError(f"{p}: run file field model.id should be a string")
+    for i, pt in enumerate(run["points"]):
+        where = f"{p}: run file points[{i}]"
+        if not isinstance(pt, dict):
+            raise UserError(f"{where} should be an object, got {type(pt).__name__}")
+        for k in _POINT_INT:
+            v = pt.get(k)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise UserError(f"{where}.{k} should be a whole number >= 0, got {str(v)[:40]!r}")
+        v = pt.get("decode_tok_s")
+        if v is not None and (not _is_num(v) or v <= 0):
+            raise UserError(f"{where}.decode_tok_s should be a positive number, got {str(v)[:40]!r}")
+        for k in _POINT_NUM:
+            if pt.get(k) is not None and not _is_num(pt[k]):
+                raise UserError(f"{where}.{k} should be a number, got {str(pt[k])[:40]!r}")
+        if pt.get("stages_ms") is not None and not isinstance(pt["stages_ms"], dict):
+            raise UserError(f"{where}.stages_ms should be an object")

@@ -86,6 +86,7 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
         points = [bt.measure_point(lm, b, c, opts.prompt, opts.gen, opts.warmup, opts.seed, step)
                   for b in opts.batches for c in opts.contexts]
         spec, counted, threads = lm.spec, bt.counted_text(lm), torch.get_num_threads()
+        engine = bt.engine_version(torch)
         model = {"id": spec.id, "source": lm.source, "path": lm.path, "n_params": spec.n_params}
     elif opts.backend == "llama.cpp":
         from . import backend_llamacpp as bl
@@ -97,6 +98,9 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
         bl.measure_point(lm, 0, min(opts.prompt, 16), 5, opts.warmup, opts.seed)   # untimed warm-up
         points = [bl.measure_point(lm, c, opts.prompt, opts.gen, opts.warmup, opts.seed, step) for c in opts.contexts]
         spec, counted, threads = lm.spec, bl.COUNTED, lm.threads
+        import llama_cpp
+
+        engine = bl.engine_version(llama_cpp)
         model = {"id": spec.id, "source": "gguf", "path": lm.path, "n_params": spec.n_params}
     else:
         raise UserError(f"unknown backend {opts.backend!r}", "use torch or llama.cpp")
@@ -118,7 +122,7 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
         settings={"contexts": opts.contexts, "batches": opts.batches, "prompt": opts.prompt, "gen": opts.gen,
                   "threads": threads, "warmup": opts.warmup},
         counted=counted + f"; MBU = bytes per step / step time / {hw.bandwidth_gbps:g} GB/s (hardware {hw.id})",
-        points=points, warnings=warnings)
+        points=points, warnings=warnings, **engine)
     run["_spec"] = spec   # dropped before writing
     return run
 

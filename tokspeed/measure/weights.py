@@ -4,7 +4,6 @@ or a GGUF file dequantized with ``gguf.quants.dequantize``."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -83,10 +82,9 @@ def safetensors_weights(folder) -> tuple[dict, dict]:
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise UserError(f"{folder}: no .safetensors files")
-    try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise UserError(f"{folder}: cannot read config.json ({e})") from None
+    from ..userfile import read_json_object
+
+    config = read_json_object(folder / "config.json", "config.json")[1]
     w, experts = {}, {}
     layer_re = re.compile(r"^model\.layers\.(\d+)\.(.+)$")
     expert_re = re.compile(r"^(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight$")
@@ -125,6 +123,12 @@ def gguf_tensor_shapes(path) -> tuple[dict, dict]:
     """(metadata, role -> (shape, bytes in the file)) without reading tensor data."""
     from gguf import GGUFReader
 
+    from ..files.loader import open_gguf
+
+    # tokspeed's own header reader first: it checks every count against the file and every hyper-parameter
+    # (a FLOAT32 inf block_count, a 2^40-element array) and refuses a hostile file in one line, where
+    # GGUFReader would loop or int() would raise (docs/limits.md)
+    open_gguf(Path(path))
     try:
         reader = GGUFReader(str(path))
     except (OSError, ValueError) as e:

@@ -221,6 +221,29 @@ def _deepseek_v3(cfg, kw):
     kw["rotary_dim"] = kw["qk_rope_head_dim"]
 
 
+def _deepseek_v2(cfg, kw):
+    """DeepSeek-V2 (and V2-Lite): the V3 layout; ``moe_layer_freq`` other than 1 is not modelled."""
+    if int(cfg.get("moe_layer_freq", 1) or 1) != 1:
+        raise UserError(f"deepseek_v2 with moe_layer_freq {cfg.get('moe_layer_freq')} (MoE on every n-th layer) is not modelled")
+    _deepseek_v3(cfg, kw)
+
+
+def _glm4_moe(cfg, kw):
+    """GLM-4.5: routed + shared experts after ``first_k_dense_replace`` dense layers, bias on q/k/v only,
+    QK-norm with ``use_qk_norm``."""
+    _moe_generic(cfg, kw)
+    kw["n_shared_experts"] = int(cfg.get("n_shared_experts") or 0)
+    kw["n_dense_layers"] = int(cfg.get("first_k_dense_replace", 0))
+    kw["qkv_bias"], kw["o_bias"] = bool(cfg.get("attention_bias", False)), False
+    kw["qk_norm"] = bool(cfg.get("use_qk_norm", False))
+    kw["router_bias"] = cfg.get("topk_method", "noaux_tc") == "noaux_tc"
+
+
+def _olmo2(cfg, kw):
+    """OLMo 2: norms after attention and MLP, QK-norm (over the whole q/k width in OLMo; counted per head)."""
+    kw["qk_norm"] = True
+
+
 def _gpt_oss(cfg, kw):
     _moe_generic(cfg, kw)
     kw["d_ff"] = 0
@@ -229,6 +252,103 @@ def _gpt_oss(cfg, kw):
         # transformers GptOssConfig default: even-indexed layers slide, odd ones attend fully
         kw["sliding_window"] = int(cfg["sliding_window"])
         kw["n_sliding_layers"] = (kw["n_layers"] + 1) // 2
+
+
+def _qwen3_next(cfg, kw):
+    """Qwen3-Next: Gated DeltaNet layers with a fixed state, every ``full_attention_interval``-th layer
+    gated full attention (q_proj also emits the output gate), partial rotary, gated shared expert."""
+    _qwen2_moe(cfg, kw)
+    kw["qkv_bias"] = bool(cfg.get("attention_bias", False))
+    kw.update(qk_norm=True, attn_output_gate=True)
+    head_dim = kw["head_dim"] or kw["d_model"] // kw["n_heads"]
+    kw["rotary_dim"] = int(head_dim * float(_get(cfg, "partial_rotary_factor", default=0.25)))
+    L = kw["n_layers"]
+    types = cfg.get("layer_types")
+    if types:
+        kw["n_linear_layers"] = sum(1 for t in types if t == "linear_attention")
+    else:
+        kw["n_linear_layers"] = L - L // int(cfg.get("full_attention_interval", 4))
+    kw.update(linear_kind="gated_deltanet", linear_k_heads=int(cfg["linear_num_key_heads"]),
+              linear_k_dim=int(cfg["linear_key_head_dim"]), linear_v_heads=int(cfg["linear_num_value_heads"]),
+              linear_v_dim=int(cfg["linear_value_head_dim"]), linear_conv_kernel=int(cfg["linear_conv_kernel_dim"]))
+
+
+def _granitemoehybrid(cfg, kw):
+    """Granite 4.0-H: Mamba-2 layers (``layer_types`` "mamba") and attention layers, each followed by a
+    shared gated MLP (``shared_intermediate_size``) and, with ``num_local_experts``, routed experts."""
+    types = cfg.get("layer_types") or cfg.get("layers_block_type")
+    if not types:
+        raise UserError("granitemoehybrid config lacks layer_types", "cannot tell the Mamba layers from attention")
+    kw["n_linear_layers"] = sum(1 for t in types if t == "mamba")
+    kw.update(linear_kind="mamba2", linear_k_heads=int(cfg.get("mamba_n_groups", 1)),
+              linear_k_dim=int(cfg.get("mamba_d_state", 128)), linear_v_heads=int(cfg["mamba_n_heads"]),
+              linear_v_dim=int(cfg.get("mamba_d_head", 64)), linear_conv_kernel=int(cfg.get("mamba_d_conv", 4)))
+    if cfg.get("mamba_proj_bias") or cfg.get("mamba_conv_bias") is False:
+        raise UserError("granitemoehybrid: mamba_proj_bias / mamba_conv_bias other than the defaults are not modelled")
+    shared = int(cfg.get("shared_intermediate_size") or 0)
+    experts = int(cfg.get("num_local_experts") or 0)
+    if experts:
+        kw.update(n_experts=experts, n_active_experts=int(cfg["num_experts_per_tok"]),
+                  d_ff_expert=int(cfg["intermediate_size"]), d_ff=0)
+        if shared:
+            kw.update(n_shared_experts=1, d_ff_shared=shared)
+    else:
+        kw["d_ff"] = shared or kw.get("d_ff", 0)
+
+
+def _llama4(cfg, kw):
+    """Llama 4: chunked RoPE layers (``attention_chunk_size``) and global NoPE layers (``no_rope_layers``
+    0), MoE on ``moe_layers`` (every ``interleave_moe_layer_step``-th) with one shared expert, dense
+    ``intermediate_size_mlp`` elsewhere; use_qk_norm is a weightless L2 norm."""
+    L = kw["n_layers"]
+    rope_layers = cfg.get("no_rope_layers")
+    n_chunked = sum(1 for x in rope_layers if x) if rope_layers else L - L // 4
+    chunk = int(cfg.get("attention_chunk_size") or 0)
+    if chunk and n_chunked:
+        kw.update(sliding_window=chunk, n_sliding_layers=n_chunked, chunked_attention=True)
+    step = int(cfg.get("interleave_moe_layer_step", 1) or 1)
+    moe_layers = cfg.get("moe_layers")
+    if not (isinstance(moe_layers, list) and all(isinstance(i, int) for i in moe_layers)):
+        moe_layers = list(range(step - 1, L, step))     # transformers Llama4TextConfig's default
+    kw.update(n_experts=int(cfg.get("num_local_experts", 16)), n_active_experts=int(cfg.get("num_experts_per_tok", 1)),
+              d_ff_expert=int(cfg.get("intermediate_size", 8192)), n_shared_experts=1)
+    kw["n_dense_layers"] = L - len(moe_layers)
+    kw["d_ff"] = int(cfg.get("intermediate_size_mlp", 16384)) if kw["n_dense_layers"] else 0
+
+
+# Fields that change a token's bytes or FLOPs in ways a reader must model. A config that carries one
+# and whose model_type has no reader for it is refused, naming the field (never read as Llama).
+COST_FIELDS = {
+    "hybrid_override_pattern": "per-layer Mamba / attention / MLP-only blocks (Nemotron-H)",
+    "layers_block_type": "state-space (Mamba) layers between attention layers",
+    "attn_layer_period": "Mamba-1 layers between attention layers (Jamba)",
+    "mamba_d_state": "Mamba state-space layers",
+    "ssm_state_size": "state-space layers",
+    "linear_num_key_heads": "linear-attention layers",
+    "full_attention_interval": "linear-attention layers between full-attention layers",
+    "attention_chunk_size": "chunked attention",
+    "index_topk": "sparse attention with an indexer (DeepSeek V3.2 DSA)",
+    "kv_lora_rank": "multi-head latent attention",
+    "first_k_dense_replace": "dense leading layers in an MoE model",
+    "n_shared_experts": "shared experts",
+    "shared_expert_intermediate_size": "a shared expert",
+    "interleave_moe_layer_step": "MoE on every n-th layer",
+    "expert_layer_period": "MoE on every n-th layer",
+    "moe_layer_freq": "MoE on every n-th layer",
+    "block_sparse_moe": "MoE",
+}
+
+
+def _refuse_unmodelled(cfg: dict, model_type: str) -> None:
+    for f, what in COST_FIELDS.items():
+        if cfg.get(f) not in (None, 0, False, [], ""):
+            raise UserError(f"model_type {model_type!r} with {f} ({what}) is not modelled",
+                            "tokspeed refuses rather than guess; see docs/models.md for the architectures it reads")
+    types = {str(t) for t in cfg.get("layer_types") or []}
+    other = sorted(t for t in types if t not in ("full_attention", "sliding_attention", "attention"))
+    if other:
+        raise UserError(f"model_type {model_type!r}: layer_types {', '.join(other)} are not modelled",
+                        "tokspeed refuses rather than guess")
 
 
 # model_type -> (defaults of the transformers config class for fields real configs omit, reader)
@@ -253,7 +373,18 @@ _FAMILIES = {
     "gptj": ({"tie_word_embeddings": False, "rotary_dim": 64, "n_positions": 2048}, _gptj),
     "deepseek_v3": ({"tie_word_embeddings": False, "moe_intermediate_size": 2048}, _deepseek_v3),
     "gpt_oss": ({"tie_word_embeddings": False}, _gpt_oss),
+    "deepseek_v2": ({"tie_word_embeddings": False, "moe_intermediate_size": 1407}, _deepseek_v2),
+    "kimi_k2": ({"tie_word_embeddings": False, "moe_intermediate_size": 2048}, _deepseek_v3),
+    "glm4_moe": ({"tie_word_embeddings": False}, _glm4_moe),
+    "olmo2": ({"tie_word_embeddings": False}, _olmo2),
+    "qwen3_next": ({"tie_word_embeddings": False, "head_dim": 256, "num_experts": 512, "num_experts_per_tok": 10,
+                    "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "linear_num_key_heads": 16,
+                    "linear_num_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                    "linear_conv_kernel_dim": 4}, _qwen3_next),
+    "granitemoehybrid": ({"tie_word_embeddings": True}, _granitemoehybrid),
+    "llama4_text": ({"tie_word_embeddings": False}, _llama4),
 }
+_FAMILIES["llama4"] = _FAMILIES["llama4_text"]
 _FAMILIES["gemma3"] = _FAMILIES["gemma3_text"]
 
 
@@ -273,6 +404,26 @@ def siglip_params(vc: dict, text_width: int) -> int:
     per_layer = 4 * (w * w + w) + 2 * w * ff + ff + w + 2 * 2 * w
     tower = embed + layers * per_layer + 2 * w
     return tower + w * text_width + w
+
+
+def llama4_vision_params(vc: dict, text_width: int) -> int:
+    """Parameters of a Llama 4 vision encoder, its pixel-shuffle adapter and projector (transformers
+    Llama4VisionModel + Llama4MultiModalProjector).
+
+    Patch embedding (unfold + linear, no bias), class embedding, a learned position per patch and for the
+    class token, pre/post LayerNorms; per layer q/k/v/o with biases, GELU MLP with biases, two LayerNorms;
+    the adapter MLP (intermediate -> projector_input, projector_output -> projector_output, no biases);
+    the projector vision_output_dim -> text width (no bias)."""
+    w = int(vc.get("hidden_size", 1408))
+    ff = int(vc.get("intermediate_size", 5632))
+    layers = int(vc.get("num_hidden_layers", 34))
+    patch, image, ch = int(vc.get("patch_size", 14)), int(vc.get("image_size", 336)), int(vc.get("num_channels", 3))
+    p_in, p_out = int(vc.get("projector_input_dim", 4096)), int(vc.get("projector_output_dim", 4096))
+    out_dim = int(vc.get("vision_output_dim", 4096))
+    embed = ch * patch * patch * w + w + ((image // patch) ** 2 + 1) * w + 2 * 2 * w
+    per_layer = 4 * (w * w + w) + 2 * w * ff + ff + w + 2 * 2 * w
+    adapter = ff * p_in + p_out * p_out
+    return embed + layers * per_layer + adapter + out_dim * text_width
 
 
 def _flatten_text_config(cfg: dict) -> dict:
@@ -297,11 +448,14 @@ def spec_from_hf_config(cfg: dict, id: str = "", where: str = "config") -> Model
     try:
         kw = _standard(flat, need_ff=model_type not in ("gptj",))
         if model_type not in _FAMILIES:
+            _refuse_unmodelled(flat, model_type)
             _moe_generic(flat, kw)
         reader(flat, kw)
         vision = cfg.get("vision_config")
         if model_type == "gemma3" and isinstance(vision, dict):
             kw["vision_params"] = siglip_params(vision, kw["d_model"])
+        if model_type == "llama4" and isinstance(vision, dict):
+            kw["vision_params"] = llama4_vision_params(vision, kw["d_model"])
     except (TypeError, ValueError) as e:
         if isinstance(e, UserError):
             raise UserError(f"{where}: {e}") from None

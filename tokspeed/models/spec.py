@@ -11,6 +11,9 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import UserError
 
+USES = ("chat", "code", "reasoning")
+LINEAR_KINDS = ("gated_deltanet", "mamba2")
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -56,6 +59,17 @@ class ModelSpec:
     qk_rope_head_dim: int = 0
     qk_nope_head_dim: int = 0
     v_head_dim: int = 0
+    # Hybrid models: layers whose token mixer keeps a fixed-size state instead of a KV cache
+    n_linear_layers: int = 0        # how many layers use the linear-attention / state-space mixer
+    linear_kind: str = ""           # gated_deltanet (Qwen3-Next) | mamba2 (Granite 4.0-H)
+    linear_k_heads: int = 0         # gated_deltanet: key heads; mamba2: n_groups (B/C groups)
+    linear_k_dim: int = 0           # gated_deltanet: key head dim; mamba2: ssm_state_size
+    linear_v_heads: int = 0         # gated_deltanet: value heads; mamba2: mamba heads
+    linear_v_dim: int = 0           # gated_deltanet: value head dim; mamba2: mamba head dim
+    linear_conv_kernel: int = 0     # causal depthwise conv width before the recurrence
+    attn_output_gate: bool = False  # q_proj also emits a sigmoid output gate per channel (Qwen3-Next)
+    chunked_attention: bool = False  # the n_sliding_layers attend within fixed chunks of sliding_window
+    #                                  tokens (Llama 4 iRoPE), not a sliding window
     # Provenance
     source: str = ""                # where the numbers come from (HF config repo, paper)
     published_params: float = 0.0   # billions, as the authors state them (for the catalog test)
@@ -65,6 +79,12 @@ class ModelSpec:
     vision_params: int = 0          # vision encoder + projector stored with the checkpoint (Gemma 3):
     #                                 not part of the text decoder, so not in n_params
     notes: str = ""
+    hf_repo: str = ""               # the Hugging Face repository id of the original weights
+    source_status: str = ""         # how sure the source is (the model-configs record's ``status``)
+    record: str = ""                # name of the record in data/model-configs/models.jsonl it came from
+    use: tuple = ()                 # what the authors made it for: chat, code, reasoning
+    published_params_tol: float = 0.0   # billions: one unit of the last digit the authors stated
+    published_active_tol: float = 0.0   # ("12B" -> 1.0, "2.4B" -> 0.1); 0 -> within 0.5 %
     extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def __post_init__(self):
@@ -78,10 +98,16 @@ class ModelSpec:
         for f in ("d_ff", "head_dim", "sliding_window", "n_sliding_layers", "n_experts",
                   "n_active_experts", "n_shared_experts", "d_ff_expert", "d_ff_shared",
                   "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
-                  "qk_nope_head_dim", "v_head_dim", "rotary_dim"):
+                  "qk_nope_head_dim", "v_head_dim", "rotary_dim", "n_linear_layers", "linear_k_heads",
+                  "linear_k_dim", "linear_v_heads", "linear_v_dim", "linear_conv_kernel"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**8:
                 bad(f"{f} must be a non-negative integer, got {v!r}")
+        if isinstance(self.use, (list, tuple)):
+            object.__setattr__(self, "use", tuple(self.use))
+        bad_use = [u for u in self.use if u not in USES] if isinstance(self.use, tuple) else [self.use]
+        if bad_use:
+            bad(f"use must be a list of {', '.join(USES)}, got {self.use!r}")
         v = self.vision_params
         if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**12:
             bad(f"vision_params must be a non-negative integer, got {v!r}")
@@ -108,6 +134,18 @@ class ModelSpec:
                 bad("dense leading layers need d_ff")
         elif not self.d_ff:
             bad("d_ff must be positive for a dense model")
+        if self.n_linear_layers:
+            if self.linear_kind not in LINEAR_KINDS:
+                bad(f"linear_kind must be one of {', '.join(LINEAR_KINDS)} for n_linear_layers, got {self.linear_kind!r}")
+            if not all((self.linear_k_heads, self.linear_k_dim, self.linear_v_heads, self.linear_v_dim,
+                        self.linear_conv_kernel)):
+                bad("a hybrid model needs linear_k_heads, linear_k_dim, linear_v_heads, linear_v_dim and linear_conv_kernel")
+            if self.n_linear_layers + self.n_sliding_layers > self.n_layers:
+                bad("n_linear_layers + n_sliding_layers exceeds n_layers")
+        elif self.linear_kind:
+            bad("linear_kind given without n_linear_layers")
+        if self.chunked_attention and not self.n_sliding_layers:
+            bad("chunked_attention needs n_sliding_layers and sliding_window (the chunk)")
         if self.is_mla and not (self.qk_rope_head_dim and self.qk_nope_head_dim and self.v_head_dim):
             bad("MLA (kv_lora_rank) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
 
@@ -136,6 +174,11 @@ class ModelSpec:
         return self.n_heads * self.head_dim
 
     @property
+    def q_proj_rows(self) -> int:
+        """Rows of the stored q projection: the queries, and as many gate values with an output gate."""
+        return self.q_dim * (2 if self.attn_output_gate else 1)
+
+    @property
     def kv_dim(self) -> int:
         """Width of K (and of V) per token per layer for standard attention."""
         return self.n_kv_heads * self.head_dim
@@ -152,13 +195,81 @@ class ModelSpec:
         return 2 * self.kv_dim
 
     @property
+    def n_attn_layers(self) -> int:
+        """Layers with softmax attention (and a KV cache); the rest of a hybrid keep a fixed state."""
+        return self.n_layers - self.n_linear_layers
+
+    @property
     def n_full_layers(self) -> int:
-        return self.n_layers - self.n_sliding_layers
+        return self.n_attn_layers - self.n_sliding_layers
 
     def kv_cached_tokens(self, context: int) -> int:
-        """Token-layers held in the KV cache at a context length (sliding layers cap at the window)."""
+        """Token-layers held in the KV cache at a context length (sliding layers cap at the window,
+        chunked layers at the chunk)."""
         sliding = min(context, self.sliding_window) if self.sliding_window else context
         return self.n_full_layers * context + self.n_sliding_layers * sliding
+
+    def is_linear_layer(self, i: int) -> bool:
+        """Whether layer i is a linear/state-space layer: the attention layers are spread evenly,
+        the last one last (Qwen3-Next: every 4th layer, 3, 7, ..., 47, attends)."""
+        if not self.n_linear_layers:
+            return False
+        A, L = self.n_attn_layers, self.n_layers
+        return (i + 1) * A // L == i * A // L
+
+    # ---- hybrid: the fixed-size state of linear-attention / state-space layers --------------
+    @property
+    def linear_key_dim(self) -> int:
+        return self.linear_k_heads * self.linear_k_dim
+
+    @property
+    def linear_value_dim(self) -> int:
+        return self.linear_v_heads * self.linear_v_dim
+
+    @property
+    def linear_conv_dim(self) -> int:
+        """Channels through the causal conv: q and k (B and C for Mamba-2) and v (x)."""
+        return 2 * self.linear_key_dim + self.linear_value_dim
+
+    @property
+    def linear_in_rows(self) -> int:
+        """Output width of the mixer's input projection. Gated DeltaNet: q, k, v, z (output gate) and
+        b, a (beta and decay per value head); Mamba-2: z, x, B, C and dt per head."""
+        extra = 2 * self.linear_v_heads if self.linear_kind == "gated_deltanet" else self.linear_v_heads
+        return 2 * self.linear_key_dim + 2 * self.linear_value_dim + extra
+
+    @property
+    def state_elements_per_layer(self) -> int:
+        """Values one sequence keeps per linear layer, whatever the context: the conv's last
+        (kernel - 1) inputs and the recurrent matrix state (v_heads x k_dim x v_dim)."""
+        if not self.n_linear_layers:
+            return 0
+        return ((self.linear_conv_kernel - 1) * self.linear_conv_dim
+                + self.linear_v_heads * self.linear_k_dim * self.linear_v_dim)
+
+    @property
+    def state_flops_per_token_layer(self) -> int:
+        """Scan FLOPs per token per linear layer: 2 x kernel per conv channel, and per recurrent state
+        element 6 (decay, rank-1 update, read-out; Mamba-2) or 8 (Gated DeltaNet also reads S^T k)."""
+        if not self.n_linear_layers:
+            return 0
+        per = 8 if self.linear_kind == "gated_deltanet" else 6
+        return (2 * self.linear_conv_kernel * self.linear_conv_dim
+                + per * self.linear_v_heads * self.linear_k_dim * self.linear_v_dim)
+
+    def linear_params_per_layer(self) -> int:
+        """In/out projections, conv (Mamba-2: with bias), and the small per-head/per-channel vectors:
+        Gated DeltaNet dt_bias, A_log (per value head) and the gated RMSNorm (v_dim); Mamba-2 dt_bias,
+        A_log, D (per head) and the gated RMSNorm (d_inner)."""
+        if not self.n_linear_layers:
+            return 0
+        conv = self.linear_conv_dim * self.linear_conv_kernel
+        if self.linear_kind == "gated_deltanet":
+            small = 2 * self.linear_v_heads + self.linear_v_dim
+        else:
+            conv += self.linear_conv_dim
+            small = 3 * self.linear_v_heads + self.linear_value_dim
+        return self.d_model * self.linear_in_rows + conv + small + self.linear_value_dim * self.d_model
 
     # ---- parameter counts ----------------------------------------------------------------
     def _norm_params(self, width: int) -> int:
@@ -176,7 +287,7 @@ class ModelSpec:
                   + self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim))
             o = self.attn_out_dim * d
             return q + kv + o
-        p = d * self.q_dim + 2 * d * self.kv_dim + self.attn_out_dim * d
+        p = d * self.q_proj_rows + 2 * d * self.kv_dim + self.attn_out_dim * d
         if self.qkv_bias:
             p += self.q_dim + 2 * self.kv_dim
         if self.o_bias:
@@ -215,7 +326,8 @@ class ModelSpec:
         L = self.n_layers
         counts = {
             "embedding": self.vocab_size * self.d_model,
-            "attention": L * self.attention_params_per_layer(),
+            "attention": self.n_attn_layers * self.attention_params_per_layer(),
+            "linear_mixer": self.n_linear_layers * self.linear_params_per_layer(),
             "ffn_dense": self.n_ffn_dense_layers * self.mlp_params(self.d_ff) if self.d_ff else 0,
             "moe_experts": self.n_moe_layers * self.n_experts * self.expert_params(),
             "moe_shared": self.n_moe_layers * self.shared_expert_params(),
@@ -269,4 +381,5 @@ class ModelSpec:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("extra", None)
+        d["use"] = list(self.use)
         return d

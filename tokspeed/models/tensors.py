@@ -7,14 +7,27 @@ have role ``norm`` and rows = 1. The sum of their elements equals ``ModelSpec.n_
 
 from __future__ import annotations
 
+from functools import lru_cache
 
-def weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
+
+@lru_cache(maxsize=256)
+def weight_tensors(spec) -> tuple[tuple[str, int | None, int, int], ...]:
+    """The tensors of ``spec`` (a frozen, hashable ModelSpec), computed once per shape."""
+    return tuple(_weight_tensors(spec))
+
+
+def _weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
     d = spec.d_model
     out: list[tuple[str, int | None, int, int]] = [("token_embd", None, spec.vocab_size, d)]
     norm_width = 2 if spec.norm == "layernorm" else 1
     for i in range(spec.n_layers):
         out.append(("norm", i, 1, spec.norms_per_layer * norm_width * d))
-        if spec.is_mla:
+        if spec.is_linear_layer(i):
+            # linear attention / SSM mixer: projections quantize like matrices; the conv and the
+            # per-head vectors stay F32 (llama.cpp's quantize skips ssm_conv1d, ssm_a, ssm_d)
+            small = spec.linear_params_per_layer() - d * spec.linear_in_rows - spec.linear_value_dim * d
+            out += [("ssm_in", i, spec.linear_in_rows, d), ("norm", i, 1, small), ("ssm_out", i, d, spec.linear_value_dim)]
+        elif spec.is_mla:
             qk = spec.qk_nope_head_dim + spec.qk_rope_head_dim
             if spec.q_lora_rank:
                 out += [("attn_q_a", i, spec.q_lora_rank, d), ("norm", i, 1, spec.q_lora_rank),
@@ -25,12 +38,13 @@ def weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
                     ("norm", i, 1, spec.kv_lora_rank),
                     ("attn_kv_b", i, spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
         else:
-            out += [("attn_q", i, spec.q_dim, d), ("attn_k", i, spec.kv_dim, d), ("attn_v", i, spec.kv_dim, d)]
+            out += [("attn_q", i, spec.q_proj_rows, d), ("attn_k", i, spec.kv_dim, d), ("attn_v", i, spec.kv_dim, d)]
             small = (spec.q_dim + 2 * spec.kv_dim if spec.qkv_bias else 0) + (2 * spec.head_dim if spec.qk_norm else 0) \
                 + (spec.n_heads if spec.attn_sinks else 0) + (d if spec.o_bias else 0)
             if small:
                 out.append(("norm", i, 1, small))
-        out.append(("attn_output", i, d, spec.attn_out_dim))
+        if not spec.is_linear_layer(i):
+            out.append(("attn_output", i, d, spec.attn_out_dim))
         dense = (not spec.is_moe) or i < spec.n_dense_layers
         if dense:
             out += _mlp(spec, i, "", spec.d_ff, 1, spec.mlp_bias)

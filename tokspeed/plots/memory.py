@@ -38,5 +38,6 @@ def prediction_figure(pred: dict, hw: dict, journeys: list[dict]):
     fig, axes = new_figure(8, 7, nrows=2, height_ratios=[1, 4])
     draw_memory(axes[0, 0], pred)
     draw_roofline(axes[1, 0], hw, journeys)
-    axes[1, 0].set_title(f"{pred['model']} · {pred['quant']} on {hw['name']}: roofline")
+    hyp = "" if pred["memory"]["fits"] else " (hypothetical: does not fit)"
+    axes[1, 0].set_title(f"{pred['model']} · {pred['quant']} on {hw['name']}: roofline{hyp}")
     return fig

@@ -1,26 +1,42 @@
 """A roofline: every stage of a decode step and of a prefill placed by arithmetic intensity and the
-FLOP rate it reaches, under the device's bandwidth slope and compute roof."""
+FLOP rate it reaches, under the device's bandwidth slope and compute roof.
+
+A device with no published FLOP/s figure (``matmul_tflops`` 0 or None) has no compute roof: only the
+bandwidth slope is drawn, and prefill stages are left out (their time, compute-bound, is unknown)."""
 
 from __future__ import annotations
 
 from .canvas import COLORS, new_figure
 
+SHAPE_COLOR = "#555555"     # the legend's marker-shape entries are neutral; colour says the bound
+
+
 def draw_roofline(ax, hw: dict, journeys: list[dict]):
     """``hw``: {name, bandwidth_gbps, matmul_tflops}; ``journeys``: ``Journey.to_dict()`` documents."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     bw = hw["bandwidth_gbps"] * 1e9
-    peak = hw["matmul_tflops"] * 1e12
+    peak = (hw.get("matmul_tflops") or 0) * 1e12
     pts = [(s["intensity"], s["flops"] / s["seconds"], j["mode"], s["label"], s["bound"])
-           for j in journeys for s in j["stages"] if s["flops"] > 0 and s["bytes"] > 0 and s["seconds"] > 0 and s["bound"] != "cpu"]
+           for j in journeys for s in j["stages"]
+           if s["flops"] > 0 and s["bytes"] > 0 and s["seconds"] > 0 and s["bound"] != "cpu"
+           and (peak or j["mode"] != "prefill")]
+    dropped_prefill = not peak and any(j["mode"] == "prefill" for j in journeys)
     xs = [p[0] for p in pts] or [1.0]
     lo, hi = min(min(xs) / 4, 0.1), max(max(xs) * 4, (peak / bw * 8) if peak else 100)
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     roof = [min(bw * x, peak) if peak else bw * x for x in grid]
-    ax.plot(grid, roof, "-", color="#333333", lw=2, label=f"roofline ({hw['bandwidth_gbps']:g} GB/s, "
-                                                         f"{hw['matmul_tflops']:g} TFLOPS)")
+    roof_label = (f"roofline ({hw['bandwidth_gbps']:g} GB/s, {hw['matmul_tflops']:g} TFLOPS)" if peak else
+                  f"bandwidth slope ({hw['bandwidth_gbps']:g} GB/s); no compute roof: FLOP/s unknown")
+    ax.plot(grid, roof, "-", color="#333333", lw=2, label=roof_label)
     if peak:
-        ax.axvline(peak / bw, color="#777777", ls=":", lw=1)
-        ax.annotate(f"ridge {peak / bw:.0f} FLOP/B", (peak / bw, peak), textcoords="offset points",
-                    xytext=(4, -12), fontsize=8, color="#555555")
+        ridge = peak / bw
+        ax.axvline(ridge, color="#777777", ls=":", lw=1)
+        # upper left of the ridge top: under no roof point can a stage sit there, so no marker covers it
+        ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak), textcoords="offset points", xytext=(-6, 4),
+                    ha="right", va="bottom", fontsize=8, color="#333333", zorder=6,
+                    bbox=dict(boxstyle="round,pad=0.2", fc="white", ec="none", alpha=0.85))
     for mode in ("prefill", "decode"):
         mp = [p for p in pts if p[2] == mode]
         if not mp:
@@ -36,7 +52,18 @@ def draw_roofline(ax, hw: dict, journeys: list[dict]):
     ax.set_yscale("log")
     ax.set_xlabel("arithmetic intensity (FLOP per byte moved)")
     ax.set_ylabel("reached FLOP/s")
-    ax.legend(loc="lower right", fontsize=8)
+    handles = [Line2D([], [], color="#333333", lw=2, label=roof_label)]
+    modes = {p[2] for p in pts}
+    if "decode" in modes:
+        handles.append(Line2D([], [], marker="o", ls="", mfc="none", mec=SHAPE_COLOR, mew=2, ms=9,
+                              label="decode stages"))
+    if "prefill" in modes:
+        handles.append(Line2D([], [], marker="s", ls="", mfc=SHAPE_COLOR, mec="black", ms=6, label="prefill stages"))
+    if dropped_prefill:
+        handles.append(Line2D([], [], ls="", label="prefill stages not drawn: time unknown"))
+    bounds = [b for b in ("memory", "compute") if any(p[4] == b for p in pts)]
+    handles += [Patch(color=COLORS[b], label=f"{b}-bound") for b in bounds]
+    ax.legend(handles=handles, loc="lower right", fontsize=8)
 
 
 def roofline_figure(hw: dict, journeys: list[dict], title: str = ""):

@@ -27,7 +27,12 @@ def stages_figure(expl: dict):
     ax.set_yticks(ys, labels)
     ax.set_xlabel("time per step (ms)")
     what = "one decode token" if expl["mode"] == "decode" else f"prefill of {expl['tokens']} tokens"
-    ax.set_title(f"{expl['model']} · {expl['quant']} on {expl['hardware']}\n{what} = {expl['total_s'] * 1e3:.2f} ms")
+    if expl.get("predicted_s", 0) is None:      # prefill on a device with no FLOP/s figure: a lower bound
+        total = f"unknown (no FLOP/s figure; memory traffic alone ≥ {expl['total_s'] * 1e3:.2f} ms)"
+        ax.set_xlabel("time per step (ms), memory side only: a lower bound")
+    else:
+        total = f"{expl['total_s'] * 1e3:.2f} ms"
+    ax.set_title(f"{expl['model']} · {expl['quant']} on {expl['hardware']}\n{what} = {total}")
     from matplotlib.patches import Patch
 
     handles = [Patch(color=COLORS[k], label=f"{k}-bound" if k != "cpu" else "CPU") for k in ("memory", "compute", "cpu")]

@@ -6,7 +6,9 @@ from .canvas import save
 
 
 def hw_info(hw) -> dict:
-    return {"name": hw.name, "bandwidth_gbps": hw.bandwidth_gbps, "matmul_tflops": hw.matmul_flops / 1e12}
+    """Name, bandwidth and matmul TFLOPS (None when the device has no published FLOP/s figure)."""
+    return {"name": hw.name, "bandwidth_gbps": hw.bandwidth_gbps,
+            "matmul_tflops": hw.matmul_flops / 1e12 if hw.matmul_flops else None}
 
 
 def prediction_journeys(pred) -> list[dict]:
@@ -24,17 +26,16 @@ def plot_prediction(pred, path):
 
 
 def plot_sweep(rows: list[dict], path):
-    """One line per (quant, batch) would crowd the chart: draw the first quant and batch's context curve."""
+    """Every (quant, batch) series as its own curve; the bytes panel shows the first and says so."""
     from .context import context_figure
 
-    first = (rows[0]["quant"], rows[0]["batch"])
-    return save(context_figure([r for r in rows if (r["quant"], r["batch"]) == first]), path)
+    return save(context_figure(rows), path)
 
 
 def plot_compare(preds, path):
     from .hardware_bars import hardware_figure
 
-    return save(hardware_figure([p.to_dict() for p in preds]), path)
+    return save(hardware_figure([p.to_dict() for p in preds], {p.hw.id: p.hw.name for p in preds}), path)
 
 
 def run_pairs(run: dict) -> list[dict]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..errors import UserError
 from . import formats
@@ -26,7 +27,7 @@ LINEAR_ROLES = {"attn_q", "attn_k", "attn_v", "attn_output", "attn_q_a", "attn_q
 
 @dataclass(frozen=True)
 class QuantScheme:
-    """A WeightStorage driven by rules. ``gguf`` is True when it describes a GGUF file (llama.cpp)."""
+    """A WeightStorage driven by rules (uniform formats, or a llama.cpp mixed ftype)."""
 
     name: str
     linear: Format | None = None        # uniform formats
@@ -41,7 +42,6 @@ class QuantScheme:
     n_experts: int = 0
     is_70b: bool = False
     tied: bool = False                   # tied embeddings: llama.cpp gives token_embd the output's type
-    gguf: bool = False
 
     def format_for(self, role: str, layer: int | None, cols: int) -> Format:
         if self.ftype:
@@ -84,6 +84,14 @@ def canonical(name: str) -> str:
 
 def scheme_for(name: str, spec=None) -> QuantScheme:
     """The QuantScheme for a ``--quant`` name, specialised to a model (layer count, GQA, experts)."""
+    try:
+        return _scheme_for(name, spec)
+    except TypeError:          # an unhashable spec
+        return _scheme_for.__wrapped__(name, spec)
+
+
+@lru_cache(maxsize=256)
+def _scheme_for(name: str, spec=None) -> QuantScheme:
     q = canonical(name)
     f = formats.GGML
     n_layers = spec.n_layers if spec else 32
@@ -93,12 +101,12 @@ def scheme_for(name: str, spec=None) -> QuantScheme:
                is_70b=bool(spec and spec.n_layers == 80 and spec.family in ("llama", "qwen2")),
                tied=bool(spec and spec.tied_embeddings))
     if q in ("F32", "F16", "BF16"):
-        return QuantScheme(q, linear=f[q], small=f["F32"], gguf=True, **ctx)
+        return QuantScheme(q, linear=f[q], small=f["F32"], **ctx)
     if q in GGUF_FTYPES:
-        return QuantScheme(q, ftype=q, gguf=True, **ctx)
+        return QuantScheme(q, ftype=q, **ctx)
     if q == "MXFP4":
         # ggml-org gpt-oss GGUFs: expert stacks MXFP4, every other matrix Q8_0, norms/router F32.
-        return QuantScheme(q, linear=f["Q8_0"], experts=f["MXFP4"], gguf=True, **ctx)
+        return QuantScheme(q, linear=f["Q8_0"], experts=f["MXFP4"], **ctx)
     if q == "FP8":
         return QuantScheme(q, linear=formats.FP8, embedding=f["BF16"], lm_head=f["BF16"], small=f["BF16"], **ctx)
     if q == "INT8":

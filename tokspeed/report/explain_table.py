@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
+from .predict_table import fit_headline
+from .text import FitTable, markup_safe, one_line, styled, unknown
 
 PHASE_TITLE = {"cpu": "CPU", "embedding": "GPU · embedding", "layer": "GPU · each layer", "head": "GPU · head"}
 
@@ -14,92 +16,124 @@ def fmt_flops(f: float) -> str:
     return f"{f:.0f} FLOP"
 
 
-def headline(expl) -> str:
+def unknown_compute(expl) -> bool:
+    """A prefill on a device with no FLOP/s figure: its (compute-bound) time is unknown; the stage times
+    are the memory side only, a lower bound."""
+    return expl.journey.predicted_s is None
+
+
+def headline(expl, fit_prefix: bool = True) -> str:
     p, j = expl.prediction, expl.journey
     if j.mode == "decode":
         what = f"one decode token at context {j.context:,}"
     else:
         what = f"prefill of {j.tokens:,} tokens after context {j.context:,}"
-    return (f"{p.model} · {p.quant} · {p.hw.name} · {p.engine} · batch {p.batch}: {what} = "
-            f"{fmt_seconds(j.total_s)} ({fmt_rate(j.tok_s)} tok/s)")
+    head = f"{p.model} · {p.quant} · {p.hw.name} · {p.engine} · batch {p.batch}: {what} = "
+    if unknown_compute(expl):
+        head += (f"unknown (no FLOP/s figure for this device; moving its bytes alone takes "
+                 f"{fmt_seconds(j.total_s)}, a lower bound)")
+    else:
+        head += f"{fmt_seconds(j.total_s)} ({fmt_rate(j.tok_s)} tok/s)"
+    if fit_prefix and not p.memory.fits:
+        head = (f"DOES NOT FIT ({fmt_bytes(p.memory.total_bytes)} of {fmt_bytes(p.memory.capacity_bytes)}): "
+                f"hypothetical timing. {head}")
+    return one_line(head)
+
+
+def ridge_line(p, j) -> str:
+    name = markup_safe(p.hw.name)
+    if not p.hw.matmul_flops:
+        return (f"ridge point of {name}: unknown (no published FLOP/s figure; decode is memory-bound whatever "
+                f"it is, prefill time is unknown). {j.kernels:,} kernel launches per pass.")
+    return (f"ridge point of {name}: {j.ridge_flops_per_byte:.0f} FLOP/byte ({p.hw.matmul_flops / 1e12:g} TFLOPS ÷ "
+            f"{p.hw.bandwidth_gbps:g} GB/s); stages below it are memory-bound. {j.kernels:,} kernel launches per pass.")
+
+
+BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "cpu": "yellow"}
 
 
 def render_explanation(expl, console=None):
-    from rich.table import Table
-
     from .console import make_console
 
     console = console or make_console()
     p, j = expl.prediction, expl.journey
+    low = unknown_compute(expl)
     measured = any(s.measured_s is not None for s in j.stages)
-    t = Table(title=headline(expl), header_style="bold", title_justify="left")
-    cols = ["#", "stage", "runs on", "data from", "× layers", "bytes", "FLOPs", "FLOP/B", "bound", "time", "share"]
+    t = FitTable(title=headline(expl, fit_prefix=False) + ("" if p.memory.fits else " — hypothetical: it does not fit"))
+    time_col = "time ≥" if low else "time"
+    # (name, numeric, drop rank: the highest goes first on a narrow terminal)
+    for name, num, drop in (("#", True, 3), ("stage", False, 0), ("runs on", False, 5), ("data from", False, 7),
+                            ("× layers", True, 2), ("bytes", True, 0), ("FLOPs", True, 4), ("FLOP/B", True, 6),
+                            ("bound", False, 1), (time_col, True, 0), ("share", True, 0)):
+        t.column(name, numeric=num, drop=drop, min_width=12 if name == "stage" else 8)
     if measured:
-        cols += ["measured", "meas./pred."]
-    for c in cols:
-        t.add_column(c, justify="right" if c in ("#", "× layers", "bytes", "FLOPs", "FLOP/B", "time", "share",
-                                                  "measured", "meas./pred.") else "left")
+        t.column("measured", numeric=True).column("meas./pred.", numeric=True, drop=1)
     phase = None
     for i, s in enumerate(j.stages, 1):
         if s.phase != phase:
             phase = s.phase
-            t.add_section()
-        bound = {"memory": "[cyan]memory[/]", "compute": "[magenta]compute[/]", "cpu": "[yellow]CPU[/]"}.get(
-            s.bound, s.bound)
+            t.section()
+        bound = styled({"cpu": "CPU"}.get(s.bound, s.bound), BOUND_STYLE.get(s.bound, ""))
         row = [str(i), s.label, s.unit, s.data_from, str(s.layers) if s.phase == "layer" else "",
                fmt_bytes(s.bytes) if s.bytes else "", fmt_flops(s.flops) if s.flops else "",
                f"{s.intensity:.1f}" if s.bytes else "", bound, fmt_seconds(s.seconds), f"{s.share:.1%}"]
         if measured:
             row += [fmt_seconds(s.measured_s) if s.measured_s is not None else "",
                     f"{s.measured_s / s.seconds:.2f}" if s.measured_s is not None and s.seconds else ""]
-        t.add_row(*row)
-    t.add_section()
-    t.add_row("", "[bold]total[/]", "", "", "", fmt_bytes(sum(s.bytes for s in j.stages)),
-              fmt_flops(sum(s.flops for s in j.stages)), "", "", f"[bold]{fmt_seconds(j.total_s)}[/]", "100%",
-              *([fmt_seconds(expl.measured.step_s) if expl.measured.step_s else "", ""] if measured else []))
-    console.print(t)
-    ridge = j.ridge_flops_per_byte
-    console.print(f"ridge point of {p.hw.name}: {ridge:.0f} FLOP/byte ({p.hw.matmul_flops / 1e12:g} TFLOPS ÷ "
-                  f"{p.hw.bandwidth_gbps:g} GB/s); stages below it are memory-bound. "
-                  f"{j.kernels:,} kernel launches per pass.")
-    notes = [f"{s.label}: {s.note}" for s in j.stages if s.note]
-    for n in notes:
-        console.print(f"[dim]· {n}[/]")
-    if abs(j.total_s - j.predicted_s) > 1e-9 * max(j.predicted_s, 1):
+        t.row(*row)
+    t.section()
+    t.row("", styled("total", "bold"), "", "", "", fmt_bytes(sum(s.bytes for s in j.stages)),
+          fmt_flops(sum(s.flops for s in j.stages)), "", "", styled(fmt_seconds(j.total_s), "bold"), "100%",
+          *([fmt_seconds(expl.measured.step_s) if expl.measured.step_s else "", ""] if measured else []))
+    if not p.memory.fits:
+        console.print(f"[bold red]{markup_safe(fit_headline(p))}[/]")
+    t.print(console)
+    console.print(ridge_line(p, j))
+    for s in j.stages:
+        if s.note:
+            console.print(f"[dim]· {markup_safe(s.label)}: {markup_safe(s.note)}[/]")
+    if j.predicted_s is not None and abs(j.total_s - j.predicted_s) > 1e-9 * max(j.predicted_s, 1):
         console.print(f"[red]stages sum to {j.total_s} s but predict says {j.predicted_s} s[/]")
     if expl.measured is not None and (expl.measured.comparison or expl.measured.step_s):
         render_measured(expl, console)
     if expl.levers:
-        lt = Table(title="What if … (the four levers)", header_style="bold", title_justify="left")
-        bytes_col = "bytes/token" if j.mode == "decode" else "decode bytes/token"
-        for c in ("lever", "what if", "tok/s", "time/token", bytes_col, "speed-up", "fits"):
-            lt.add_column(c, justify="left" if c in ("lever", "what if") else "right")
-        rate = j.tok_s / j.batch
-        lt.add_row("[dim]now[/]", "[dim]as above[/]", fmt_rate(rate), fmt_seconds(1 / rate if rate else 0),
-                   fmt_bytes(p.decode.bytes_per_token), "1.00×", "yes" if p.memory.fits else "[red]no[/]")
-        for lv in expl.levers:
-            sp = f"[green]{lv.speedup:.2f}×[/]" if lv.speedup >= 1 else f"[red]{lv.speedup:.2f}×[/]"
-            lt.add_row(lv.lever, lv.what_if, fmt_rate(lv.tok_s), fmt_seconds(lv.ms_per_token / 1e3),
-                       fmt_bytes(lv.bytes_per_token), sp, "yes" if lv.fits else "[red]no[/]")
-        console.print(lt)
+        render_levers(expl, console)
+
+
+def render_levers(expl, console):
+    p, j = expl.prediction, expl.journey
+    lt = FitTable(title="What if … (the four levers)")
+    bytes_col = "bytes/token" if j.mode == "decode" else "decode bytes/token"
+    for name, num, drop in (("lever", False, 0), ("what if", False, 0), ("tok/s", True, 0), ("time/token", True, 2),
+                            (bytes_col, True, 1), ("speed-up", True, 0), ("fits", False, 0)):
+        lt.column(name, numeric=num, drop=drop, min_width=10 if name == "what if" else 6)
+    rate = j.tok_s / j.batch if not unknown_compute(expl) else None
+    lt.row(styled("now", "dim"), styled("as above", "dim"), unknown(rate, fmt_rate),
+           unknown(1 / rate if rate else None, fmt_seconds), fmt_bytes(p.decode.bytes_per_token), "1.00×",
+           "yes" if p.memory.fits else styled("no", "red"))
+    for lv in expl.levers:
+        known = lv.tok_s is not None and lv.speedup
+        sp = styled(f"{lv.speedup:.2f}×", "green" if lv.speedup >= 1 else "red") if known else "unknown"
+        lt.row(lv.lever, lv.what_if, unknown(lv.tok_s, fmt_rate),
+               fmt_seconds(lv.ms_per_token / 1e3) if known else "unknown",
+               fmt_bytes(lv.bytes_per_token), sp, "yes" if lv.fits else styled("no", "red"))
+    lt.print(console)
 
 
 def render_measured(expl, console):
     """Measured blocks (a `tokspeed measure` run) beside the predicted stages summed into the same blocks."""
-    from rich.table import Table
-
     m, j = expl.measured, expl.journey
     where = ", ".join(f"{k} {v}" for k, v in m.point.items() if v not in (None, "")) or m.path
-    t = Table(title=f"Measured ({where}) beside predicted", header_style="bold", title_justify="left")
+    t = FitTable(title=one_line(f"Measured ({where}) beside predicted"))
     for c in ("block", "predicted", "measured", "measured ÷ predicted"):
-        t.add_column(c, justify="left" if c == "block" else "right")
+        t.column(c, numeric=c != "block")
     for row in m.comparison:
         ratio = f"{row['measured_s'] / row['predicted_s']:.2f}" if row["predicted_s"] else "–"
-        t.add_row(row["block"], fmt_seconds(row["predicted_s"]), fmt_seconds(row["measured_s"]), ratio)
+        t.row(row["block"], fmt_seconds(row["predicted_s"]), fmt_seconds(row["measured_s"]), ratio)
     if m.step_s:
-        t.add_section()
-        t.add_row("[bold]decode step[/]", fmt_seconds(j.total_s), fmt_seconds(m.step_s), f"{m.step_s / j.total_s:.2f}")
-    console.print(t)
+        t.section()
+        t.row(styled("decode step", "bold"), fmt_seconds(j.total_s), fmt_seconds(m.step_s), f"{m.step_s / j.total_s:.2f}")
+    t.print(console)
     if m.comparison:
         console.print("[dim]predicted blocks include the launches of their kernels; the measured split comes from one "
                       "instrumented step (synchronised per block), the step time from the timed steps[/]")

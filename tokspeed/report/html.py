@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
 from .explain_table import fmt_flops, headline
+from .text import unknown
 
 SWEEP_CONTEXTS = (1024, 4096, 16384, 32768, 65536, 131072)   # the seeds' table
 
@@ -15,7 +16,10 @@ CSS = """
 body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2733;background:#f5f7fa;margin:0}
 main{max-width:1100px;margin:0 auto;padding:24px}
 h1{font-size:26px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:2px solid #dde3ea;padding-bottom:4px}
-.sub{color:#5b6b7c}.cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(190px,1fr));gap:12px;margin:18px 0}
+.sub{color:#5b6b7c}.cards{display:grid;grid-template-columns:repeat(var(--n),minmax(0,1fr));gap:12px;margin:18px 0}
+@media(max-width:900px){.cards{grid-template-columns:repeat(calc(var(--n)/2),minmax(0,1fr))}}
+@media(max-width:520px){.cards{grid-template-columns:repeat(2,minmax(0,1fr))}main{padding:14px}h1{font-size:21px}
+.card{padding:10px 12px}.card .v{font-size:18px}}.card .v{white-space:nowrap}
 .card{background:#fff;border-radius:10px;padding:12px 16px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 .card .v{font-size:24px;font-weight:650}.card .k{color:#5b6b7c;font-size:13px}
 table{border-collapse:collapse;width:100%;background:#fff;border-radius:8px;overflow:hidden;font-size:13.5px;
@@ -27,7 +31,12 @@ tr.phase td{background:#f8fafc;color:#5b6b7c;font-size:12px;text-transform:upper
 .up{color:#1f7a3a;font-weight:600}.down{color:#b3261e;font-weight:600}
 figure{margin:16px 0;background:#fff;border-radius:10px;padding:8px;box-shadow:0 1px 3px rgba(0,0,0,.08)}
 figure svg{width:100%;max-width:900px;height:auto;display:block;margin:0 auto}td.s{white-space:nowrap}figcaption{color:#5b6b7c;font-size:13px;padding:4px 8px}
-.note{color:#5b6b7c;font-size:13px}footer{margin-top:36px;color:#7a8896;font-size:12px}
+.note{color:#5b6b7c;font-size:13px}footer{margin-top:36px;color:#7a8896;font-size:12px;overflow-wrap:anywhere}
+.nofit{background:#fdecea;border-left:5px solid #b3261e;border-radius:8px;padding:12px 16px;margin:18px 0}
+.nofit h2{margin:0 0 6px;border:0;color:#b3261e;font-size:20px}.nofit ul{margin:6px 0 0;padding-left:20px}
+.card.hyp .v{color:#7a8896}.card.hyp .k.h{color:#b3261e;font-weight:600}
+ol.cite{font-size:12.5px;color:#3d4a57;padding-left:22px;overflow-wrap:anywhere}ol.cite b{color:#1d2733}
+tr.now td{color:#5b6b7c;font-style:italic}.tw{overflow-x:auto;border-radius:8px}
 """
 
 PHASE_TITLE = {"cpu": "CPU", "embedding": "GPU · embedding", "layer": "GPU · every layer", "head": "GPU · head"}
@@ -38,19 +47,70 @@ def esc(x) -> str:
 
 
 def _cards(pred) -> str:
+    """The headline figures. A setup that does not fit gets its speeds greyed and labelled hypothetical;
+    a figure the device lacks (no FLOP/s: prefill, TTFT) reads "unknown", never 0."""
     d, m, p = pred.decode, pred.memory, pred.prefill
-    cards = [("decode, expected", f"{fmt_rate(d.tok_s)} tok/s", f"{d.ms_per_token:.2f} ms/token · {d.bound}-bound"),
-             ("decode bound", f"{fmt_rate(d.bound_tok_s)} tok/s", f"{pred.hw.bandwidth_gbps:g} GB/s ÷ bytes per token"),
+    hyp = not m.fits
+    cards = [("decode, expected", f"{fmt_rate(d.tok_s)} tok/s", f"{d.ms_per_token:.2f} ms/token · {d.bound}-bound", hyp),
+             ("decode bound", f"{fmt_rate(d.bound_tok_s)} tok/s", f"{pred.hw.bandwidth_gbps:g} GB/s ÷ bytes per token",
+              hyp),
              ("bytes read per token", fmt_bytes(d.bytes_per_token),
-              f"weights {fmt_bytes(d.weight_bytes_per_token)} + KV {fmt_bytes(d.kv_bytes_per_token)}"),
+              f"weights {fmt_bytes(d.weight_bytes_per_token)} + KV {fmt_bytes(d.kv_bytes_per_token)}", False),
              ("memory", f"{fmt_bytes(m.total_bytes)}",
-              f"of {fmt_bytes(m.capacity_bytes)} · {'fits' if m.fits else 'does NOT fit'}")]
+              f"of {fmt_bytes(m.capacity_bytes)} · {'fits' if m.fits else 'does NOT fit'}", False)]
     if pred.prompt:
-        cards.append(("prefill", f"{fmt_rate(p.tok_s)} tok/s", f"{pred.prompt} tokens · {p.bound}-bound"))
-        cards.append(("time to first token", fmt_seconds(pred.ttft_s), "prefill + one sampling step"))
-    return '<div class="cards">' + "".join(
-        f'<div class="card"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div><div class="k">{esc(h)}</div>'
-        f"</div>" for k, v, h in cards) + "</div>"
+        cards.append(("prefill", unknown(p.tok_s, lambda v: f"{fmt_rate(v)} tok/s"),
+                      f"{pred.prompt} tokens · {p.bound}" + ("-bound" if p.tok_s is not None else ""), hyp))
+        cards.append(("time to first token", unknown(pred.ttft_s, fmt_seconds),
+                      "prefill + one sampling step" if pred.ttft_s is not None else "prefill time unknown", hyp))
+    out = []
+    for k, v, h, hy in cards:
+        label = '<div class="k h">hypothetical: does not fit</div>' if hy else ""
+        out.append(f'<div class="card{" hyp" if hy else ""}"><div class="k">{esc(k)}</div><div class="v">{esc(v)}</div>'
+                   f'<div class="k">{esc(h)}</div>{label}</div>')
+    # one row of all the cards on a wide page, two even rows below 900 px, pairs on a phone: never 5 + 1
+    return f'<div class="cards" style="--n:{len(out)}">' + "".join(out) + "</div>"
+
+
+def _nofit(pred, ways) -> str:
+    """The headline of a setup that does not fit: by how much, and each way to run it with its figure."""
+    m = pred.memory
+    items = "".join(f"<li><b>{esc(w['kind'])}</b>: {esc(w['description'])}</li>" for w in ways) or \
+        "<li>no way tried fits (offload, more devices, a smaller format, a shorter context): a device with more memory</li>"
+    return (f'<div class="nofit"><h2>Does not fit: needs {esc(fmt_bytes(m.total_bytes))} of '
+            f"{esc(fmt_bytes(m.capacity_bytes))}</h2>The speeds below are hypothetical (as if it fitted). "
+            f"Ways to run it, each predicted:<ul>{items}</ul></div>")
+
+
+def split_citations(text: str) -> list[str]:
+    """A source string's citations: split at '; ' outside parentheses and brackets."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == ";" and depth <= 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    if cur.strip():
+        out.append(cur.strip())
+    return [c for c in out if c]
+
+
+def citations(hw, pred) -> str:
+    import re
+
+    def fmt(c: str) -> str:
+        m = re.match(r"^\[([A-Z0-9_-]+)\]\s*(.*)$", c, re.S)
+        return f"<b>[{esc(m.group(1))}]</b> {esc(m.group(2))}" if m else esc(c)
+
+    hw_items = "".join(f"<li>{fmt(c)}</li>" for c in split_citations(hw.source or "")) or "<li>no source given</li>"
+    return (f"<h2>Sources</h2><p class='note'>{esc(hw.name)}: the vendor figures above come from</p>"
+            f"<ol class='cite'>{hw_items}</ol><p class='note'>Engine model ({esc(pred.engine)}): "
+            f"{esc(pred.engine_source)}</p>")
 
 
 def _prediction_table(pred) -> str:
@@ -58,8 +118,9 @@ def _prediction_table(pred) -> str:
     rows = [("weights", fmt_bytes(m.weights_bytes)), ("KV cache", fmt_bytes(m.kv_bytes)),
             ("activations / workspace", fmt_bytes(m.activations_bytes)), ("engine runtime", fmt_bytes(m.overhead_bytes)),
             ("total / capacity", f"{fmt_bytes(m.total_bytes)} / {fmt_bytes(m.capacity_bytes)}"),
-            ("largest context at this batch", f"{m.max_context:,} tokens"),
-            ("largest batch at this context", f"{m.max_batch:,}"),
+            ("largest context at this batch", f"{m.max_context:,} tokens" if m.max_context else
+             "none: the weights and buffers alone exceed the capacity"),
+            ("largest batch at this context", f"{m.max_batch:,}" if m.max_batch else "none (does not fit)"),
             ("decode range", f"{fmt_rate(d.tok_s_low)} – {fmt_rate(d.tok_s_high)} tok/s")]
     return "<table><tr><th>quantity</th><th>value</th></tr>" + "".join(
         f'<tr><td>{esc(k)}</td><td class="n">{esc(v)}</td></tr>' for k, v in rows) + "</table>"
@@ -95,14 +156,39 @@ def journey_table(expl) -> str:
 
 
 def levers_table(expl) -> str:
+    p, j = expl.prediction, expl.journey
     out = ["<table><tr><th>lever</th><th>what if</th><th>tok/s</th><th>time/token</th><th>bytes/token</th>"
            "<th>speed-up</th><th>fits</th></tr>"]
+    rate = j.tok_s / j.batch if j.predicted_s is not None and j.tok_s else None
+    out.append(f"<tr class='now'><td>now</td><td>as above</td><td class='n'>{unknown(rate, fmt_rate)}</td>"
+               f"<td class='n'>{unknown(1 / rate if rate else None, fmt_seconds)}</td>"
+               f"<td class='n'>{fmt_bytes(p.decode.bytes_per_token)}</td><td class='n'>1.00×</td>"
+               f"<td>{'yes' if p.memory.fits else 'no'}</td></tr>")
     for lv in expl.levers:
-        cls = "up" if lv.speedup >= 1 else "down"
-        out.append(f"<tr><td>{esc(lv.lever)}</td><td>{esc(lv.what_if)}</td><td class='n'>{fmt_rate(lv.tok_s)}</td>"
-                   f"<td class='n'>{fmt_seconds(lv.ms_per_token / 1e3)}</td><td class='n'>{fmt_bytes(lv.bytes_per_token)}"
-                   f"</td><td class='n {cls}'>{lv.speedup:.2f}×</td><td>{'yes' if lv.fits else 'no'}</td></tr>")
+        known = lv.tok_s is not None and lv.speedup
+        cls = "up" if known and lv.speedup >= 1 else "down"
+        out.append(f"<tr><td>{esc(lv.lever)}</td><td>{esc(lv.what_if)}</td><td class='n'>{unknown(lv.tok_s, fmt_rate)}</td>"
+                   f"<td class='n'>{fmt_seconds(lv.ms_per_token / 1e3) if known else 'unknown'}</td>"
+                   f"<td class='n'>{fmt_bytes(lv.bytes_per_token)}</td>"
+                   f"<td class='n {cls if known else ''}'>{f'{lv.speedup:.2f}×' if known else 'unknown'}</td>"
+                   f"<td>{'yes' if lv.fits else 'no'}</td></tr>")
     return "".join(out) + "</table>"
+
+
+def _first_token_note(pred) -> str:
+    """Why the journey's context and speed differ from the cards': it is the first generated token."""
+    return (f"This is the first generated token: its cache holds the {pred.context:,} tokens of context and the "
+            f"{pred.prompt:,} of the prompt ({pred.context + pred.prompt:,}). The decode card averages all "
+            f"{pred.gen:,} generated tokens as the cache grows, so it can read slightly slower.")
+
+
+def _ridge(expl) -> str:
+    hw, j = expl.prediction.hw, expl.journey
+    if not hw.matmul_flops:
+        return (f"Ridge point: unknown ({hw.name} has no published FLOP/s figure; decode is memory-bound whatever "
+                f"it is). {j.kernels:,} kernel launches per token.")
+    return (f"Ridge point: {j.ridge_flops_per_byte:.0f} FLOP/byte ({hw.matmul_flops / 1e12:g} TFLOPS ÷ "
+            f"{hw.bandwidth_gbps:g} GB/s); {j.kernels:,} kernel launches per token.")
 
 
 def _figure(svg: str, caption: str) -> str:
@@ -124,6 +210,11 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine="llama.cpp
              f'<div class="sub">{esc(pred.quant)} weights · KV {esc(pred.kv_dtype)} · engine {esc(pred.engine)} · '
              f"batch {pred.batch} · context {pred.context:,} + prompt {pred.prompt:,} + generate {pred.gen:,}</div>",
              _cards(pred)]
+    if not pred.memory.fits:
+        from ..alternatives import ways_to_run
+
+        parts.insert(2, _nofit(pred, ways_to_run(model, hw, quant=quant, kv_dtype=kv_dtype, engine=engine,
+                                                 prompt=prompt, gen=gen, context=context, batch=batch)))
     if charts:
         from ..plots import context_figure, prediction_figure, stages_figure, to_svg
         from ..plots.verbs import hw_info, prediction_journeys
@@ -133,9 +224,9 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine="llama.cpp
                              "(squares) on the roofline: left of the ridge is memory-bound."))
     parts += ["<h2>Prediction</h2>", _prediction_table(pred)]
     parts += ["<h2>The journey of one token</h2>",
-              f"<p>{esc(headline(expl))}. The stages sum to the predicted time. Ridge point: "
-              f"{expl.journey.ridge_flops_per_byte:.0f} FLOP/byte ({hw.matmul_flops / 1e12:g} TFLOPS ÷ "
-              f"{hw.bandwidth_gbps:g} GB/s); {expl.journey.kernels:,} kernel launches per token.</p>",
+              f"<p>{'<b>Hypothetical (it does not fit):</b> ' if not expl.prediction.memory.fits else ''}"
+              f"{esc(headline(expl, fit_prefix=False))}. The stages sum to the predicted time. {esc(_ridge(expl))} "
+              f"{esc(_first_token_note(pred))}</p>",
               journey_table(expl)]
     if charts:
         parts.append(_figure(to_svg(stages_figure(expl.to_dict())), "Time per stage of one decode token."))
@@ -144,12 +235,16 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine="llama.cpp
         rows = [predict(model, hw, quant=quant, kv_dtype=kv_dtype,
                         engine=engine, prompt=0, gen=1, context=c, batch=batch).to_dict() for c in SWEEP_CONTEXTS]
         parts += ["<h2>Decode speed against context</h2>",
-                  _figure(to_svg(context_figure(rows)), "The KV cache grows with context; at long context it rivals "
-                                                        "the weights and speed falls.")]
+                  _figure(to_svg(context_figure(rows, chosen=pred.to_dict())),
+                          "The KV cache grows with context; at long context it rivals the weights and speed falls. "
+                          "The star is this setup; hollow red points do not fit (hypothetical).")]
+    parts.append(citations(hw, pred))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    parts.append(f"<footer>tokspeed {esc(__version__)} · {esc(stamp)} · engine model: {esc(pred.engine_source)} · "
-                 f"hardware source: {esc(hw.source[:300])}</footer>")
+    parts.append(f"<footer>tokspeed {esc(__version__)} · {esc(stamp)} · every figure is computed by tokspeed from "
+                 f"the sources above; see docs/explain.md for the formulas</footer>")
+    # a wide table scrolls inside its own box; the page never scrolls sideways
+    body = "".join(parts).replace("<table>", '<div class="tw"><table>').replace("</table>", "</table></div>")
     title = f"tokspeed · {pred.model} on {hw.name}"
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
             f'<meta name="viewport" content="width=device-width,initial-scale=1"><style>{CSS}</style></head>'
-            f"<body><main>{''.join(parts)}</main></body></html>\n")
+            f"<body><main>{body}</main></body></html>\n")

@@ -1,42 +1,87 @@
-"""The rich table `tokspeed predict` prints."""
+"""The rich table `tokspeed predict` prints, and the "does not fit" headline with the ways to run it."""
 
 from __future__ import annotations
 
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
+from .text import FitTable, markup_safe, one_line, styled
+
+
+def setup_title(pred) -> str:
+    """``model · quant · device · engine · batch · tokens`` (plain text, cleaned)."""
+    return one_line(f"{pred.model} · {pred.quant} · {pred.hw.name} · {pred.engine} · batch {pred.batch} · "
+                    f"context {pred.context:,} + prompt {pred.prompt:,} + gen {pred.gen:,}")
+
+
+def fit_headline(pred) -> str:
+    """'' when it fits; else what does not fit, by how much, and that its speeds are hypothetical."""
+    m = pred.memory
+    if m.fits:
+        return ""
+    return (f"DOES NOT FIT: needs {fmt_bytes(m.total_bytes)} of {fmt_bytes(m.capacity_bytes)}; "
+            "the speeds shown are hypothetical (as if it fitted)")
+
+
+def context_cell(m) -> tuple[str, str]:
+    """(value, how) of the largest context / batch row, saying why when nothing fits."""
+    if m.max_context <= 0:
+        fixed = m.weights_bytes + m.activations_bytes + m.overhead_bytes
+        return "none", (f"weights + buffers ({fmt_bytes(fixed)}) already exceed {fmt_bytes(m.capacity_bytes)}: "
+                        "no context fits")
+    return f"{m.max_context:,} / {m.max_batch:,}", "tokens at this batch / sequences at this context"
+
+
+def render_ways(console, pred, model, ways=None, **predict_options) -> list[dict]:
+    """Print the ways to run a setup that does not fit (computing them for ``model`` as the user named it,
+    with the same ``predict_options``, unless given); returns them."""
+    if pred.memory.fits:
+        return []
+    if ways is None:
+        from ..alternatives import ways_to_run
+
+        ways = ways_to_run(model, pred.hw, **predict_options)
+    if not ways:
+        console.print("[bold red]no way tried makes it fit[/] (offload, more devices, a smaller format, a shorter "
+                      "context): choose a device with more memory")
+        return ways
+    console.print("[bold]ways to run it[/] (each predicted):")
+    for w in ways:
+        console.print(f"  · [bold]{w['kind']}[/]: {markup_safe(w['description'])}")
+    return ways
 
 
 def render_prediction(pred, console=None):
     from .console import make_console
-    from rich.table import Table
 
     console = console or make_console()
     m, d, p = pred.memory, pred.decode, pred.prefill
-    title = (f"{pred.model} · {pred.quant} · {pred.hw.name} · {pred.engine} · batch {pred.batch} · "
-             f"context {pred.context} + prompt {pred.prompt} + gen {pred.gen}")
-    t = Table(title=title, show_header=True, header_style="bold")
-    t.add_column("quantity")
-    t.add_column("value", justify="right")
-    t.add_column("how", style="dim")
-    fit = "[green]fits[/]" if m.fits else "[red]does not fit[/]"
-    t.add_row("memory", f"{fmt_bytes(m.total_bytes)} / {fmt_bytes(m.capacity_bytes)} {fit}",
-              f"weights {fmt_bytes(m.weights_bytes)} + KV {fmt_bytes(m.kv_bytes)} + activations "
-              f"{fmt_bytes(m.activations_bytes)} + runtime {fmt_bytes(m.overhead_bytes)}")
-    t.add_row("largest context / batch", f"{m.max_context:,} tok / {m.max_batch:,}",
-              "at this batch / at this context")
-    t.add_row("bytes read per token", fmt_bytes(d.bytes_per_token),
-              f"weights {fmt_bytes(d.weight_bytes_per_token)} + KV {fmt_bytes(d.kv_bytes_per_token)} (+ activations)")
-    t.add_row("decode bound (ideal)", f"{fmt_rate(d.bound_tok_s)} tok/s",
-              f"{pred.hw.bandwidth_gbps:g} GB/s ÷ bytes per token, averaged over {pred.gen} tokens")
-    t.add_row(f"decode expected ({pred.engine})", f"[bold]{fmt_rate(d.tok_s)} tok/s[/]",
-              f"{d.ms_per_token:.2f} ms/token, {d.bound}-bound, range {fmt_rate(d.tok_s_low)}–{fmt_rate(d.tok_s_high)}")
+    hyp = not m.fits
+    tag = " (hypothetical)" if hyp else ""
+    t = FitTable(title=setup_title(pred))
+    t.column("quantity", min_width=14).column("value", numeric=True).column("how", drop=1, min_width=16, style="dim")
+    fit = styled("fits", "green") if m.fits else styled("DOES NOT FIT", "bold red")
+    t.row("memory", f"{fmt_bytes(m.total_bytes)} / {fmt_bytes(m.capacity_bytes)}",
+          f"weights {fmt_bytes(m.weights_bytes)} + KV {fmt_bytes(m.kv_bytes)} + activations "
+          f"{fmt_bytes(m.activations_bytes)} + runtime {fmt_bytes(m.overhead_bytes)}")
+    t.row("fits", fit, "capacity is the device's usable memory")
+    t.row("largest context / batch", *context_cell(m))
+    t.row("bytes read per token", fmt_bytes(d.bytes_per_token),
+          f"weights {fmt_bytes(d.weight_bytes_per_token)} + KV {fmt_bytes(d.kv_bytes_per_token)} (+ activations)")
+    t.row(f"decode bound (ideal){tag}", f"{fmt_rate(d.bound_tok_s)} tok/s",
+          f"{pred.hw.bandwidth_gbps:g} GB/s ÷ bytes per token, averaged over {pred.gen} tokens")
+    t.row(f"decode expected ({pred.engine}){tag}", styled(f"{fmt_rate(d.tok_s)} tok/s", "dim" if hyp else "bold"),
+          f"{d.ms_per_token:.2f} ms/token, {d.bound}-bound, range {fmt_rate(d.tok_s_low)}–{fmt_rate(d.tok_s_high)}")
     if pred.batch > 1:
-        t.add_row("decode aggregate", f"{fmt_rate(d.aggregate_tok_s)} tok/s", f"{pred.batch} sequences")
+        t.row(f"decode aggregate{tag}", f"{fmt_rate(d.aggregate_tok_s)} tok/s", f"{pred.batch} sequences")
     if pred.prompt and p.tok_s is None:
-        t.add_row("prefill", "unknown", p.bound)
+        t.row("prefill", "unknown", p.bound)
     elif pred.prompt:
-        t.add_row("prefill", f"{fmt_rate(p.tok_s)} tok/s",
-                  f"{fmt_seconds(p.seconds)} for {pred.prompt} tokens, {p.bound}-bound, bound {fmt_rate(p.bound_tok_s)} tok/s")
+        t.row(f"prefill{tag}", f"{fmt_rate(p.tok_s)} tok/s",
+              f"{fmt_seconds(p.seconds)} for {pred.prompt} tokens, {p.bound}-bound, bound {fmt_rate(p.bound_tok_s)} tok/s")
     if pred.ttft_s is not None:
-        t.add_row("time to first token", fmt_seconds(pred.ttft_s), "prefill + one sampling step")
-    console.print(t)
-    console.print(f"[dim]engine model: {pred.engine_source}[/]")
+        t.row(f"time to first token{tag}", fmt_seconds(pred.ttft_s), "prefill + one sampling step")
+    elif pred.prompt:
+        t.row("time to first token", "unknown", "prefill time unknown (no FLOP/s figure for this device)")
+    if hyp:
+        console.print(f"[bold red]{markup_safe(fit_headline(pred))}[/]")
+    t.print(console)
+    console.print(f"[dim]engine model: {markup_safe(pred.engine_source)}[/]")

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
+from .text import FitTable, markup_safe, styled
 
 
-def _table(title: str, columns):
-    from rich.table import Table
-
-    t = Table(title=title, header_style="bold")
+def _table(title: str, columns, text=(), drop=()):
+    """Columns are numbers unless named in ``text`` (names of devices and stages); those in ``drop`` go first
+    (last named first) on a narrow terminal."""
+    t = FitTable(title=title)
     for c in columns:
-        t.add_column(c, justify="right")
+        t.column(c, numeric=c not in text, drop=drop.index(c) + 1 if c in drop else 0, min_width=12)
     return t
+
+
+def _no():
+    return styled("no", "red")
 
 
 def render_scale(pred, console=None):
@@ -22,13 +27,14 @@ def render_scale(pred, console=None):
     devs = x.get("devices", {}).get("per_device", [])
     if len(devs) > 1 or pred.layout is not None:
         t = _table(f"memory per device ({x['devices']['count']} GPU)",
-                   ("device", "hardware", "x", "weights", "KV", "activations + runtime", "total / capacity", "fits"))
+                   ("device", "hardware", "x", "weights", "KV", "activations + runtime", "total / capacity", "fits"),
+                   text=("device", "hardware"), drop=("weights", "KV", "activations + runtime", "x"))
         for d in devs:
-            t.add_row(d["name"], d["hardware"], str(d["count"]), fmt_bytes(d["weights_bytes"]), fmt_bytes(d["kv_bytes"]),
+            t.row(d["name"], d["hardware"], str(d["count"]), fmt_bytes(d["weights_bytes"]), fmt_bytes(d["kv_bytes"]),
                       fmt_bytes(d["activations_bytes"] + d["overhead_bytes"]),
                       f"{fmt_bytes(d['total_bytes'])} / {fmt_bytes(d['capacity_bytes'])}",
-                      "yes" if d["fits"] else "[red]no[/]")
-        console.print(t)
+                      "yes" if d["fits"] else _no())
+        t.print(console)
     par = x.get("parallel", {})
     if par.get("n_devices", 1) > 1:
         line = f"parallel: {par['style']} (tp={par['tp']}, pp={par['pp']})"
@@ -41,26 +47,26 @@ def render_scale(pred, console=None):
                      f"{fmt_bytes(par['allreduce_bytes_per_token_per_device'])} sent per device per token")
         if "pipeline_link" in par:
             line += f"; stage hand-off {fmt_bytes(par['handoff_bytes_per_token'])}/token over {par['pipeline_link']['name']}"
-        console.print(line)
+        console.print(markup_safe(line))
     off = x.get("offload")
     if off:
         t = _table(f"offload ({off['mode']}): {off['gpu_layers']} of {off['n_layers_with_output']} layers on the GPU, "
                    f"{fmt_bytes(off['weights_in_ram_bytes'])} of weights in RAM",
-                   ("stage", "device", "layers", "ms per token", "of which link"))
+                   ("stage", "device", "layers", "ms per token", "of which link"), text=("stage", "device"), drop=("of which link",))
         for s in off["decode_seconds_by_stage"]:
-            t.add_row(s["name"], s["hardware"], f"{s['layers'][0]}-{s['layers'][1]}", f"{s['seconds'] * 1e3:.2f}",
+            t.row(s["name"], s["hardware"], f"{s['layers'][0]}-{s['layers'][1]}", f"{s['seconds'] * 1e3:.2f}",
                       f"{s['link_s'] * 1e3:.2f}")
-        console.print(t)
-        console.print(f"VRAM vs host link: {off['vram_vs_host_link']:.1f}x; VRAM vs CPU RAM ({off['cpu']}): "
+        t.print(console)
+        console.print(f"VRAM vs host link: {off['vram_vs_host_link']:.1f}x; VRAM vs CPU RAM ({markup_safe(off['cpu'])}): "
                       f"{off['vram_vs_cpu_ram']:.1f}x")
     sv = x.get("serving")
     if sv:
         t = _table(f"batching (decode at depth {sv['decode_depth']:,}): ridge batch {sv['ridge_batch']}, "
                    f"largest batch that fits {sv['max_batch']:,}", ("batch", "ms/step", "per-user tok/s", "aggregate tok/s", "fits"))
         for r in sv["batches"]:
-            t.add_row(str(r["batch"]), f"{r['step_ms']:.2f}", fmt_rate(r["per_user_tok_s"]), fmt_rate(r["aggregate_tok_s"]),
-                      "yes" if r["fits"] else "[red]no[/]")
-        console.print(t)
+            t.row(str(r["batch"]), f"{r['step_ms']:.2f}", fmt_rate(r["per_user_tok_s"]), fmt_rate(r["aggregate_tok_s"]),
+                      "yes" if r["fits"] else _no())
+        t.print(console)
         if "users" in sv:
             u = sv["users"]
             console.print(f"{u['users']} users: {fmt_rate(u['per_user_tok_s'])} tok/s each, "
@@ -68,13 +74,13 @@ def render_scale(pred, console=None):
         cb = sv.get("continuous")
         if cb:
             if cb["stable"] is None:
-                console.print(f"continuous batching: {cb['reason']}")
+                console.print(f"continuous batching: {markup_safe(cb['reason'])}")
             elif cb["stable"]:
                 console.print(f"continuous batching at {cb['rate_rps']:g} req/s: ~{cb['running_sequences']:.1f} running, "
                               f"TTFT {fmt_seconds(cb['ttft_s'])}, TPOT {fmt_seconds(cb['tpot_s'])}, "
                               f"prefill {cb['prefill_share']:.0%} of the time; max {cb['max_rate_rps']:.2f} req/s")
             else:
-                console.print(f"[red]{cb['rate_rps']:g} req/s is beyond this setup[/]: {cb['reason']} "
+                console.print(f"[red]{cb['rate_rps']:g} req/s is beyond this setup[/]: {markup_safe(cb['reason'])} "
                               f"(max {cb['max_rate_rps']:.2f} req/s)")
     c = x.get("cost", {})
     parts = []
@@ -83,4 +89,5 @@ def render_scale(pred, console=None):
     if c.get("joules_per_token") is not None:
         parts.append(f"{c['joules_per_token']:.2f} J/token at {c['power_w']:g} W TDP")
     if parts:
-        console.print(f"cost at {fmt_rate(c['at_aggregate_tok_s'])} tok/s: " + "; ".join(parts))
+        hyp = "" if pred.memory.fits else " (hypothetical: it does not fit)"
+        console.print(f"cost at {fmt_rate(c['at_aggregate_tok_s'])} tok/s{hyp}: " + "; ".join(parts))

@@ -13,17 +13,13 @@ from .offload import normalize_mode, offload_layout
 from .parallel import Parallel, check_tp, parse_parallel, split_layers
 
 
-def wants_scale(gpus=1, parallel=None, gpu_layers=None, offload="none") -> bool:
-    return gpus != 1 or bool(parallel) or gpu_layers is not None or (offload or "none").lower() != "none"
-
-
 def matmuls_per_layer(spec) -> int:
     attn = 4 if not spec.is_mla else (5 if spec.q_lora_rank else 4)
     return attn + (3 if spec.gated_mlp else 2)
 
 
 def parallel_layout(spec, hw, prof, par: Parallel) -> Layout:
-    llama = prof.name.startswith("llama.cpp")
+    llama = prof.runtime == "llama.cpp"
     if not llama:
         check_tp(spec, par.tp)      # llama.cpp's row split cuts rows anywhere; head-sharded TP cannot
     blocks = split_layers(spec.n_layers, par.pp)
@@ -78,7 +74,7 @@ def system_memory(rows, layout, spec, storage, kvb, batch, tokens, prompt, overh
         return True
 
     max_batch = _largest(lambda b: device_fits(b, tokens), 1 << 24) if tokens else 0
-    max_context = _largest(lambda t: device_fits(batch, t), 1 << 40)
+    max_context = _largest(lambda t: device_fits(batch, t), spec.max_context or 1 << 40)   # trained window
     weights = sum(r.weights_bytes * r.count for r in rows)
     kv = sum(r.kv_bytes * r.count for r in rows)
     act = sum(r.activations_bytes * r.count for r in rows)

@@ -9,7 +9,15 @@ few-KB messages of decode.
 Which link: devices with a scale-up fabric (NVLink, Infinity Fabric, ``scale_up_gbps`` in the
 catalog, a bidirectional sum) use half of it per direction, within the fabric's reach: 2 devices for
 bridged PCIe cards (RTX 3090, A100/H100 PCIe with an NVLink bridge), 72 for GB200/GB300 NVL72, else 8
-(one HGX/OAM baseboard). Otherwise peer-to-peer over PCIe at the device's ``host_link_gbps``.
+(one HGX/OAM baseboard). Otherwise peer-to-peer over PCIe at the device's ``host_link_gbps``, within
+one server (``PCIE_PER_NODE`` GPUs); more devices than that span servers and talk over the network.
+
+Latency of a small all-reduce: a switched scale-up fabric (NVSwitch, Infinity Fabric) runs it one-shot
+(vLLM's custom all-reduce, NCCL LL over NVLS): every device reads every other's buffer in one hop, so the
+fitted ``SYNC_LATENCY_S["all-reduce"]`` holds for any N within reach. Over PCIe or the network NCCL runs a
+ring: ``2 (N - 1)`` dependent steps, each paying the link's hop latency (``HOP_LATENCY_S``), on top of the
+same software cost. Decode of a large model pays this ``syncs_per_layer x layers`` times per token: this,
+not bandwidth, is why 16 PCIe GPUs decode slower than 8 on NVLink.
 """
 
 from __future__ import annotations
@@ -28,10 +36,18 @@ SYNC_LATENCY_S = {
                             # 67 rows); also used for pipeline and offload hand-offs
 }
 
+# Per-step latency of NCCL's ring with the LL protocol, by link (NCCL src/graph/tuning.cc ``hwLat`` for
+# LL: NVLink 0.6 us, PCI 1.0 us, NET 2.7 us); a ring all-reduce takes 2 (N - 1) such steps.
+HOP_LATENCY_S = {"scale-up": 0.0, "pcie": 1.0e-6, "network": 2.7e-6, "host": 1.0e-6}
+PCIE_PER_NODE = 8          # PCIe GPUs one server holds (8-GPU PCIe servers; more = several servers)
+NETWORK_LINK = "400 Gb/s InfiniBand NDR (assumed: one NIC per GPU)"
+NETWORK_PER_DIRECTION_BYTES_S = 50e9   # 400 Gb/s = 50 GB/s per direction
+
+
 @dataclass(frozen=True)
 class Interconnect:
     name: str
-    kind: str                       # scale-up | pcie | host
+    kind: str                       # scale-up | pcie | network | host
     per_direction_bytes_s: float
 
     def transfer_s(self, nbytes: float, ideal: bool = False) -> float:
@@ -39,16 +55,20 @@ class Interconnect:
         return nbytes / self.per_direction_bytes_s + (0.0 if ideal else SYNC_LATENCY_S["peer-copy"])
 
     def allreduce_s(self, nbytes: float, n: int, ideal: bool = False) -> float:
-        """Ring volume at bandwidth plus one synchronisation latency (small-message all-reduces run
-        NCCL's LL protocol or vLLM's one-shot kernel, whose latency barely grows with N)."""
+        """Ring volume at bandwidth plus the synchronisation latency: the fitted one-shot latency on a
+        switched fabric, plus 2 (N - 1) ring steps of the link's hop latency over PCIe or the network."""
         if n <= 1:
             return 0.0
         return ring_allreduce_bytes(nbytes, n) / self.per_direction_bytes_s + (0.0 if ideal else
-                                                                              SYNC_LATENCY_S["all-reduce"])
+                                                                              self.allreduce_latency_s(n))
+
+    def allreduce_latency_s(self, n: int) -> float:
+        return SYNC_LATENCY_S["all-reduce"] + 2 * (n - 1) * HOP_LATENCY_S.get(self.kind, 0.0)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "kind": self.kind, "per_direction_gbps": self.per_direction_bytes_s / 1e9,
                 "allreduce_latency_us": SYNC_LATENCY_S["all-reduce"] * 1e6,
+                "ring_step_latency_us": HOP_LATENCY_S.get(self.kind, 0.0) * 1e6,
                 "copy_latency_us": SYNC_LATENCY_S["peer-copy"] * 1e6}
 
 
@@ -73,7 +93,11 @@ def device_link(hw, n: int) -> Interconnect | None:
     if hw.scale_up_gbps and n <= scale_up_reach(hw):
         return Interconnect(f"scale-up {hw.scale_up_gbps:g} GB/s bidirectional", "scale-up",
                             hw.scale_up_per_direction_bytes_s)
-    return host_link(hw, kind="pcie")
+    pcie = host_link(hw, kind="pcie")
+    if n <= PCIE_PER_NODE or hw.kind != "gpu":
+        return pcie
+    return Interconnect(f"{NETWORK_LINK} across {-(-n // PCIE_PER_NODE)} servers", "network",
+                        min(pcie.per_direction_bytes_s, NETWORK_PER_DIRECTION_BYTES_S))
 
 
 ASSUMED_GPU_LINK = "pcie-4-x16"   # a discrete GPU whose catalog entry names no host link

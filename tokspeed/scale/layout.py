@@ -11,8 +11,9 @@ The first stage also holds the token embedding, the last the final norm and LM h
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
+from ..ledger import weight_ledger
 from .interconnect import Interconnect
 from .parallel import Parallel
 
@@ -57,7 +58,7 @@ class DeviceMemory:
         return self.total_bytes <= self.capacity_bytes
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = dict(self.__dict__)
         d.update(total_bytes=self.total_bytes, fits=self.fits)
         return d
 
@@ -78,35 +79,15 @@ class Layout:
     notes: list = field(default_factory=list)
 
 
-EXPERT_ROLES = ("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")
-
-
 def layer_expert_bytes(spec, storage) -> list[float]:
     """Bytes of the routed-expert stacks of each layer (0 for dense layers)."""
-    from ..models.tensors import weight_tensors
-
-    out = [0.0] * spec.n_layers
-    for role, layer, rows, cols in weight_tensors(spec):
-        if role in EXPERT_ROLES:
-            out[layer] += storage.tensor_bytes(role, layer, rows, cols)
-    return out
+    return list(weight_ledger(spec, storage).experts_per_layer)
 
 
 def layer_weight_bytes(spec, storage) -> tuple[list[float], float, float]:
     """Bytes per layer, of the token embedding, and of the head (final norm + LM head)."""
-    from ..models.tensors import weight_tensors
-
-    per_layer = [0.0] * spec.n_layers
-    embd = head = 0.0
-    for role, layer, rows, cols in weight_tensors(spec):
-        b = storage.tensor_bytes(role, layer, rows, cols)
-        if layer is not None:
-            per_layer[layer] += b
-        elif role == "token_embd":
-            embd += b
-        else:
-            head += b
-    return per_layer, embd, head
+    w = weight_ledger(spec, storage)
+    return list(w.per_layer), w.embedding, w.head
 
 
 def kv_share(spec, tp: int) -> float:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..engines.compat import runtime_of
 from ..errors import UserError
 
-STYLES = ("none", "tp", "pp", "split", "tp+pp")
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Parallel:
 
 def default_style(engine_name: str) -> str:
     """llama.cpp splits layers by default; the serving engines shard tensors."""
-    return "split" if engine_name.startswith("llama.cpp") else "tp"
+    return "split" if runtime_of(engine_name) == "llama.cpp" else "tp"
 
 
 def parse_parallel(text: str | None, gpus: int, engine_name: str = "llama.cpp") -> Parallel:

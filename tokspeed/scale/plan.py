@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..engines.compat import engines_for, runtime_of
 from ..errors import UserError
+from ..predict import predict
+from ..workload import DEFAULT_ENGINE
 
 GROUP_SIZES = (2, 4, 8, 16)
 
@@ -63,7 +66,7 @@ def parallel_for(spec, engine: str, n: int, hw=None) -> str:
     (and the head count), pipeline stages across groups."""
     from .interconnect import scale_up_reach
 
-    if engine.startswith("llama.cpp"):
+    if runtime_of(engine) == "llama.cpp":
         return "split"
     reach = scale_up_reach(hw) if hw is not None and hw.scale_up_gbps else n
     tp = max(t for t in range(1, n + 1) if n % t == 0 and spec.n_heads % t == 0 and t <= reach)
@@ -73,24 +76,13 @@ def parallel_for(spec, engine: str, n: int, hw=None) -> str:
 
 
 def runs_on(engine: str, hw) -> bool:
-    """Backends each engine has: llama.cpp (CUDA/ROCm/Vulkan, Metal, CPU; no TPU/Gaudi), MLX (Apple only),
-    vLLM (GPUs, TPU/Gaudi plugins, CPU), transformers (GPUs, CPU, Apple MPS), the CUDA-only rest (GPUs)."""
-    e = engine.lower()
-    apple = hw.vendor.lower() == "apple"
-    if e.startswith("llama.cpp"):
-        return hw.kind != "accelerator"
-    if e == "mlx":
-        return apple
-    if e == "vllm":
-        return not apple
-    if e == "transformers":
-        return hw.kind != "accelerator"
-    return hw.kind == "gpu"
+    """Whether the engine runs on the device at all (the capability table, ``tokspeed.engines.compat``)."""
+    return engine.strip().lower() == "ideal" or engine.strip().lower() in engines_for(hw)
 
 
 def offload_modes(spec, engine: str) -> list[str]:
     """llama.cpp offloads whole layers (and, for MoE, just the experts); other engines stream."""
-    if engine.startswith("llama.cpp"):
+    if runtime_of(engine) == "llama.cpp":
         return ["auto", "experts"] if spec.is_moe else ["auto"]
     return ["stream"]
 
@@ -115,11 +107,9 @@ def _option(pred, hw, setup, n, target, users, price) -> Option:
                   {"gpus": n})
 
 
-def plan(model, target_tok_s: float, quant=None, engine="llama.cpp", context=0, batch=1, users=None,
+def plan(model, target_tok_s: float, quant=None, engine=DEFAULT_ENGINE, context=0, batch=1, users=None,
          budget=None, prices=None, kv_dtype="f16", hardware=None, offload=True) -> list[Option]:
     """Every setup tried, best first (those that meet the target, then the rest by speed)."""
-    from ..predict import predict
-
     if not target_tok_s or target_tok_s <= 0:
         raise UserError("--target-tok-s must be positive")
     if budget is not None and not prices:
@@ -183,12 +173,10 @@ def plan(model, target_tok_s: float, quant=None, engine="llama.cpp", context=0, 
     return sorted(out, key=key)
 
 
-def min_devices(model, hardware, quant=None, engine="llama.cpp", parallel=None, context=0, batch=1,
+def min_devices(model, hardware, quant=None, engine=DEFAULT_ENGINE, parallel=None, context=0, batch=1,
                 limit: int = 64) -> int | None:
     """Fewest devices of ``hardware`` that hold the model at ``context`` tokens (``parallel`` style
     for every count; None if ``limit`` is not enough)."""
-    from ..predict import predict
-
     for n in range(1, limit + 1):
         try:
             p = predict(model, hardware, quant=quant, engine=engine, prompt=0, gen=1, context=context, batch=batch,

@@ -3,17 +3,18 @@
 
 from __future__ import annotations
 
-from ..errors import UserError
+from ..ledger import forward_ops
+from ..workload import UBATCH
 from .interconnect import ring_allreduce_bytes
 from .offload import vram_vs_host_ratio, weights_in_ram_bytes
 from .serving import (batch_curve, continuous_batching, cost, default_batches, max_rate, ridge_batch,
                       weight_matmul_bound)
 
 
-def scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, prefill, first, timer, *, batch,
-                   prompt, gen, context, users=None, rate=None, price_per_hour=None) -> dict:
-    from ..ledger import forward_ops
-
+def scale_sections(r, mem, decode, prefill, first, work) -> dict:
+    """``r``: the prediction's ``Resolved`` setup; ``work``: its ``Workload``."""
+    setup, spec, storage, kvb, hw, prof, timer = r.setup, r.spec, r.storage, r.kv_elem_bytes, r.hw, r.profile, r.timer
+    opts = r.scale
     layout = setup.layout if setup else None
     out = {"devices": _devices(setup, mem, hw), "parallel": _parallel(layout, spec)}
     n_gpus = out["devices"]["count"]
@@ -21,11 +22,9 @@ def scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, pref
         out["offload"] = _offload(layout, spec, storage, hw, first)
 
     aggregate = decode.aggregate_tok_s
-    if users is not None or rate is not None:
-        for name, v in (("users", users), ("rate", rate)):
-            if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
-                raise UserError(f"--{name} must be a positive number, got {v!r}")
-        depth = context + prompt + gen // 2
+    if opts.wants_serving:
+        users, rate, prompt, gen = opts.users, opts.rate, work.prompt, work.gen
+        depth = work.context + prompt + gen // 2
 
         def step(b):
             return timer(forward_ops(spec, storage, kvb, b, 1, depth), prof, b, 1)
@@ -36,11 +35,12 @@ def scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, pref
         if not hw.matmul_flops:
             t_pf = None          # prefill is compute bound and this device has no FLOP/s figure
         elif prompt and prefill.seconds:
-            t_pf = prefill.seconds / (batch * prompt)
+            t_pf = prefill.seconds / (work.batch * prompt)
         else:
-            t_pf = timer(forward_ops(spec, storage, kvb, 1, 512, depth), prof, 1, 512).seconds / 512
+            t_pf = timer(forward_ops(spec, storage, kvb, 1, UBATCH, depth), prof, 1, UBATCH).seconds / UBATCH
+
         def matmul_bound(b):
-            return weight_matmul_bound(forward_ops(spec, storage, kvb, b, 1, depth), hw, prof, quant, b)
+            return weight_matmul_bound(forward_ops(spec, storage, kvb, b, 1, depth), hw, prof, r.quant, b)
 
         serving = {"max_batch": mem.max_batch, "ridge_batch": ridge_batch(matmul_bound),
                    "step_bound_at_max_batch": step(max(mem.max_batch, 1)).bound,
@@ -63,7 +63,7 @@ def scale_sections(setup, spec, storage, kvb, hw, prof, quant, mem, decode, pref
                 aggregate = cb["aggregate_tok_s"]
         out["serving"] = serving
     power = (hw.tdp_w or 0) * n_gpus
-    out["cost"] = cost(aggregate, power, price_per_hour)
+    out["cost"] = cost(aggregate, power, opts.price_per_hour)
     out["cost"]["at_aggregate_tok_s"] = aggregate
     return out
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 
-from ..memory import UBATCH
+from ..workload import UBATCH
+from ..timing import op_time
 
 RIDGE_LIMIT = 1 << 16
 
@@ -46,8 +47,6 @@ def weight_matmul_bound(ops, hw, prof, quant, tokens: int = 0) -> str:
     """What bounds the weight matmuls of a pass (the ops that read weights): "compute" once the
     compute-bound ones take longer than the memory-bound ones. Attention over the KV cache is left out:
     its bytes grow with the batch like its FLOPs, so it never turns compute bound in decode."""
-    from ..predict import op_time
-
     spent = {"compute": 0.0, "memory": 0.0}
     for op in ops:
         if op.unit == "tensor" and op.weight_bytes:

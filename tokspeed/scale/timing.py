@@ -6,7 +6,7 @@ the embedding to the first stage, final norm / LM head / sampling to the last. A
 are divided over its ranks (matmuls, attention heads, vocab-parallel embedding and LM head); norms and
 residual adds are replicated; the KV cache per rank follows ``layout.kv_share``.
 
-Each stage is timed by the engine's roofline (``predict.pass_time``) on its own device, and the
+Each stage is timed by the engine's roofline (``timing.pass_time``) on its own device, and the
 links add:
 - TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), or
   for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
@@ -27,37 +27,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..engines.profile import IDEAL
-from ..ledger import Op
-from ..predict import PassTime, pass_time
+from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope
+from ..timing import PassTime, ledger_totals, pass_time
 from .interconnect import SYNC_LATENCY_S
 from .layout import Layout, Stage, kv_share
 
 GPU_OFFLOAD_MIN_BATCH = 32   # llama.cpp: ops on CPU-held weights go to the GPU for batches >= 32 tokens
 
 
-@dataclass
-class ScaledPass(PassTime):
-    link_s: float = 0.0
-    stages: list = field(default_factory=list)   # dicts: name, kind, seconds, link_s
-
-    @property
-    def bound(self) -> str:
-        if self.link_s > max(self.compute_s, self.memory_s, self.overhead_s):
-            return "link"
-        return PassTime.bound.fget(self)
-
-
-def _layer_fraction(op: Op, spec, a: int, b: int) -> float:
-    L = spec.n_layers
-    if spec.is_moe and op.stage == "moe":
-        lo, n = spec.n_dense_layers, L - spec.n_dense_layers
-    elif spec.is_moe and op.stage == "ffn":
-        lo, n = 0, spec.n_dense_layers
-    else:
-        lo, n = 0, L
-    if n <= 0:
+def _layer_fraction(op: Op, a: int, b: int) -> float:
+    """Share of the op's own layers (``op.layers``) that fall in layers [a, b)."""
+    lo, hi = op.layers
+    if hi <= lo:
         return 0.0
-    return max(0, min(b, lo + n) - max(a, lo)) / n
+    return max(0, min(b, hi) - max(a, lo)) / (hi - lo)
 
 
 def _scaled(op: Op, f: float, weight_f: float | None = None) -> Op:
@@ -66,35 +49,59 @@ def _scaled(op: Op, f: float, weight_f: float | None = None) -> Op:
                    act_bytes=op.act_bytes * f, kv_read_bytes=op.kv_read_bytes * f, kv_write_bytes=op.kv_write_bytes * f)
 
 
+# replicated on every TP rank: the CPU's share, norms and residual adds, and the (small) MoE router
+_TP_REPLICATED = NORM_ROLES | {Role.SAMPLE, Role.ROUTER}
+
+
 def _tp_shard(op: Op, spec, tp: int) -> Op:
-    if tp <= 1 or op.unit == "cpu" or op.stage == "norm" or op.name.startswith("MoE router"):
+    if tp <= 1 or op.role in _TP_REPLICATED:
         return op
-    if op.name.startswith("attention scores"):
+    if op.role is Role.ATTN_CORE:
         s = kv_share(spec, tp)
         return replace(op, flops=op.flops / tp, act_bytes=op.act_bytes / tp, kv_read_bytes=op.kv_read_bytes * s,
                        kv_write_bytes=op.kv_write_bytes * s)
     return replace(op, flops=op.flops / tp, weight_bytes=op.weight_bytes / tp, act_bytes=op.act_bytes / tp)
 
 
-def _stage_fraction(op: Op, spec, stage: Stage) -> float:
-    if op.stage == "embedding":
+def _stage_fraction(op: Op, stage: Stage) -> float:
+    if op.scope is Scope.INPUT:
         return 1.0 if stage.embedding else 0.0
-    if op.stage in ("lm_head", "sampling") or op.name == "final norm":
+    if op.scope is Scope.HEAD:
         return 1.0 if stage.head else 0.0
-    return _layer_fraction(op, spec, *stage.layers)
+    return _layer_fraction(op, *stage.layers)
 
 
 def _is_expert_op(op: Op) -> bool:
-    return op.stage == "moe" and "_exps" in op.name
+    return op.role in (Role.EXPERTS, Role.EXPERTS_ACT)
 
 
-def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1) -> list[Op]:
-    """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches."""
+def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1, memo: dict | None = None) -> list[Op]:
+    """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches.
+    With a ``memo``, the shares of the ledger's shared depth-free segments are cut once per stage."""
+    segs = getattr(ops, "segments", None)
+    if memo is None or not segs:
+        return _stage_list(ops, spec, stage, micro)
+    parts = []
+    for seg in segs:
+        if isinstance(seg, tuple):
+            key = ("stage", id(seg), tuple(stage.layers), stage.embedding, stage.head, stage.tp, stage.ops, micro)
+            hit = memo.get(key)
+            if hit is None or hit[0] is not seg:
+                hit = memo[key] = (seg, tuple(_stage_list(seg, spec, stage, micro)))
+            parts.append(hit[1])
+        else:
+            parts.append(_stage_list(seg, spec, stage, micro))
+    out = PassOps(op for part in parts for op in part)
+    out.segments = tuple(parts)
+    return out
+
+
+def _stage_list(ops, spec, stage: Stage, micro: int) -> list[Op]:
     out = []
     for op in ops:
         if stage.ops != "all" and _is_expert_op(op) != (stage.ops == "experts"):
             continue
-        f = _stage_fraction(op, spec, stage)
+        f = _stage_fraction(op, stage)
         if f <= 0:
             continue
         o = _scaled(op, f / micro, weight_f=f) if micro > 1 else _scaled(op, f)
@@ -113,8 +120,8 @@ def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, 
     if n <= 1 or link is None:
         return 0.0
     if layout.row_split:
-        moved = sum(op.act_bytes * _stage_fraction(op, spec, stage) for op in ops
-                    if op.unit == "tensor" and op.weight_bytes and op.stage != "embedding")
+        moved = sum(op.act_bytes * _stage_fraction(op, stage) for op in ops
+                    if op.unit == "tensor" and op.weight_bytes and op.role is not Role.EMBED)
         moved = moved / micro * 2 * (n - 1) / n
         syncs = layout.syncs_per_layer * stage.n_layers
         return moved / link.per_direction_bytes_s + (0.0 if ideal else syncs * (n - 1) * SYNC_LATENCY_S["peer-copy"])
@@ -122,7 +129,8 @@ def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, 
     return layout.syncs_per_layer * stage.n_layers * link.allreduce_s(msg, n, ideal)
 
 
-def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int) -> ScaledPass:
+def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int,
+                memo: dict | None = None) -> PassTime:
     """Time of one pass of ``ops`` (batch x n_tokens new tokens) over the layout. ``prof`` is the
     main engine (IDEAL for the bound: every stage ideal, links at bandwidth without latency)."""
     ideal = prof is IDEAL or getattr(prof, "is_ideal", False)
@@ -132,16 +140,16 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     comp = mem = over = link = 0.0
     stage_rows, stage_times = [], []
     for s in layout.stages:
-        sops = stage_ops(ops, spec, s, micro)
+        sops = stage_ops(ops, spec, s, micro, memo)
         eng = IDEAL if ideal else s.engine
         extra = 0.0
         if s.kind == "cpu" and tokens >= GPU_OFFLOAD_MIN_BATCH and s.gpu is not None:
             gpu_eng = IDEAL if ideal else prof
-            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro))
+            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro), memo)
             extra = layout.host.transfer_s(s.host_bytes, ideal)
             eng = gpu_eng
         else:
-            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro))
+            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro), memo)
         if s.kind == "stream":
             extra = layout.host.transfer_s(s.host_bytes, ideal)
         extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal)
@@ -171,6 +179,22 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     if micro > 1:
         seconds = max(seconds, micro * max(stage_times))
     seconds += fixed
-    return ScaledPass(seconds, comp, mem, over, sum(o.bytes for o in ops), sum(o.weight_bytes for o in ops),
-                      sum(o.kv_read_bytes + o.kv_write_bytes for o in ops), sum(o.flops for o in ops), [],
-                      link_s=link, stages=stage_rows)
+    nbytes, wbytes, kv, flops = ledger_totals(ops, memo)
+    return PassTime(seconds, comp, mem, over, nbytes, wbytes, kv, flops, [], link_s=link, stages=stage_rows)
+
+
+_MEMO: dict = {}     # stage cuts and their times, shared by every layout (keys hold identities and values)
+
+
+@dataclass
+class LayoutTimer:
+    """The timer (``tokspeed.timing.Timer``) of a multi-device layout: ``layout_pass``."""
+    layout: Layout
+    spec: object
+    quant: str
+    memo: dict = field(default_factory=lambda: _MEMO, repr=False)
+
+    def __call__(self, ops: list[Op], engine, batch: int, n_tokens: int) -> PassTime:
+        if len(self.memo) > 50_000:
+            self.memo.clear()
+        return layout_pass(self.layout, ops, self.spec, self.quant, engine, batch, n_tokens, self.memo)

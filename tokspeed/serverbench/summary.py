@@ -21,23 +21,11 @@ Per phase (one concurrency level, or the rate phase), warm-up excluded:
 
 from __future__ import annotations
 
-import math
-
+from ..stats import percentile
 from .client import CANCELLED
 
 METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "decode_s", "decode_tok_s", "prompt_tokens", "output_tokens",
            "target_prompt_tokens", "queued_s", "server_decode_tok_s", "server_prefill_tok_s")
-
-
-def percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks: rank = q/100 * (n-1)."""
-    xs = sorted(values)
-    if not xs:
-        raise ValueError("percentile of no values")
-    pos = q / 100 * (len(xs) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
 def stats(values: list[float]) -> dict | None:
@@ -67,6 +55,7 @@ def _metric_values(recs: list[dict], name: str) -> list:
 
 
 SLO_METRICS = ("ttft_s", "tpot_s", "e2e_s")
+FAILED = 1e300  # what a failed request scores against an SLO: more than any limit
 SERVER_SOURCES = ("usage", "ollama", "llama.cpp")  # prompt counts the server itself reported
 
 
@@ -117,13 +106,14 @@ def slo_report(recs: list[dict], slo: dict) -> dict:
             continue
         vals = [r[m] for r in counted if r.get("ok") and r.get(m) is not None]
         failed = sum(1 for r in counted if not r.get("ok"))
-        # a failed request counts as missing every SLO: it enters the percentile as +infinity
-        ranked = vals + [math.inf] * failed
+        # a failed request counts as missing every SLO: it enters the percentile as a value above any
+        # (FAILED, not inf: interpolating inf - inf or inf x 0 would give NaN)
+        ranked = vals + [FAILED] * failed
         at_q = percentile(ranked, q) if ranked else None
         share = (sum(1 for v in vals if v <= lim) / len(counted)) if counted else None
         met = at_q is not None and at_q <= lim
         met_all = met_all and met
-        out[m] = {"limit": lim, "at_percentile": at_q if at_q is None or math.isfinite(at_q) else None,
+        out[m] = {"limit": lim, "at_percentile": at_q if at_q is not None and at_q < FAILED / 2 else None,
                   "met": met, "share": share}
     out["share_all"] = (sum(1 for r in counted if meets(r, slo)) / len(counted)) if counted else None
     out["met"] = met_all

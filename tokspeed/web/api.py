@@ -1,299 +1,336 @@
-"""The JSON API behind `tokspeed web`, as plain functions of query parameters (no HTTP in here).
+"""The JSON API behind `tokspeed web`, as plain functions of typed queries (``schemas.py``; no HTTP in here).
 
-Every bad input raises ``ApiError`` (or ``UserError``) and becomes a 4xx with a message; the server never
-reads a path a client names: models are catalog ids or ``upload:<id>`` of a file the server stored itself,
-hardware is a catalog id or ``custom`` with numbers.
+Every refusal raises ``ApiError`` (or ``UserError``, which the app turns into a 400): a value over the API's
+limits is 400, a malformed one 422 (FastAPI's own validation), a missing upload 404. The server never reads
+a path a client names: models are catalog ids or ``upload:<id>``, hardware is a catalog id or ``custom``.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import re
-import tempfile
 import threading
-import uuid
-from pathlib import Path
 
 from ..errors import UserError, did_you_mean
+from .errors import ApiError
+from .uploads import MAX_GGUF_SIZE, Uploads
+from .ways import predict_options
 
-# Upper limits keep one request cheap (the ledger is evaluated per 512-token micro-batch of a prefill).
-LIMITS = {"prompt": 1 << 20, "gen": 1 << 20, "context": 1 << 24, "batch": 4096, "prefill": 1 << 20}
-INT_DEFAULTS = {"prompt": 512, "gen": 128, "context": 0, "batch": 1}
-CUSTOM_HW = {"bandwidth_gbps": (True, 1e5), "memory_gb": (True, 1e5), "fp16_tflops": (False, 1e5),
-             "host_link_gbps": (False, 1e4)}
-COMMON = {"model", "hardware", "quant", "kv_dtype", "engine", *CUSTOM_HW}
-UPLOAD_LIMITS = {"config": 1 << 20, "gguf": 32 << 20}    # bytes: a config.json; the start of a GGUF (its header)
-MAX_GGUF_SIZE = 1 << 42                                  # a declared GGUF file size (4 TiB)
-MAX_UPLOADS = 64
-UPLOAD_RE = re.compile(r"^upload:([0-9a-f]{32})$")
-PLOT_KINDS = ("overview", "stages", "context", "memory")
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-class Uploads:
-    """Files clients sent, kept in one private temporary folder under names the server chose."""
-
-    def __init__(self):
-        self.dir = Path(tempfile.mkdtemp(prefix="tokspeed-web-"))
-        self.files: dict[str, Path] = {}
-        self.lock = threading.Lock()
-
-    def add(self, kind: str, data: bytes, name: str = "uploaded-model", size: int = 0) -> tuple[str, Path]:
-        """Store ``data``; ``size`` > len(data) extends the file to the size the client declared for the
-        whole GGUF, as a sparse hole (no disk used), so the header's tensor offsets check out."""
-        if kind not in UPLOAD_LIMITS:
-            raise ApiError(400, f"unknown upload kind {kind!r}: use kind=config (config.json) or kind=gguf")
-        if len(data) > UPLOAD_LIMITS[kind]:
-            raise ApiError(413, f"{kind} upload too large: {len(data):,} bytes (limit {UPLOAD_LIMITS[kind]:,})")
-        uid = uuid.uuid4().hex
-        sub = self.dir / uid / safe_name(name)       # the model id is the folder name (config) or file stem
-        sub.mkdir(parents=True)
-        path = sub / ("config.json" if kind == "config" else safe_name(name) + ".gguf")
-        path.write_bytes(data)
-        if size > len(data):
-            os.truncate(path, size)
-        with self.lock:
-            self.files[uid] = path
-            while len(self.files) > MAX_UPLOADS:
-                old = next(iter(self.files))
-                self._remove(self.files.pop(old))
-        return f"upload:{uid}", path
-
-    def path(self, ref: str) -> Path:
-        m = UPLOAD_RE.match(ref)
-        with self.lock:
-            p = self.files.get(m.group(1)) if m else None
-        if p is None:
-            raise ApiError(404, f"no upload {ref!r} (uploads last while the server runs; upload the file again)")
-        return p
-
-    def remove(self, ref: str):
-        p = self.path(ref)
-        with self.lock:
-            self.files.pop(UPLOAD_RE.match(ref).group(1), None)
-        self._remove(p)
-
-    def _remove(self, p: Path):
-        import shutil
-
-        upload_dir = p.parent.parent
-        if upload_dir.parent == self.dir:
-            shutil.rmtree(upload_dir, ignore_errors=True)
-
-    def close(self):
-        import shutil
-
-        shutil.rmtree(self.dir, ignore_errors=True)
+# What one request may cost. The prefill ledger is summed per 512-token micro-batch, so its CPU time grows
+# with the prompt: DeepSeek-V3 on an H100 takes 1.3 s (predict) to 2.3 s (explain) at 131,072 tokens and
+# 8-15 s at 1,048,576 on the 2-core build machine (`python benchmarks/bench_web.py`, RESULTS_web.md).
+MAX_PREFILL = 131072
+MAX_BATCH = 4096
+# The ways to run a misfit are a search of tens of predictions (GPU counts, every smaller format, offload):
+# 3.8 s for Llama 3.1 405B on an RTX 4090 with a 4,096-token prompt, 6.8 s at 16,384, 38 s for DeepSeek-V3
+# at 131,072 (measured on the loaded 2-core build machine): searched for prompts up to this many tokens.
+MAX_WAYS_PROMPT = 32768
+# The ranking prices every catalog model (2.2 s for 87 models on an RTX 4090 with a 512-token prompt, measured
+# with catalog's tokspeed.fit): its prompt is bounded tighter, its context by the largest window in use (10M).
+MAX_FIT_PROMPT = 8192
+MAX_FIT_CONTEXT = 1 << 24
+# Contexts up to the model's window, and never less than the seeds' 128K (they take Llama 3 8B, an 8K-window
+# model, to 128K to show the KV cache overtaking the weights).
+MIN_TOKEN_LIMIT = 131072
+# The context sweep of the calculator's chart: the seeds' 1K..128K (report.html's SWEEP_CONTEXTS).
+CURVE_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
+PRESETS = [
+    {"id": "gaming-24", "label": "24 GB gaming GPU (RTX 4090)", "settings": {"hardware": "rtx-4090", "quant": "Q4_K_M"}},
+    {"id": "gaming-16", "label": "16 GB gaming GPU (RTX 4080 Super)",
+     "settings": {"hardware": "rtx-4080-super", "quant": "Q4_K_M"}},
+    {"id": "mac-64", "label": "Mac with 64 GB (M4 Max)", "settings": {"hardware": "m4-max-40", "quant": "Q4_K_M"}},
+    {"id": "mac-192", "label": "Mac Studio with 192 GB (M2 Ultra)",
+     "settings": {"hardware": "m2-ultra-76", "quant": "Q4_K_M"}},
+    {"id": "h100", "label": "One H100 80 GB with vLLM", "settings": {"hardware": "h100-sxm", "quant": "FP8",
+                                                                    "engine": "vllm"}},
+    {"id": "8xh100", "label": "8× H100 server (tensor parallel)",
+     "settings": {"hardware": "h100-sxm", "quant": "BF16", "engine": "vllm", "gpus": "8"}},
+]
 
 
-def safe_name(name) -> str:
-    """A model name fit for a folder name: letters, digits, '.', '_' and '-', at most 64 characters."""
-    text = re.sub(r"[^A-Za-z0-9._-]+", "-", str(name or "")).strip(".-")[:64]
-    return text or "uploaded-model"
+def hf_id(source: str) -> str | None:
+    """The Hugging Face repo id in a catalog entry's source URL, if it is one."""
+    prefix = "https://huggingface.co/"
+    if not source.startswith(prefix):
+        return None
+    parts = source[len(prefix):].split("/")
+    return "/".join(parts[:2]) if len(parts) >= 2 else None
 
 
-# ---- parameters -----------------------------------------------------------------------------------
-def one(params: dict, name: str, default=None):
-    v = params.get(name)
-    if isinstance(v, list):
-        if len(v) > 1:
-            raise ApiError(400, f"parameter {name!r} given {len(v)} times")
-        v = v[0] if v else None
-    if v is None or (isinstance(v, str) and not v.strip()):
-        return default
-    return v.strip() if isinstance(v, str) else v
-
-
-def check_known(params: dict, allowed: set):
-    unknown = sorted(set(params) - allowed)
-    if unknown:
-        hint = did_you_mean(unknown[0], sorted(allowed))
-        raise ApiError(400, f"unknown parameter {unknown[0]!r}" + (f" ({hint})" if hint else
-                                                                  f"; known: {', '.join(sorted(allowed))}"))
-
-
-def get_int(params: dict, name: str, default: int, lo: int = 0) -> int:
-    v = one(params, name)
-    if v is None:
-        return default
-    try:
-        n = int(str(v), 10)
-    except ValueError:
-        raise ApiError(400, f"{name} must be a whole number, got {v!r}") from None
-    if n < lo:
-        raise ApiError(400, f"{name} must be at least {lo}, got {n}")
-    if n > LIMITS[name]:
-        raise ApiError(400, f"{name} {n:,} is above this server's limit of {LIMITS[name]:,}")
-    return n
-
-
-def get_float(params: dict, name: str, required: bool, hi: float) -> float:
-    v = one(params, name)
-    if v is None:
-        if required:
-            raise ApiError(400, f"custom hardware needs {name}")
-        return 0.0
-    try:
-        x = float(str(v))
-    except ValueError:
-        raise ApiError(400, f"{name} must be a number, got {v!r}") from None
-    if not math.isfinite(x) or x < 0 or (required and x == 0) or x > hi:
-        raise ApiError(400, f"{name} must be a {'positive' if required else 'non-negative'} number up to {hi:g}, "
-                            f"got {v!r}")
-    return x
-
-
-def resolve_model_param(params: dict, uploads: Uploads):
-    ref = one(params, "model")
-    if ref is None:
-        raise ApiError(400, "which model? give model=<catalog id> (see /api/models) or upload:<id>")
-    if ref.startswith("upload:"):
-        return str(uploads.path(ref))
-    from ..models.catalog import model_ids, resolve_id
-
-    mid = resolve_id(ref)
-    if mid is None:
-        hint = did_you_mean(ref, model_ids())
-        raise ApiError(400, f"unknown model {ref!r}" + (f" ({hint})" if hint else "; see /api/models"))
-    return mid
-
-
-def resolve_hardware_param(params: dict):
-    ref = one(params, "hardware")
-    if ref is None:
-        raise ApiError(400, "which hardware? give hardware=<catalog id> (see /api/hardware) or hardware=custom")
-    if ref.lower() == "custom":
-        from ..hardware.spec import Hardware
-
-        vals = {k: get_float(params, k, req, hi) for k, (req, hi) in CUSTOM_HW.items()}
-        return Hardware.from_dict({"id": "custom", "name": "custom device", "kind": "gpu", "vendor": "custom",
-                                   **vals, "source": "web form"})
-    if "/" in ref or "\\" in ref or ref.lower().endswith(".toml") or ref.lower() == "local":
-        raise ApiError(400, f"hardware must be a catalog id or 'custom', got {ref!r}")
-    from ..hardware.catalog import get_hardware
-
-    return get_hardware(ref)
-
-
-def common_kwargs(params: dict) -> dict:
-    return dict(quant=one(params, "quant"), kv_dtype=one(params, "kv_dtype", "f16"),
-                engine=one(params, "engine", "llama.cpp"))
-
-
-# ---- endpoints --------------------------------------------------------------------------------------
-def api_models(params: dict, uploads=None) -> dict:
-    check_known(params, set())
+# ---- catalogs -------------------------------------------------------------------------------------
+def api_models() -> dict:
     from ..models.catalog import all_models
 
-    return {"models": [{"id": m.id, "name": m.name or m.id, "params_b": round(m.n_params / 1e9, 3),
-                        "n_layers": m.n_layers, "n_kv_heads": m.n_kv_heads, "n_heads": m.n_heads,
-                        "moe": m.is_moe, "source": m.source} for m in all_models()]}
+    out = []
+    for m in all_models():
+        active = getattr(m, "n_active_params", m.n_params)
+        out.append({"id": m.id, "name": m.name or m.id, "params_b": round(m.n_params / 1e9, 3),
+                    "n_layers": m.n_layers, "n_kv_heads": m.n_kv_heads, "n_heads": m.n_heads, "moe": m.is_moe,
+                    "active_params_b": round(active / 1e9, 3) if m.is_moe else None, "family": m.family,
+                    "hf_id": hf_id(m.source), "max_context": m.max_context, "source": m.source})
+    return {"models": out}
 
 
-def api_hardware(params: dict, uploads=None) -> dict:
-    check_known(params, set())
+def api_hardware() -> dict:
     from ..hardware.catalog import all_hardware
 
     return {"hardware": [{"id": h.id, "name": h.name, "kind": h.kind, "vendor": h.vendor, "memory_gb": h.memory_gb,
-                          "bandwidth_gbps": h.bandwidth_gbps, "fp16_tflops": h.fp16_tflops}
-                         for h in all_hardware()]}
+                          "bandwidth_gbps": h.bandwidth_gbps, "fp16_tflops": h.fp16_tflops or None,
+                          "power_w": h.tdp_w or None} for h in all_hardware()]}
 
 
-def api_options(params: dict, uploads=None) -> dict:
-    """Choices for the form: quants, KV dtypes, engines."""
-    check_known(params, set())
+def api_options() -> dict:
+    """Choices for the form: quants, KV dtypes, engines, presets."""
     from ..engines.profile import ENGINES
     from ..quant.kv import KV_BYTES
     from ..quant.schemes import NAMES
 
-    return {"quant": [n for n in NAMES if "<" not in n], "kv_dtype": list(KV_BYTES), "engine": ENGINES}
+    return {"quant": [n for n in NAMES if "<" not in n], "kv_dtype": list(KV_BYTES), "engine": ENGINES,
+            "presets": PRESETS}
 
 
-def make_prediction(params: dict, uploads: Uploads):
+# ---- resolving a query ------------------------------------------------------------------------------
+def resolve_model(ref: str, uploads: Uploads):
+    """(what predict() takes, its ModelSpec) for a catalog id or an upload reference."""
+    ref = ref.strip()
+    if ref.startswith("upload:"):
+        path = str(uploads.path(ref))
+        return path, read_model(path)
+    from ..models.catalog import get_model, model_ids, resolve_id
+
+    mid = resolve_id(ref)
+    if mid is None:
+        hint = did_you_mean(ref, model_ids())
+        raise ApiError(400, f"unknown model {ref!r}" + (f" ({hint})" if hint else "; see /api/models"), "model")
+    return mid, get_model(mid)
+
+
+def read_model(path: str):
+    """The ModelSpec of a file the server stored."""
+    from ..resolve import resolve_model
+
+    return resolve_model(path)[0]
+
+
+CUSTOM_FIELDS = ("bandwidth_gbps", "memory_gb", "fp16_tflops", "host_link_gbps")
+
+
+def resolve_hardware(q):
+    ref = q.hardware.strip()
+    if ref.lower() == "custom":
+        from ..hardware.spec import Hardware
+
+        for name in ("bandwidth_gbps", "memory_gb"):
+            if getattr(q, name) is None:
+                raise ApiError(422, f"custom hardware needs {name}", name)
+        vals = {k: getattr(q, k) or 0.0 for k in CUSTOM_FIELDS}
+        return Hardware.from_dict({"id": "custom", "name": "custom device", "kind": "gpu", "vendor": "custom",
+                                   **vals, "source": "web form"})
+    if "/" in ref or "\\" in ref or ref.lower().endswith(".toml") or ref.lower() == "local":
+        raise ApiError(400, f"hardware must be a catalog id or 'custom', got {ref!r}", "hardware")
+    from ..hardware.catalog import get_hardware
+
+    try:
+        return get_hardware(ref)
+    except UserError as e:
+        raise ApiError(400, e.message, "hardware", e.suggestion) from None
+
+
+def check_cost(spec, *, context: int, prefill: int, gen: int, batch: int):
+    """Refuse (400) what no real run could ask for, before any work: tokens beyond the model's window,
+    a prefill beyond MAX_PREFILL, a batch beyond MAX_BATCH."""
+    if batch > MAX_BATCH:
+        raise ApiError(400, f"batch {batch:,} is above this server's limit of {MAX_BATCH:,}", "batch")
+    if prefill > MAX_PREFILL:
+        raise ApiError(400, f"a prefill of {prefill:,} tokens is above this server's limit of {MAX_PREFILL:,}",
+                       "prompt")
+    limit = token_limit(spec)
+    total = context + prefill + gen
+    if total > limit:
+        raise ApiError(400, f"context + prompt + generated = {total:,} tokens is beyond this server's limit for "
+                            f"{spec.id}: {limit:,} (its {spec.max_context:,}-token window, at least "
+                            f"{MIN_TOKEN_LIMIT:,})", "context",
+                       f"at most {max(limit - prefill - gen, 0):,} tokens of context with this prompt")
+
+
+def token_limit(spec) -> int:
+    return max(spec.max_context, MIN_TOKEN_LIMIT)
+
+
+def setup_kwargs(q) -> dict:
+    """``predict`` keywords of the setup: format, engine and scale (not the token counts)."""
+    kw = predict_options(q)
+    for k in ("prompt", "gen", "context", "batch"):
+        kw.pop(k)
+    return kw
+
+
+def prediction_doc(pred) -> dict:
+    d = pred.to_dict()
+    d.setdefault("hypothetical", not pred.memory.fits)
+    return d
+
+
+def make_prediction(q, uploads: Uploads):
     from ..predict import predict
 
-    check_known(params, COMMON | set(INT_DEFAULTS))
-    model = resolve_model_param(params, uploads)
-    hw = resolve_hardware_param(params)
-    ints = {k: get_int(params, k, d, 1 if k == "batch" else 0) for k, d in INT_DEFAULTS.items()}
-    return predict(model, hw, **common_kwargs(params), **ints)
+    model, spec = resolve_model(q.model, uploads)
+    hw = resolve_hardware(q)
+    check_cost(spec, context=q.context, prefill=q.prompt, gen=q.gen, batch=q.batch)
+    pred = predict(model, hw, **setup_kwargs(q), prompt=q.prompt, gen=q.gen, context=q.context, batch=q.batch)
+    return model, hw, pred
 
 
-def api_predict(params: dict, uploads: Uploads) -> dict:
-    return make_prediction(params, uploads).to_dict()
+def api_predict(q, uploads: Uploads) -> dict:
+    return prediction_doc(make_prediction(q, uploads)[2])
 
 
-def make_explanation(params: dict, uploads: Uploads, with_levers: bool = True):
+def explanation_doc(expl) -> dict:
+    d = expl.to_dict()
+    if not d.get("matmul_tflops"):                      # no FLOP/s figure: the ridge is unknown, not 0
+        d["matmul_tflops"] = d["ridge_flops_per_byte"] = None
+    d["prediction"] = prediction_doc(expl.prediction)
+    return d
+
+
+def api_explain(q, uploads: Uploads) -> dict:
     from ..explain import explain
 
-    check_known(params, COMMON | {"context", "batch", "prefill"})
-    model = resolve_model_param(params, uploads)
-    hw = resolve_hardware_param(params)
-    return explain(model, hw, prefill=get_int(params, "prefill", 0), context=get_int(params, "context", 0),
-                   batch=get_int(params, "batch", 1, 1), with_levers=with_levers, **common_kwargs(params))
+    model, spec = resolve_model(q.model, uploads)
+    hw = resolve_hardware(q)
+    check_cost(spec, context=q.context, prefill=q.prefill, gen=1, batch=q.batch)
+    if q.gpus > 1 or q.offload != "none" or q.parallel:
+        raise ApiError(422, "the journey explains one device without offload: drop gpus/parallel/offload", "gpus")
+    return explanation_doc(explain(model, hw, prefill=q.prefill, context=q.context, batch=q.batch,
+                                   quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine))
 
 
-def api_explain(params: dict, uploads: Uploads) -> dict:
-    return make_explanation(params, uploads).to_dict()
+def context_curve(model, hw, pred, q) -> list[dict]:
+    """Decode tok/s of one token at each context of the chart: 1K..128K, and the model's window if larger.
+    It does not depend on the context, prompt or output length asked for, so it is kept for the next edit."""
+    key = (str(model), q.hardware, *(getattr(q, f) for f in CUSTOM_FIELDS), q.quant, q.kv_dtype, q.engine, q.batch,
+           q.gpus, q.parallel, q.offload)
+    with _CURVES_LOCK:
+        if key in _CURVES:
+            return _CURVES[key]
+    from ..predict import predict
+
+    quant = None if pred.quant == "file" else pred.quant
+    out = []
+    limit = token_limit(pred.spec)
+    for c in [c for c in CURVE_CONTEXTS if c < limit] + [limit]:
+        p = predict(model, hw, quant=quant, kv_dtype=q.kv_dtype, engine=q.engine, prompt=0, gen=1, context=c,
+                    batch=q.batch, **{k: v for k, v in setup_kwargs(q).items() if k in ("gpus", "parallel", "offload")})
+        out.append({"context": c, "tok_s": p.decode.tok_s, "bound_tok_s": p.decode.bound_tok_s,
+                    "fits": p.memory.fits})
+    with _CURVES_LOCK:
+        _CURVES[key] = out
+        while len(_CURVES) > 256:
+            _CURVES.pop(next(iter(_CURVES)))
+    return out
 
 
-_PLOT_LOCK = threading.Lock()   # matplotlib's font and text caches are shared between threads
+_CURVES: dict = {}
+_CURVES_LOCK = threading.Lock()
 
 
-def api_plot(kind: str, params: dict, uploads: Uploads) -> str:
-    """An SVG chart. overview/memory take predict parameters, stages takes explain parameters,
-    context takes predict parameters (its context is swept over the seeds' 1K..128K)."""
-    if kind not in PLOT_KINDS:
-        raise ApiError(404, f"no chart {kind!r}: one of {', '.join(PLOT_KINDS)}")
-    from .. import plots
-    from ..plots.verbs import hw_info, prediction_journeys
+def api_calculator(q, uploads: Uploads) -> dict:
+    """What the page shows for one setting: the prediction, the journey (of the first generated token or the
+    prefill; on one device: with gpus/offload the journey is the single-device one, said so by the page),
+    the decode-vs-context curve."""
+    from ..explain import explain
 
-    if kind == "stages":
-        expl = make_explanation(params, uploads, with_levers=False)
-        with _PLOT_LOCK:
-            return plots.to_svg(plots.stages_figure(expl.to_dict()))
-    pred = make_prediction(params, uploads)
-    if kind == "context":
-        from ..predict import predict
-        from ..report.html import SWEEP_CONTEXTS
-
-        model = resolve_model_param(params, uploads)
-        rows = [predict(model, pred.hw, quant=None if pred.quant == "file" else pred.quant, kv_dtype=pred.kv_dtype,
-                        engine=pred.engine, prompt=0, gen=1, context=c, batch=pred.batch).to_dict()
-                for c in SWEEP_CONTEXTS]
-        with _PLOT_LOCK:
-            return plots.to_svg(plots.context_figure(rows))
-    with _PLOT_LOCK:
-        if kind == "memory":
-            return plots.to_svg(plots.memory_figure(pred.to_dict()))
-        return plots.to_svg(plots.prediction_figure(pred.to_dict(), hw_info(pred.hw), prediction_journeys(pred)))
+    model, hw, pred = make_prediction(q, uploads)
+    if q.explain == "prefill" and q.prompt > 0:
+        ex = dict(prefill=q.prompt, context=q.context)
+    else:
+        ex = dict(prefill=0, context=q.context + q.prompt)
+    expl = explain(model, hw, **ex, batch=q.batch, quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine)
+    doc = prediction_doc(pred)
+    return {"prediction": doc, "explanation": explanation_doc(expl), "context_curve": context_curve(model, hw, pred, q),
+            "roofline": roofline_points(model, hw, pred, q), "hypothetical": doc["hypothetical"]}
 
 
-def api_upload(params: dict, data: bytes, uploads: Uploads) -> dict:
+def roofline_points(model, hw, pred, q) -> dict:
+    """Every GPU stage of one decode step and of the prefill at its attained FLOP/s (FLOPs ÷ its time) and
+    arithmetic intensity (FLOPs ÷ bytes): the points of the roofline chart. Single device, no offload."""
+    from ..explain.journey import build_journey
+    from ..predict import predict
+
+    if q.gpus > 1 or q.offload != "none" or q.parallel:
+        pred = predict(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine, prompt=q.prompt,
+                       gen=q.gen, context=q.context, batch=q.batch)
+    out = {}
+    known_prefill = q.prompt > 0 and pred.prefill.tok_s is not None      # None: the device has no FLOP/s figure
+    for mode in ("decode", "prefill") if known_prefill else ("decode",):
+        pts = []
+        for s in build_journey(pred, mode).stages:
+            d = s.to_dict() if hasattr(s, "to_dict") else s.__dict__
+            nbytes = d.get("bytes") or (d["weight_bytes"] + d["kv_bytes"] + d["act_bytes"])
+            if d["phase"] != "cpu" and d["flops"] > 0 and nbytes > 0 and d["seconds"] > 0:
+                pts.append({"label": d["label"], "intensity": d["flops"] / nbytes,
+                            "flops_per_s": d["flops"] / d["seconds"], "bound": d.get("bound", "")})
+        out[mode] = pts
+    return out
+
+
+def api_alternatives(q, uploads: Uploads) -> dict:
+    from .ways import ways_to_run
+
+    if q.prompt > MAX_WAYS_PROMPT:
+        raise ApiError(400, f"the ways to run are searched for prompts up to {MAX_WAYS_PROMPT:,} tokens, "
+                            f"got {q.prompt:,}", "prompt")
+    model, hw, pred = make_prediction(q, uploads)
+    return {"prediction": prediction_doc(pred),
+            "alternatives": [] if pred.memory.fits else ways_to_run(model, hw, q)}
+
+
+def fit_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("tokspeed.fit") is not None
+
+
+def api_fit(q) -> dict:
+    from ..fit import rank_models
+    from ..hardware.catalog import get_hardware
+
+    if q.prompt > MAX_FIT_PROMPT:
+        raise ApiError(400, f"the ranking takes prompts up to {MAX_FIT_PROMPT:,} tokens, got {q.prompt:,}", "prompt")
+    if q.context > MAX_FIT_CONTEXT:
+        raise ApiError(400, f"context {q.context:,} is above this server's limit of {MAX_FIT_CONTEXT:,}", "context")
+
+    try:
+        hw = get_hardware(q.hardware)
+    except UserError as e:
+        raise ApiError(400, e.message, "hardware", e.suggestion) from None
+    rows = rank_models(hw, context=q.context, prompt=q.prompt, min_tok_s=q.min_tok_s, engine=q.engine, gpus=q.gpus,
+                       offload=q.offload, family=q.family, max_params=q.max_params, moe=q.moe, use=q.use,
+                       top=q.top)
+    return {"hardware": hw.id, "rows": [r.to_dict() for r in rows]}
+
+
+def api_report(q, uploads: Uploads) -> str:
+    """The `tokspeed report` page for one setting (without its matplotlib charts: the page draws its own)."""
+    from ..report.html import render_report
+
+    model, hw, _ = make_prediction(q, uploads)       # validates and bounds the request first
+    return render_report(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine, prompt=q.prompt,
+                         gen=q.gen, context=q.context, batch=q.batch, charts=False)
+
+
+def api_upload(q, data: bytes, uploads: Uploads) -> dict:
     """Store a config.json (kind=config) or the start of a GGUF file (kind=gguf, with ``size`` = the whole
     file's size) and check that it reads as a model."""
-    check_known(params, {"kind", "name", "size"})
-    kind = one(params, "kind", "config")
-    name = one(params, "name")
     size = 0
-    if one(params, "size") is not None:
-        if kind != "gguf":
-            raise ApiError(400, "size= is for kind=gguf: the size of the whole GGUF file whose start you send")
-        try:
-            size = int(one(params, "size"))
-        except ValueError:
-            raise ApiError(400, f"size must be a whole number of bytes, got {one(params, 'size')!r}") from None
-        if not len(data) <= size <= MAX_GGUF_SIZE:
-            raise ApiError(400, f"size must be between the bytes sent ({len(data):,}) and {MAX_GGUF_SIZE:,}")
-    if kind == "config":
+    if q.size is not None:
+        if q.kind != "gguf":
+            raise ApiError(422, "size= is for kind=gguf: the size of the whole GGUF file whose start you send", "size")
+        if not len(data) <= q.size <= MAX_GGUF_SIZE:
+            raise ApiError(400, f"size must be between the bytes sent ({len(data):,}) and {MAX_GGUF_SIZE:,}", "size")
+        size = q.size
+    name = q.name
+    if q.kind == "config":
         try:
             cfg = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -301,15 +338,13 @@ def api_upload(params: dict, data: bytes, uploads: Uploads) -> dict:
         if not isinstance(cfg, dict):
             raise ApiError(400, "config.json must be a JSON object")
         name = name or str(cfg.get("_name_or_path") or "").rstrip("/").rsplit("/", 1)[-1]
-    ref, path = uploads.add(kind, data, name or "uploaded-model", size)
-    from ..models.resolve import resolve_model
-
+    ref, path = uploads.add(q.kind, data, name or "uploaded-model", size)
     try:
-        spec, _ = resolve_model(str(path))
-    except (UserError, ValueError, TypeError) as e:
+        spec = read_model(str(path))
+    except Exception as e:                          # anything a bad file makes the reader raise is bad input
         uploads.remove(ref)
-        msg = e.message if isinstance(e, UserError) else str(e)
-        raise ApiError(400, f"cannot read the uploaded {kind}: {msg.replace(str(path), kind)}") from None
+        msg = e.message if isinstance(e, UserError) else f"{type(e).__name__}: {e}"
+        raise ApiError(400, f"cannot read the uploaded {q.kind}: {msg.replace(str(path), q.kind)}") from None
     return {"model": ref, "name": spec.name or spec.id, "params_b": round(spec.n_params / 1e9, 3),
             "n_layers": spec.n_layers, "n_heads": spec.n_heads, "n_kv_heads": spec.n_kv_heads,
             "d_model": spec.d_model, "vocab_size": spec.vocab_size}

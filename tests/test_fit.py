@@ -1,0 +1,133 @@
+"""`tokspeed fit`: every catalog model on one device, best format that fits, ranked by the stated rule."""
+
+import json
+
+import pytest
+
+from tokspeed import predict
+from tokspeed.errors import UserError
+from tokspeed.fit import GGUF_FORMATS, _bisect, _walk, rank_models, supported_formats
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.models.catalog import get_model, model_ids
+from tokspeed.quant.quality import quality_for
+
+from conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def rows_4090():
+    return rank_models("rtx-4090")
+
+
+def _group(r):
+    return 0 if r.fits and r.meets_min_tok_s else 1 if r.fits else 2
+
+
+def test_every_catalog_model_ranked_fitting_first_largest_first(rows_4090):
+    assert sorted(r.model for r in rows_4090) == sorted(model_ids())
+    groups = [_group(r) for r in rows_4090]
+    assert groups == sorted(groups)
+    fitting = [r for r in rows_4090 if r.fits]
+    assert fitting and all(a.params_b >= b.params_b for a, b in zip(fitting, fitting[1:]))
+    for a, b in zip(fitting, fitting[1:]):      # equal size: faster first
+        if a.params_b == b.params_b:
+            assert a.decode["tok_s"] >= b.decode["tok_s"]
+
+
+def test_no_405b_on_a_24gb_card(rows_4090):
+    r = next(r for r in rows_4090 if r.model == "llama-3.1-405b")
+    assert not r.fits and r.offload == "none" and r.hypothetical
+    # by hand: even Q2_K's main type (2.625 bits per weight) puts 405.9e9 weights far beyond 24 GB
+    assert r.memory["weights_bytes"] > 405.9e9 * 2.625 / 8 > 24e9
+    assert all(x.params_b < 50 for x in rows_4090 if x.fits)
+
+
+@pytest.mark.parametrize("mid", ["qwen2.5-32b", "llama-3-8b", "gemma-3-27b", "mixtral-8x7b", "phi-4"])
+def test_choice_is_the_highest_precision_format_predict_says_fits(rows_4090, mid):
+    """The public predict() agrees: the chosen format fits, the next more precise one does not."""
+    r = next(r for r in rows_4090 if r.model == mid)
+    i = GGUF_FORMATS.index(r.quant)
+    run = dict(context=8192, prompt=512, gen=1)
+    assert predict(mid, "rtx-4090", quant=r.quant, **run).memory.fits
+    if i > 0:
+        assert not predict(mid, "rtx-4090", quant=GGUF_FORMATS[i - 1], **run).memory.fits
+    p = predict(mid, "rtx-4090", quant=r.quant, **run)
+    assert r.decode["tok_s"] == pytest.approx(p.decode.tok_s) and r.ttft_s == pytest.approx(p.ttft_s)
+
+
+def test_llama3_8b_keeps_f16_on_24gb(rows_4090):
+    # by hand: 8.03e9 weights x 2 B = 16.06 GB, KV 8705 tokens x 131,072 B = 1.14 GB: far under 24 GB
+    r = next(r for r in rows_4090 if r.model == "llama-3-8b")
+    assert r.quant == "F16" and r.memory["kv_bytes"] == 8705 * 131072
+
+
+def test_min_tok_s_pushes_to_smaller_formats_and_groups():
+    rows = rank_models("rtx-4090", min_tok_s=40, family="qwen2.5")
+    met = [r for r in rows if r.fits and r.meets_min_tok_s]
+    assert met and all(r.decode["tok_s"] >= 40 for r in met)
+    q32 = next(r for r in rows if r.model == "qwen2.5-32b")
+    # Q4_K_M decodes ~30 tok/s on a 4090: 40 tok/s needs a smaller format, or the row says it is slower
+    assert GGUF_FORMATS.index(q32.quant) > GGUF_FORMATS.index("Q4_K_M") or not q32.meets_min_tok_s
+    assert [_group(r) for r in rows] == sorted(_group(r) for r in rows)
+
+
+def test_offload_only_for_models_that_fit_nowhere():
+    rows = rank_models("rtx-4090", offload="auto", family="llama", context=4096)
+    by = {r.model: r for r in rows}
+    assert by["llama-3-8b"].offload == "none"
+    big = by["llama-3.3-70b"]
+    assert big.fits and big.offload.startswith("layers") and "on the GPU" in big.offload
+
+
+def test_filters():
+    assert {r.model for r in rank_models("rtx-4090", moe=True)} == {m for m in model_ids() if get_model(m).is_moe}
+    assert all(r.params_b <= 8.5 for r in rank_models("rtx-4090", max_params=8.5))
+    assert all("code" in r.use for r in rank_models("rtx-4090", use="code"))
+    assert {r.model for r in rank_models("rtx-4090", family="gemma3")} == {"gemma-3-1b", "gemma-3-4b", "gemma-3-12b",
+                                                                            "gemma-3-27b"}
+    assert len(rank_models("rtx-4090", top=3)) == 3
+    with pytest.raises(UserError, match="--use"):
+        rank_models("rtx-4090", use="poetry")
+
+
+def test_quality_is_llamacpp_published_table():
+    # llama.cpp tools/quantize/quantize.cpp: "Q4_K_M ... 4.58G, +0.1754 ppl @ Llama-3-8B"
+    assert quality_for("Q4_K_M")["ppl_delta"] == 0.1754
+    assert quality_for("Q8_0")["ppl_delta"] == 0.0026
+    assert quality_for("IQ4_XS") is None and quality_for("AWQ-4B") is None   # none published: none shown
+
+
+def test_supported_formats_and_search_helpers():
+    assert supported_formats("llama.cpp-cuda")[0] == "F16" and "Q4_K_M" in supported_formats("ollama")
+    with pytest.raises(UserError):
+        supported_formats("no-such-engine")
+    ok = [False, False, True, True]
+    assert _bisect(4, lambda i: ok[i]) == 2
+    for start in range(5):
+        assert _walk(4, lambda i: ok[i], start) == 2
+    assert _bisect(3, lambda i: False) == 3 and _walk(3, lambda i: False, 1) == 3
+
+
+def test_cli_json_shape_and_help():
+    r = run_cli("fit", "--hardware", "rtx-4090", "--json", "--top", "5", "--context", "4096")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"non-strict JSON {c}"))
+    assert len(rows) == 5
+    for row in rows:
+        assert {"model", "quant", "fits", "offload", "memory", "decode", "prefill", "ttft_s"} <= set(row)
+    h = run_cli("fit", "--help")
+    assert "largest parameter count first" in h.stdout.replace("\n", " ") and "--min-tok-s" in h.stdout
+
+
+def test_cli_table_on_apple_and_bad_input():
+    r = run_cli("fit", "--hardware", "m4-max-40", "--top", "4")
+    assert r.returncode == 0 and "m4" in r.stdout.lower()
+    bad = run_cli("fit", "--hardware", "rtx-4090", "--use", "poetry")
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    bad = run_cli("fit", "--hardware", "no-such-gpu")
+    assert bad.returncode == 2 and "tokspeed: error" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_hardware_object_accepted():
+    rows = rank_models(get_hardware("h100-sxm"), family="llama-3.1")
+    assert rows[0].model == "llama-3.1-70b" and rows[0].quant == "Q8_0"

@@ -1,0 +1,93 @@
+"""`tokspeed fit --hardware HW`: which catalog models run on this device, in which format, how fast."""
+
+from __future__ import annotations
+
+import sys
+
+from .options import add_hardware_options, positive_int, print_json, resolve_hardware
+
+RULE = ("Ranking: models that fit in memory at --context and decode at least --min-tok-s come first, "
+        "largest parameter count first, then fastest expected decode; then models that fit but are slower; "
+        "then models that do not fit (fits: false, in their smallest format). For each model the "
+        "highest-precision weight format its engine runs that fits (and meets --min-tok-s). Without "
+        "--offload nothing is offloaded; with it, only models that fit in no format are offloaded. Each row is `tokspeed predict MODEL --quant FORMAT --context N "
+        "--prompt P --gen 1`. ppl Δ: perplexity increase llama.cpp's quantize tool publishes for the type "
+        "(measured on Llama-3-8B, F16/BF16 on Mistral-7B); blank where none is published.")
+
+
+def add_parser(sub):
+    import argparse
+
+    p = sub.add_parser("fit", help="rank every catalog model on a device: best format that fits, speed, memory",
+                       description="Every catalog model on one device, in the best weight format that fits. " + RULE,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_hardware_options(p)
+    p.add_argument("--context", type=positive_int, default=8192, help="tokens in the KV cache to fit (default 8192)")
+    p.add_argument("--prompt", type=positive_int, default=512, help="prompt tokens for prefill and TTFT (default 512)")
+    p.add_argument("--min-tok-s", dest="min_tok_s", type=float, default=None, help="least expected decode tok/s")
+    p.add_argument("--engine", "-e", default="llama.cpp", help="engine whose formats are tried (default llama.cpp)")
+    p.add_argument("--gpus", type=positive_int, default=1, help="devices of --hardware that share a model (default 1)")
+    p.add_argument("--offload", default="none", choices=["none", "auto", "layers", "experts"],
+                   help="let weights that do not fit VRAM run from system RAM (llama.cpp); default none")
+    p.add_argument("--family", help="only this family (HF model_type or id prefix: llama, qwen3, gemma3 ...)")
+    p.add_argument("--max-params", dest="max_params", type=float, default=None, help="at most this many billion parameters")
+    moe = p.add_mutually_exclusive_group()
+    moe.add_argument("--moe", dest="moe", action="store_true", default=None, help="only mixture-of-experts models")
+    moe.add_argument("--dense", dest="moe", action="store_false", help="only dense models")
+    p.add_argument("--use", choices=["chat", "code", "reasoning"], help="only models made for this (where the catalog says)")
+    p.add_argument("--top", type=positive_int, default=None, help="show the first N rows")
+    p.add_argument("--json", action="store_true", help="a JSON list, one object per model")
+    return p
+
+
+def _fmt_tok(x):
+    return "?" if x is None else f"{x:,.1f}" if x < 100 else f"{x:,.0f}"
+
+
+def run(args) -> int:
+    from ..errors import UserError
+    from ..fit import rank_models
+
+    if args.min_tok_s is not None and args.min_tok_s <= 0:
+        raise UserError("--min-tok-s must be positive")
+    if args.top == 0:
+        raise UserError("--top must be at least 1")
+    hw = resolve_hardware(args)
+    rows = rank_models(hw, context=args.context, prompt=args.prompt, min_tok_s=args.min_tok_s, engine=args.engine,
+                       gpus=args.gpus or 1, offload=args.offload, family=args.family, max_params=args.max_params,
+                       moe=args.moe, use=args.use, top=args.top)
+    if args.json:
+        print_json([r.to_dict() for r in rows])
+        return 0
+    if not rows:
+        sys.stderr.write("tokspeed: no catalog model matches these filters\n")
+        return 0
+    from ..report.console import make_console
+    from ..report.text import FitTable, styled
+    from ..units import fmt_bytes, fmt_seconds
+
+    gpus = f"{args.gpus} x " if (args.gpus or 1) > 1 else ""
+    t = FitTable(title=f"{gpus}{hw.name}: {len(rows)} model(s) at context {args.context:,} + prompt {args.prompt} · "
+                       f"{args.engine}{' · offload ' + args.offload if args.offload != 'none' else ''}",
+                 caption=RULE)
+    for col, num, drop in (("model", False, 0), ("params", True, 0), ("format", False, 0),
+                           ("ppl Δ (llama.cpp, 8B)", True, 3), ("memory / capacity", True, 2),
+                           ("decode tok/s", True, 0), ("prefill tok/s", True, 4), ("TTFT", True, 5), ("fits", False, 0)):
+        t.column(col, numeric=num, drop=drop, min_width=10)
+    for r in rows:
+        q = r.quality or {}
+        qual = f"{q['ppl_delta']:+.4f}" if "ppl_delta" in q else ""
+        if r.fits and r.offload == "none":
+            fits = styled("yes", "green") if r.meets_min_tok_s else styled("yes, slower than --min-tok-s", "yellow")
+        elif r.fits:
+            fits = styled(f"offloaded ({r.offload})", "yellow")
+        else:
+            fits = styled("no", "red")
+        speeds = [_fmt_tok(r.decode["tok_s"]), _fmt_tok(r.prefill["tok_s"]),
+                  "?" if r.ttft_s is None else fmt_seconds(r.ttft_s)]
+        if not r.fits:      # numbers for a setup that does not fit: hypothetical, shown in parentheses
+            speeds = [styled(f"({x})", "dim") for x in speeds]
+        t.row(r.model, f"{r.params_b:,.1f}B", r.quant, qual,
+              f"{fmt_bytes(r.memory['total_bytes'])} / {fmt_bytes(r.memory['capacity_bytes'])}", *speeds, fits)
+    t.print(make_console())
+    return 0

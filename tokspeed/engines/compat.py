@@ -1,0 +1,231 @@
+"""What an engine can run, from one table (``capabilities.toml``): device classes, weight formats,
+KV-cache dtypes, the backend per vendor, sliding-window support and the engine's own defaults.
+
+- ``check(engine, hw, quant, kv_dtype)``: the engine name that will run (``llama.cpp`` resolved to its
+  backend), or a ``UserError`` naming what would work instead.
+- ``supported_formats(engine, hw)``: the ``--quant`` names the engine runs on that device.
+- ``engines_for(hw, quant)``: the engines that run on a device (and load a format).
+- ``runtime_of(engine)``: the code underneath (``llama.cpp`` for every llama.cpp backend, ollama, lm-studio).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import UserError, did_you_mean
+
+TABLE = Path(__file__).parent / "capabilities.toml"
+# concrete EXL2 rates offered where a list of runnable formats is asked for (any 2-8 bpw loads)
+EXL2_LISTED = ("EXL2-4.0", "EXL2-6.0", "EXL2-8.0")
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    with open(TABLE, "rb") as f:
+        return tomllib.load(f)
+
+
+def engine_names() -> list[str]:
+    """Every engine the table knows, in table order (``llama.cpp`` first among them)."""
+    return list(_table()["engine"])
+
+
+def capabilities(engine: str) -> dict:
+    """The table row of one engine (a name), with ``@lists`` expanded in ``weights``."""
+    e = str(engine).strip().lower()
+    row = _table()["engine"].get(e)
+    if row is None:
+        names = engine_names()
+        raise UserError(f"unknown engine {engine!r}", did_you_mean(e, names) or "choose one of " + ", ".join(names))
+    weights = []
+    for w in row.get("weights", []):
+        weights += _table()["formats"][w[1:]] if w.startswith("@") else [w]
+    return {**row, "name": e, "weights": weights}
+
+
+def runtime_of(engine) -> str:
+    """``llama.cpp`` for every llama.cpp backend, ollama and lm-studio; an engine's own name otherwise.
+    ``engine`` is a name or an EngineProfile; a name outside the table is its own runtime."""
+    name = getattr(engine, "name", engine)
+    row = _table()["engine"].get(str(name).strip().lower())
+    return row["runtime"] if row else str(name)
+
+
+def engine_defaults(engine) -> dict:
+    """What the engine does when the user sets nothing: ``context``, ``kv_dtype``, ``flash_attention``."""
+    return dict(capabilities(getattr(engine, "name", engine)).get("defaults", {}))
+
+
+def sliding_window_spec(engine, spec):
+    """The model as this engine attends it: a sliding window the engine does not apply (gpt-fast; llama.cpp
+    on Mistral v0.1, whose GGUF carries no window) becomes full attention."""
+    from dataclasses import replace
+
+    row = _table()["engine"].get(str(getattr(engine, "name", engine)).lower())
+    if not spec.n_sliding_layers or row is None:
+        return spec
+    if not row.get("sliding_window", True) or spec.family in row.get("full_attention_families", ()):
+        return replace(spec, sliding_window=0, n_sliding_layers=0)
+    return spec
+
+
+KNOWN_CLASSES = ("nvidia", "amd", "apple", "intel", "google", "cpu")
+
+
+def device_class(hw) -> str:
+    """``cpu`` for a CPU memory system (kind cpu), else the vendor in lower case (nvidia, amd, apple, intel,
+    google); ``other`` for a vendor the table does not know (a custom device: every engine may run on it)."""
+    if hw.kind == "cpu":
+        return "cpu"
+    v = hw.vendor.strip().lower()
+    return v if v in KNOWN_CLASSES else "other"
+
+
+def backend_for(engine: str, hw) -> str:
+    """The engine that actually runs on ``hw``: an engine with a ``backend`` map (``llama.cpp``, ollama,
+    lm-studio) picks the llama.cpp backend of the device class; any other engine is itself."""
+    row = capabilities(engine)
+    actual = _backend(row, hw)
+    if actual is None:
+        who = engines_for(hw)
+        raise UserError(f"{row['name']} has no backend for {hw.name} ({_where(hw)})",
+                        "engines that run there: " + ", ".join(who) if who else "use --engine ideal for the roofline bound")
+    return actual
+
+
+def _backend(row: dict, hw) -> str | None:
+    """The engine a table row runs as on ``hw`` (None: its backend map has no entry for the device class)."""
+    backends = row.get("backend")
+    return backends.get(device_class(hw)) if backends else row["name"]
+
+
+def _runs_on(row: dict, hw) -> bool:
+    devices, cls = row.get("devices", []), device_class(hw)
+    return ("*" in devices or cls == "other" or cls in devices) and hw.kind in row.get("kinds", [])
+
+
+def _loads(row: dict, quant: str) -> bool:
+    q = quant.strip().upper()
+    return any(fnmatchcase(q, w.upper()) for w in row["weights"])
+
+
+def _missing_feature(quant: str, hw) -> str:
+    """The hardware field a format needs that this device lacks ("" if none)."""
+    q = quant.strip().upper()
+    for pattern, field in _table().get("needs", {}).items():
+        if fnmatchcase(q, pattern.upper()) and not getattr(hw, field, 0):
+            return field
+    return ""
+
+
+def engines_for(hw, quant: str | None = None) -> list[str]:
+    """Engines that run on ``hw`` (and load ``quant`` there), ``ideal`` excluded."""
+    out = []
+    for name, row in _table()["engine"].items():
+        if name == "ideal":
+            continue
+        backend = _backend(capabilities(name), hw)
+        if backend is None:
+            continue
+        actual = capabilities(backend)
+        if not _runs_on(actual, hw):
+            continue
+        if quant is not None and (not _loads(actual, quant) or _missing_feature(quant, hw)):
+            continue
+        out.append(name)
+    return out
+
+
+def supported_formats(engine, hw) -> list[str]:
+    """The ``--quant`` names ``engine`` can run on ``hw`` (in ``tokspeed.quant.schemes.NAMES`` order; EXL2 as
+    ``EXL2-4.0/6.0/8.0``); [] when the engine does not run on the device at all."""
+    from ..quant.schemes import NAMES
+
+    backend = _backend(capabilities(getattr(engine, "name", engine)), hw)
+    if backend is None:
+        return []
+    row = capabilities(backend)
+    if not _runs_on(row, hw):
+        return []
+    names = [n for n in NAMES if n != "EXL2-<bpw>"] + list(EXL2_LISTED)
+    return [n for n in names if _loads(row, n) and not _missing_feature(n, hw)]
+
+
+def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> str:
+    """The engine name that runs ``quant`` weights with a ``kv_dtype`` cache on ``hw`` (``llama.cpp``
+    resolved to its backend); a UserError naming what would work when it cannot. ``engine`` is a name or
+    an EngineProfile; a profile whose name the table does not know (a trial profile) passes."""
+    name = str(getattr(engine, "name", engine)).strip().lower()
+    if name not in _table()["engine"]:
+        return name
+    actual = backend_for(name, hw)
+    row = capabilities(actual)
+    if not _runs_on(row, hw):
+        who = engines_for(hw)
+        raise UserError(f"{name} does not run on {hw.name} ({_where(hw)})",
+                        ("engines that do: " + ", ".join(who)) if who else "use --engine ideal for the roofline bound")
+    if quant:
+        q = quant.strip().upper()
+        if not _loads(row, q):
+            fmts = supported_formats(actual, hw)
+            who = engines_for(hw, q)
+            hint = f"{name} runs {_short(fmts)}" + (f"; {q} runs on {', '.join(who)}" if who else "")
+            raise UserError(f"{name} cannot load {q} weights", hint)
+        field = _missing_feature(q, hw)
+        if field:
+            alts = [f for f in ("BF16", "F16", "INT8", "Q8_0", "AWQ-4B", "Q4_K_M") if f in supported_formats(actual, hw)]
+            raise UserError(f"{q} weights need {field.replace('_tflops', '').upper()} tensor cores, which {hw.name} lacks "
+                            f"({field} = 0)", "use " + " or ".join(alts[:3]) if alts else "choose another format")
+    if kv_dtype:
+        k = kv_dtype.strip().lower()
+        if k not in row.get("kv_dtypes", []):
+            raise UserError(f"{name} has no {k} KV cache", "choose --kv-dtype " + " | ".join(row.get("kv_dtypes", [])))
+    return actual
+
+
+def unmodelled_kernels(engine, spec, quant: str) -> int:
+    """Kernels per forward pass the operator ledger does not list but the engine launches (capabilities
+    ``kernels``): MoE dispatch (routing top-k, block alignment/permutation, weighted sum) per MoE layer, and
+    the activation quantisation before every FP8 GEMM. Each costs the engine's per-kernel ``launch_s``."""
+    row = _table()["engine"].get(str(getattr(engine, "name", engine)).lower(), {})
+    k = row.get("kernels", {})
+    if not k or spec is None:
+        return 0
+    n = k.get("per_moe_layer", 0) * spec.n_moe_layers
+    if (quant or "").strip().upper() == "FP8":
+        attn = 5 if spec.is_mla and spec.q_lora_rank else 4
+        gemms = spec.n_layers * (attn + (3 if spec.gated_mlp else 2)) + 2 * spec.n_moe_layers
+        n += k.get("per_fp8_gemm", 0) * gemms
+    return n
+
+
+def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None, spec=None):
+    """``check`` the combination, then return (profile, device) as the engine runs it: an engine on a SoC's
+    CPU cluster (``cpu_cluster``, llama.cpp-cpu) sees ``hw.cpu_cluster()`` (its CPU bandwidth, no GPU FLOP/s)
+    and its decode band widens by that bandwidth's uncertainty (root sum of squares); kernels the ledger
+    does not list (``unmodelled_kernels``) add ``launch_s`` each to the profile's per-pass ``fixed_s``."""
+    import math
+    from dataclasses import replace
+
+    check(profile, hw, quant, kv_dtype)
+    extra = unmodelled_kernels(profile, spec, quant or "")
+    if extra and hasattr(profile, "fixed_s"):
+        profile = replace(profile, fixed_s=profile.fixed_s + extra * profile.launch_s)
+    row = _table()["engine"].get(str(getattr(profile, "name", profile)).lower(), {})
+    if row.get("cpu_cluster") and hw.kind == "soc" and hw.cpu_bandwidth_gbps:
+        hw = hw.cpu_cluster()
+        if hasattr(profile, "decode_error_pct"):
+            band = math.hypot(profile.decode_error_pct, hw.cpu_bandwidth_band_pct)
+            profile = replace(profile, decode_error_pct=band)
+    return profile, hw
+
+
+def _where(hw) -> str:
+    return f"{hw.vendor} {hw.kind}" if hw.kind != "cpu" else "a CPU memory system"
+
+
+def _short(names: list[str], n: int = 8) -> str:
+    return ", ".join(names[:n]) + (f" (+{len(names) - n} more)" if len(names) > n else "") if names else "nothing here"

@@ -1,0 +1,237 @@
+"""A Hugging Face repository by id, read without downloading weights.
+
+``config.json`` (and ``model.safetensors.index.json`` for a sharded model) come through
+``huggingface_hub.hf_hub_download``, so they land in, and are read back from, the ordinary Hugging Face
+cache. Each safetensors file contributes only its header: two HTTP range requests (the 8-byte length,
+then the JSON header) through huggingface_hub's session, URL and token handling. The headers are kept in
+``<cache>/tokspeed/hf-headers/ORG--NAME/<commit>/<file>.json`` so that a repo read once works offline.
+
+Environment, read at call time: ``HF_ENDPOINT`` (the hub's URL), ``HF_TOKEN`` (gated or private repos),
+``HF_HUB_OFFLINE=1`` (never touch the network), ``HF_HUB_CACHE`` / ``HF_HOME`` (the cache), and
+``XDG_CACHE_HOME`` (where the header cache lives). Every failure is one UserError line: a gated repo
+(401), a missing repo or file (404), or no network and nothing cached.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from pathlib import Path
+
+from ..errors import UserError
+from .safetensors_reader import MAX_HEADER, _tensor
+from .tensor import TensorInfo
+
+CONFIG, INDEX, SINGLE = "config.json", "model.safetensors.index.json", "model.safetensors"
+
+
+def _env_true(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def _hub_cache() -> str | None:
+    from .hf_folder import hf_cache_roots
+
+    return str(hf_cache_roots()[0])
+
+
+def _header_cache() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "tokspeed" / "hf-headers"
+
+
+def _token() -> str | bool | None:
+    return os.environ.get("HF_TOKEN") or None
+
+
+class _Hub:
+    """One repository at one revision: files through hf_hub_download, headers by range request."""
+
+    def __init__(self, repo_id: str, revision: str = "main"):
+        self.repo_id, self.revision = repo_id, revision
+        self.offline = _env_true("HF_HUB_OFFLINE")
+        self.commit = ""
+        from huggingface_hub import constants
+
+        # huggingface_hub reads HF_HUB_OFFLINE once, at import: follow the environment of this call
+        constants.HF_HUB_OFFLINE = self.offline
+
+    def _fail(self, e: Exception, what: str) -> UserError:
+        from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, LocalEntryNotFoundError,
+                                            OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError)
+
+        rid = self.repo_id
+        if isinstance(e, (LocalEntryNotFoundError, OfflineModeIsEnabled)) or _is_network(e):
+            return UserError(f"reading {rid} needs the network ({_endpoint()}) and its {what} is not in the "
+                             "local Hugging Face cache", "connect, or download it once with network access")
+        if isinstance(e, GatedRepoError):
+            return UserError(f"{rid} is gated on the Hugging Face hub (401)",
+                             "accept its licence on its page, then set HF_TOKEN to a token with access")
+        if isinstance(e, RepositoryNotFoundError):
+            return UserError(f"no Hugging Face repository {rid!r} (404, or private)",
+                             "check the id; for a private repo set HF_TOKEN")
+        if isinstance(e, RevisionNotFoundError):
+            return UserError(f"{rid} has no revision {self.revision!r}")
+        if isinstance(e, EntryNotFoundError):
+            return UserError(f"{rid} has no {what} (404)", "is it a transformers model repository?")
+        return UserError(f"{rid}: cannot read {what} from the hub ({type(e).__name__}: {str(e)[:100]})")
+
+    def reachable(self) -> bool:
+        """One quick request to the hub (no retries): False when it cannot be reached at all."""
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import get_session
+
+        try:
+            get_session().head(hf_hub_url(self.repo_id, CONFIG, revision=self.revision, endpoint=_endpoint()),
+                               timeout=5)
+        except Exception as e:   # noqa: BLE001
+            if _is_network(e):
+                return False
+        return True
+
+    def download(self, filename: str) -> Path:
+        """A small file of the repo via the Hugging Face cache (config, shard index)."""
+        from huggingface_hub import hf_hub_download
+
+        try:
+            path = Path(hf_hub_download(self.repo_id, filename, revision=self.revision, cache_dir=_hub_cache(),
+                                        endpoint=_endpoint(), token=_token(), local_files_only=self.offline))
+        except Exception as e:   # noqa: BLE001 - every hub failure becomes one line
+            raise self._fail(e, filename) from None
+        if not self.commit and path.parent.parent.name == "snapshots":
+            self.commit = path.parent.name
+        return path
+
+    def has(self, filename: str) -> bool:
+        """Whether the repo holds ``filename`` (a 404 is an answer, anything else an error)."""
+        try:
+            self.download(filename)
+            return True
+        except UserError as err:
+            if f"has no {filename} (404)" in str(err):
+                return False
+            raise
+
+    def _cached_header(self, filename: str) -> Path:
+        org_name = self.repo_id.replace("/", "--")
+        return _header_cache() / org_name / (self.commit or self.revision) / f"{filename}.json"
+
+    def header(self, filename: str) -> list[TensorInfo]:
+        """The tensors of one safetensors file from its header (cached after the first read)."""
+        cached = self._cached_header(filename)
+        if cached.is_file():
+            data = json.loads(cached.read_text(encoding="utf-8"))
+        elif self.offline:
+            raise UserError(f"reading {self.repo_id} needs the network: the header of {filename} is not cached",
+                            "unset HF_HUB_OFFLINE and run once with network access")
+        else:
+            data = self._fetch_header(filename)
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            tmp.replace(cached)
+        return _tensors(f"{self.repo_id}/{filename}", data)
+
+    def _fetch_header(self, filename: str) -> dict:
+        n_raw = self._range(filename, 0, 8)
+        (n,) = struct.unpack("<Q", n_raw[:8]) if len(n_raw) >= 8 else (None,)
+        if n is None or n > MAX_HEADER:
+            raise UserError(f"{self.repo_id}/{filename}: not a safetensors file (header length {n})")
+        raw, size = self._range(filename, 8, 8 + n, want_size=True)
+        try:
+            header = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise UserError(f"{self.repo_id}/{filename}: header is not valid JSON ({str(e)[:60]})") from None
+        if not isinstance(header, dict):
+            raise UserError(f"{self.repo_id}/{filename}: header is not a JSON object")
+        return {"header_len": n, "file_size": size, "header": header}
+
+    def _range(self, filename: str, start: int, end: int, want_size: bool = False):
+        """Bytes [start, end) of a repo file by an HTTP range request (the hub redirects large files)."""
+        from huggingface_hub import hf_hub_url
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+
+        url = hf_hub_url(self.repo_id, filename, revision=self.commit or self.revision, endpoint=_endpoint())
+        headers = build_hf_headers(token=_token())
+        headers["Range"] = f"bytes={start}-{end - 1}"
+        try:
+            r = get_session().get(url, headers=headers, follow_redirects=True, timeout=30)
+            hf_raise_for_status(r)
+        except UserError:
+            raise
+        except Exception as e:   # noqa: BLE001
+            raise self._fail(e, filename) from None
+        body = r.content
+        if r.status_code == 200 and len(body) > end - start:      # a server that ignores Range
+            body = body[start:end]
+        if len(body) != end - start:
+            raise UserError(f"{self.repo_id}/{filename}: the hub sent {len(body)} bytes for a {end - start}-byte range")
+        if not want_size:
+            return body
+        total = r.headers.get("Content-Range", "").rpartition("/")[2]
+        return body, int(total) if total.isdigit() else None
+
+
+def _is_network(e: Exception) -> bool:
+    name = type(e).__name__
+    return any(k in name for k in ("Connect", "Timeout", "Network", "Transport", "Connection"))
+
+
+def _tensors(where: str, data: dict) -> list[TensorInfo]:
+    header = dict(data["header"])
+    header.pop("__metadata__", None)
+    n, size = int(data["header_len"]), data.get("file_size")
+    end = max((info.get("data_offsets", [0, 0])[1] for info in header.values() if isinstance(info, dict)), default=0)
+    data_size = (size - 8 - n) if isinstance(size, int) else end
+    return [_tensor(Path(where), name, info, 8 + n, data_size) for name, info in header.items()]
+
+
+def open_hub_repo(repo_id: str, revision: str = "main"):
+    """ModelFile for a hub repository: spec from config.json, exact storage from the shard headers."""
+    from ..models.spec import ModelSpec
+    from .loader import ModelFile, _dominant, _hf_entry, _hf_quant_label
+    from .hf_folder import quant_bits, read_config
+    from .storage import FileStorage
+
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        raise UserError(f"reading {repo_id} from the Hugging Face hub needs huggingface_hub",
+                        "pip install 'tokspeed[files]'") from None
+    hub = _Hub(repo_id, revision)
+    if not hub.offline and not hub.reachable():
+        hub.offline = True          # no network: the cache alone, at once (huggingface_hub would retry ~25 s)
+        from huggingface_hub import constants
+
+        constants.HF_HUB_OFFLINE = True
+    cfg_path = hub.download(CONFIG)
+    config = read_config(cfg_path.parent)
+    spec = ModelSpec.from_hf_config(config, id=repo_id)
+    if hub.has(INDEX):
+        index = json.loads(hub.download(INDEX).read_text(encoding="utf-8"))
+        files = sorted(set((index.get("weight_map") or {}).values()))
+        if not files or not all(isinstance(f, str) and f.endswith(".safetensors") and ".." not in f for f in files):
+            raise UserError(f"{repo_id}: {INDEX} lists no safetensors shards")
+    else:
+        files = [SINGLE]
+    tensors = []
+    for f in files:
+        try:
+            tensors += hub.header(f)
+        except UserError as e:
+            # no safetensors weights (404), or offline with only config.json cached: the config alone
+            if (f == SINGLE and "(404)" in str(e)) or "needs the network" in str(e):
+                return ModelFile(spec=spec, storage=None, kind="config", path=cfg_path.parent,
+                                 extra={"hub": _endpoint(), "note": str(e)})
+            raise
+    method, bits = quant_bits(config)
+    entries = [_hf_entry(t, bits) for t in tensors]
+    quant = _hf_quant_label(config, method, bits, _dominant(entries))
+    return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="safetensors", path=cfg_path.parent,
+                     quant=quant, extra={"hub": _endpoint(), "commit": hub.commit,
+                                         "quantization_config": config.get("quantization_config")})

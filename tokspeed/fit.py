@@ -1,0 +1,304 @@
+"""What runs on this machine? Every catalog model, in the best weight format that fits, ranked.
+
+For each catalog model (after the filters) ``rank_models`` looks for the highest-precision weight format
+its engine runs that fits the device's memory at ``context`` (and, with ``min_tok_s``, decodes at least
+that fast). Each candidate is one ``tokspeed.predict(model, hw, quant=FORMAT, context=context,
+prompt=prompt, gen=1, engine=engine, gpus=gpus, offload=offload)``: memory holds context + prompt + 1
+tokens, decode is the step after the prompt, TTFT prefills the prompt on top of the context. Formats are
+ordered by precision (bytes per weight), so the best one is found by bisection (about log2 of the number
+of formats predictions per model).
+
+Ranking: models that fit at ``context`` and meet ``min_tok_s`` first, then those that fit but are slower,
+then those that do not fit (``fits: false``, shown in their smallest format); within each group by
+parameter count (largest first), then by expected decode tok/s. Without ``offload`` nothing is offloaded;
+with it, only a model that fits the device in no format is offloaded (and its row says so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from .errors import UserError
+
+# llama.cpp's GGUF weight types people download, highest precision first (bytes per weight falls
+# monotonically along the list: F16 16, Q8_0 8.5, Q6_K 6.56, Q5_K_M ~5.7, Q4_K_M ~4.9, IQ4_XS 4.25,
+# Q3_K_M ~3.9, Q2_K ~3.0 bits per weight in llama.cpp's mixes).
+GGUF_FORMATS = ("F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "IQ4_XS", "Q3_K_M", "Q2_K")
+_ENGINE_FORMATS = {
+    "llama.cpp": GGUF_FORMATS, "ollama": GGUF_FORMATS, "lm-studio": GGUF_FORMATS, "ideal": GGUF_FORMATS,
+    "vllm": ("BF16", "FP8", "INT8", "AWQ-4B", "GPTQ-4B-G128"),
+    "sglang": ("BF16", "FP8", "AWQ-4B", "GPTQ-4B-G128"),
+    "tensorrt-llm": ("BF16", "FP8", "INT8", "AWQ-4B"),
+    "transformers": ("BF16", "INT8", "INT4-G128"),
+    "gpt-fast": ("BF16", "INT8", "INT4-G128", "INT4-G32"),
+    "exllamav2": ("EXL2-8.0", "EXL2-6.0", "EXL2-5.0", "EXL2-4.0", "EXL2-3.0"),
+    "mlx": ("BF16", "INT8", "INT4-G32"),
+}
+
+
+def supported_formats(engine: str, hw=None) -> tuple[str, ...]:
+    """Weight formats ``engine`` runs on ``hw`` that people download for it, highest precision first: the
+    list above (ordered by bytes per weight, which the bisection needs), kept where the capability table
+    (``tokspeed.engines.compat``) says the engine runs the format on this device."""
+    from .engines.compat import runtime_of, supported_formats as table
+
+    base = runtime_of(engine)
+    if base not in _ENGINE_FORMATS:
+        raise UserError(f"unknown engine {engine!r} for fit", f"one of {', '.join(_ENGINE_FORMATS)}")
+    runs = set(table(engine, hw)) if hw is not None else None
+    return tuple(f for f in _ENGINE_FORMATS[base] if runs is None or f in runs)
+
+
+@dataclass
+class FitRow:
+    """One model's best setup on the device (``to_dict`` is one object of ``tokspeed fit --json``)."""
+
+    model: str
+    quant: str
+    fits: bool
+    offload: str                    # "none", or e.g. "layers: 40/81 on the GPU" (llama.cpp -ngl)
+    memory: dict
+    decode: dict
+    prefill: dict
+    ttft_s: float | None
+    params_b: float
+    active_params_b: float
+    family: str
+    use: tuple = ()
+    meets_min_tok_s: bool = True
+    quality: dict | None = None     # llama.cpp's published perplexity increase for the type, where sourced
+    hypothetical: bool = False
+    prediction: object = field(default=None, repr=False)
+
+    def to_dict(self) -> dict:
+        d = {"model": self.model, "quant": self.quant, "fits": self.fits, "offload": self.offload,
+             "memory": self.memory, "decode": self.decode, "prefill": self.prefill, "ttft_s": self.ttft_s,
+             "params_b": round(self.params_b, 3), "active_params_b": round(self.active_params_b, 3),
+             "family": self.family, "use": list(self.use), "meets_min_tok_s": self.meets_min_tok_s,
+             "hypothetical": self.hypothetical}
+        if self.quality:
+            d["quality"] = self.quality
+        return d
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A catalog spec with its weight storage, in the shape ``resolve_model`` accepts (like a file)."""
+
+    spec: object
+    storage: object
+
+
+class _MemoStorage:
+    """A WeightStorage that remembers each tensor's bytes: one prediction reads every tensor several
+    times (residency, decode, prefill), and the rules behind a GGUF mix are the slow part."""
+
+    def __init__(self, inner):
+        self._inner = inner
+        self.name = inner.name
+        self.tensor_bytes = lru_cache(maxsize=None)(inner.tensor_bytes)
+
+    def __getattr__(self, attr):
+        return getattr(self._inner, attr)
+
+
+@lru_cache(maxsize=1024)
+def _candidates(spec, formats: tuple) -> tuple:
+    """The model in each format, with memoised tensor sizes (kept for the next device, e.g. the web page)."""
+    from .quant.schemes import scheme_for
+
+    out = []
+    for f in formats:
+        try:
+            out.append(_Prepared(spec, _MemoStorage(scheme_for(f, spec))))
+        except UserError:
+            continue            # a format this model cannot take (e.g. a block size that does not divide a row)
+    return tuple(out)
+
+
+def _offload_label(pred) -> str:
+    off = pred.extra.get("offload")
+    if not off:
+        return "none"
+    gl, total = off.get("gpu_layers"), off.get("n_layers_with_output")
+    if gl is not None and total is not None and gl >= total:
+        return "none"
+    return f"{off.get('mode')}: {gl}/{total} layers on the GPU" if gl is not None else str(off.get("mode"))
+
+
+def _row(spec, pred, min_tok_s, gguf: bool) -> FitRow:
+    from .quant.quality import quality_for
+
+    mem, dec, pf = pred.memory, pred.decode, pred.prefill
+    fits = bool(mem.fits)
+    return FitRow(
+        model=spec.id, quant=pred.quant, fits=fits, offload=_offload_label(pred),
+        memory={"weights_bytes": mem.weights_bytes, "kv_bytes": mem.kv_bytes, "total_bytes": mem.total_bytes,
+                "capacity_bytes": mem.capacity_bytes, "fits": fits},
+        decode={"tok_s": dec.tok_s, "bound_tok_s": dec.bound_tok_s, "ms_per_token": dec.ms_per_token, "bound": dec.bound},
+        prefill={"tok_s": pf.tok_s, "seconds": pf.seconds}, ttft_s=pred.ttft_s,
+        params_b=spec.n_params / 1e9, active_params_b=spec.n_active_params / 1e9, family=spec.family,
+        use=tuple(spec.use), meets_min_tok_s=min_tok_s is None or dec.tok_s >= min_tok_s,
+        quality=quality_for(pred.quant) if gguf else None, hypothetical=not fits, prediction=pred)
+
+
+def _bisect(n: int, ok) -> int:
+    """The first index in 0..n-1 where the monotone predicate ``ok`` holds (n if none)."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _walk(n: int, ok, start: int) -> int:
+    """Like ``_bisect`` but starting from a guess and walking: one or two checks when the guess is right."""
+    if n == 0:
+        return 0
+    i = max(0, min(start, n - 1))
+    if ok(i):
+        while i > 0 and ok(i - 1):
+            i -= 1
+        return i
+    for j in range(i + 1, n):
+        if ok(j):
+            return j
+    return n
+
+
+def _best(cands, run, min_tok_s, fits_memory=None, guess=None):
+    """The first candidate (highest precision first) that fits and is fast enough, else the last one.
+
+    ``fits_memory(candidate)``, where given, is predict's memory check alone (cheap): it narrows the
+    search before any full prediction, starting from ``guess(cands)`` (an index); the prediction's own
+    ``memory.fits`` stays authoritative."""
+    cache = {}
+
+    def pred(i):
+        if i not in cache:
+            cache[i] = run(cands[i])
+        return cache[i]
+
+    n = len(cands)
+    start = 0
+    if fits_memory is not None:
+        start = min(_walk(n, lambda i: fits_memory(cands[i]), guess(cands) if guess else n // 2), n - 1)
+        while start < n - 1 and not pred(start).memory.fits:
+            start += 1          # the cheap check was optimistic (never expected): step down
+    fits = _bisect(n - start, lambda j: pred(start + j).memory.fits) + start if fits_memory is None else start
+    if fits >= n or not pred(fits).memory.fits:
+        return pred(n - 1)      # nothing fits: the smallest format comes closest
+    if min_tok_s is None or pred(fits).decode.tok_s >= min_tok_s:
+        return pred(fits)
+    fast = _bisect(n - fits, lambda j: pred(fits + j).memory.fits and pred(fits + j).decode.tok_s >= min_tok_s)
+    return pred(min(fits + fast, n - 1))
+
+
+def _memory_check(hw, engine, context, prompt):
+    """predict's memory arithmetic for one device without offload, without timing anything:
+    ``tokspeed.memory.memory_fit`` fits when weights + (KV cache + activations + runtime) <= capacity, and
+    the bracket does not depend on the weights, so it is computed once per model."""
+    from .engines.profile import attention_spec, get_engine
+    from .ledger import resident_weight_bytes
+    from .memory import memory_fit
+    from .quant.kv import kv_bytes
+
+    prof = get_engine(engine, hw)
+    kvb = kv_bytes("f16")
+    rest_of = {}
+
+    def rest(spec) -> float:
+        if spec not in rest_of:
+            rest_of[spec] = memory_fit(spec, 0.0, kvb, 1, context + prompt + 1, prompt,
+                                       prof.runtime_overhead_gib * 2**30, hw.usable_bytes).total_bytes
+        return rest_of[spec]
+
+    def check(cand) -> bool:
+        spec = attention_spec(prof, cand.spec)
+        weights = resident_weight_bytes(spec, cand.storage) + getattr(cand.storage, "unmodelled_bytes", 0)
+        return weights + rest(spec) <= hw.usable_bytes
+
+    def guess(cands) -> int:
+        """First candidate whose weights at the nominal bytes per weight of its main type leave room
+        for the rest: where the exact check starts."""
+        spec = attention_spec(prof, cands[0].spec)
+        for i, c in enumerate(cands):
+            if spec.n_params * c.storage.element_bytes("ffn_up", 0, spec.d_model) + rest(spec) <= hw.usable_bytes:
+                return i
+        return len(cands)
+
+    return check, guess
+
+
+def _matches(spec, family, max_params, moe, use) -> bool:
+    if family:
+        f = family.lower()
+        fam = spec.family.lower()
+        if not (fam == f or fam.startswith(f + "_") or spec.id.replace("-", "").startswith(f.replace("-", ""))):
+            return False
+    if max_params is not None and spec.n_params / 1e9 > max_params:
+        return False
+    if moe is not None and spec.is_moe != moe:
+        return False
+    if use and use not in spec.use:
+        return False
+    return True
+
+
+def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: float | None = None,
+                engine: str = "llama.cpp", gpus: int = 1, offload: str = "none", family: str | None = None,
+                max_params: float | None = None, moe: bool | None = None, use: str | None = None,
+                top: int | None = None, models=None) -> list[FitRow]:
+    """Every catalog model (or ``models``: ids or specs) on ``hardware``, best format each, ranked
+    (see the module docstring). ``hardware``: a Hardware, a catalog id/alias or a TOML path."""
+    from .hardware.spec import Hardware
+    from .models.catalog import get_model, model_ids
+    from .models.spec import USES
+    from .predict import predict
+
+    if use is not None and use not in USES:
+        raise UserError(f"--use must be one of {', '.join(USES)}, got {use!r}")
+    for name, v in (("context", context), ("prompt", prompt)):
+        if not isinstance(v, int) or v < 0:
+            raise UserError(f"--{name} must be a whole number >= 0, got {v!r}")
+    if top is not None and top < 1:
+        raise UserError(f"--top must be at least 1, got {top}")
+    if max_params is not None and max_params <= 0:
+        raise UserError(f"--max-params must be positive (billions), got {max_params}")
+    if not isinstance(hardware, Hardware):
+        from .hardware.catalog import get_hardware
+
+        hardware = get_hardware(hardware)
+    formats = supported_formats(engine, hardware)
+    specs = [get_model(m) if isinstance(m, str) else m for m in (models or model_ids())]
+    specs = [s for s in specs if _matches(s, family, max_params, moe, use)]
+
+    def runner(mode):
+        def run(prepared):
+            return predict(prepared, hardware, context=context, prompt=prompt, gen=1, engine=engine, gpus=gpus,
+                           offload=mode)
+        return run
+
+    cheap, guess = _memory_check(hardware, engine, context, prompt) if gpus == 1 else (None, None)
+    rows = []
+    for spec in specs:
+        cands = _candidates(spec, tuple(formats))
+        if not cands:
+            continue
+        try:
+            pred = _best(cands, runner("none"), min_tok_s, cheap, guess)
+            if offload != "none" and not pred.memory.fits:
+                # only a model that fits in no format on the device alone is offloaded
+                pred = _best(cands, runner(offload), min_tok_s)
+        except UserError as e:
+            if "engine" in str(e).lower() or "architecture" in str(e).lower():
+                continue             # a model this engine cannot run is not a candidate
+            raise
+        rows.append(_row(spec, pred, min_tok_s, gguf=set(formats) <= set(GGUF_FORMATS)))
+    rows.sort(key=lambda r: (0 if r.fits and r.meets_min_tok_s else 1 if r.fits else 2, -r.params_b,
+                             -(r.decode["tok_s"] or 0.0)))
+    return rows[:top] if top else rows

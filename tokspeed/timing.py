@@ -1,0 +1,205 @@
+"""Roofline timing of the operator ledger: one operator, one forward pass, and the timer interface.
+
+Per operator, a roofline::
+
+    time(op) = max(flops / (peak · eta_compute), bytes / (bandwidth · eta_mem · eta_format))
+
+summed over the pass, plus ``kernels · launch_s + fixed_s`` per step (``tokspeed.engines``). The
+``ideal`` engine (eta = 1, no overhead) gives the bound — for decode the seeds' formula
+``bandwidth / (weight bytes + KV bytes)``.
+
+A *timer* is any callable ``timer(ops, engine, batch, n_tokens) -> PassTime``: ``RooflineTimer`` times a
+pass on one device; ``tokspeed.scale.timing.LayoutTimer`` times it over a multi-device layout. Both
+``tokspeed.predict`` and ``tokspeed.scale`` import from here; this module imports neither.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .engines.profile import EngineProfile
+from .ledger import Op
+
+
+@dataclass
+class PassTime:
+    seconds: float
+    compute_s: float          # sum of compute-bound op times
+    memory_s: float           # sum of memory-bound op times
+    overhead_s: float
+    bytes: float
+    weight_bytes: float
+    kv_bytes: float
+    flops: float
+    op_times: list = field(default_factory=list)   # (Op, seconds, "memory"|"compute")
+    link_s: float = 0.0                             # time on device links (multi-device layouts)
+    stages: list = field(default_factory=list)      # per-stage dicts of a layout: name, kind, seconds, link_s
+
+    @property
+    def bound(self) -> str:
+        if self.link_s > max(self.compute_s, self.memory_s, self.overhead_s):
+            return "link"
+        if self.overhead_s > max(self.compute_s, self.memory_s):
+            return "overhead"
+        return "compute" if self.compute_s > self.memory_s else "memory"
+
+
+def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
+    """Roofline time of one operator and what bounds it.
+
+    Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
+    eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
+    matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown). Memory side: weights at
+    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused attention's
+    score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine streams at
+    (``EngineProfile.stream_bytes_s``: peak x eta_mem of the memory technology, capped where set). ``tokspeed.calibration.fast`` mirrors this
+    arithmetic in numpy for the fit; a test holds the two equal."""
+    if op.unit == "cpu":
+        return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
+    peak = hw.matmul_flops if op.unit == "tensor" else hw.vector_flops
+    attn = bool(op.kv_read_bytes or op.kv_write_bytes)
+    eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw) if op.unit == "tensor" else 1.0)
+    if attn:
+        eta_c *= engine.eta_attn
+    elif op.unit == "tensor":
+        eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
+    eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
+    t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
+    bw = engine.stream_bytes_s(hw)
+    t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
+           + op.act_bytes / bw
+           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv)
+           + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
+    return (t_c, "compute") if t_c > t_m else (t_m, "memory")
+
+
+def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0, memo: dict | None = None
+              ) -> PassTime:
+    """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency.
+    ``memo`` (a dict the caller keeps) remembers the time of the ledger's shared,
+    depth-independent operator groups (``ledger.PassOps.segments``) between passes."""
+    segments = getattr(ops, "segments", None) if memo is not None else None
+    if not segments:
+        return _pass_from((_segment(ops, hw, engine, quant, tokens),), engine)
+    parts = []
+    for seg in segments:
+        if isinstance(seg, tuple):            # shared by every pass of this shape: time it once
+            key = (id(seg), id(engine), id(hw), quant, tokens)
+            hit = memo.get(key)
+            if hit is None or hit[0] is not seg or hit[1] is not engine or hit[2] is not hw:
+                hit = memo[key] = (seg, engine, hw, _segment(seg, hw, engine, quant, tokens))
+            parts.append(hit[3])
+        else:
+            parts.append(_segment(seg, hw, engine, quant, tokens))
+    return _pass_from(parts, engine)
+
+
+def ledger_totals(ops, memo: dict | None = None) -> tuple[float, float, float, float]:
+    """(bytes, weight bytes, KV bytes, FLOPs) of a pass's operators (shared segments summed once)."""
+    segments = getattr(ops, "segments", None) if memo is not None else None
+    out = [0.0, 0.0, 0.0, 0.0]
+    for seg in segments or (ops,):
+        hit = memo.get(("totals", id(seg))) if segments and isinstance(seg, tuple) else None
+        if hit is None or hit[0] is not seg:
+            t = (sum(o.bytes for o in seg), sum(o.weight_bytes for o in seg),
+                 sum(o.kv_read_bytes + o.kv_write_bytes for o in seg), sum(o.flops for o in seg))
+            hit = (seg, t)
+            if segments and isinstance(seg, tuple):
+                memo[("totals", id(seg))] = hit
+        for i in range(4):
+            out[i] += hit[1][i]
+    return tuple(out)
+
+
+def _segment(ops, hw, engine, quant, tokens) -> tuple:
+    """(compute s, memory s, kernels, bytes, weight bytes, KV bytes, FLOPs, op times) of a run of ops."""
+    comp = mem = 0.0
+    kernels = 0
+    nbytes = wbytes = kv = flops = 0.0
+    times = []
+    for op in ops:
+        t, b = op_time(op, hw, engine, quant, tokens)
+        times.append((op, t, b))
+        if b == "compute":
+            comp += t
+        else:
+            mem += t
+        kernels += op.kernels * op.count
+        op_kv = op.kv_read_bytes + op.kv_write_bytes
+        nbytes += op.weight_bytes + op.act_bytes + op_kv
+        wbytes += op.weight_bytes
+        kv += op_kv
+        flops += op.flops
+    return comp, mem, kernels, nbytes, wbytes, kv, flops, times
+
+
+def _pass_from(parts, engine) -> PassTime:
+    comp = mem = nbytes = wbytes = kv = flops = 0.0
+    kernels = 0
+    times = []
+    for c, m, k, b, w, v, f, t in parts:
+        comp += c
+        mem += m
+        kernels += k
+        nbytes += b
+        wbytes += w
+        kv += v
+        flops += f
+        times += t
+    over = kernels * engine.launch_s + engine.fixed_s
+    return PassTime(comp + mem + over, comp, mem, over, nbytes, wbytes, kv, flops, times)
+
+
+class Timer(Protocol):
+    def __call__(self, ops: list[Op], engine: EngineProfile, batch: int, n_tokens: int) -> PassTime: ...
+
+
+@dataclass
+class RooflineTimer:
+    """One device: ``pass_time`` of the ops on ``hw`` with weights in format ``quant``."""
+    hw: object
+    quant: str
+    memo: dict = field(default_factory=dict, repr=False)
+
+    def __call__(self, ops: list[Op], engine: EngineProfile, batch: int, n_tokens: int) -> PassTime:
+        if len(self.memo) > 4096:
+            self.memo.clear()
+        return pass_time(ops, self.hw, engine, self.quant, batch * n_tokens, self.memo)
+
+
+def depth_sum(step, first: int, n: int, kinks=()) -> float:
+    """Sum of ``step(depth)`` over the integer depths ``first .. first + n - 1``, in closed form.
+
+    A decode step's time is piecewise linear in its KV depth: every operator's FLOPs and bytes are
+    affine in depth (only the attention core depends on it), its roofline time is the max of two affine
+    functions (convex), the pass sums them, a layout takes maxima of such sums. The pieces meet at a
+    sliding window's edge (``kinks``: first depth of a new piece) and where an operator changes bound.
+    Over a range where ``step`` is affine the sum is ``n`` x its value at the mean depth; a convex
+    function is affine on [a, b] exactly when its midpoint value equals the chord's, so ranges are
+    halved until it does: 3 evaluations when nothing changes bound, O(log n) per change otherwise."""
+    if n == 1:
+        return step(first)
+    last = first + n - 1
+    total, a = 0.0, first
+    for k in sorted(k for k in kinks if first < k <= last) + [last + 1]:
+        total += _piece_sum(step, a, k - 1, None, None)
+        a = k
+    return total
+
+
+def _piece_sum(step, a: int, b: int, fa, fb) -> float:
+    if fa is None:
+        fa = step(a)
+    if b == a:
+        return fa
+    if fb is None:
+        fb = step(b)
+    if b == a + 1:
+        return fa + fb
+    chord = (fa + fb) / 2
+    fm = step((a + b) / 2)
+    if abs(fm - chord) <= 1e-12 * abs(chord):
+        return (b - a + 1) * chord
+    m = (a + b) // 2
+    return _piece_sum(step, a, m, fa, None) + _piece_sum(step, m + 1, b, None, fb)

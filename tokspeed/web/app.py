@@ -1,0 +1,243 @@
+"""The ASGI application of `tokspeed web` (FastAPI): routes, the typed queries of ``schemas.py``, JSON errors,
+the Host check and the security headers. The OpenAPI document is generated from the routes
+(``/api/openapi.json``); the page and its vendored chart library are served from ``static/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import traceback
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import parse_qsl
+
+from fastapi import FastAPI, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ..errors import UserError, did_you_mean
+from . import api, schemas
+from .errors import ApiError
+from .uploads import UPLOAD_LIMITS, Uploads
+
+STATIC = Path(__file__).parent / "static"
+PAGES = {"/": ("index.html", "text/html; charset=utf-8"),
+         "/index.html": ("index.html", "text/html; charset=utf-8"),
+         "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
+         "/static/charts.js": ("charts.js", "text/javascript; charset=utf-8"),
+         "/static/style.css": ("style.css", "text/css; charset=utf-8"),
+         "/static/vendor/uPlot.iife.min.js": ("vendor/uPlot.iife.min.js", "text/javascript; charset=utf-8"),
+         "/static/vendor/uPlot.min.css": ("vendor/uPlot.min.css", "text/css; charset=utf-8")}
+MAX_QUERY = 4096                     # bytes of query string
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+# An upload must say it is a file: a cross-site page can only send text/plain or form types without a CORS
+# preflight (which this server never grants), so other origins cannot make it store anything.
+UPLOAD_TYPES = ("application/octet-stream", "application/json")
+SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
+                    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                                               "script-src 'self'; connect-src 'self'; frame-ancestors 'none'"}
+ERRORS = {400: {"model": schemas.Error, "description": "a value over the API's limits, or unknown"},
+          404: {"model": schemas.Error, "description": "no such upload"},
+          422: {"model": schemas.Error, "description": "a malformed field (named in `field`)"}}
+
+
+def error_response(status: int, message: str, field=None, suggestion=None, headers=None) -> JSONResponse:
+    doc = {"error": message, "status": status}
+    if field:
+        doc["field"] = field
+    if suggestion:
+        doc["suggestion"] = suggestion
+    return JSONResponse(doc, status_code=status, headers=headers)
+
+
+def validation_message(err: dict, known: list[str]) -> tuple[str, str]:
+    """One line for pydantic's first complaint about a query, and the field it names."""
+    loc = [str(p) for p in err.get("loc", ()) if p not in ("query", "body")]
+    field = loc[-1] if loc else "query"
+    kind, got, ctx = err.get("type", ""), err.get("input"), err.get("ctx") or {}
+    if kind == "extra_forbidden":
+        hint = did_you_mean(field, known)
+        return f"unknown parameter {field!r}" + (f" ({hint})" if hint else f"; known: {', '.join(known)}"), field
+    if kind == "missing":
+        return f"which {field}? give {field}=… (see /api/openapi.json)", field
+    if kind.startswith("int_"):
+        return f"{field} must be a whole number, got {got!r}", field
+    if kind.startswith("float_") or kind == "finite_number":
+        return f"{field} must be a finite number, got {got!r}", field
+    for key, word in (("ge", "at least"), ("gt", "above"), ("le", "at most"), ("lt", "below")):
+        if key in ctx:
+            return f"{field} must be {word} {ctx[key]}, got {got!r}", field
+    if kind == "literal_error":
+        return f"{field} must be {ctx.get('expected', 'one of the listed values')}, got {got!r}", field
+    return f"{field}: {err.get('msg', 'invalid')}", field
+
+
+def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -> FastAPI:
+    """The app; ``workers`` bounds the threads computing answers at once (the rest wait in line)."""
+    from .. import __version__
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        import anyio.to_thread
+
+        anyio.to_thread.current_default_thread_limiter().total_tokens = workers
+        try:
+            yield
+        finally:
+            uploads.close()              # on shutdown, before uvicorn re-raises a caught SIGTERM
+
+    app = FastAPI(lifespan=lifespan, title="tokspeed web", version=__version__, openapi_url="/api/openapi.json", docs_url=None,
+                  redoc_url=None, description="Predict and explain the cost of one LLM token: the JSON API behind "
+                                              "`tokspeed web`. Documents equal the CLI's `--json` output.")
+
+    @app.middleware("http")
+    async def guard(request: Request, call_next):
+        scope_host = (request.headers.get("host") or "").strip().lower()
+        name = scope_host[1:scope_host.index("]")] if scope_host.startswith("[") and "]" in scope_host \
+            else scope_host.rsplit(":", 1)[0]
+        if loopback_only and name not in LOOPBACK_NAMES:
+            # DNS rebinding: a web page whose name re-resolves to 127.0.0.1 still sends its own name as Host
+            resp = error_response(403, "this server answers only to 127.0.0.1 / localhost / [::1] (Host header)")
+        elif request.url.path.startswith("/api/") and \
+                request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+            # a page on another site (or another port) the user visits: browsers say so in Sec-Fetch-Site, and
+            # such a page must not make this server compute (curl and scripts send no such header)
+            resp = error_response(403, "requests from other web pages are refused (Sec-Fetch-Site: "
+                                       f"{request.headers.get('sec-fetch-site')})")
+        elif len(request.scope.get("query_string", b"")) > MAX_QUERY:
+            resp = error_response(414, f"query string longer than {MAX_QUERY} bytes")
+        else:
+            names = [k for k, _ in parse_qsl(request.url.query, keep_blank_values=True)]
+            dup = next((k for k in names if names.count(k) > 1), None)
+            if dup:
+                resp = error_response(422, f"parameter {dup!r} given {names.count(dup)} times", dup)
+            else:
+                try:
+                    resp = await call_next(request)
+                except Exception as exc:             # a bug: say so without leaking a traceback to the client
+                    traceback.print_exception(exc, file=sys.stderr)
+                    resp = error_response(500, "internal error (a bug in tokspeed; the server log has the details)")
+        for k, v in SECURITY_HEADERS.items():
+            resp.headers.setdefault(k, v)
+        return resp
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        route = request.scope.get("route")
+        known = sorted(p.name for p in getattr(getattr(route, "dependant", None), "query_params", []) or [])
+        model_fields = []
+        for p in getattr(getattr(route, "dependant", None), "query_params", []) or []:
+            ann = getattr(p.field_info, "annotation", None)
+            model_fields += list(getattr(ann, "model_fields", {}) or {})
+        msg, field = validation_message(exc.errors()[0], sorted(set(known + model_fields)))
+        return error_response(422, msg, field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 404:
+            return error_response(404, f"no such page or endpoint: {request.url.path}")
+        if exc.status_code == 405:
+            return error_response(405, f"{request.method} is not allowed on {request.url.path}",
+                                  headers=exc.headers)
+        return error_response(exc.status_code, str(exc.detail), headers=exc.headers)
+
+    @app.exception_handler(ApiError)
+    async def refused(request: Request, exc: ApiError):
+        return error_response(exc.status, exc.message, exc.field, exc.suggestion)
+
+    @app.exception_handler(UserError)
+    async def user_error(request: Request, exc: UserError):
+        return error_response(400, exc.message, suggestion=exc.suggestion)
+
+    def page(path: str):
+        name, ctype = PAGES[path]
+
+        def serve():
+            return Response((STATIC / name).read_bytes(), media_type=ctype)
+        return serve
+
+    for path in PAGES:
+        app.add_api_route(path, page(path), methods=["GET"], include_in_schema=False)
+
+    def json_out(doc) -> JSONResponse:
+        return JSONResponse(api.finite(doc))
+
+    @app.get("/api/models", response_model=schemas.Models, summary="catalog models")
+    def models():
+        return api.api_models()
+
+    @app.get("/api/hardware", response_model=schemas.HardwareList, summary="catalog devices")
+    def hardware():
+        return api.api_hardware()
+
+    @app.get("/api/options", response_model=schemas.Options, summary="quant, KV dtype and engine names; presets")
+    def options():
+        return api.api_options()
+
+    @app.get("/api/predict", response_model=schemas.Prediction, responses=ERRORS,
+             summary="the `tokspeed predict --json` document")
+    def predict(q: Annotated[schemas.PredictQuery, Query()]):
+        return json_out(api.api_predict(q, uploads))
+
+    @app.get("/api/explain", response_model=schemas.Explanation, responses=ERRORS,
+             summary="the `tokspeed explain --json` document")
+    def explain(q: Annotated[schemas.ExplainQuery, Query()]):
+        return json_out(api.api_explain(q, uploads))
+
+    @app.get("/api/calculator", response_model=schemas.Calculator, responses=ERRORS,
+             summary="everything the page shows for one setting (prediction, journey, context curve)")
+    def calculator(q: Annotated[schemas.CalculatorQuery, Query()]):
+        return json_out(api.api_calculator(q, uploads))
+
+    @app.get("/api/alternatives", response_model=schemas.Alternatives, responses=ERRORS,
+             summary="ways a setup that does not fit would run (offload, more GPUs, a smaller format, ...)")
+    def alternatives(q: Annotated[schemas.PredictQuery, Query()]):
+        return json_out(api.api_alternatives(q, uploads))
+
+    if api.fit_available():                      # `tokspeed fit`'s ranking, where this build has it
+        @app.get("/api/fit", response_model=schemas.FitList, responses=ERRORS,
+                 summary="what runs here: catalog models ranked on one device (`tokspeed fit --json`)")
+        def fit(q: Annotated[schemas.FitQuery, Query()]):
+            return json_out(api.api_fit(q))
+
+    @app.get("/api/report.html", responses=ERRORS, response_class=Response,
+             summary="the `tokspeed report` HTML page for one setting (a download)")
+    def report(q: Annotated[schemas.PredictQuery, Query()]):
+        html = api.api_report(q, uploads)
+        return Response(html, media_type="text/html; charset=utf-8",
+                        headers={"Content-Disposition": 'attachment; filename="tokspeed-report.html"'})
+
+    @app.post("/api/upload", response_model=schemas.Upload, status_code=200,
+              responses={**ERRORS, 411: {"model": schemas.Error}, 413: {"model": schemas.Error},
+                         415: {"model": schemas.Error}},
+              openapi_extra={"requestBody": {"required": True, "content": {
+                  t: {"schema": {"type": "string", "format": "binary"}} for t in UPLOAD_TYPES}}},
+              summary="store a config.json or the start of a GGUF; returns model=upload:<id>")
+    async def upload(request: Request, q: Annotated[schemas.UploadQuery, Query()]):
+        close = {"Connection": "close"}                  # do not read a body we refuse
+        ctype = (request.headers.get("content-type") or "").split(";")[0].strip().lower()
+        if ctype not in UPLOAD_TYPES:
+            return error_response(415, f"send the file as {' or '.join(UPLOAD_TYPES)}, not "
+                                       f"{ctype or 'no Content-Type'}", headers=close)
+        length = request.headers.get("content-length")
+        if request.headers.get("transfer-encoding", "").lower() == "chunked" or length is None:
+            return error_response(411, "send the file with a Content-Length header", headers=close)
+        try:
+            n = int(length)
+        except ValueError:
+            return error_response(400, f"bad Content-Length {length!r}", headers=close)
+        limit = UPLOAD_LIMITS[q.kind]
+        if n < 0 or n > limit:
+            return error_response(413, f"upload too large: {n:,} bytes (limit for {q.kind}: {limit:,})",
+                                  headers=close)
+        data = bytearray()
+        async for chunk in request.stream():
+            data += chunk
+            if len(data) > limit:
+                return error_response(413, f"upload too large (limit for {q.kind}: {limit:,})", headers=close)
+        return json_out(await run_in_threadpool(api.api_upload, q, bytes(data), uploads))
+
+    return app

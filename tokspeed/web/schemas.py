@@ -1,0 +1,283 @@
+"""The typed requests and responses of `tokspeed web`'s JSON API, written once: FastAPI validates queries
+against them (a malformed field is a 422 naming it) and generates the OpenAPI document from them.
+
+Limits that depend on the model (its context window) or on cost are checked in ``api.py`` (400)."""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Count = int       # tokens / sequences: whole numbers from the query string
+
+
+def _f(lo_gt: float | None = None, ge: float | None = None, hi: float = 1e5, desc: str = ""):
+    return Field(None, gt=lo_gt, ge=ge, le=hi, allow_inf_nan=False, description=desc)
+
+
+class Setup(BaseModel):
+    """What runs where: a model, a device and how the weights and KV cache are stored."""
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str = Field(description="a catalog id (see /api/models) or upload:<id> from POST /api/upload")
+    hardware: str = Field(description="a catalog id (see /api/hardware) or 'custom' with the numbers below")
+    quant: Optional[str] = Field(None, description="weight format (see /api/options); default F16")
+    kv_dtype: str = Field("f16", description="KV-cache dtype")
+    engine: str = Field("llama.cpp", description="inference engine")
+    gpus: int = Field(1, ge=1, le=64, description="identical devices (tensor parallel when > 1)")
+    parallel: Optional[str] = Field(None, description="with gpus > 1: tp, pp, split or tp=N,pp=M "
+                                                      "(default: the engine's own)")
+    offload: Literal["none", "auto", "experts", "stream"] = Field(
+        "none", description="auto: as many layers on the GPU as fit, the rest in system RAM (llama.cpp -ngl); "
+                            "experts: MoE experts of some layers on the CPU; stream: layers streamed over the host link")
+    bandwidth_gbps: Optional[float] = _f(lo_gt=0, desc="custom device: memory bandwidth, GB/s")
+    memory_gb: Optional[float] = _f(lo_gt=0, desc="custom device: memory, GB")
+    fp16_tflops: Optional[float] = _f(ge=0, desc="custom device: dense FP16 tensor TFLOPS (omit if unknown)")
+    host_link_gbps: Optional[float] = _f(ge=0, hi=1e4, desc="custom device: host link, GB/s per direction")
+
+
+class PredictQuery(Setup):
+    prompt: Count = Field(512, ge=0, description="tokens prefilled")
+    gen: Count = Field(128, ge=0, description="tokens generated (decode tok/s averages over them)")
+    context: Count = Field(0, ge=0, description="tokens already in the KV cache before the run")
+    batch: Count = Field(1, ge=1, description="concurrent sequences")
+
+
+class ExplainQuery(Setup):
+    prefill: Count = Field(0, ge=0, description="0: one decode token; N: a prefill of N tokens")
+    context: Count = Field(0, ge=0, description="tokens already in the KV cache")
+    batch: Count = Field(1, ge=1, description="concurrent sequences")
+
+
+class CalculatorQuery(PredictQuery):
+    explain: Literal["decode", "prefill"] = Field("decode", description="what the journey explains: the first "
+                                                                       "generated token or the prefill")
+
+
+class FitQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    hardware: str = Field(description="a catalog id")
+    context: Count = Field(8192, ge=0)
+    prompt: Count = Field(512, ge=0)
+    min_tok_s: Optional[float] = Field(None, ge=0, allow_inf_nan=False)
+    engine: str = "llama.cpp"
+    gpus: int = Field(1, ge=1, le=64)
+    offload: Literal["none", "auto"] = "none"
+    family: Optional[str] = None
+    max_params: Optional[float] = Field(None, gt=0, allow_inf_nan=False, description="billions")
+    moe: Optional[bool] = None
+    use: Optional[str] = Field(None, description="a use tag (chat, code, ...)")
+    top: Optional[int] = Field(None, ge=1, le=500)
+
+
+class UploadQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["config", "gguf"] = Field("config", description="config: a config.json; gguf: the start of "
+                                                                  "a GGUF file (its header)")
+    name: Optional[str] = Field(None, max_length=256)
+    size: Optional[int] = Field(None, ge=0, description="gguf: the size of the whole file whose start is sent")
+
+
+# ---- responses ---------------------------------------------------------------------------------------
+class Open(BaseModel):
+    """A document whose listed keys are guaranteed; the library may add more (scale, cost, ...)."""
+    model_config = ConfigDict(extra="allow", protected_namespaces=())
+
+
+class Error(BaseModel):
+    error: str
+    status: int
+    field: Optional[str] = Field(None, description="the query field at fault, when one is")
+    suggestion: Optional[str] = None
+
+
+class ModelEntry(BaseModel):
+    model_config = ConfigDict(protected_namespaces=())
+    id: str
+    name: str
+    params_b: float
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    moe: bool
+    active_params_b: Optional[float] = None
+    family: str
+    hf_id: Optional[str] = None
+    max_context: int
+    source: str
+
+
+class Models(BaseModel):
+    models: list[ModelEntry]
+
+
+class HardwareEntry(BaseModel):
+    id: str
+    name: str
+    kind: str
+    vendor: str
+    memory_gb: float
+    bandwidth_gbps: float
+    fp16_tflops: Optional[float] = Field(None, description="null: no published figure (prefill unknown)")
+    power_w: Optional[float] = None
+
+
+class HardwareList(BaseModel):
+    hardware: list[HardwareEntry]
+
+
+class Preset(BaseModel):
+    id: str
+    label: str
+    settings: dict[str, str]
+
+
+class Options(BaseModel):
+    quant: list[str]
+    kv_dtype: list[str]
+    engine: list[str]
+    presets: list[Preset]
+
+
+class Memory(Open):
+    weights_bytes: float
+    kv_bytes: float
+    activations_bytes: float
+    overhead_bytes: float
+    total_bytes: float
+    capacity_bytes: float
+    fits: bool
+
+
+class Decode(Open):
+    bytes_per_token: float
+    weight_bytes_per_token: float
+    kv_bytes_per_token: float
+    bound_tok_s: Optional[float]
+    tok_s: Optional[float]
+    ms_per_token: Optional[float]
+    bound: str
+
+
+class Prefill(Open):
+    tok_s: Optional[float] = Field(description="null when the device has no published FLOP/s figure")
+    seconds: Optional[float]
+    bound: str
+
+
+class Prediction(Open):
+    """The `tokspeed predict --json` document."""
+    model: str
+    hardware: str
+    quant: str
+    kv_dtype: str
+    engine: str
+    batch: int
+    prompt: int
+    gen: int
+    context: int
+    memory: Memory
+    decode: Decode
+    prefill: Prefill
+    ttft_s: Optional[float]
+    hypothetical: bool = Field(False, description="true when the setup does not fit memory: its numbers "
+                                                  "describe a machine that cannot run it")
+
+
+class Stage(Open):
+    key: str
+    label: str
+    phase: str
+    unit: str
+    data_from: str
+    seconds: float
+    share: float
+    bound: str
+
+
+class Lever(Open):
+    lever: str
+    what_if: str
+    tok_s: Optional[float]
+    bytes_per_token: float
+    speedup: Optional[float]
+    fits: bool
+
+
+class Explanation(Open):
+    """The `tokspeed explain --json` document."""
+    mode: str
+    tokens: int
+    context: int
+    total_s: float
+    tok_s: Optional[float]
+    ridge_flops_per_byte: Optional[float] = Field(description="null when the device has no FLOP/s figure")
+    matmul_tflops: Optional[float]
+    stages: list[Stage]
+    levers: list[Lever]
+    prediction: Prediction
+
+
+class CurvePoint(BaseModel):
+    context: int
+    tok_s: Optional[float]
+    bound_tok_s: Optional[float]
+    fits: bool
+
+
+class Way(Open):
+    """One way a setup that does not fit would run, with its figure."""
+    kind: str = Field(description="offload | gpus | format | context | batch")
+    label: str
+    tok_s: Optional[float]
+    fits: bool
+    settings: dict[str, str] = Field(description="the form settings that select it")
+
+
+class RooflinePoint(BaseModel):
+    label: str
+    intensity: float = Field(description="FLOP per byte moved")
+    flops_per_s: float = Field(description="FLOPs ÷ the stage's predicted time")
+    bound: str
+
+
+class Calculator(BaseModel):
+    """Everything the calculator page shows for one setting, in one round trip."""
+    prediction: Prediction
+    explanation: Explanation
+    context_curve: list[CurvePoint]
+    roofline: dict[str, list[RooflinePoint]] = Field(description="decode (and prefill) stages at their attained "
+                                                                 "FLOP/s and arithmetic intensity")
+    hypothetical: bool
+
+
+class Upload(BaseModel):
+    model_config = ConfigDict(protected_namespaces=())
+    model: str
+    name: str
+    params_b: float
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_model: int
+    vocab_size: int
+
+
+class Alternatives(BaseModel):
+    prediction: Prediction
+    alternatives: list[Way] = Field(description="empty when the setup fits; those that fit first, fastest first")
+
+
+class FitRow(Open):
+    """One row of `tokspeed fit --json`."""
+    model: str
+    quant: str
+    fits: bool
+
+
+class FitList(BaseModel):
+    hardware: str
+    rows: list[FitRow]

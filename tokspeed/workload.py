@@ -1,0 +1,64 @@
+"""The run a prediction is for: tokens already cached, prefilled, generated, and concurrent sequences.
+
+``Workload`` validates itself once, in the library's words (the CLI adds its flag names), and owns the
+two loops over a run: the prefill micro-batches (``prefill_chunks``, the one definition every caller
+uses) and the decode depths (step i of ``gen`` attends ``context + prompt + i`` cached tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import UserError
+
+# The run defaults, defined once (CLI flags, the web calculator and the Python API use these):
+# llama-bench's -p 512 / -n 128, and llama.cpp as the engine most people run locally.
+DEFAULT_PROMPT = 512
+DEFAULT_GEN = 128
+DEFAULT_ENGINE = "llama.cpp"
+UBATCH = 512      # tokens per prefill micro-batch (llama.cpp -ub default, vLLM chunked prefill ~512)
+MAX_TOKENS = 1 << 31
+
+
+def check_count(name: str, v, lo: int) -> int:
+    """``v`` as a token or sequence count: an integer >= ``lo`` (and below 2**31)."""
+    if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+        raise UserError(f"{name} must be an integer >= {lo}, got {v!r}")
+    if v > MAX_TOKENS:
+        raise UserError(f"{name} {v} is beyond any model's reach", f"use a value below {MAX_TOKENS:,}")
+    return v
+
+
+@dataclass(frozen=True)
+class Workload:
+    prompt: int = DEFAULT_PROMPT   # tokens prefilled
+    gen: int = DEFAULT_GEN         # tokens generated (decode tok/s is their average)
+    context: int = 0               # tokens already in the KV cache before the run
+    batch: int = 1                 # concurrent sequences
+
+    def __post_init__(self):
+        for name, lo in (("prompt", 0), ("gen", 0), ("context", 0), ("batch", 1)):
+            check_count(name, getattr(self, name), lo)
+
+    @property
+    def tokens(self) -> int:
+        """Total context per sequence at the end of the run."""
+        return self.context + self.prompt + self.gen
+
+    @property
+    def decode_first(self) -> int:
+        """KV depth of the first generated token."""
+        return self.context + self.prompt
+
+    @property
+    def decode_steps(self) -> int:
+        """Decode steps averaged over (at least one: a run that generates nothing still reports decode)."""
+        return max(self.gen, 1)
+
+    def prefill_chunks(self, ubatch: int = UBATCH):
+        """(depth, tokens) of each prefill micro-batch of the prompt, in order."""
+        done = 0
+        while done < self.prompt:
+            chunk = min(ubatch, self.prompt - done)
+            yield self.context + done, chunk
+            done += chunk
