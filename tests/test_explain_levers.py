@@ -73,3 +73,11 @@ def test_cli_explain_bad_input_one_line(args, tmp_path):
                        cwd=tmp_path)
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("engine,quant,four", [("llama.cpp", "F16", "Q4_K_M"), ("vllm", "BF16", "AWQ-4B")])
+def test_quant_lever_uses_a_4bit_format_the_engine_runs(engine, quant, four):
+    """vLLM loads no GGUF: its "Q4" lever is AWQ (the capability table), and the lever's prediction runs."""
+    ex = explain("llama-3-8b", "h100-sxm", quant=quant, engine=engine)
+    lever = next(lv for lv in ex.levers if lv.lever == "quant")
+    assert lever.what_if == f"{quant} → {four}" and lever.speedup > 1     # fewer bytes per token: faster

@@ -100,15 +100,20 @@ def test_page_follows_the_inputs(env):
     shot(page, "web-q4-32k.png")
 
     page.select_option("#hardware", "h100-sxm")
+    page.select_option("#quant", "AWQ-4B")        # vLLM runs AWQ, not GGUF's Q4_K_M (the capability table)
+    page.wait_for_selector("#error:not(.hidden)")    # llama.cpp refuses AWQ in one line, naming what runs it
+    assert "AWQ-4B" in page.text_content("#error")
     page.select_option("#engine", "vllm")
-    check_against_api(srv, page, {**DEFAULTS, "quant": "Q4_K_M", "context": "32768", "hardware": "h100-sxm",
+    check_against_api(srv, page, {**DEFAULTS, "quant": "AWQ-4B", "context": "32768", "hardware": "h100-sxm",
                                   "engine": "vllm"})
 
+    page.select_option("#engine", "llama.cpp")
+    page.select_option("#quant", "Q4_K_M")
     page.select_option("#hardware", "custom")
     assert page.is_visible("#bandwidth_gbps")
     page.fill("#bandwidth_gbps", "500")
     page.fill("#memory_gb", "16")
-    custom = {**DEFAULTS, "quant": "Q4_K_M", "context": "32768", "hardware": "custom", "engine": "vllm",
+    custom = {**DEFAULTS, "quant": "Q4_K_M", "context": "32768", "hardware": "custom", "engine": "llama.cpp",
               "bandwidth_gbps": "500", "memory_gb": "16", "fp16_tflops": "100"}
     check_against_api(srv, page, custom)
     assert page.text_content("#out-fit") in ("fits", "does not fit")

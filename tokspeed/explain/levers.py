@@ -35,6 +35,18 @@ def _gqa_heads(n_heads: int) -> int:
     return 1
 
 
+# 4-bit weight formats, the seeds' "Q4" lever, in the order an engine that runs several is asked for them
+FOUR_BIT = ("Q4_K_M", "AWQ-4B", "GPTQ-4B-G128", "INT4-G128", "INT4-G32", "EXL2-4.0", "MXFP4")
+
+
+def _four_bit_format(pred) -> str | None:
+    """The 4-bit format this prediction's engine runs on its device (the capability table), if any."""
+    from ..engines.compat import supported_formats
+
+    runs = set(supported_formats(pred.engine, pred.hw))
+    return next((f for f in FOUR_BIT if f in runs), None)
+
+
 def lever_variants(pred, mode: str, model=None) -> list[tuple[str, str, object, dict]]:
     """(lever, description, model, predict overrides) for each lever that applies to this model.
     ``model``: what the prediction was made from (a file keeps its exact bytes where the lever allows)."""
@@ -47,9 +59,10 @@ def lever_variants(pred, mode: str, model=None) -> list[tuple[str, str, object, 
                                     n_sliding_layers=spec.n_sliding_layers * half // spec.n_layers,
                                     n_linear_layers=spec.n_linear_layers * half // spec.n_layers,
                                     n_dense_layers=min(spec.n_dense_layers, half)), {}))
-    if pred.quant.upper() != "Q4_K_M":
-        out.append(("quant", f"{pred.quant} → Q4_K_M", spec, {"quant": "Q4_K_M"}))
-    else:
+    four = _four_bit_format(pred)
+    if four and pred.quant.upper() != four:
+        out.append(("quant", f"{pred.quant} → {four}", spec, {"quant": four}))
+    elif pred.quant.upper() != "F16":
         out.append(("quant", f"{pred.quant} → F16", spec, {"quant": "F16"}))
     if not spec.is_mla:
         if spec.n_kv_heads < spec.n_heads:
