@@ -94,7 +94,6 @@ def test_bench_server_puts_the_prediction_in_the_summary(fake_predict, tmp_path,
 def test_with_tokspeeds_own_prediction(tmp_path):
     """Real predict: Llama 3 8B FP16 reads ~15.0 GB of weights per decode step whatever the batch
     (PRODUCT.md: the lookup reads one embedding row, so 15.0 GB, not 16.1 GB), plus a little KV."""
-    pytest.importorskip("tokspeed.predict")
     from serverbench_fake import FakeServer
     from tokspeed.cli.main import main
     import json

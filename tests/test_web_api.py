@@ -288,7 +288,7 @@ def test_cli_web_bad_port():
 
 
 def test_upload_gguf_header_with_declared_size(server, tmp_path):
-    pytest.importorskip("tokspeed.files.loader")
+    pytest.importorskip("gguf")
     path = tiny_llama_gguf(tmp_path / "tiny-llama.gguf")
     from tokspeed.files.loader import open_model_file
 

@@ -166,7 +166,7 @@ def test_page_runs_under_its_content_security_policy(env):
 
 
 def test_upload_gguf(env, tmp_path):
-    pytest.importorskip("tokspeed.files.loader")
+    pytest.importorskip("gguf")
     from web_fixtures import tiny_llama_gguf
 
     srv, page, requests, errors, _ = env

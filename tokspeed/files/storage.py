@@ -78,9 +78,6 @@ class FileStorage:
     def has(self, role: str, layer: int | None = None) -> bool:
         return bool(self._bytes.get((role, "*" if layer is None else layer)))
 
-    def group_bytes(self, role: str, layer) -> int:
-        return self._bytes.get((role, layer), 0)
-
     def _lookup_keys(self, role, layer):
         yield (role, layer)
         if role in FUSED:

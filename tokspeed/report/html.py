@@ -7,6 +7,7 @@ import html
 from datetime import datetime, timezone
 
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
+from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
 from .explain_table import fmt_flops, headline
 from .text import unknown
 
@@ -195,7 +196,7 @@ def _figure(svg: str, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
 
 
-def render_report(model, hardware, quant=None, kv_dtype="f16", engine="llama.cpp", prompt=512, gen=128, context=0,
+def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_ENGINE, prompt=DEFAULT_PROMPT, gen=DEFAULT_GEN, context=0,
                   batch=1, charts: bool = True) -> str:
     from .. import __version__
     from ..explain import explain

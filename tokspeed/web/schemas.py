@@ -9,6 +9,8 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
+
 Count = int       # tokens / sequences: whole numbers from the query string
 
 
@@ -24,7 +26,7 @@ class Setup(BaseModel):
     hardware: str = Field(description="a catalog id (see /api/hardware) or 'custom' with the numbers below")
     quant: Optional[str] = Field(None, description="weight format (see /api/options); default F16")
     kv_dtype: str = Field("f16", description="KV-cache dtype")
-    engine: str = Field("llama.cpp", description="inference engine")
+    engine: str = Field(DEFAULT_ENGINE, description="inference engine")
     gpus: int = Field(1, ge=1, le=64, description="identical devices (tensor parallel when > 1)")
     parallel: Optional[str] = Field(None, description="with gpus > 1: tp, pp, split or tp=N,pp=M "
                                                       "(default: the engine's own)")
@@ -38,8 +40,8 @@ class Setup(BaseModel):
 
 
 class PredictQuery(Setup):
-    prompt: Count = Field(512, ge=0, description="tokens prefilled")
-    gen: Count = Field(128, ge=0, description="tokens generated (decode tok/s averages over them)")
+    prompt: Count = Field(DEFAULT_PROMPT, ge=0, description="tokens prefilled")
+    gen: Count = Field(DEFAULT_GEN, ge=0, description="tokens generated (decode tok/s averages over them)")
     context: Count = Field(0, ge=0, description="tokens already in the KV cache before the run")
     batch: Count = Field(1, ge=1, description="concurrent sequences")
 
@@ -60,9 +62,9 @@ class FitQuery(BaseModel):
 
     hardware: str = Field(description="a catalog id")
     context: Count = Field(8192, ge=0)
-    prompt: Count = Field(512, ge=0)
+    prompt: Count = Field(DEFAULT_PROMPT, ge=0)
     min_tok_s: Optional[float] = Field(None, ge=0, allow_inf_nan=False)
-    engine: str = "llama.cpp"
+    engine: str = DEFAULT_ENGINE
     gpus: int = Field(1, ge=1, le=64)
     offload: Literal["none", "auto"] = "none"
     family: Optional[str] = None
