@@ -402,15 +402,8 @@ CALIBRATION_CSV = REPO / "data" / "validation" / "calibration.csv"    # shipped 
 
 
 def calibration_csv() -> Path | None:
-    """The repository's calibration file; before it is shipped, ``shared/validation/calibration.csv``
-    next to the repository (a transition fallback: the committed catalog does not need it to load)."""
-    if CALIBRATION_CSV.is_file():
-        return CALIBRATION_CSV
-    for base in REPO.parents:
-        p = base / "shared" / "validation" / "calibration.csv"
-        if p.is_file():
-            return p
-    return None
+    """The repository's calibration file (``data/validation/calibration.csv``), None if it is missing."""
+    return CALIBRATION_CSV if CALIBRATION_CSV.is_file() else None
 
 
 def num(cell: str):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Error of tokspeed's scale model on the multi-GPU (n_devices > 1) and batched (batch > 1) rows of
-shared/validation/calibration.csv: median and p90 absolute % error, overall and per group.
+data/validation/calibration.csv (the repository's copy): median and p90 absolute % error, overall and per group.
 
     python scripts/eval_scale_calibration.py [--csv PATH] [--rows] [--json]
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-DEFAULT_CSV = ROOT.parent.parent / "shared" / "validation" / "calibration.csv"
+DEFAULT_CSV = ROOT / "data" / "validation" / "calibration.csv"
 QUANTS = {"INT8 (weight-only)": "INT8"}
 PARALLEL = {"layer-split": "split", "tp": "tp", "none": None}
 
