@@ -29,6 +29,7 @@ import datetime as dt
 import importlib.metadata
 import json
 import os
+import platform
 import shutil
 import socket
 import subprocess
@@ -251,15 +252,13 @@ def main() -> None:
         finally:
             proc.terminate()
             proc.wait(10)
-    import platform
-
     lines = _table(rows)
     print("\n".join(lines))
     if a.no_write:
         return
     facts = (f"Run {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC on {platform.machine()} "
              f"({os.cpu_count()} CPUs): llama-server `{build}` (-np {SLOTS}, continuous batching), tiny random "
-             f"GGUF; {guidellm_line(gl_version)}; tokspeed {importlib.metadata.version('tokspeed')} (this checkout); "
+             f"GGUF; {gl_version or 'guidellm (version unknown)'}; tokspeed {importlib.metadata.version('tokspeed')} (this checkout); "
              f"{a.requests} requests per level, prompt {a.prompt_tokens} tokens, output {a.output_tokens} tokens, "
              f"`/v1/completions`, streaming, ignore_eos; at each level "
              f"{'guidellm ran first' if a.guidellm_first else 'tokspeed ran first'}.")
@@ -273,10 +272,6 @@ def main() -> None:
         text = text + "\n" + block + "\n"
     RESULTS.write_text(text)
     print(f"wrote {RESULTS.relative_to(ROOT)}")
-
-
-def guidellm_line(v: str) -> str:
-    return v or "guidellm (version unknown)"
 
 
 if __name__ == "__main__":
