@@ -136,3 +136,16 @@ def test_multi_turn_sends_the_history_with_the_servers_own_answers(server, tmp_p
     assert [(r["conversation"], r["turn"]) for r in records(out)] == [(0, 0), (0, 1), (0, 2)]
     if api == "ollama-chat":
         assert server.paths[-1] == "/api/chat"
+
+
+def test_a_target_no_prefix_hits_falls_back_to_the_nearest_count():
+    """A space counts 3 tokens here, so some targets fall inside a space and no prefix hits them: the
+    prompt is then the nearest cut (within 2 tokens), never the uncut words (n words, far over n tokens)."""
+    from tokspeed.serverbench.workload import PromptSource
+
+    count = lambda t: sum(3 if ch == " " else 1 for ch in t)   # noqa: E731  (letters 1 token, a space 3)
+    src = PromptSource(count=count)
+    for n in (4, 8, 16, 64):
+        body = src._synthetic(0, n, __import__("random").Random(0))
+        assert abs(count(body) - n) <= 2, (n, count(body))
+    assert src.exact_misses > 0                                 # the fallback was exercised

@@ -136,7 +136,13 @@ class PromptSource:
         text = make_prompt(index, 2 * n_tokens + 8, rng)
         cut = cut_to_tokens(text, n_tokens, self.count)
         if cut is None:
+            # no prefix is exactly n tokens (a cut inside a multi-token piece): the nearest one that is,
+            # one token short before one long, never the uncut words (far longer than n in tokens)
             self.exact_misses += 1
+            for d in (-1, 1, -2, 2):
+                cut = cut_to_tokens(text, n_tokens + d, self.count) if n_tokens + d > 0 else None
+                if cut is not None:
+                    return cut
             return make_prompt(index, n_tokens, rng)
         return cut
 
