@@ -24,6 +24,7 @@ MAX_RATE_RPS = 1_000.0
 MAX_WARMUP = 100
 MAX_OUTPUT_TOKENS = 32_768
 MAX_PROMPT_TOKENS = 131_072
+MAX_WORKERS = 64  # load processes (policy: far more than cores is only overhead)
 RATE_MAX_IN_FLIGHT = 64  # default cap on requests in flight in a --rate run
 KEY_ENV_VARS = ("TOKSPEED_API_KEY", "OPENAI_API_KEY")
 EXIT_SOME_FAILED = 3
@@ -98,6 +99,9 @@ def add_parser(sub):
     p.add_argument("--summarize", metavar="DIR", help="rebuild DIR/summary.json from DIR/requests.jsonl and print it")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no live progress")
+    p.add_argument("--workers", default="1", metavar="N",
+                   help="processes that generate the load (default 1); each level is split over them, this "
+                        "process records. For when one client process saturates a core")
     return p
 
 
@@ -200,6 +204,17 @@ def _positive(name: str, v) -> None:
         raise UserError(f"{name} must be positive, got {v:g}")
 
 
+def _workers(text) -> int:
+    """--workers: a whole number from 1 to MAX_WORKERS (0, nan, 1e400, 2.5 are refused)."""
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        raise UserError(f"--workers must be a whole number of processes, got {text!r}", "e.g. --workers 2") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise UserError(f"--workers must be from 1 to {MAX_WORKERS}, got {n}", "e.g. --workers 2")
+    return n
+
+
 def check_out_dir(out_dir: str) -> None:
     """-o must be a directory (new or existing) without a run in it, in a place we can write: checked
     before any file is created."""
@@ -295,6 +310,7 @@ def _config(args, BenchConfig):
         from ..hardware.catalog import get_hardware
 
         get_hardware(args.hardware)  # a bad name fails now, not after the run
+    workers = _workers(args.workers)
     out_dir = args.output or time.strftime("bench-server-%Y%m%d-%H%M%S")
     check_out_dir(out_dir)
     cfg = BenchConfig(
@@ -317,7 +333,7 @@ def _config(args, BenchConfig):
         api_key=key, api_key_source=key_source, out_dir=out_dir, hardware=args.hardware,
         predict_model=args.predict_model, quant=args.quant, engine=args.engine,
         tokenizer=args.tokenizer, progress=not args.quiet, notes=notes,
-        max_consecutive_failures=args.max_consecutive_failures,
+        max_consecutive_failures=args.max_consecutive_failures, workers=workers,
     )
     for n in notes:
         sys.stderr.write(f"tokspeed: {n}\n")
