@@ -82,3 +82,14 @@ def test_shares_of_a_level_add_up_to_the_level():
         # requests go to the workers that have a slot: 7 over min(n, 3) of them
         assert [p.share(7, 3) for p in plans] == {1: [7], 2: [4, 3], 3: [3, 2, 2], 5: [3, 2, 2, 0, 0]}[n]
         assert sum(p.share(2, 1) for p in plans) == 2 and plans[0].share(2, 1) == 2  # warm-up: worker 0
+
+
+def test_a_rate_phase_is_split_over_the_workers(server, tmp_path):
+    out = tmp_path / "run"
+    rc = bench(server, out, "--workers", "2", "--rate", "40", "--requests", "5", "--max-in-flight", "4",
+               "--warmup", "0", "--arrivals", "constant")
+    recs = [r for r in lines(out) if r["type"] == "request"]
+    assert rc == 0 and len(recs) == len(server.bodies) == 5
+    assert sorted(r["worker"] for r in recs) == [0, 0, 0, 1, 1]  # 5 requests over 2 workers of 2 slots each
+    s = json.loads((out / "summary.json").read_text())
+    assert s["phases"][0]["requests"] == 5 and s["phases"][0]["rate_rps"] == 40.0
