@@ -54,7 +54,7 @@ def test_a_dead_worker_leaves_a_valid_partial_summary(server, tmp_path, monkeypa
     monkeypatch.setenv(EXIT_AFTER_ENV, "1:2")  # worker 1 exits (code 1) after its 2nd record
     out = tmp_path / "run"
     rc = bench(server, out, "--workers", "2", "--concurrency", "4", "--requests", "40", "--warmup", "0")
-    assert rc == 0  # no request failed; the summary says the run is partial
+    assert rc == 3  # no request failed, but the run did not do what was asked: partial, exit 3
     recs = [r for r in lines(out) if r["type"] == "request"]
     assert sum(1 for r in recs if r["worker"] == 1) == 2
     assert len(recs) < 40 and len({r["index"] for r in recs}) == len(recs)
@@ -93,3 +93,25 @@ def test_a_rate_phase_is_split_over_the_workers(server, tmp_path):
     assert sorted(r["worker"] for r in recs) == [0, 0, 0, 1, 1]  # 5 requests over 2 workers of 2 slots each
     s = json.loads((out / "summary.json").read_text())
     assert s["phases"][0]["requests"] == 5 and s["phases"][0]["rate_rps"] == 40.0
+
+
+def test_a_sweep_stops_all_workers_at_the_level_that_breaks_the_slo(server, tmp_path):
+    """The fake server's first token comes after 50 ms: a 1 ms TTFT SLO breaks at the first level, so
+    no worker starts the second one (and c=1 gives worker 1 no slot: it sends nothing)."""
+    out = tmp_path / "run"
+    rc = bench(server, out, "--workers", "2", "--sweep", "--concurrency", "1,2,4", "--requests", "3",
+               "--warmup", "0", "--slo-ttft-ms", "1")
+    recs = [r for r in lines(out) if r["type"] == "request"]
+    s = json.loads((out / "summary.json").read_text())
+    assert rc == 0 and [p["phase"] for p in s["phases"]] == ["c=1"]
+    assert len(recs) == len(server.bodies) == 3 and {r["worker"] for r in recs} == {0}
+
+
+def test_summarize_keeps_the_dead_worker(server, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(EXIT_AFTER_ENV, "0:1")
+    out = tmp_path / "run"
+    assert bench(server, out, "--workers", "2", "--concurrency", "2", "--requests", "20", "--warmup", "0") == 3
+    (out / "summary.json").unlink()
+    assert main(["bench-server", "--summarize", str(out), "--json", "--no-report"]) == 3
+    s = json.loads((out / "summary.json").read_text())
+    assert s["partial"] is True and [d["worker"] for d in s["workers"]["dead"]] == [0]

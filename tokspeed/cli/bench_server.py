@@ -127,7 +127,11 @@ def run(args) -> int:
     if interrupted:
         sys.stderr.write("tokspeed: interrupted; the summary is partial\n")
         return EXIT_INTERRUPTED
-    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") else 0
+    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") or _dead_workers(summary) else 0
+
+
+def _dead_workers(summary: dict) -> bool:
+    return bool((summary.get("workers") or {}).get("dead"))
 
 
 def _resummarize(args) -> int:
@@ -141,6 +145,9 @@ def _resummarize(args) -> int:
     summary = summarize(run_info, log.requests, partial=log.partial, skipped_lines=bad,
                         aborted=end.get("aborted"), phase_info=end.get("phases"))
     summary["server"] = end.get("server")
+    if end.get("workers"):
+        summary["workers"] = end["workers"]
+        summary["partial"] = summary["partial"] or bool(end["workers"].get("dead"))
     hw = args.hardware or run_info.get("hardware")
     if hw:
         pm = args.predict_model or run_info.get("predict_model") or run_info.get("model")
@@ -153,7 +160,7 @@ def _resummarize(args) -> int:
     if bad:
         sys.stderr.write(f"tokspeed: skipped {bad} unreadable line(s)\n")
     _print(summary, args)
-    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") else 0
+    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") or _dead_workers(summary) else 0
 
 
 def _rates(text: str | None, notes: list) -> list[float]:

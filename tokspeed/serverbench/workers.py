@@ -6,8 +6,9 @@ requests split over the workers that have a slot; a rate phase's arrivals at rat
 slots (rate / N when they divide evenly), from its own seeded RNG, so arrivals are independent.
 Request numbers interleave (worker w sends w, w+N, w+2N ...): distinct indices and prompts.
 
-The parent is the only writer of requests.jsonl: records come to it over one queue and are written
-(fsynced) as they arrive, so a dead worker or a Ctrl-C loses only requests in flight. Phases start
+The parent is the only writer of requests.jsonl: records come to it over one pipe per worker (one
+writer each: a worker killed mid-send cannot block the others, and its pipe then reads as closed) and
+are written (fsynced) as they arrive, so a dead worker or a Ctrl-C loses only requests in flight. Phases start
 together: each worker says it is ready and waits for the parent's go (every live worker ready, no stop,
 the sweep not saturated). Each worker measures its own CPU time per phase.
 
@@ -23,8 +24,10 @@ import os
 import queue as queue_mod
 import signal
 import sys
+import threading
 import time
 import traceback
+from multiprocessing.connection import wait
 
 POLL_S = 0.05  # how often a worker checks the parent's stop flags, and the parent its workers
 EXIT_AFTER_ENV = "TOKSPEED_BENCH_WORKER_EXIT"  # tests: "W:K" = worker W exits (code 1) after K records
@@ -35,19 +38,22 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
 
     n = cfg.workers
     ctx = multiprocessing.get_context("spawn")
-    inbox = ctx.Queue()
+    pipes = [ctx.Pipe(duplex=False) for _ in range(n)]  # (parent's reader, worker's writer)
     hard, soft = ctx.Event(), ctx.Event()  # stop and cancel in flight / stop and let them finish
     cmds = [ctx.SimpleQueue() for _ in range(n)]
-    procs = [ctx.Process(target=worker_main, args=(cfg, w, n, inbox, cmds[w], hard, soft),
+    procs = [ctx.Process(target=worker_main, args=(cfg, w, n, pipes[w][1], cmds[w], hard, soft),
                          name=f"tokspeed-worker-{w}", daemon=True) for w in range(n)]
     info = state["workers"] = {"n": n, "dead": []}
     guard = RecordGuard(cfg, recorder, records, progress, state, lambda cancel: (hard if cancel else soft).set())
     live, ready, cpu = set(range(n)), {}, {}
     phase = {"label": None, "cpu": 0.0, "wall": 0.0, "measured": False}
     errors: dict[int, str] = {}
-    t0 = time.perf_counter()
+    t0 = None  # the run's clock (--max-duration) starts with the first phase, after the workers start
     for p in procs:
         p.start()
+    for _, writer in pipes:
+        writer.close()  # the worker holds the only writer: its death reads as end of file
+    readers = {pipes[w][0]: w for w in range(n)}
 
     def release() -> None:
         """Every live worker is ready for the next phase: say go (or stop) to all of them."""
@@ -59,9 +65,40 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
             cmds[w].put(go)
         ready.clear()
         if go:
+            nonlocal t0
+            t0 = t0 or time.perf_counter()
             phase.update(label=label, cpu=time.process_time(), wall=time.perf_counter(), measured=label != "warm-up")
             total, duration = _total_bounds(cfg, label)
             progress.phase(label, total, duration)
+
+    def dead(w: int) -> None:
+        live.discard(w)
+        ready.pop(w, None)
+        procs[w].join(1)
+        why = errors.get(w) or f"exit code {procs[w].exitcode}"
+        info["dead"].append({"worker": w, "exitcode": procs[w].exitcode, "phase": phase["label"], "error": errors.get(w)})
+        when = f"during {phase['label']}" if phase["label"] else "before the first phase"
+        sys.stderr.write(f"tokspeed: worker {w} died {when} ({why}); the run stops with what was recorded\n")
+        hard.set()
+        for label in [lb for lb, rows in cpu.items() if len(rows) >= len(live)]:
+            phase_ended(label)  # the phase the dead worker had not finished: the others' CPU
+
+    def handle(w: int, msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "record":
+            guard(msg[1])
+        elif kind == "server":
+            state["server"] = msg[1]
+        elif kind == "ready":
+            ready[w] = msg[1]
+        elif kind == "phase":
+            cpu.setdefault(msg[1], []).append(msg[2])
+            if len(cpu[msg[1]]) >= len(live):
+                phase_ended(msg[1])
+        elif kind == "error":
+            errors[w] = msg[1]
+        elif kind == "done":
+            live.discard(w)
 
     def phase_ended(label: str) -> None:
         rows = cpu.pop(label)
@@ -76,42 +113,19 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
         while live:
             if ctrl_c.presses >= 2:  # a second Ctrl-C: end now (the JSONL holds every record received)
                 break
-            if ctrl_c.presses or (cfg.max_run_s and time.perf_counter() - t0 > cfg.max_run_s):
+            if ctrl_c.presses or (cfg.max_run_s and t0 and time.perf_counter() - t0 > cfg.max_run_s):
                 (hard if ctrl_c.presses else soft).set()
-            try:
-                msg = inbox.get(timeout=POLL_S)
-            except queue_mod.Empty:
-                for w in sorted(live):
-                    if procs[w].exitcode is not None:  # gone without saying done: dead
-                        live.discard(w)
-                        ready.pop(w, None)
-                        why = errors.get(w) or f"exit code {procs[w].exitcode}"
-                        info["dead"].append({"worker": w, "exitcode": procs[w].exitcode, "phase": phase["label"],
-                                             "error": errors.get(w)})
-                        sys.stderr.write(f"tokspeed: worker {w} died during {phase['label']} ({why}); the run "
-                                         "stops with what was recorded\n")
-                        hard.set()
-                if live and ready and set(ready) >= live:
-                    release()
-                continue
-            kind, w = msg[0], msg[1]
-            if kind == "record":
-                guard(msg[2])
-            elif kind == "server":
-                state["server"] = msg[2]
-            elif kind == "ready":
-                ready[w] = msg[2]
-                if set(ready) >= live:
-                    release()
-            elif kind == "phase":
-                cpu.setdefault(msg[2], []).append(msg[3])
-                if len(cpu[msg[2]]) >= len(live):
-                    phase_ended(msg[2])
-            elif kind == "error":
-                errors[w] = msg[2]
-            elif kind == "done":
-                live.discard(w)
-                procs[w].join()
+            for conn in wait(list(readers), timeout=POLL_S):
+                w = readers[conn]
+                try:
+                    handle(w, conn.recv())
+                except (EOFError, OSError):  # the worker's end is closed: it finished, or died
+                    del readers[conn]
+                    conn.close()
+                    if w in live:
+                        dead(w)
+            if live and ready and set(ready) >= live:
+                release()
     for p in procs:
         if p.is_alive():
             p.terminate()
@@ -119,37 +133,57 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
 
 
 def _total_bounds(cfg, label: str):
-    from .loadgen import LoadPlan
+    """(requests, duration_s) of a whole phase, for the progress bar."""
+    from .bench import make_plan
 
     if label == "warm-up":
         return cfg.warmup, None
-    plan = LoadPlan(concurrency=cfg.concurrency, requests=cfg.requests, duration_s=cfg.duration_s, rates=cfg.rates,
-                    warmup=0, prompt_tokens=cfg.prompt_tokens, max_tokens=cfg.max_tokens, throughput=cfg.throughput,
-                    max_in_flight=cfg.max_in_flight)
+    plan = make_plan(cfg, None)
     labels = next((p for p in plan.phases() if p["phase"] == label), None)
     return plan.total_bounds(labels) if labels else (None, None)
 
 
-def worker_main(cfg, w: int, n: int, inbox, cmd, hard, soft) -> None:
+class Sender:
+    """A worker's messages to the parent, sent from a thread so the event loop never waits on the pipe."""
+
+    def __init__(self, conn):
+        self.conn, self.q = conn, queue_mod.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def put(self, msg: tuple) -> None:
+        self.q.put(msg)
+
+    def _run(self) -> None:
+        for msg in iter(self.q.get, None):
+            self.conn.send(msg)
+
+    def close(self) -> None:
+        """Send everything put so far, then close the pipe."""
+        self.q.put(None)
+        self.thread.join()
+        self.conn.close()
+
+
+def worker_main(cfg, w: int, n: int, conn, cmd, hard, soft) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent owns Ctrl-C and tells the workers
+    out = Sender(conn)
     try:
-        asyncio.run(_worker(cfg, w, n, inbox, cmd, hard, soft))
+        asyncio.run(_worker(cfg, w, n, out, cmd, hard, soft))
     except BaseException as e:  # say why before dying: the parent reports it
-        inbox.put(("error", w, f"{type(e).__name__}: {e}"))
+        out.put(("error", f"{type(e).__name__}: {e}"))
         sys.stderr.write(traceback.format_exc())
-        _flush_and_exit(inbox, 1)
-    inbox.put(("done", w))
-    inbox.close()
-    inbox.join_thread()
+        _flush_and_exit(out, 1)
+    out.put(("done",))
+    out.close()
 
 
-def _flush_and_exit(inbox, code: int) -> None:
-    inbox.close()
-    inbox.join_thread()
+def _flush_and_exit(out: Sender, code: int) -> None:
+    out.close()
     os._exit(code)
 
 
-async def _worker(cfg, w: int, n: int, inbox, cmd, hard, soft) -> None:
+async def _worker(cfg, w: int, n: int, out, cmd, hard, soft) -> None:
     from .bench import build_prompts, http_client, make_plan, make_send, auth_headers
     from .engine_info import server_info
     from .loadgen import LoadGenerator
@@ -164,20 +198,20 @@ async def _worker(cfg, w: int, n: int, inbox, cmd, hard, soft) -> None:
 
     def on_record(rec: dict) -> None:
         nonlocal sent
-        inbox.put(("record", w, {**rec, "worker": w}))
+        out.put(("record", {**rec, "worker": w}))
         sent += 1
         if exit_after is not None and sent >= exit_after:
-            _flush_and_exit(inbox, 1)
+            _flush_and_exit(out, 1)
 
     def on_phase(label, total, duration_s) -> None:
-        inbox.put(("ready", w, label))
+        out.put(("ready", label))
         if not cmd.get():  # blocks between phases only: nothing is in flight
             gen.halt(False)
         clock["cpu"], clock["wall"] = time.process_time(), time.perf_counter()
 
     def after_phase(labels: dict) -> bool:
         wall, cpu = time.perf_counter() - clock["wall"], time.process_time() - clock["cpu"]
-        inbox.put(("phase", w, labels["phase"], {"worker": w, "cpu_s": cpu, "cpu_share": cpu / wall if wall else None}))
+        out.put(("phase", labels["phase"], {"worker": w, "cpu_s": cpu, "cpu_share": cpu / wall if wall else None}))
         return False  # the parent decides at the next start
 
     async def watch_stop() -> None:
@@ -191,7 +225,7 @@ async def _worker(cfg, w: int, n: int, inbox, cmd, hard, soft) -> None:
     n_conn = max(1, plan.share(max(max(cfg.concurrency), plan.max_in_flight)))
     async with http_client(n_conn) as client:
         if w == 0:
-            inbox.put(("server", w, await server_info(client, cfg.url, cfg.api, auth_headers(cfg))))
+            out.put(("server", await server_info(client, cfg.url, cfg.api, auth_headers(cfg))))
         gen = LoadGenerator(plan, None, on_record, on_phase, after_phase)
         gen.send = make_send(cfg, client, counter, gen.cancel)
         watcher = asyncio.create_task(watch_stop())
