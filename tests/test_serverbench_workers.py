@@ -48,6 +48,10 @@ def test_two_workers_send_each_request_once_and_the_parent_records_all(server, t
         assert [w["worker"] for w in ph["workers_cpu"]] == [0, 1]
         assert ph["client_cpu_share"] >= max(w["cpu_share"] for w in ph["workers_cpu"])
     assert s["workers"] == {"n": 2, "dead": []}
+    # one time line for both processes: the second phase starts after every request of the first ended
+    first, second = ([r for r in recs if r["phase"] == ph] for ph in ("c=2", "c=4"))
+    assert max(r["end_s"] for r in first) <= min(r["start_s"] for r in second)
+    assert all(0 <= r["start_s"] <= r["end_s"] for r in recs)
 
 
 def test_a_dead_worker_leaves_a_valid_partial_summary(server, tmp_path, monkeypatch, capsys):

@@ -117,7 +117,7 @@ Send = Callable[[Job], Awaitable[dict]]
 class LoadGenerator:
     def __init__(self, plan: LoadPlan, send: Send, on_record: Callable[[dict], None],
                  on_phase: Callable[[str, int | None, float | None], None] | None = None,
-                 after_phase: Callable[[dict], bool] | None = None):
+                 after_phase: Callable[[dict], bool] | None = None, t_run: float | None = None):
         self.plan, self.send, self.on_record = plan, send, on_record
         self.on_phase = on_phase or (lambda label, total, duration: None)
         self.after_phase = after_phase or (lambda labels: False)
@@ -126,9 +126,11 @@ class LoadGenerator:
         self.stop = asyncio.Event()
         self.cancel = asyncio.Event()  # set when requests in flight are to be cancelled (the client checks it too)
         self._next_index = plan.worker  # workers interleave: w, w+N, w+2N ... (distinct indices and prompts)
-        self._next_conversation = 0
+        self._next_conversation = plan.worker  # and so do conversations
         self._in_flight: set[asyncio.Task] = set()
-        self._t_run = time.perf_counter()
+        # t=0 of start_s/end_s; workers get the parent's (perf_counter is the system's monotonic clock,
+        # the same in every process), so their records share one time line
+        self._t_run = time.perf_counter() if t_run is None else t_run
 
     def phases(self) -> list[dict]:
         return self.plan.phases()
@@ -180,7 +182,7 @@ class LoadGenerator:
             # rate phases: the next turn of the next conversation, with the transcript's own history
             flat = src.flat_turns()
             conv_i, turn, messages = flat[self._next_conversation % len(flat)]
-            self._next_conversation += 1
+            self._next_conversation += self.plan.n_workers
             prompt = messages[-1]["content"]
             extra = {"conversation": conv_i, "turn": turn}
         else:
@@ -248,7 +250,7 @@ class LoadGenerator:
     def _new_conversation(self) -> dict:
         convs = self.plan.prompts.conversations
         i = self._next_conversation % len(convs)
-        self._next_conversation += 1
+        self._next_conversation += self.plan.n_workers
         c = convs[i]
         return {"id": i, "turn": 0, "history": list(c["system"]), "user_turns": c["user_turns"]}
 

@@ -38,10 +38,11 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
 
     n = cfg.workers
     ctx = multiprocessing.get_context("spawn")
+    t_run = time.perf_counter()  # t=0 of every worker's start_s / end_s
     pipes = [ctx.Pipe(duplex=False) for _ in range(n)]  # (parent's reader, worker's writer)
     hard, soft = ctx.Event(), ctx.Event()  # stop and cancel in flight / stop and let them finish
     cmds = [ctx.SimpleQueue() for _ in range(n)]
-    procs = [ctx.Process(target=worker_main, args=(cfg, w, n, pipes[w][1], cmds[w], hard, soft),
+    procs = [ctx.Process(target=worker_main, args=(cfg, w, n, pipes[w][1], cmds[w], hard, soft, t_run),
                          name=f"tokspeed-worker-{w}", daemon=True) for w in range(n)]
     info = state["workers"] = {"n": n, "dead": []}
     guard = RecordGuard(cfg, recorder, records, progress, state, lambda cancel: (hard if cancel else soft).set())
@@ -165,11 +166,11 @@ class Sender:
         self.conn.close()
 
 
-def worker_main(cfg, w: int, n: int, conn, cmd, hard, soft) -> None:
+def worker_main(cfg, w: int, n: int, conn, cmd, hard, soft, t_run: float) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent owns Ctrl-C and tells the workers
     out = Sender(conn)
     try:
-        asyncio.run(_worker(cfg, w, n, out, cmd, hard, soft))
+        asyncio.run(_worker(cfg, w, n, out, cmd, hard, soft, t_run))
     except BaseException as e:  # say why before dying: the parent reports it
         out.put(("error", f"{type(e).__name__}: {e}"))
         sys.stderr.write(traceback.format_exc())
@@ -183,7 +184,7 @@ def _flush_and_exit(out: Sender, code: int) -> None:
     os._exit(code)
 
 
-async def _worker(cfg, w: int, n: int, out, cmd, hard, soft) -> None:
+async def _worker(cfg, w: int, n: int, out, cmd, hard, soft, t_run: float) -> None:
     from .bench import build_prompts, http_client, make_plan, make_send, auth_headers
     from .engine_info import server_info
     from .loadgen import LoadGenerator
@@ -226,7 +227,7 @@ async def _worker(cfg, w: int, n: int, out, cmd, hard, soft) -> None:
     async with http_client(n_conn) as client:
         if w == 0:
             out.put(("server", await server_info(client, cfg.url, cfg.api, auth_headers(cfg))))
-        gen = LoadGenerator(plan, None, on_record, on_phase, after_phase)
+        gen = LoadGenerator(plan, None, on_record, on_phase, after_phase, t_run=t_run)
         gen.send = make_send(cfg, client, counter, gen.cancel)
         watcher = asyncio.create_task(watch_stop())
         try:
