@@ -119,3 +119,13 @@ def test_summarize_keeps_the_dead_worker(server, tmp_path, monkeypatch, capsys):
     assert main(["bench-server", "--summarize", str(out), "--json", "--no-report"]) == 3
     s = json.loads((out / "summary.json").read_text())
     assert s["partial"] is True and [d["worker"] for d in s["workers"]["dead"]] == [0]
+
+
+def test_the_cpu_warning_names_the_busiest_process():
+    from tokspeed.serverbench.bench import console_notes
+
+    phase = {"phase": "c=8", "client_cpu_share": 0.95, "workers_cpu": [{"worker": 0, "cpu_s": 1.9, "cpu_share": 0.95},
+                                                                     {"worker": 1, "cpu_s": 0.8, "cpu_share": 0.4}]}
+    notes = console_notes({"phases": [phase, {"phase": "c=4", "client_cpu_share": 0.89, "workers_cpu": []}]})
+    assert notes == ["c=8: the busiest client process used 95% of a CPU core: it may be the bottleneck (run the "
+                     "load from more processes, --workers N, or machines)"]

@@ -144,8 +144,9 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     if "workers" in state:
         summary["workers"] = state["workers"]
         summary["partial"] = summary["partial"] or bool(state["workers"]["dead"])
-    if prompts.exact_misses:
-        summary["exact_prompt_misses"] = prompts.exact_misses
+    misses = state.get("exact_prompt_misses", prompts.exact_misses)  # --workers: counted by the workers
+    if misses:
+        summary["exact_prompt_misses"] = misses
     if aborted:
         sys.stderr.write(f"tokspeed: stopped early: {aborted}\n")
     hint = http_error_hint(records)

@@ -100,6 +100,7 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
             errors[w] = msg[1]
         elif kind == "done":
             live.discard(w)
+            state["exact_prompt_misses"] = state.get("exact_prompt_misses", 0) + msg[1]
 
     def phase_ended(label: str) -> None:
         rows = cpu.pop(label)
@@ -170,12 +171,12 @@ def worker_main(cfg, w: int, n: int, conn, cmd, hard, soft, t_run: float) -> Non
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent owns Ctrl-C and tells the workers
     out = Sender(conn)
     try:
-        asyncio.run(_worker(cfg, w, n, out, cmd, hard, soft, t_run))
+        misses = asyncio.run(_worker(cfg, w, n, out, cmd, hard, soft, t_run))
     except BaseException as e:  # say why before dying: the parent reports it
         out.put(("error", f"{type(e).__name__}: {e}"))
         sys.stderr.write(traceback.format_exc())
         _flush_and_exit(out, 1)
-    out.put(("done",))
+    out.put(("done", misses))
     out.close()
 
 
@@ -184,7 +185,8 @@ def _flush_and_exit(out: Sender, code: int) -> None:
     os._exit(code)
 
 
-async def _worker(cfg, w: int, n: int, out, cmd, hard, soft, t_run: float) -> None:
+async def _worker(cfg, w: int, n: int, out, cmd, hard, soft, t_run: float) -> int:
+    """Run this worker's share of every phase; returns its prompts' exact-length misses."""
     from .bench import build_prompts, http_client, make_plan, make_send, auth_headers
     from .engine_info import server_info
     from .loadgen import LoadGenerator
@@ -234,3 +236,4 @@ async def _worker(cfg, w: int, n: int, out, cmd, hard, soft, t_run: float) -> No
             await gen.run()
         finally:
             watcher.cancel()
+    return plan.prompts.exact_misses
