@@ -7,10 +7,10 @@ slots (rate / N when they divide evenly), from its own seeded RNG, so arrivals a
 Request numbers interleave (worker w sends w, w+N, w+2N ...): distinct indices and prompts.
 
 The parent is the only writer of requests.jsonl: records come to it over one pipe per worker (one
-writer each: a worker killed mid-send cannot block the others, and its pipe then reads as closed) and
-are written (fsynced) as they arrive, so a dead worker or a Ctrl-C loses only requests in flight. Phases start
-together: each worker says it is ready and waits for the parent's go (every live worker ready, no stop,
-the sweep not saturated). Each worker measures its own CPU time per phase.
+writer each: a worker killed mid-send cannot block the others, and its pipe then reads as closed)
+and are written (fsynced) as they arrive, so a dead worker or a Ctrl-C loses only requests in
+flight. Phases start together: each worker says it is ready and waits for the parent's go (every
+live worker ready, no stop, the sweep not saturated). Each worker measures its own CPU per phase.
 
 A worker that exits without saying it is done is dead: the console says so, the run stops (the load
 is no longer what was asked) and summary.json lists it under ``workers.dead`` and is ``partial``.
