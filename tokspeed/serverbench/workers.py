@@ -77,7 +77,8 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
         ready.pop(w, None)
         procs[w].join(1)
         why = errors.get(w) or f"exit code {procs[w].exitcode}"
-        info["dead"].append({"worker": w, "exitcode": procs[w].exitcode, "phase": phase["label"], "error": errors.get(w)})
+        info["dead"].append({"worker": w, "exitcode": procs[w].exitcode, "phase": phase["label"],
+                             "error": errors.get(w)})
         when = f"during {phase['label']}" if phase["label"] else "before the first phase"
         sys.stderr.write(f"tokspeed: worker {w} died {when} ({why}); the run stops with what was recorded\n")
         hard.set()
