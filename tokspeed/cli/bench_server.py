@@ -24,6 +24,7 @@ MAX_RATE_RPS = 1_000.0
 MAX_WARMUP = 100
 MAX_OUTPUT_TOKENS = 32_768
 MAX_PROMPT_TOKENS = 131_072
+MAX_WORKERS = 64  # load processes (policy: far more than cores is only overhead)
 RATE_MAX_IN_FLIGHT = 64  # default cap on requests in flight in a --rate run
 KEY_ENV_VARS = ("TOKSPEED_API_KEY", "OPENAI_API_KEY")
 EXIT_SOME_FAILED = 3
@@ -98,6 +99,9 @@ def add_parser(sub):
     p.add_argument("--summarize", metavar="DIR", help="rebuild DIR/summary.json from DIR/requests.jsonl and print it")
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
     p.add_argument("--quiet", action="store_true", help="no live progress")
+    p.add_argument("--workers", default="1", metavar="N",
+                   help="processes that generate the load (default 1); each level is split over them, this "
+                        "process records. For when one client process saturates a core")
     return p
 
 
@@ -123,7 +127,11 @@ def run(args) -> int:
     if interrupted:
         sys.stderr.write("tokspeed: interrupted; the summary is partial\n")
         return EXIT_INTERRUPTED
-    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") else 0
+    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") or _dead_workers(summary) else 0
+
+
+def _dead_workers(summary: dict) -> bool:
+    return bool((summary.get("workers") or {}).get("dead"))
 
 
 def _resummarize(args) -> int:
@@ -137,6 +145,9 @@ def _resummarize(args) -> int:
     summary = summarize(run_info, log.requests, partial=log.partial, skipped_lines=bad,
                         aborted=end.get("aborted"), phase_info=end.get("phases"))
     summary["server"] = end.get("server")
+    if end.get("workers"):
+        summary["workers"] = end["workers"]
+        summary["partial"] = summary["partial"] or bool(end["workers"].get("dead"))
     hw = args.hardware or run_info.get("hardware")
     if hw:
         pm = args.predict_model or run_info.get("predict_model") or run_info.get("model")
@@ -149,7 +160,7 @@ def _resummarize(args) -> int:
     if bad:
         sys.stderr.write(f"tokspeed: skipped {bad} unreadable line(s)\n")
     _print(summary, args)
-    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") else 0
+    return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") or _dead_workers(summary) else 0
 
 
 def _rates(text: str | None, notes: list) -> list[float]:
@@ -198,6 +209,17 @@ def _positive(name: str, v) -> None:
         raise UserError(f"{name} must be a finite number, got {v}", "give a positive number of seconds or requests")
     if v <= 0:
         raise UserError(f"{name} must be positive, got {v:g}")
+
+
+def _workers(text) -> int:
+    """--workers: a whole number from 1 to MAX_WORKERS (0, nan, 1e400, 2.5 are refused)."""
+    try:
+        n = int(str(text).strip())
+    except ValueError:
+        raise UserError(f"--workers must be a whole number of processes, got {text!r}", "e.g. --workers 2") from None
+    if not 1 <= n <= MAX_WORKERS:
+        raise UserError(f"--workers must be from 1 to {MAX_WORKERS}, got {n}", "e.g. --workers 2")
+    return n
 
 
 def check_out_dir(out_dir: str) -> None:
@@ -295,6 +317,7 @@ def _config(args, BenchConfig):
         from ..hardware.catalog import get_hardware
 
         get_hardware(args.hardware)  # a bad name fails now, not after the run
+    workers = _workers(args.workers)
     out_dir = args.output or time.strftime("bench-server-%Y%m%d-%H%M%S")
     check_out_dir(out_dir)
     cfg = BenchConfig(
@@ -317,7 +340,7 @@ def _config(args, BenchConfig):
         api_key=key, api_key_source=key_source, out_dir=out_dir, hardware=args.hardware,
         predict_model=args.predict_model, quant=args.quant, engine=args.engine,
         tokenizer=args.tokenizer, progress=not args.quiet, notes=notes,
-        max_consecutive_failures=args.max_consecutive_failures,
+        max_consecutive_failures=args.max_consecutive_failures, workers=workers,
     )
     for n in notes:
         sys.stderr.write(f"tokspeed: {n}\n")

@@ -77,6 +77,7 @@ class BenchConfig:
     prompt_column: str = "prompt"
     shared_prefix: int | None = None
     report: bool = True
+    workers: int = 1  # processes generating the load (the parent records): --workers
     notes: list = field(default_factory=list)
 
     @property
@@ -99,7 +100,8 @@ class BenchConfig:
                 "max_consecutive_failures": self.max_consecutive_failures, "max_error_rate": self.max_error_rate,
                 "max_run_s": self.max_run_s, "max_run_requests": self.max_run_requests,
                 "sweep": self.sweep, "slo": self.slo, "window": self.window,
-                "prompts_file": self.prompts_file, "shared_prefix_tokens": self.shared_prefix, "notes": self.notes}
+                "prompts_file": self.prompts_file, "shared_prefix_tokens": self.shared_prefix, "workers": self.workers,
+                "notes": self.notes}
 
 
 def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
@@ -118,22 +120,33 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     state: dict = {"aborted": None, "phases": {}, "server": None}
     try:
         try:
-            if not ctrl_c.interrupted:
+            if ctrl_c.interrupted:
+                pass
+            elif cfg.workers > 1:
+                from .workers import run_workers
+
+                run_workers(cfg, recorder, records, ctrl_c, state, _Progress(cfg.progress))
+            else:
                 asyncio.run(_main(cfg, recorder, records, counter, ctrl_c, prompts, state))
         except asyncio.CancelledError:  # a second Ctrl-C: the run ends now
             pass
     finally:
         interrupted = ctrl_c.interrupted
         recorder.write({"type": "end", "interrupted": interrupted, "aborted": state["aborted"],
-                        "requests": len(records), "phases": state["phases"], "server": state["server"]})
+                        "requests": len(records), "phases": state["phases"], "server": state["server"],
+                        **({"workers": state["workers"]} if "workers" in state else {})})
         recorder.close()
     aborted = state["aborted"]
     run_info = {"type": "run", **cfg.run_info(), "interrupted": interrupted}
     summary = summarize(run_info, records, partial=interrupted or bool(aborted), aborted=aborted,
                         phase_info=state["phases"])
     summary["server"] = state["server"]
-    if prompts.exact_misses:
-        summary["exact_prompt_misses"] = prompts.exact_misses
+    if "workers" in state:
+        summary["workers"] = state["workers"]
+        summary["partial"] = summary["partial"] or bool(state["workers"]["dead"])
+    misses = state.get("exact_prompt_misses", prompts.exact_misses)  # --workers: counted by the workers
+    if misses:
+        summary["exact_prompt_misses"] = misses
     if aborted:
         sys.stderr.write(f"tokspeed: stopped early: {aborted}\n")
     hint = http_error_hint(records)
@@ -158,8 +171,9 @@ def console_notes(summary: dict) -> list[str]:
                      "sends usage)")
     for ph in summary.get("phases", []):
         if (ph.get("client_cpu_share") or 0) >= CPU_SATURATED:
-            notes.append(f"{ph['phase']}: the client used {ph['client_cpu_share']:.0%} of a CPU core: it may be "
-                         "the bottleneck (run the load from a second process or machine)")
+            who = "the busiest client process" if ph.get("workers_cpu") else "the client"
+            notes.append(f"{ph['phase']}: {who} used {ph['client_cpu_share']:.0%} of a CPU core: it may be "
+                         "the bottleneck (run the load from more processes, --workers N, or machines)")
     return notes
 
 
@@ -186,70 +200,102 @@ def build_prompts(cfg: BenchConfig, counter) -> PromptSource:
     return src
 
 
-async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], counter, ctrl_c: CtrlC | None,
-                prompts: PromptSource, state: dict) -> None:
-    import httpx
-
-    plan = LoadPlan(concurrency=cfg.concurrency, requests=cfg.requests, duration_s=cfg.duration_s,
+def make_plan(cfg: BenchConfig, prompts: PromptSource, worker: int = 0, n_workers: int = 1) -> LoadPlan:
+    return LoadPlan(concurrency=cfg.concurrency, requests=cfg.requests, duration_s=cfg.duration_s,
                     rates=cfg.rates, warmup=cfg.warmup, prompt_tokens=cfg.prompt_tokens,
                     max_tokens=cfg.max_tokens, seed=cfg.seed, arrivals=cfg.arrivals, throughput=cfg.throughput,
-                    max_in_flight=cfg.max_in_flight, prompts=prompts)
+                    max_in_flight=cfg.max_in_flight, prompts=prompts, worker=worker, n_workers=n_workers)
+
+
+def auth_headers(cfg: BenchConfig) -> dict:
+    return {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
+
+
+def make_send(cfg: BenchConfig, client, counter, cancel: asyncio.Event):
+    """The coroutine that sends one job and returns its record (``cancel``: stop reading streams)."""
     timeouts = Timeouts(*cfg.timeouts)
-    headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
-    n_conn = max(max(cfg.concurrency), plan.max_in_flight)
-    progress = _Progress(cfg.progress)
+    headers = auth_headers(cfg)
     count_chunk = counter.count_fragment if counter else None
 
-    async with httpx.AsyncClient(trust_env=False, follow_redirects=False,
-                                 limits=httpx.Limits(max_connections=n_conn, max_keepalive_connections=n_conn)) as client:
-        state["server"] = await server_info(client, cfg.url, cfg.api, headers)
+    async def send(job: Job) -> dict:
+        body = request_body(cfg.api, cfg.model, job.prompt, job.max_tokens, temperature=cfg.temperature,
+                            seed=cfg.seed, ignore_eos=cfg.ignore_eos, stream_usage=cfg.stream_usage,
+                            messages=job.messages)
+        rec = await measure(client, RequestSpec(job.index, cfg.url, cfg.api, body, job.labels), timeouts,
+                            headers, count_tokens=count_chunk, secret=cfg.api_key, stop=cancel)
+        if rec.get("prompt_tokens") is None and counter is not None:
+            # the server did not say: count what was sent with the model's tokenizer (a chat
+            # template's own tokens are not in this count)
+            text = body.get("prompt") if "prompt" in body else "\n".join(m["content"] for m in body["messages"])
+            rec["prompt_tokens"], rec["prompt_tokens_source"] = counter.count(text), "tokenizer"
+        return rec
 
-        async def send(job: Job) -> dict:
-            body = request_body(cfg.api, cfg.model, job.prompt, job.max_tokens, temperature=cfg.temperature,
-                                seed=cfg.seed, ignore_eos=cfg.ignore_eos, stream_usage=cfg.stream_usage,
-                                messages=job.messages)
-            rec = await measure(client, RequestSpec(job.index, cfg.url, cfg.api, body, job.labels), timeouts,
-                                headers, count_tokens=count_chunk, secret=cfg.api_key, stop=gen.cancel)
-            if rec.get("prompt_tokens") is None and counter is not None:
-                # the server did not say: count what was sent with the model's tokenizer (a chat
-                # template's own tokens are not in this count)
-                text = body.get("prompt") if "prompt" in body else "\n".join(m["content"] for m in body["messages"])
-                rec["prompt_tokens"], rec["prompt_tokens_source"] = counter.count(text), "tokenizer"
-            return rec
+    return send
 
-        streak = {"n": 0, "kinds": {}}
-        totals = {"done": 0, "failed": 0}
 
-        def abort(reason: str) -> None:
-            if not state["aborted"]:
-                state["aborted"] = reason
-                gen.halt()
+def http_client(n_conn: int):
+    import httpx
 
-        def on_record(rec: dict) -> None:
-            rec = recorder.write(rec)
-            records.append(rec)
-            progress.advance(rec)
-            kind = rec.get("error")
-            if kind == CANCELLED:
-                return
-            totals["done"] += 1
-            totals["failed"] += kind is not None
-            if kind in GIVE_UP_KINDS:
-                streak["n"] += 1
-                streak["kinds"][kind] = streak["kinds"].get(kind, 0) + 1
-            else:
-                streak["n"], streak["kinds"] = 0, {}
-            if streak["n"] >= cfg.max_consecutive_failures:
-                kinds = ", ".join(f"{k} {v}" for k, v in sorted(streak["kinds"].items()))
-                abort(f"{streak['n']} failures in a row ({kinds}): is the server at {redact_url(cfg.url)} "
-                      "running? (--max-consecutive-failures)")
-            rate = totals["failed"] / totals["done"]
-            if cfg.max_error_rate is not None and totals["done"] >= MIN_FOR_ERROR_RATE and rate > cfg.max_error_rate:
-                abort(f"error rate {rate:.0%} over {totals['done']} requests is above --max-error-rate "
-                      f"{cfg.max_error_rate:.0%}")
-            if cfg.max_run_requests is not None and totals["done"] >= cfg.max_run_requests:
-                gen.halt(cancel_in_flight=False)  # a cap ends the run normally: in-flight requests finish
+    return httpx.AsyncClient(trust_env=False, follow_redirects=False,
+                             limits=httpx.Limits(max_connections=n_conn, max_keepalive_connections=n_conn))
 
+
+class RecordGuard:
+    """Takes every finished record: writes it (the one writer of requests.jsonl), keeps it, advances the
+    progress bar, and applies the stop conditions through ``halt(cancel_in_flight)``."""
+
+    def __init__(self, cfg: BenchConfig, recorder: Recorder, records: list[dict], progress, state: dict, halt):
+        self.cfg, self.recorder, self.records, self.progress, self.state = cfg, recorder, records, progress, state
+        self.halt = halt
+        self.streak = {"n": 0, "kinds": {}}
+        self.done = self.failed = 0
+
+    def abort(self, reason: str) -> None:
+        if not self.state["aborted"]:
+            self.state["aborted"] = reason
+            self.halt(True)
+
+    def __call__(self, rec: dict) -> None:
+        cfg, streak = self.cfg, self.streak
+        rec = self.recorder.write(rec)
+        self.records.append(rec)
+        self.progress.advance(rec)
+        kind = rec.get("error")
+        if kind == CANCELLED:
+            return
+        self.done += 1
+        self.failed += kind is not None
+        if kind in GIVE_UP_KINDS:
+            streak["n"] += 1
+            streak["kinds"][kind] = streak["kinds"].get(kind, 0) + 1
+        else:
+            streak["n"], streak["kinds"] = 0, {}
+        if streak["n"] >= cfg.max_consecutive_failures:
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(streak["kinds"].items()))
+            self.abort(f"{streak['n']} failures in a row ({kinds}): is the server at {redact_url(cfg.url)} "
+                       "running? (--max-consecutive-failures)")
+        rate = self.failed / self.done
+        if cfg.max_error_rate is not None and self.done >= MIN_FOR_ERROR_RATE and rate > cfg.max_error_rate:
+            self.abort(f"error rate {rate:.0%} over {self.done} requests is above --max-error-rate "
+                       f"{cfg.max_error_rate:.0%}")
+        if cfg.max_run_requests is not None and self.done >= cfg.max_run_requests:
+            self.halt(False)  # a cap ends the run normally: in-flight requests finish
+
+
+def sweep_saturated(cfg: BenchConfig, records: list[dict]) -> bool:
+    """After a phase of a sweep: has output throughput stopped rising, or an SLO broken?"""
+    phases = summarize({"slo": cfg.slo, "window": cfg.window}, records)["phases"]
+    return saturation(phases, cfg.sweep.get("tolerance", SWEEP_TOLERANCE))[1]
+
+
+async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], counter, ctrl_c: CtrlC | None,
+                prompts: PromptSource, state: dict) -> None:
+    plan = make_plan(cfg, prompts)
+    n_conn = max(max(cfg.concurrency), plan.max_in_flight)
+    progress = _Progress(cfg.progress)
+
+    async with http_client(n_conn) as client:
+        state["server"] = await server_info(client, cfg.url, cfg.api, auth_headers(cfg))
         clock: dict = {}
 
         def on_phase(label, total, duration_s):
@@ -260,13 +306,11 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count
             wall = time.perf_counter() - clock["wall"]
             cpu = time.process_time() - clock["cpu"]
             state["phases"][labels["phase"]] = {"client_cpu_s": cpu, "client_cpu_share": cpu / wall if wall else None}
-            if not cfg.sweep:
-                return False
-            phases = summarize({"slo": cfg.slo, "window": cfg.window}, records)["phases"]
-            point, stop = saturation(phases, cfg.sweep.get("tolerance", SWEEP_TOLERANCE))
-            return stop
+            return bool(cfg.sweep) and sweep_saturated(cfg, records)
 
-        gen = LoadGenerator(plan, send, on_record, on_phase, after_phase)
+        gen = LoadGenerator(plan, None, None, on_phase, after_phase)
+        gen.on_record = RecordGuard(cfg, recorder, records, progress, state, gen.halt)
+        gen.send = make_send(cfg, client, counter, gen.cancel)
         if ctrl_c is not None:
             ctrl_c.attach(asyncio.get_running_loop(), gen.halt, asyncio.current_task().cancel)
         run_cap = None

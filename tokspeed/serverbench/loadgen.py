@@ -48,6 +48,16 @@ class LoadPlan:
     throughput: bool = False
     max_in_flight: int | None = None  # rate and throughput phases; default max(concurrency)
     prompts: PromptSource | None = None
+    worker: int = 0  # this process's number among n_workers (bench-server --workers)
+    n_workers: int = 1
+
+    def share(self, total: int, active: int | None = None) -> int:
+        """This worker's part of ``total`` split over ``min(n_workers, active)`` workers, the first
+        ones taking one more when it does not divide (worker 0 alone: ``total``)."""
+        n = self.n_workers if active is None else min(self.n_workers, active)
+        if self.worker >= n:
+            return 0
+        return total // n + (self.worker < total % n)
 
     def __post_init__(self):
         if self.rates is None:
@@ -64,7 +74,12 @@ class LoadPlan:
         return self.rates[0] if self.rates else None
 
     def bounds(self, labels: dict) -> tuple[int | None, float | None]:
-        """(requests, duration_s) for one phase, with the defaults filled in."""
+        """(requests, duration_s) for one phase (this worker's share of the requests), with the
+        defaults filled in."""
+        requests, duration_s = self.total_bounds(labels)
+        return (None if requests is None else self.share(requests, labels["concurrency"])), duration_s
+
+    def total_bounds(self, labels: dict) -> tuple[int | None, float | None]:
         if self.requests is not None or self.duration_s is not None:
             return self.requests, self.duration_s
         if labels.get("rate_rps"):
@@ -102,17 +117,20 @@ Send = Callable[[Job], Awaitable[dict]]
 class LoadGenerator:
     def __init__(self, plan: LoadPlan, send: Send, on_record: Callable[[dict], None],
                  on_phase: Callable[[str, int | None, float | None], None] | None = None,
-                 after_phase: Callable[[dict], bool] | None = None):
+                 after_phase: Callable[[dict], bool] | None = None, t_run: float | None = None):
         self.plan, self.send, self.on_record = plan, send, on_record
         self.on_phase = on_phase or (lambda label, total, duration: None)
         self.after_phase = after_phase or (lambda labels: False)
-        self.rng = random.Random(plan.seed)
+        # each worker its own seeded stream (independent arrivals); one process: the seed itself
+        self.rng = random.Random(plan.seed if plan.n_workers == 1 else f"{plan.seed}/{plan.worker}")
         self.stop = asyncio.Event()
         self.cancel = asyncio.Event()  # set when requests in flight are to be cancelled (the client checks it too)
-        self._next_index = 0
-        self._next_conversation = 0
+        self._next_index = plan.worker  # workers interleave: w, w+N, w+2N ... (distinct indices and prompts)
+        self._next_conversation = plan.worker  # and so do conversations
         self._in_flight: set[asyncio.Task] = set()
-        self._t_run = time.perf_counter()
+        # t=0 of start_s/end_s; workers get the parent's (perf_counter is the system's monotonic clock,
+        # the same in every process), so their records share one time line
+        self._t_run = time.perf_counter() if t_run is None else t_run
 
     def phases(self) -> list[dict]:
         return self.plan.phases()
@@ -130,7 +148,7 @@ class LoadGenerator:
         if self.plan.warmup:
             self.on_phase("warm-up", self.plan.warmup, None)
             await self._closed_loop({"phase": "warm-up", "concurrency": 1, "rate_rps": None, "warmup": True},
-                                    1, self.plan.warmup, None)
+                                    1, self.plan.share(self.plan.warmup, 1), None)
         for labels in self.phases():
             if self.stop.is_set():
                 break
@@ -141,7 +159,7 @@ class LoadGenerator:
             if labels["rate_rps"]:
                 await self._open_loop(labels, requests, duration_s)
             else:
-                await self._closed_loop(labels, labels["concurrency"], requests, duration_s)
+                await self._closed_loop(labels, self.plan.share(labels["concurrency"]), requests, duration_s)
             if self.after_phase(labels) or self.stop.is_set():
                 break
 
@@ -149,7 +167,7 @@ class LoadGenerator:
         """The next request to make. Jobs are drawn in index order from the seeded RNG, so a run's
         prompts can be regenerated from its plan (the JSONL does not store prompt text)."""
         i = self._next_index
-        self._next_index += 1
+        self._next_index += self.plan.n_workers
         n_prompt = self.plan.prompt_tokens.draw(self.rng)
         n_out = self.plan.max_tokens.draw(self.rng)
         src = self.plan.prompts
@@ -164,7 +182,7 @@ class LoadGenerator:
             # rate phases: the next turn of the next conversation, with the transcript's own history
             flat = src.flat_turns()
             conv_i, turn, messages = flat[self._next_conversation % len(flat)]
-            self._next_conversation += 1
+            self._next_conversation += self.plan.n_workers
             prompt = messages[-1]["content"]
             extra = {"conversation": conv_i, "turn": turn}
         else:
@@ -232,14 +250,17 @@ class LoadGenerator:
     def _new_conversation(self) -> dict:
         convs = self.plan.prompts.conversations
         i = self._next_conversation % len(convs)
-        self._next_conversation += 1
+        self._next_conversation += self.plan.n_workers
         c = convs[i]
         return {"id": i, "turn": 0, "history": list(c["system"]), "user_turns": c["user_turns"]}
 
     async def _open_loop(self, labels: dict, requests: int | None, duration_s: float | None) -> None:
         plan = self.plan
-        rate = labels["rate_rps"]
-        limit = asyncio.Semaphore(plan.max_in_flight)
+        slots = plan.share(plan.max_in_flight)
+        if not slots:  # more workers than slots: this one sits the phase out
+            return
+        rate = labels["rate_rps"] * slots / plan.max_in_flight  # = rate / n_workers when they divide evenly
+        limit = asyncio.Semaphore(slots)
         t_start = time.perf_counter()
         deadline = None if duration_s is None else t_start + duration_s
         arrival = t_start
