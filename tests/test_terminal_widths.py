@@ -141,3 +141,25 @@ def test_plan_at_width(width):
     out = cli("plan", "llama-3-8b", "--target-tok-s", "30", "--hardware", "rtx-4090,h100-sxm,rtx-3060",
               "--all", columns=width)
     check_fits(out, width)
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_measure_table_keeps_every_number_whole(columns):
+    """`tokspeed measure`'s measured-beside-predicted table (printed from the run file): at 80 columns the
+    least important columns go (named under the table), and no number or header word is cut."""
+    import io
+
+    from rich.console import Console
+
+    from tokspeed.cli.measure import print_run
+
+    point = {"batch": 1, "context": 2048, "prefill_tok_s": 189.6, "decode_tok_s": 9.03, "decode_step": {"unstable": True},
+             "error_pct": -18.2, "achieved_gbps": 18.3, "mbu": 0.97, "mfu": 0.053,
+             "predicted": {"prefill_tok_s": 220.9, "tok_s": 7.39, "source": "tokspeed.predict"}}
+    run = {"model": {"id": "qwen2.5-0.5b", "source": "random"}, "quant": "F32", "backend": "torch", "device": "cpu",
+           "hardware": {"id": "local"}, "points": [point], "counted": "bytes per decode step"}
+    buf = io.StringIO()
+    print_run(run, Console(file=buf, width=columns))
+    out = buf.getvalue()
+    assert all(len(line) <= columns for line in table_lines(out)) and "…" not in out
+    assert {"189.6", "220.9", "9.03 !", "7.39", "-18 %", "97%"} <= cells(out)

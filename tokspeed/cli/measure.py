@@ -98,24 +98,26 @@ def run(args) -> int:
 
 
 def print_run(run: dict, console) -> None:
-    from rich.table import Table
+    from ..report.text import FitTable, one_line
 
     hw = run["hardware"]
-    t = Table(title=f"{run['model']['id']} ({run['model']['source']}, {run['quant']}) · {run['backend']} on "
-                    f"{run['device']} · predicted for {hw['id']}")
-    for col in ("batch", "depth", "prefill tok/s", "predicted", "decode tok/s", "predicted", "error", "GB/s", "MBU",
-                "MFU"):
-        t.add_column(col, justify="right")
+    t = FitTable(title=one_line(f"{run['model']['id']} ({run['model']['source']}, {run['quant']}) · {run['backend']} "
+                                f"on {run['device']} · predicted for {hw['id']}"))
+    # measured beside predicted; at 80 columns the least important (MFU, then GB/s) are dropped, never a number cut
+    for col, drop in (("batch", 0), ("depth", 0), ("prefill tok/s", 0), ("predicted prefill", 0),
+                      ("decode tok/s", 0), ("predicted decode", 0), ("error", 0), ("GB/s", 2), ("MBU", 0),
+                      ("MFU", 3)):
+        t.column(col, numeric=True, drop=drop)
     for p in run["points"]:
         pred = p.get("predicted") or {}
-        t.add_row(str(p["batch"]), str(p["context"]),
-                  f"{p['prefill_tok_s']:,.1f}" if p.get("prefill_tok_s") else "-",
-                  f"{pred['prefill_tok_s']:,.1f}" if pred.get("prefill_tok_s") else "-",
-                  f"{p['decode_tok_s']:,.2f}" + (" !" if p["decode_step"]["unstable"] else ""),
-                  f"{pred['tok_s']:,.2f}" if pred else "-",
-                  f"{p['error_pct']:+.0f} %" if pred else "-",
-                  f"{p['achieved_gbps']:.1f}", f"{p['mbu']:.0%}", f"{p['mfu']:.1%}" if p.get("mfu") else "-")
-    console.print(t)
+        t.row(str(p["batch"]), str(p["context"]),
+              f"{p['prefill_tok_s']:,.1f}" if p.get("prefill_tok_s") else "-",
+              f"{pred['prefill_tok_s']:,.1f}" if pred.get("prefill_tok_s") else "-",
+              f"{p['decode_tok_s']:,.2f}" + (" !" if p["decode_step"]["unstable"] else ""),
+              f"{pred['tok_s']:,.2f}" if pred else "-",
+              f"{p['error_pct']:+.0f} %" if pred else "-",
+              f"{p['achieved_gbps']:.1f}", f"{p['mbu']:.0%}", f"{p['mfu']:.1%}" if p.get("mfu") else "-")
+    t.print(console)
     stages = run["points"][0].get("stages_ms") if run["points"] else None
     if stages:
         total = sum(stages.values())
@@ -124,7 +126,7 @@ def print_run(run: dict, console) -> None:
     pred = (run["points"][0].get("predicted") or {}) if run["points"] else {}
     if pred:
         console.print(f"predicted by {pred['source']}")
-    console.print(f"[dim]counted: {run['counted']}[/]")
+    console.print(f"counted: {run['counted']}", style="dim", markup=False)
 
 
 def _generate(args, err) -> int:
