@@ -121,3 +121,17 @@ def test_engine_version_reaches_the_engine_and_the_json(monkeypatch):
     p = tokspeed.predict("llama-3-8b", "rtx-4090", engine_version="b6000")
     assert seen == ["b6000"]
     assert p.to_dict()["engine_version"] == getattr(p.engine_profile, "version", None)   # the profile's era
+
+
+def test_cli_says_the_window_warning_on_stderr():
+    """Llama 2 7B was trained on 4,096 tokens: context 8,192 + prompt 512 + gen 128 = 8,832 is past it.
+    The numbers still come (stdout, strict JSON) and the warning is one line on stderr."""
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "tokspeed", "predict", "llama-2-7b", "--hardware", "rtx-4090",
+                        "--context", "8192", "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and json.loads(r.stdout)["warnings"]
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tokspeed: warning:") and "4,096" in lines[0] and "8,832" in lines[0]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from .options import add_plot_option, add_predict_options, check_plot, predict_kwargs, print_json, resolve_hardware
 
 
@@ -23,6 +25,10 @@ def run(args) -> int:
     hw = resolve_hardware(args)
     kwargs = predict_kwargs(args)
     pred = predict(args.model, hw, **kwargs)
+    from ..report.text import one_line
+
+    for note in pred.warnings:      # e.g. a context past the trained window: numbers follow, flagged
+        print(f"tokspeed: warning: {one_line(note)}", file=sys.stderr)
     if args.json:
         print_json(pred.to_dict())
     else:
