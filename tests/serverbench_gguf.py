@@ -15,6 +15,7 @@ token is one visible character: one stream chunk per token, and exactly max_toke
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 N_LAYERS, D_MODEL, N_HEADS, D_FFN, N_CTX = 2, 64, 4, 128, 512
@@ -82,3 +83,48 @@ def write_tiny_llama(path: Path, seed: int = 0) -> Path:
     w.write_tensors_to_file()
     w.close()
     return Path(path)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running_server(cmd: list[str], url: str, ready_path: str, log_path: Path, name: str, wait_s: float):
+    """Start ``cmd`` (a server on ``url``), wait until ``ready_path`` answers 200 (failing the test, with
+    the server's log, if it exits or does not come up in ``wait_s``), yield, then stop it."""
+    import subprocess
+    import time
+
+    import httpx
+    import pytest
+
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + wait_s
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"{name} exited: " + log_path.read_text()[-2000:])
+            try:
+                if httpx.get(url + ready_path, timeout=2, trust_env=False).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"{name} did not come up in {wait_s:g} s")
+            time.sleep(0.3)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        log.close()

@@ -8,14 +8,11 @@ length against the count worked out by hand from the vocab.
 """
 
 import json
-import socket
-import subprocess
 import sys
-import time
 
 import pytest
 
-from serverbench_gguf import expected_prompt_tokens, write_tiny_llama
+from serverbench_gguf import expected_prompt_tokens, free_port, running_server, write_tiny_llama
 
 pytestmark = pytest.mark.slow
 
@@ -30,48 +27,17 @@ WARMUP = 1
 SEED = 7
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
-    import httpx
-
     d = tmp_path_factory.mktemp("llamacpp")
     model = write_tiny_llama(d / "tiny.gguf")
     port = free_port()
-    log = open(d / "server.log", "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1",
-                             "--port", str(port), "--n_ctx", "512", "--n_threads", "1",
-                             # queue concurrent requests instead of cutting the running stream short
-                             "--interrupt_requests", "False"],
-                            stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail("llama_cpp.server exited: " + (d / "server.log").read_text()[-2000:])
-            try:
-                if httpx.get(url + "/v1/models", timeout=2, trust_env=False).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("llama_cpp.server did not come up in 90 s")
-            time.sleep(0.3)
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+           "--n_ctx", "512", "--n_threads", "1",
+           "--interrupt_requests", "False"]      # queue concurrent requests instead of cutting the running stream short
+    with running_server(cmd, url, "/v1/models", d / "server.log", "llama_cpp.server", 90):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        log.close()
 
 
 def regenerate_prompts(n):

@@ -14,14 +14,11 @@ import importlib.metadata
 import json
 import os
 import re
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from serverbench_gguf import expected_prompt_tokens, write_tiny_llama
+from serverbench_gguf import expected_prompt_tokens, free_port, running_server, write_tiny_llama
 
 pytestmark = pytest.mark.slow
 httpx = pytest.importorskip("httpx")
@@ -46,12 +43,6 @@ def llama_server_binary() -> Path | None:
     return p if p.is_file() else None
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     binary = llama_server_binary()
@@ -60,33 +51,11 @@ def llama_server(tmp_path_factory):
     d = tmp_path_factory.mktemp("llamaserver")
     model = write_tiny_llama(d / "tiny.gguf")
     port = free_port()
-    log = open(d / "server.log", "wb")
-    proc = subprocess.Popen([str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port),
-                             "-np", str(SLOTS), "--cont-batching", "-c", str(SLOTS * 256), "-t", "2",
-                             "--metrics", "--no-webui"], stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            if proc.poll() is not None:
-                pytest.fail("llama-server exited: " + (d / "server.log").read_text()[-2000:])
-            try:
-                if httpx.get(url + "/health", timeout=2, trust_env=False).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("llama-server did not come up in 120 s")
-            time.sleep(0.3)
+    cmd = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-np", str(SLOTS),
+           "--cont-batching", "-c", str(SLOTS * 256), "-t", "2", "--metrics", "--no-webui"]
+    with running_server(cmd, url, "/health", d / "server.log", "llama-server", 120):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        log.close()
 
 
 def predicted_total(url: str) -> int:

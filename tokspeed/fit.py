@@ -144,15 +144,11 @@ def _row(spec, pred, min_tok_s, gguf: bool) -> FitRow:
 
 
 def _bisect(n: int, ok) -> int:
-    """The first index in 0..n-1 where the monotone predicate ``ok`` holds (n if none)."""
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    """The first index in 0..n-1 where the monotone predicate ``ok`` holds (n if none): the offload
+    model's bisection (``tokspeed.scale.offload.first_true``) over the format list."""
+    from .scale.offload import first_true
+
+    return first_true(ok, 0, n - 1) if n else 0
 
 
 def _walk(n: int, ok, start: int) -> int:
