@@ -74,6 +74,11 @@ def _files(root):
 
 HW = ["--hardware", "rtx-4090"]
 CASES = [
+    # fit (what runs here): numbers refused with the flag, unknown names with a suggestion
+    ("fit", HW + ["--min-tok-s", "nan"], ["--min-tok-s", "finite"]),
+    ("fit", HW + ["--max-params", "inf"], ["--max-params", "finite"]),
+    ("fit", HW + ["--top", "-3"], ["--top"]),
+    ("fit", ["--hardware", "nope"], ["unknown hardware"]),
     # names and paths (a bare name that is no path is a catalog id: an unknown one says so)
     ("predict", [LONG] + HW, ["unknown model"]),
     ("predict", ["ollama:" + LONG] + HW, []),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .options import add_hardware_options, positive_int, print_json, resolve_hardware
+from .options import add_hardware_options, number, positive_int, print_json, resolve_hardware
 
 RULE = ("Ranking: models that fit in memory at --context and decode at least --min-tok-s come first, "
         "largest parameter count first, then fastest expected decode; then models that fit but are slower; "
@@ -24,13 +24,13 @@ def add_parser(sub):
     add_hardware_options(p)
     p.add_argument("--context", type=positive_int, default=8192, help="tokens in the KV cache to fit (default 8192)")
     p.add_argument("--prompt", type=positive_int, default=512, help="prompt tokens for prefill and TTFT (default 512)")
-    p.add_argument("--min-tok-s", dest="min_tok_s", type=float, default=None, help="least expected decode tok/s")
+    p.add_argument("--min-tok-s", dest="min_tok_s", type=number, default=None, help="least expected decode tok/s")
     p.add_argument("--engine", "-e", default="llama.cpp", help="engine whose formats are tried (default llama.cpp)")
     p.add_argument("--gpus", type=positive_int, default=1, help="devices of --hardware that share a model (default 1)")
     p.add_argument("--offload", default="none", choices=["none", "auto", "layers", "experts"],
                    help="let weights that do not fit VRAM run from system RAM (llama.cpp); default none")
     p.add_argument("--family", help="only this family (HF model_type or id prefix: llama, qwen3, gemma3 ...)")
-    p.add_argument("--max-params", dest="max_params", type=float, default=None, help="at most this many billion parameters")
+    p.add_argument("--max-params", dest="max_params", type=number, default=None, help="at most this many billion parameters")
     moe = p.add_mutually_exclusive_group()
     moe.add_argument("--moe", dest="moe", action="store_true", default=None, help="only mixture-of-experts models")
     moe.add_argument("--dense", dest="moe", action="store_false", help="only dense models")
