@@ -511,10 +511,24 @@ def build_calibration_devices(cal_rows, devices: list[dict]) -> list[dict]:
                 d["derived"].append(f"memory_gb: {full['id']}'s maximum configuration (the calibration rows "
                                     "state none; binned chips may offer less)")
             d["memory_type"] = full["memory_type"]
+        variants = unstated_variants(name, devices)
+        if variants and not d.get("fp32_tflops") and len({v["fp32_tflops"] for v in variants}) == 1:
+            d["fp32_tflops"] = variants[0]["fp32_tflops"]
+            d["derived"].append(f"fp32_tflops: {', '.join(v['id'] for v in variants)} (every form factor of "
+                                "the part lists the same FP32 peak)")
         if not d["memory_gb"]:
             raise SystemExit(f"calibration device {name!r}: no memory_GB anywhere; add it to this script")
         out.append(d)
     return out
+
+
+def unstated_variants(name: str, devices: list[dict]) -> list[dict]:
+    """The catalog's form factors of a part whose calibration name leaves it unstated
+    (``NVIDIA A100 80GB (SXM4/PCIe unstated)`` -> the A100 80GB SXM4 and PCIe entries)."""
+    m = re.match(r"^(.*?) \(([\w/]+) unstated\)$", name)
+    if not m or "/" not in m.group(2):
+        return []
+    return [d for d in devices if any(d["name"] == f"{m.group(1)} {v}" for v in m.group(2).split("/"))]
 
 
 def full_apple_chip(name: str, devices: list[dict]):

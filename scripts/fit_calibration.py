@@ -4,13 +4,13 @@
     python scripts/fit_calibration.py [--csv PATH] [--write] [--engines llama.cpp-cuda ...]
 
 Per engine backend, the EngineProfile parameters (eta_mem per memory technology -- hbm, gddr, lpddr,
-ddr --, eta_format per weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per
+ddr --, bytes_per_core_cycle (the kernel bound: cores x clock x bytes, tokspeed.engines.issue), eta_format per weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per
 hardware kind, eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens for prefill;
 eta_matvec for batched decode; on GeForce, FP16-accumulating engines see twice the listed tensor peak)
 minimise the squared log error of predicted vs measured tok/s. Each row belongs to an engine era (its
 ``date``/``build``, ``tokspeed/engines/eras.toml``): the newest era in the rows carries the values above;
 each older era has its own ``launch_s``, ``fixed_s`` and ``attn_bytes_per_flop`` and multipliers of the
-achievable bandwidth (``era_mem``) and prefill compute efficiency (``era_compute``). The fit uses:
+achievable bandwidth (``era_mem``, applied to both of its bounds) and prefill compute efficiency (``era_compute``). The fit uses:
 
 - a robust loss (soft L1 with its knee at 10 % error): a handful of rows are measured under conditions
   the row does not state (throttled cards, old builds) and must not drag the fit;
@@ -108,6 +108,8 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
     out = []
     for cls in sorted({memory_class(r.hw) for r in rows}):
         out.append(Param("eta_mem", cls, _clip(prior.mem_eff(cls), 0.05, 1.0), 0.05, 1.0))
+    if prior.bytes_per_core_cycle and dec:
+        out.append(Param("bytes_per_core_cycle", None, prior.bytes_per_core_cycle, 0.5, 64.0))
     groups = sorted({format_group(r.quant) for r in rows} - {"float"})
     for g in groups:
         out.append(Param("eta_format", g, _clip(prior.eta_format.get(g, 1.0), 0.2, 1.0), 0.2, 1.0))
@@ -161,6 +163,7 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
     for era, vals in per_era.items():
         m, c = vals.pop("era_mem", 1.0), vals.pop("era_compute", 1.0)
         out[era] = replace(base, version=era, eta_mem={k: v * m for k, v in base.eta_mem.items()},
+                           bytes_per_core_cycle=base.bytes_per_core_cycle * m,
                            eta_compute={k: v * c for k, v in base.eta_compute.items()}, **vals)
     return out
 

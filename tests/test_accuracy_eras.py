@@ -92,15 +92,14 @@ def test_rtx_5090_is_about_1_5x_rtx_4090_on_llama2_7b_q4_0():
     assert 1.35 < r < 1.7
 
 
-def test_hbm_parts_order_by_bandwidth_f16_8b():
+def test_hbm_parts_order_by_core_cycles_and_bandwidth_f16_8b():
     ids = ["a100-80g-sxm", "h100-sxm", "h200-sxm", "b200"]
     tok = [decode("llama-3.1-8b", i, "F16").tok_s for i in ids]
     assert tok == sorted(tok) and len(set(tok)) == 4
-    # no common ceiling: B200 (8 TB/s) vs A100 (2.04 TB/s) is a bandwidth story, less the fixed costs
-    # per token (< 2 ms): at least (15 GB / (0.4 x 2039 GB/s) + 2 ms) / (15 GB / (0.4 x 8000) + 2 ms) = 3x
-    # for any HBM fraction >= 0.4
-    assert tok[-1] / tok[0] > 2.5
-    assert tok[0] > 50        # A100 at ~half its 2 TB/s: 15 GB -> ~65 tok/s, not the old ~60 on every part
+    # no common GB/s ceiling: each part is bounded by its own SMs x clock (tokspeed.engines.issue) and its
+    # own HBM; H200 (same SMs and clock as H100 SXM, 4.8 vs 3.35 TB/s) still gains from its memory
+    assert tok[2] / tok[1] > 1.02
+    assert tok[0] > 50        # A100 at ~half its 2 TB/s: 16 GB -> ~65 tok/s, not the old ~60 on every part
 
 
 def test_more_bandwidth_of_the_same_technology_is_never_slower():

@@ -53,7 +53,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown). Memory side: weights at
     eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused attention's
     score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine streams at
-    (``EngineProfile.stream_bytes_s``: peak x eta_mem of the memory technology, capped where set). ``tokspeed.calibration.fast`` mirrors this
+    (``EngineProfile.stream_bytes_s``: peak x eta_mem of the memory technology, softly bounded by the
+    kernel bound cores x clock x bytes_per_core_cycle and a cap where set). ``tokspeed.calibration.fast`` mirrors this
     arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)

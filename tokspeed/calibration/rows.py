@@ -90,7 +90,8 @@ def row_hardware(r: dict) -> Hardware:
     hw = Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=r["hardware_kind"].strip(),
                   vendor=r["vendor"].strip(), memory_gb=_float(r["memory_GB"], UNSTATED_MEMORY_GB),
                   bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_float(r["fp16_TFLOPS"]),
-                  fp16_accumulate_2x=_catalog_flag(r["hardware"], "fp16_accumulate_2x"),
+                  fp16_accumulate_2x=bool(_catalog_value(r["hardware"], "fp16_accumulate_2x")),
+                  fp32_tflops=float(_catalog_value(r["hardware"], "fp32_tflops") or 0.0),
                   source=f"calibration.csv row {r['id']}")
     return replace(hw, memory_type=memory_class(hw).upper())
 
@@ -110,15 +111,16 @@ def row_era(engine: str, date: str, build: str) -> str:
     return ""
 
 
-def _catalog_flag(name: str, field: str) -> bool:
-    """A capability of the device from the hardware catalog (every calibration device is in it)."""
+def _catalog_value(name: str, field: str):
+    """A field of the device from the hardware catalog (every calibration device is in it): a capability
+    (``fp16_accumulate_2x``) or a figure the CSV does not carry (``fp32_tflops``, for the core clock rate)."""
     from ..errors import UserError
     from ..hardware.catalog import get_hardware
 
     try:
-        return bool(getattr(get_hardware(name), field))
+        return getattr(get_hardware(name), field)
     except UserError:
-        return False
+        return None
 
 
 def map_quant(text: str) -> str:

@@ -7,7 +7,9 @@ card of half the bandwidth needs; LPDDR unified memory is shared by CPU and GPU 
 cache; DDR sits behind a CPU's memory controllers. A single fraction per technology, fitted on the
 calibration rows of that technology, transfers to the other parts built on it (HBM: A100 -> H100, H200,
 B200; GDDR: Ampere/Ada -> Blackwell GeForce), and keeps a part with more bandwidth of the same technology
-faster, which one GB/s ceiling for all devices did not.
+faster, which one GB/s ceiling for all devices did not. The other side of Little's law -- how many
+bytes the kernel keeps in flight, which grows with the device's cores and clock -- is the kernel bound
+of ``tokspeed.engines.issue``; the two meet in ``EngineProfile.stream_bytes_s``.
 
     ``memory_class(hw)`` -> ``hbm`` | ``gddr`` | ``lpddr`` | ``ddr``
 """

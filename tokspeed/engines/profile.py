@@ -13,6 +13,10 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``eta_mem``: fraction of peak bandwidth reached streaming weights, per memory technology (``hbm``,
   ``gddr``, ``lpddr``, ``ddr``: ``tokspeed.engines.memory``; Little's law: bytes in flight / latency
   differ by technology), else per hardware kind, else ``default``.
+- ``bytes_per_core_cycle``: the kernel bound on that bandwidth: cores x clock (``tokspeed.engines.issue``,
+  from the catalog FP32 peak) x this many bytes per core cycle, soft-minimum with peak x eta_mem. Fitted
+  per engine era; it binds on parts with few core cycles per byte of bandwidth (A100, H100, B200, binned
+  Apple chips) and not on GDDR cards.
 - ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
   (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
@@ -52,6 +56,7 @@ from pathlib import Path
 from .compat import backend_for, engine_names, runtime_of, sliding_window_spec
 from ..errors import UserError, did_you_mean
 from .eras import era_family, era_labels, era_of, nearest_era
+from .issue import core_cycles_per_s
 from .memory import memory_class
 
 HERE = Path(__file__).parent
@@ -77,6 +82,7 @@ class EngineProfile:
     eta_attn: float = 1.0
     eta_kv: float = 1.0
     bw_cap_gbps: float = 0.0
+    bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False
     eta_matvec: float = 1.0
     attn_bytes_per_flop: float = 0.0
@@ -127,13 +133,20 @@ class EngineProfile:
 
     def stream_bytes_s(self, hw) -> float:
         """Bandwidth this engine streams at on ``hw``: peak x eta_mem of its memory technology (at most
-        the peak), softly capped at ``bw_cap_gbps`` where an engine sets one (p-norm soft minimum,
-        p = CAP_SHARPNESS: a queue saturating rather than a hard wall)."""
+        the peak), softly bounded by what its kernels can issue (``kernel_bytes_s``) and by
+        ``bw_cap_gbps`` where an engine sets one (p-norm soft minimum, p = CAP_SHARPNESS: a queue
+        saturating rather than a hard wall)."""
         bw = hw.bandwidth_bytes_s * min(self.mem_eff_for(hw), 1.0)
-        if not self.bw_cap_gbps:
+        caps = [c for c in (self.kernel_bytes_s(hw), self.bw_cap_gbps * 1e9) if c]
+        if not caps:
             return bw
         p = CAP_SHARPNESS
-        return (bw ** -p + (self.bw_cap_gbps * 1e9) ** -p) ** (-1 / p)
+        return (bw ** -p + sum(c ** -p for c in caps)) ** (-1 / p)
+
+    def kernel_bytes_s(self, hw) -> float:
+        """What the engine's matvec kernels can pull on ``hw`` whatever the memory: cores x clock x
+        ``bytes_per_core_cycle`` (``tokspeed.engines.issue``); 0 = no such bound known."""
+        return core_cycles_per_s(hw) * self.bytes_per_core_cycle if self.bytes_per_core_cycle else 0.0
 
     def format_eff(self, quant: str) -> float:
         return self.eta_format.get(format_group(quant), 1.0)

@@ -1,0 +1,63 @@
+"""The kernel bound on decode bandwidth (tokspeed.engines.issue): cores x clock from the catalog's FP32
+peak, checked against the vendors' core counts and clocks, and its consequences checked against
+measured figures that a bandwidth-only model cannot reproduce."""
+
+import pytest
+
+from tokspeed.engines.issue import core_cycles_per_s, fp32_lanes_per_core
+from tokspeed.engines.profile import get_engine
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.hardware.spec import Hardware
+from tokspeed.predict import predict
+
+
+def tok_s(model, hw_id, quant, version=None):
+    hw = get_hardware(hw_id)
+    return predict(model, hw, quant=quant, engine=get_engine("llama.cpp", hw, version=version),
+                   prompt=0, gen=128).decode.tok_s
+
+
+# whitepaper SM (GPU core) counts and boost clocks: NVIDIA A100 (GA100) 108 SMs at 1410 MHz; H100 SXM5
+# 132 SMs at 1980 MHz; RTX 4090 (AD102) 128 SMs at 2520 MHz; Apple M1 Max 32 GPU cores at 1296 MHz
+@pytest.mark.parametrize("hw_id,cores,ghz", [("a100-80g-sxm", 108, 1.41), ("h100-sxm", 132, 1.98),
+                                             ("rtx-4090", 128, 2.52), ("m1-max-32", 32, 1.296)])
+def test_core_cycles_match_the_whitepapers(hw_id, cores, ghz):
+    assert core_cycles_per_s(get_hardware(hw_id)) == pytest.approx(cores * ghz * 1e9, rel=0.025)
+
+
+def test_lanes_per_core_by_architecture():
+    def hw(name, vendor="NVIDIA", kind="gpu"):
+        return Hardware(id="x", name=name, kind=kind, vendor=vendor, memory_gb=1, bandwidth_gbps=1, fp32_tflops=1)
+    assert fp32_lanes_per_core(hw("NVIDIA A100 80GB PCIe")) == 64       # GA100: 64 FP32 lanes per SM
+    assert fp32_lanes_per_core(hw("NVIDIA Tesla V100 SXM2 16GB")) == 64
+    assert fp32_lanes_per_core(hw("NVIDIA GeForce RTX 3090")) == 128    # GA102 doubled FP32 per SM
+    assert fp32_lanes_per_core(hw("NVIDIA H100 SXM")) == 128
+    assert fp32_lanes_per_core(hw("Apple M4 Max", vendor="Apple", kind="soc")) == 128
+    assert fp32_lanes_per_core(hw("AMD Instinct MI300X", vendor="AMD")) == 0     # unknown: no kernel bound
+    assert core_cycles_per_s(hw("AMD Instinct MI300X", vendor="AMD")) == 0.0
+    assert core_cycles_per_s(Hardware(id="x", name="NVIDIA H100 SXM", kind="gpu", vendor="NVIDIA",
+                                      memory_gb=1, bandwidth_gbps=1)) == 0.0   # no FP32 figure: no bound
+
+
+def test_a100_decodes_f16_about_as_fast_as_a_4090_despite_twice_the_bandwidth():
+    # calibration rows r0898 and r0546 (XiongjieDai tables, 2024-05 llama-bench, llama-3-8b F16): A100 80GB SXM4
+    # 53.5 tok/s, RTX 4090 54.8: 0.98, where 2039 vs 1008 GB/s would say 2.0. 108 SMs x 1.41 GHz vs 128 x 2.52 bound the A100.
+    r = tok_s("llama-3-8b", "a100-80g-sxm", "F16", "2024-06") / tok_s("llama-3-8b", "rtx-4090", "F16", "2024-06")
+    assert 0.8 < r < 1.25
+
+
+@pytest.mark.parametrize("binned,full,measured", [("m1-max-24", "m1-max-32", 54.61 / 61.19),
+                                                  ("m2-max-30", "m2-max-38", 60.99 / 65.95),
+                                                  ("m2-ultra-60", "m2-ultra-76", 88.64 / 94.27)])
+def test_binned_apple_chips_are_slower_at_the_same_bandwidth(binned, full, measured):
+    # llama.cpp discussion #4167 (2023-11, llama-2-7b Q4_0 tg128): same memory, fewer GPU cores, slower
+    r = tok_s("llama-2-7b", binned, "Q4_0", "2023-11") / tok_s("llama-2-7b", full, "Q4_0", "2023-11")
+    assert r < 0.98
+    assert r == pytest.approx(measured, abs=0.06)
+
+
+def test_hbm3e_parts_gain_with_their_sms_not_their_bandwidth():
+    # B200 8 TB/s vs A100 2.04 TB/s is 3.9x the bandwidth but 2.05x the core cycles (80 TF / 256 vs
+    # 19.5 TF / 128): the decode of an 8B F16 model gains at most the latter
+    a100, b200 = tok_s("llama-3.1-8b", "a100-80g-sxm", "F16"), tok_s("llama-3.1-8b", "b200", "F16")
+    assert 1.4 < b200 / a100 <= (80 / 256) / (19.5 / 128)

@@ -1,0 +1,55 @@
+"""Core cycles per second of a device: the rate at which an engine's decode kernels can issue loads.
+
+A matrix-vector kernel that streams weights keeps a bounded number of loads in flight per GPU core
+(NVIDIA SM, Apple GPU core): each resident thread issues its loads, waits for the memory latency,
+dequantises and accumulates, then issues the next. What it pulls is therefore bounded twice:
+
+- by the memory: ``bandwidth x eta_mem`` (the technology's achievable fraction, ``memory.py``);
+- by the kernel: ``cores x clock x bytes_per_core_cycle`` (Little's law with the in-flight bytes and the
+  per-byte instruction work of the kernel folded into one figure per engine era, fitted on calibration rows).
+
+The second bound is why an A100 (108 SMs at 1.41 GHz) decodes no faster than an RTX 4090 (128 SMs at
+2.52 GHz) under llama.cpp though it has twice the bandwidth, and why an H100 or a B200 gains with its
+SM count and clock rather than in proportion to its HBM3/HBM3e bandwidth. GDDR cards have several times
+more core cycles per byte of bandwidth, so for them the memory bound is the one that binds.
+
+Cores x clock is not a catalog field; it is the catalog's FP32 (non-tensor) peak divided by the FP32
+FLOPs one core does per cycle (2 x FP32 lanes), from the architecture whitepapers:
+
+- NVIDIA Volta (V100), Turing, GA100 (A100, A800, A30): 64 FP32 lanes per SM;
+- NVIDIA GA10x (GeForce RTX 30, RTX A-series, A40, A10, Jetson Orin), Ada, Hopper, Blackwell: 128;
+- Apple GPU cores (M1-M4): 128 ALUs per core.
+
+Other vendors: unknown (0), and no kernel bound is applied (their engines carry a GB/s cap prior).
+
+    ``core_cycles_per_s(hw)`` -> cores x clock (1/s), 0 if unknown
+"""
+
+from __future__ import annotations
+
+import re
+
+# NVIDIA parts with 64 FP32 lanes per SM (Volta, Turing, GA100); every later NVIDIA GPU has 128
+NVIDIA_64_LANES = (r"\b(v100|titan v|a100|a800|a30|t4|rtx 20\d0|gtx 16\d0|titan rtx|quadro rtx|"
+                   r"jetson (agx )?xavier)\b")
+
+
+def fp32_lanes_per_core(hw) -> int:
+    """FP32 lanes of one GPU core (SM / Apple GPU core) of ``hw``; 0 if not known."""
+    vendor = (hw.vendor or "").strip().lower()
+    name = hw.name.lower()
+    if hw.kind == "cpu":
+        return 0
+    if vendor == "nvidia":
+        return 64 if re.search(NVIDIA_64_LANES, name) else 128
+    if vendor == "apple":
+        return 128
+    return 0
+
+
+def core_cycles_per_s(hw) -> float:
+    """Cores x clock of ``hw`` (1/s): FP32 peak / (2 FLOPs x lanes per core); 0 if either is unknown."""
+    lanes = fp32_lanes_per_core(hw)
+    if not lanes or not hw.fp32_tflops:
+        return 0.0
+    return hw.fp32_tflops * 1e12 / (2 * lanes)
