@@ -126,6 +126,10 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
         if any(r.kind == "decode" for r in er):
             out.append(Param("launch_s", None, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False, era=e))
             out.append(Param("fixed_s", None, prior.fixed_s * 1e3, 0.0, 20.0, 1e-3, False, era=e))
+        if not e and prior.quant_flops_per_core_cycle and any(r.kind == "prefill" and format_group(r.quant) != "float"
+                                                    for r in er):
+            out.append(Param("quant_flops_per_core_cycle", None, prior.quant_flops_per_core_cycle, 16.0, 8192.0,
+                             era=e))
         if abpf and any(r.kind == "prefill" for r in er):
             out.append(Param("attn_bytes_per_flop", None, attn_prior(prior, prior.name, era or newest), 0.0, 0.2,
                              log_prior=False, sigma=SIGMA_ATTN_BYTES, era=e))
@@ -162,6 +166,7 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
     out = {prior.version: base}
     for era, vals in per_era.items():
         m, c = vals.pop("era_mem", 1.0), vals.pop("era_compute", 1.0)
+        vals.setdefault("quant_flops_per_core_cycle", 0.0)    # MMQ on tensor cores: the newest era only
         out[era] = replace(base, version=era, eta_mem={k: v * m for k, v in base.eta_mem.items()},
                            bytes_per_core_cycle=base.bytes_per_core_cycle * m,
                            eta_compute={k: v * c for k, v in base.eta_compute.items()}, **vals)
@@ -352,7 +357,7 @@ def _dict(d: dict) -> str:
     return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }" if d else "{}"
 
 
-ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop")   # written per older era, with eta_mem, eta_compute
+ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop", "quant_flops_per_core_cycle")   # written per older era, with eta_mem, eta_compute
 
 
 def fitted_toml(results) -> str:
@@ -395,6 +400,9 @@ def fitted_toml(results) -> str:
         out.append("bw_cap_gbps = 0.0")
         out.append(f"launch_s = {_num(p.launch_s)}")
         out.append(f"fixed_s = {_num(p.fixed_s)}")
+        for k in ("bytes_per_core_cycle", "quant_flops_per_core_cycle"):    # the core-cycle bounds, where fitted
+            if getattr(p, k):
+                out.append(f"{k} = {_num(getattr(p, k))}")
         out.append(f"decode_error_pct = {_num(round(dec_band))}")
         out.append(f"prefill_error_pct = {_num(round(pre_band))}")
         out.append("fitted = true")
@@ -411,8 +419,9 @@ def fitted_toml(results) -> str:
             c = ep.eta_compute.get("default", 1.0) / p.eta_compute.get("default", 1.0)
             out.append(f"eta_mem = {_dict(era_mem)}")
             out.append(f"eta_compute = {_dict({k: v * c for k, v in eta_compute.items()})}")
-            for k in ERA_SCALARS:
-                out.append(f"{k} = {_num(getattr(ep, k))}")
+            for k in ERA_SCALARS + ("bytes_per_core_cycle",):
+                if k in ERA_SCALARS[:3] or getattr(p, k) or getattr(ep, k):   # 0 = no bound in that era
+                    out.append(f"{k} = {_num(getattr(ep, k))}")
         out.append("")
     return "\n".join(out)
 

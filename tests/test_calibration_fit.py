@@ -61,7 +61,9 @@ def test_fast_evaluator_equals_predict(scored):
     from tokspeed.calibration.fast import build, predict_rows
 
     for engine in ("llama.cpp-cuda", "llama.cpp-metal", "gpt-fast"):
-        rows = [r for r in scored if r.engine == engine][::7]
+        rows = [r for r in scored if r.engine == engine]
+        # every 7th row, and every newest-era prefill row (the quantized-matmul core-cycle bound applies there)
+        rows = rows[::7] + [r for r in rows[1::7] + rows[2::7] if r.kind == "prefill" and r.era == "2025"]
         profs = {r.era: get_engine(engine, version=r.era or None) for r in rows}   # each row's own era
         fast = predict_rows(build(rows), profs)
         slow = np.array([predicted_tok_s(r) for r in rows])
@@ -139,12 +141,13 @@ def test_compute_efficiency_never_beats_the_listed_peak():
 
 def test_a_measured_calibration_replaces_the_bandwidth_cap():
     """A probed device's own measured eta already includes its saturation: the fitted cap must not
-    be applied on top (HBM GPU at 3000 GB/s measured at eta 0.4 streams 1200 GB/s, by hand)."""
+    be applied on top, nor the kernel bound (HBM GPU at 3000 GB/s measured at eta 0.4 streams 1200 GB/s, by
+    hand; its FP32 peak would give a kernel bound of ~1.9 TB/s, which would pull a soft minimum below that)."""
     hw = Hardware(id="h", name="NVIDIA H100 SXM5", kind="gpu", vendor="NVIDIA", memory_gb=80,
-                  bandwidth_gbps=3000.0, fp16_tflops=989.0,
+                  bandwidth_gbps=3000.0, fp16_tflops=989.0, fp32_tflops=67.0,
                   calibration={"llama.cpp": {"eta_memory": 0.4, "bandwidth_gbps": 3000.0}})
     prof = get_engine("llama.cpp-cuda", hw)
-    assert prof.bw_cap_gbps == 0.0
+    assert prof.bw_cap_gbps == 0.0 and prof.bytes_per_core_cycle == 0.0
     assert math.isclose(prof.stream_bytes_s(hw), 1200e9, rel_tol=1e-12)
 
 

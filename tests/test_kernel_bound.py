@@ -11,6 +11,12 @@ from tokspeed.hardware.spec import Hardware
 from tokspeed.predict import predict
 
 
+def prefill_tok_s(model, hw_id, quant, prompt=512, version=None):
+    hw = get_hardware(hw_id)
+    return predict(model, hw, quant=quant, engine=get_engine("llama.cpp", hw, version=version),
+                   prompt=prompt, gen=1).prefill.tok_s
+
+
 def tok_s(model, hw_id, quant, version=None):
     hw = get_hardware(hw_id)
     return predict(model, hw, quant=quant, engine=get_engine("llama.cpp", hw, version=version),
@@ -61,3 +67,24 @@ def test_hbm3e_parts_gain_with_their_sms_not_their_bandwidth():
     # 19.5 TF / 128): the decode of an 8B F16 model gains at most the latter
     a100, b200 = tok_s("llama-3.1-8b", "a100-80g-sxm", "F16"), tok_s("llama-3.1-8b", "b200", "F16")
     assert 1.4 < b200 / a100 <= (80 / 256) / (19.5 / 128)
+
+
+def test_2025_quantized_prefill_follows_core_cycles_not_the_tensor_peak():
+    # llama.cpp#15013 (2025 scoreboard, llama-2-7b Q4_0 pp512): RTX 4090 11,993 tok/s, A100 4,850: 2.47x, for
+    # about the same usable tensor peak (4090: 165 x 2 FP16-accumulate = 330 TF; A100: 312) and 2.1x the core
+    # cycles (323 vs 152 G/s). A tensor-peak model says ~1.05x; the core-cycle bound must pull the A100 down.
+    r = prefill_tok_s("llama-2-7b", "rtx-4090", "Q4_0") / prefill_tok_s("llama-2-7b", "a100-80g-sxm", "Q4_0")
+    assert 1.35 < r < 2.6
+    # an H100 SXM lists 3x the 4090's usable tensor peak (989 vs 330 TF) but 0.81x its core cycles
+    h = prefill_tok_s("llama-2-7b", "h100-sxm", "Q4_0") / prefill_tok_s("llama-2-7b", "rtx-4090", "Q4_0")
+    assert h < 1.6
+    # F16 weights run on cuBLAS tensor-core GEMMs: no such bound, the H100 keeps its tensor advantage
+    f = prefill_tok_s("llama-3.1-8b", "h100-sxm", "F16") / prefill_tok_s("llama-3.1-8b", "rtx-4090", "F16")
+    assert f > 2.0
+
+
+def test_older_builds_have_no_quantized_core_cycle_bound():
+    # MMQ on INT8 tensor cores is a 2024-06+ kernel; the 2023 rows follow the tensor peak (A100 3,444 vs RTX
+    # 4090 3,961 tok/s on 7B Q4_0, XiongjieDai tables): the bound is fitted for the newest era only
+    assert get_engine("llama.cpp-cuda", version="2023").quant_flops_per_core_cycle == 0.0
+    assert get_engine("llama.cpp-cuda").quant_flops_per_core_cycle > 0.0

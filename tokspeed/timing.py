@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .engines.profile import EngineProfile
+from .engines.profile import MATVEC_MAX_TOKENS, EngineProfile, soft_min
 from .ledger import Op
 
 
@@ -50,7 +50,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
 
     Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
     eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
-    matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown). Memory side: weights at
+    matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown), and for tiled matmuls over
+    quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum). Memory side: weights at
     eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused attention's
     score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine streams at
     (``EngineProfile.stream_bytes_s``: peak x eta_mem of the memory technology, softly bounded by the
@@ -66,7 +67,11 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     elif op.unit == "tensor":
         eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
     eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
-    t_c = op.flops / (peak * eta_c) if peak and op.flops else 0.0
+    rate = peak * eta_c
+    qmax = engine.quant_matmul_flops(hw, quant) if op.unit == "tensor" and not attn and tokens > MATVEC_MAX_TOKENS else 0.0
+    if qmax and rate:
+        rate = soft_min(rate, qmax * engine.matmul_eff(tokens))
+    t_c = op.flops / rate if peak and op.flops else 0.0
     bw = engine.stream_bytes_s(hw)
     t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
            + op.act_bytes / bw

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engines.profile import MATVEC_MAX_TOKENS
+from ..engines.profile import CAP_SHARPNESS, MATVEC_MAX_TOKENS
 
 
 @dataclass
@@ -118,14 +118,15 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     """Predicted tok/s of every row of ``rs`` under EngineProfile ``prof`` (= predict()'s figure), or
     under {era: EngineProfile} with each row predicted by its era's profile."""
     n = len(rs.rows)
-    cols = ("bw", "eta_c", "scale", "eta_f", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed")
+    cols = ("bw", "eta_c", "scale", "eta_f", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed",
+            "qmax")
     v = {k: np.empty(n) for k in cols}
     for i, r in enumerate(rs.rows):
         p = profile_for(prof, r)
         for k, x in zip(cols, (p.stream_bytes_s(r.hw), p.compute_eff_for(r.hw), p.tensor_peak_scale(r.hw),
                                p.format_eff(r.quant), p.compute_format_eff(r.quant), p.eta_matvec,
                                p.gemm_half_tokens, p.eta_attn, p.eta_kv, p.attn_bytes_per_flop, p.launch_s,
-                               p.fixed_s)):
+                               p.fixed_s, p.quant_matmul_flops(r.hw, r.quant))):
             v[k][i] = x
     o = rs.op_row
     tok = rs.pass_tokens[rs.op_pass]
@@ -133,8 +134,12 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     ec = v["eta_c"][o] * np.where(rs.attn, v["attn"][o], np.where(rs.tensor, v["eta_cf"][o] * ramp, 1.0))
     ec = ec * np.where(rs.tensor, v["scale"][o], 1.0)
     ec = np.minimum(ec, 1.0)      # as op_time: the listed peak stays the bound
+    rate = rs.peak * ec
+    qmax = np.where(rs.tensor & ~rs.attn & (tok > MATVEC_MAX_TOKENS), v["qmax"][o] * ramp, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / (rs.peak * ec), 0.0)
+        p = CAP_SHARPNESS       # as op_time: soft minimum with the quantized-matmul bound where there is one
+        rate = np.where((qmax > 0) & (rate > 0), (rate ** -p + qmax ** -p) ** (-1 / p), rate)
+        t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / rate, 0.0)
     bw = v["bw"][o]
     t_m = (rs.wbytes / (bw * np.where(rs.tensor, v["eta_f"][o], 1.0)) + rs.abytes / bw
            + rs.kvbytes / (bw * v["kv"][o]) + np.where(rs.attn, rs.flops * v["abpf"][o], 0.0) / bw)

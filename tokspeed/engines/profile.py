@@ -17,6 +17,10 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   from the catalog FP32 peak) x this many bytes per core cycle, soft-minimum with peak x eta_mem. Fitted
   per engine era; it binds on parts with few core cycles per byte of bandwidth (A100, H100, B200, binned
   Apple chips) and not on GDDR cards.
+- ``quant_flops_per_core_cycle``: the same kind of bound on prefill over quantized weights: llama.cpp's
+  quantized matmuls (MMQ) unpack and scale every tile on the cores before the INT8 MMA, so they reach at
+  most cores x clock x this many FLOPs, soft-minimum with the tensor figure (an A100 has half an RTX
+  4090's core cycles for about the same tensor peak). Per era.
 - ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
   (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
@@ -71,6 +75,16 @@ CALIBRATION_BAND_SIGMAS = 2.0
 CALIBRATION_MIN_BAND_PCT = 5.0   # floor: a handful of points on one machine never justifies less
 
 
+def soft_min(*rates: float) -> float:
+    """p-norm soft minimum of the non-zero ``rates`` (p = CAP_SHARPNESS): two equal bounds give 0.84 x
+    either, a bound 2x the other costs 1.5 %; zeros (no such bound) are ignored."""
+    xs = [x for x in rates if x]
+    if len(xs) == 1:
+        return xs[0]
+    p = CAP_SHARPNESS
+    return sum(x ** -p for x in xs) ** (-1 / p) if xs else 0.0
+
+
 @dataclass(frozen=True)
 class EngineProfile:
     name: str
@@ -82,6 +96,7 @@ class EngineProfile:
     eta_attn: float = 1.0
     eta_kv: float = 1.0
     bw_cap_gbps: float = 0.0
+    quant_flops_per_core_cycle: float = 0.0   # prefill over quantized weights: cores x clock x this (0 = none)
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False
     eta_matvec: float = 1.0
@@ -137,16 +152,20 @@ class EngineProfile:
         ``bw_cap_gbps`` where an engine sets one (p-norm soft minimum, p = CAP_SHARPNESS: a queue
         saturating rather than a hard wall)."""
         bw = hw.bandwidth_bytes_s * min(self.mem_eff_for(hw), 1.0)
-        caps = [c for c in (self.kernel_bytes_s(hw), self.bw_cap_gbps * 1e9) if c]
-        if not caps:
-            return bw
-        p = CAP_SHARPNESS
-        return (bw ** -p + sum(c ** -p for c in caps)) ** (-1 / p)
+        return soft_min(bw, self.kernel_bytes_s(hw), self.bw_cap_gbps * 1e9)
 
     def kernel_bytes_s(self, hw) -> float:
         """What the engine's matvec kernels can pull on ``hw`` whatever the memory: cores x clock x
         ``bytes_per_core_cycle`` (``tokspeed.engines.issue``); 0 = no such bound known."""
         return core_cycles_per_s(hw) * self.bytes_per_core_cycle if self.bytes_per_core_cycle else 0.0
+
+    def quant_matmul_flops(self, hw, quant: str) -> float:
+        """What a tiled matmul over quantized weights can reach on ``hw`` whatever the tensor peak: cores x
+        clock x ``quant_flops_per_core_cycle`` (unpacking and scaling tiles, feeding the INT8 MMA from shared
+        memory: work per core cycle, ``tokspeed.engines.issue``); 0 for float weights or where unknown."""
+        if not self.quant_flops_per_core_cycle or format_group(quant) == "float":
+            return 0.0
+        return core_cycles_per_s(hw) * self.quant_flops_per_core_cycle
 
     def format_eff(self, quant: str) -> float:
         return self.eta_format.get(format_group(quant), 1.0)
@@ -277,6 +296,7 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
                CALIBRATION_BAND_SIGMAS * 100 * float(entry.get("rms_rel_error") or 0.0))
     # the measured eta already holds whatever saturates this device's bandwidth: no cap on top
     return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0, bw_cap_gbps=0.0,
+                   bytes_per_core_cycle=0.0,
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
                    source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
                           f"{entry.get('date', '')}) over {profile.source}")
