@@ -88,3 +88,16 @@ def test_older_builds_have_no_quantized_core_cycle_bound():
     # 4090 3,961 tok/s on 7B Q4_0, XiongjieDai tables): the bound is fitted for the newest era only
     assert get_engine("llama.cpp-cuda", version="2023").quant_flops_per_core_cycle == 0.0
     assert get_engine("llama.cpp-cuda").quant_flops_per_core_cycle > 0.0
+
+
+def test_explain_says_how_the_stream_bandwidth_comes_about():
+    from tokspeed.explain import explain
+
+    hw = get_hardware("h100-sxm")
+    eng = get_engine("llama.cpp", hw)
+    j = explain("llama-3.1-8b", hw, quant="F16").journey.to_dict()
+    mem = 3350 * eng.mem_eff_for(hw)
+    kern = 67e12 / 256 * eng.bytes_per_core_cycle / 1e9          # H100 SXM: 67 TF FP32 / (2 x 128 lanes)
+    # a p = 4 soft minimum lies below the smaller bound and above 0.84 x it (two equal bounds)
+    assert 0.84 * min(mem, kern) <= j["stream_gbps"] < min(mem, kern)
+    assert "262 G core cycles/s" in j["stream_how"] and "HBM at 3,350 GB/s" in j["stream_how"]

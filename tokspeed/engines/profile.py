@@ -75,6 +75,10 @@ CALIBRATION_BAND_SIGMAS = 2.0
 CALIBRATION_MIN_BAND_PCT = 5.0   # floor: a handful of points on one machine never justifies less
 
 
+def _gbs(bytes_s: float) -> str:
+    return f"{bytes_s / 1e9:,.0f} GB/s"
+
+
 def soft_min(*rates: float) -> float:
     """p-norm soft minimum of the non-zero ``rates`` (p = CAP_SHARPNESS): two equal bounds give 0.84 x
     either, a bound 2x the other costs 1.5 %; zeros (no such bound) are ignored."""
@@ -153,6 +157,21 @@ class EngineProfile:
         saturating rather than a hard wall)."""
         bw = hw.bandwidth_bytes_s * min(self.mem_eff_for(hw), 1.0)
         return soft_min(bw, self.kernel_bytes_s(hw), self.bw_cap_gbps * 1e9)
+
+    def stream_how(self, hw) -> str:
+        """How ``stream_bytes_s`` comes about on ``hw``, in one line with its numbers (explain prints it)."""
+        peak = hw.bandwidth_bytes_s
+        mem = peak * min(self.mem_eff_for(hw), 1.0)
+        out = (f"weights stream at {_gbs(self.stream_bytes_s(hw))} ({self.stream_bytes_s(hw) / peak:.0%} of "
+               f"{_gbs(peak)}): {memory_class(hw).upper()} at {_gbs(peak)} x eta_mem {self.mem_eff_for(hw):.2f} = "
+               f"{_gbs(mem)}")
+        kern = self.kernel_bytes_s(hw)
+        if kern:
+            out += (f", kernel bound {core_cycles_per_s(hw) / 1e9:,.0f} G core cycles/s x "
+                    f"{self.bytes_per_core_cycle:.3g} B = {_gbs(kern)}")
+        if self.bw_cap_gbps:
+            out += f", engine cap {_gbs(self.bw_cap_gbps * 1e9)}"
+        return out + (" (soft minimum)" if kern or self.bw_cap_gbps else "")
 
     def kernel_bytes_s(self, hw) -> float:
         """What the engine's matvec kernels can pull on ``hw`` whatever the memory: cores x clock x

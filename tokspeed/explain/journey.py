@@ -102,6 +102,8 @@ class Journey:
     kernels: int
     launch_s: float
     fixed_s: float
+    stream_gbps: float = 0.0    # the bandwidth the engine streams weights at (EngineProfile.stream_bytes_s)
+    stream_how: str = ""        # ... and how it comes about
 
     @property
     def per_token_s(self) -> float:
@@ -116,6 +118,7 @@ class Journey:
                 "total_s": self.total_s, "predicted_s": self.predicted_s, "per_token_s": self.per_token_s,
                 "tok_s": self.tok_s, "ridge_flops_per_byte": self.ridge_flops_per_byte,
                 "kernels": self.kernels, "launch_s": self.launch_s, "fixed_s": self.fixed_s,
+                "stream_gbps": self.stream_gbps, "stream_how": self.stream_how,
                 "stages": [s.to_dict() for s in self.stages]}
 
 
@@ -203,4 +206,5 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     predicted = pred.decode.ms_per_token / 1e3 if mode == "decode" else pred.prefill.seconds
     tokens = 1 if mode == "decode" else pred.prompt
     return Journey(mode, tokens, pred.context + (pred.prompt if mode == "decode" else 0), pred.batch, stages,
-                   total, predicted, hw.ridge_flops_per_byte, kernels // max(n_pass, 1), eng.launch_s, eng.fixed_s)
+                   total, predicted, hw.ridge_flops_per_byte, kernels // max(n_pass, 1), eng.launch_s, eng.fixed_s,
+                   eng.stream_bytes_s(hw) / 1e9, eng.stream_how(hw))

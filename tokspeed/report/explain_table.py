@@ -89,6 +89,8 @@ def render_explanation(expl, console=None):
         console.print(f"[bold red]{markup_safe(fit_headline(p))}[/]")
     t.print(console)
     console.print(ridge_line(p, j))
+    if j.stream_how:
+        console.print(markup_safe(j.stream_how) + ".")
     for s in j.stages:
         if s.note:
             console.print(f"[dim]· {markup_safe(s.label)}: {markup_safe(s.note)}[/]")
