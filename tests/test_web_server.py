@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from pathlib import Path
 
@@ -131,6 +132,18 @@ class WebProcess:
         assert "tokspeed web: http://" in line, line
         self.url = line.split()[2]
         self.port = int(self.url.rstrip("/").rsplit(":", 1)[1])
+        # the line comes just before uvicorn starts: wait until it answers, so that a signal sent by a test
+        # lands on a serving server (on a loaded 2-core machine startup can take seconds)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(self.url + "api/options", timeout=10) as r:
+                    r.read()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.p.poll() is not None:
+                    raise
+                time.sleep(0.05)
 
     def stop(self, sig, timeout=20):
         self.p.send_signal(sig)
