@@ -4,13 +4,17 @@
     python scripts/fit_calibration.py [--csv PATH] [--write] [--engines llama.cpp-cuda ...]
 
 Per engine backend, the EngineProfile parameters (eta_mem per memory technology -- hbm, gddr, lpddr,
-ddr --, bytes_per_core_cycle (the kernel bound: cores x clock x bytes, tokspeed.engines.issue), eta_format per weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per
-hardware kind, eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens for prefill;
-eta_matvec for batched decode; on GeForce, FP16-accumulating engines see twice the listed tensor peak)
-minimise the squared log error of predicted vs measured tok/s. Each row belongs to an engine era (its
-``date``/``build``, ``tokspeed/engines/eras.toml``): the newest era in the rows carries the values above;
-each older era has its own ``launch_s``, ``fixed_s`` and ``attn_bytes_per_flop`` and multipliers of the
-achievable bandwidth (``era_mem``, applied to both of its bounds) and prefill compute efficiency (``era_compute``). The fit uses:
+ddr --, bytes_per_core_cycle (the kernel bound: cores x clock x bytes, tokspeed.engines.issue),
+eta_format per weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per hardware kind,
+eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens and, in the newest era,
+quant_flops_per_core_cycle (the MMQ bound) for prefill; eta_matvec for batched decode; on GeForce,
+FP16-accumulating engines see twice the listed tensor peak) minimise the squared log error of predicted
+vs measured tok/s. Each row belongs to an engine era (its ``date``/``build``,
+``tokspeed/engines/eras.toml``): the newest era in the rows carries the values above; each older era
+has its own ``launch_s``, ``fixed_s`` and ``attn_bytes_per_flop`` and multipliers of the achievable
+bandwidth (``era_mem``, applied to both of its bounds) and prefill compute efficiency (``era_compute``);
+older eras have no MMQ bound (their quantized prompt kernels did not run on INT8 tensor cores). The fit
+uses:
 
 - a robust loss (soft L1 with its knee at 10 % error): a handful of rows are measured under conditions
   the row does not state (throttled cards, old builds) and must not drag the fit;
@@ -357,7 +361,8 @@ def _dict(d: dict) -> str:
     return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }" if d else "{}"
 
 
-ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop", "quant_flops_per_core_cycle")   # written per older era, with eta_mem, eta_compute
+ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop")   # written per older era, with eta_mem, eta_compute
+CORE_BOUNDS = ("bytes_per_core_cycle", "quant_flops_per_core_cycle")   # written where the newest era has them
 
 
 def fitted_toml(results) -> str:
@@ -400,7 +405,7 @@ def fitted_toml(results) -> str:
         out.append("bw_cap_gbps = 0.0")
         out.append(f"launch_s = {_num(p.launch_s)}")
         out.append(f"fixed_s = {_num(p.fixed_s)}")
-        for k in ("bytes_per_core_cycle", "quant_flops_per_core_cycle"):    # the core-cycle bounds, where fitted
+        for k in CORE_BOUNDS:
             if getattr(p, k):
                 out.append(f"{k} = {_num(getattr(p, k))}")
         out.append(f"decode_error_pct = {_num(round(dec_band))}")
@@ -419,9 +424,8 @@ def fitted_toml(results) -> str:
             c = ep.eta_compute.get("default", 1.0) / p.eta_compute.get("default", 1.0)
             out.append(f"eta_mem = {_dict(era_mem)}")
             out.append(f"eta_compute = {_dict({k: v * c for k, v in eta_compute.items()})}")
-            for k in ERA_SCALARS + ("bytes_per_core_cycle",):
-                if k in ERA_SCALARS[:3] or getattr(p, k) or getattr(ep, k):   # 0 = no bound in that era
-                    out.append(f"{k} = {_num(getattr(ep, k))}")
+            for k in ERA_SCALARS + tuple(b for b in CORE_BOUNDS if getattr(p, b)):   # 0 = no bound in that era
+                out.append(f"{k} = {_num(getattr(ep, k))}")
         out.append("")
     return "\n".join(out)
 

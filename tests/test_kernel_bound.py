@@ -46,8 +46,9 @@ def test_lanes_per_core_by_architecture():
 
 
 def test_a100_decodes_f16_about_as_fast_as_a_4090_despite_twice_the_bandwidth():
-    # calibration rows r0898 and r0546 (XiongjieDai tables, 2024-05 llama-bench, llama-3-8b F16): A100 80GB SXM4
-    # 53.5 tok/s, RTX 4090 54.8: 0.98, where 2039 vs 1008 GB/s would say 2.0. 108 SMs x 1.41 GHz vs 128 x 2.52 bound the A100.
+    # calibration rows r0898 and r0546 (XiongjieDai tables, 2024-05 llama-bench, llama-3-8b F16): A100 80GB
+    # SXM4 53.5 tok/s, RTX 4090 54.8: 0.98, where 2039 vs 1008 GB/s would say 2.0. 108 SMs x 1.41 GHz vs
+    # 128 x 2.52 bound the A100.
     r = tok_s("llama-3-8b", "a100-80g-sxm", "F16", "2024-06") / tok_s("llama-3-8b", "rtx-4090", "F16", "2024-06")
     assert 0.8 < r < 1.25
 

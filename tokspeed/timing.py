@@ -51,12 +51,12 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
     eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
     matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown), and for tiled matmuls over
-    quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum). Memory side: weights at
-    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused attention's
-    score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine streams at
-    (``EngineProfile.stream_bytes_s``: peak x eta_mem of the memory technology, softly bounded by the
-    kernel bound cores x clock x bytes_per_core_cycle and a cap where set). ``tokspeed.calibration.fast`` mirrors this
-    arithmetic in numpy for the fit; a test holds the two equal."""
+    quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum). Memory
+    side: weights at eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused
+    attention's score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine
+    streams at (``EngineProfile.stream_bytes_s``: peak x eta_mem of the memory technology, softly bounded
+    by the kernel bound cores x clock x bytes_per_core_cycle and a cap where set).
+    ``tokspeed.calibration.fast`` mirrors this arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
     peak = hw.matmul_flops if op.unit == "tensor" else hw.vector_flops
@@ -68,7 +68,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
         eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
     eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
     rate = peak * eta_c
-    qmax = engine.quant_matmul_flops(hw, quant) if op.unit == "tensor" and not attn and tokens > MATVEC_MAX_TOKENS else 0.0
+    tiled = op.unit == "tensor" and not attn and tokens > MATVEC_MAX_TOKENS
+    qmax = engine.quant_matmul_flops(hw, quant) if tiled else 0.0
     if qmax and rate:
         rate = soft_min(rate, qmax * engine.matmul_eff(tokens))
     t_c = op.flops / rate if peak and op.flops else 0.0

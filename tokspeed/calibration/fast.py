@@ -137,8 +137,8 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     rate = rs.peak * ec
     qmax = np.where(rs.tensor & ~rs.attn & (tok > MATVEC_MAX_TOKENS), v["qmax"][o] * ramp, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        p = CAP_SHARPNESS       # as op_time: soft minimum with the quantized-matmul bound where there is one
-        rate = np.where((qmax > 0) & (rate > 0), (rate ** -p + qmax ** -p) ** (-1 / p), rate)
+        sharp = CAP_SHARPNESS   # as op_time: soft minimum with the quantized-matmul bound where there is one
+        rate = np.where((qmax > 0) & (rate > 0), (rate ** -sharp + qmax ** -sharp) ** (-1 / sharp), rate)
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / rate, 0.0)
     bw = v["bw"][o]
     t_m = (rs.wbytes / (bw * np.where(rs.tensor, v["eta_f"][o], 1.0)) + rs.abytes / bw

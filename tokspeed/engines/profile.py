@@ -20,7 +20,8 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``quant_flops_per_core_cycle``: the same kind of bound on prefill over quantized weights: llama.cpp's
   quantized matmuls (MMQ) unpack and scale every tile on the cores before the INT8 MMA, so they reach at
   most cores x clock x this many FLOPs, soft-minimum with the tensor figure (an A100 has half an RTX
-  4090's core cycles for about the same tensor peak). Per era.
+  4090's core cycles for about the same tensor peak). Newest era only (MMQ on INT8 tensor cores, from
+  2024-06); 0 in older eras.
 - ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
   (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
