@@ -145,3 +145,19 @@ def test_cli_engine_version_flag():
     assert json.loads(r.stdout)["engine_version"] == "2023"
     r = subprocess.run(base + ["--engine-version", "2021-01"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "tokspeed: error:" in r.stderr
+
+
+def test_explain_takes_the_engine_version_and_its_levers_keep_it():
+    from tokspeed.explain import explain
+
+    hw = get_hardware("rtx-4090")
+    old = explain("llama-2-7b", hw, quant="Q4_0", engine_version="b1500")
+    new = explain("llama-2-7b", hw, quant="Q4_0")
+    assert old.prediction.engine_version == "2023" and new.prediction.engine_version == "2025"
+    # a 2023 build is slower at short context (~150 vs ~189 tok/s on the rows: its fixed costs), so the
+    # levers at the explained context must be slower in the 2023 explanation; the context lever reads a long
+    # KV cache, where the fit gives 2023 builds a higher bandwidth share (era_mem 1.12), so it is left out
+    pairs = [(a, b) for a, b in zip(old.levers, new.levers) if a.lever != "context"]
+    assert len(pairs) == 3
+    for a, b in pairs:
+        assert a.tok_s < b.tok_s, (a.lever, a.tok_s, b.tok_s)

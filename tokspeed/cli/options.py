@@ -94,11 +94,19 @@ def scale_kwargs(args) -> dict:
                                                 ("price_per_hour", None))}
 
 
+def add_engine_version_option(p):
+    p.add_argument("--engine-version", default=None,
+                   help="llama.cpp era: a build (b6000) or a year-month (2025-08); default the newest calibrated")
+
+
+def engine_version_kwargs(args) -> dict:
+    return {"engine_version": args.engine_version} if getattr(args, "engine_version", None) else {}
+
+
 def add_predict_options(p):
     add_hardware_options(p)
     add_model_options(p)
-    p.add_argument("--engine-version", default=None,
-                   help="llama.cpp era: a build (b6000) or a year-month (2025-08); default the newest calibrated")
+    add_engine_version_option(p)
     add_run_options(p)
     add_scale_options(p)
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
@@ -138,8 +146,7 @@ def resolve_hardware(args, name: str | None = None):
 
 def predict_kwargs(args) -> dict:
     return dict(quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt, gen=args.gen,
-                context=args.context, batch=args.batch, **scale_kwargs(args),
-                **({"engine_version": args.engine_version} if getattr(args, "engine_version", None) else {}))
+                context=args.context, batch=args.batch, **scale_kwargs(args), **engine_version_kwargs(args))
 
 
 def dumps_json(obj, **kw) -> str:
