@@ -13,8 +13,8 @@ vs measured tok/s. Each row belongs to an engine era (its ``date``/``build``,
 ``tokspeed/engines/eras.toml``): the newest era in the rows carries the values above; each older era
 has its own ``launch_s``, ``fixed_s`` and ``attn_bytes_per_flop`` and multipliers of the achievable
 bandwidth (``era_mem``, applied to both of its bounds) and prefill compute efficiency (``era_compute``);
-older eras have no MMQ bound (their quantized prompt kernels did not run on INT8 tensor cores). The fit
-uses:
+older eras have no MMQ bound (2023 builds had no INT8-tensor-core MMQ; the 2024 era gained it in 2024-06,
+but 316 of its 365 rows are from May 2024: a simplification). The fit uses:
 
 - a robust loss (soft L1 with its knee at 10 % error): a handful of rows are measured under conditions
   the row does not state (throttled cards, old builds) and must not drag the fit;

@@ -36,6 +36,9 @@ def test_lanes_per_core_by_architecture():
         return Hardware(id="x", name=name, kind=kind, vendor=vendor, memory_gb=1, bandwidth_gbps=1, fp32_tflops=1)
     assert fp32_lanes_per_core(hw("NVIDIA A100 80GB PCIe")) == 64       # GA100: 64 FP32 lanes per SM
     assert fp32_lanes_per_core(hw("NVIDIA Tesla V100 SXM2 16GB")) == 64
+    assert fp32_lanes_per_core(hw("NVIDIA Tesla P100 PCIe 16GB")) == 64      # GP100; consumer Pascal has 128
+    assert fp32_lanes_per_core(hw("NVIDIA GeForce GTX 1080 Ti")) == 128
+    assert fp32_lanes_per_core(hw("NVIDIA T1000 8GB")) == 64                 # Turing (TU117)
     assert fp32_lanes_per_core(hw("NVIDIA GeForce RTX 3090")) == 128    # GA102 doubled FP32 per SM
     assert fp32_lanes_per_core(hw("NVIDIA H100 SXM")) == 128
     assert fp32_lanes_per_core(hw("Apple M4 Max", vendor="Apple", kind="soc")) == 128
@@ -102,3 +105,14 @@ def test_explain_says_how_the_stream_bandwidth_comes_about():
     # a p = 4 soft minimum lies below the smaller bound and above 0.84 x it (two equal bounds)
     assert 0.84 * min(mem, kern) <= j["stream_gbps"] < min(mem, kern)
     assert "262 G core cycles/s" in j["stream_how"] and "HBM at 3,350 GB/s" in j["stream_how"]
+
+
+def test_a_probed_profile_gets_no_kernel_bound():
+    # `tokspeed probe` on a Mac writes the CPU's measured FP32 matmul into the soc profile: that is not cores x
+    # lanes x clock of the GPU, and the measured bandwidth is already what was achieved. Before a machine
+    # calibration, the Metal engine streams at 400 GB/s x its fitted LPDDR fraction, not at a bound from the CPU.
+    hw = Hardware(id="local", name="Apple M2 Max (12 cores, measured)", kind="soc", vendor="Apple", memory_gb=64,
+                  bandwidth_gbps=400.0, fp16_tflops=0.5, fp32_tflops=0.5, source="measured by tokspeed probe")
+    eng = get_engine("llama.cpp", hw)
+    assert core_cycles_per_s(hw) == 0.0 and eng.kernel_bytes_s(hw) == 0.0
+    assert eng.stream_bytes_s(hw) == pytest.approx(400e9 * eng.mem_eff("lpddr"), rel=1e-12)

@@ -16,11 +16,15 @@ more core cycles per byte of bandwidth, so for them the memory bound is the one 
 Cores x clock is not a catalog field; it is the catalog's FP32 (non-tensor) peak divided by the FP32
 FLOPs one core does per cycle (2 x FP32 lanes), from the architecture whitepapers:
 
-- NVIDIA Volta (V100), Turing, GA100 (A100, A800, A30): 64 FP32 lanes per SM;
-- NVIDIA GA10x (GeForce RTX 30, RTX A-series, A40, A10, Jetson Orin), Ada, Hopper, Blackwell: 128;
+- NVIDIA GP100 (P100), Volta (V100, GV100), Turing (RTX 20, GTX 16, T4, Quadro RTX and T-series),
+  GA100 (A100, A800, A30): 64 FP32 lanes per SM;
+- NVIDIA consumer Pascal, GA10x (GeForce RTX 30, RTX A-series, A40, A10, Jetson Orin), Ada, Hopper,
+  Blackwell: 128;
 - Apple GPU cores (M1-M4): 128 ALUs per core.
 
-Other vendors: unknown (0), and no kernel bound is applied (their engines carry a GB/s cap prior).
+Other vendors: unknown (0), and no kernel bound is applied (their engines carry a GB/s cap prior). Nor for
+a profile measured by ``tokspeed probe``: its FP32 figure is a measured matmul (on a Mac, the CPU's), not
+cores x lanes x clock, and its bandwidth is already what was achieved.
 
     ``core_cycles_per_s(hw)`` -> cores x clock (1/s), 0 if unknown
 """
@@ -30,15 +34,15 @@ from __future__ import annotations
 import re
 
 # NVIDIA parts with 64 FP32 lanes per SM (Volta, Turing, GA100); every later NVIDIA GPU has 128
-NVIDIA_64_LANES = (r"\b(v100|titan v|a100|a800|a30|t4|rtx 20\d0|gtx 16\d0|titan rtx|quadro rtx|"
-                   r"jetson (agx )?xavier)\b")
+NVIDIA_64_LANES = (r"\b(p100|v100|gv100|titan v|a100|a800|a30|t4|t400|t600|t1000|t1200|t2000|rtx 20\d0|"
+                   r"gtx 16\d0|titan rtx|quadro rtx|jetson (agx )?xavier)\b")
 
 
 def fp32_lanes_per_core(hw) -> int:
     """FP32 lanes of one GPU core (SM / Apple GPU core) of ``hw``; 0 if not known."""
     vendor = (hw.vendor or "").strip().lower()
     name = hw.name.lower()
-    if hw.kind == "cpu":
+    if hw.kind == "cpu" or (hw.source or "").startswith("measured by"):
         return 0
     if vendor == "nvidia":
         return 64 if re.search(NVIDIA_64_LANES, name) else 128

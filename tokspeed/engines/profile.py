@@ -20,8 +20,8 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``quant_flops_per_core_cycle``: the same kind of bound on prefill over quantized weights: llama.cpp's
   quantized matmuls (MMQ) unpack and scale every tile on the cores before the INT8 MMA, so they reach at
   most cores x clock x this many FLOPs, soft-minimum with the tensor figure (an A100 has half an RTX
-  4090's core cycles for about the same tensor peak). Newest era only (MMQ on INT8 tensor cores, from
-  2024-06); 0 in older eras.
+  4090's core cycles for about the same tensor peak). Fitted for the newest era only; 0 in older eras
+  (2023 builds had no INT8-tensor-core MMQ; the 2024 era's rows are mostly from before it, May 2024).
 - ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
   (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
@@ -164,8 +164,8 @@ class EngineProfile:
         peak = hw.bandwidth_bytes_s
         mem = peak * min(self.mem_eff_for(hw), 1.0)
         out = (f"weights stream at {_gbs(self.stream_bytes_s(hw))} ({self.stream_bytes_s(hw) / peak:.0%} of "
-               f"{_gbs(peak)}): {memory_class(hw).upper()} at {_gbs(peak)} x eta_mem {self.mem_eff_for(hw):.2f} = "
-               f"{_gbs(mem)}")
+               f"{_gbs(peak)}): {memory_class(hw).upper()} at {_gbs(peak)} x eta_mem "
+               f"{min(self.mem_eff_for(hw), 1.0):.2f} = {_gbs(mem)}")
         kern = self.kernel_bytes_s(hw)
         if kern:
             out += (f", kernel bound {core_cycles_per_s(hw) / 1e9:,.0f} G core cycles/s x "
