@@ -62,8 +62,10 @@ def test_fast_evaluator_equals_predict(scored):
 
     for engine in ("llama.cpp-cuda", "llama.cpp-metal", "gpt-fast"):
         rows = [r for r in scored if r.engine == engine]
-        # every 7th row, and every newest-era prefill row (the quantized-matmul core-cycle bound applies there)
-        rows = rows[::7] + [r for r in rows[1::7] + rows[2::7] if r.kind == "prefill" and r.era == "2025"]
+        # every 7th row, every newest-era prefill row (the quantized-matmul core-cycle bound applies there) and
+        # the batched decode rows (per-pair expert reads on Metal)
+        rows = rows[::7] + [r for r in rows[1::7] + rows[2::7] if r.kind == "prefill" and r.era == "2025"] \
+            + [r for r in rows[3::7] + rows[4::7] if r.kind == "decode" and r.batch > 1]
         profs = {r.era: get_engine(engine, version=r.era or None) for r in rows}   # each row's own era
         fast = predict_rows(build(rows), profs)
         slow = np.array([predicted_tok_s(r) for r in rows])

@@ -99,6 +99,9 @@ class Op:
     kv_write_bytes: float = 0.0
     kernels: int = 1      # GPU kernels launched per layer for this op (llama.cpp-style, unfused)
     layers: tuple = ()    # (first, end) layers of a DENSE/MOE op; () for INPUT/HEAD ops
+    # routed experts: (token, expert) pairs / experts touched = how many times an engine that multiplies each
+    # pair on its own (matrix-vector kernels with expert ids) reads each touched expert's weights; 0 otherwise
+    pairs_per_expert: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.role, Role) or not isinstance(self.scope, Scope):
@@ -344,7 +347,8 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
                             flops=Lm * 2 * T * d * spec.n_experts, weight_bytes=w.by_role["ffn_gate_inp"],
                             act_bytes=Lm * T * (d + spec.n_experts) * ACT_BYTES))
             touched = expected_experts(spec.n_experts, spec.n_active_experts, T)
-            after.extend(_mlp_ops(spec, w, suffix, d_ff, layers, T * spec.n_active_experts, touched / spec.n_experts))
+            after.extend(_mlp_ops(spec, w, suffix, d_ff, layers, T * spec.n_active_experts, touched / spec.n_experts,
+                                  pairs_per_expert=T * spec.n_active_experts / touched))
         else:
             after.extend(_mlp_ops(spec, w, suffix, d_ff, layers, T, 1.0))
     after.append(Op("residual add (FFN)", Role.FFN_RESIDUAL, Scope.DENSE, "vector", L, layers=span,
@@ -433,10 +437,10 @@ def _linear_mixer_ops(spec, w: WeightLedger, B, T) -> list[Op]:
     return [proj, scan]
 
 
-def _mlp_ops(spec, w: WeightLedger, suffix, d_ff, layers, tokens, fraction_read):
+def _mlp_ops(spec, w: WeightLedger, suffix, d_ff, layers, tokens, fraction_read, pairs_per_expert: float = 0.0):
     """gate/up/down and activation of a (gated) MLP over ``layers``: dense (suffix ""), routed experts
     (``_exps``: the stack of all experts, ``fraction_read`` of it read) or shared experts (``_shexp``).
-    ``tokens``: token-rows computed."""
+    ``tokens``: token-rows computed; ``pairs_per_expert``: see ``Op``."""
     role_mm, role_act = _MLP_ROLES[suffix]
     scope = Scope.DENSE if suffix == "" else Scope.MOE
     span = (layers.start, layers.stop)
@@ -445,7 +449,7 @@ def _mlp_ops(spec, w: WeightLedger, suffix, d_ff, layers, tokens, fraction_read)
     for role, rows, cols in _mlp_shapes(spec, d_ff):
         out.append(Op(f"{role}{suffix} projection", role_mm, scope, "tensor", n, layers=span,
                       flops=2 * tokens * rows * cols * n, weight_bytes=w.by_role[role + suffix] * fraction_read,
-                      act_bytes=n * tokens * (rows + cols) * ACT_BYTES))
+                      act_bytes=n * tokens * (rows + cols) * ACT_BYTES, pairs_per_expert=pairs_per_expert))
     out.append(Op(f"activation{suffix} ({'SwiGLU' if spec.gated_mlp else 'GELU'})", role_act, scope, "vector", n,
                   layers=span, flops=n * tokens * d_ff * ACTIVATION_FLOPS_PER_ELEMENT,
                   act_bytes=n * 3 * tokens * d_ff * ACT_BYTES))

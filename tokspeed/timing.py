@@ -52,7 +52,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
     matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown), and for tiled matmuls over
     quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum). Memory
-    side: weights at eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused
+    side: weights (read ``EngineProfile.weight_reads`` times: routed experts under per-pair kernels) at
+    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused
     attention's score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine
     streams at (``EngineProfile.stream_bytes_s``: peak x eta_mem of the memory technology, softly bounded
     by the kernel bound cores x clock x bytes_per_core_cycle and a cap where set).
@@ -74,7 +75,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
         rate = soft_min(rate, qmax * engine.matmul_eff(tokens))
     t_c = op.flops / rate if peak and op.flops else 0.0
     bw = engine.stream_bytes_s(hw)
-    t_m = (op.weight_bytes / (bw * (engine.format_eff(quant) if op.unit == "tensor" else 1.0))
+    fmt = engine.format_eff(quant) if op.unit == "tensor" else 1.0
+    t_m = (op.weight_bytes * engine.weight_reads(op, tokens) / (bw * fmt)
            + op.act_bytes / bw
            + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv)
            + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))

@@ -37,6 +37,7 @@ class RowSet:
     abytes: np.ndarray
     kvbytes: np.ndarray
     bw: np.ndarray
+    pairs_per_expert: np.ndarray   # routed experts: weight reads per pass under per-pair kernels (else 0)
 
 
 def _passes(row, spec, storage, kvb):
@@ -65,7 +66,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
 
     kvb = kv_bytes(kv_dtype)
     P = {k: [] for k in ("row", "w", "kern", "tok")}
-    O = {k: [] for k in ("pass", "row", "flops", "peak", "attn", "tensor", "wb", "ab", "kv", "bw")}
+    O = {k: [] for k in ("pass", "row", "flops", "peak", "attn", "tensor", "wb", "ab", "kv", "bw", "ppe")}
     measured, numer = [], []
     specs = {}
     for i, row in enumerate(rows):
@@ -95,6 +96,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                 O["ab"].append(op.act_bytes)
                 O["kv"].append(op.kv_read_bytes + op.kv_write_bytes)
                 O["bw"].append(row.hw.bandwidth_bytes_s)
+                O["ppe"].append(op.pairs_per_expert)
     a = np.asarray
     return RowSet(rows=list(rows), measured=a(measured, float), numer=a(numer, float),
                   pass_row=a(P["row"], int), pass_w=a(P["w"], float), pass_kernels=a(P["kern"], float),
@@ -102,7 +104,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                   op_pass=a(O["pass"], int), op_row=a(O["row"], int), flops=a(O["flops"], float),
                   peak=a(O["peak"], float), attn=a(O["attn"], bool), tensor=a(O["tensor"], bool),
                   wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
-                  bw=a(O["bw"], float))
+                  bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float))
 
 
 def profile_for(prof, row):
@@ -119,14 +121,14 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     under {era: EngineProfile} with each row predicted by its era's profile."""
     n = len(rs.rows)
     cols = ("bw", "eta_c", "scale", "eta_f", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed",
-            "qmax")
+            "qmax", "pairs_below")
     v = {k: np.empty(n) for k in cols}
     for i, r in enumerate(rs.rows):
         p = profile_for(prof, r)
         for k, x in zip(cols, (p.stream_bytes_s(r.hw), p.compute_eff_for(r.hw), p.tensor_peak_scale(r.hw),
                                p.format_eff(r.quant), p.compute_format_eff(r.quant), p.eta_matvec,
                                p.gemm_half_tokens, p.eta_attn, p.eta_kv, p.attn_bytes_per_flop, p.launch_s,
-                               p.fixed_s, p.quant_matmul_flops(r.hw, r.quant))):
+                               p.fixed_s, p.quant_matmul_flops(r.hw, r.quant), p.expert_pairs_below_tokens)):
             v[k][i] = x
     o = rs.op_row
     tok = rs.pass_tokens[rs.op_pass]
@@ -141,7 +143,9 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
         rate = np.where((qmax > 0) & (rate > 0), (rate ** -sharp + qmax ** -sharp) ** (-1 / sharp), rate)
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / rate, 0.0)
     bw = v["bw"][o]
-    t_m = (rs.wbytes / (bw * np.where(rs.tensor, v["eta_f"][o], 1.0)) + rs.abytes / bw
+    ptok = rs.pass_tokens[rs.op_pass]      # as EngineProfile.weight_reads: per-pair expert reads in small passes
+    reads = np.where((rs.pairs_per_expert > 0) & (ptok < v["pairs_below"][o]), rs.pairs_per_expert, 1.0)
+    t_m = (rs.wbytes * reads / (bw * np.where(rs.tensor, v["eta_f"][o], 1.0)) + rs.abytes / bw
            + rs.kvbytes / (bw * v["kv"][o]) + np.where(rs.attn, rs.flops * v["abpf"][o], 0.0) / bw)
     t_op = np.maximum(t_c, t_m)
     t_pass = np.bincount(rs.op_pass, weights=t_op, minlength=len(rs.pass_row))

@@ -22,6 +22,10 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   most cores x clock x this many FLOPs, soft-minimum with the tensor figure (an A100 has half an RTX
   4090's core cycles for about the same tensor peak). Fitted for the newest era only; 0 in older eras
   (2023 builds had no INT8-tensor-core MMQ; the 2024 era's rows are mostly from before it, May 2024).
+- ``expert_pairs_below_tokens``: MoE decode in small batches: below this many tokens per pass the engine
+  multiplies every (token, expert) pair with its own matrix-vector kernel, so each touched expert's weights
+  are read once per pair, not once per pass (llama.cpp Metal: ``mul_mv_id`` below 32 rows, ``mul_mm_id``
+  from 32).
 - ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
   (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
@@ -102,6 +106,7 @@ class EngineProfile:
     eta_kv: float = 1.0
     bw_cap_gbps: float = 0.0
     quant_flops_per_core_cycle: float = 0.0   # prefill over quantized weights: cores x clock x this (0 = none)
+    expert_pairs_below_tokens: int = 0   # MoE: below this many tokens per pass each (token, expert) pair re-reads
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False
     eta_matvec: float = 1.0
@@ -186,6 +191,14 @@ class EngineProfile:
         if not self.quant_flops_per_core_cycle or format_group(quant) == "float":
             return 0.0
         return core_cycles_per_s(hw) * self.quant_flops_per_core_cycle
+
+    def weight_reads(self, op, tokens: int) -> float:
+        """How many times a pass reads ``op``'s weights: routed experts under an engine that multiplies each
+        (token, expert) pair with its own matrix-vector kernel below ``expert_pairs_below_tokens`` tokens
+        (llama.cpp Metal's mul_mv_id) read each touched expert once per pair; otherwise once."""
+        if self.expert_pairs_below_tokens and op.pairs_per_expert and tokens < self.expert_pairs_below_tokens:
+            return op.pairs_per_expert
+        return 1.0
 
     def format_eff(self, quant: str) -> float:
         return self.eta_format.get(format_group(quant), 1.0)

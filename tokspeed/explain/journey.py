@@ -179,7 +179,7 @@ def build_journey(pred, mode: str = "decode") -> Journey:
             if op.name not in st.ops:
                 st.ops.append(op.name)
             st.flops += op.flops
-            st.weight_bytes += op.weight_bytes
+            st.weight_bytes += op.weight_bytes * eng.weight_reads(op, tokens)   # as the engine reads them
             st.kv_bytes += op.kv_read_bytes + op.kv_write_bytes
             st.act_bytes += op.act_bytes
             st.kernels += op.kernels * op.count
