@@ -32,20 +32,25 @@ cores x lanes x clock, and its bandwidth is already what was achieved.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # NVIDIA parts with 64 FP32 lanes per SM (Volta, Turing, GA100); every later NVIDIA GPU has 128
-NVIDIA_64_LANES = (r"\b(p100|v100|gv100|titan v|a100|a800|a30|t4|t400|t600|t1000|t1200|t2000|rtx 20\d0|"
-                   r"gtx 16\d0|titan rtx|quadro rtx|jetson (agx )?xavier)\b")
+NVIDIA_64_LANES = re.compile(r"\b(p100|v100|gv100|titan v|a100|a800|a30|t4|t400|t600|t1000|t1200|t2000|"
+                             r"rtx 20\d0|gtx 16\d0|titan rtx|quadro rtx|jetson (agx )?xavier)\b")
 
 
 def fp32_lanes_per_core(hw) -> int:
     """FP32 lanes of one GPU core (SM / Apple GPU core) of ``hw``; 0 if not known."""
-    vendor = (hw.vendor or "").strip().lower()
-    name = hw.name.lower()
-    if hw.kind == "cpu" or (hw.source or "").startswith("measured by"):
+    return _lanes(hw.vendor or "", hw.kind, hw.name, (hw.source or "").startswith("measured by"))
+
+
+@lru_cache(maxsize=1024)     # on the prediction path (every operator's bandwidth): the regex runs once per device
+def _lanes(vendor: str, kind: str, name: str, measured: bool) -> int:
+    if kind == "cpu" or measured:
         return 0
+    vendor = vendor.strip().lower()
     if vendor == "nvidia":
-        return 64 if re.search(NVIDIA_64_LANES, name) else 128
+        return 64 if NVIDIA_64_LANES.search(name.lower()) else 128
     if vendor == "apple":
         return 128
     return 0

@@ -166,11 +166,9 @@ class EngineProfile:
 
     def stream_how(self, hw) -> str:
         """How ``stream_bytes_s`` comes about on ``hw``, in one line with its numbers (explain prints it)."""
-        peak = hw.bandwidth_bytes_s
-        mem = peak * min(self.mem_eff_for(hw), 1.0)
-        out = (f"weights stream at {_gbs(self.stream_bytes_s(hw))} ({self.stream_bytes_s(hw) / peak:.0%} of "
-               f"{_gbs(peak)}): {memory_class(hw).upper()} at {_gbs(peak)} x eta_mem "
-               f"{min(self.mem_eff_for(hw), 1.0):.2f} = {_gbs(mem)}")
+        peak, stream, eta = hw.bandwidth_bytes_s, self.stream_bytes_s(hw), min(self.mem_eff_for(hw), 1.0)
+        out = (f"weights stream at {_gbs(stream)} ({stream / peak:.0%} of {_gbs(peak)}): "
+               f"{memory_class(hw).upper()} at {_gbs(peak)} x eta_mem {eta:.2f} = {_gbs(peak * eta)}")
         kern = self.kernel_bytes_s(hw)
         if kern:
             out += (f", kernel bound {core_cycles_per_s(hw) / 1e9:,.0f} G core cycles/s x "
