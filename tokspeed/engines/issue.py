@@ -14,17 +14,27 @@ SM count and clock rather than in proportion to its HBM3/HBM3e bandwidth. GDDR c
 more core cycles per byte of bandwidth, so for them the memory bound is the one that binds.
 
 Cores x clock is not a catalog field; it is the catalog's FP32 (non-tensor) peak divided by the FP32
-FLOPs one core does per cycle (2 x FP32 lanes), from the architecture whitepapers:
+FLOPs one core does per cycle as the vendor counts them (2 x FP32 lanes, dual-issue and packed FP32
+included where the vendor's peak includes them), from the architecture whitepapers:
 
 - NVIDIA GP100 (P100), Volta (V100, GV100), Turing (RTX 20, GTX 16, T4, Quadro RTX and T-series),
   GA100 (A100, A800, A30): 64 FP32 lanes per SM;
 - NVIDIA consumer Pascal, GA10x (GeForce RTX 30, RTX A-series, A40, A10, Jetson Orin), Ada, Hopper,
   Blackwell: 128;
-- Apple GPU cores (M1-M4): 128 ALUs per core.
+- Apple GPU cores (M1-M4): 128 ALUs per core;
+- AMD compute units: 64 lanes (GCN, CDNA 1/2: MI50/MI60/MI100/MI210/MI250X; RDNA 1/2: RX 5000/6000); 128 as
+  counted in the FP32 peak on CDNA 3/4 (MI300X/MI325X/MI355X: packed FP32, 304 CUs x 2.1 GHz x 256 =
+  163.4 TF) and RDNA 3/3.5/4 (RX 7000/9000, Radeon 780M/890M/8060S: dual issue, 96 CUs x 2.5 GHz x 256 =
+  61.4 TF for the RX 7900 XTX);
+- Intel Xe-cores (Arc A/B-series, Arc iGPUs of Meteor/Lunar Lake, Data Center GPU Max/Flex): 128 lanes (16
+  vector engines x 8 lanes on Xe-HPG/LPG, 8 x 16 on Xe2 and Xe-HPC).
 
-Other vendors: unknown (0), and no kernel bound is applied (their engines carry a GB/s cap prior). Nor for
-a profile measured by ``tokspeed probe``: its FP32 figure is a measured matmul (on a Mac, the CPU's), not
-cores x lanes x clock, and its bandwidth is already what was achieved.
+An AMD CU or an Intel Xe-core stands where an SM stands: it holds the same ~2,048 resident work-items
+(4 SIMD schedulers on CDNA; 2 x 1,024 per RDNA work-group processor; 16 vector engines x 8 threads), and
+llama.cpp's HIP build is its CUDA source compiled for it. Unknown parts, CPUs and accelerators without a
+GPU core (TPU, Gaudi) get 0: no kernel bound. Nor does a profile measured by ``tokspeed probe``: its FP32
+figure is a measured matmul (on a Mac, the CPU's), not cores x lanes x clock, and its bandwidth is
+already what was achieved.
 
     ``core_cycles_per_s(hw)`` -> cores x clock (1/s), 0 if unknown
 """
@@ -37,22 +47,32 @@ from functools import lru_cache
 # NVIDIA parts with 64 FP32 lanes per SM (Volta, Turing, GA100); every later NVIDIA GPU has 128
 NVIDIA_64_LANES = re.compile(r"\b(p100|v100|gv100|titan v|a100|a800|a30|t4|t400|t600|t1000|t1200|t2000|"
                              r"rtx 20\d0|gtx 16\d0|titan rtx|quadro rtx|jetson (agx )?xavier)\b")
+# AMD: lanes per CU as the FP32 peak counts them (packed FP32 on CDNA 3/4, dual issue on RDNA 3+)
+AMD_128_LANES = re.compile(r"\b(mi3\d\d[ax]?|rx [79]\d\d\d|radeon (pro )?w7\d\d\d|radeon (7[468]0|8[4-9]0)m|"
+                           r"radeon 80[46]0s|ryzen ai max|strix)")
+AMD_64_LANES = re.compile(r"\b(mi25|mi50|mi60|mi100|mi2\d\dx?|radeon vii|rx (5|6)\d\d\d|radeon (pro )?w6\d\d\d)")
+INTEL_XE_CORES = re.compile(r"\b(arc|data center gpu|max 1[15]\d0|flex 1[47]0)\b")
 
 
 def fp32_lanes_per_core(hw) -> int:
-    """FP32 lanes of one GPU core (SM / Apple GPU core) of ``hw``; 0 if not known."""
+    """FP32 lanes of one GPU core (SM, Apple GPU core, AMD CU, Intel Xe-core) of ``hw`` as its FP32 peak
+    counts them; 0 if not known."""
     return _lanes(hw.vendor or "", hw.kind, hw.name, (hw.source or "").startswith("measured by"))
 
 
 @lru_cache(maxsize=1024)     # on the prediction path (every operator's bandwidth): the regex runs once per device
 def _lanes(vendor: str, kind: str, name: str, measured: bool) -> int:
-    if kind == "cpu" or measured:
+    if kind not in ("gpu", "soc") or measured:
         return 0
-    vendor = vendor.strip().lower()
+    vendor, name = vendor.strip().lower(), name.lower()
     if vendor == "nvidia":
-        return 64 if NVIDIA_64_LANES.search(name.lower()) else 128
+        return 64 if NVIDIA_64_LANES.search(name) else 128
     if vendor == "apple":
         return 128
+    if vendor == "amd":
+        return 128 if AMD_128_LANES.search(name) else 64 if AMD_64_LANES.search(name) else 0
+    if vendor == "intel":
+        return 128 if INTEL_XE_CORES.search(name) else 0
     return 0
 
 

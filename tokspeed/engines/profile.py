@@ -262,9 +262,29 @@ def _tables() -> dict:
     return data
 
 
+# A llama.cpp backend built from another backend's kernel source (priors.toml ``kernels_of``: the HIP build
+# is the CUDA source run through hipify) shares with it the memory side of decode -- the achievable
+# fraction per memory technology, the kernel bound per core cycle, the format and KV-cache efficiencies --
+# and the host loop's per-step cost; launches, prefill compute and the band stay its own.
+SHARED_KERNEL_FIELDS = ("eta_mem", "bytes_per_core_cycle", "eta_format", "eta_kv", "fixed_s")
+
+
+def with_shared_kernels(entry: dict, shared: dict, of: str, era: str = "") -> dict:
+    """``entry`` (a table entry with ``kernels_of`` popped) completed by ``shared``, the entry of the
+    engine ``of`` whose kernels it runs (for the same era), saying so in its source."""
+    out = {**entry, **{k: shared[k] for k in SHARED_KERNEL_FIELDS if k in shared}}
+    out["source"] = (f"{entry.get('source', '')}; decode memory model (eta_mem, kernel bound, eta_format, "
+                     f"eta_kv, fixed_s) of {of}{' era ' + era if era else ''}, whose kernels it compiles")
+    return out
+
+
 def prior_profile(engine: str) -> EngineProfile:
     """The documented prior of an engine, ignoring any fit (the fit's starting point)."""
-    return EngineProfile(name=engine, **load_table("priors.toml")[engine])
+    entry = dict(load_table("priors.toml")[engine])
+    of = entry.pop("kernels_of", None)
+    if of:
+        entry = with_shared_kernels(entry, load_table("priors.toml")[of], of)
+    return EngineProfile(name=engine, **entry)
 
 
 def resolve_backend(engine: str, hardware) -> str:
@@ -339,6 +359,16 @@ def engine_entry(engine: str, version=None) -> tuple[dict, str]:
     ``fitted.toml`` holds an engine's newest fitted era at the top (its ``version``) and older eras
     under ``eras``; ``version`` (a build ``b6000``, a month ``2025-08``, a year or an era label) selects
     one, the nearest fitted era standing in for one without rows. No version: the newest."""
+    entry, label = _own_entry(engine, version)
+    of = entry.pop("kernels_of", None)
+    if of:                                    # its decode memory model is that engine's, for the same era
+        shared, shared_era = engine_entry(of, version)
+        entry = with_shared_kernels(entry, shared, of, shared_era)
+    return entry, label
+
+
+def _own_entry(engine: str, version=None) -> tuple[dict, str]:
+    """``engine_entry`` before ``kernels_of`` is resolved."""
     entry = dict(_tables()[engine])
     eras = entry.pop("eras", {})
     base = entry.pop("version", "")

@@ -1,0 +1,97 @@
+"""AMD and Intel GPUs under llama.cpp (#11): compute units and Xe-cores in the kernel bound, the HIP build
+running CUDA's decode memory model, and the priors of the backends without calibration rows reproducing
+the public figures they cite (tokspeed/engines/priors.toml [ROCMLB], [STRIXLB], [SYCLLB])."""
+
+import pytest
+
+from tokspeed.engines.issue import core_cycles_per_s, fp32_lanes_per_core
+from tokspeed.engines.profile import get_engine, prior_profile
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.hardware.spec import Hardware
+from tokspeed.predict import predict
+
+
+def part(name, vendor, fp32=1.0, kind="gpu", **kw):
+    return Hardware(id="x", name=name, kind=kind, vendor=vendor, memory_gb=16, bandwidth_gbps=560, fp32_tflops=fp32,
+                    **kw)
+
+
+# compute units x clock from AMD's spec sheets: MI210 104 CUs at 1.7 GHz; MI250X 220 CUs at 1.7 GHz (110 per
+# GCD, the catalog's device); MI300X 304 CUs at 2.1 GHz; MI355X 256 CUs at 2.4 GHz; RX 7900 XTX 96 CUs at
+# 2.5 GHz; Radeon 8060S (Ryzen AI Max+ 395) 40 CUs at 2.9 GHz
+@pytest.mark.parametrize("hw_id,cus,ghz", [("mi210", 104, 1.7), ("mi250x", 110, 1.7), ("mi300x", 304, 2.1),
+                                           ("mi355x", 256, 2.4), ("rx-7900-xtx", 96, 2.5),
+                                           ("ryzen-ai-max-395", 40, 2.9)])
+def test_amd_core_cycles_are_compute_units_times_clock(hw_id, cus, ghz):
+    assert core_cycles_per_s(get_hardware(hw_id)) == pytest.approx(cus * ghz * 1e9, rel=0.01)
+
+
+def test_lanes_per_core_of_amd_and_intel_parts():
+    # FP32 lanes per CU as the vendors' FP32 peaks count them: 64 on GCN / CDNA 1-2 / RDNA 1-2, 128 with
+    # packed FP32 (CDNA 3) or dual issue (RDNA 3); Intel Xe-cores 16 x 8 (Xe-HPG) or 8 x 16 (Xe2) lanes
+    assert fp32_lanes_per_core(part("AMD Instinct MI100", "AMD")) == 64
+    assert fp32_lanes_per_core(part("AMD Radeon RX 6900 XT", "AMD")) == 64
+    assert fp32_lanes_per_core(part("AMD Radeon RX 9070 XT", "AMD")) == 128
+    assert fp32_lanes_per_core(part("AMD Radeon 780M", "AMD", kind="soc")) == 128
+    assert fp32_lanes_per_core(part("AMD Radeon 680M", "AMD", kind="soc")) == 0      # RDNA 2 iGPU: not listed
+    assert fp32_lanes_per_core(part("AMD Instinct MI300A", "AMD")) == 128
+    assert fp32_lanes_per_core(part("Intel Arc A770", "Intel")) == 128
+    assert fp32_lanes_per_core(part("Intel Arc B580", "Intel")) == 128
+    assert fp32_lanes_per_core(part("Intel Data Center GPU Max 1550", "Intel")) == 128
+    assert core_cycles_per_s(get_hardware("gaudi-3")) == 0.0          # an accelerator without GPU cores
+    assert core_cycles_per_s(get_hardware("epyc-genoa-ddr5-4800-12ch")) == 0.0
+    # Arc A770: 32 Xe-cores at 2.4 GHz -> 19.66 TF FP32
+    assert core_cycles_per_s(part("Intel Arc A770", "Intel", fp32=19.66)) == pytest.approx(32 * 2.4e9, rel=0.01)
+
+
+def test_rocm_decodes_with_cudas_memory_model_and_its_own_launches():
+    rocm, cuda = get_engine("llama.cpp-rocm"), get_engine("llama.cpp-cuda")
+    for f in ("eta_mem", "bytes_per_core_cycle", "eta_format", "eta_kv", "fixed_s"):
+        assert getattr(rocm, f) == getattr(cuda, f), f
+    assert rocm.launch_s == 7e-6 and rocm.bw_cap_gbps == 0.0 and rocm.quant_flops_per_core_cycle == 0.0
+    assert "llama.cpp-cuda era 2025" in rocm.source
+    # an older era takes CUDA's values for that era (the same kernels, as they were then)
+    old = get_engine("llama.cpp-rocm", version="2023-10")
+    assert old.eta_mem == get_engine("llama.cpp-cuda", version="2023-10").eta_mem != rocm.eta_mem
+    assert old.launch_s == 7e-6 and old.version == "2023"
+    # the documented prior resolves the same way, against CUDA's prior
+    assert prior_profile("llama.cpp-rocm").eta_mem == prior_profile("llama.cpp-cuda").eta_mem
+
+
+def decode(hw, quant="Q4_0", engine="llama.cpp"):
+    return predict("llama-2-7b", hw, quant=quant, engine=engine, prompt=0, gen=128).decode
+
+
+@pytest.mark.parametrize("hw_id,lo,hi", [
+    ("rx-7900-xtx", 120, 135),        # [ROCMLB] public ROCm llama-bench tables, 2024-25
+    ("ryzen-ai-max-395", 45, 50),     # [STRIXLB] Strix Halo tables, 2025
+])
+def test_rocm_reproduces_the_public_figures_it_cites(hw_id, lo, hi):
+    d = decode(get_hardware(hw_id))
+    assert d.tok_s == pytest.approx((lo + hi) / 2, rel=0.15)
+    assert d.tok_s_low < lo and d.tok_s_high > hi
+
+
+def test_strix_halo_is_not_bound_by_a_discrete_cards_fraction():
+    # the LPDDR5X of a Strix Halo streams at llama.cpp-cuda's fitted LPDDR fraction (Jetson, DGX Spark), ~0.83,
+    # where the old ROCm prior put every device at 0.5 of peak and added its launches on top (29.8 tok/s)
+    hw = get_hardware("ryzen-ai-max-395")
+    rocm = get_engine("llama.cpp", hw)
+    assert rocm.stream_bytes_s(hw) == pytest.approx(256e9 * rocm.mem_eff("lpddr"), rel=0.01)
+    assert decode(hw).tok_s > 40
+
+
+def test_sycl_prior_reproduces_the_arc_a770_figure_it_was_solved_from():
+    # [SYCLLB]: Arc A770 (560 GB/s GDDR6, 32 Xe-cores at 2.4 GHz) decodes llama-2-7b Q4_0 at ~40-55 tok/s
+    arc = part("Intel Arc A770", "Intel", fp32=19.66, fp16_tflops=157.3, memory_type="GDDR6")
+    d = decode(arc)
+    assert get_engine("llama.cpp", arc).name == "llama.cpp-sycl"
+    assert 40 < d.tok_s < 55
+
+
+def test_a_big_instinct_part_is_no_longer_capped_at_one_tb_s():
+    # the 1,065 GB/s cap the ROCm prior carried (llama.cpp-cuda's 2024 fit) is gone: the kernel bound of 304 CUs
+    # lets an MI300X stream above 3 TB/s, an MI210 (104 CUs at 1.7 GHz) near 1 TB/s
+    rocm = get_engine("llama.cpp-rocm")
+    assert rocm.stream_bytes_s(get_hardware("mi300x")) > 3e12
+    assert 0.8e12 < rocm.stream_bytes_s(get_hardware("mi210")) < 1.2e12
