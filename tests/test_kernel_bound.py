@@ -42,7 +42,7 @@ def test_lanes_per_core_by_architecture():
     assert fp32_lanes_per_core(hw("NVIDIA GeForce RTX 3090")) == 128    # GA102 doubled FP32 per SM
     assert fp32_lanes_per_core(hw("NVIDIA H100 SXM")) == 128
     assert fp32_lanes_per_core(hw("Apple M4 Max", vendor="Apple", kind="soc")) == 128
-    assert fp32_lanes_per_core(hw("AMD FirePro S9300 x2", vendor="AMD")) == 0     # unknown: no kernel bound
+    assert fp32_lanes_per_core(hw("AMD Xilinx Versal AI Core", vendor="AMD")) == 0  # unknown: no kernel bound
     assert core_cycles_per_s(hw("Graphcore IPU", vendor="Graphcore")) == 0.0       # (AMD, Intel: test_amd_intel.py)
     assert core_cycles_per_s(Hardware(id="x", name="NVIDIA H100 SXM", kind="gpu", vendor="NVIDIA",
                                       memory_gb=1, bandwidth_gbps=1)) == 0.0   # no FP32 figure: no bound

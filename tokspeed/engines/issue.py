@@ -1,7 +1,7 @@
 """Core cycles per second of a device: the rate at which an engine's decode kernels can issue loads.
 
 A matrix-vector kernel that streams weights keeps a bounded number of loads in flight per GPU core
-(NVIDIA SM, Apple GPU core): each resident thread issues its loads, waits for the memory latency,
+(NVIDIA SM, Apple GPU core, AMD compute unit, Intel Xe-core): each resident thread issues its loads, waits for the memory latency,
 dequantises and accumulates, then issues the next. What it pulls is therefore bounded twice:
 
 - by the memory: ``bandwidth x eta_mem`` (the technology's achievable fraction, ``memory.py``);
@@ -29,12 +29,14 @@ included where the vendor's peak includes them), from the architecture whitepape
 - Intel Xe-cores (Arc A/B-series, Arc iGPUs of Meteor/Lunar Lake, Data Center GPU Max/Flex): 128 lanes (16
   vector engines x 8 lanes on Xe-HPG/LPG, 8 x 16 on Xe2 and Xe-HPC).
 
-An AMD CU or an Intel Xe-core stands where an SM stands: it holds the same ~2,048 resident work-items
-(4 SIMD schedulers on CDNA; 2 x 1,024 per RDNA work-group processor; 16 vector engines x 8 threads), and
-llama.cpp's HIP build is its CUDA source compiled for it. Unknown parts, CPUs and accelerators without a
-GPU core (TPU, Gaudi) get 0: no kernel bound. Nor does a profile measured by ``tokspeed probe``: its FP32
-figure is a measured matmul (on a Mac, the CPU's), not cores x lanes x clock, and its bandwidth is
-already what was achieved.
+An AMD compute unit or an Intel Xe-core stands where an SM stands. On CDNA a CU holds the same 2,048
+resident work-items as an SM (4 SIMDs), and llama.cpp's HIP build is its CUDA source compiled for it; an
+Xe-core holds 16 vector engines x 8 threads. An RDNA CU holds 1,024 (wave32, 2 SIMD32 x 16 waves), half
+an SM's, and is counted per CU all the same: an ASSUMPTION the public figures support (per work-group
+processor, two CUs, the RX 7900 XTX would decode llama-2-7b Q4_0 at ~101 tok/s, below the 120-135 of
+public ROCm tables; per CU, 118). Unknown parts, CPUs and accelerators without a GPU core (TPU, Gaudi) get
+0: no kernel bound. Nor does a profile measured by ``tokspeed probe``: its FP32 figure is a measured
+matmul (on a Mac, the CPU's), not cores x lanes x clock, and its bandwidth is already what was achieved.
 
     ``core_cycles_per_s(hw)`` -> cores x clock (1/s), 0 if unknown
 """
@@ -47,10 +49,14 @@ from functools import lru_cache
 # NVIDIA parts with 64 FP32 lanes per SM (Volta, Turing, GA100); every later NVIDIA GPU has 128
 NVIDIA_64_LANES = re.compile(r"\b(p100|v100|gv100|titan v|a100|a800|a30|t4|t400|t600|t1000|t1200|t2000|"
                              r"rtx 20\d0|gtx 16\d0|titan rtx|quadro rtx|jetson (agx )?xavier)\b")
-# AMD: lanes per CU as the FP32 peak counts them (packed FP32 on CDNA 3/4, dual issue on RDNA 3+)
-AMD_128_LANES = re.compile(r"\b(mi3\d\d[ax]?|rx [79]\d\d\d|radeon (pro )?w7\d\d\d|radeon (7[468]0|8[4-9]0)m|"
-                           r"radeon 80[46]0s|ryzen ai max|strix)")
-AMD_64_LANES = re.compile(r"\b(mi25|mi50|mi60|mi100|mi2\d\dx?|radeon vii|rx (5|6)\d\d\d|radeon (pro )?w6\d\d\d)")
+# AMD: lanes per CU as the FP32 peak counts them: 128 with packed FP32 (CDNA 3/4: MI300 and later) or dual
+# issue (RDNA 3/3.5/4: RX 7000/9000, Radeon PRO W7000/V710/AI PRO R9700, Radeon 740M-890M and 8040S-8060S
+# iGPUs); 64 on GCN (RX 400/500, Vega, Radeon VII, MI25/50/60), CDNA 1/2 (MI100, MI200) and RDNA 1/2 (RX
+# 5000/6000, Radeon PRO W5000/W6000, Radeon 610M-680M)
+AMD_128_LANES = re.compile(r"\b(mi[3-9]\d\d[ax]?|rx [79]\d\d\d|radeon (pro )?w7\d\d\d|pro v7\d\d|ai pro r9\d\d\d|"
+                           r"radeon (7[468]0|8[4-9]0)m|radeon 80[4-6]0s|ryzen ai max|strix (halo|point))")
+AMD_64_LANES = re.compile(r"\b(mi25|mi50|mi60|mi100|mi2\d\dx?|radeon (pro )?vii|vega|rx [456]\d\d\b|rx [56]\d\d\d|"
+                          r"radeon (pro )?w[56]\d\d\d|radeon 6[1-8]0m)")
 INTEL_XE_CORES = re.compile(r"\b(arc|data center gpu|max 1[15]\d0|flex 1[47]0)\b")
 
 
@@ -65,13 +71,14 @@ def _lanes(vendor: str, kind: str, name: str, measured: bool) -> int:
     if kind not in ("gpu", "soc") or measured:
         return 0
     vendor, name = vendor.strip().lower(), name.lower()
-    if vendor == "nvidia":
+    if vendor.startswith("nvidia"):
         return 64 if NVIDIA_64_LANES.search(name) else 128
-    if vendor == "apple":
+    if vendor.startswith("apple"):
         return 128
-    if vendor == "amd":
+    if vendor.startswith(("amd", "advanced micro devices")):
+        # the 128-lane patterns first: "ASUS ROG Strix" boards are named "strix" too (hence "strix halo/point")
         return 128 if AMD_128_LANES.search(name) else 64 if AMD_64_LANES.search(name) else 0
-    if vendor == "intel":
+    if vendor.startswith("intel"):
         return 128 if INTEL_XE_CORES.search(name) else 0
     return 0
 

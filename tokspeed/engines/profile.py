@@ -52,7 +52,9 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 
 Values come from ``fitted.toml`` (written by ``scripts/fit_calibration.py`` on
 ``data/validation/calibration.csv``) where an engine has calibration rows, else from the documented
-priors in ``priors.toml``, which also carry a wider error band.
+priors in ``priors.toml``, which also carry a wider error band. A backend compiled from another's
+kernels (``kernels_of``: llama.cpp-rocm from llama.cpp-cuda) takes that engine's decode memory model
+(``SHARED_KERNEL_FIELDS``) and keeps its own launches, prefill and band.
 """
 
 from __future__ import annotations
@@ -263,16 +265,22 @@ def _tables() -> dict:
 
 
 # A llama.cpp backend built from another backend's kernel source (priors.toml ``kernels_of``: the HIP build
-# is the CUDA source run through hipify) shares with it the memory side of decode -- the achievable
+# is the CUDA source compiled with hipcc) shares with it the memory side of decode -- the achievable
 # fraction per memory technology, the kernel bound per core cycle, the format and KV-cache efficiencies --
-# and the host loop's per-step cost; launches, prefill compute and the band stay its own.
+# and the host loop's per-step cost; launches, prefill compute and the band stay its own. It takes the
+# newest fitted era's values for every era, as any engine without rows has one set of values: an older
+# era's fitted values trade bandwidth against launches that ran without graphs, so carried over alone they
+# would make an old build faster.
 SHARED_KERNEL_FIELDS = ("eta_mem", "bytes_per_core_cycle", "eta_format", "eta_kv", "fixed_s")
 
 
 def with_shared_kernels(entry: dict, shared: dict, of: str, era: str = "") -> dict:
     """``entry`` (a table entry with ``kernels_of`` popped) completed by ``shared``, the entry of the
-    engine ``of`` whose kernels it runs (for the same era), saying so in its source."""
-    out = {**entry, **{k: shared[k] for k in SHARED_KERNEL_FIELDS if k in shared}}
+    engine ``of`` whose kernels it runs, saying so in its source. The entry's own values win (a fit of
+    the engine itself, should it get rows, overrides what it borrowed)."""
+    if of not in _tables() or "kernels_of" in _tables()[of]:
+        raise ValueError(f"priors.toml: kernels_of = {of!r} must name an engine with its own values")
+    out = {**{k: shared[k] for k in SHARED_KERNEL_FIELDS if k in shared}, **entry}
     out["source"] = (f"{entry.get('source', '')}; decode memory model (eta_mem, kernel bound, eta_format, "
                      f"eta_kv, fixed_s) of {of}{' era ' + era if era else ''}, whose kernels it compiles")
     return out
@@ -361,8 +369,8 @@ def engine_entry(engine: str, version=None) -> tuple[dict, str]:
     one, the nearest fitted era standing in for one without rows. No version: the newest."""
     entry, label = _own_entry(engine, version)
     of = entry.pop("kernels_of", None)
-    if of:                                    # its decode memory model is that engine's, for the same era
-        shared, shared_era = engine_entry(of, version)
+    if of:                                    # its decode memory model is that engine's (newest era)
+        shared, shared_era = engine_entry(of)
         entry = with_shared_kernels(entry, shared, of, shared_era)
     return entry, label
 
