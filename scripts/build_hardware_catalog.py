@@ -321,6 +321,16 @@ SOC_CPU_FLOPS = {  # id: (cores, FP32 FLOPs/cycle, GHz, basis)
     "jetson-agx-orin-64g": (12, 16, 2.2, "12 Cortex-A78AE cores (2 x 128-bit FMA = 16 FLOPs/cycle) at 2.2 GHz"),
 }
 
+# llama.cpp's default thread count (common/common.cpp cpu_get_num_math): the physical cores, without
+# Intel hybrid E-cores; on Apple silicon the performance cores (sysctl hw.perflevel0.physicalcpu); on Arm
+# Linux every physical core.
+LLAMA_THREADS = "llama.cpp's default thread count: physical cores, P-cores on Apple silicon"
+SOC_CPU_THREADS = {  # id: (threads, which cores)
+    "ryzen-ai-max-395": (16, "16 Zen 5 cores"),
+    "dgx-spark": (20, "10 Cortex-X925 + 10 Cortex-A725 (Arm Linux: every physical core)"),
+    "jetson-agx-orin-64g": (12, "12 Cortex-A78AE cores"),
+}
+
 
 # Devices whose catalog FP16 figure is the FP32-accumulate rate, half the FP16-accumulate rate that
 # engines accumulating in FP16 (llama.cpp cuBLAS COMPUTE_16F, INT8 MMQ) reach: GeForce (Ampere/Ada/Blackwell
@@ -374,6 +384,8 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
         cores, per_cycle, ghz, basis = CPU_FLOPS[d["id"]]
         d["fp32_tflops"] = round(cores * per_cycle * ghz / 1e3, 3)
         d["derived"].append(f"fp32_tflops: ASSUMED processor {basis}: {cores} x {per_cycle} x {ghz} GHz = {d['fp32_tflops']:g}")
+        d["cpu_threads"] = cores
+        d["derived"].append(f"cpu_threads: {cores}, the ASSUMED processor's physical cores ({LLAMA_THREADS})")
     if d["kind"] == "soc":
         am = re.match(r"^Apple M\d(?: (Pro|Max|Ultra))?\b", d["name"])
         if am:
@@ -398,15 +410,20 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
             d["cpu_fp32_tflops"] = round(p * 32 * ghz / 1e3, 3)
             d["derived"].append(f"cpu_fp32_tflops: DERIVED {p} P-cores x 32 FP32 FLOPs/cycle (4 x 128-bit FMA) x "
                                 f"{ghz} GHz = {d['cpu_fp32_tflops']:g} (E-cores not counted: llama.cpp threads = P-cores)")
+            d["cpu_threads"] = p
+            d["derived"].append(f"cpu_threads: {p} P-cores ({LLAMA_THREADS})")
         elif d["id"] in SOC_CPU_FLOPS:
             cores, per, ghz, basis = SOC_CPU_FLOPS[d["id"]]
             d["cpu_fp32_tflops"] = round(cores * per * ghz / 1e3, 3)
             d["derived"].append(f"cpu_fp32_tflops: DERIVED {basis}: {cores} x {per} x {ghz} GHz = {d['cpu_fp32_tflops']:g}")
+            threads, how = SOC_CPU_THREADS[d["id"]]
+            d["cpu_threads"] = threads
+            d["derived"].append(f"cpu_threads: {threads}, {how} ({LLAMA_THREADS})")
 
 
 FIELD_ORDER = ["id", "name", "kind", "vendor", "memory_gb", "memory_type", "bandwidth_gbps",
                "fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "fp16_accumulate_2x", "cpu_bandwidth_gbps",
-               "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "host_link", "host_link_gbps",
+               "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "cpu_threads", "host_link", "host_link_gbps",
                "scale_up_gbps", "tdp_w", "release_year", "confidence", "aliases", "derived", "source", "notes"]
 LINK_ORDER = ["id", "name", "vendor", "per_direction_gbps", "bidirectional_gbps", "release_year",
               "aliases", "source", "notes"]

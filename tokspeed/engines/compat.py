@@ -205,21 +205,25 @@ def unmodelled_kernels(engine, spec, quant: str) -> int:
 def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None, spec=None):
     """``check`` the combination, then return (profile, device) as the engine runs it: an engine on a SoC's
     CPU cluster (``cpu_cluster``, llama.cpp-cpu) sees ``hw.cpu_cluster()`` (its CPU bandwidth, no GPU FLOP/s)
-    and its decode band widens by that bandwidth's uncertainty (root sum of squares); kernels the ledger
-    does not list (``unmodelled_kernels``) add ``launch_s`` each to the profile's per-pass ``fixed_s``."""
+    and its decode band widens by that bandwidth's uncertainty (root sum of squares); a CPU engine's
+    per-node barrier (``sync_s_per_thread`` x the device's ``cpu_threads``) joins ``launch_s``; kernels the
+    ledger does not list (``unmodelled_kernels``) add ``launch_s`` each to the profile's per-pass ``fixed_s``."""
     import math
     from dataclasses import replace
 
     check(profile, hw, quant, kv_dtype)
-    extra = unmodelled_kernels(profile, spec, quant or "")
-    if extra and hasattr(profile, "fixed_s"):
-        profile = replace(profile, fixed_s=profile.fixed_s + extra * profile.launch_s)
     row = _table()["engine"].get(str(getattr(profile, "name", profile)).lower(), {})
     if row.get("cpu_cluster") and hw.kind == "soc" and hw.cpu_bandwidth_gbps:
         hw = hw.cpu_cluster()
         if hasattr(profile, "decode_error_pct"):
             band = math.hypot(profile.decode_error_pct, hw.cpu_bandwidth_band_pct)
             profile = replace(profile, decode_error_pct=band)
+    if getattr(profile, "sync_s_per_thread", 0.0) and getattr(hw, "cpu_threads", 0):
+        # every graph node ends at a barrier that each of the device's threads passes in turn
+        profile = replace(profile, launch_s=profile.launch_s + hw.cpu_threads * profile.sync_s_per_thread)
+    extra = unmodelled_kernels(profile, spec, quant or "")
+    if extra and hasattr(profile, "fixed_s"):
+        profile = replace(profile, fixed_s=profile.fixed_s + extra * profile.launch_s)
     return profile, hw
 
 

@@ -48,6 +48,10 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``eta_attn``: compute efficiency of the attention core (scores, softmax, values over the KV cache)
   relative to the dense matmuls; with ``attn_bytes_per_flop`` it sets how long prompts slow prefill.
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
+- ``sync_s_per_thread``: a CPU engine's threads meet at a barrier after every graph node (ggml's threadpool:
+  one atomic add per thread on a shared counter, each a cache-line transfer between cores), so each
+  node costs ``cpu_threads x sync_s_per_thread`` on top of ``launch_s`` (``compat.runnable`` adds it for
+  the device's thread count).
 - ``fixed_s``: per step (sampling on the CPU, synchronisation, loop control).
 
 Values come from ``fitted.toml`` (written by ``scripts/fit_calibration.py`` on
@@ -115,6 +119,7 @@ class EngineProfile:
     attn_bytes_per_flop: float = 0.0
     gemm_half_tokens: float = 0.0
     launch_s: float = 0.0
+    sync_s_per_thread: float = 0.0      # CPU engines: barrier after each graph node, per thread (x cpu_threads)
     fixed_s: float = 0.0
     runtime_overhead_gib: float = 0.0
     decode_error_pct: float = 0.0     # typical |error| (p90 of the fit, or the prior's band)

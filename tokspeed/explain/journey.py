@@ -161,7 +161,9 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     hw, eng = pred.hw, pred.engine_profile
     rows: dict[str, Stage] = {}
     kernels = 0
-    cpu_launch = Stage("launch", "launch kernels", "cpu", "CPU", launch_path(hw), note="")
+    barrier = bool(getattr(eng, "sync_s_per_thread", 0.0))     # a CPU engine: threads meet after every node
+    cpu_launch = Stage("launch", "sync threads" if barrier else "launch kernels", "cpu", "CPU",
+                       "thread-pool barrier after each node" if barrier else launch_path(hw), note="")
     tokenize = Stage("tokenize", "tokenize", "cpu", "CPU", "text in system RAM",
                      note=("the sampled id is fed straight back; text is tokenized once, for the prompt "
                            "(not modelled: microseconds)") if mode == "decode" else
@@ -191,8 +193,13 @@ def build_journey(pred, mode: str = "decode") -> Journey:
         rows["sampling"].seconds += eng.fixed_s
     cpu_launch.kernels = kernels
     per = f" × {n_pass} passes" if n_pass > 1 else ""
-    cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass × {fmt_seconds(eng.launch_s)}{per}"
-                       if eng.launch_s else "no launch cost in this engine model")
+    if barrier and eng.launch_s:
+        cpu_launch.note = (f"{kernels // n_pass:,} graph nodes per pass × {fmt_seconds(eng.launch_s)} "
+                           f"({getattr(hw, 'cpu_threads', 0)} threads × {eng.sync_s_per_thread * 1e9:.0f} ns "
+                           f"at the barrier){per}")
+    else:
+        cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass × {fmt_seconds(eng.launch_s)}{per}"
+                           if eng.launch_s else "no launch cost in this engine model")
     samp = rows["sampling"]
     samp.unit = "CPU"
     samp.note = (f"{fmt_seconds(eng.fixed_s)} per pass{per}: copy logits, sample, stop check, next step"

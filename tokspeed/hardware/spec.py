@@ -32,6 +32,9 @@ class Hardware:
     cpu_bandwidth_gbps: float = 0.0
     cpu_bandwidth_band_pct: float = 0.0   # uncertainty of that figure (measured ~15 %, assumed ~40 %)
     cpu_fp32_tflops: float = 0.0   # SoC: its CPU cores' SIMD FP32 peak (what llama.cpp-cpu computes with)
+    # CPU memory system or SoC: llama.cpp's default thread count there (physical cores; P-cores on Apple
+    # silicon), the threads that meet at a barrier after every graph node; 0 = unknown
+    cpu_threads: int = 0
     host_link: str = ""            # e.g. "PCIe 4.0 x16"
     host_link_gbps: float = 0.0    # per direction, decimal GB/s
     scale_up_gbps: float = 0.0     # GPU-to-GPU aggregate bidirectional as vendors print it (0 = none)
@@ -65,6 +68,9 @@ class Hardware:
         for f in ("id", "name", "vendor", "memory_type", "host_link", "source", "notes", "confidence"):
             if not isinstance(getattr(self, f), str):
                 raise UserError(f"hardware {self.id}: {f} must be a string, got {getattr(self, f)!r}")
+        if isinstance(self.cpu_threads, bool) or not isinstance(self.cpu_threads, int) or not 0 <= self.cpu_threads < 100_000:
+            raise UserError(f"hardware {self.id}: cpu_threads must be a whole number of threads (0 if unknown), "
+                            f"got {self.cpu_threads!r}")
         if not isinstance(self.fp16_accumulate_2x, bool):
             raise UserError(f"hardware {self.id}: fp16_accumulate_2x must be true or false")
         if not self.id.strip() or not self.name.strip():

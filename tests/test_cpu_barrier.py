@@ -1,0 +1,74 @@
+"""A CPU engine's threads meet at a barrier after every graph node (priors.toml [BARRIER]): each node costs
+the device's llama.cpp thread count x a contended cache-line transfer, which matters on many-core servers
+and not on a desktop."""
+
+from dataclasses import replace
+
+import pytest
+
+import tokspeed
+from tokspeed.errors import UserError
+from tokspeed.engines.profile import get_engine
+from tokspeed.explain.journey import build_journey
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.hardware.spec import Hardware
+
+SYNC = 60e-9      # priors.toml llama.cpp-cpu sync_s_per_thread
+
+
+def decode_ms(hw, model="llama-3.1-8b", quant="Q4_K_M", engine="llama.cpp"):
+    p = tokspeed.predict(model, hw, quant=quant, engine=engine, prompt=0, gen=16)
+    return p, p.decode.ms_per_token
+
+
+def test_the_prior_is_sixty_ns_per_thread():
+    assert get_engine("llama.cpp-cpu").sync_s_per_thread == SYNC
+    assert get_engine("llama.cpp-cuda").sync_s_per_thread == 0.0      # GPU engines launch kernels instead
+
+
+def test_threads_are_llama_cpps_default_count():
+    # physical cores of the processor the catalog row assumes (EPYC 9654: 96; Xeon 8480+: 56; Ryzen 7 7700X:
+    # 8); on Apple silicon the performance cores (M4 Max 16-CPU: 12 P + 4 E)
+    assert get_hardware("epyc-genoa-ddr5-4800-12ch").cpu_threads == 96
+    assert get_hardware("xeon-spr-ddr5-4800-8ch").cpu_threads == 56
+    assert get_hardware("ddr5-6000-2ch").cpu_threads == 8
+    assert get_hardware("m4-max-40").cpu_threads == 12
+    assert get_hardware("rtx-4090").cpu_threads == 0
+
+
+def test_each_graph_node_costs_threads_times_the_line_transfer():
+    genoa = get_hardware("epyc-genoa-ddr5-4800-12ch")
+    p, ms = decode_ms(genoa)
+    assert p.engine == "llama.cpp-cpu"
+    assert p.engine_profile.launch_s == pytest.approx(96 * SYNC, rel=1e-12)      # 5.76 us per node
+    nodes = build_journey(p).stages[1].kernels
+    _, ms0 = decode_ms(replace(genoa, cpu_threads=0))                             # thread count unknown: no term
+    assert ms - ms0 == pytest.approx(nodes * 96 * SYNC * 1e3, rel=1e-9)
+
+
+def test_it_matters_on_a_many_core_server_and_not_on_a_desktop():
+    for hw_id, lo, hi in (("epyc-genoa-ddr5-4800-12ch", 0.10, 0.5), ("ddr5-6000-2ch", 0.0, 0.02)):
+        hw = get_hardware(hw_id)
+        p, ms = decode_ms(hw)
+        _, ms0 = decode_ms(replace(hw, cpu_threads=0))
+        assert lo < (ms - ms0) / ms < hi, hw_id
+
+
+def test_a_socs_cpu_cluster_syncs_its_p_cores_and_its_gpu_engine_does_not():
+    m4 = get_hardware("m4-max-40")
+    cpu, _ = decode_ms(m4, engine="llama.cpp-cpu")
+    gpu, _ = decode_ms(m4)
+    assert cpu.engine_profile.launch_s == pytest.approx(12 * SYNC, rel=1e-12)
+    assert gpu.engine == "llama.cpp-metal" and gpu.engine_profile.launch_s == get_engine("llama.cpp-metal").launch_s
+
+
+def test_explain_says_sync_threads_for_a_cpu_engine():
+    p, _ = decode_ms(get_hardware("epyc-genoa-ddr5-4800-12ch"))
+    st = build_journey(p).stages[1]
+    assert st.label == "sync threads" and "96 threads × 60 ns" in st.note
+
+
+@pytest.mark.parametrize("bad", [-1, 2.5, True, "8"])
+def test_a_bad_thread_count_is_refused(bad):
+    with pytest.raises(UserError):
+        Hardware(id="x", name="x", kind="cpu", vendor="AMD", memory_gb=64, bandwidth_gbps=100, cpu_threads=bad)
