@@ -103,6 +103,11 @@ IDS: dict[str, tuple[str, list[str]]] = {
     "NVIDIA GeForce RTX 5070 Ti": ("rtx-5070-ti", ["5070-ti"]),
     "NVIDIA GeForce RTX 5070": ("rtx-5070", ["5070"]),
     "NVIDIA GeForce RTX 5060 Ti 16GB": ("rtx-5060-ti-16g", ["rtx-5060-ti", "5060-ti"]),
+    "NVIDIA GeForce RTX 4060": ("rtx-4060", ["4060"]),
+    "NVIDIA GeForce RTX 4070 SUPER": ("rtx-4070-super", ["4070-super"]),
+    "NVIDIA GeForce RTX 3060 Ti": ("rtx-3060-ti", ["3060-ti"]),
+    "NVIDIA GeForce RTX 5060": ("rtx-5060", ["5060"]),
+    "NVIDIA Jetson Orin Nano Super Developer Kit": ("jetson-orin-nano-super", ["orin-nano-super", "orin-nano"]),
     "AMD Ryzen AI Max+ 395 (Strix Halo, Radeon 8060S)": ("ryzen-ai-max-395", ["strix-halo", "ryzen-ai-max+-395", "radeon-8060s"]),
     "Apple M1 (8-core GPU)": ("m1-8", ["m1"]),
     "Apple M1 Pro (16-core GPU)": ("m1-pro-16", ["m1-pro"]),
@@ -207,6 +212,13 @@ NV_TENSOR = {
     "rtx-5070-ti": (70, 2.452, "blackwell", True, "boost"),
     "rtx-5070": (48, 2.512, "blackwell", True, "boost"),
     "rtx-5060-ti-16g": (36, 2.572, "blackwell", True, "boost"),
+    "rtx-4060": (24, 2.46, "ada", True, "boost"),
+    "rtx-4070-super": (56, 2.475, "ada", True, "boost"),
+    "rtx-3060-ti": (38, 1.665, "ampere", True, "boost"),
+    "rtx-5060": (30, 2.497, "blackwell", True, "boost"),
+    # Orin Nano Super: 1024 CUDA cores = 8 SMs at 1.02 GHz; check: 8 x 4096 x 1.02 GHz = 33.4 INT8 TOPS = NVIDIA's
+    # "67 sparse TOPS" / 2
+    "jetson-orin-nano-super": (8, 1.02, "ga10b", False, "maximum GPU clock (Super mode)"),
     # GB10: 6144 CUDA cores = 48 SMs; clock from its own 31 TF FP32 = 6144 x 2 x 2.52 GHz. Check: FP4 dense
     # 48 x 4096 x 2.52 GHz = 495 TF, x2 sparse = 991 = NVIDIA's "1 PFLOP FP4 with sparsity".
     "dgx-spark": (48, 2.52, "blackwell", True, "implied by the row's 31 TF FP32"),
@@ -301,6 +313,8 @@ SOC_CPU = {
                                         "GB10 CPU-bandwidth figure at hand"),
     "jetson-agx-orin-64g": (224 / 409.6 * 204.8, 40, "ASSUMED the M1 Max CPU share 0.547 [ANANDTECH-M1MAX] x 204.8 GB/s: "
                                                       "no public Orin CPU-bandwidth figure at hand"),
+    "jetson-orin-nano-super": (224 / 409.6 * 102, 40, "ASSUMED the M1 Max CPU share 0.547 [ANANDTECH-M1MAX] x 102 GB/s: "
+                                                      "no public Orin Nano CPU-bandwidth figure at hand"),
 }
 
 # A SoC's CPU FLOP/s (what llama.cpp-cpu computes with there): performance cores x FP32 FLOPs per cycle x
@@ -319,6 +333,7 @@ SOC_CPU_FLOPS = {  # id: (cores, FP32 FLOPs/cycle, GHz, basis)
     "ryzen-ai-max-395": (16, 32, 4.0, "16 Zen 5 cores, ASSUMED 2 x 256-bit FMA = 32 FLOPs/cycle at an ASSUMED 4.0 GHz all-core"),
     "dgx-spark": (10, 48, 3.9, "10 Cortex-X925 cores (6 x 128-bit FMA = 48 FLOPs/cycle) at 3.9 GHz; the 10 A725 not counted"),
     "jetson-agx-orin-64g": (12, 16, 2.2, "12 Cortex-A78AE cores (2 x 128-bit FMA = 16 FLOPs/cycle) at 2.2 GHz"),
+    "jetson-orin-nano-super": (6, 16, 1.7, "6 Cortex-A78AE cores (2 x 128-bit FMA = 16 FLOPs/cycle) at 1.7 GHz"),
 }
 
 # llama.cpp's default thread count (common/common.cpp cpu_get_num_math): the physical cores, without
@@ -329,6 +344,7 @@ SOC_CPU_THREADS = {  # id: (threads, which cores)
     "ryzen-ai-max-395": (16, "16 Zen 5 cores"),
     "dgx-spark": (20, "10 Cortex-X925 + 10 Cortex-A725 (Arm Linux: every physical core)"),
     "jetson-agx-orin-64g": (12, "12 Cortex-A78AE cores"),
+    "jetson-orin-nano-super": (6, "6 Cortex-A78AE cores"),
 }
 
 
