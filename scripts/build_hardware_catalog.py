@@ -107,7 +107,7 @@ IDS: dict[str, tuple[str, list[str]]] = {
     "NVIDIA GeForce RTX 4070 SUPER": ("rtx-4070-super", ["4070-super"]),
     "NVIDIA GeForce RTX 3060 Ti": ("rtx-3060-ti", ["3060-ti"]),
     "NVIDIA GeForce RTX 5060": ("rtx-5060", ["5060"]),
-    "NVIDIA Jetson Orin Nano Super Developer Kit": ("jetson-orin-nano-super", ["orin-nano-super", "orin-nano"]),
+    "NVIDIA Jetson Orin Nano Super Developer Kit": ("jetson-orin-nano-super", ["orin-nano-super"]),
     "AMD Ryzen AI Max+ 395 (Strix Halo, Radeon 8060S)": ("ryzen-ai-max-395", ["strix-halo", "ryzen-ai-max+-395", "radeon-8060s"]),
     "Apple M1 (8-core GPU)": ("m1-8", ["m1"]),
     "Apple M1 Pro (16-core GPU)": ("m1-pro-16", ["m1-pro"]),

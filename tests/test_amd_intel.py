@@ -114,3 +114,39 @@ def test_a_big_instinct_part_is_no_longer_capped_at_one_tb_s():
     rocm = get_engine("llama.cpp-rocm")
     assert rocm.stream_bytes_s(get_hardware("mi300x")) > 3e12
     assert 0.8e12 < rocm.stream_bytes_s(get_hardware("mi210")) < 1.2e12
+
+
+@pytest.mark.parametrize("hw_id", ["mi210", "mi250x", "mi300x", "mi325x", "mi355x", "mi100"])
+def test_vulkan_and_lm_studio_do_not_run_on_a_cdna_instinct(hw_id):
+    # CDNA parts have no graphics pipeline and no Vulkan driver; the fitted Vulkan profile (launch_s 0, GDDR
+    # fraction) said 646 tok/s for llama-2-7b Q4_0 on an MI300X
+    from tokspeed.engines.compat import engines_for
+    from tokspeed.errors import UserError
+
+    hw = get_hardware(hw_id)
+    for engine in ("llama.cpp-vulkan", "lm-studio"):
+        with pytest.raises(UserError) as e:
+            predict("llama-2-7b", hw, quant="Q4_0", engine=engine)
+        assert "no Vulkan driver" in str(e.value) and "llama.cpp-rocm" in e.value.suggestion
+    assert "llama.cpp-vulkan" not in engines_for(hw) and "llama.cpp" in engines_for(hw)
+
+
+@pytest.mark.parametrize("hw_id", ["mi50", "rx-7900-xtx", "ryzen-ai-max-395", "arc-a770", "h100-sxm"])
+def test_vulkan_still_runs_on_gcn_radeon_intel_and_nvidia(hw_id):
+    assert predict("llama-2-7b", get_hardware(hw_id), quant="Q4_0", engine="llama.cpp-vulkan").decode.tok_s > 0
+
+
+def test_fit_says_why_an_engine_has_nothing_to_run_on_a_device():
+    from tokspeed.errors import UserError
+    from tokspeed.fit import rank_models
+
+    with pytest.raises(UserError) as e:
+        rank_models("mi300x", engine="lm-studio")
+    assert "no Vulkan driver" in str(e.value)
+
+
+def test_not_on_matches_a_custom_file_by_id_or_alias_too():
+    from tokspeed.engines.compat import engines_for
+
+    hw = Hardware(id="instinct-mi300x", name="MI300X", kind="gpu", vendor="AMD", memory_gb=192, bandwidth_gbps=5300)
+    assert "llama.cpp-vulkan" not in engines_for(hw)

@@ -41,7 +41,10 @@ def test_each_graph_node_costs_threads_times_the_line_transfer():
     p, ms = decode_ms(genoa)
     assert p.engine == "llama.cpp-cpu"
     assert p.engine_profile.launch_s == pytest.approx(96 * SYNC, rel=1e-12)      # 5.76 us per node
-    nodes = build_journey(p).stages[1].kernels
+    nodes = next(st for st in build_journey(p).stages if st.key == "launch").kernels
+    # the ledger's kernels of a 32-layer Llama: the per-layer count times 32, plus the embedding, final norm
+    # and LM head: the explain table lists them (516 for llama-3.1-8b)
+    assert nodes == 516
     _, ms0 = decode_ms(replace(genoa, cpu_threads=0))                             # thread count unknown: no term
     assert ms - ms0 == pytest.approx(nodes * 96 * SYNC * 1e3, rel=1e-9)
 
@@ -64,8 +67,61 @@ def test_a_socs_cpu_cluster_syncs_its_p_cores_and_its_gpu_engine_does_not():
 
 def test_explain_says_sync_threads_for_a_cpu_engine():
     p, _ = decode_ms(get_hardware("epyc-genoa-ddr5-4800-12ch"))
-    st = build_journey(p).stages[1]
+    st = next(st for st in build_journey(p).stages if st.key == "launch")
     assert st.label == "sync threads" and "96 threads × 60 ns" in st.note
+    # a CPU without a thread count has no barrier term, and explain does not claim one
+    p, _ = decode_ms(replace(get_hardware("epyc-genoa-ddr5-4800-12ch"), cpu_threads=0))
+    assert next(st for st in build_journey(p).stages if st.key == "launch").label == "launch kernels"
+
+
+def test_a_calibrated_machine_has_its_barriers_in_the_measured_overhead():
+    # `tokspeed measure --calibrate` fits t = bytes / (BW eta) + overhead_s on this machine: the barriers are
+    # inside overhead_s, so the prior's per-thread term must not be added on top
+    hw = replace(get_hardware("epyc-genoa-ddr5-4800-12ch"), source="measured by tokspeed probe",
+                 calibration={"llama.cpp": {"eta_mem": 0.6, "overhead_s": 3e-3, "rms_rel_error": 0.02}})
+    p, ms = decode_ms(hw)
+    assert p.engine_profile.launch_s == 0.0 and p.engine_profile.fixed_s == 3e-3
+
+
+def test_ollama_on_a_cpu_pays_the_barrier_once():
+    genoa = get_hardware("epyc-genoa-ddr5-4800-12ch")
+    p, _ = decode_ms(genoa, engine="ollama")
+    assert p.engine_profile.launch_s == pytest.approx(96 * SYNC, rel=1e-12)
+
+
+def test_cpu_stages_of_an_offload_pay_the_barrier_too():
+    # experts or layers kept on the host CPU run on its threads, with the same barrier as a CPU-only run (it used
+    # to be left out there); the GPU stages keep the GPU engine's launches
+    cpu = get_hardware("epyc-genoa-ddr5-4800-12ch")
+    for offload, kw in (("experts", {}), ("layers", {"gpu_layers": 10})):
+        p = tokspeed.predict("llama-3-70b" if offload == "layers" else "qwen3-coder-30b-a3b", "rtx-4060",
+                             quant="Q4_K_M", offload=offload, cpu=cpu, prompt=0, gen=16, **kw)
+        stages = p.layout.stages
+        assert any(st.kind == "cpu" for st in stages), offload
+        for st in stages:
+            want = 96 * SYNC if st.kind == "cpu" else get_engine("llama.cpp-cuda").launch_s
+            assert st.engine.launch_s == pytest.approx(want, rel=1e-12), (offload, st.name)
+
+
+def test_a_probed_profile_records_llama_cpps_thread_count(monkeypatch):
+    from tokspeed.measure import detect
+
+    monkeypatch.setattr(detect, "_sysctl", lambda name: "12" if name == "hw.perflevel0.physicalcpu" else "")
+    assert detect.llama_threads(apple=True) == 12          # M4 Max: 12 P-cores, not the 16 physical cores
+    monkeypatch.setitem(__import__("sys").modules, "psutil", None)
+    assert detect.llama_threads(apple=False) == 0          # no psutil: unknown, not os.cpu_count()'s SMT threads
+
+
+def test_cpu_threads_load_from_a_hardware_file(tmp_path):
+    from tokspeed.hardware.catalog import hardware_from_toml
+
+    f = tmp_path / "epyc.toml"
+    f.write_text('name = "My EPYC"\nkind = "cpu"\nvendor = "AMD"\nmemory_gb = 384\nbandwidth_gbps = 460\n'
+                 'cpu_threads = 64\n')
+    hw = hardware_from_toml(f)
+    assert hw.cpu_threads == 64
+    p, _ = decode_ms(hw)
+    assert p.engine_profile.launch_s == pytest.approx(64 * SYNC, rel=1e-12)
 
 
 @pytest.mark.parametrize("bad", [-1, 2.5, True, "8"])

@@ -270,6 +270,10 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
 
         hardware = get_hardware(hardware)
     formats = supported_formats(engine, hardware)
+    if not formats:
+        from .engines.compat import check
+
+        check(engine, hardware)      # raises the one-line reason (the engine does not run on this device)
     specs = [get_model(m) if isinstance(m, str) else m for m in (models or model_ids())]
     specs = [s for s in specs if _matches(s, family, max_params, moe, use)]
 

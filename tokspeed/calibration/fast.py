@@ -4,7 +4,9 @@ The operator ledger of every pass a row needs (decode steps as the KV cache grow
 micro-batches) is built once with ``tokspeed.ledger.forward_ops`` and ``tokspeed.predict.decode_steps``
 and flattened into numpy arrays; evaluating a profile then costs a few array operations instead of
 thousands of ``op_time`` calls. The arithmetic mirrors ``tokspeed.timing.op_time``/``pass_time``
-(``tests/test_calibration_fit.py`` holds the two equal on a sample of rows). Needs numpy.
+(``tests/test_calibration_fit.py`` holds the two equal on a sample of rows). Not mirrored: what
+``compat.runnable`` adds for a device -- a SoC's CPU-cluster view and a CPU engine's per-node barrier
+(``EngineProfile.with_barrier``) --, as no scored row runs llama.cpp-cpu; a CPU row would need both. Needs numpy.
 """
 
 from __future__ import annotations

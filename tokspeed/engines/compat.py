@@ -1,5 +1,6 @@
-"""What an engine can run, from one table (``capabilities.toml``): device classes, weight formats,
-KV-cache dtypes, the backend per vendor, sliding-window support and the engine's own defaults.
+"""What an engine can run, from one table (``capabilities.toml``): device classes (and device names a
+backend has no driver for, ``not_on``), weight formats, KV-cache dtypes, the backend per vendor,
+sliding-window support and the engine's own defaults.
 
 - ``check(engine, hw, quant, kv_dtype)``: the engine name that will run (``llama.cpp`` resolved to its
   backend), or a ``UserError`` naming what would work instead.
@@ -104,7 +105,14 @@ def _backend(row: dict, hw) -> str | None:
 
 def _runs_on(row: dict, hw) -> bool:
     devices, cls = row.get("devices", []), device_class(hw)
-    return ("*" in devices or cls == "other" or cls in devices) and hw.kind in row.get("kinds", [])
+    return (("*" in devices or cls == "other" or cls in devices) and hw.kind in row.get("kinds", [])
+            and not _excluded(row, hw))
+
+
+def _excluded(row: dict, hw) -> bool:
+    """The device is one the row's ``not_on`` name patterns rule out (e.g. Vulkan on a CDNA Instinct)."""
+    names = [n.strip().lower() for n in (hw.name, hw.id, *getattr(hw, "aliases", ()))]
+    return any(fnmatchcase(n, pat) for pat in row.get("not_on", ()) for n in names)
 
 
 def _loads(row: dict, quant: str) -> bool:
@@ -165,7 +173,8 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
     row = capabilities(actual)
     if not _runs_on(row, hw):
         who = engines_for(hw)
-        raise UserError(f"{name} does not run on {hw.name} ({_where(hw)})",
+        why = f": {row['not_on_why']}" if _excluded(row, hw) and row.get("not_on_why") else ""
+        raise UserError(f"{name} does not run on {hw.name} ({_where(hw)}){why}",
                         ("engines that do: " + ", ".join(who)) if who else "use --engine ideal for the roofline bound")
     if quant:
         q = quant.strip().upper()
@@ -218,9 +227,8 @@ def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None,
         if hasattr(profile, "decode_error_pct"):
             band = math.hypot(profile.decode_error_pct, hw.cpu_bandwidth_band_pct)
             profile = replace(profile, decode_error_pct=band)
-    if getattr(profile, "sync_s_per_thread", 0.0) and getattr(hw, "cpu_threads", 0):
-        # every graph node ends at a barrier that each of the device's threads passes in turn
-        profile = replace(profile, launch_s=profile.launch_s + hw.cpu_threads * profile.sync_s_per_thread)
+    if hasattr(profile, "with_barrier"):
+        profile = profile.with_barrier(hw)   # a CPU engine: every graph node ends at a barrier of all threads
     extra = unmodelled_kernels(profile, spec, quant or "")
     if extra and hasattr(profile, "fixed_s"):
         profile = replace(profile, fixed_s=profile.fixed_s + extra * profile.launch_s)

@@ -205,6 +205,16 @@ class EngineProfile:
             return op.pairs_per_expert
         return 1.0
 
+    def with_barrier(self, hw) -> "EngineProfile":
+        """This profile on ``hw``'s threads: a CPU engine's per-node barrier (``sync_s_per_thread`` x the
+        device's ``cpu_threads``) joins ``launch_s``; unchanged for other engines or an unknown thread count."""
+        threads = getattr(hw, "cpu_threads", 0)
+        if not (self.sync_s_per_thread and threads):
+            return self
+        from dataclasses import replace
+
+        return replace(self, launch_s=self.launch_s + threads * self.sync_s_per_thread)
+
     def format_eff(self, quant: str) -> float:
         return self.eta_format.get(format_group(quant), 1.0)
 
@@ -360,7 +370,7 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
                CALIBRATION_BAND_SIGMAS * 100 * float(entry.get("rms_rel_error") or 0.0))
     # the measured eta already holds whatever saturates this device's bandwidth: no cap on top
     return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0, bw_cap_gbps=0.0,
-                   bytes_per_core_cycle=0.0,
+                   bytes_per_core_cycle=0.0, sync_s_per_thread=0.0,   # the measured overhead holds the barriers
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
                    source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
                           f"{entry.get('date', '')}) over {profile.source}")

@@ -161,7 +161,8 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     hw, eng = pred.hw, pred.engine_profile
     rows: dict[str, Stage] = {}
     kernels = 0
-    barrier = bool(getattr(eng, "sync_s_per_thread", 0.0))     # a CPU engine: threads meet after every node
+    threads = getattr(hw, "cpu_threads", 0)
+    barrier = bool(getattr(eng, "sync_s_per_thread", 0.0) and threads)   # a CPU engine's threads meet after each node
     cpu_launch = Stage("launch", "sync threads" if barrier else "launch kernels", "cpu", "CPU",
                        "thread-pool barrier after each node" if barrier else launch_path(hw), note="")
     tokenize = Stage("tokenize", "tokenize", "cpu", "CPU", "text in system RAM",
@@ -193,10 +194,11 @@ def build_journey(pred, mode: str = "decode") -> Journey:
         rows["sampling"].seconds += eng.fixed_s
     cpu_launch.kernels = kernels
     per = f" × {n_pass} passes" if n_pass > 1 else ""
-    if barrier and eng.launch_s:
+    if barrier:
+        own = eng.launch_s - threads * eng.sync_s_per_thread          # what the engine has besides the barrier
         cpu_launch.note = (f"{kernels // n_pass:,} graph nodes per pass × {fmt_seconds(eng.launch_s)} "
-                           f"({getattr(hw, 'cpu_threads', 0)} threads × {eng.sync_s_per_thread * 1e9:.0f} ns "
-                           f"at the barrier){per}")
+                           f"({threads} threads × {eng.sync_s_per_thread * 1e9:.0f} ns at the barrier"
+                           + (f" + {fmt_seconds(own)} launch" if own > 1e-12 else "") + f"){per}")
     else:
         cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass × {fmt_seconds(eng.launch_s)}{per}"
                            if eng.launch_s else "no launch cost in this engine model")

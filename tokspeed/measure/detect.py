@@ -83,6 +83,23 @@ def _ram() -> tuple[int, int]:
     return info.get("MemTotal", 0), info.get("MemAvailable", info.get("MemFree", 0))
 
 
+def llama_threads(apple: bool) -> int:
+    """llama.cpp's default thread count on this machine (common.cpp cpu_get_num_math): the performance
+    cores on Apple silicon (sysctl hw.perflevel0.physicalcpu), else the physical cores (psutil); 0 where
+    it cannot be told (no psutil: os.cpu_count() counts SMT threads twice)."""
+    if apple:
+        try:
+            return int(_sysctl("hw.perflevel0.physicalcpu") or 0)
+        except ValueError:
+            return 0
+    try:
+        import psutil
+
+        return int(psutil.cpu_count(logical=False) or 0)
+    except ImportError:
+        return 0
+
+
 def _physical_cores() -> int:
     try:
         import psutil

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
+from .detect import llama_threads
 
 
 PROFILE_VERSION = 1
@@ -91,9 +92,8 @@ def build_profile(machine, results, threads: int, tool: str = "tokspeed probe") 
               "memory_gb": round(machine.ram_bytes / 1e9, 3), "bandwidth_gbps": round(by["cpu_read"], 2),
               "fp16_tflops": round(by.get("cpu_matmul_bf16", 0.0), 4),
               "fp32_tflops": round(by.get("cpu_matmul_fp32", 0.0), 4),
-              # llama.cpp's threads meet at a barrier after every graph node (priors.toml [BARRIER]); its default
-              # count is the physical cores (P-cores only on Apple silicon: an upper bound here)
-              "cpu_threads": int(machine.physical_cores or 0)}
+              # llama.cpp's threads meet at a barrier after every graph node (priors.toml [BARRIER])
+              "cpu_threads": llama_threads(bool(machine.apple_chip))}
     hw["source"] = f"measured by {tool}"
     hw["notes"] = ("bandwidth_gbps is the measured read bandwidth (median); fp16_tflops is the measured "
                    "bf16/fp16 matmul, fp32_tflops the fp32 matmul; all probe results in [measured]")

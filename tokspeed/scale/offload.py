@@ -60,7 +60,7 @@ def llamacpp_layout(spec, storage, hw, prof, cpu_hw, n_gpu: int) -> Layout:
     sizes = layer_weight_bytes(spec, storage)
     L = spec.n_layers
     n_gpu = max(0, min(n_gpu, L + 1))
-    cpu_eng = get_engine("llama.cpp-cpu")
+    cpu_eng = get_engine("llama.cpp-cpu").with_barrier(cpu_hw)
     if n_gpu > L:
         stages = [Stage("gpu0", "gpu", hw, prof, (0, L), embedding=True, head=True)]
     else:
@@ -104,7 +104,8 @@ def experts_layout(spec, storage, hw, prof, cpu_hw, n_cpu_moe: int) -> Layout:
     if n:
         if n < L:
             stages.append(Stage("gpu0 (experts)", "gpu", hw, prof, (n, L), ops="experts"))
-        stages.append(Stage("cpu (experts)", "cpu", cpu_hw, get_engine("llama.cpp-cpu"), (0, n), gpu=hw,
+        cpu_eng = get_engine("llama.cpp-cpu").with_barrier(cpu_hw)   # its threads' barrier after each node
+        stages.append(Stage("cpu (experts)", "cpu", cpu_hw, cpu_eng, (0, n), gpu=hw,
                             host_bytes=sum(experts[:n]), ops="experts"))
     return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="experts")
 
