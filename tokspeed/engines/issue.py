@@ -1,8 +1,9 @@
 """Core cycles per second of a device: the rate at which an engine's decode kernels can issue loads.
 
 A matrix-vector kernel that streams weights keeps a bounded number of loads in flight per GPU core
-(NVIDIA SM, Apple GPU core, AMD compute unit, Intel Xe-core): each resident thread issues its loads, waits for the memory latency,
-dequantises and accumulates, then issues the next. What it pulls is therefore bounded twice:
+(NVIDIA SM, Apple GPU core, AMD compute unit, Intel Xe-core): each resident thread issues its loads,
+waits for the memory latency, dequantises and accumulates, then issues the next. What it pulls is
+therefore bounded twice:
 
 - by the memory: ``bandwidth x eta_mem`` (the technology's achievable fraction, ``memory.py``);
 - by the kernel: ``cores x clock x bytes_per_core_cycle`` (Little's law with the in-flight bytes and the

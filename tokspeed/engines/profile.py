@@ -50,8 +50,8 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
 - ``sync_s_per_thread``: a CPU engine's threads meet at a barrier after every graph node (ggml's threadpool:
   one atomic add per thread on a shared counter, each a cache-line transfer between cores), so each
-  node costs ``cpu_threads x sync_s_per_thread`` on top of ``launch_s`` (``compat.runnable`` adds it for
-  the device's thread count).
+  node costs ``cpu_threads x sync_s_per_thread`` on top of ``launch_s`` (``with_barrier(hw)``, called by
+  ``compat.runnable`` and for the CPU stages of an offload; a machine calibration drops it).
 - ``fixed_s``: per step (sampling on the CPU, synchronisation, loop control).
 
 Values come from ``fitted.toml`` (written by ``scripts/fit_calibration.py`` on
