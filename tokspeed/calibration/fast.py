@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engines.profile import CAP_SHARPNESS, MATVEC_MAX_TOKENS
+from ..timing import op_peak
 
 
 @dataclass
@@ -91,7 +92,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                 O["pass"].append(p)
                 O["row"].append(i)
                 O["flops"].append(op.flops)
-                O["peak"].append(row.hw.matmul_flops if op.unit == "tensor" else row.hw.vector_flops)
+                O["peak"].append(op_peak(op, row.hw, row.quant, bool(op.kv_read_bytes or op.kv_write_bytes)))
                 O["attn"].append(bool(op.kv_read_bytes or op.kv_write_bytes))
                 O["tensor"].append(op.unit == "tensor")
                 O["wb"].append(op.weight_bytes)
