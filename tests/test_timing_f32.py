@@ -9,8 +9,8 @@ from tokspeed.hardware.spec import Hardware
 
 def test_f32_prefill_runs_at_the_fp32_rate_on_a_gpu():
     # ideal engine: compute-bound prefill at the listed peaks, RTX 4090 FP16 (FP32 accumulate) 165.2 TF vs FP32
-    # 82.6 TF: F32 weights take twice the FP16 compute time; the attention core, norms and activations keep
-    # theirs (a few % of a 512-token prefill), so the ratio is a little under 2 (it was 1: both at 165.2)
+    # 82.6 TF: F32 weights take twice the FP16 compute time (their activations and attention run in F32 too);
+    # memory-bound norms and activations keep theirs, so the ratio is a little under 2 (it was 1: both at 165.2)
     kw = dict(engine="ideal", prompt=512, gen=1)
     f16 = tokspeed.predict("llama-3.1-8b", "rtx-4090", quant="F16", **kw)
     f32 = tokspeed.predict("llama-3.1-8b", "rtx-4090", quant="F32", **kw)
@@ -28,3 +28,8 @@ def test_a_cpu_whose_bf16_matmul_is_slow_still_decodes_f32_at_its_bandwidth():
     assert p.decode.bound == "memory"
     ideal = 21.51e9 / p.decode.bytes_per_token
     assert 0.5 * ideal < p.decode.tok_s <= ideal
+    # and at depth, attention over an F32 KV cache is F32 math too: it measured 6.4 tok/s at depth 2048 where
+    # the FP16 rate made it 2.2
+    deep = tokspeed.predict("qwen2.5-0.5b", hw, quant="F32", kv_dtype="f32", engine="gpt-fast", prompt=0, gen=1,
+                            context=2048)
+    assert deep.decode.tok_s > 0.6 * p.decode.tok_s

@@ -45,11 +45,12 @@ class PassTime:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
-def op_peak(op: Op, hw, quant: str, attn: bool) -> float:
-    """Peak FLOP/s an operator's math runs at: the tensor (FP16) figure for matmuls, the vector FP32 figure
-    for the rest -- and for matmuls over F32 weights, which run as FP32 GEMMs (cuBLAS SGEMM, torch's default
-    without TF32, a CPU's FP32 SIMD), not on FP16 tensor units."""
-    if op.unit != "tensor" or (not attn and quant.strip().upper() == "F32"):
+def op_peak(op: Op, hw, quant: str) -> float:
+    """Peak FLOP/s an operator's math runs at: the tensor (FP16) figure for matmuls and attention, the vector
+    FP32 figure for the rest -- and for everything of a model with F32 weights, whose matmuls run as FP32
+    GEMMs (cuBLAS SGEMM, torch's default without TF32, a CPU's FP32 SIMD) and whose activations, hence
+    attention, are F32 too, not on FP16 tensor units."""
+    if op.unit != "tensor" or quant.strip().upper() == "F32":
         return hw.vector_flops
     return hw.matmul_flops
 
@@ -69,8 +70,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     ``tokspeed.calibration.fast`` mirrors this arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
+    peak = op_peak(op, hw, quant)
     attn = bool(op.kv_read_bytes or op.kv_write_bytes)
-    peak = op_peak(op, hw, quant, attn)
     eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw) if op.unit == "tensor" else 1.0)
     if attn:
         eta_c *= engine.eta_attn

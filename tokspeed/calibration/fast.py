@@ -92,7 +92,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                 O["pass"].append(p)
                 O["row"].append(i)
                 O["flops"].append(op.flops)
-                O["peak"].append(op_peak(op, row.hw, row.quant, bool(op.kv_read_bytes or op.kv_write_bytes)))
+                O["peak"].append(op_peak(op, row.hw, row.quant))
                 O["attn"].append(bool(op.kv_read_bytes or op.kv_write_bytes))
                 O["tensor"].append(op.unit == "tensor")
                 O["wb"].append(op.weight_bytes)
