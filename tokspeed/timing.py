@@ -45,12 +45,15 @@ class PassTime:
         return "compute" if self.compute_s > self.memory_s else "memory"
 
 
+F32_NAMES = ("F32", "f32")
+
+
 def op_peak(op: Op, hw, quant: str) -> float:
     """Peak FLOP/s an operator's math runs at: the tensor (FP16) figure for matmuls and attention, the vector
     FP32 figure for the rest -- and for everything of a model with F32 weights, whose matmuls run as FP32
     GEMMs (cuBLAS SGEMM, torch's default without TF32, a CPU's FP32 SIMD) and whose activations, hence
     attention, are F32 too, not on FP16 tensor units."""
-    if op.unit != "tensor" or quant.strip().upper() == "F32":
+    if op.unit != "tensor" or quant in F32_NAMES:        # on the hot path: canonical names, no string work
         return hw.vector_flops
     return hw.matmul_flops
 

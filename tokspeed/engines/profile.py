@@ -64,7 +64,7 @@ kernels (``kernels_of``: llama.cpp-rocm from llama.cpp-cuda) takes that engine's
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -211,8 +211,6 @@ class EngineProfile:
         threads = getattr(hw, "cpu_threads", 0)
         if not (self.sync_s_per_thread and threads):
             return self
-        from dataclasses import replace
-
         return replace(self, launch_s=self.launch_s + threads * self.sync_s_per_thread)
 
     def format_eff(self, quant: str) -> float:
@@ -325,8 +323,6 @@ def layered_profile(name: str, hardware=None, version=None) -> EngineProfile:
     """ollama / lm-studio: the llama.cpp backend they run on this device (fitted where it has rows), plus
     their own per-token cost (``extra_fixed_s``: server, sampling and detokenising outside llama.cpp) and
     band from priors.toml."""
-    from dataclasses import replace
-
     own = dict(load_table("priors.toml")[name])
     base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
     base = get_engine(base_name, hardware, version)
@@ -357,8 +353,6 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
     with BW the probe's read bandwidth (stored as ``eta_mem``; ``eta_memory``, its older name, is read
     too); it replaces eta_mem, eta_kv and fixed_s (launches are inside overhead_s) and its own fit error
     becomes the error band."""
-    from dataclasses import replace
-
     entry = (getattr(hardware, "calibration", None) or {}).get(MEASURED_BY.get(profile.name, ""))
     eta_key = "eta_mem" if (entry or {}).get("eta_mem") else "eta_memory"
     if not entry or not entry.get(eta_key):
