@@ -257,6 +257,21 @@ CPU_FLOPS = {
                                    "(72 x 16 FP64 x 3.1 = 3.57 TF = half of NVIDIA's 7.1 TF FP64 per 144-core superchip)"),
 }
 
+# Int8 dot products per FP32 FLOP of each row's ASSUMED processor (llama.cpp's CPU matrix-vector kernels
+# over quantized weights run on them): AVX-512 VNNI / AVX-VNNI vpdpbusd and Arm sdot do 4 int8
+# multiply-adds per 32-bit lane in one instruction (4 x the FP32 FMA rate in ops); AVX2 needs vpmaddubsw +
+# vpmaddwd for the same (2 x). Rows not listed keep int8_tops 0, read as AVX2's 2 x (Hardware.cpu_int8_ops).
+CPU_INT8_PER_FP32 = {
+    "ddr5-4800-2ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"), "ddr5-5600-2ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"),
+    "ddr5-6000-2ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"), "ddr5-6400-2ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"),
+    "xeon-spr-ddr5-4800-8ch": (4, "AVX-512 VNNI vpdpbusd (AMX not counted)"),
+    "xeon-6900p-ddr5-6400-12ch": (4, "AVX-512 VNNI vpdpbusd (AMX not counted)"),
+    "xeon-6900p-mrdimm-8800-12ch": (4, "AVX-512 VNNI vpdpbusd (AMX not counted)"),
+    "epyc-genoa-ddr5-4800-12ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"),
+    "epyc-turin-ddr5-6000-12ch": (4, "Zen 5 AVX-512 VNNI vpdpbusd"),
+    "grace-lpddr5x": (4, "Neoverse V2 sdot (i8mm's smmla, 8x, serves prompt GEMMs, not the matrix-vector kernels)"),
+}
+
 # Memory technology of calibration-only devices (the calibration file has no such column); from the
 # vendors' product pages. Apple chips take their full chip's.
 CAL_MEMORY_TYPE = {
@@ -402,6 +417,11 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
         d["derived"].append(f"fp32_tflops: ASSUMED processor {basis}: {cores} x {per_cycle} x {ghz} GHz = {d['fp32_tflops']:g}")
         d["cpu_threads"] = cores
         d["derived"].append(f"cpu_threads: {cores}, the ASSUMED processor's physical cores ({LLAMA_THREADS})")
+        if d["id"] in CPU_INT8_PER_FP32 and not d.get("int8_tops"):
+            k, isa = CPU_INT8_PER_FP32[d["id"]]
+            d["int8_tops"] = round(k * d["fp32_tflops"], 3)
+            d["derived"].append(f"int8_tops: DERIVED int8 dot products ({isa}) = {k} x the FP32 rate: "
+                                f"{k} x {d['fp32_tflops']:g} = {d['int8_tops']:g}")
     if d["kind"] == "soc":
         am = re.match(r"^Apple M\d(?: (Pro|Max|Ultra))?\b", d["name"])
         if am:

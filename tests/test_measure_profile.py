@@ -52,3 +52,25 @@ def test_gpu_results_make_a_gpu_profile(tmp_path):
     assert hw.kind == "gpu" and hw.bandwidth_gbps == pytest.approx(4200)
     assert hw.fp16_tflops == pytest.approx(700) and hw.host_link_gbps == pytest.approx(50)
     assert hw.memory_gb == pytest.approx(141)
+
+
+@pytest.mark.parametrize("flags, k", [({"avx2", "fma"}, 2), ({"avx2", "avx512f", "avx512_vnni"}, 4),
+                                      ({"avx2", "avx_vnni"}, 4), ({"fp", "asimd", "asimddp"}, 4), ({"sse4_2"}, 0)])
+def test_int8_dot_rate_from_the_instruction_set(monkeypatch, flags, k):
+    """vpdpbusd / sdot: 4 int8 multiply-adds per 32-bit lane in one instruction (4 x FP32); AVX2 needs two
+    (2 x); nothing known: 0 (the hardware then reads AVX2's 2 x)."""
+    from tokspeed.measure import detect
+
+    monkeypatch.setattr(detect, "_cpuinfo_flags", lambda: set(flags))
+    assert detect.int8_dot_per_fp32() == k
+
+
+def test_the_probe_writes_the_cpus_int8_rate(monkeypatch, tmp_path):
+    from tokspeed.measure import profile
+
+    monkeypatch.setattr(profile, "int8_dot_per_fp32", lambda apple=False: 4)
+    hw = hardware_from_toml(write_profile(build_profile(_machine(), _results(), 2), tmp_path / "v.toml"))
+    assert hw.int8_tops == pytest.approx(4 * 0.2)                  # 4 x the measured 0.2 TFLOP/s FP32
+    monkeypatch.setattr(profile, "int8_dot_per_fp32", lambda apple=False: 0)
+    hw = hardware_from_toml(write_profile(build_profile(_machine(), _results(), 2), tmp_path / "u.toml"))
+    assert hw.int8_tops == 0 and hw.cpu_int8_ops == pytest.approx(2 * 0.2e12)   # unknown ISA: AVX2's 2 x

@@ -38,7 +38,7 @@ def test_required_ids_present():
 def test_entry_loads_with_provenance(mid):
     raw = tomllib.loads((DATA / f"{mid}.toml").read_text())
     assert raw["id"] == mid
-    for key in ("name", "family", "source", "published_params"):
+    for key in ("name", "family", "source", "published_params", "max_context"):
         assert raw.get(key), f"{mid} lacks {key}"
     if raw.get("record"):      # made from a model-configs record: its source URL and how sure it is
         assert raw["source"].startswith("https://") and raw.get("source_status") and raw.get("hf_repo")
@@ -49,6 +49,13 @@ def test_entry_loads_with_provenance(mid):
     assert m.n_active_params <= m.n_params
     if m.is_moe:
         assert m.published_active_params > 0, "an MoE entry states its active parameters"
+
+
+def test_glm_windows_are_their_own_not_the_default():
+    """An entry without max_context fell back to ModelSpec's 4,096 and refused GLM-4.5-Air at 8K (its card:
+    128K context; GLM-4-0414: 32K)."""
+    assert get_model("glm-4.5-air").max_context == 128 * 1024
+    assert get_model("glm-4-9b").max_context == 32 * 1024
 
 
 @pytest.mark.parametrize("mid", IDS)

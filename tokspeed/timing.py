@@ -82,6 +82,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
         eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
     eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
     rate = peak * eta_c
+    if engine.int8_matvec and op.unit == "tensor" and not attn:
+        rate = engine.int8_matvec_flops(hw, quant, tokens) or rate    # a CPU's int8 matvec (llama.cpp-cpu)
     tiled = op.unit == "tensor" and not attn and tokens > MATVEC_MAX_TOKENS
     qmax = engine.quant_matmul_flops(hw, quant) if tiled else 0.0
     if qmax and rate:

@@ -6,7 +6,8 @@ and flattened into numpy arrays; evaluating a profile then costs a few array ope
 thousands of ``op_time`` calls. The arithmetic mirrors ``tokspeed.timing.op_time``/``pass_time``
 (``tests/test_calibration_fit.py`` holds the two equal on a sample of rows). Not mirrored: what
 ``compat.runnable`` adds for a device -- a SoC's CPU-cluster view and a CPU engine's per-node barrier
-(``EngineProfile.with_barrier``) --, as no scored row runs llama.cpp-cpu; a CPU row would need both. Needs numpy.
+(``EngineProfile.with_barrier``) --, and a CPU engine's int8 matrix-vector rate (``int8_matvec``), as no scored
+row runs llama.cpp-cpu; a CPU row would need all three. Needs numpy.
 """
 
 from __future__ import annotations

@@ -42,6 +42,10 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   dot on the SIMD ALUs) at ``eta_matvec`` of the matmul efficiency; above, tiled GEMMs whose efficiency
   ramps as ``T / (T + gemm_half_tokens)`` (a 32-token batch cannot fill the machine as a 512-token
   prefill chunk does).
+- ``int8_matvec``: by format group, the fraction of a CPU's int8 dot-product rate (``Hardware.cpu_int8_ops``)
+  the engine's matrix-vector kernels reach over quantized weights (llama.cpp's CPU backend quantizes the
+  token's activations to 8 bits and takes an integer dot product per weight row); replaces the FP32-based
+  rate up to ``MATVEC_MAX_TOKENS`` tokens. Empty for engines that do not (every GPU engine).
 - ``attn_bytes_per_flop``: memory traffic of an unfused attention per attention FLOP: without
   FlashAttention the F32 score matrix (one value per query-key pair, ~4 x head_dim + 5 FLOPs) is written,
   read and rewritten by softmax and read again by the value product, ~16 bytes per score.
@@ -116,6 +120,7 @@ class EngineProfile:
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False
     eta_matvec: float = 1.0
+    int8_matvec: dict = field(default_factory=dict)   # by format group: fraction of the CPU's int8 dot rate
     attn_bytes_per_flop: float = 0.0
     gemm_half_tokens: float = 0.0
     launch_s: float = 0.0
@@ -212,6 +217,14 @@ class EngineProfile:
         if not (self.sync_s_per_thread and threads):
             return self
         return replace(self, launch_s=self.launch_s + threads * self.sync_s_per_thread)
+
+    def int8_matvec_flops(self, hw, quant: str, tokens: int) -> float:
+        """FLOP/s of a matrix-vector pass (1..MATVEC_MAX_TOKENS tokens) over ``quant`` weights where the engine
+        runs it as int8 dot products on a CPU: the CPU's int8 rate x ``int8_matvec``; 0 where it does not."""
+        if not self.int8_matvec or not 0 < tokens <= MATVEC_MAX_TOKENS:
+            return 0.0
+        frac = self.int8_matvec.get(format_group(quant), 0.0)
+        return hw.cpu_int8_ops * frac if frac else 0.0
 
     def format_eff(self, quant: str) -> float:
         return self.eta_format.get(format_group(quant), 1.0)
@@ -365,6 +378,7 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
     # the measured eta already holds whatever saturates this device's bandwidth: no cap on top
     return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0, bw_cap_gbps=0.0,
                    bytes_per_core_cycle=0.0, sync_s_per_thread=0.0,   # the measured overhead holds the barriers
+                   int8_matvec={},       # and the measured eta whatever the CPU's int8 matvec made of the step
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
                    source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
                           f"{entry.get('date', '')}) over {profile.source}")

@@ -12,6 +12,12 @@ from ..errors import UserError
 
 KINDS = ("gpu", "soc", "cpu", "accelerator")
 
+# A CPU's int8 dot-product rate where its row does not state one (``int8_tops``): AVX2's. Without a signed
+# int8 dot instruction, 32 u8 x s8 products take vpmaddubsw (into 16-bit pairs) then vpmaddwd (into 32-bit)
+# on the FMA ports: 32 multiply-adds per two 256-bit instructions, 2 x the FP32 FMA rate in ops (4 x with
+# AVX-512/AVX-VNNI vpdpbusd or Arm sdot, which do it in one).
+CPU_INT8_PER_FP32_UNSTATED = 2.0
+
 
 @dataclass(frozen=True)
 class Hardware:
@@ -112,6 +118,12 @@ class Hardware:
         return (self.fp32_tflops or self.fp16_tflops) * 1e12
 
     @property
+    def cpu_int8_ops(self) -> float:
+        """Int8 dot-product ops/s of a CPU (or a SoC's CPU-cluster view): ``int8_tops`` where stated (VNNI or
+        sdot: 4 x the FP32 rate), else AVX2's 2 x the FP32 rate (``CPU_INT8_PER_FP32_UNSTATED``)."""
+        return self.int8_tops * 1e12 if self.int8_tops else CPU_INT8_PER_FP32_UNSTATED * self.vector_flops
+
+    @property
     def ridge_flops_per_byte(self) -> float:
         """Arithmetic intensity where compute and memory time are equal (the roofline ridge)."""
         return self.matmul_flops / self.bandwidth_bytes_s if self.matmul_flops else 0.0
@@ -123,8 +135,9 @@ class Hardware:
     def cpu_cluster(self) -> "Hardware":
         """This SoC as its CPU cores see it (an engine running on the CPU, llama.cpp-cpu): the bandwidth the
         CPU cluster reaches (``cpu_bandwidth_gbps``) instead of the GPU's, and the CPU cores' SIMD FP32
-        (``cpu_fp32_tflops``; 0 = prefill unknown) instead of the GPU's FLOP/s. Prefill then uses the SIMD FP32
-        rate, a conservative figure: quantized weights run int8 dot products at up to 4x (``int8_tops``)."""
+        (``cpu_fp32_tflops``; 0 = prefill unknown) instead of the GPU's FLOP/s. Prefill then runs at the fractions of
+        that SIMD FP32 peak llama.cpp's CPU kernels reach per weight format (priors.toml [CPUPP], measured on
+        AVX2); quantized weights run int8 dot products, whose peak (up to 4x) is ``int8_tops``."""
         from dataclasses import replace
 
         if not self.cpu_bandwidth_gbps:

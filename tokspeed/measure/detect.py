@@ -100,6 +100,32 @@ def llama_threads(apple: bool) -> int:
         return 0
 
 
+def _cpuinfo_flags() -> set[str]:
+    """The CPU feature flags of /proc/cpuinfo (x86 ``flags``, Arm ``Features``); empty where there is none."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, val = line.partition(":")
+                if key.strip() in ("flags", "Features"):
+                    return set(val.split())
+    except OSError:
+        pass
+    return set()
+
+
+def int8_dot_per_fp32(apple: bool = False) -> int:
+    """Int8 dot-product ops per FP32 FLOP of this CPU's SIMD units, from its instruction set: 4 with a one-
+    instruction int8 dot product (x86 AVX-512 VNNI / AVX-VNNI vpdpbusd, Arm sdot: 4 multiply-adds per 32-bit
+    lane), 2 with AVX2 alone (vpmaddubsw + vpmaddwd), 0 where it cannot be told. llama.cpp's CPU decode
+    kernels run on these (priors.toml [CPUMV]); `tokspeed probe` writes int8_tops from it."""
+    if apple:
+        return 4 if _sysctl("hw.optional.arm.FEAT_DotProd") == "1" else 0
+    flags = _cpuinfo_flags()
+    if flags & {"avx512_vnni", "avx_vnni", "asimddp"}:
+        return 4
+    return 2 if "avx2" in flags else 0
+
+
 def _physical_cores() -> int:
     try:
         import psutil

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
-from .detect import llama_threads
+from .detect import int8_dot_per_fp32, llama_threads
 
 
 PROFILE_VERSION = 1
@@ -94,9 +94,14 @@ def build_profile(machine, results, threads: int, tool: str = "tokspeed probe") 
               "fp32_tflops": round(by.get("cpu_matmul_fp32", 0.0), 4),
               # llama.cpp's threads meet at a barrier after every graph node (priors.toml [BARRIER])
               "cpu_threads": llama_threads(bool(machine.apple_chip))}
+        k = int8_dot_per_fp32(bool(machine.apple_chip))
+        if k and hw["fp32_tflops"]:   # llama.cpp's CPU decode runs int8 dot products (priors.toml [CPUMV])
+            hw["int8_tops"] = round(k * hw["fp32_tflops"], 4)
     hw["source"] = f"measured by {tool}"
     hw["notes"] = ("bandwidth_gbps is the measured read bandwidth (median); fp16_tflops is the measured "
-                   "bf16/fp16 matmul, fp32_tflops the fp32 matmul; all probe results in [measured]")
+                   "bf16/fp16 matmul, fp32_tflops the fp32 matmul; all probe results in [measured]"
+                   + ("; int8_tops = the CPU's int8 dot products per FP32 FLOP (its instruction set: 4 with "
+                      "VNNI or sdot, 2 with AVX2) x fp32_tflops" if "int8_tops" in hw else ""))
     hw["measured"] = measured_table(machine, results, threads, tool)
     hw["calibration"] = {}
     return hw
