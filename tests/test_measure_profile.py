@@ -74,3 +74,23 @@ def test_the_probe_writes_the_cpus_int8_rate(monkeypatch, tmp_path):
     monkeypatch.setattr(profile, "int8_dot_per_fp32", lambda apple=False: 0)
     hw = hardware_from_toml(write_profile(build_profile(_machine(), _results(), 2), tmp_path / "u.toml"))
     assert hw.int8_tops == 0 and hw.cpu_int8_ops == pytest.approx(2 * 0.2e12)   # unknown ISA: AVX2's 2 x
+
+
+def test_cpuinfo_flags_read_x86_flags_and_arm_features(tmp_path):
+    from tokspeed.measure.detect import _cpuinfo_flags
+
+    arm = tmp_path / "arm"
+    arm.write_text("processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd evtstrm aes crc32 atomics asimdrdm "
+                   "lrcpc dcpop asimddp sha512\nCPU implementer\t: 0x41\n")
+    x86 = tmp_path / "x86"
+    x86.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx fma avx2 avx512f avx512_vnni\n")
+    assert "asimddp" in _cpuinfo_flags(str(arm)) and "avx512_vnni" in _cpuinfo_flags(str(x86))
+    assert _cpuinfo_flags(str(tmp_path / "missing")) == set()
+
+
+@pytest.mark.parametrize("sysctl, k", [("1", 4), ("0", 0), ("", 0)])
+def test_apple_silicon_dot_product_from_sysctl(monkeypatch, sysctl, k):
+    from tokspeed.measure import detect
+
+    monkeypatch.setattr(detect, "_sysctl", lambda name: sysctl if name == "hw.optional.arm.FEAT_DotProd" else "")
+    assert detect.int8_dot_per_fp32(apple=True) == k

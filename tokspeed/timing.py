@@ -64,7 +64,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     Compute side: peak (x2 on GeForce for FP16-accumulating engines, ``tensor_peak_scale``) x
     eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
     matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown), and for tiled matmuls over
-    quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum). Memory
+    quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum); on a CPU engine
+    with int8 kernels, at most tokens x ``EngineProfile.int8_matvec_flops`` (soft minimum). Memory
     side: weights (read ``EngineProfile.weight_reads`` times: routed experts under per-pair kernels) at
     eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused
     attention's score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine
@@ -82,8 +83,9 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
         eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
     eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
     rate = peak * eta_c
-    if engine.int8_matvec and op.unit == "tensor" and not attn:
-        rate = engine.int8_matvec_flops(hw, quant, tokens) or rate    # a CPU's int8 matvec (llama.cpp-cpu)
+    if engine.int8_matvec and tokens and op.unit == "tensor" and not attn:   # a CPU's int8 kernels (llama.cpp-cpu)
+        mv = engine.int8_matvec_flops(hw, quant)      # one token's rate; T tokens share each weight block's work
+        rate = soft_min(rate, tokens * mv) if mv else rate
     tiled = op.unit == "tensor" and not attn and tokens > MATVEC_MAX_TOKENS
     qmax = engine.quant_matmul_flops(hw, quant) if tiled else 0.0
     if qmax and rate:

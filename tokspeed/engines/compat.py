@@ -214,25 +214,21 @@ def unmodelled_kernels(engine, spec, quant: str) -> int:
 def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None, spec=None):
     """``check`` the combination, then return (profile, device) as the engine runs it: an engine on a SoC's
     CPU cluster (``cpu_cluster``, llama.cpp-cpu) sees ``hw.cpu_cluster()`` (its CPU bandwidth, no GPU FLOP/s)
-    and its decode band widens by that bandwidth's uncertainty (root sum of squares), and on a CPU no BF16
-    matrix-unit figure (a probe's torch matmul: its kernels do not use it); a CPU engine's
+    and its decode band widens by that bandwidth's uncertainty (root sum of squares), and on a CPU
+    ``hw.simd_view()`` (no BF16 matrix-unit figure: its kernels do not use it); a CPU engine's
     per-node barrier (``sync_s_per_thread`` x the device's ``cpu_threads``) joins ``launch_s``; kernels the
     ledger does not list (``unmodelled_kernels``) add ``launch_s`` each to the profile's per-pass ``fixed_s``."""
     import math
     from dataclasses import replace
 
-    check(profile, hw, quant, kv_dtype)
-    row = _table()["engine"].get(str(getattr(profile, "name", profile)).lower(), {})
+    row = _table()["engine"].get(check(profile, hw, quant, kv_dtype), {})   # the backend that runs: ollama -> cpu
     if row.get("cpu_cluster") and hw.kind == "soc" and hw.cpu_bandwidth_gbps:
         hw = hw.cpu_cluster()
         if hasattr(profile, "decode_error_pct"):
             band = math.hypot(profile.decode_error_pct, hw.cpu_bandwidth_band_pct)
             profile = replace(profile, decode_error_pct=band)
-    elif row.get("cpu_cluster") and hw.kind == "cpu" and hw.fp32_tflops and (hw.fp16_tflops or hw.fp8_tflops):
-        # a probed CPU lists torch's BF16 matmul (oneDNN on AMX / AVX512-BF16) as fp16_tflops; llama.cpp's CPU
-        # kernels run FP32 SIMD and int8 dot products (priors.toml [CPUPP], [CPUMV]), not that (a CPU with
-        # only a 16-bit figure, a user's --tflops, keeps it: the only figure there is)
-        hw = replace(hw, fp16_tflops=0.0, fp8_tflops=0.0)
+    elif row.get("cpu_cluster"):
+        hw = hw.simd_view()     # not a probe's torch BF16 figure: llama.cpp's CPU kernels run FP32 SIMD / int8
     if hasattr(profile, "with_barrier"):
         profile = profile.with_barrier(hw)   # a CPU engine: every graph node ends at a barrier of all threads
     extra = unmodelled_kernels(profile, spec, quant or "")

@@ -43,9 +43,10 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   ramps as ``T / (T + gemm_half_tokens)`` (a 32-token batch cannot fill the machine as a 512-token
   prefill chunk does).
 - ``int8_matvec``: by format group, the fraction of a CPU's int8 dot-product rate (``Hardware.cpu_int8_ops``)
-  the engine's matrix-vector kernels reach over quantized weights (llama.cpp's CPU backend quantizes the
-  token's activations to 8 bits and takes an integer dot product per weight row); replaces the FP32-based
-  rate up to ``MATVEC_MAX_TOKENS`` tokens. Empty for engines that do not (every GPU engine).
+  the engine's kernels reach on one token over quantized weights (llama.cpp's CPU backend quantizes the
+  token's activations to 8 bits and takes an integer dot product per weight row). The per-weight-block work
+  is shared by a pass's tokens, so a T-token pass runs at most T x that rate (soft minimum with the GEMM
+  rate). Empty for engines that do not (every GPU engine).
 - ``attn_bytes_per_flop``: memory traffic of an unfused attention per attention FLOP: without
   FlashAttention the F32 score matrix (one value per query-key pair, ~4 x head_dim + 5 FLOPs) is written,
   read and rewritten by softmax and read again by the value product, ~16 bytes per score.
@@ -218,12 +219,12 @@ class EngineProfile:
             return self
         return replace(self, launch_s=self.launch_s + threads * self.sync_s_per_thread)
 
-    def int8_matvec_flops(self, hw, quant: str, tokens: int) -> float:
-        """FLOP/s of a matrix-vector pass (1..MATVEC_MAX_TOKENS tokens) over ``quant`` weights where the engine
-        runs it as int8 dot products on a CPU: the CPU's int8 rate x ``int8_matvec``; 0 where it does not."""
-        if not self.int8_matvec or not 0 < tokens <= MATVEC_MAX_TOKENS:
-            return 0.0
-        frac = self.int8_matvec.get(format_group(quant), 0.0)
+    def int8_matvec_flops(self, hw, quant: str) -> float:
+        """FLOP/s of one token's matmuls over ``quant`` weights where the engine runs them as int8 dot products on a
+        CPU: the CPU's int8 rate x ``int8_matvec``; 0 where it does not. Per weight block the work is mostly its
+        own (loading, unpacking, scaling), shared by the tokens of a pass: ``op_time`` bounds a T-token pass at T x
+        this, softly, under the GEMM rate (one token: this; a prompt chunk: the GEMM rate)."""
+        frac = self.int8_matvec.get(format_group(quant), 0.0) if self.int8_matvec else 0.0
         return hw.cpu_int8_ops * frac if frac else 0.0
 
     def format_eff(self, quant: str) -> float:

@@ -143,10 +143,26 @@ def passes(pred, mode: str):
                                                                           kv_bytes(pred.kv_dtype), work)]
 
 
-def _bound_note(st: Stage, ridge: float) -> str:
-    """Say why a stage sits on the other side of the ridge than its FLOP/B suggests."""
+def int8_note(eng, hw, quant: str, tokens: int) -> str:
+    """How a CPU engine's int8 kernels set the compute rate of a ``tokens``-token decode pass ("" where they do not
+    bind: no int8 kernels, float weights, or enough tokens to reach the GEMM rate)."""
+    mv = eng.int8_matvec_flops(hw, quant)
+    if not mv or tokens * mv >= hw.vector_flops * eng.compute_eff_for(hw) * eng.compute_format_eff(quant):
+        return ""
+    rate = f"{mv / 1e9:,.0f} GFLOP/s ({mv / hw.cpu_int8_ops:.3g} x the CPU's {hw.cpu_int8_ops / 1e12:.3g} int8 TOPS)"
+    if tokens == 1:
+        return f"one token's matmuls run as int8 dot products at {rate}, not at the ridge's FP32 figure"
+    return (f"{tokens} tokens share each weight block's int8 dot-product work: at most {tokens} x {rate}, "
+            "below the FP32 GEMM rate")
+
+
+def _bound_note(st: Stage, ridge: float, int8_how: str = "") -> str:
+    """Say why a stage sits on the other side of the ridge than its FLOP/B suggests (``int8_how``: how a CPU
+    engine's int8 matrix-vector kernels set the compute rate of this pass, where they do)."""
     if st.unit == "CPU" or not st.flops or not st.bytes or not ridge:
         return ""
+    if st.bound == "compute" and int8_how and st.weight_bytes:
+        return f"compute-bound: {int8_how}"
     if st.bound == "memory" and st.intensity > ridge:
         return ("memory-bound although its FLOP/B is above the ridge: the engine model adds traffic the ledger "
                 "does not count here (unfused attention writes and reads its score matrix) and reaches only part "
@@ -169,9 +185,10 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                      note=("the sampled id is fed straight back; text is tokenized once, for the prompt "
                            "(not modelled: microseconds)") if mode == "decode" else
                      "the prompt is tokenized once before the prefill (not modelled: microseconds)")
-    n_pass = 0
+    n_pass, int8_how = 0, ""
     for ops, tokens in passes(pred, mode):
         n_pass += 1
+        int8_how = int8_note(eng, hw, pred.quant, tokens) if mode == "decode" else ""
         pt = pass_time(ops, hw, eng, pred.quant, tokens)
         for op, t, bound in pt.op_times:
             key, label = _group(op)
@@ -207,7 +224,7 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     samp.note = (f"{fmt_seconds(eng.fixed_s)} per pass{per}: copy logits, sample, stop check, next step"
                  if eng.fixed_s else "no per-step CPU cost in this engine model")
     for st in rows.values():
-        st.note = st.note or _bound_note(st, hw.ridge_flops_per_byte)
+        st.note = st.note or _bound_note(st, hw.ridge_flops_per_byte, int8_how)
     stages = [tokenize, cpu_launch] + [s for k, s in rows.items() if k != "sampling"] + [samp]
     total = sum(s.seconds for s in stages)
     for s in stages:

@@ -150,6 +150,16 @@ class Hardware:
                        derived=self.derived + (f"bandwidth_gbps: the CPU cluster's {self.cpu_bandwidth_gbps:g} GB/s "
                                                f"(the GPU's {self.bandwidth_gbps:g})",))
 
+    def simd_view(self) -> "Hardware":
+        """This CPU as llama.cpp's CPU kernels see it: FP32 SIMD and int8 dot products (priors.toml [CPUPP],
+        [CPUMV]), not a 16-bit matrix-unit figure (a probe's torch BF16 matmul: oneDNN on AMX / AVX512-BF16).
+        Unchanged where there is no FP32 figure to fall back on."""
+        from dataclasses import replace
+
+        if self.kind != "cpu" or not self.fp32_tflops or not (self.fp16_tflops or self.fp8_tflops):
+            return self
+        return replace(self, fp16_tflops=0.0, fp8_tflops=0.0)
+
     @classmethod
     def from_dict(cls, data: dict) -> "Hardware":
         known = {f.name for f in fields(cls)}

@@ -100,10 +100,10 @@ def llama_threads(apple: bool) -> int:
         return 0
 
 
-def _cpuinfo_flags() -> set[str]:
+def _cpuinfo_flags(path: str = "/proc/cpuinfo") -> set[str]:
     """The CPU feature flags of /proc/cpuinfo (x86 ``flags``, Arm ``Features``); empty where there is none."""
     try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
+        with open(path, encoding="utf-8") as f:
             for line in f:
                 key, _, val = line.partition(":")
                 if key.strip() in ("flags", "Features"):

@@ -45,8 +45,13 @@ def ridge_line(p, j) -> str:
     if not p.hw.matmul_flops:
         return (f"ridge point of {name}: unknown (no published FLOP/s figure; decode is memory-bound whatever "
                 f"it is, prefill time is unknown). {j.kernels:,} kernel launches per pass.")
-    return (f"ridge point of {name}: {j.ridge_flops_per_byte:.0f} FLOP/byte ({p.hw.matmul_flops / 1e12:g} TFLOPS ÷ "
+    line = (f"ridge point of {name}: {j.ridge_flops_per_byte:.0f} FLOP/byte ({p.hw.matmul_flops / 1e12:g} TFLOPS ÷ "
             f"{p.hw.bandwidth_gbps:g} GB/s); stages below it are memory-bound. {j.kernels:,} kernel launches per pass.")
+    mv = p.engine_profile.int8_matvec_flops(p.hw, p.quant) if j.mode == "decode" else 0.0
+    if mv and j.stream_gbps:
+        line += (f" One token's int8 matmuls (this CPU engine's decode kernels) have their own ridge: "
+                 f"{mv / (j.stream_gbps * 1e9):.1f} FLOP/byte ({mv / 1e9:,.0f} GFLOP/s ÷ {j.stream_gbps:,.0f} GB/s).")
+    return line
 
 
 BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "cpu": "yellow"}
