@@ -56,6 +56,28 @@ def test_measure_llama_cpp_backend(gguf_file, tmp_path, monkeypatch):
     assert run["engine_version"] == f"llama-cpp-python {llama_cpp.__version__}"     # what ran it (issue 10)
 
 
+def test_measure_a_quantized_gguf_rates_mfu_on_the_fp32_simd_figure(gguf_file, tmp_path, monkeypatch):
+    """MFU of the FP32 SIMD rate llama.cpp's CPU kernels run at, not a probe's BF16 figure (on a CPU without BF16
+    units torch's bf16 matmul crawls at ~1 GFLOP/s: a Q4_0 run read 5,400 % MFU): FLOPs per step x steps per
+    second / 0.2 TFLOP/s."""
+    import ctypes
+
+    q8 = tmp_path / "tiny-q8.gguf"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0
+    assert llama_cpp.llama_model_quantize(str(gguf_file).encode(), str(q8).encode(), ctypes.byref(params)) == 0
+    prof = tmp_path / "local.toml"
+    prof.write_text('name = "T"\nkind = "cpu"\nvendor = "x"\nmemory_gb = 24\nbandwidth_gbps = 40\nfp32_tflops = 0.2\n'
+                    'fp16_tflops = 0.001\n')
+    monkeypatch.setenv("TOKSPEED_LOCAL_PROFILE", str(prof))
+    r = run_cli("measure", q8, "--backend", "llama.cpp", "--context", "0", "--prompt", "8", "--gen", "5", "--json")
+    assert r.returncode == 0, r.stderr
+    run = json.loads(r.stdout)
+    assert run["quant"] == "Q8_0"
+    p = run["points"][0]
+    assert p["mfu"] == pytest.approx(p["flops_per_step"] * p["decode_tok_s"] / 0.2e12, rel=1e-9) and p["mfu"] < 1
+
+
 def test_llama_cpp_load_failure_says_why(gguf_file, tmp_path, monkeypatch):
     """A GGUF whose tensor data is cut short: llama.cpp's own reason, one line, exit 2 (issue 10)."""
     prof = tmp_path / "local.toml"

@@ -104,7 +104,9 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
         model = {"id": spec.id, "source": "gguf", "path": lm.path, "n_params": spec.n_params}
     else:
         raise UserError(f"unknown backend {opts.backend!r}", "use torch or llama.cpp")
-    points = [derive_rates(p, hw, quant) for p in points]
+    # MFU of what the engine computes on: llama.cpp's CPU kernels run FP32 SIMD / int8, not a probe's BF16 figure
+    rated = hw.simd_view() if opts.backend == "llama.cpp" else hw
+    points = [derive_rates(p, rated, quant) for p in points]
     for p in points:
         if p["decode_step"]["unstable"]:
             warnings.append(f"batch {p['batch']} depth {p['context']}: decode steps spread "
