@@ -61,7 +61,7 @@ def test_an_m1_max_cpu_cluster_decodes_at_its_int8_matvec_rate_by_hand():
 @pytest.mark.parametrize("hw_id, int8_per_fp32", [("ddr5-6000-2ch", 4), ("ddr4-3200-2ch", AVX2_INT8_PER_FP32)])
 def test_desktop_decode_stays_bound_by_its_memory(hw_id, int8_per_fp32):
     """8 cores have int8 to spare: Zen 4 (VNNI, the row's int8_tops = 4 x 1.152) and Zen 3 (AVX2, no int8 figure:
-    2 x 1.126) run 13.2 GFLOP in 25 / 51 ms, under the 56 / 105 ms their DDR5-6000 / DDR4-3200 take."""
+    2 x 1.126) run 13.2 GFLOP at x 0.13 in 22 / 45 ms, under the 56 / 105 ms their DDR5-6000 / DDR4-3200 take."""
     hw = get_hardware(hw_id)
     assert hw.cpu_int8_ops == pytest.approx(int8_per_fp32 * hw.fp32_tflops * 1e12)
     p = predict("llama-2-7b", hw, quant="Q4_0", engine="llama.cpp-cpu", prompt=0, gen=16)
@@ -99,11 +99,40 @@ def test_a_machine_calibration_drops_it():
 
 def test_explain_says_the_matmuls_run_on_int8_and_the_stages_still_sum():
     """The M1 Max CPU cluster's FFN is compute bound below the FP32 ridge (4 FLOP/B): explain says why, with the
-    rate by hand (4 x 0.819 TFLOP/s x 0.13 = 426 GFLOP/s), and its stages sum to the predicted step."""
+    rate by hand (4 x 0.819 TFLOP/s x 0.13 = 426 GFLOP/s, softly under the 0.819 x 0.8 = 655 GEMM rate: 409),
+    and its stages sum to the predicted step."""
     from tokspeed.explain import explain
 
     e = explain("llama-2-7b", "m1-max-32", quant="Q4_0", engine="llama.cpp-cpu", with_levers=False)
     ffn = next(s for s in e.journey.stages if s.key == "ffn")
     assert ffn.bound == "compute"
-    assert "int8 dot products at 426 GFLOP/s" in ffn.note and "3.28 int8 TOPS" in ffn.note
+    assert "int8 dot products at 409 GFLOP/s" in ffn.note and "3.28 int8 TOPS = 426" in ffn.note
     assert sum(s.seconds for s in e.journey.stages) == pytest.approx(e.prediction.decode.ms_per_token / 1e3, rel=1e-12)
+
+
+def test_a_routed_experts_block_is_shared_only_by_the_tokens_routed_to_it():
+    """qwen3-30b-a3b at 8 tokens: 128 experts, 8 active -> 128 x (1 - (120/128)^8) = 51.6 experts touched by 64
+    (token, expert) pairs: 1.24 tokens share each expert's weight blocks, not 8. On the M1 Max CPU cluster the
+    expert projection's compute time is its FLOPs at soft-min(GEMM 0.819 x 0.75, 1.24 x 4 x 0.819 x 0.11)."""
+    from tokspeed.ledger import forward_ops
+    from tokspeed.quant.schemes import scheme_for
+    from tokspeed.resolve import resolve_model
+    from tokspeed.timing import op_time
+
+    spec = resolve_model("qwen3-30b-a3b")[0]
+    op = next(o for o in forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 8, 1, 0) if o.name == "ffn_up_exps projection")
+    pairs = 64 / (128 * (1 - (120 / 128) ** 8))
+    assert op.pairs_per_expert == pytest.approx(pairs, rel=1e-9)
+    hw = get_hardware("m1-max-32").cpu_cluster()
+    gemm, mv = 0.819e12 * 0.75, 4 * 0.819e12 * 0.11
+    rate = (gemm ** -4 + (pairs * mv) ** -4) ** -0.25
+    t, bound = op_time(op, hw, get_engine("llama.cpp-cpu"), "Q4_K_M", tokens=8)
+    assert bound == "compute" and t == pytest.approx(op.flops / rate, rel=1e-9)
+
+
+def test_offload_to_a_socs_cpu_runs_on_its_cpu_cluster():
+    """--cpu ryzen-ai-max-395: the RAM-held layers run on its 16 Zen 5 cores at the cluster's 128 GB/s and 2.048
+    TFLOP/s, not at the Radeon 8060S's 256 GB/s and ~59 TFLOP/s."""
+    p = predict("llama-3.1-70b", "rtx-4090", quant="Q4_K_M", offload="layers", cpu="ryzen-ai-max-395", prompt=0, gen=4)
+    cpu = [st for st in p.layout.stages if st.name.startswith("cpu")]
+    assert cpu and all((st.hw.bandwidth_gbps, st.hw.fp16_tflops, st.hw.fp32_tflops) == (128.0, 0.0, 2.048) for st in cpu)

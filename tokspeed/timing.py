@@ -58,6 +58,19 @@ def op_peak(op: Op, hw, quant: str) -> float:
     return hw.matmul_flops
 
 
+def int8_bound(engine: EngineProfile, hw, quant: str, tokens: int, gemm_rate: float, pairs_per_expert: float = 0.0
+               ) -> float:
+    """A CPU engine's matmul rate over ``tokens`` tokens: each weight block's loading, unpacking and scaling is
+    shared by the tokens that use it -- all of them, or for a routed expert the ``pairs_per_expert`` tokens
+    routed to it -- so at most that many x one token's int8 rate (``EngineProfile.int8_matvec_flops``), softly
+    under ``gemm_rate``, the prompt kernels' rate. ``gemm_rate`` unchanged where the engine has no such kernels."""
+    mv = engine.int8_matvec_flops(hw, quant)
+    if not mv:
+        return gemm_rate
+    share = min(tokens, pairs_per_expert) if pairs_per_expert else tokens
+    return soft_min(gemm_rate, share * mv)
+
+
 def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
     """Roofline time of one operator and what bounds it.
 
@@ -65,7 +78,7 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
     matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown), and for tiled matmuls over
     quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum); on a CPU engine
-    with int8 kernels, at most tokens x ``EngineProfile.int8_matvec_flops`` (soft minimum). Memory
+    with int8 kernels, at most the tokens sharing a weight block x one token's int8 rate (``int8_bound``). Memory
     side: weights (read ``EngineProfile.weight_reads`` times: routed experts under per-pair kernels) at
     eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused
     attention's score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine
@@ -84,8 +97,7 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
     rate = peak * eta_c
     if engine.int8_matvec and tokens and op.unit == "tensor" and not attn:   # a CPU's int8 kernels (llama.cpp-cpu)
-        mv = engine.int8_matvec_flops(hw, quant)      # one token's rate; T tokens share each weight block's work
-        rate = soft_min(rate, tokens * mv) if mv else rate
+        rate = int8_bound(engine, hw, quant, tokens, rate, op.pairs_per_expert)
     tiled = op.unit == "tensor" and not attn and tokens > MATVEC_MAX_TOKENS
     qmax = engine.quant_matmul_flops(hw, quant) if tiled else 0.0
     if qmax and rate:

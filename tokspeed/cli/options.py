@@ -49,7 +49,7 @@ def add_hardware_options(p, required: bool = True):
                    help="catalog id or alias (rtx-4090, h100-sxm, m2-ultra-76), or a TOML file")
     p.add_argument("--bandwidth", type=byte_size, help="custom device: memory bandwidth, e.g. 1008GB/s (with --memory)")
     p.add_argument("--memory", type=byte_size, help="custom device: memory capacity, e.g. 24GB")
-    p.add_argument("--tflops", type=tflops, help="custom device: dense FP16 TFLOPS")
+    p.add_argument("--tflops", type=tflops, help="custom device: dense FP16 TFLOPS (on a CPU: its FP32 SIMD rate)")
 
 
 def add_model_options(p):

@@ -222,13 +222,12 @@ def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None,
     from dataclasses import replace
 
     row = _table()["engine"].get(check(profile, hw, quant, kv_dtype), {})   # the backend that runs: ollama -> cpu
-    if row.get("cpu_cluster") and hw.kind == "soc" and hw.cpu_bandwidth_gbps:
-        hw = hw.cpu_cluster()
-        if hasattr(profile, "decode_error_pct"):
-            band = math.hypot(profile.decode_error_pct, hw.cpu_bandwidth_band_pct)
+    if row.get("cpu_cluster"):
+        view = hw.cpu_engine_view()     # a SoC's CPU cluster; a CPU's SIMD view (not a probe's torch BF16 figure)
+        if view.cpu_bandwidth_band_pct and view is not hw and hw.kind == "soc" and hasattr(profile, "decode_error_pct"):
+            band = math.hypot(profile.decode_error_pct, view.cpu_bandwidth_band_pct)
             profile = replace(profile, decode_error_pct=band)
-    elif row.get("cpu_cluster"):
-        hw = hw.simd_view()     # not a probe's torch BF16 figure: llama.cpp's CPU kernels run FP32 SIMD / int8
+        hw = view
     if hasattr(profile, "with_barrier"):
         profile = profile.with_barrier(hw)   # a CPU engine: every graph node ends at a barrier of all threads
     extra = unmodelled_kernels(profile, spec, quant or "")

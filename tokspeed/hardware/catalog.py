@@ -114,7 +114,7 @@ def hardware_from_flags(bandwidth: str, memory: str, name: str = "custom", kind:
 def with_tflops(hw: Hardware, tflops: float | None) -> Hardware:
     """``hw`` with its dense FP16 peak replaced by ``--tflops`` (a user's own figure wins over the catalog's;
     FP8/INT8 are left as they are); on a CPU its FP32 figure too (no tensor units: the SIMD rate is the one its
-    matmuls run at). ``None`` returns ``hw`` unchanged."""
+    matmuls run at) and its int8 dot-product figure in the same ratio. ``None`` returns ``hw`` unchanged."""
     if tflops is None:
         return hw
     from dataclasses import replace
@@ -123,8 +123,10 @@ def with_tflops(hw: Hardware, tflops: float | None) -> Hardware:
     if not 0 < v < 1e8:
         raise UserError(f"--tflops must be a positive number of TFLOPS, got {tflops!r}")
     if hw.kind == "cpu":      # a CPU has no FP16 tensor units: the figure is what its SIMD matmuls run at
-        return replace(hw, fp16_tflops=v, fp32_tflops=v, derived=hw.derived + (
-            f"fp16_tflops, fp32_tflops: {v:g} from --tflops (catalog FP32: {hw.fp32_tflops:g})",))
+        int8 = hw.int8_tops * v / hw.fp32_tflops if hw.int8_tops and hw.fp32_tflops else hw.int8_tops
+        return replace(hw, fp16_tflops=v, fp32_tflops=v, int8_tops=int8, derived=hw.derived + (
+            f"fp16_tflops, fp32_tflops: {v:g} from --tflops (catalog FP32: {hw.fp32_tflops:g}); int8_tops "
+            f"{int8:g}, the catalog's int8 : FP32 ratio kept",))
     return replace(hw, fp16_tflops=v, fp16_accumulate_2x=False,
                    derived=hw.derived + (f"fp16_tflops: {v:g} from --tflops (catalog: {hw.fp16_tflops:g})",))
 

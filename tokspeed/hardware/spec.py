@@ -160,6 +160,13 @@ class Hardware:
             return self
         return replace(self, fp16_tflops=0.0, fp8_tflops=0.0)
 
+    def cpu_engine_view(self) -> "Hardware":
+        """This device as a CPU engine (llama.cpp-cpu) sees it: a SoC's CPU cluster (``cpu_cluster``), a CPU's
+        SIMD view (``simd_view``); anything else unchanged."""
+        if self.kind == "soc" and self.cpu_bandwidth_gbps:
+            return self.cpu_cluster()
+        return self.simd_view()
+
     @classmethod
     def from_dict(cls, data: dict) -> "Hardware":
         known = {f.name for f in fields(cls)}

@@ -60,7 +60,7 @@ def llamacpp_layout(spec, storage, hw, prof, cpu_hw, n_gpu: int) -> Layout:
     sizes = layer_weight_bytes(spec, storage)
     L = spec.n_layers
     n_gpu = max(0, min(n_gpu, L + 1))
-    cpu_hw = cpu_hw.simd_view()      # as compat.runnable: llama.cpp's CPU kernels, not a probe's BF16 figure
+    cpu_hw = cpu_hw.cpu_engine_view()   # as compat.runnable: a SoC's CPU cluster, a CPU's SIMD view
     cpu_eng = get_engine("llama.cpp-cpu").with_barrier(cpu_hw)
     if n_gpu > L:
         stages = [Stage("gpu0", "gpu", hw, prof, (0, L), embedding=True, head=True)]
@@ -105,7 +105,7 @@ def experts_layout(spec, storage, hw, prof, cpu_hw, n_cpu_moe: int) -> Layout:
     if n:
         if n < L:
             stages.append(Stage("gpu0 (experts)", "gpu", hw, prof, (n, L), ops="experts"))
-        cpu_hw = cpu_hw.simd_view()  # as compat.runnable: llama.cpp's CPU kernels, not a probe's BF16 figure
+        cpu_hw = cpu_hw.cpu_engine_view()   # as compat.runnable: a SoC's CPU cluster, a CPU's SIMD view
         cpu_eng = get_engine("llama.cpp-cpu").with_barrier(cpu_hw)   # its threads' barrier after each node
         stages.append(Stage("cpu (experts)", "cpu", cpu_hw, cpu_eng, (0, n), gpu=hw,
                             host_bytes=sum(experts[:n]), ops="experts"))
