@@ -181,14 +181,6 @@ def table(cache: list[dict], stream: list[dict], rounds: int, steps: int) -> str
     return "\n".join(lines)
 
 
-def write_results(text: str) -> None:
-    old = pre.RESULTS.read_text() if pre.RESULTS.exists() else pre.HEAD
-    if START not in old:
-        old = old.rstrip("\n") + f"\n\n{START}\n{END}\n"
-    head, rest = old.split(START, 1)
-    pre.RESULTS.write_text(f"{head}{START}\n{text}\n{END}{rest.split(END, 1)[1]}")
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=3)
@@ -199,8 +191,7 @@ def main(argv=None) -> int:
     text = table(cache, stream, a.rounds, a.steps)
     print(text)
     if not a.no_write:
-        write_results(text)
-        pre.log(f"wrote {pre.RESULTS.relative_to(REPO)}")
+        pre.write_results(text, START, END)
     return 0
 
 

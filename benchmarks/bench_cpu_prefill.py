@@ -253,13 +253,15 @@ HEAD = ("# CPU prefill and decode kernels per weight format (llama.cpp)\n\nWritt
         "markers).\n\n")
 
 
-def write_results(text: str) -> None:
+def write_results(text: str, start: str = START, end: str = END) -> None:
+    """Replace the section between ``start`` and ``end`` of the results file (each CPU bench has its own pair;
+    a missing file or section is created)."""
     old = RESULTS.read_text() if RESULTS.exists() else HEAD
-    if START not in old:
-        old = old.rstrip("\n") + f"\n\n{START}\n{END}\n"
-    pre, rest = old.split(START, 1)
-    post = rest.split(END, 1)[1]
-    RESULTS.write_text(f"{pre}{START}\n{text}\n{END}{post}")
+    if start not in old:
+        old = old.rstrip("\n") + f"\n\n{start}\n{end}\n"
+    pre, rest = old.split(start, 1)
+    RESULTS.write_text(f"{pre}{start}\n{text}\n{end}{rest.split(end, 1)[1]}")
+    log(f"wrote {RESULTS.relative_to(REPO)}")
 
 
 def main(argv=None) -> int:
@@ -277,7 +279,6 @@ def main(argv=None) -> int:
     print(text)
     if not a.no_write:
         write_results(text)
-        log(f"wrote {RESULTS.relative_to(REPO)}")
     return 0
 
 

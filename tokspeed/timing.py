@@ -60,15 +60,17 @@ def op_peak(op: Op, hw, quant: str) -> float:
 
 def int8_bound(engine: EngineProfile, hw, quant: str, tokens: int, gemm_rate: float, pairs_per_expert: float = 0.0
                ) -> float:
-    """A CPU engine's matmul rate over ``tokens`` tokens: each weight block's loading, unpacking and scaling is
-    shared by the tokens that use it -- all of them, or for a routed expert the ``pairs_per_expert`` tokens
-    routed to it -- so at most that many x one token's int8 rate (``EngineProfile.int8_matvec_flops``), softly
-    under ``gemm_rate``, the prompt kernels' rate. ``gemm_rate`` unchanged where the engine has no such kernels."""
+    """A CPU engine's matmul rate over ``tokens`` tokens. Per weight block, loading, unpacking and scaling are
+    done once per pass and shared by the tokens that use the block -- all of them, or for a routed expert the
+    ``pairs_per_expert`` tokens routed to it -- while the multiply-adds grow with them: time = a + b x T, so
+    rate = T / (a + b T), through one token's int8 rate (``EngineProfile.int8_matvec_flops``, T = 1) and
+    ``gemm_rate``, the prompt kernels' rate (T large). benchmarks/bench_cpu_ramp.py measures the curve.
+    ``gemm_rate`` unchanged where the engine has no such kernels (or they are no slower)."""
     mv = engine.int8_matvec_flops(hw, quant)
-    if not mv:
+    if not mv or mv >= gemm_rate:
         return gemm_rate
     share = min(tokens, pairs_per_expert) if pairs_per_expert else tokens
-    return soft_min(gemm_rate, share * mv)
+    return share / (share / gemm_rate + 1 / mv - 1 / gemm_rate)
 
 
 def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
@@ -78,7 +80,7 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
     matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown), and for tiled matmuls over
     quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum); on a CPU engine
-    with int8 kernels, at most the tokens sharing a weight block x one token's int8 rate (``int8_bound``). Memory
+    with int8 kernels, the rate its tokens reach sharing each weight block's work (``int8_bound``). Memory
     side: weights (read ``EngineProfile.weight_reads`` times: routed experts under per-pair kernels) at
     eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused
     attention's score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine

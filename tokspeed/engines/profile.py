@@ -45,9 +45,9 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``int8_matvec``: by format group, the fraction of a CPU's int8 dot-product rate (``Hardware.cpu_int8_ops``)
   the engine's kernels reach on one token over quantized weights (llama.cpp's CPU backend quantizes the
   token's activations to 8 bits and takes an integer dot product per weight row). The per-weight-block work
-  is shared by the pass's tokens that use the block (all T, or a routed expert's pairs), so a pass runs at
-  most that many x one token's rate (soft minimum with the GEMM rate). Empty for engines that do not (every
-  GPU engine).
+  is shared by the pass's tokens that use the block (all T, or a routed expert's pairs), the multiply-adds
+  are not: rate T / (a + b T), from one token's rate to the GEMM rate (``timing.int8_bound``). Empty for
+  engines that do not (every GPU engine).
 - ``attn_bytes_per_flop``: memory traffic of an unfused attention per attention FLOP: without
   FlashAttention the F32 score matrix (one value per query-key pair, ~4 x head_dim + 5 FLOPs) is written,
   read and rewritten by softmax and read again by the value product, ~16 bytes per score.
@@ -223,8 +223,8 @@ class EngineProfile:
     def int8_matvec_flops(self, hw, quant: str) -> float:
         """FLOP/s of one token's matmuls over ``quant`` weights where the engine runs them as int8 dot products on a
         CPU: the CPU's int8 rate x ``int8_matvec``; 0 where it does not. Per weight block the work is mostly its
-        own (loading, unpacking, scaling), shared by the tokens of a pass that use it: ``timing.int8_bound`` caps a
-        pass at that many x this, softly under the GEMM rate (one token: this; a prompt chunk: the GEMM rate)."""
+        own (loading, unpacking, scaling), shared by the tokens of a pass that use it: ``timing.int8_bound`` takes a
+        pass from this (one token) towards the GEMM rate (a prompt chunk)."""
         frac = self.int8_matvec.get(format_group(quant), 0.0) if self.int8_matvec else 0.0
         return hw.cpu_int8_ops * frac if frac else 0.0
 

@@ -145,21 +145,20 @@ def passes(pred, mode: str):
 
 def int8_note(eng, hw, quant: str, tokens: int) -> str:
     """How a CPU engine's int8 kernels set the compute rate of a ``tokens``-token decode pass ("" where they do not
-    bind: no int8 kernels, float weights, or enough tokens to reach the GEMM rate). Dense weights; a routed
-    expert's block is shared by fewer tokens (``timing.int8_bound``)."""
+    matter: no int8 kernels, float weights, or enough tokens to come within 10 % of the GEMM rate). Dense
+    weights; a routed expert's block is shared by fewer tokens (``timing.int8_bound``)."""
     from ..timing import int8_bound
 
     mv = eng.int8_matvec_flops(hw, quant)
     gemm = hw.vector_flops * eng.compute_eff_for(hw) * eng.compute_format_eff(quant)
-    if not mv or tokens * mv >= gemm:
+    rate = int8_bound(eng, hw, quant, tokens, gemm) if mv else gemm
+    if rate >= 0.9 * gemm:
         return ""
-    rate = int8_bound(eng, hw, quant, tokens, gemm)
-    how = (f"{rate / 1e9:,.0f} GFLOP/s ({mv / hw.cpu_int8_ops:.3g} x the CPU's {hw.cpu_int8_ops / 1e12:.3g} int8 TOPS"
-           + (f" = {mv / 1e9:,.0f}" if tokens == 1 else f", x {tokens} tokens = {tokens * mv / 1e9:,.0f}")
-           + f", softly under its {gemm / 1e9:,.0f} GFLOP/s GEMM rate)")
     if tokens == 1:
-        return f"one token's matmuls run as int8 dot products at {how}, not at the ridge's FP32 figure"
-    return f"{tokens} tokens share each weight block's int8 dot-product work: {how}"
+        return (f"one token's matmuls run as int8 dot products at {mv / 1e9:,.0f} GFLOP/s ({mv / hw.cpu_int8_ops:.3g} x "
+                f"the CPU's {hw.cpu_int8_ops / 1e12:.3g} int8 TOPS), not at the ridge's FP32 figure")
+    return (f"{tokens} tokens share each weight block's int8 work: {rate / 1e9:,.0f} GFLOP/s, between one token's "
+            f"{mv / 1e9:,.0f} and the {gemm / 1e9:,.0f} GFLOP/s GEMM rate")
 
 
 def _bound_note(st: Stage, ridge: float, int8_how: str = "") -> str:
