@@ -189,10 +189,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     cache, stream = run(a.rounds, a.steps)
     text = table(cache, stream, a.rounds, a.steps)
-    print(text)
-    if not a.no_write:
-        pre.write_results(text, START, END)
-    return 0
+    return pre.emit(text, not a.no_write, START, END)
 
 
 if __name__ == "__main__":

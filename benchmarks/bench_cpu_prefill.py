@@ -264,6 +264,14 @@ def write_results(text: str, start: str = START, end: str = END) -> None:
     log(f"wrote {RESULTS.relative_to(REPO)}")
 
 
+def emit(text: str, write: bool, start: str = START, end: str = END) -> int:
+    """Print a CPU bench's table and, unless told not to, write it into its section of the results file."""
+    print(text)
+    if write:
+        write_results(text, start, end)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layers", type=int, default=2)
@@ -276,10 +284,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     rows, machine = run(a.layers, a.prompt, a.repeat, a.rounds, a.depth)
     text = table(rows, machine, a.layers, a.prompt, a.repeat, a.rounds)
-    print(text)
-    if not a.no_write:
-        write_results(text)
-    return 0
+    return emit(text, not a.no_write)
 
 
 if __name__ == "__main__":

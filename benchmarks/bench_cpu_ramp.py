@@ -91,10 +91,7 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     rows, peak, how = run(a.repeat)
     text = table(rows, peak, how, a.repeat)
-    print(text)
-    if not a.no_write:
-        pre.write_results(text, START, END)
-    return 0
+    return pre.emit(text, not a.no_write, START, END)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,16 @@ def int8_bound(engine: EngineProfile, hw, quant: str, tokens: int, gemm_rate: fl
     return share / (share / gemm_rate + 1 / mv - 1 / gemm_rate)
 
 
+def int8_rates(engine: EngineProfile, hw, quant: str, tokens: int = 1) -> tuple[float, float, float]:
+    """(one token's int8 rate, the GEMM rate, the rate over ``tokens`` tokens) of a dense weight matmul of a CPU
+    engine with int8 kernels, as ``op_time`` takes them (what ``explain`` prints); zeros where it has none."""
+    mv = engine.int8_matvec_flops(hw, quant)
+    if not mv:
+        return 0.0, 0.0, 0.0
+    gemm = hw.matmul_flops * min(engine.compute_eff_for(hw) * engine.compute_format_eff(quant), 1.0)
+    return mv, gemm, int8_bound(engine, hw, quant, tokens, gemm)
+
+
 def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
     """Roofline time of one operator and what bounds it.
 

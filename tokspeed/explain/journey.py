@@ -147,12 +147,10 @@ def int8_note(eng, hw, quant: str, tokens: int) -> str:
     """How a CPU engine's int8 kernels set the compute rate of a ``tokens``-token decode pass ("" where they do not
     matter: no int8 kernels, float weights, or enough tokens to come within 10 % of the GEMM rate). Dense
     weights; a routed expert's block is shared by fewer tokens (``timing.int8_bound``)."""
-    from ..timing import int8_bound
+    from ..timing import int8_rates
 
-    mv = eng.int8_matvec_flops(hw, quant)
-    gemm = hw.vector_flops * eng.compute_eff_for(hw) * eng.compute_format_eff(quant)
-    rate = int8_bound(eng, hw, quant, tokens, gemm) if mv else gemm
-    if rate >= 0.9 * gemm:
+    mv, gemm, rate = int8_rates(eng, hw, quant, tokens)
+    if not mv or rate >= 0.9 * gemm:
         return ""
     if tokens == 1:
         return (f"one token's matmuls run as int8 dot products at {mv / 1e9:,.0f} GFLOP/s ({mv / hw.cpu_int8_ops:.3g} x "

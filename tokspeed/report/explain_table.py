@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..timing import int8_rates
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
 from .predict_table import fit_headline
 from .text import FitTable, markup_safe, one_line, styled, unknown
@@ -47,12 +48,8 @@ def ridge_line(p, j) -> str:
                 f"it is, prefill time is unknown). {j.kernels:,} kernel launches per pass.")
     line = (f"ridge point of {name}: {j.ridge_flops_per_byte:.0f} FLOP/byte ({p.hw.matmul_flops / 1e12:g} TFLOPS ÷ "
             f"{p.hw.bandwidth_gbps:g} GB/s); stages below it are memory-bound. {j.kernels:,} kernel launches per pass.")
-    eng = p.engine_profile
-    if j.mode == "decode" and eng.int8_matvec_flops(p.hw, p.quant) and j.stream_gbps:
-        from ..timing import int8_bound
-
-        gemm = p.hw.vector_flops * eng.compute_eff_for(p.hw) * eng.compute_format_eff(p.quant)
-        rate = int8_bound(eng, p.hw, p.quant, 1, gemm)
+    rate = int8_rates(p.engine_profile, p.hw, p.quant)[0] if j.mode == "decode" else 0.0
+    if rate and j.stream_gbps:
         line += (f" As this CPU engine runs one token (int8 kernels {rate / 1e9:,.0f} GFLOP/s, weights streamed at "
                  f"{j.stream_gbps:,.0f} GB/s: rates reached, not peaks) the ridge is {rate / (j.stream_gbps * 1e9):.1f} "
                  "FLOP/byte.")
