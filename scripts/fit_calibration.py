@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO))
 from tokspeed.calibration import load_rows  # noqa: E402
 from tokspeed.calibration.evaluate import percentile  # noqa: E402
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
-from tokspeed.engines.eras import era_info  # noqa: E402
+from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
 
@@ -171,7 +171,9 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
     for era, vals in per_era.items():
         m, c = vals.pop("era_mem", 1.0), vals.pop("era_compute", 1.0)
         vals.setdefault("quant_flops_per_core_cycle", 0.0)    # MMQ on tensor cores: the newest era only
-        out[era] = replace(base, version=era, eta_mem={k: v * m for k, v in base.eta_mem.items()},
+        per_head = prior_profile(prior.name).kv_per_query_head and unfused_attention(prior.name, era)
+        out[era] = replace(base, version=era, kv_per_query_head=per_head,
+                           eta_mem={k: v * m for k, v in base.eta_mem.items()},
                            bytes_per_core_cycle=base.bytes_per_core_cycle * m,
                            eta_compute={k: v * c for k, v in base.eta_compute.items()}, **vals)
     return out
@@ -244,7 +246,10 @@ def _fmt(n, med, p90) -> str:
 
 def run_engine(engine: str, rows, verbose=True) -> dict:
     t0 = time.time()
-    prior = replace(prior_profile(engine), version=(eras_of(rows) or [""])[-1])
+    newest = (eras_of(rows) or [""])[-1]
+    prior = replace(prior_profile(engine), version=newest)
+    if newest and not unfused_attention(engine, newest):
+        prior = replace(prior, kv_per_query_head=False)     # as engine_entry: FlashAttention by default
     rs = build(rows)
     prof, space, x = fit(rs, prior)
     ins = (predict_rows(rs, prof) / rs.measured - 1) * 100

@@ -132,3 +132,29 @@ def test_metal_moe_decode_reads_each_expert_once_per_pair_below_32_tokens():
     # CUDA groups the tokens of each expert: no per-pair reads there
     cuda = get_engine("llama.cpp", get_hardware("rtx-4090"))
     assert cuda.expert_pairs_below_tokens == 0
+
+
+def test_dequantising_costs_core_cycles_not_memory():
+    # eta_format scales the kernel bound (cores x clock x bytes_per_core_cycle), not the memory's rate: by hand
+    # with the p = 4 soft minimum, on two GeForce-like parts of 1,000 GB/s with 128 FP32 lanes per core
+    from tokspeed.engines.profile import CAP_SHARPNESS, EngineProfile
+
+    def soft(a, b):
+        return (a ** -CAP_SHARPNESS + b ** -CAP_SHARPNESS) ** (-1 / CAP_SHARPNESS)
+
+    prof = EngineProfile("t", eta_mem={"default": 0.8}, eta_format={"kquant": 0.5}, bytes_per_core_cycle=8.0)
+    for tflops in (82.6, 20.0):
+        hw = Hardware(id="x", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
+                      bandwidth_gbps=1000.0, fp32_tflops=tflops)
+        kern = tflops * 1e12 / (2 * 128) * 8.0
+        assert prof.stream_bytes_s(hw) == pytest.approx(soft(800e9, kern), rel=1e-12)
+        assert prof.stream_bytes_s(hw, "Q4_K_M") == pytest.approx(soft(800e9, 0.5 * kern), rel=1e-12)
+        assert prof.stream_bytes_s(hw, "F16") == prof.stream_bytes_s(hw)
+    rich, poor = (Hardware(id="x", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
+                           bandwidth_gbps=1000.0, fp32_tflops=t) for t in (82.6, 20.0))
+    # cores to spare: K-quants stream near the memory's rate (0.94 of F16's); without, at half the kernel bound
+    assert prof.stream_bytes_s(rich, "Q4_K_M") / prof.stream_bytes_s(rich) > 0.9
+    assert prof.stream_bytes_s(poor, "Q4_K_M") / prof.stream_bytes_s(poor) < 0.6
+    # an engine without a kernel bound keeps eta_format on the whole stream
+    flat = EngineProfile("t", eta_mem={"default": 0.8}, eta_format={"kquant": 0.5})
+    assert flat.stream_bytes_s(rich, "Q4_K_M") == pytest.approx(0.5 * 800e9, rel=1e-12)

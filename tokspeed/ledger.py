@@ -19,7 +19,10 @@ Conventions (per pass, summed over the ``count`` layers an op stands for):
   (FlashAttention fuses them into one; the engine's fitted ``launch_s`` absorbs the difference.)
 - ``weight_bytes``: stored bytes of the weights the op reads (read once per pass, shared by the batch).
 - ``act_bytes``: activations read + written, 2 bytes per value (FP16/BF16 activations).
-- ``kv_read_bytes`` / ``kv_write_bytes``: KV cache traffic at the KV dtype.
+- ``kv_read_bytes`` / ``kv_write_bytes``: KV cache traffic at the KV dtype, each cached K/V head read once.
+- ``query_heads_per_kv``: query heads attending each cached K/V head (``n_heads / n_kv_heads``; every head
+  for MLA's shared latent). An engine whose attention is not fused (``EngineProfile.kv_per_query_head``)
+  reads each K/V head once per query head (``timing.op_time``).
 - The embedding lookup reads one row per token (not the table); the LM head reads its whole matrix but
   only for the last position of each sequence (llama.cpp and vLLM compute logits for the last token).
 - MoE: a pass over T tokens with top-k of E experts reads the expected number of distinct experts
@@ -102,6 +105,7 @@ class Op:
     # routed experts: (token, expert) pairs / experts touched = how many times an engine that multiplies each
     # pair on its own (matrix-vector kernels with expert ids) reads each touched expert's weights; 0 otherwise
     pairs_per_expert: float = 0.0
+    query_heads_per_kv: float = 1.0   # attention core: query heads sharing each cached K/V head
 
     def __post_init__(self):
         if not isinstance(self.role, Role) or not isinstance(self.scope, Scope):
@@ -377,6 +381,7 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
             _core_shapes.clear()
         shape = _core_shapes[key] = (spec, *_core_shape(spec, kv_elem_bytes))
     _, kv_per_tok_layer, score_dim, value_dim, act_width, groups = shape
+    share = spec.n_heads if spec.is_mla else spec.n_heads / spec.n_kv_heads
     out = []
     for label, layers, window in groups:
         if window and spec.chunked_attention:
@@ -391,7 +396,7 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
                       kv_read_bytes=layers * B * (cached + n) * kv_per_tok_layer,
                       kv_write_bytes=layers * B * n * kv_per_tok_layer,
                       act_bytes=layers * T * act_width * ACT_BYTES,
-                      kernels=ATTENTION_KERNELS))
+                      kernels=ATTENTION_KERNELS, query_heads_per_kv=share))
     return out
 
 

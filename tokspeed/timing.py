@@ -2,9 +2,11 @@
 
 Per operator, a roofline::
 
-    time(op) = max(flops / (peak · eta_compute), bytes / (bandwidth · eta_mem · eta_format))
+    time(op) = max(flops / (peak · eta_compute), bytes / (bandwidth · eta_mem))
 
-summed over the pass, plus ``kernels · launch_s + fixed_s`` per step (``tokspeed.engines``). The
+with the bandwidth softly bounded by what the engine's kernels can issue, lowered for a weight format by its
+dequantising work (``EngineProfile.stream_bytes_s``), summed over the pass, plus ``kernels · launch_s +
+fixed_s`` per step (``tokspeed.engines``). The
 ``ideal`` engine (eta = 1, no overhead) gives the bound — for decode the seeds' formula
 ``bandwidth / (weight bytes + KV bytes)``.
 
@@ -83,6 +85,12 @@ def int8_rates(engine: EngineProfile, hw, quant: str, tokens: int = 1) -> tuple[
     return mv, gemm, int8_bound(engine, hw, quant, tokens, gemm)
 
 
+def kv_reads(op: Op, engine: EngineProfile) -> float:
+    """How many times a pass reads each cached K/V head: once per query head of its group where the engine's
+    attention is not fused (``EngineProfile.kv_per_query_head``), else once."""
+    return op.query_heads_per_kv if engine.kv_per_query_head else 1.0
+
+
 def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:
     """Roofline time of one operator and what bounds it.
 
@@ -91,11 +99,12 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown), and for tiled matmuls over
     quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum); on a CPU engine
     with int8 kernels, the rate its tokens reach sharing each weight block's work (``int8_bound``). Memory
-    side: weights (read ``EngineProfile.weight_reads`` times: routed experts under per-pair kernels) at
-    eta_mem x eta_format, activations at eta_mem, KV cache at eta_mem x eta_kv, unfused
-    attention's score matrix at attn_bytes_per_flop x the attention FLOPs, all at the bandwidth the engine
-    streams at (``EngineProfile.stream_bytes_s``: peak x eta_mem of the memory technology, softly bounded
-    by the kernel bound cores x clock x bytes_per_core_cycle and a cap where set).
+    side: weights (read ``EngineProfile.weight_reads`` times: routed experts under per-pair kernels) at the
+    rate the engine streams their format (``EngineProfile.stream_bytes_s(hw, quant)``: peak x eta_mem of the
+    memory technology, softly bounded by the kernel bound cores x clock x bytes_per_core_cycle x eta_format
+    and a cap where set), activations at that rate without a format, KV cache at it x eta_kv (read once per
+    query head where the engine's attention is unfused, ``kv_reads``), unfused attention's score matrix at
+    attn_bytes_per_flop x the attention FLOPs.
     ``tokspeed.calibration.fast`` mirrors this arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
@@ -116,10 +125,10 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
         rate = soft_min(rate, qmax * engine.matmul_eff(tokens))
     t_c = op.flops / rate if peak and op.flops else 0.0
     bw = engine.stream_bytes_s(hw)
-    fmt = engine.format_eff(quant) if op.unit == "tensor" else 1.0
-    t_m = (op.weight_bytes * engine.weight_reads(op, tokens) / (bw * fmt)
+    wbw = engine.stream_bytes_s(hw, quant) if op.unit == "tensor" else bw
+    t_m = (op.weight_bytes * engine.weight_reads(op, tokens) / wbw
            + op.act_bytes / bw
-           + (op.kv_read_bytes + op.kv_write_bytes) / (bw * engine.eta_kv)
+           + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes) / (bw * engine.eta_kv)
            + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
     return (t_c, "compute") if t_c > t_m else (t_m, "memory")
 

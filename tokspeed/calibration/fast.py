@@ -40,6 +40,7 @@ class RowSet:
     wbytes: np.ndarray
     abytes: np.ndarray
     kvbytes: np.ndarray
+    kv_reread: np.ndarray   # KV bytes read again by the other query heads of each group (unfused attention)
     bw: np.ndarray
     pairs_per_expert: np.ndarray   # routed experts: weight reads per pass under per-pair kernels (else 0)
 
@@ -70,7 +71,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
 
     kvb = kv_bytes(kv_dtype)
     P = {k: [] for k in ("row", "w", "kern", "tok")}
-    O = {k: [] for k in ("pass", "row", "flops", "peak", "attn", "tensor", "wb", "ab", "kv", "bw", "ppe")}
+    O = {k: [] for k in ("pass", "row", "flops", "peak", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe")}
     measured, numer = [], []
     specs = {}
     for i, row in enumerate(rows):
@@ -99,6 +100,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                 O["wb"].append(op.weight_bytes)
                 O["ab"].append(op.act_bytes)
                 O["kv"].append(op.kv_read_bytes + op.kv_write_bytes)
+                O["kvx"].append(op.kv_read_bytes * (op.query_heads_per_kv - 1))
                 O["bw"].append(row.hw.bandwidth_bytes_s)
                 O["ppe"].append(op.pairs_per_expert)
     a = np.asarray
@@ -108,6 +110,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                   op_pass=a(O["pass"], int), op_row=a(O["row"], int), flops=a(O["flops"], float),
                   peak=a(O["peak"], float), attn=a(O["attn"], bool), tensor=a(O["tensor"], bool),
                   wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
+                  kv_reread=a(O["kvx"], float),
                   bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float))
 
 
@@ -124,15 +127,16 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     """Predicted tok/s of every row of ``rs`` under EngineProfile ``prof`` (= predict()'s figure), or
     under {era: EngineProfile} with each row predicted by its era's profile."""
     n = len(rs.rows)
-    cols = ("bw", "eta_c", "scale", "eta_f", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed",
-            "qmax", "pairs_below")
+    cols = ("bw", "eta_c", "scale", "bw_w", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed",
+            "qmax", "pairs_below", "per_head")
     v = {k: np.empty(n) for k in cols}
     for i, r in enumerate(rs.rows):
         p = profile_for(prof, r)
         for k, x in zip(cols, (p.stream_bytes_s(r.hw), p.compute_eff_for(r.hw), p.tensor_peak_scale(r.hw),
-                               p.format_eff(r.quant), p.compute_format_eff(r.quant), p.eta_matvec,
+                               p.stream_bytes_s(r.hw, r.quant), p.compute_format_eff(r.quant), p.eta_matvec,
                                p.gemm_half_tokens, p.eta_attn, p.eta_kv, p.attn_bytes_per_flop, p.launch_s,
-                               p.fixed_s, p.quant_matmul_flops(r.hw, r.quant), p.expert_pairs_below_tokens)):
+                               p.fixed_s, p.quant_matmul_flops(r.hw, r.quant), p.expert_pairs_below_tokens,
+                               float(p.kv_per_query_head))):
             v[k][i] = x
     o = rs.op_row
     tok = rs.pass_tokens[rs.op_pass]
@@ -149,8 +153,9 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     bw = v["bw"][o]
     ptok = rs.pass_tokens[rs.op_pass]      # as EngineProfile.weight_reads: per-pair expert reads in small passes
     reads = np.where((rs.pairs_per_expert > 0) & (ptok < v["pairs_below"][o]), rs.pairs_per_expert, 1.0)
-    t_m = (rs.wbytes * reads / (bw * np.where(rs.tensor, v["eta_f"][o], 1.0)) + rs.abytes / bw
-           + rs.kvbytes / (bw * v["kv"][o]) + np.where(rs.attn, rs.flops * v["abpf"][o], 0.0) / bw)
+    kv = rs.kvbytes + rs.kv_reread * v["per_head"][o]      # as timing.kv_reads: once per query head if unfused
+    t_m = (rs.wbytes * reads / np.where(rs.tensor, v["bw_w"][o], bw) + rs.abytes / bw
+           + kv / (bw * v["kv"][o]) + np.where(rs.attn, rs.flops * v["abpf"][o], 0.0) / bw)
     t_op = np.maximum(t_c, t_m)
     t_pass = np.bincount(rs.op_pass, weights=t_op, minlength=len(rs.pass_row))
     pr = rs.pass_row

@@ -100,6 +100,14 @@ def era_info(engine: str, label: str) -> dict:
     return {}
 
 
+def unfused_attention(engine: str, label: str) -> bool:
+    """True where an era of ``engine`` runs attention unfused by default (``eras.toml``: flash_attention =
+    false), so each query head streams its K/V head (``EngineProfile.kv_per_query_head``); False for an era
+    with FlashAttention on by default, or none."""
+    info = era_info(engine, label)
+    return bool(info) and not info.get("flash_attention", True)
+
+
 def nearest_era(engine: str, label: str, available) -> str:
     """``label`` if it is ``available``, else the available era closest to it in time (ties: the newer)."""
     order = era_labels(engine)

@@ -51,6 +51,11 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``attn_bytes_per_flop``: memory traffic of an unfused attention per attention FLOP: without
   FlashAttention the F32 score matrix (one value per query-key pair, ~4 x head_dim + 5 FLOPs) is written,
   read and rewritten by softmax and read again by the value product, ~16 bytes per score.
+- ``kv_per_query_head``: the engine's unfused attention streams each cached K/V head once per query head of
+  its group (``Op.query_heads_per_kv`` = n_heads / n_kv_heads times per pass, at ``eta_kv``), not once for
+  the group as FlashAttention-style kernels do: ggml's ``mul_mat`` broadcasts a K/V head over its query heads
+  (priors.toml [KVHEAD]). Set where the calibration rows show it (llama.cpp-metal), and only in an era whose
+  attention is unfused by default (``eras.toml`` ``flash_attention``; llama.cpp runs ``-fa auto`` from 2025).
 - ``eta_attn``: compute efficiency of the attention core (scores, softmax, values over the KV cache)
   relative to the dense matmuls; with ``attn_bytes_per_flop`` it sets how long prompts slow prefill.
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
@@ -76,7 +81,7 @@ from pathlib import Path
 
 from .compat import backend_for, engine_names, runtime_of, sliding_window_spec
 from ..errors import UserError, did_you_mean
-from .eras import era_family, era_labels, era_of, nearest_era
+from .eras import era_family, era_labels, era_of, nearest_era, unfused_attention
 from .issue import core_cycles_per_s
 from .memory import memory_class
 
@@ -124,6 +129,7 @@ class EngineProfile:
     eta_matvec: float = 1.0
     int8_matvec: dict = field(default_factory=dict)   # by format group: fraction of the CPU's int8 dot rate
     attn_bytes_per_flop: float = 0.0
+    kv_per_query_head: bool = False     # unfused attention: each query head reads its K/V head (x n_heads/n_kv)
     gemm_half_tokens: float = 0.0
     launch_s: float = 0.0
     sync_s_per_thread: float = 0.0      # CPU engines: barrier after each graph node, per thread (x cpu_threads)
@@ -170,23 +176,37 @@ class EngineProfile:
         """Usable tensor peak / listed FP16 peak: 2 on GeForce for FP16-accumulating engines, else 1."""
         return 2.0 if self.fp16_accumulate and compute_class(hw) == "geforce" else 1.0
 
-    def stream_bytes_s(self, hw) -> float:
+    def stream_bytes_s(self, hw, quant: str | None = None) -> float:
         """Bandwidth this engine streams at on ``hw``: peak x eta_mem of its memory technology (at most
         the peak), softly bounded by what its kernels can issue (``kernel_bytes_s``) and by
         ``bw_cap_gbps`` where an engine sets one (p-norm soft minimum, p = CAP_SHARPNESS: a queue
-        saturating rather than a hard wall)."""
+        saturating rather than a hard wall). ``quant``: weights of that format, whose ``eta_format`` scales
+        the kernel bound -- dequantising is work on the cores, not on the memory, so a device with core cycles
+        to spare per byte streams K-quants near its memory's rate and one without slows -- or, for an engine
+        without a kernel bound, the whole stream; None: traffic with no format (activations, KV cache)."""
+        fmt = self.format_eff(quant) if quant else 1.0
         bw = hw.bandwidth_bytes_s * min(self.mem_eff_for(hw), 1.0)
-        return soft_min(bw, self.kernel_bytes_s(hw), self.bw_cap_gbps * 1e9)
+        kern = self.kernel_bytes_s(hw)
+        if not kern:
+            return soft_min(bw, self.bw_cap_gbps * 1e9) * fmt
+        return soft_min(bw, kern * fmt, self.bw_cap_gbps * 1e9)
 
-    def stream_how(self, hw) -> str:
-        """How ``stream_bytes_s`` comes about on ``hw``, in one line with its numbers (explain prints it)."""
-        peak, stream, eta = hw.bandwidth_bytes_s, self.stream_bytes_s(hw), min(self.mem_eff_for(hw), 1.0)
-        out = (f"weights stream at {_gbs(stream)} ({stream / peak:.0%} of {_gbs(peak)}): "
+    def stream_how(self, hw, quant: str | None = None) -> str:
+        """How ``stream_bytes_s`` comes about on ``hw`` for ``quant`` weights, in one line with its numbers
+        (explain prints it)."""
+        peak, stream, eta = hw.bandwidth_bytes_s, self.stream_bytes_s(hw, quant), min(self.mem_eff_for(hw), 1.0)
+        fmt = self.format_eff(quant) if quant else 1.0
+        group = f"eta_format[{format_group(quant)}] {fmt:.2f}" if fmt != 1.0 else ""
+        what = f"{quant} weights" if quant else "weights"
+        out = (f"{what} stream at {_gbs(stream)} ({stream / peak:.0%} of {_gbs(peak)}): "
                f"{memory_class(hw).upper()} at {_gbs(peak)} x eta_mem {eta:.2f} = {_gbs(peak * eta)}")
         kern = self.kernel_bytes_s(hw)
         if kern:
             out += (f", kernel bound {core_cycles_per_s(hw) / 1e9:,.0f} G core cycles/s x "
-                    f"{self.bytes_per_core_cycle:.3g} B = {_gbs(kern)}")
+                    f"{self.bytes_per_core_cycle:.3g} B" + (f" x {group}" if group else "")
+                    + f" = {_gbs(kern * fmt)}")
+        elif group:
+            out += f", x {group}"
         if self.bw_cap_gbps:
             out += f", engine cap {_gbs(self.bw_cap_gbps * 1e9)}"
         return out + (" (soft minimum)" if kern or self.bw_cap_gbps else "")
@@ -393,6 +413,8 @@ def engine_entry(engine: str, version=None) -> tuple[dict, str]:
     under ``eras``; ``version`` (a build ``b6000``, a month ``2025-08``, a year or an era label) selects
     one, the nearest fitted era standing in for one without rows. No version: the newest."""
     entry, label = _own_entry(engine, version)
+    if label and not unfused_attention(engine, label):   # the era asked for runs FlashAttention by default:
+        entry["kv_per_query_head"] = False               # one read of each K/V head, whatever the fitted era
     of = entry.pop("kernels_of", None)
     if of:                                    # its decode memory model is that engine's (newest era)
         shared, shared_era = engine_entry(of)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..ledger import Role, Scope
-from ..timing import pass_time
+from ..timing import kv_reads, pass_time
 from ..units import fmt_seconds
 from .roles import compute_unit, data_source, launch_path
 
@@ -203,7 +203,10 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                 st.ops.append(op.name)
             st.flops += op.flops
             st.weight_bytes += op.weight_bytes * eng.weight_reads(op, tokens)   # as the engine reads them
-            st.kv_bytes += op.kv_read_bytes + op.kv_write_bytes
+            st.kv_bytes += op.kv_read_bytes * kv_reads(op, eng) + op.kv_write_bytes     # as the engine reads them
+            if kv_reads(op, eng) > 1:
+                st.note = (f"each K/V head is read once per query head ({kv_reads(op, eng):g}x the cache: this "
+                           f"engine's attention is unfused; FlashAttention reads it once)")
             st.act_bytes += op.act_bytes
             st.kernels += op.kernels * op.count
             st.seconds += t
@@ -236,4 +239,4 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     tokens = 1 if mode == "decode" else pred.prompt
     return Journey(mode, tokens, pred.context + (pred.prompt if mode == "decode" else 0), pred.batch, stages,
                    total, predicted, hw.ridge_flops_per_byte, kernels // max(n_pass, 1), eng.launch_s, eng.fixed_s,
-                   eng.stream_bytes_s(hw) / 1e9, eng.stream_how(hw))
+                   eng.stream_bytes_s(hw, pred.quant) / 1e9, eng.stream_how(hw, pred.quant))

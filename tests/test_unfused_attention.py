@@ -1,0 +1,106 @@
+"""Unfused attention reads each cached K/V head once per query head (EngineProfile.kv_per_query_head,
+Op.query_heads_per_kv): checked by hand from the formula, against the depth series of the calibration file
+(llama.cpp Metal, 2024-05 builds without -fa), and per engine era (FlashAttention by default from 2025)."""
+
+from dataclasses import replace
+
+import pytest
+
+from tokspeed.calibration import DEFAULT_CSV, load_rows
+from tokspeed.engines.profile import get_engine
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.predict import predict
+from tokspeed.resolve import resolve_model
+
+
+def step_s(model, hw, engine, quant, depth):
+    return predict(model, hw, quant=quant, engine=engine, prompt=0, gen=1, context=depth).decode.ms_per_token / 1e3
+
+
+@pytest.mark.parametrize("version,reads", [("2024-05", 4), ("2025-10", 1)])
+def test_depth_cost_by_hand(version, reads):
+    # llama-3-8b: 32 layers, 32 query heads over 8 K/V heads of 128 values; F16 cache: K and V are
+    # 2 x 8 x 128 x 2 B = 4,096 B per token per layer. Going from depth 0 to depth D adds, per step, D tokens
+    # of cache read `reads` times at the engine's stream rate x eta_kv, and D scores per query head of
+    # 4 x 128 + 5 FLOPs whose unfused score traffic is attn_bytes_per_flop per FLOP (memory bound: ~1 FLOP/B).
+    hw = get_hardware("m2-ultra-76")
+    eng = get_engine("llama.cpp", hw, version=version)
+    assert eng.name == "llama.cpp-metal" and eng.kv_per_query_head == (reads > 1)
+    D = 8192
+    stream = eng.stream_bytes_s(hw)
+    kv = 32 * D * 4096 * reads / (stream * eng.eta_kv)
+    scores = 32 * 32 * D * (4 * 128 + 5) * eng.attn_bytes_per_flop / stream
+    dt = step_s("llama-3-8b", hw, eng, "Q4_K_M", D) - step_s("llama-3-8b", hw, eng, "Q4_K_M", 0)
+    assert dt == pytest.approx(kv + scores, rel=1e-6)
+
+
+def test_a_multi_head_model_reads_its_cache_once_either_way():
+    # llama-2-7b has as many K/V heads as query heads: nothing to read twice
+    spec = resolve_model("llama-2-7b")[0]
+    assert spec.n_heads == spec.n_kv_heads
+    hw = get_hardware("m2-ultra-76")
+    old = get_engine("llama.cpp", hw, version="2024-05")
+    once = replace(old, kv_per_query_head=False)
+    assert step_s("llama-2-7b", hw, old, "Q4_0", 4096) == pytest.approx(step_s("llama-2-7b", hw, once, "Q4_0", 4096))
+
+
+def _measured(ids):
+    rows = {r.id: r for r in load_rows(DEFAULT_CSV)}
+    return [rows[i] for i in ids]
+
+
+# XiongjieDai/GPU-Benchmarks-on-LLM-Inference, LLaMA-3 tables (2024-05 llama-bench, no -fa), M2 Ultra 76-core:
+# tg512 and tg8192 (rows r1216/r1219 for 8B, r1232/r1235 for 70B)
+@pytest.mark.parametrize("model,ids,measured", [("llama-3-8b", ("r1216", "r1219"), 54.13 / 78.81),
+                                                ("llama-3-70b", ("r1232", "r1235"), 9.34 / 12.48)])
+def test_2024_metal_decode_slows_with_depth_as_measured(model, ids, measured):
+    a, b = _measured(ids)
+    assert (a.model, a.gen, b.gen, a.era) == (model, 512, 8192, "2024")
+    assert b.tok_s / a.tok_s == pytest.approx(measured)
+    hw = get_hardware("m2-ultra-76")
+
+    def tok_s(eng, gen):
+        return predict(model, hw, quant="Q4_K_M", engine=eng, prompt=0, gen=gen).decode.tok_s
+
+    eng = get_engine("llama.cpp", hw, version="2024-05")
+    assert tok_s(eng, 8192) / tok_s(eng, 512) == pytest.approx(measured, abs=0.06)
+    # one read of the cache per K/V head (what FlashAttention does) says far less: 0.9 and more
+    once = replace(eng, kv_per_query_head=False)
+    assert tok_s(once, 8192) / tok_s(once, 512) > measured + 0.1
+
+
+def test_eras_and_backends():
+    assert get_engine("llama.cpp-metal", version="2023").kv_per_query_head
+    assert get_engine("llama.cpp-metal", version="2024").kv_per_query_head
+    assert not get_engine("llama.cpp-metal").kv_per_query_head                # newest: -fa auto
+    assert not get_engine("llama.cpp-metal", version="b6500").kv_per_query_head
+    # CUDA's 2024 rows lose less than a full read per head (cuBLAS runs a group's heads together, re-reads
+    # stay in the L2): one read, the fitted eta_kv
+    assert not get_engine("llama.cpp-cuda", version="2024").kv_per_query_head
+
+
+def test_fast_evaluator_reads_the_cache_per_query_head_too():
+    np = pytest.importorskip("numpy")
+    from tokspeed.calibration.evaluate import predicted_tok_s
+    from tokspeed.calibration.fast import build, predict_rows
+
+    rows = _measured(("r1216", "r1219", "r1232", "r1235"))
+    assert {r.era for r in rows} == {"2024"}
+    fast = predict_rows(build(rows), get_engine("llama.cpp-metal", version="2024"))
+    assert np.allclose(fast, [predicted_tok_s(r) for r in rows], rtol=1e-9)
+
+
+def test_explain_counts_and_says_the_reads_per_query_head():
+    from tokspeed.explain import explain
+
+    hw = get_hardware("m2-ultra-76")
+    stages = {}
+    for version in ("2024", "2025"):
+        j = explain("llama-3-8b", hw, quant="Q4_K_M", context=8192, engine_version=version).journey.to_dict()
+        stages[version] = next(s for s in j["stages"] if s["key"] == "attention")
+    # 32 layers x 8,193 cached tokens (the step's own included) x 4,096 B read, 1 token x 4,096 B written
+    read, write = 32 * 8193 * 4096, 32 * 4096
+    assert stages["2025"]["kv_bytes"] == pytest.approx(read + write)
+    assert stages["2024"]["kv_bytes"] == pytest.approx(4 * read + write)
+    assert "once per query head (4x the cache" in stages["2024"]["note"]
+    assert "query head" not in stages["2025"]["note"]
