@@ -17,15 +17,21 @@ def step_s(model, hw, engine, quant, depth):
     return predict(model, hw, quant=quant, engine=engine, prompt=0, gen=1, context=depth).decode.ms_per_token / 1e3
 
 
-@pytest.mark.parametrize("version,reads", [("2024-05", 4), ("2025-10", 1)])
-def test_depth_cost_by_hand(version, reads):
+@pytest.mark.parametrize("engine,version,reads", [("llama.cpp", "2024-05", 4), ("llama.cpp", "2025-10", 1),
+                                                   ("ollama", None, 4), ("lm-studio", None, 4)])
+def test_depth_cost_by_hand(engine, version, reads):
     # llama-3-8b: 32 layers, 32 query heads over 8 K/V heads of 128 values; F16 cache: K and V are
     # 2 x 8 x 128 x 2 B = 4,096 B per token per layer. Going from depth 0 to depth D adds, per step, D tokens
     # of cache read `reads` times at the engine's stream rate x eta_kv, and D scores per query head of
     # 4 x 128 + 5 FLOPs whose unfused score traffic is attn_bytes_per_flop per FLOP (memory bound: ~1 FLOP/B).
+    # ollama and LM Studio leave FlashAttention off by default (capabilities.toml): unfused attention on their
+    # 2025 llama.cpp, with the score traffic fitted on the 2024 era's rows
     hw = get_hardware("m2-ultra-76")
-    eng = get_engine("llama.cpp", hw, version=version)
-    assert eng.name == "llama.cpp-metal" and eng.kv_per_query_head == (reads > 1)
+    eng = get_engine(engine, hw, version=version)
+    assert eng.kv_per_query_head == (reads > 1)
+    unfused = get_engine("llama.cpp-metal", version="2024")
+    if engine != "llama.cpp":
+        assert eng.attn_bytes_per_flop == unfused.attn_bytes_per_flop
     D = 8192
     stream = eng.stream_bytes_s(hw)
     kv = 32 * D * 4096 * reads / (stream * eng.eta_kv)

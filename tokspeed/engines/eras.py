@@ -108,6 +108,13 @@ def unfused_attention(engine: str, label: str) -> bool:
     return bool(info) and not info.get("flash_attention", True)
 
 
+def newest_unfused_era(engine: str) -> str | None:
+    """The newest era of ``engine`` whose attention ran unfused by default (None: none, or no eras)."""
+    fam = era_family(engine)
+    labels = [e["label"] for e in _table()[fam]["eras"] if not e.get("flash_attention", True)] if fam else []
+    return labels[-1] if labels else None
+
+
 def nearest_era(engine: str, label: str, available) -> str:
     """``label`` if it is ``available``, else the available era closest to it in time (ties: the newer)."""
     order = era_labels(engine)

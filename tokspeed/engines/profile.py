@@ -79,9 +79,9 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from .compat import backend_for, engine_names, runtime_of, sliding_window_spec
+from .compat import backend_for, engine_defaults, engine_names, runtime_of, sliding_window_spec
 from ..errors import UserError, did_you_mean
-from .eras import era_family, era_labels, era_of, nearest_era, unfused_attention
+from .eras import era_family, era_labels, era_of, nearest_era, newest_unfused_era, unfused_attention
 from .issue import core_cycles_per_s
 from .memory import memory_class
 
@@ -361,9 +361,27 @@ def layered_profile(name: str, hardware=None, version=None) -> EngineProfile:
     own = dict(load_table("priors.toml")[name])
     base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
     base = get_engine(base_name, hardware, version)
+    if not engine_defaults(name).get("flash_attention", True):
+        base = without_flash_attention(base)
     extra = own.pop("extra_fixed_s", 0.0)
     return replace(base, name=name, runtime="llama.cpp", fixed_s=base.fixed_s + extra,
                    source=f"{own.pop('source', name)}; over {base.name}: {base.source}", fitted=False, **own)
+
+
+def without_flash_attention(profile: EngineProfile) -> EngineProfile:
+    """``profile`` with its attention run unfused, as a front end that leaves FlashAttention off by default
+    runs it (ollama, LM Studio: ``capabilities.toml`` defaults): the score-matrix traffic and the K/V reads per
+    query head of the engine's newest era without FlashAttention by default, fitted on that era's rows.
+    Unchanged where the profile's era is unfused already or the engine has no such era."""
+    old = newest_unfused_era(profile.name)
+    if not old or not profile.version or unfused_attention(profile.name, profile.version):
+        return profile
+    era = get_engine(profile.name, version=old)
+    if (era.attn_bytes_per_flop, era.kv_per_query_head) == (profile.attn_bytes_per_flop, profile.kv_per_query_head):
+        return profile                        # priors only (ROCm, SYCL): one set of values for every era
+    return replace(profile, attn_bytes_per_flop=era.attn_bytes_per_flop, kv_per_query_head=era.kv_per_query_head,
+                   source=f"{profile.source}; attention unfused (FlashAttention off by default): score traffic "
+                          f"and K/V reads of era {era.version}")
 
 
 def attention_spec(profile: EngineProfile, spec):
