@@ -152,9 +152,20 @@ def test_dequantising_costs_core_cycles_not_memory():
         assert prof.stream_bytes_s(hw, "F16") == prof.stream_bytes_s(hw)
     rich, poor = (Hardware(id="x", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
                            bandwidth_gbps=1000.0, fp32_tflops=t) for t in (82.6, 20.0))
-    # cores to spare: K-quants stream near the memory's rate (0.94 of F16's); without, at half the kernel bound
+    # cores to spare: K-quants stream near the memory's rate (0.97 of F16's); without, at 0.54 of it
     assert prof.stream_bytes_s(rich, "Q4_K_M") / prof.stream_bytes_s(rich) > 0.9
     assert prof.stream_bytes_s(poor, "Q4_K_M") / prof.stream_bytes_s(poor) < 0.6
     # an engine without a kernel bound keeps eta_format on the whole stream
     flat = EngineProfile("t", eta_mem={"default": 0.8}, eta_format={"kquant": 0.5})
     assert flat.stream_bytes_s(rich, "Q4_K_M") == pytest.approx(0.5 * 800e9, rel=1e-12)
+
+
+def test_a_device_without_a_core_count_is_charged_no_format_cost():
+    # a probed profile has no core count (its FP32 figure is a measured matmul): the kernel bound is unknown,
+    # and so is the share of it a format's dequantising takes; the format's fitted factor belongs to that bound
+    hw = Hardware(id="local", name="NVIDIA GeForce RTX 4090 (measured)", kind="gpu", vendor="NVIDIA", memory_gb=24,
+                  bandwidth_gbps=1000.0, fp16_tflops=150.0, fp32_tflops=80.0, source="measured by tokspeed probe")
+    eng = get_engine("llama.cpp-cuda")
+    assert core_cycles_per_s(hw) == 0.0 and eng.format_eff("MXFP4") < 0.9
+    for q in ("MXFP4", "Q8_0", "Q4_K_M"):
+        assert eng.stream_bytes_s(hw, q) == eng.stream_bytes_s(hw) == pytest.approx(1000e9 * eng.mem_eff("gddr"))

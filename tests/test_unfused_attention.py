@@ -104,9 +104,51 @@ def test_explain_counts_and_says_the_reads_per_query_head():
     for version in ("2024", "2025"):
         j = explain("llama-3-8b", hw, quant="Q4_K_M", context=8192, engine_version=version).journey.to_dict()
         stages[version] = next(s for s in j["stages"] if s["key"] == "attention")
-    # 32 layers x 8,193 cached tokens (the step's own included) x 4,096 B read, 1 token x 4,096 B written
+    # the cache as predict counts it (once: 32 layers x 8,193 cached tokens, the step's own included, x 4,096 B
+    # read, 1 token x 4,096 B written); the time holds the reads per query head, and the note says so
     read, write = 32 * 8193 * 4096, 32 * 4096
-    assert stages["2025"]["kv_bytes"] == pytest.approx(read + write)
-    assert stages["2024"]["kv_bytes"] == pytest.approx(4 * read + write)
+    for v in ("2024", "2025"):
+        assert stages[v]["kv_bytes"] == pytest.approx(read + write)
     assert "once per query head (4x the cache" in stages["2024"]["note"]
     assert "query head" not in stages["2025"]["note"]
+    assert stages["2024"]["seconds"] > 3 * stages["2025"]["seconds"]
+
+
+def test_a_machine_calibration_holds_its_own_kv_reads():
+    # `tokspeed measure --calibrate` fits eta_kv on its own run (llama-cpp-python leaves FlashAttention off):
+    # whatever reads per query head that run made are inside it; counting them again would slow depth ~2x
+    from tokspeed.hardware.spec import Hardware
+
+    hw = Hardware(id="h", name="Apple M2 Ultra (76-core GPU)", kind="soc", vendor="Apple", memory_gb=192,
+                  bandwidth_gbps=800.0, calibration={"llama.cpp": {"eta_mem": 0.8, "eta_kv": 0.6}})
+    for engine, version in (("llama.cpp", "2024"), ("ollama", None), ("lm-studio", None)):
+        eng = get_engine(engine, hw, version=version)
+        # the KV cache at 0.6 of the 800 GB/s: eta_kv relative to the calibrated stream (0.8)
+        assert not eng.kv_per_query_head and eng.eta_kv == pytest.approx(0.6 / 0.8), engine
+        assert "this machine's calibration" in eng.source
+
+
+def test_an_mla_latent_is_read_once():
+    # DeepSeek's MLA caches one latent per token shared by every head: nothing to re-read per head
+    spec = resolve_model("deepseek-v2-lite")[0]
+    assert spec.is_mla
+    hw = get_hardware("m2-ultra-76")
+    old = get_engine("llama.cpp", hw, version="2024")
+    once = replace(old, kv_per_query_head=False)
+    assert step_s("deepseek-v2-lite", hw, old, "Q4_K_M", 8192) == pytest.approx(
+        step_s("deepseek-v2-lite", hw, once, "Q4_K_M", 8192))
+
+
+@pytest.mark.parametrize("tp,per_rank", [(1, 4), (2, 4), (8, 4), (16, 2), (32, 1)])
+def test_tensor_parallel_ranks_keep_their_own_group(tp, per_rank):
+    # llama-3-8b: 32 query heads over 8 K/V heads. Up to tp = 8 each rank holds 32/tp query heads over 8/tp K/V
+    # heads (4 each); past 8 a rank holds one replicated K/V head for 32/tp query heads
+    from tokspeed.ledger import Role, forward_ops
+    from tokspeed.quant.kv import kv_bytes
+    from tokspeed.quant.schemes import scheme_for
+    from tokspeed.scale.timing import _tp_shard
+
+    spec = resolve_model("llama-3-8b")[0]
+    ops = forward_ops(spec, scheme_for("F16", spec), kv_bytes("f16"), 1, 1, 4096)
+    core = next(o for o in ops if o.role is Role.ATTN_CORE)
+    assert _tp_shard(core, spec, tp).query_heads_per_kv == per_rank

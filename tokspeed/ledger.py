@@ -20,9 +20,10 @@ Conventions (per pass, summed over the ``count`` layers an op stands for):
 - ``weight_bytes``: stored bytes of the weights the op reads (read once per pass, shared by the batch).
 - ``act_bytes``: activations read + written, 2 bytes per value (FP16/BF16 activations).
 - ``kv_read_bytes`` / ``kv_write_bytes``: KV cache traffic at the KV dtype, each cached K/V head read once.
-- ``query_heads_per_kv``: query heads attending each cached K/V head (``n_heads / n_kv_heads``; every head
-  for MLA's shared latent). An engine whose attention is not fused (``EngineProfile.kv_per_query_head``)
-  reads each K/V head once per query head (``timing.op_time``).
+- ``query_heads_per_kv``: query heads attending each cached K/V head (``n_heads / n_kv_heads``). An engine
+  whose attention is not fused (``EngineProfile.kv_per_query_head``) reads each K/V head once per query head
+  (``timing.op_time``). MLA's latent counts 1: llama.cpp ran DeepSeek with a per-head K/V cache before it
+  had MLA (2025), and no measurement shows its unfused latent path re-reading per head.
 - The embedding lookup reads one row per token (not the table); the LM head reads its whole matrix but
   only for the last position of each sequence (llama.cpp and vLLM compute logits for the last token).
 - MoE: a pass over T tokens with top-k of E experts reads the expected number of distinct experts
@@ -381,7 +382,7 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
             _core_shapes.clear()
         shape = _core_shapes[key] = (spec, *_core_shape(spec, kv_elem_bytes))
     _, kv_per_tok_layer, score_dim, value_dim, act_width, groups = shape
-    share = spec.n_heads if spec.is_mla else spec.n_heads / spec.n_kv_heads
+    share = 1.0 if spec.is_mla else spec.n_heads / spec.n_kv_heads   # MLA: the latent is read once (see Op)
     out = []
     for label, layers, window in groups:
         if window and spec.chunked_attention:

@@ -2,7 +2,7 @@
 
 Time of one forward pass (``tokspeed.timing.pass_time``)::
 
-    t = Σ_ops max(flops / (peak · eta_compute · ...), bytes / (bandwidth · eta_mem · eta_format · ...))
+    t = Σ_ops max(flops / (peak · eta_compute · ...), bytes / (bandwidth · eta_mem · ...))
         + kernels · launch_s + fixed_s
 
 with the refinements below (the full per-operator arithmetic is ``tokspeed.timing.op_time``).
@@ -28,7 +28,8 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   from 32).
 - ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
   (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
-- ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1).
+- ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1): a factor on
+  the kernel bound where the engine has one (dequantising is core work, ``stream_bytes_s``), else on the stream.
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
 - ``eta_compute``: fraction of the dense FP16 tensor peak reached in prefill matmuls (per hardware kind;
   an older era's values are the newest era's x its fitted ``era_compute``).
@@ -183,13 +184,15 @@ class EngineProfile:
         saturating rather than a hard wall). ``quant``: weights of that format, whose ``eta_format`` scales
         the kernel bound -- dequantising is work on the cores, not on the memory, so a device with core cycles
         to spare per byte streams K-quants near its memory's rate and one without slows -- or, for an engine
-        without a kernel bound, the whole stream; None: traffic with no format (activations, KV cache)."""
+        without a kernel bound, the whole stream (on a device with no known core count, neither: the bound and
+        the format's share of it are both unknown); None: traffic with no format (activations, KV cache)."""
         fmt = self.format_eff(quant) if quant else 1.0
         bw = hw.bandwidth_bytes_s * min(self.mem_eff_for(hw), 1.0)
-        kern = self.kernel_bytes_s(hw)
-        if not kern:
+        if not self.bytes_per_core_cycle:         # an engine without a kernel bound: the format costs everywhere
             return soft_min(bw, self.bw_cap_gbps * 1e9) * fmt
-        return soft_min(bw, kern * fmt, self.bw_cap_gbps * 1e9)
+        # fitted as a factor on the kernel bound: on a device whose cores are not known (a probed or custom
+        # device, no FP32 figure) neither the bound nor the format's share of it is charged
+        return soft_min(bw, self.kernel_bytes_s(hw) * fmt, self.bw_cap_gbps * 1e9)
 
     def stream_how(self, hw, quant: str | None = None) -> str:
         """How ``stream_bytes_s`` comes about on ``hw`` for ``quant`` weights, in one line with its numbers
@@ -360,9 +363,11 @@ def layered_profile(name: str, hardware=None, version=None) -> EngineProfile:
     band from priors.toml."""
     own = dict(load_table("priors.toml")[name])
     base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
-    base = get_engine(base_name, hardware, version)
+    base = get_engine(base_name, version=version)
     if not engine_defaults(name).get("flash_attention", True):
         base = without_flash_attention(base)
+    if hardware is not None:               # a machine calibration measured what it measured: after the above
+        base = calibrated(base, hardware)
     extra = own.pop("extra_fixed_s", 0.0)
     return replace(base, name=name, runtime="llama.cpp", fixed_s=base.fixed_s + extra,
                    source=f"{own.pop('source', name)}; over {base.name}: {base.source}", fitted=False, **own)
@@ -419,6 +424,7 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
     return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0, bw_cap_gbps=0.0,
                    bytes_per_core_cycle=0.0, sync_s_per_thread=0.0,   # the measured overhead holds the barriers
                    int8_matvec={},       # and the measured eta whatever the CPU's int8 matvec made of the step
+                   kv_per_query_head=False,   # and the measured eta_kv the K/V reads of the run's attention
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
                    source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
                           f"{entry.get('date', '')}) over {profile.source}")
@@ -431,7 +437,8 @@ def engine_entry(engine: str, version=None) -> tuple[dict, str]:
     under ``eras``; ``version`` (a build ``b6000``, a month ``2025-08``, a year or an era label) selects
     one, the nearest fitted era standing in for one without rows. No version: the newest."""
     entry, label = _own_entry(engine, version)
-    if label and not unfused_attention(engine, label):   # the era asked for runs FlashAttention by default:
+    asked = era_of(engine, version) if version is not None and label else label     # not the nearest fitted
+    if asked and not unfused_attention(engine, asked):   # the era asked for runs FlashAttention by default:
         entry["kv_per_query_head"] = False               # one read of each K/V head, whatever the fitted era
     of = entry.pop("kernels_of", None)
     if of:                                    # its decode memory model is that engine's (newest era)

@@ -203,10 +203,10 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                 st.ops.append(op.name)
             st.flops += op.flops
             st.weight_bytes += op.weight_bytes * eng.weight_reads(op, tokens)   # as the engine reads them
-            st.kv_bytes += op.kv_read_bytes * kv_reads(op, eng) + op.kv_write_bytes     # as the engine reads them
+            st.kv_bytes += op.kv_read_bytes + op.kv_write_bytes
             if kv_reads(op, eng) > 1:
-                st.note = (f"each K/V head is read once per query head ({kv_reads(op, eng):g}x the cache: this "
-                           f"engine's attention is unfused; FlashAttention reads it once)")
+                st.note = (f"the engine reads each K/V head once per query head ({kv_reads(op, eng):g}x the cache "
+                           f"counted here: its attention is unfused; FlashAttention reads it once)")
             st.act_bytes += op.act_bytes
             st.kernels += op.kernels * op.count
             st.seconds += t
@@ -230,7 +230,8 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     samp.note = (f"{fmt_seconds(eng.fixed_s)} per pass{per}: copy logits, sample, stop check, next step"
                  if eng.fixed_s else "no per-step CPU cost in this engine model")
     for st in rows.values():
-        st.note = st.note or _bound_note(st, hw.ridge_flops_per_byte, int8_how)
+        bound = _bound_note(st, hw.ridge_flops_per_byte, int8_how)
+        st.note = "; ".join(n for n in (st.note, bound) if n)
     stages = [tokenize, cpu_launch] + [s for k, s in rows.items() if k != "sampling"] + [samp]
     total = sum(s.seconds for s in stages)
     for s in stages:
