@@ -11,7 +11,8 @@ quant_flops_per_core_cycle (the MMQ bound) for prefill; eta_matvec for batched d
 FP16-accumulating engines see twice the listed tensor peak) minimise the squared log error of predicted
 vs measured tok/s. Each row belongs to an engine era (its ``date``/``build``,
 ``tokspeed/engines/eras.toml``): the newest era in the rows carries the values above; each older era
-has its own ``launch_s``, ``fixed_s`` and ``attn_bytes_per_flop`` and multipliers of the achievable
+has its own ``launch_s``, ``fixed_s``, ``attn_bytes_per_flop`` and, where its attention ran unfused by default,
+``kv_reread`` (the share of the per-query-head K/V re-reads that reach memory), and multipliers of the achievable
 bandwidth (``era_mem``, applied to both of its bounds) and prefill compute efficiency (``era_compute``);
 older eras have no MMQ bound (2023 builds had no INT8-tensor-core MMQ; the 2024 era gained it in 2024-06,
 but 316 of its 365 rows are from May 2024: a simplification). The fit uses:
@@ -64,6 +65,7 @@ SIGMA_LAUNCH_US = 10.0
 SIGMA_FIXED_MS = 1.0
 SIGMA_ERA = SIGMA_ETA   # prior width on log(era multiplier); 0.2 was tried: held-out medians moved < 1 point
 SIGMA_ATTN_BYTES = 0.02  # prior width on attn_bytes_per_flop (B/FLOP): 2/3 of the unfused prior 0.031
+SIGMA_REREAD = 0.5      # prior width on kv_reread, a share in [0, 1]: half its range
 MIN_BAND_ROWS = 10      # below this many rows of a metric, the prior's error band is kept as a floor
 
 
@@ -104,7 +106,8 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
     """The parameters the rows can inform, each with its prior and physical bounds. The newest era in
     the rows carries the base values; each older era gets multipliers of the achievable bandwidth
     (``era_mem``) and of the prefill compute efficiency (``era_compute``), and its own ``launch_s``,
-    ``fixed_s`` and ``attn_bytes_per_flop``: what changed in the engine between eras."""
+    ``fixed_s``, ``attn_bytes_per_flop`` and, if its attention ran unfused, ``kv_reread``: what changed in the
+    engine between eras."""
     dec = [r for r in rows if r.kind == "decode"]
     pre = [r for r in rows if r.kind == "prefill"]
     newest = prior.version or (eras_of(rows) or [""])[-1]
@@ -134,6 +137,9 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
                                                     for r in er):
             out.append(Param("quant_flops_per_core_cycle", None, prior.quant_flops_per_core_cycle, 16.0, 8192.0,
                              era=e))
+        if e and unfused_attention(prior.name, era) and any(r.kind == "decode" for r in er):
+            out.append(Param("kv_reread", None, prior_profile(prior.name).kv_reread, 0.0, 1.0, log_prior=False,
+                             sigma=SIGMA_REREAD, era=e))
         if abpf and any(r.kind == "prefill" for r in er):
             out.append(Param("attn_bytes_per_flop", None, attn_prior(prior, prior.name, era or newest), 0.0, 0.2,
                              log_prior=False, sigma=SIGMA_ATTN_BYTES, era=e))
@@ -171,8 +177,9 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
     for era, vals in per_era.items():
         m, c = vals.pop("era_mem", 1.0), vals.pop("era_compute", 1.0)
         vals.setdefault("quant_flops_per_core_cycle", 0.0)    # MMQ on tensor cores: the newest era only
-        per_head = prior_profile(prior.name).kv_per_query_head and unfused_attention(prior.name, era)
-        out[era] = replace(base, version=era, kv_per_query_head=per_head,
+        # an unfused era's K/V re-reads: fitted where its rows inform them, else the engine's prior; none if fused
+        vals.setdefault("kv_reread", prior_profile(prior.name).kv_reread if unfused_attention(prior.name, era) else 0.0)
+        out[era] = replace(base, version=era,
                            eta_mem={k: v * m for k, v in base.eta_mem.items()},
                            bytes_per_core_cycle=base.bytes_per_core_cycle * m,
                            eta_compute={k: v * c for k, v in base.eta_compute.items()}, **vals)
@@ -249,7 +256,7 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
     newest = (eras_of(rows) or [""])[-1]
     prior = replace(prior_profile(engine), version=newest)
     if newest and not unfused_attention(engine, newest):
-        prior = replace(prior, kv_per_query_head=False)     # as engine_entry: FlashAttention by default
+        prior = replace(prior, kv_reread=0.0)     # as engine_entry: FlashAttention by default reads K/V once
     rs = build(rows)
     prof, space, x = fit(rs, prior)
     ins = (predict_rows(rs, prof) / rs.measured - 1) * 100
@@ -366,7 +373,7 @@ def _dict(d: dict) -> str:
     return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }" if d else "{}"
 
 
-ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop")   # written per older era, with eta_mem, eta_compute
+ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop", "kv_reread")   # per older era, with eta_mem, eta_compute
 CORE_BOUNDS = ("bytes_per_core_cycle", "quant_flops_per_core_cycle")   # written where the newest era has them
 
 
@@ -405,6 +412,7 @@ def fitted_toml(results) -> str:
         out.append(f"eta_attn = {_num(p.eta_attn)}")
         out.append(f"eta_matvec = {_num(p.eta_matvec)}")
         out.append(f"attn_bytes_per_flop = {_num(p.attn_bytes_per_flop)}")
+        out.append(f"kv_reread = {_num(p.kv_reread)}")
         out.append(f"gemm_half_tokens = {_num(round(p.gemm_half_tokens, 1))}")
         out.append(f"eta_kv = {_num(p.eta_kv)}")
         out.append("bw_cap_gbps = 0.0")

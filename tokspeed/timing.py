@@ -86,9 +86,10 @@ def int8_rates(engine: EngineProfile, hw, quant: str, tokens: int = 1) -> tuple[
 
 
 def kv_reads(op: Op, engine: EngineProfile) -> float:
-    """How many times a pass reads each cached K/V head: once per query head of its group where the engine's
-    attention is not fused (``EngineProfile.kv_per_query_head``), else once."""
-    return op.query_heads_per_kv if engine.kv_per_query_head else 1.0
+    """How many times a pass reads each cached K/V head from memory: once, plus the share ``kv_reread`` of the
+    re-reads by the other query heads of its group where the engine's attention is not fused
+    (``EngineProfile.kv_reread``)."""
+    return 1.0 + engine.kv_reread * (op.query_heads_per_kv - 1.0)
 
 
 def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> tuple[float, str]:

@@ -136,7 +136,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
                                p.stream_bytes_s(r.hw, r.quant), p.compute_format_eff(r.quant), p.eta_matvec,
                                p.gemm_half_tokens, p.eta_attn, p.eta_kv, p.attn_bytes_per_flop, p.launch_s,
                                p.fixed_s, p.quant_matmul_flops(r.hw, r.quant), p.expert_pairs_below_tokens,
-                               float(p.kv_per_query_head))):
+                               p.kv_reread)):
             v[k][i] = x
     o = rs.op_row
     tok = rs.pass_tokens[rs.op_pass]
@@ -153,7 +153,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     bw = v["bw"][o]
     ptok = rs.pass_tokens[rs.op_pass]      # as EngineProfile.weight_reads: per-pair expert reads in small passes
     reads = np.where((rs.pairs_per_expert > 0) & (ptok < v["pairs_below"][o]), rs.pairs_per_expert, 1.0)
-    kv = rs.kvbytes + rs.kv_reread * v["per_head"][o]      # as timing.kv_reads: once per query head if unfused
+    kv = rs.kvbytes + rs.kv_reread * v["per_head"][o]      # as timing.kv_reads: the re-reads reaching memory
     t_m = (rs.wbytes * reads / np.where(rs.tensor, v["bw_w"][o], bw) + rs.abytes / bw
            + kv / (bw * v["kv"][o]) + np.where(rs.attn, rs.flops * v["abpf"][o], 0.0) / bw)
     t_op = np.maximum(t_c, t_m)

@@ -102,7 +102,7 @@ def era_info(engine: str, label: str) -> dict:
 
 def unfused_attention(engine: str, label: str) -> bool:
     """True where an era of ``engine`` runs attention unfused by default (``eras.toml``: flash_attention =
-    false), so each query head streams its K/V head (``EngineProfile.kv_per_query_head``); False for an era
+    false), so each query head streams its K/V head (``EngineProfile.kv_reread``); False for an era
     with FlashAttention on by default, or none."""
     info = era_info(engine, label)
     return bool(info) and not info.get("flash_attention", True)

@@ -52,11 +52,13 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``attn_bytes_per_flop``: memory traffic of an unfused attention per attention FLOP: without
   FlashAttention the F32 score matrix (one value per query-key pair, ~4 x head_dim + 5 FLOPs) is written,
   read and rewritten by softmax and read again by the value product, ~16 bytes per score.
-- ``kv_per_query_head``: the engine's unfused attention streams each cached K/V head once per query head of
-  its group (``Op.query_heads_per_kv`` = n_heads / n_kv_heads times per pass, at ``eta_kv``), not once for
-  the group as FlashAttention-style kernels do: ggml's ``mul_mat`` broadcasts a K/V head over its query heads
-  (priors.toml [KVHEAD]). Set where the calibration rows show it (llama.cpp-metal), and only in an era whose
-  attention is unfused by default (``eras.toml`` ``flash_attention``; llama.cpp runs ``-fa auto`` from 2025).
+- ``kv_reread``: unfused attention reads each cached K/V head once per query head of its group (ggml's
+  ``mul_mat`` broadcasts a K/V head over its query heads; priors.toml [KVHEAD]), FlashAttention-style kernels
+  once for the group. ``kv_reread`` is the share of those re-reads that reach memory rather than the
+  cache: the cache is read ``1 + kv_reread x (n_heads / n_kv_heads - 1)`` times per pass (``timing.kv_reads``,
+  ``Op.query_heads_per_kv``), at ``eta_kv``. Fitted per era where attention is unfused by default
+  (``eras.toml`` ``flash_attention``): ~1 on Metal, whose matrix-vector kernels stream a head per query
+  head; ~0.2 on CUDA, whose L2 serves most of a group's re-reads. 0 in an era with FlashAttention on.
 - ``eta_attn``: compute efficiency of the attention core (scores, softmax, values over the KV cache)
   relative to the dense matmuls; with ``attn_bytes_per_flop`` it sets how long prompts slow prefill.
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
@@ -130,7 +132,7 @@ class EngineProfile:
     eta_matvec: float = 1.0
     int8_matvec: dict = field(default_factory=dict)   # by format group: fraction of the CPU's int8 dot rate
     attn_bytes_per_flop: float = 0.0
-    kv_per_query_head: bool = False     # unfused attention: each query head reads its K/V head (x n_heads/n_kv)
+    kv_reread: float = 0.0      # unfused attention: share of the per-query-head K/V re-reads reaching memory
     gemm_half_tokens: float = 0.0
     launch_s: float = 0.0
     sync_s_per_thread: float = 0.0      # CPU engines: barrier after each graph node, per thread (x cpu_threads)
@@ -382,9 +384,9 @@ def without_flash_attention(profile: EngineProfile) -> EngineProfile:
     if not old or not profile.version or unfused_attention(profile.name, profile.version):
         return profile
     era = get_engine(profile.name, version=old)
-    if (era.attn_bytes_per_flop, era.kv_per_query_head) == (profile.attn_bytes_per_flop, profile.kv_per_query_head):
+    if (era.attn_bytes_per_flop, era.kv_reread) == (profile.attn_bytes_per_flop, profile.kv_reread):
         return profile                        # priors only (ROCm, SYCL): one set of values for every era
-    return replace(profile, attn_bytes_per_flop=era.attn_bytes_per_flop, kv_per_query_head=era.kv_per_query_head,
+    return replace(profile, attn_bytes_per_flop=era.attn_bytes_per_flop, kv_reread=era.kv_reread,
                    source=f"{profile.source}; attention unfused (FlashAttention off by default): score traffic "
                           f"and K/V reads of era {era.version}")
 
@@ -424,7 +426,7 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
     return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0, bw_cap_gbps=0.0,
                    bytes_per_core_cycle=0.0, sync_s_per_thread=0.0,   # the measured overhead holds the barriers
                    int8_matvec={},       # and the measured eta whatever the CPU's int8 matvec made of the step
-                   kv_per_query_head=False,   # and the measured eta_kv the K/V reads of the run's attention
+                   kv_reread=0.0,        # and the measured eta_kv the K/V reads of the run's attention
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
                    source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
                           f"{entry.get('date', '')}) over {profile.source}")
@@ -439,7 +441,7 @@ def engine_entry(engine: str, version=None) -> tuple[dict, str]:
     entry, label = _own_entry(engine, version)
     asked = era_of(engine, version) if version is not None and label else label     # not the nearest fitted
     if asked and not unfused_attention(engine, asked):   # the era asked for runs FlashAttention by default:
-        entry["kv_per_query_head"] = False               # one read of each K/V head, whatever the fitted era
+        entry["kv_reread"] = 0.0                         # one read of each K/V head, whatever the fitted era
     of = entry.pop("kernels_of", None)
     if of:                                    # its decode memory model is that engine's (newest era)
         shared, shared_era = engine_entry(of)

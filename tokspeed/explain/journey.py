@@ -205,8 +205,9 @@ def build_journey(pred, mode: str = "decode") -> Journey:
             st.weight_bytes += op.weight_bytes * eng.weight_reads(op, tokens)   # as the engine reads them
             st.kv_bytes += op.kv_read_bytes + op.kv_write_bytes
             if kv_reads(op, eng) > 1:
-                st.note = (f"the engine reads each K/V head once per query head ({kv_reads(op, eng):g}x the cache "
-                           f"counted here: its attention is unfused; FlashAttention reads it once)")
+                st.note = (f"unfused attention: each query head reads its K/V head, {eng.kv_reread:.0%} of the "
+                           f"re-reads from memory: {kv_reads(op, eng):.3g}x the cache counted here (FlashAttention "
+                           f"reads it once)")
             st.act_bytes += op.act_bytes
             st.kernels += op.kernels * op.count
             st.seconds += t
