@@ -11,9 +11,10 @@ quant_flops_per_core_cycle (the MMQ bound) for prefill; eta_matvec for batched d
 FP16-accumulating engines see twice the listed tensor peak) minimise the squared log error of predicted
 vs measured tok/s. Each row belongs to an engine era (its ``date``/``build``,
 ``tokspeed/engines/eras.toml``): the newest era in the rows carries the values above; each older era
-has its own ``launch_s``, ``fixed_s``, ``attn_bytes_per_flop`` and, where its attention ran unfused by default,
-``kv_reread`` (the share of the per-query-head K/V re-reads that reach memory), and multipliers of the achievable
-bandwidth (``era_mem``, applied to both of its bounds) and prefill compute efficiency (``era_compute``);
+has its own ``launch_s``, ``fixed_s`` and ``attn_bytes_per_flop``, and multipliers of the achievable
+bandwidth (``era_mem``, applied to both of its bounds) and prefill compute efficiency (``era_compute``); the
+eras whose attention ran unfused by default share one ``kv_reread`` (the share of unfused attention's
+per-query-head K/V re-reads that reach memory), 0 in an era with FlashAttention on;
 older eras have no MMQ bound (2023 builds had no INT8-tensor-core MMQ; the 2024 era gained it in 2024-06,
 but 316 of its 365 rows are from May 2024: a simplification). The fit uses:
 
@@ -21,11 +22,12 @@ but 316 of its 365 rows are from May 2024: a simplification). The fit uses:
   the row does not state (throttled cards, old builds) and must not drag the fit;
 - a prior term per parameter pulling it toward ``priors.toml`` (width: a factor 1.65 for
   efficiencies and era multipliers (prior 1), 10 us for launch_s, 1 ms for fixed_s, 0.02 B/FLOP for
-  attn_bytes_per_flop, whose prior is 0 in an era that runs FlashAttention by default; one width costs
+  attn_bytes_per_flop, whose prior is 0 in an era that runs FlashAttention by default, 0.5 for kv_reread
+  (prior 1 on Metal, 0 elsewhere: priors.toml [KVHEAD]); one width costs
   as much as one row 10 % off),
   so a parameter the data does not constrain stays at its documented prior;
 - physical bounds: 0 < eta_mem <= 1, eta_format <= 1 (dequantising never beats plain F16), eta_compute
-  <= 1.3, launch_s in [0, 50 us]; the combined compute efficiency is clamped at 1 in op_time;
+  <= 1.3, launch_s in [0, 50 us], kv_reread in [0, 1]; the combined compute efficiency is clamped at 1 in op_time;
 - leave-one-family-out validation: for each device family (NVIDIA by architecture, Apple by M
   generation, other vendors by vendor) the engine is refitted without that family and the family is
   predicted, which is the situation of a user with hardware that is not in the file.
@@ -106,8 +108,9 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
     """The parameters the rows can inform, each with its prior and physical bounds. The newest era in
     the rows carries the base values; each older era gets multipliers of the achievable bandwidth
     (``era_mem``) and of the prefill compute efficiency (``era_compute``), and its own ``launch_s``,
-    ``fixed_s``, ``attn_bytes_per_flop`` and, if its attention ran unfused, ``kv_reread``: what changed in the
-    engine between eras."""
+    ``fixed_s`` and ``attn_bytes_per_flop``: what changed in the engine between eras. The eras whose attention
+    ran unfused by default share one ``kv_reread`` (the share of the per-query-head K/V re-reads that reach
+    memory: the same broadcast matmuls on the same caches); it is 0 in an era with FlashAttention on."""
     dec = [r for r in rows if r.kind == "decode"]
     pre = [r for r in rows if r.kind == "prefill"]
     newest = prior.version or (eras_of(rows) or [""])[-1]
@@ -137,12 +140,13 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
                                                     for r in er):
             out.append(Param("quant_flops_per_core_cycle", None, prior.quant_flops_per_core_cycle, 16.0, 8192.0,
                              era=e))
-        if e and unfused_attention(prior.name, era) and any(r.kind == "decode" for r in er):
-            out.append(Param("kv_reread", None, prior_profile(prior.name).kv_reread, 0.0, 1.0, log_prior=False,
-                             sigma=SIGMA_REREAD, era=e))
         if abpf and any(r.kind == "prefill" for r in er):
             out.append(Param("attn_bytes_per_flop", None, attn_prior(prior, prior.name, era or newest), 0.0, 0.2,
                              log_prior=False, sigma=SIGMA_ATTN_BYTES, era=e))
+    # one share of K/V re-reads for every era whose attention ran unfused: the same broadcast matmuls and caches
+    if any(r.kind == "decode" and unfused_attention(prior.name, r.era) for r in rows):
+        out.append(Param("kv_reread", None, prior_profile(prior.name).kv_reread, 0.0, 1.0, log_prior=False,
+                         sigma=SIGMA_REREAD))
     if pre:
         for kind in sorted({r.hw.kind for r in pre}):
             out.append(Param("eta_compute", kind, _clip(prior.compute_eff(kind), 0.02, 1.3), 0.02, 1.3))
@@ -170,15 +174,17 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
             scalars[p.field] = val
         else:
             dicts[p.field][p.key] = val
-    base = replace(prior, bw_cap_gbps=0.0, **dicts, **scalars)
+    # the K/V re-read share (fitted, else the engine's prior) holds in the eras whose attention ran unfused
+    share = scalars.pop("kv_reread", prior_profile(prior.name).kv_reread)
+    base = replace(prior, bw_cap_gbps=0.0, **dicts, **scalars,
+                   kv_reread=share if unfused_attention(prior.name, prior.version) else 0.0)
     if not prior.version:
         return base
     out = {prior.version: base}
     for era, vals in per_era.items():
         m, c = vals.pop("era_mem", 1.0), vals.pop("era_compute", 1.0)
         vals.setdefault("quant_flops_per_core_cycle", 0.0)    # MMQ on tensor cores: the newest era only
-        # an unfused era's K/V re-reads: fitted where its rows inform them, else the engine's prior; none if fused
-        vals.setdefault("kv_reread", prior_profile(prior.name).kv_reread if unfused_attention(prior.name, era) else 0.0)
+        vals["kv_reread"] = share if unfused_attention(prior.name, era) else 0.0
         out[era] = replace(base, version=era,
                            eta_mem={k: v * m for k, v in base.eta_mem.items()},
                            bytes_per_core_cycle=base.bytes_per_core_cycle * m,

@@ -21,9 +21,10 @@ Conventions (per pass, summed over the ``count`` layers an op stands for):
 - ``act_bytes``: activations read + written, 2 bytes per value (FP16/BF16 activations).
 - ``kv_read_bytes`` / ``kv_write_bytes``: KV cache traffic at the KV dtype, each cached K/V head read once.
 - ``query_heads_per_kv``: query heads attending each cached K/V head (``n_heads / n_kv_heads``). An engine
-  whose attention is not fused reads each K/V head once per query head, some of it from the cache
-  (``EngineProfile.kv_reread``, ``timing.kv_reads``). MLA's latent counts 1: llama.cpp ran DeepSeek with a per-head K/V cache before it
-  had MLA (2025), and no measurement shows its unfused latent path re-reading per head.
+  whose attention is not fused reads each K/V head once per query head, the GPU's cache serving some of
+  the re-reads (``EngineProfile.kv_reread``, ``timing.kv_reads``). MLA's latent counts 1: llama.cpp ran
+  DeepSeek with a per-head K/V cache before it had MLA (2025), and no measurement shows its unfused latent
+  path re-reading per head.
 - The embedding lookup reads one row per token (not the table); the LM head reads its whole matrix but
   only for the last position of each sequence (llama.cpp and vLLM compute logits for the last token).
 - MoE: a pass over T tokens with top-k of E experts reads the expected number of distinct experts

@@ -103,9 +103,9 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     side: weights (read ``EngineProfile.weight_reads`` times: routed experts under per-pair kernels) at the
     rate the engine streams their format (``EngineProfile.stream_bytes_s(hw, quant)``: peak x eta_mem of the
     memory technology, softly bounded by the kernel bound cores x clock x bytes_per_core_cycle x eta_format
-    and a cap where set), activations at that rate without a format, KV cache at it x eta_kv (read once per
-    query head where the engine's attention is unfused, ``kv_reads``), unfused attention's score matrix at
-    attn_bytes_per_flop x the attention FLOPs.
+    and a cap where set), activations at that rate without a format, KV cache at it x eta_kv (where the
+    engine's attention is unfused, re-read by each query head, the share ``kv_reread`` from memory:
+    ``kv_reads``), unfused attention's score matrix at attn_bytes_per_flop x the attention FLOPs.
     ``tokspeed.calibration.fast`` mirrors this arithmetic in numpy for the fit; a test holds the two equal."""
     if op.unit == "cpu":
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)

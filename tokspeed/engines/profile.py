@@ -55,10 +55,11 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``kv_reread``: unfused attention reads each cached K/V head once per query head of its group (ggml's
   ``mul_mat`` broadcasts a K/V head over its query heads; priors.toml [KVHEAD]), FlashAttention-style kernels
   once for the group. ``kv_reread`` is the share of those re-reads that reach memory rather than the
-  cache: the cache is read ``1 + kv_reread x (n_heads / n_kv_heads - 1)`` times per pass (``timing.kv_reads``,
-  ``Op.query_heads_per_kv``), at ``eta_kv``. Fitted per era where attention is unfused by default
-  (``eras.toml`` ``flash_attention``): ~1 on Metal, whose matrix-vector kernels stream a head per query
-  head; ~0.2 on CUDA, whose L2 serves most of a group's re-reads. 0 in an era with FlashAttention on.
+  GPU's cache: the KV cache is read ``1 + kv_reread x (n_heads / n_kv_heads - 1)`` times per pass
+  (``timing.kv_reads``, ``Op.query_heads_per_kv``), at ``eta_kv``. One value fitted for the eras whose
+  attention is unfused by default (``eras.toml`` ``flash_attention``): 1.0 on Metal, whose matrix-vector
+  kernels stream a head per query head; 0.19 on CUDA, whose L2 serves most of a group's re-reads. 0 in an
+  era with FlashAttention on.
 - ``eta_attn``: compute efficiency of the attention core (scores, softmax, values over the KV cache)
   relative to the dense matmuls; with ``attn_bytes_per_flop`` it sets how long prompts slow prefill.
 - ``launch_s``: cost per kernel launch (or per graph node), times kernels per token from the ledger.
