@@ -183,3 +183,20 @@ def test_tensor_parallel_ranks_keep_their_own_group(tp, per_rank):
     ops = forward_ops(spec, scheme_for("F16", spec), kv_bytes("f16"), 1, 1, 4096)
     core = next(o for o in ops if o.role is Role.ATTN_CORE)
     assert _tp_shard(core, spec, tp).query_heads_per_kv == per_rank
+
+
+def test_backends_without_fitted_2025_rows_drop_unfused_score_traffic_under_fa_auto():
+    # ROCm (priors for every era) and Vulkan (fitted on 2024 rows) carry unfused attention's score traffic; a
+    # 2025 build runs -fa auto there (capabilities.toml) and keeps the scores on chip. SYCL is assumed to have no
+    # FlashAttention kernel: unfused in every era. ollama leaves FlashAttention off on every backend.
+    from tokspeed.engines.profile import load_table
+
+    prior = {e: load_table("priors.toml")[e]["attn_bytes_per_flop"] for e in ("llama.cpp-rocm", "llama.cpp-sycl")}
+    assert min(prior.values()) > 0
+    assert get_engine("llama.cpp-rocm").attn_bytes_per_flop == 0.0
+    assert get_engine("llama.cpp-rocm", version="2024").attn_bytes_per_flop == prior["llama.cpp-rocm"]
+    assert get_engine("llama.cpp-vulkan", version="b6500").attn_bytes_per_flop == 0.0
+    assert get_engine("llama.cpp-vulkan", version="2024").attn_bytes_per_flop > 0
+    for v in (None, "2024", "b6500"):
+        assert get_engine("llama.cpp-sycl", version=v).attn_bytes_per_flop == prior["llama.cpp-sycl"]
+    assert get_engine("ollama", get_hardware("mi300x")).attn_bytes_per_flop == prior["llama.cpp-rocm"]

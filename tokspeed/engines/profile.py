@@ -443,6 +443,11 @@ def engine_entry(engine: str, version=None) -> tuple[dict, str]:
     asked = era_of(engine, version) if version is not None and label else label     # not the nearest fitted
     if asked and not unfused_attention(engine, asked):   # the era asked for runs FlashAttention by default:
         entry["kv_reread"] = 0.0                         # one read of each K/V head, whatever the fitted era
+        # values standing in from an unfused era, or priors for every era, carry unfused score traffic: none
+        # where the backend runs -fa auto (capabilities.toml; SYCL is assumed to fall back to unfused)
+        from_unfused = not _tables()[engine].get("version") or unfused_attention(engine, label)
+        if from_unfused and engine_defaults(engine).get("flash_attention", False):
+            entry["attn_bytes_per_flop"] = 0.0
     of = entry.pop("kernels_of", None)
     if of:                                    # its decode memory model is that engine's (newest era)
         shared, shared_era = engine_entry(of)
