@@ -54,6 +54,9 @@ def test_measure_llama_cpp_backend(gguf_file, tmp_path, monkeypatch):
     assert p["kv_bytes_per_token"] == pytest.approx(sum(2 * 2 * 32 * (16 + i + 1) * 2 for i in range(5)) / 5)
     assert p["decode_tok_s"] > 0 and p["prefill_tok_s"] > 0
     assert run["engine_version"] == f"llama-cpp-python {llama_cpp.__version__}"     # what ran it (issue 10)
+    # llama-cpp-python's context runs without FlashAttention unless asked; the prediction beside it says so
+    assert run["settings"]["flash_attention"] is False
+    assert "FlashAttention off" in p["predicted"]["engine"]
 
 
 def test_measure_a_quantized_gguf_rates_mfu_on_the_fp32_simd_figure(gguf_file, tmp_path, monkeypatch):

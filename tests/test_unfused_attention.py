@@ -200,3 +200,35 @@ def test_backends_without_fitted_2025_rows_drop_unfused_score_traffic_under_fa_a
     for v in (None, "2024", "b6500"):
         assert get_engine("llama.cpp-sycl", version=v).attn_bytes_per_flop == prior["llama.cpp-sycl"]
     assert get_engine("ollama", get_hardware("mi300x")).attn_bytes_per_flop == prior["llama.cpp-rocm"]
+
+
+def test_measure_predicts_the_attention_its_llama_cpp_run_had():
+    # llama-cpp-python leaves FlashAttention off unless asked: `tokspeed measure --backend llama.cpp` records
+    # it and sets the unfused prediction beside the measured point (a CPU has no re-reads or score traffic)
+    from tokspeed.engines.profile import without_flash_attention
+    from tokspeed.measure.predicted import predict_point
+
+    spec = resolve_model("llama-3-8b")[0]
+    for hw_id, slower in (("m2-ultra-76", True), ("rtx-4090", True), ("ddr5-6000-2ch", False)):
+        hw = get_hardware(hw_id)
+        fused, unfused = (predict_point(spec, hw, "llama.cpp", "Q4_K_M", 8192, 16, 1, 128, None, fa)
+                          for fa in (None, False))
+        assert (unfused["tok_s"] < 0.95 * fused["tok_s"]) == slower, hw_id
+        expect = predict(spec, hw, quant="Q4_K_M", engine=without_flash_attention(get_engine("llama.cpp", hw)),
+                         prompt=0, gen=16, context=8192).decode.tok_s
+        assert unfused["tok_s"] == pytest.approx(expect) and "FlashAttention off" in unfused["engine"]
+
+
+def test_the_llama_cpp_context_says_whether_it_runs_flashattention():
+    from types import SimpleNamespace
+
+    from tokspeed.measure.backend_llamacpp import LlamaModel
+
+    def model(**params):
+        return LlamaModel(SimpleNamespace(context_params=SimpleNamespace(**params)), None, "", {}, 1)
+
+    assert model(flash_attn_type=0).flash_attention is False           # llama-cpp-python 0.3.x default
+    assert model(flash_attn_type=1).flash_attention is True
+    assert model(flash_attn_type=-1).flash_attention is True            # auto
+    assert model(flash_attn=True).flash_attention is True                # older bindings
+    assert model().flash_attention is False

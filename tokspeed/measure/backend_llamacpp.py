@@ -27,6 +27,16 @@ class LlamaModel:
     def n_vocab(self) -> int:
         return self.llm.n_vocab()
 
+    @property
+    def flash_attention(self) -> bool:
+        """Whether the context runs FlashAttention: llama-cpp-python leaves it off unless asked (0.3.x:
+        ``flash_attn_type`` DISABLED; older: ``flash_attn`` False), unlike llama.cpp's own ``-fa auto``."""
+        params = getattr(self.llm, "context_params", None)
+        kind = getattr(params, "flash_attn_type", None)
+        if kind is not None:
+            return int(kind) != 0          # LLAMA_FLASH_ATTN_TYPE_DISABLED = 0; AUTO = -1, ENABLED = 1
+        return bool(getattr(params, "flash_attn", False))
+
     def weight_bytes_per_token(self) -> float:
         """Every tensor's bytes as stored (its real quant blocks) except the embedding table, of
         which one row is read; routed experts scaled to the ones a token visits."""

@@ -19,13 +19,17 @@ KV_DTYPE = {"F32": "f32", "BF16": "bf16", "F16": "f16"}
 
 
 def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: int, batch: int,
-                  prompt: int, calibration=None) -> dict:
+                  prompt: int, calibration=None, flash_attention: bool | None = None) -> dict:
     """{bound_tok_s, tok_s, prefill_tok_s, bytes_per_step, engine, source}; ``tok_s`` is the
     engine model's expectation, or the calibrated one when ``calibration`` is given. ``spec`` is a
-    ModelSpec, or a GGUF path whose exact tensor bytes the core then reads."""
+    ModelSpec, or a GGUF path whose exact tensor bytes the core then reads. ``flash_attention``: what the
+    measured llama.cpp context ran; False (llama-cpp-python's default) predicts its attention unfused."""
     from ..predict import predict
 
     engine = ENGINE_FOR_BACKEND.get(backend, "ideal")
+    label = engine
+    if backend == "llama.cpp" and flash_attention is False:
+        engine, label = unfused_llama_cpp(hardware), "llama.cpp (FlashAttention off, as measured)"
     kv = KV_DTYPE.get(quant.upper(), "f16") if backend == "torch" else "f16"
     q = quant if quant.upper() in ("F32", "F16", "BF16") or backend != "torch" else "F16"
     dec = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=0, gen=gen, context=context,
@@ -34,7 +38,7 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
            # ideal step time x bandwidth: the bytes of one step as the core counts them
            "bytes_per_step": hardware.bandwidth_gbps * 1e9 / dec["bound_tok_s"],
            "weight_bytes_per_step": dec["weight_bytes_per_token"] * batch,
-           "engine": engine, "source": f"tokspeed.predict(engine={engine!r}, quant={q!r}, kv_dtype={kv!r})"}
+           "engine": label, "source": f"tokspeed.predict(engine={label!r}, quant={q!r}, kv_dtype={kv!r})"}
     out["kv_bytes_per_step"] = max(out["bytes_per_step"] - out["weight_bytes_per_step"], 0.0)
     if prompt:
         pre = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=prompt, gen=1, context=context,
@@ -47,3 +51,11 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
                           f"eta_kv {calibration.eta_kv or calibration.eta_memory:.3f}, "
                           f"overhead {calibration.overhead_s * 1e3:.2f} ms/step)")
     return out
+
+
+def unfused_llama_cpp(hardware):
+    """The llama.cpp backend of ``hardware`` with its attention unfused (the engine's newest era without
+    FlashAttention for its score traffic and K/V re-reads), then this machine's stored calibration, if any."""
+    from ..engines.profile import calibrated, get_engine, resolve_backend, without_flash_attention
+
+    return calibrated(without_flash_attention(get_engine(resolve_backend("llama.cpp", hardware))), hardware)

@@ -85,7 +85,7 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
             bt.measure_point(lm, b, 0, min(opts.prompt, 16), 5, opts.warmup, opts.seed)
         points = [bt.measure_point(lm, b, c, opts.prompt, opts.gen, opts.warmup, opts.seed, step)
                   for b in opts.batches for c in opts.contexts]
-        spec, counted, threads = lm.spec, bt.counted_text(lm), torch.get_num_threads()
+        spec, counted, threads, flash = lm.spec, bt.counted_text(lm), torch.get_num_threads(), None
         engine = bt.engine_version(torch)
         model = {"id": spec.id, "source": lm.source, "path": lm.path, "n_params": spec.n_params}
     elif opts.backend == "llama.cpp":
@@ -98,6 +98,7 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
         bl.measure_point(lm, 0, min(opts.prompt, 16), 5, opts.warmup, opts.seed)   # untimed warm-up
         points = [bl.measure_point(lm, c, opts.prompt, opts.gen, opts.warmup, opts.seed, step) for c in opts.contexts]
         spec, counted, threads = lm.spec, bl.COUNTED, lm.threads
+        flash = lm.flash_attention
         import llama_cpp
 
         engine = bl.engine_version(llama_cpp)
@@ -122,7 +123,8 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
                   "fp32_tflops": hw.fp32_tflops},
         model=model, backend=opts.backend, device=opts.device, quant=quant,
         settings={"contexts": opts.contexts, "batches": opts.batches, "prompt": opts.prompt, "gen": opts.gen,
-                  "threads": threads, "warmup": opts.warmup},
+                  "threads": threads, "warmup": opts.warmup,
+                  **({"flash_attention": flash} if flash is not None else {})},
         counted=counted + f"; MBU = bytes per step / step time / {hw.bandwidth_gbps:g} GB/s (hardware {hw.id})",
         points=points, warnings=warnings, **engine)
     run["_spec"] = spec   # dropped before writing
@@ -137,7 +139,7 @@ def add_predictions(run: dict, hw, calibration=None) -> dict:
     spec = run["model"]["path"] if run["backend"] == "llama.cpp" else run["_spec"]
     for p in run["points"]:
         pred = predict_point(spec, hw, run["backend"], run["quant"], p["context"], p["gen"], p["batch"],
-                             p["prompt"], calibration)
+                             p["prompt"], calibration, run.get("settings", {}).get("flash_attention"))
         p["predicted"] = pred
         p["error_pct"] = (pred["tok_s"] - p["decode_tok_s"]) / p["decode_tok_s"] * 100
     run["calibration"] = calibration.to_dict() if calibration else None
