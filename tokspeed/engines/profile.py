@@ -366,14 +366,20 @@ def layered_profile(name: str, hardware=None, version=None) -> EngineProfile:
     band from priors.toml."""
     own = dict(load_table("priors.toml")[name])
     base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
-    base = get_engine(base_name, version=version)
-    if not engine_defaults(name).get("flash_attention", True):
-        base = without_flash_attention(base)
-    if hardware is not None:               # a machine calibration measured what it measured: after the above
-        base = calibrated(base, hardware)
+    base = backend_as_run(base_name, hardware, version, engine_defaults(name).get("flash_attention", True))
     extra = own.pop("extra_fixed_s", 0.0)
     return replace(base, name=name, runtime="llama.cpp", fixed_s=base.fixed_s + extra,
                    source=f"{own.pop('source', name)}; over {base.name}: {base.source}", fitted=False, **own)
+
+
+def backend_as_run(name: str, hardware=None, version=None, flash_attention: bool = True) -> EngineProfile:
+    """A llama.cpp backend's profile for an era as something runs it: with FlashAttention off
+    (``without_flash_attention``: a front end's default, llama-cpp-python's context) or as the era does, then
+    this machine's calibration -- last, as it measured what it measured."""
+    base = get_engine(name, version=version)
+    if not flash_attention:
+        base = without_flash_attention(base)
+    return calibrated(base, hardware) if hardware is not None else base
 
 
 def without_flash_attention(profile: EngineProfile) -> EngineProfile:

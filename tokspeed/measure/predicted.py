@@ -29,7 +29,10 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
     engine = ENGINE_FOR_BACKEND.get(backend, "ideal")
     label = engine
     if backend == "llama.cpp" and flash_attention is False:
-        engine, label = unfused_llama_cpp(hardware), "llama.cpp (FlashAttention off, as measured)"
+        from ..engines.profile import backend_as_run, resolve_backend
+
+        engine = backend_as_run(resolve_backend("llama.cpp", hardware), hardware, flash_attention=False)
+        label = "llama.cpp (FlashAttention off, as measured)"
     kv = KV_DTYPE.get(quant.upper(), "f16") if backend == "torch" else "f16"
     q = quant if quant.upper() in ("F32", "F16", "BF16") or backend != "torch" else "F16"
     dec = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=0, gen=gen, context=context,
@@ -51,11 +54,3 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
                           f"eta_kv {calibration.eta_kv or calibration.eta_memory:.3f}, "
                           f"overhead {calibration.overhead_s * 1e3:.2f} ms/step)")
     return out
-
-
-def unfused_llama_cpp(hardware):
-    """The llama.cpp backend of ``hardware`` with its attention unfused (the engine's newest era without
-    FlashAttention for its score traffic and K/V re-reads), then this machine's stored calibration, if any."""
-    from ..engines.profile import calibrated, get_engine, resolve_backend, without_flash_attention
-
-    return calibrated(without_flash_attention(get_engine(resolve_backend("llama.cpp", hardware))), hardware)

@@ -54,14 +54,20 @@ def _host_bytes(spec, sizes, a, b, embedding, head) -> float:
     return sum(per_layer[a:b]) + (embd if embedding else 0.0) + (head_b if head else 0.0)
 
 
-def llamacpp_layout(spec, storage, hw, prof, cpu_hw, n_gpu: int) -> Layout:
+def cpu_stage_engine(cpu_hw):
+    """(device, engine) of an offload's CPU stage, as ``compat.runnable`` sees a CPU engine: a SoC's CPU cluster or
+    a CPU's SIMD view, and llama.cpp-cpu with its threads' barrier after each graph node."""
     from ..engines.profile import get_engine
 
+    view = cpu_hw.cpu_engine_view()
+    return view, get_engine("llama.cpp-cpu").with_barrier(view)
+
+
+def llamacpp_layout(spec, storage, hw, prof, cpu_hw, n_gpu: int) -> Layout:
     sizes = layer_weight_bytes(spec, storage)
     L = spec.n_layers
     n_gpu = max(0, min(n_gpu, L + 1))
-    cpu_hw = cpu_hw.cpu_engine_view()   # as compat.runnable: a SoC's CPU cluster, a CPU's SIMD view
-    cpu_eng = get_engine("llama.cpp-cpu").with_barrier(cpu_hw)
+    cpu_hw, cpu_eng = cpu_stage_engine(cpu_hw)
     if n_gpu > L:
         stages = [Stage("gpu0", "gpu", hw, prof, (0, L), embedding=True, head=True)]
     else:
@@ -96,8 +102,6 @@ def experts_layout(spec, storage, hw, prof, cpu_hw, n_cpu_moe: int) -> Layout:
     """llama.cpp ``--n-cpu-moe N``: the routed experts of the first N layers stay in RAM and run on the
     CPU (reading only the experts the tokens pick); attention, shared experts and everything else on
     the GPU. Two hidden-state hand-offs per such layer."""
-    from ..engines.profile import get_engine
-
     L = spec.n_layers
     n = max(0, min(n_cpu_moe, L))
     experts = layer_expert_bytes(spec, storage)
@@ -105,8 +109,7 @@ def experts_layout(spec, storage, hw, prof, cpu_hw, n_cpu_moe: int) -> Layout:
     if n:
         if n < L:
             stages.append(Stage("gpu0 (experts)", "gpu", hw, prof, (n, L), ops="experts"))
-        cpu_hw = cpu_hw.cpu_engine_view()   # as compat.runnable: a SoC's CPU cluster, a CPU's SIMD view
-        cpu_eng = get_engine("llama.cpp-cpu").with_barrier(cpu_hw)   # its threads' barrier after each node
+        cpu_hw, cpu_eng = cpu_stage_engine(cpu_hw)
         stages.append(Stage("cpu (experts)", "cpu", cpu_hw, cpu_eng, (0, n), gpu=hw,
                             host_bytes=sum(experts[:n]), ops="experts"))
     return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="experts")
