@@ -113,13 +113,15 @@ def test_engine_version_reaches_the_engine_and_the_json(monkeypatch):
 
     seen = []
 
-    def spy(engine, hardware=None, version=None):
-        seen.append(version)
-        return get_engine(engine, hardware, version=version)
+    def spy(engine, hardware=None, version=None, flash_attention=None):
+        seen.append((version, flash_attention))
+        return get_engine(engine, hardware, version=version, flash_attention=flash_attention)
 
     monkeypatch.setattr(PRED, "get_engine", spy)
     p = tokspeed.predict("llama-3-8b", "rtx-4090", engine_version="b6000")
-    assert seen == ["b6000"]
+    assert seen == [("b6000", None)]
+    tokspeed.predict("llama-3-8b", "rtx-4090", engine_version="b6001", flash_attention=False)
+    assert seen[-1] == ("b6001", False)
     assert p.to_dict()["engine_version"] == getattr(p.engine_profile, "version", None)   # the profile's era
 
 

@@ -103,17 +103,15 @@ def test_runtime_replaces_name_prefixes():
 def test_ollama_is_its_llama_cpp_backend_plus_a_per_token_cost():
     import tokspeed
 
-    from tokspeed.engines.profile import without_flash_attention
-
     extra = load_table("priors.toml")["ollama"]["extra_fixed_s"]
     # ollama leaves FlashAttention off by default: its backend's attention runs unfused (score traffic)
-    unfused = without_flash_attention(get_engine("llama.cpp", hw("rtx-4090")))
+    unfused = get_engine("llama.cpp", hw("rtx-4090"), flash_attention=False)
     assert unfused.attn_bytes_per_flop == get_engine("llama.cpp-cuda", version="2024").attn_bytes_per_flop > 0
     a = tokspeed.predict("llama-2-7b", "rtx-4090", quant="Q4_0", engine=unfused, prompt=0, gen=16)
     b = tokspeed.predict("llama-2-7b", "rtx-4090", quant="Q4_0", engine="ollama", prompt=0, gen=16)
     assert b.decode.ms_per_token / 1e3 - a.decode.ms_per_token / 1e3 == pytest.approx(extra, rel=1e-6)
     assert compat.engine_defaults("ollama") == {"context": 4096, "kv_dtype": "f16", "flash_attention": False}
-    assert get_engine("llama.cpp-rocm").source in get_engine("ollama", hw("mi300x")).source
+    assert get_engine("llama.cpp-rocm", flash_attention=False).source in get_engine("ollama", hw("mi300x")).source
 
 
 def test_supported_formats():

@@ -18,26 +18,34 @@ def step_s(model, hw, engine, quant, depth):
     return predict(model, hw, quant=quant, engine=engine, prompt=0, gen=1, context=depth).decode.ms_per_token / 1e3
 
 
-@pytest.mark.parametrize("engine,hw_id,version,unfused", [("llama.cpp", "m2-ultra-76", "2024-05", True),
-                                                          ("llama.cpp", "m2-ultra-76", "2025-10", False),
-                                                          ("llama.cpp", "rtx-4090", "2024-05", True),
-                                                          ("ollama", "m2-ultra-76", None, True),
-                                                          ("ollama", "rtx-4090", None, True),
-                                                          ("lm-studio", "m2-ultra-76", None, True)])
-def test_depth_cost_by_hand(engine, hw_id, version, unfused):
+@pytest.mark.parametrize("engine,hw_id,version,fa,unfused", [("llama.cpp", "m2-ultra-76", "2024-05", None, True),
+                                                             ("llama.cpp", "m2-ultra-76", "2025-10", None, False),
+                                                             ("llama.cpp", "rtx-4090", "2024-05", None, True),
+                                                             ("ollama", "m2-ultra-76", None, None, True),
+                                                             ("ollama", "rtx-4090", None, None, True),
+                                                             ("lm-studio", "m2-ultra-76", None, None, True),
+                                                             # -fa on|off asked for
+                                                             ("llama.cpp", "m2-ultra-76", "2025-10", False, True),
+                                                             ("llama.cpp", "rtx-4090", None, False, True),
+                                                             ("llama.cpp", "rtx-4090", "2024-05", True, False),
+                                                             ("ollama", "m2-ultra-76", None, True, False)])
+def test_depth_cost_by_hand(engine, hw_id, version, fa, unfused):
     # llama-3-8b: 32 layers, 32 query heads over 8 K/V heads of 128 values; F16 cache: K and V are
     # 2 x 8 x 128 x 2 B = 4,096 B per token per layer. Going from depth 0 to depth D adds, per step, D tokens
     # of cache read 1 + kv_reread x 3 times (the other 3 query heads of each group re-read it, the share
     # kv_reread from memory) at the engine's stream rate x eta_kv, and D scores per query head of 4 x 128 + 5
     # FLOPs whose unfused score traffic is attn_bytes_per_flop per FLOP (memory bound: ~1 FLOP/B).
     # ollama and LM Studio leave FlashAttention off by default (capabilities.toml): unfused attention on their
-    # 2025 llama.cpp, with the score traffic and re-reads fitted on the 2024 era's rows
+    # 2025 llama.cpp, with the score traffic and re-reads fitted on the 2024 era's rows; so does any 2025 build
+    # run with -fa off. -fa on reads each K/V head once and writes no score matrix, in any era that has it.
     hw = get_hardware(hw_id)
-    eng = get_engine(engine, hw, version=version)
-    assert (eng.kv_reread > 0) == unfused
-    if engine != "llama.cpp":        # a front end: its backend's 2024 era, the newest without FlashAttention
+    eng = get_engine(engine, hw, version=version, flash_attention=fa)
+    assert (eng.kv_reread > 0) == unfused and eng.flash_attention == (not unfused)
+    if unfused and (engine != "llama.cpp" or fa is False):   # the 2024 era: the newest without FlashAttention
         era = get_engine(get_engine("llama.cpp", hw).name, version="2024")
         assert (eng.kv_reread, eng.attn_bytes_per_flop) == (era.kv_reread, era.attn_bytes_per_flop) != (0, 0)
+    if fa is True and version == "2024-05":     # an unfused era's fit asked to run fused: no score traffic
+        assert eng.attn_bytes_per_flop == 0.0
     reads = 1 + 3 * eng.kv_reread
     D = 8192
     stream = eng.stream_bytes_s(hw)
@@ -205,7 +213,6 @@ def test_backends_without_fitted_2025_rows_drop_unfused_score_traffic_under_fa_a
 def test_measure_predicts_the_attention_its_llama_cpp_run_had():
     # llama-cpp-python leaves FlashAttention off unless asked: `tokspeed measure --backend llama.cpp` records
     # it and sets the unfused prediction beside the measured point (a CPU has no re-reads or score traffic)
-    from tokspeed.engines.profile import without_flash_attention
     from tokspeed.measure.predicted import predict_point
 
     spec = resolve_model("llama-3-8b")[0]
@@ -214,7 +221,7 @@ def test_measure_predicts_the_attention_its_llama_cpp_run_had():
         fused, unfused = (predict_point(spec, hw, "llama.cpp", "Q4_K_M", 8192, 16, 1, 128, None, fa)
                           for fa in (None, False))
         assert (unfused["tok_s"] < 0.95 * fused["tok_s"]) == slower, hw_id
-        expect = predict(spec, hw, quant="Q4_K_M", engine=without_flash_attention(get_engine("llama.cpp", hw)),
+        expect = predict(spec, hw, quant="Q4_K_M", engine="llama.cpp", flash_attention=False,
                          prompt=0, gen=16, context=8192).decode.tok_s
         assert unfused["tok_s"] == pytest.approx(expect) and "FlashAttention off" in unfused["engine"]
 

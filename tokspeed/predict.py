@@ -104,6 +104,7 @@ class Prediction:
     ttft_s: float | None
     engine_source: str = ""
     engine_version: str | None = None
+    flash_attention: bool | None = None      # llama.cpp: attention fused (FlashAttention) or not
     spec: ModelSpec | None = field(default=None, repr=False)
     hw: Hardware | None = field(default=None, repr=False)
     storage: WeightStorage | None = field(default=None, repr=False)
@@ -135,7 +136,8 @@ class Prediction:
     def to_dict(self) -> dict:
         return {
             "model": self.model, "hardware": self.hardware, "quant": self.quant, "kv_dtype": self.kv_dtype,
-            "engine": self.engine, "engine_version": self.engine_version, "batch": self.batch,
+            "engine": self.engine, "engine_version": self.engine_version,
+            "flash_attention": self.flash_attention, "batch": self.batch,
             "prompt": self.prompt, "gen": self.gen, "context": self.context, "memory": self.memory.to_dict(),
             "hypothetical": self.hypothetical, "decode": self.decode.to_dict(), "prefill": self.prefill.to_dict(),
             "ttft_s": self.ttft_s, "engine_source": self.engine_source, **self.extra,
@@ -169,7 +171,7 @@ def decode_steps(context: int, prompt: int, gen: int) -> list[tuple[int, float]]
 # -- the five steps --------------------------------------------------------------------------------
 
 def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_version: str | None,
-            scale: ScaleOptions, work: Workload) -> Resolved:
+            scale: ScaleOptions, work: Workload, flash_attention: bool | None = None) -> Resolved:
     """Model, weights, device and engine; the layout when the scale options ask for one."""
     from .hardware.spec import Hardware
     from .quant.schemes import canonical, scheme_for
@@ -188,7 +190,7 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
     else:
         quant = getattr(storage, "name", "file")
     kvb = kv_dtype_bytes(kv_dtype)
-    prof = _engine(engine, hw, engine_version)
+    prof = _engine(engine, hw, engine_version, flash_attention)
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
     prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
@@ -214,17 +216,17 @@ def _engine_tables():
     return tables() if callable(tables) else None
 
 
-def _engine(engine, hw, version) -> EngineProfile:
-    """``get_engine``, remembered per (name, device, version): profiles are read-only."""
+def _engine(engine, hw, version, flash_attention=None) -> EngineProfile:
+    """``get_engine``, remembered per (name, device, version, attention): profiles are read-only."""
     if isinstance(engine, EngineProfile):
-        return get_engine(engine, hw, version=version)
+        return get_engine(engine, hw, version=version, flash_attention=flash_attention)
     tables = _engine_tables()          # a reloaded engine table (tests, a refit) starts afresh
-    key = (engine, id(hw), version, id(tables))
+    key = (engine, id(hw), version, flash_attention, id(tables))
     hit = _ENGINES.get(key)
     if hit is None or hit[0] is not hw or hit[1] is not tables:
         if len(_ENGINES) > 1024:
             _ENGINES.clear()
-        hit = _ENGINES[key] = (hw, tables, get_engine(engine, hw, version=version))
+        hit = _ENGINES[key] = (hw, tables, get_engine(engine, hw, version=version, flash_attention=flash_attention))
     return hit[2]
 
 
@@ -323,7 +325,9 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
     return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,
                       batch=work.batch, prompt=work.prompt, gen=work.gen, context=work.context, memory=mem,
                       decode=dec, prefill=pre, ttft_s=ttft, engine_source=r.profile.source,
-                      engine_version=getattr(r.profile, "version", None), spec=r.spec, hw=r.hw, storage=r.storage,
+                      engine_version=getattr(r.profile, "version", None),
+                      flash_attention=getattr(r.profile, "flash_attention", None), spec=r.spec, hw=r.hw,
+                      storage=r.storage,
                       engine_profile=r.profile, layout=r.setup.layout if r.setup else None, warnings=notes,
                       **sections)
 
@@ -332,17 +336,19 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
             prompt: int = DEFAULT_PROMPT, gen: int = DEFAULT_GEN, context: int = 0, batch: int = 1, *,
             gpus: int = 1, parallel: str | None = None, gpu_layers: int | None = None, offload: str = "none",
             users: int | None = None, rate: float | None = None, price_per_hour: float | None = None,
-            cpu=None, engine_version: str | None = None) -> Prediction:
+            cpu=None, engine_version: str | None = None, flash_attention: bool | None = None) -> Prediction:
     """Predict for ``model`` (catalog id, ModelSpec, config/GGUF path) on ``hardware`` (id, Hardware, TOML).
 
     Scale options (``tokspeed.scale``): ``gpus``/``parallel`` (tp, pp, split, tp=4,pp=2), ``gpu_layers`` /
     ``offload`` (none, auto, layers, stream) with ``cpu`` the host memory system, ``users`` / ``rate``
     (requests/s) for serving, ``price_per_hour`` (USD for the whole setup) for cost per token.
-    ``engine_version``: a llama.cpp build (``b6000``) or a year-month (``2025-08``) the engine profile is for."""
+    ``engine_version``: a llama.cpp build (``b6000``) or a year-month (``2025-08``) the engine profile is for;
+    ``flash_attention``: llama.cpp's ``-fa on|off`` (None: the default of that build and front end)."""
     work = Workload(prompt=prompt, gen=gen, context=context, batch=batch)
     scale = ScaleOptions(gpus=gpus, parallel=parallel, gpu_layers=gpu_layers, offload=offload, cpu=cpu,
                          users=users, rate=rate, price_per_hour=price_per_hour)
-    return predict_workload(resolve(model, hardware, quant, kv_dtype, engine, engine_version, scale, work), work)
+    return predict_workload(resolve(model, hardware, quant, kv_dtype, engine, engine_version, scale, work,
+                                    flash_attention), work)
 
 
 def predict_workload(r: Resolved, work: Workload) -> Prediction:
@@ -354,7 +360,7 @@ def predict_workload(r: Resolved, work: Workload) -> Prediction:
 
 def sweep(model, hardware, contexts, batches=(1,), quants=(None,), *, prompt: int = 0, gen: int = 1,
           kv_dtype: str = "f16", engine: str = DEFAULT_ENGINE, engine_version: str | None = None,
-          **scale) -> list[Prediction]:
+          flash_attention: bool | None = None, **scale) -> list[Prediction]:
     """Predictions over every (quant, batch, context) of the grid, in that nesting order. The model,
     device and engine are resolved once per quant (once per quant and batch with a scale layout)."""
     opts = ScaleOptions(**scale)
@@ -365,7 +371,7 @@ def sweep(model, hardware, contexts, batches=(1,), quants=(None,), *, prompt: in
             for c in contexts:
                 work = Workload(prompt=prompt, gen=gen, context=c, batch=b)
                 if r is None or opts.wants_layout:
-                    r = resolve(model, hardware, q, kv_dtype, engine, engine_version, opts, work)
+                    r = resolve(model, hardware, q, kv_dtype, engine, engine_version, opts, work, flash_attention)
                 out.append(predict_workload(r, work))
     return out
 

@@ -81,8 +81,17 @@ def int8_rates(engine: EngineProfile, hw, quant: str, tokens: int = 1) -> tuple[
     mv = engine.int8_matvec_flops(hw, quant)
     if not mv:
         return 0.0, 0.0, 0.0
-    gemm = hw.matmul_flops * min(engine.compute_eff_for(hw) * engine.compute_format_eff(quant), 1.0)
+    gemm = weight_matmul_rate(hw, engine, quant, 0)        # the prompt kernels' rate (tokens unknown: no ramp)
     return mv, gemm, int8_bound(engine, hw, quant, tokens, gemm)
+
+
+def weight_matmul_rate(hw, engine: EngineProfile, quant: str, tokens: int) -> float:
+    """FLOP/s of a matmul over ``quant`` weights in a pass of ``tokens`` tokens (0 = unknown), before any kernel
+    bound: the peak its math runs at (``op_peak``: tensor, or vector for F32 models), x2 on GeForce for
+    FP16-accumulating engines, x eta_compute x eta_compute_format x matmul_eff(tokens), at most the peak."""
+    eta = (engine.compute_eff_for(hw) * engine.tensor_peak_scale(hw) * engine.compute_format_eff(quant)
+           * engine.matmul_eff(tokens))
+    return (hw.vector_flops if quant in F32_NAMES else hw.matmul_flops) * min(eta, 1.0)
 
 
 def kv_reads(op: Op, engine: EngineProfile) -> float:
@@ -111,13 +120,11 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
         return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
     peak = op_peak(op, hw, quant)
     attn = bool(op.kv_read_bytes or op.kv_write_bytes)
-    eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw) if op.unit == "tensor" else 1.0)
-    if attn:
-        eta_c *= engine.eta_attn
-    elif op.unit == "tensor":
-        eta_c *= engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
-    eta_c = min(eta_c, 1.0)      # the listed peak stays the bound (expected never beats ideal)
-    rate = peak * eta_c
+    if op.unit == "tensor" and not attn:
+        rate = weight_matmul_rate(hw, engine, quant, tokens)
+    else:                        # the listed peak stays the bound (expected never beats ideal)
+        eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw) if op.unit == "tensor" else 1.0)
+        rate = peak * min(eta_c * (engine.eta_attn if attn else 1.0), 1.0)
     if engine.int8_matvec and tokens and op.unit == "tensor" and not attn:   # a CPU's int8 kernels (llama.cpp-cpu)
         rate = int8_bound(engine, hw, quant, tokens, rate, op.pairs_per_expert)
     tiled = op.unit == "tensor" and not attn and tokens > MATVEC_MAX_TOKENS

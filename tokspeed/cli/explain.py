@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .options import (add_engine_version_option, add_hardware_options, add_model_options, engine_version_kwargs,
+from .options import (add_engine_build_options, add_hardware_options, add_model_options, engine_build_kwargs,
                       positive_int, print_json, resolve_hardware)
 
 
@@ -15,7 +15,7 @@ def add_parser(sub):
     p.add_argument("model", help="catalog id, config.json, Hugging Face folder, .gguf file or ollama:NAME[:TAG]")
     add_hardware_options(p)
     add_model_options(p)
-    add_engine_version_option(p)
+    add_engine_build_options(p)
     p.add_argument("--context", type=positive_int, default=0, help="tokens already in the KV cache (default 0)")
     p.add_argument("--prefill", type=positive_int, default=0, help="explain a prefill of N tokens instead of one decode token")
     p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
@@ -37,7 +37,7 @@ def run(args) -> int:
         check_path(args.plot)
     hw = resolve_hardware(args)
     expl = explain(args.model, hw, prefill=args.prefill, context=args.context, batch=args.batch, quant=args.quant,
-                   kv_dtype=args.kv_dtype, engine=args.engine, measured=args.measured, **engine_version_kwargs(args))
+                   kv_dtype=args.kv_dtype, engine=args.engine, measured=args.measured, **engine_build_kwargs(args))
     if args.json:
         print_json(expl.to_dict())
     else:
@@ -48,7 +48,7 @@ def run(args) -> int:
         con = make_console()
         render_explanation(expl, con)
         render_ways(con, expl.prediction, args.model, quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine,
-                    prompt=args.prefill, gen=1, context=args.context, batch=args.batch, **engine_version_kwargs(args))
+                    prompt=args.prefill, gen=1, context=args.context, batch=args.batch, **engine_build_kwargs(args))
     if args.plot:
         from ..plots import measured_figure, save, stages_figure
 

@@ -94,19 +94,25 @@ def scale_kwargs(args) -> dict:
                                                 ("price_per_hour", None))}
 
 
-def add_engine_version_option(p):
+def add_engine_build_options(p):
+    """The engine's build and settings: --engine-version and --flash-attn."""
     p.add_argument("--engine-version", default=None,
                    help="llama.cpp era: a build (b6000) or a year-month (2025-08); default the newest calibrated")
+    p.add_argument("--flash-attn", "-fa", choices=("on", "off", "auto"), default="auto",
+                   help="llama.cpp -fa: attention fused (on) or not (off); auto: the default of that build "
+                        "and front end (on in 2025 builds, off in ollama and LM Studio)")
 
 
-def engine_version_kwargs(args) -> dict:
-    return {"engine_version": args.engine_version} if getattr(args, "engine_version", None) else {}
+def engine_build_kwargs(args) -> dict:
+    out = {"engine_version": args.engine_version} if getattr(args, "engine_version", None) else {}
+    fa = getattr(args, "flash_attn", "auto")
+    return {**out, "flash_attention": fa == "on"} if fa in ("on", "off") else out
 
 
 def add_predict_options(p):
     add_hardware_options(p)
     add_model_options(p)
-    add_engine_version_option(p)
+    add_engine_build_options(p)
     add_run_options(p)
     add_scale_options(p)
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
@@ -146,7 +152,7 @@ def resolve_hardware(args, name: str | None = None):
 
 def predict_kwargs(args) -> dict:
     return dict(quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt, gen=args.gen,
-                context=args.context, batch=args.batch, **scale_kwargs(args), **engine_version_kwargs(args))
+                context=args.context, batch=args.batch, **scale_kwargs(args), **engine_build_kwargs(args))
 
 
 def dumps_json(obj, **kw) -> str:

@@ -123,3 +123,19 @@ def nearest_era(engine: str, label: str, available) -> str:
         return label
     i = order.index(label)
     return min(available, key=lambda a: (abs(order.index(a) - i), -order.index(a)))
+
+
+def flash_attention_since(engine: str) -> str:
+    """The month FlashAttention kernels (``-fa``) first shipped in ``engine``'s family ("" if not listed)."""
+    fam = era_family(engine)
+    return _table()[fam].get("flash_attention_since", "") if fam else ""
+
+
+def flash_attention_available(engine: str, version: str) -> bool:
+    """Whether a build of ``engine`` (a build number, a month, or an era label: its last month) could run
+    FlashAttention: on or after ``flash_attention_since``. True where the family lists no such month."""
+    since = flash_attention_since(engine)
+    if not since:
+        return True
+    month = version_month(engine, version) or era_info(engine, era_of(engine, version)).get("until") or ""
+    return not month or _month(month) >= _month(since)

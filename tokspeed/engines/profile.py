@@ -85,7 +85,8 @@ from pathlib import Path
 
 from .compat import backend_for, engine_defaults, engine_names, runtime_of, sliding_window_spec
 from ..errors import UserError, did_you_mean
-from .eras import era_family, era_labels, era_of, nearest_era, newest_unfused_era, unfused_attention
+from .eras import (era_family, era_labels, era_of, flash_attention_available, flash_attention_since, nearest_era,
+                   newest_unfused_era, unfused_attention)
 from .issue import core_cycles_per_s
 from .memory import memory_class
 
@@ -144,6 +145,7 @@ class EngineProfile:
     fitted: bool = False
     source: str = ""
     runtime: str = ""                 # code underneath: "llama.cpp" for every llama.cpp backend, ollama, lm-studio
+    flash_attention: bool | None = None   # attention fused or not, where the engine has the choice (llama.cpp)
 
     def __post_init__(self):
         if not self.runtime:
@@ -360,42 +362,27 @@ def resolve_backend(engine: str, hardware) -> str:
 LAYERED_ON_LLAMA_CPP = ("ollama", "lm-studio")   # capabilities.toml: runtime llama.cpp, own backend map
 
 
-def layered_profile(name: str, hardware=None, version=None) -> EngineProfile:
-    """ollama / lm-studio: the llama.cpp backend they run on this device (fitted where it has rows), plus
-    their own per-token cost (``extra_fixed_s``: server, sampling and detokenising outside llama.cpp) and
-    band from priors.toml."""
+def layered_profile(name: str, hardware=None, version=None, flash_attention: bool | None = None) -> EngineProfile:
+    """ollama / lm-studio: the llama.cpp backend they run on this device (fitted where it has rows), with their
+    own FlashAttention default (capabilities.toml) unless ``flash_attention`` says otherwise, plus their own
+    per-token cost (``extra_fixed_s``: server, sampling and detokenising outside llama.cpp) and band from
+    priors.toml."""
     own = dict(load_table("priors.toml")[name])
     base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
-    base = backend_as_run(base_name, hardware, version, engine_defaults(name).get("flash_attention", True))
+    if flash_attention is None:
+        flash_attention = engine_defaults(name).get("flash_attention", True)
+    base = backend_as_run(base_name, hardware, version, flash_attention)
     extra = own.pop("extra_fixed_s", 0.0)
     return replace(base, name=name, runtime="llama.cpp", fixed_s=base.fixed_s + extra,
                    source=f"{own.pop('source', name)}; over {base.name}: {base.source}", fitted=False, **own)
 
 
-def backend_as_run(name: str, hardware=None, version=None, flash_attention: bool = True) -> EngineProfile:
-    """A llama.cpp backend's profile for an era as something runs it: with FlashAttention off
-    (``without_flash_attention``: a front end's default, llama-cpp-python's context) or as the era does, then
-    this machine's calibration -- last, as it measured what it measured."""
-    base = get_engine(name, version=version)
-    if not flash_attention:
-        base = without_flash_attention(base)
+def backend_as_run(name: str, hardware=None, version=None, flash_attention: bool | None = None) -> EngineProfile:
+    """A llama.cpp backend's profile for an era as something runs it: FlashAttention on or off as
+    ``flash_attention`` says (a front end's default, llama-cpp-python's context; None: the era's default),
+    then this machine's calibration -- last, as it measured what it measured."""
+    base = get_engine(name, version=version, flash_attention=flash_attention)
     return calibrated(base, hardware) if hardware is not None else base
-
-
-def without_flash_attention(profile: EngineProfile) -> EngineProfile:
-    """``profile`` with its attention run unfused, as a front end that leaves FlashAttention off by default
-    runs it (ollama, LM Studio: ``capabilities.toml`` defaults): the score-matrix traffic and the K/V reads per
-    query head of the engine's newest era without FlashAttention by default, fitted on that era's rows.
-    Unchanged where the profile's era is unfused already or the engine has no such era."""
-    old = newest_unfused_era(profile.name)
-    if not old or not profile.version or unfused_attention(profile.name, profile.version):
-        return profile
-    era = get_engine(profile.name, version=old)
-    if (era.attn_bytes_per_flop, era.kv_reread) == (profile.attn_bytes_per_flop, profile.kv_reread):
-        return profile                        # priors only (ROCm, SYCL): one set of values for every era
-    return replace(profile, attn_bytes_per_flop=era.attn_bytes_per_flop, kv_reread=era.kv_reread,
-                   source=f"{profile.source}; attention unfused (FlashAttention off by default): score traffic "
-                          f"and K/V reads of era {era.version}")
 
 
 def attention_spec(profile: EngineProfile, spec):
@@ -439,26 +426,54 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
                           f"{entry.get('date', '')}) over {profile.source}")
 
 
-def engine_entry(engine: str, version=None) -> tuple[dict, str]:
+def engine_entry(engine: str, version=None, flash_attention: bool | None = None) -> tuple[dict, str]:
     """The table entry of a (resolved) engine for an era, and that era's label.
 
     ``fitted.toml`` holds an engine's newest fitted era at the top (its ``version``) and older eras
     under ``eras``; ``version`` (a build ``b6000``, a month ``2025-08``, a year or an era label) selects
-    one, the nearest fitted era standing in for one without rows. No version: the newest."""
+    one, the nearest fitted era standing in for one without rows. No version: the newest.
+    ``flash_attention``: attention fused or not (``with_attention``); None: as the era runs it by default."""
     entry, label = _own_entry(engine, version)
     asked = era_of(engine, version) if version is not None and label else label     # not the nearest fitted
-    if asked and not unfused_attention(engine, asked):   # the era asked for runs FlashAttention by default:
-        entry["kv_reread"] = 0.0                         # one read of each K/V head, whatever the fitted era
-        # values standing in from an unfused era, or priors for every era, carry unfused score traffic: none
-        # where the backend runs -fa auto (capabilities.toml; SYCL is assumed to fall back to unfused)
-        from_unfused = not _tables()[engine].get("version") or unfused_attention(engine, label)
-        if from_unfused and engine_defaults(engine).get("flash_attention", False):
-            entry["attn_bytes_per_flop"] = 0.0
+    if asked:
+        entry = with_attention(engine, entry, label, runs_flash_attention(engine, asked, flash_attention))
     of = entry.pop("kernels_of", None)
     if of:                                    # its decode memory model is that engine's (newest era)
         shared, shared_era = engine_entry(of)
         entry = with_shared_kernels(entry, shared, of, shared_era)
     return entry, label
+
+
+def runs_flash_attention(engine: str, era: str, asked: bool | None = None) -> bool:
+    """Whether an era of a llama.cpp backend runs attention fused: ``asked`` (True/False: ``-fa on|off``), else
+    its default -- FlashAttention on by default in the era (eras.toml; ``-fa auto`` from 2025 builds) where the
+    backend has the kernel (capabilities.toml ``defaults.flash_attention``; SYCL is assumed not to)."""
+    if asked is not None:
+        return bool(asked)
+    return not unfused_attention(engine, era) and bool(engine_defaults(engine).get("flash_attention", False))
+
+
+def with_attention(engine: str, entry: dict, label: str, fused: bool) -> dict:
+    """``entry`` (values of the fitted era ``label``, or priors for every era) with the attention values that
+    go with ``fused``: the score-matrix traffic per attention FLOP (``attn_bytes_per_flop``) and the share of
+    per-query-head K/V re-reads reaching memory (``kv_reread``), each fitted on the eras that ran that way.
+
+    - fused: one read of each K/V head and no score matrix, unless the values are a fused era's own (Metal's
+      FlashAttention kernel keeps some traffic of its own);
+    - unfused: the values as they are when they come from an unfused era or from priors (the priors are the
+      unfused kernels'), else those of the newest era that ran unfused by default."""
+    out = {**entry, "flash_attention": fused}
+    fitted = bool(_tables()[engine].get("version"))
+    from_fused_era = fitted and not unfused_attention(engine, label)
+    if fused and not from_fused_era:
+        out.update(kv_reread=0.0, attn_bytes_per_flop=0.0)
+    elif fused:
+        out["kv_reread"] = 0.0
+    elif from_fused_era:
+        old = newest_unfused_era(engine)
+        src = _own_entry(engine, old)[0] if old else load_table("priors.toml").get(engine, {})
+        out.update(kv_reread=src.get("kv_reread", 0.0), attn_bytes_per_flop=src.get("attn_bytes_per_flop", 0.0))
+    return out
 
 
 def _own_entry(engine: str, version=None) -> tuple[dict, str]:
@@ -483,29 +498,48 @@ def _own_entry(engine: str, version=None) -> tuple[dict, str]:
     return ({**entry, **eras[label]} if label != base else entry), label
 
 
-def get_engine(engine, hardware=None, version=None) -> EngineProfile:
+def get_engine(engine, hardware=None, version=None, flash_attention: bool | None = None) -> EngineProfile:
     """The profile for an engine name (``llama.cpp`` resolved to its backend on ``hardware``) and era
-    (``version``: see ``engine_entry``); an EngineProfile passes through unchanged (the calibration fit
-    evaluates trial profiles this way)."""
+    (``version``: see ``engine_entry``), with attention fused or not as ``flash_attention`` says (llama.cpp's
+    ``-fa on|off``; None: the default of the era and front end); an EngineProfile passes through unchanged
+    (the calibration fit evaluates trial profiles this way)."""
     if isinstance(engine, EngineProfile):
+        if flash_attention is not None:
+            raise UserError("flash_attention applies to an engine given by name, not to an engine profile")
         return engine
     e = engine.strip().lower()
     if e not in ENGINES:
         raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES))
     if e == "llama.cpp" and hardware is not None:
         e = resolve_backend(e, hardware)
+    if flash_attention is not None:
+        check_flash_attention(e, version, flash_attention)
     if e in LAYERED_ON_LLAMA_CPP:
-        return layered_profile(e, hardware, version)
+        return layered_profile(e, hardware, version, flash_attention)
     if e == "ideal":
         if version is not None:
             era_of(e, version)
         return IDEAL
     if e not in _tables():
         e = "llama.cpp-cuda" if e == "llama.cpp" else e
-    entry, label = engine_entry(e, version)
+    entry, label = engine_entry(e, version, flash_attention)
     if label:       # say which era the answer is for (the text output prints the engine's source)
         entry["source"] = (f"{era_family(e)} era {label}"
                            + (" (the newest fitted; --engine-version for another)" if version is None else "")
+                           + (f", FlashAttention {'on' if flash_attention else 'off'}" if flash_attention is not None
+                              else "")
                            + f"; {entry.get('source', '')}")
     profile = EngineProfile(name=e, version=label, **entry)
     return calibrated(profile, hardware) if hardware is not None else profile
+
+
+def check_flash_attention(engine: str, version, on: bool) -> None:
+    """UserError unless ``engine`` lets its user choose FlashAttention (llama.cpp, its backends and front ends:
+    ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``)."""
+    if runtime_of(engine) != "llama.cpp":
+        raise UserError(f"FlashAttention on or off is a llama.cpp setting (-fa); {engine} runs its own attention "
+                        "kernels", "drop --flash-attn, or use --engine llama.cpp, ollama or lm-studio")
+    if on and version is not None and not flash_attention_available(engine, version):
+        raise UserError(f"llama.cpp {version} has no FlashAttention (-fa arrived in "
+                        f"{flash_attention_since(engine)} builds)",
+                        "use --flash-attn off, or a later --engine-version")

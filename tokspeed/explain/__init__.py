@@ -32,17 +32,18 @@ class Explanation:
 
 def explain(model, hardware, prefill: int = 0, context: int = 0, batch: int = 1, quant: str | None = None,
             kv_dtype: str = "f16", engine: str = DEFAULT_ENGINE, measured=None, with_levers: bool = True,
-            engine_version: str | None = None) -> Explanation:
+            engine_version: str | None = None, flash_attention: bool | None = None) -> Explanation:
     """Explain one decode step at ``context`` cached tokens, or (``prefill`` > 0) a prefill of that many
     tokens on top of ``context``. ``measured``: a run-file path whose stage times sit beside ours;
-    ``engine_version``: the engine era (``predict``'s), which the levers keep."""
+    ``engine_version`` / ``flash_attention``: the engine era and llama.cpp's ``-fa`` (``predict``'s), which the
+    levers keep."""
     from ..predict import predict
     from .journey import build_journey
     from .levers import levers as make_levers
 
     mode = "prefill" if prefill else "decode"
     pred = predict(model, hardware, quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=prefill, gen=1,
-                   context=context, batch=batch, engine_version=engine_version)
+                   context=context, batch=batch, engine_version=engine_version, flash_attention=flash_attention)
     j = build_journey(pred, mode)
     m = None
     if measured:

@@ -86,7 +86,8 @@ def levers(pred, mode: str = "decode", model=None) -> list[Lever]:
     quant = pred.quant if pred.quant.upper() in NAMES or pred.quant.upper().startswith("EXL2") else None
     base = dict(quant=quant, kv_dtype=pred.kv_dtype, engine=pred.engine, prompt=pred.prompt,
                 gen=pred.gen, context=pred.context, batch=pred.batch,
-                **({"engine_version": pred.engine_version} if pred.engine_version else {}))   # same era
+                **({"engine_version": pred.engine_version} if pred.engine_version else {}),   # same era
+                **({"flash_attention": pred.flash_attention} if pred.flash_attention is not None else {}))
     base_rate = _rate(pred, mode)
     out = []
     for lever, text, variant, over in lever_variants(pred, mode, model):
