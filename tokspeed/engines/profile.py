@@ -371,18 +371,11 @@ def layered_profile(name: str, hardware=None, version=None, flash_attention: boo
     base_name = backend_for(name, hardware) if hardware is not None else "llama.cpp-cuda"
     if flash_attention is None:
         flash_attention = engine_defaults(name).get("flash_attention", True)
-    base = backend_as_run(base_name, hardware, version, flash_attention)
+    # the backend with this machine's calibration applied last (get_engine does), as it measured what it measured
+    base = get_engine(base_name, hardware, version=version, flash_attention=flash_attention)
     extra = own.pop("extra_fixed_s", 0.0)
     return replace(base, name=name, runtime="llama.cpp", fixed_s=base.fixed_s + extra,
                    source=f"{own.pop('source', name)}; over {base.name}: {base.source}", fitted=False, **own)
-
-
-def backend_as_run(name: str, hardware=None, version=None, flash_attention: bool | None = None) -> EngineProfile:
-    """A llama.cpp backend's profile for an era as something runs it: FlashAttention on or off as
-    ``flash_attention`` says (a front end's default, llama-cpp-python's context; None: the era's default),
-    then this machine's calibration -- last, as it measured what it measured."""
-    base = get_engine(name, version=version, flash_attention=flash_attention)
-    return calibrated(base, hardware) if hardware is not None else base
 
 
 def attention_spec(profile: EngineProfile, spec):

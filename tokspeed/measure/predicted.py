@@ -27,25 +27,22 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
     from ..predict import predict
 
     engine = ENGINE_FOR_BACKEND.get(backend, "ideal")
-    label = engine
-    if backend == "llama.cpp" and flash_attention is False:
-        from ..engines.profile import backend_as_run, resolve_backend
-
-        engine = backend_as_run(resolve_backend("llama.cpp", hardware), hardware, flash_attention=False)
-        label = "llama.cpp (FlashAttention off, as measured)"
+    fa = flash_attention if backend == "llama.cpp" else None      # the run's -fa, as the engine model takes it
+    label = f"{engine} (FlashAttention {'on' if fa else 'off'}, as measured)" if fa is not None else engine
     kv = KV_DTYPE.get(quant.upper(), "f16") if backend == "torch" else "f16"
     q = quant if quant.upper() in ("F32", "F16", "BF16") or backend != "torch" else "F16"
     dec = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=0, gen=gen, context=context,
-                  batch=batch).to_dict()["decode"]
+                  batch=batch, flash_attention=fa).to_dict()["decode"]
     out = {"bound_tok_s": batch * dec["bound_tok_s"], "tok_s": batch * dec["tok_s"],
            # ideal step time x bandwidth: the bytes of one step as the core counts them
            "bytes_per_step": hardware.bandwidth_gbps * 1e9 / dec["bound_tok_s"],
            "weight_bytes_per_step": dec["weight_bytes_per_token"] * batch,
-           "engine": label, "source": f"tokspeed.predict(engine={label!r}, quant={q!r}, kv_dtype={kv!r})"}
+           "engine": label, "source": f"tokspeed.predict(engine={engine!r}, quant={q!r}, kv_dtype={kv!r}"
+                                      + (f", flash_attention={fa})" if fa is not None else ")")}
     out["kv_bytes_per_step"] = max(out["bytes_per_step"] - out["weight_bytes_per_step"], 0.0)
     if prompt:
         pre = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=prompt, gen=1, context=context,
-                      batch=batch).to_dict()["prefill"]
+                      batch=batch, flash_attention=fa).to_dict()["prefill"]
         out["prefill_tok_s"] = pre.get("tok_s")
     if calibration is not None:
         out["uncalibrated_tok_s"] = out["tok_s"]
