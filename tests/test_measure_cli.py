@@ -72,6 +72,7 @@ def test_memory_guard_refuses_a_shape_that_does_not_fit(env):
     (["--gen", "2"], "at least 5"), (["--context", "a,b"], "--context"),
     (["--quant", "Q4_K_M"], "llama.cpp"), (["--hardware", "nope-gpu-9"], "hardware"),
     (["--backend", "llama.cpp"], ".gguf"), (["--threads", "-1"], "--threads"),
+    (["--flash-attn", "on"], "--backend llama.cpp"), (["--flash-attn", "yes"], "--flash-attn"),
 ])
 def test_bad_input_is_one_line(env, args, msg):
     r = run_cli("measure", env / "tiny", "--context", "0", *args)

@@ -59,6 +59,19 @@ def test_measure_llama_cpp_backend(gguf_file, tmp_path, monkeypatch):
     assert "FlashAttention off" in p["predicted"]["engine"]
 
 
+def test_measure_runs_flashattention_when_asked(gguf_file, tmp_path, monkeypatch):
+    # --flash-attn on: the llama.cpp context runs it (the run file says so), and so does the prediction beside it
+    prof = tmp_path / "local.toml"
+    prof.write_text('name = "T"\nkind = "cpu"\nvendor = "x"\nmemory_gb = 24\nbandwidth_gbps = 40\nfp32_tflops = 0.2\n')
+    monkeypatch.setenv("TOKSPEED_LOCAL_PROFILE", str(prof))
+    r = run_cli("measure", gguf_file, "--backend", "llama.cpp", "--context", "0", "--prompt", "8", "--gen", "5",
+                "--flash-attn", "on", "--json")
+    assert r.returncode == 0, r.stderr
+    run = json.loads(r.stdout)
+    assert run["settings"]["flash_attention"] is True
+    assert "FlashAttention on" in run["points"][0]["predicted"]["engine"]
+
+
 def test_measure_a_quantized_gguf_rates_mfu_on_the_fp32_simd_figure(gguf_file, tmp_path, monkeypatch):
     """MFU of the FP32 SIMD rate llama.cpp's CPU kernels run at, not a probe's BF16 figure (on a CPU without BF16
     units torch's bf16 matmul crawls at ~1 GFLOP/s: a Q4_0 run read 5,400 % MFU): FLOPs per step x steps per

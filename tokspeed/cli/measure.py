@@ -31,6 +31,9 @@ def add_parser(sub):
     p.add_argument("--threads", type=count, default=0,
                    help="CPU threads (default: torch's default, the physical cores; fewer can be faster on a busy machine)")
     p.add_argument("--seed", type=count, default=0)
+    p.add_argument("--flash-attn", "-fa", choices=("on", "off"), default="off",
+                   help="llama.cpp backend: run the context with FlashAttention (default off, as llama-cpp-python "
+                        "does; llama.cpp's own tools default to auto); the prediction beside it runs the same")
     add_plot_option(p)
     return p
 
@@ -44,6 +47,8 @@ def run(args) -> int:
         from ..userfile import check_writable
 
         check_writable(args.output, "run file")
+    if args.flash_attn == "on" and args.backend != "llama.cpp":
+        raise UserError("--flash-attn applies to --backend llama.cpp", "drop it, or add --backend llama.cpp")
     if args.backend == "torch":
         from ..measure.backend_torch import check_device
 
@@ -64,7 +69,7 @@ def run(args) -> int:
     hw, profile_path = resolve_hardware(args.hardware)
     opts = MeasureOptions(args.model, args.backend, args.device, args.quant, args.context,
                           args.batch, args.prompt, args.gen, seed=args.seed,
-                          threads=args.threads or None)
+                          threads=args.threads or None, flash_attention=args.flash_attn == "on")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     total = len(opts.contexts) * (len(opts.batches) if opts.backend == "torch" else 1) * opts.gen

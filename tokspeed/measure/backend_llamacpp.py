@@ -69,7 +69,9 @@ class LlamaModel:
         return 2 * mats + 4 * s.n_layers * s.n_heads * s.head_dim * (context + 1)
 
 
-def load_llama(path: str, n_ctx: int, threads: int | None = None) -> LlamaModel:
+def load_llama(path: str, n_ctx: int, threads: int | None = None, flash_attention: bool = False) -> LlamaModel:
+    """The GGUF at ``path`` in a llama.cpp context of ``n_ctx`` tokens on ``threads`` threads, with FlashAttention
+    on or off (llama-cpp-python's ``flash_attn``: off unless asked, where llama.cpp's own tools run ``-fa auto``)."""
     try:
         import llama_cpp
     except ImportError:
@@ -90,7 +92,7 @@ def load_llama(path: str, n_ctx: int, threads: int | None = None) -> LlamaModel:
     check_fits(sum(b for _, b in shapes.values()) + kv, "cpu", f"{p.name} with a {n_ctx}-token context")
     threads = threads or detect().physical_cores
     llm = _open(llama_cpp, p, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads, n_batch=512,
-                logits_all=False, verbose=False)
+                logits_all=False, verbose=False, **({"flash_attn": True} if flash_attention else {}))
     return LlamaModel(llm, spec, str(p), shapes, threads)
 
 

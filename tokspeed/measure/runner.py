@@ -24,6 +24,7 @@ class MeasureOptions:
     warmup: int = 2
     seed: int = 0
     threads: int | None = None   # llama.cpp threads (torch: set by the caller with torch.set_num_threads)
+    flash_attention: bool = False   # llama.cpp: run the context with FlashAttention (llama-cpp-python: off)
 
 
 def resolve_hardware(name: str):
@@ -94,7 +95,7 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
         if opts.batches != [1]:
             warnings.append("llama.cpp backend: batch sizes other than 1 are not measured (single sequence)")
         quant = gguf_quant_name(opts.model) if Path(opts.model).suffix == ".gguf" else (opts.quant or "?")
-        lm = bl.load_llama(opts.model, max_seq, opts.threads)
+        lm = bl.load_llama(opts.model, max_seq, opts.threads, opts.flash_attention)
         bl.measure_point(lm, 0, min(opts.prompt, 16), 5, opts.warmup, opts.seed)   # untimed warm-up
         points = [bl.measure_point(lm, c, opts.prompt, opts.gen, opts.warmup, opts.seed, step) for c in opts.contexts]
         spec, counted, threads = lm.spec, bl.COUNTED, lm.threads
