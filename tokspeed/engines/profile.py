@@ -530,8 +530,10 @@ def check_flash_attention(engine: str, version, on: bool) -> None:
     """UserError unless ``engine`` lets its user choose FlashAttention (llama.cpp, its backends and front ends:
     ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``)."""
     if runtime_of(engine) != "llama.cpp":
-        raise UserError(f"FlashAttention on or off is a llama.cpp setting (-fa); {engine} runs its own attention "
-                        "kernels", "drop --flash-attn, or use --engine llama.cpp, ollama or lm-studio")
+        what = ("the ideal bound reads the KV cache once and has no kernels" if engine == "ideal"
+                else f"{engine} runs its own attention kernels")
+        raise UserError(f"FlashAttention on or off is a llama.cpp setting (-fa); {what}",
+                        "drop --flash-attn, or use --engine llama.cpp, ollama or lm-studio")
     if on and version is not None and not flash_attention_available(engine, version):
         raise UserError(f"llama.cpp {version} has no FlashAttention (-fa arrived in "
                         f"{flash_attention_since(engine)} builds)",
