@@ -37,6 +37,22 @@ def test_report_total_matches_explain(tmp_path):
     assert "<svg" not in text
 
 
+def test_report_keeps_the_engine_build_and_flash_attention():
+    # a 2024 build (b3000) runs attention unfused by default; -fa on fuses it: the header says which, and the
+    # journey's total is the explanation's for the same build and setting
+    from tokspeed.explain import explain
+    from tokspeed.report.html import render_report
+    from tokspeed.units import fmt_seconds
+
+    for fa, said in ((None, "era 2024, FlashAttention off"), (True, "era 2024, FlashAttention on")):
+        kw = {"engine_version": "b3000", **({"flash_attention": fa} if fa is not None else {})}
+        text = render_report("llama-3-8b", "rtx-4090", quant="Q4_K_M", prompt=0, gen=16, context=8192, charts=False,
+                             **kw)
+        assert f"engine llama.cpp-cuda ({said})" in text
+        e = explain("llama-3-8b", "rtx-4090", quant="Q4_K_M", context=8192, with_levers=False, **kw)
+        assert f"<b>{fmt_seconds(e.journey.total_s)}</b>" in text
+
+
 @pytest.mark.parametrize("name", ["report.pdf", "no/such/dir/r.html"])
 def test_report_bad_output(tmp_path, name):
     r = subprocess.run([sys.executable, "-m", "tokspeed", "report", "llama-3-8b", "--hardware", "rtx-4090",

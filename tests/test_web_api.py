@@ -73,6 +73,25 @@ def test_predict_equals_library(server):
     assert got == want
 
 
+def test_engine_build_and_flash_attention_reach_every_prediction(server):
+    # the engine's build and llama.cpp -fa: the same numbers as the library, in the prediction, the journey and
+    # the context curve (a 2024 build at 8K of context runs its attention unfused unless asked)
+    q = {**BASE, "quant": "Q4_K_M", "context": "8192", "prompt": "0", "gen": "16", "engine_version": "b3000"}
+    for fa, want_fa in (("auto", False), ("on", True), ("off", False)):
+        got = ok_json(server, "/api/calculator", {**q, "flash_attn": fa})
+        want = predict("llama-3-8b", "rtx-4090", quant="Q4_K_M", context=8192, prompt=0, gen=16,
+                       engine_version="b3000", **({} if fa == "auto" else {"flash_attention": fa == "on"}))
+        pred = got["prediction"]
+        assert pred["engine_version"] == "2024" and pred["flash_attention"] is want_fa
+        assert pred["decode"]["tok_s"] == pytest.approx(want.decode.tok_s)
+        assert got["explanation"]["prediction"]["flash_attention"] is want_fa
+        curve = {c["context"]: c["tok_s"] for c in got["context_curve"]}
+        assert curve[8192] == pytest.approx(predict("llama-3-8b", "rtx-4090", quant="Q4_K_M", context=8192, prompt=0,
+                                                    gen=1, engine_version="b3000",
+                                                    **({} if fa == "auto" else {"flash_attention": fa == "on"})
+                                                    ).decode.tok_s)
+
+
 def test_explain_sums_to_prediction(server):
     d = ok_json(server, "/api/explain", {**BASE, "context": "1024"})
     assert sum(s["seconds"] for s in d["stages"]) == pytest.approx(d["prediction"]["decode"]["ms_per_token"] / 1e3)
@@ -109,6 +128,10 @@ BAD = [
     ("/api/predict", {**BASE, "quant": "Q9_Z"}, 400, "Q9_Z"),
     ("/api/predict", {**BASE, "engine": "warp-drive"}, 400, "unknown engine"),
     ("/api/predict", {**BASE, "kv_dtype": "f12"}, 400, "KV-cache dtype"),
+    ("/api/predict", {**BASE, "engine": "vllm", "flash_attn": "off"}, 400, "llama.cpp setting"),
+    ("/api/predict", {**BASE, "engine_version": "2023-10", "flash_attn": "on"}, 400, "no FlashAttention"),
+    ("/api/predict", {**BASE, "engine_version": "yesterday"}, 400, "build number"),
+    ("/api/predict", {**BASE, "flash_attn": "maybe"}, 422, "flash_attn"),
     # 422: a malformed field, named
     ("/api/predict", {"hardware": "rtx-4090"}, 422, "which model"),
     ("/api/predict", {"model": "llama-3-8b"}, 422, "which hardware"),

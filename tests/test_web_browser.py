@@ -123,6 +123,25 @@ def test_page_follows_the_inputs(env):
         [u for u in requests if not u.startswith(srv.url)]           # offline: nothing from elsewhere
 
 
+def test_engine_build_and_flash_attention(env):
+    # a 2024 build at 8K of context: its default attention (unfused) and -fa on, each the API's figure; the
+    # settings travel in the shareable URL
+    srv, page, _, errors, _ = env
+    page.goto(srv.url)
+    page.wait_for_selector("body[data-updated]", state="attached")
+    base = {**DEFAULTS, "quant": "Q4_K_M", "context": "8192"}
+    page.select_option("#quant", "Q4_K_M")
+    page.fill("#context", "8192")
+    page.fill("#engine_version", "2024-05")
+    old = check_against_api(srv, page, {**base, "engine_version": "2024-05"})
+    page.select_option("#flash_attn", "on")
+    fused = check_against_api(srv, page, {**base, "engine_version": "2024-05", "flash_attn": "on"})
+    assert old["flash_attention"] is False and fused["flash_attention"] is True
+    assert fused["decode"]["tok_s"] > old["decode"]["tok_s"]
+    assert "engine_version=2024-05" in page.url and "flash_attn=on" in page.url
+    assert not errors
+
+
 def test_bad_value_shows_message(env):
     srv, page, requests, errors, _ = env
     page.goto(srv.url)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .options import add_hardware_options, add_model_options, add_run_options, resolve_hardware
+from .options import (add_engine_build_options, add_hardware_options, add_model_options, add_run_options,
+                      engine_build_kwargs, resolve_hardware)
 
 
 def add_parser(sub):
@@ -12,6 +13,7 @@ def add_parser(sub):
     p.add_argument("model", help="catalog id, config.json, Hugging Face folder, .gguf file or ollama:NAME[:TAG]")
     add_hardware_options(p)
     add_model_options(p)
+    add_engine_build_options(p)
     add_run_options(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write the report")
     return p
@@ -36,7 +38,8 @@ def run(args) -> int:
         raise UserError("--batch must be at least 1")
     hw = resolve_hardware(args)
     text = render_report(args.model, hw, quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine,
-                         prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch)
+                         prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
+                         **engine_build_kwargs(args))
     out.write_text(text, encoding="utf-8")
     sys.stderr.write(f"wrote {out} ({len(text.encode()) / 1e3:.0f} kB)\n")
     return 0

@@ -196,26 +196,39 @@ def _figure(svg: str, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
 
 
+def _engine_build(pred) -> str:
+    """The engine's era and attention in brackets, e.g. " (era 2025, FlashAttention on)"; "" for an engine with
+    neither."""
+    bits = [f"era {pred.engine_version}"] if pred.engine_version else []
+    if pred.flash_attention is not None:
+        bits.append(f"FlashAttention {'on' if pred.flash_attention else 'off'}")
+    return f" ({', '.join(bits)})" if bits else ""
+
+
 def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_ENGINE, prompt=DEFAULT_PROMPT, gen=DEFAULT_GEN, context=0,
-                  batch=1, charts: bool = True) -> str:
+                  batch=1, charts: bool = True, engine_version: str | None = None,
+                  flash_attention: bool | None = None) -> str:
     from .. import __version__
     from ..explain import explain
     from ..predict import predict
 
+    build = {k: v for k, v in (("engine_version", engine_version), ("flash_attention", flash_attention))
+             if v is not None}          # the engine's build and llama.cpp -fa, kept by every prediction below
     pred = predict(model, hardware, quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=prompt, gen=gen,
-                   context=context, batch=batch)
+                   context=context, batch=batch, **build)
     hw = pred.hw
     expl = explain(model, hw, context=context + prompt, batch=batch,
-                   quant=quant, kv_dtype=kv_dtype, engine=engine)
+                   quant=quant, kv_dtype=kv_dtype, engine=engine, **build)
     parts = [f"<h1>{esc(pred.model)} on {esc(hw.name)}</h1>",
-             f'<div class="sub">{esc(pred.quant)} weights · KV {esc(pred.kv_dtype)} · engine {esc(pred.engine)} · '
+             f'<div class="sub">{esc(pred.quant)} weights · KV {esc(pred.kv_dtype)} · engine {esc(pred.engine)}'
+             f"{esc(_engine_build(pred))} · "
              f"batch {pred.batch} · context {pred.context:,} + prompt {pred.prompt:,} + generate {pred.gen:,}</div>",
              _cards(pred)]
     if not pred.memory.fits:
         from ..alternatives import ways_to_run
 
         parts.insert(2, _nofit(pred, ways_to_run(model, hw, quant=quant, kv_dtype=kv_dtype, engine=engine,
-                                                 prompt=prompt, gen=gen, context=context, batch=batch)))
+                                                 prompt=prompt, gen=gen, context=context, batch=batch, **build)))
     if charts:
         from ..plots import context_figure, prediction_figure, stages_figure, to_svg
         from ..plots.verbs import hw_info, prediction_journeys
@@ -233,8 +246,8 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_EN
         parts.append(_figure(to_svg(stages_figure(expl.to_dict())), "Time per stage of one decode token."))
     parts += ["<h2>What if … (the four levers)</h2>", levers_table(expl)]
     if charts:
-        rows = [predict(model, hw, quant=quant, kv_dtype=kv_dtype,
-                        engine=engine, prompt=0, gen=1, context=c, batch=batch).to_dict() for c in SWEEP_CONTEXTS]
+        rows = [predict(model, hw, quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=0, gen=1, context=c,
+                        batch=batch, **build).to_dict() for c in SWEEP_CONTEXTS]
         parts += ["<h2>Decode speed against context</h2>",
                   _figure(to_svg(context_figure(rows, chosen=pred.to_dict())),
                           "The KV cache grows with context; at long context it rivals the weights and speed falls. "

@@ -14,7 +14,7 @@ import threading
 from ..errors import UserError, did_you_mean
 from .errors import ApiError
 from .uploads import MAX_GGUF_SIZE, Uploads
-from .ways import predict_options
+from .ways import engine_options, predict_options
 
 # What one request may cost. The prefill ledger is summed per 512-token micro-batch, so its CPU time grows
 # with the prompt: DeepSeek-V3 on an H100 takes 1.3 s (predict) to 2.3 s (explain) at 131,072 tokens and
@@ -202,14 +202,14 @@ def api_explain(q, uploads: Uploads) -> dict:
     if q.gpus > 1 or q.offload != "none" or q.parallel:
         raise ApiError(422, "the journey explains one device without offload: drop gpus/parallel/offload", "gpus")
     return explanation_doc(explain(model, hw, prefill=q.prefill, context=q.context, batch=q.batch,
-                                   quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine))
+                                   quant=q.quant or None, kv_dtype=q.kv_dtype, **engine_options(q)))
 
 
 def context_curve(model, hw, pred, q) -> list[dict]:
     """Decode tok/s of one token at each context of the chart: 1K..128K, and the model's window if larger.
     It does not depend on the context, prompt or output length asked for, so it is kept for the next edit."""
-    key = (str(model), q.hardware, *(getattr(q, f) for f in CUSTOM_FIELDS), q.quant, q.kv_dtype, q.engine, q.batch,
-           q.gpus, q.parallel, q.offload)
+    key = (str(model), q.hardware, *(getattr(q, f) for f in CUSTOM_FIELDS), q.quant, q.kv_dtype, q.engine,
+           q.engine_version, q.flash_attn, q.batch, q.gpus, q.parallel, q.offload)
     with _CURVES_LOCK:
         if key in _CURVES:
             return _CURVES[key]
@@ -219,7 +219,7 @@ def context_curve(model, hw, pred, q) -> list[dict]:
     out = []
     limit = token_limit(pred.spec)
     for c in [c for c in CURVE_CONTEXTS if c < limit] + [limit]:
-        p = predict(model, hw, quant=quant, kv_dtype=q.kv_dtype, engine=q.engine, prompt=0, gen=1, context=c,
+        p = predict(model, hw, quant=quant, kv_dtype=q.kv_dtype, **engine_options(q), prompt=0, gen=1, context=c,
                     batch=q.batch, **{k: v for k, v in setup_kwargs(q).items() if k in ("gpus", "parallel", "offload")})
         out.append({"context": c, "tok_s": p.decode.tok_s, "bound_tok_s": p.decode.bound_tok_s,
                     "fits": p.memory.fits})
@@ -245,7 +245,7 @@ def api_calculator(q, uploads: Uploads) -> dict:
         ex = dict(prefill=q.prompt, context=q.context)
     else:
         ex = dict(prefill=0, context=q.context + q.prompt)
-    expl = explain(model, hw, **ex, batch=q.batch, quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine)
+    expl = explain(model, hw, **ex, batch=q.batch, quant=q.quant or None, kv_dtype=q.kv_dtype, **engine_options(q))
     doc = prediction_doc(pred)
     return {"prediction": doc, "explanation": explanation_doc(expl), "context_curve": context_curve(model, hw, pred, q),
             "roofline": roofline_points(model, hw, pred, q), "hypothetical": doc["hypothetical"]}
@@ -258,7 +258,7 @@ def roofline_points(model, hw, pred, q) -> dict:
     from ..predict import predict
 
     if q.gpus > 1 or q.offload != "none" or q.parallel:
-        pred = predict(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine, prompt=q.prompt,
+        pred = predict(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, **engine_options(q), prompt=q.prompt,
                        gen=q.gen, context=q.context, batch=q.batch)
     out = {}
     known_prefill = q.prompt > 0 and pred.prefill.tok_s is not None      # None: the device has no FLOP/s figure
@@ -315,7 +315,7 @@ def api_report(q, uploads: Uploads) -> str:
     from ..report.html import render_report
 
     model, hw, _ = make_prediction(q, uploads)       # validates and bounds the request first
-    return render_report(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine, prompt=q.prompt,
+    return render_report(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, **engine_options(q), prompt=q.prompt,
                          gen=q.gen, context=q.context, batch=q.batch, charts=False)
 
 

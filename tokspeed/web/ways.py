@@ -8,9 +8,19 @@ figure and the form settings that select it.
 from __future__ import annotations
 
 
+def engine_options(q) -> dict:
+    """The engine keywords of a query: the engine, its build (``engine_version``) and llama.cpp's -fa."""
+    kw = {"engine": q.engine}
+    if q.engine_version:
+        kw["engine_version"] = q.engine_version
+    if q.flash_attn != "auto":
+        kw["flash_attention"] = q.flash_attn == "on"
+    return kw
+
+
 def predict_options(q) -> dict:
     """The ``predict`` keywords of a calculator query."""
-    kw = dict(quant=q.quant or None, kv_dtype=q.kv_dtype, engine=q.engine, prompt=q.prompt, gen=q.gen,
+    kw = dict(quant=q.quant or None, kv_dtype=q.kv_dtype, **engine_options(q), prompt=q.prompt, gen=q.gen,
               context=q.context, batch=q.batch)
     if q.gpus > 1:
         kw["gpus"] = q.gpus

@@ -3,8 +3,9 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const FIELDS = ["model", "hardware", "quant", "kv_dtype", "engine", "context", "batch", "prompt", "gen", "gpus", "parallel", "offload"];
-const DEFAULTS = { gpus: "1", parallel: "", offload: "none" };          // left out of requests and links when unchanged
+const FIELDS = ["model", "hardware", "quant", "kv_dtype", "engine", "engine_version", "flash_attn", "context", "batch", "prompt", "gen",
+  "gpus", "parallel", "offload"];
+const DEFAULTS = { gpus: "1", parallel: "", offload: "none", engine_version: "", flash_attn: "auto" };          // left out of requests and links when unchanged
 const CUSTOM = ["bandwidth_gbps", "memory_gb", "fp16_tflops"];
 let hardware = {}, models = {};
 let seq = 0;                // only the latest request may write the page
@@ -516,6 +517,7 @@ async function init() {
     const p = presets.find((x) => x.id === $("preset").value);
     if (!p) return;
     setField("gpus", "1"); setField("parallel", ""); setField("offload", "none"); setField("engine", "llama.cpp");
+    setField("engine_version", ""); setField("flash_attn", "auto");
     for (const [k, v] of Object.entries(p.settings)) setField(k, v);
     showHardware();
     schedule();
