@@ -83,3 +83,17 @@ def test_cli_flash_attn():
     for bad in (["-e", "vllm", "-fa", "off"], ["--engine-version", "2023-10", "-fa", "on"], ["-fa", "maybe"]):
         r = subprocess.run(base[:-1] + bad, capture_output=True, text=True)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and "error" in r.stderr and not r.stdout, bad
+
+
+@pytest.mark.parametrize("verb", [["sweep", "--context", "8192"], ["compare", "--context", "8192"]])
+def test_sweep_and_compare_take_it_too(verb):
+    args = CLI + [verb[0], "llama-3-8b", "--hardware", "rtx-4090", "-q", "Q4_K_M", *verb[1:], "--json"]
+    rows = {fa: json.loads(subprocess.run(args + ["-fa", fa], capture_output=True, text=True, check=True).stdout)
+            for fa in ("auto", "off")}
+    want = {fa: predict("llama-3-8b", "rtx-4090", quant="Q4_K_M", context=8192,
+                        **({"prompt": 0, "gen": 1} if verb[0] == "sweep" else {}),
+                        **({"flash_attention": False} if fa == "off" else {})) for fa in ("auto", "off")}
+    for fa in rows:
+        (row,) = rows[fa]
+        assert row["flash_attention"] is want[fa].flash_attention
+        assert row["decode"]["tok_s"] == pytest.approx(want[fa].decode.tok_s)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ..errors import UserError
-from .options import (add_model_options, add_plot_option, add_run_options, add_scale_options, check_plot, print_json,
-                      scale_kwargs)
+from .options import (add_engine_build_options, add_model_options, add_plot_option, add_run_options,
+                      add_scale_options, check_plot, engine_build_kwargs, print_json, scale_kwargs)
 
 
 def add_parser(sub):
@@ -14,6 +14,7 @@ def add_parser(sub):
     p.add_argument("model")
     p.add_argument("--hardware", "--hw", dest="hardware", required=True, help="comma-separated hardware ids")
     add_model_options(p)
+    add_engine_build_options(p)
     add_run_options(p)
     add_scale_options(p)
     p.add_argument("--json", action="store_true")
@@ -36,7 +37,7 @@ def run(args) -> int:
         for q in quants:
             rows.append(predict(args.model, hw, quant=q, kv_dtype=args.kv_dtype, engine=args.engine,
                                 prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
-                                **scale_kwargs(args)))
+                                **engine_build_kwargs(args), **scale_kwargs(args)))
     if args.plot:
         from ..plots.verbs import plot_compare
 
@@ -84,6 +85,6 @@ def render_misfit_ways(con, args, misfits) -> None:
     for r in misfits:
         ways = ways_to_run(args.model, r.hw, quant=r.quant, kv_dtype=args.kv_dtype, engine=args.engine,
                            prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
-                           **scale_kwargs(args))
+                           **engine_build_kwargs(args), **scale_kwargs(args))
         what = "; ".join(w["description"] for w in ways) or "nothing tried fits (offload, more devices, smaller format)"
         con.print(f"  · [bold]{markup_safe(r.hw.id)} {markup_safe(r.quant)}[/]: {markup_safe(what)}")

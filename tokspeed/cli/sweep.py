@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .options import (add_hardware_options, add_model_options, add_plot_option, add_scale_options, check_plot,
-                      int_list, positive_int, print_json, resolve_hardware, scale_kwargs)
+from .options import (add_engine_build_options, add_hardware_options, add_model_options, add_plot_option,
+                      add_scale_options, check_plot, engine_build_kwargs, int_list, positive_int, print_json,
+                      resolve_hardware, scale_kwargs)
 
 
 def add_parser(sub):
@@ -13,6 +14,7 @@ def add_parser(sub):
     p.add_argument("model")
     add_hardware_options(p)
     add_model_options(p)
+    add_engine_build_options(p)
     p.add_argument("--context", type=int_list, default=[1024, 4096, 16384, 32768, 65536, 131072],
                    help="KV depths, e.g. 1K,8K,128K (default 1K..128K)")
     p.add_argument("--batch", type=int_list, default=[1], help="batch sizes, e.g. 1,8,32")
@@ -30,7 +32,7 @@ def sweep_rows(args, hw) -> list[dict]:
     quants = [q.strip() for q in (args.quant or "F16").split(",")]
     return [p.to_dict() for p in sweep(args.model, hw, args.context, args.batch, quants, prompt=args.prompt,
                                        gen=args.gen, kv_dtype=args.kv_dtype, engine=args.engine,
-                                       **scale_kwargs(args))]
+                                       **engine_build_kwargs(args), **scale_kwargs(args))]
 
 
 def run(args) -> int:
@@ -89,7 +91,8 @@ def render_misfit_ways(con, args, hw, rows) -> None:
     con.print("[bold]ways to run what does not fit[/] (each predicted):")
     for (q, b), r in first_misfit.items():
         ways = ways_to_run(args.model, hw, quant=q, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt,
-                           gen=args.gen, context=r["context"], batch=b, **scale_kwargs(args))
+                           gen=args.gen, context=r["context"], batch=b, **engine_build_kwargs(args),
+                           **scale_kwargs(args))
         what = "; ".join(w["description"] for w in ways) or "nothing tried fits"
         con.print(f"  · [bold]{markup_safe(q)} batch {b} at context {r['context']:,}[/]: {markup_safe(what)}")
 
