@@ -40,10 +40,33 @@ def test_fa_on_needs_a_build_that_has_the_kernels(version, ok):
     assert get_engine("llama.cpp", hw, version=version, flash_attention=False).flash_attention is False
 
 
+def test_sycl_is_assumed_to_have_no_kernel():
+    # capabilities.toml: SYCL's -fa auto is assumed to fall back to unfused; -fa on is refused (llama.cpp picks SYCL
+    # on an Intel GPU); off and auto answer. LM Studio runs Vulkan there, which has the kernels.
+    hw = get_hardware("arc-a770")
+    assert get_engine("lm-studio", hw, flash_attention=True).flash_attention is True
+    for engine in ("llama.cpp", "llama.cpp-sycl"):
+        with pytest.raises(UserError, match="no FlashAttention kernel"):
+            get_engine(engine, hw, flash_attention=True)
+    assert get_engine("llama.cpp", hw).flash_attention is False
+    assert get_engine("llama.cpp", hw, flash_attention=False).flash_attention is False
+
+
+def test_a_bad_version_or_value_says_so_first():
+    hw = get_hardware("rtx-4090")
+    with pytest.raises(UserError, match="predates"):
+        get_engine("llama.cpp", hw, version="2022-06", flash_attention=True)
+    with pytest.raises(UserError, match="True, False or None"):
+        get_engine("llama.cpp", hw, flash_attention="off")
+
+
 @pytest.mark.parametrize("engine", ["vllm", "ideal", "tensorrt-llm", "mlx"])
 def test_engines_without_the_setting_refuse_it(engine):
     with pytest.raises(UserError, match="llama.cpp setting"):
         get_engine(engine, get_hardware("rtx-4090"), flash_attention=False)
+
+
+def test_a_profile_passed_in_cannot_be_asked_for_it():
     with pytest.raises(UserError, match="engine profile"):
         get_engine(get_engine("llama.cpp-cuda"), flash_attention=True)
 

@@ -56,3 +56,13 @@ def test_recovers_a_separate_kv_efficiency():
     assert cal.overhead_s == pytest.approx(1e-3, rel=1e-6)
     # 2 GB of weights + 0.2 GB of KV: 62.5 ms + 12.5 ms + 1 ms
     assert cal.seconds_per_token(2.2e9, 0.2e9) == pytest.approx(0.0625 + 0.0125 + 0.001)
+
+
+def test_the_calibration_records_the_attention_its_run_had(tmp_path):
+    # llama.cpp runs record -fa; a run without the setting (torch) stores no key (TOML has no null)
+    from tokspeed.measure.calibrate import Calibration, fit
+
+    pts = [(4e9, 4e9 / 40e9 + 1e-3, 0.0), (5e9, 5e9 / 40e9 + 1e-3, 1e9), (6e9, 6e9 / 40e9 + 1e-3, 2e9)]
+    assert fit(pts, 50.0, "llama.cpp", flash_attention=False).to_dict()["flash_attention"] is False
+    assert "flash_attention" not in fit(pts, 50.0, "torch").to_dict()
+    assert Calibration(**fit(pts, 50.0, "llama.cpp", flash_attention=True).to_dict()).flash_attention is True

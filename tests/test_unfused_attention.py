@@ -44,8 +44,9 @@ def test_depth_cost_by_hand(engine, hw_id, version, fa, unfused):
     if unfused and (engine != "llama.cpp" or fa is False):   # the 2024 era: the newest without FlashAttention
         era = get_engine(get_engine("llama.cpp", hw).name, version="2024")
         assert (eng.kv_reread, eng.attn_bytes_per_flop) == (era.kv_reread, era.attn_bytes_per_flop) != (0, 0)
-    if fa is True and version == "2024-05":     # an unfused era's fit asked to run fused: no score traffic
-        assert eng.attn_bytes_per_flop == 0.0
+    if fa is True and version == "2024-05":     # an unfused era asked to run fused: the fused era's own traffic
+        newest = get_engine(get_engine("llama.cpp", hw).name)
+        assert eng.attn_bytes_per_flop == newest.attn_bytes_per_flop == 0.0   # CUDA's FlashAttention: none fitted
     reads = 1 + 3 * eng.kv_reread
     D = 8192
     stream = eng.stream_bytes_s(hw)
@@ -165,6 +166,33 @@ def test_a_machine_calibration_holds_its_own_kv_reads():
         # the KV cache at 0.6 of the 800 GB/s: eta_kv relative to the calibrated stream (0.8)
         assert eng.kv_reread == 0.0 and eng.eta_kv == pytest.approx(0.6 / 0.8), engine
         assert "this machine's calibration" in eng.source
+
+
+def test_a_calibration_says_which_attention_it_measured():
+    # the calibration records its run's -fa; a prediction with the other attention, or unfused over an unfused
+    # run (its score traffic is in eta_kv and in attn_bytes_per_flop), says so where the engine's source is shown
+    from tokspeed.hardware.spec import Hardware
+
+    def hw(ran):
+        entry = {"eta_mem": 0.8, "eta_kv": 0.6, **({"flash_attention": ran} if ran is not None else {})}
+        return Hardware(id="h", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
+                        bandwidth_gbps=1008.0, calibration={"llama.cpp": entry})
+
+    for ran, fa, says in ((False, True, "measured with FlashAttention off: its eta_kv holds that attention"),
+                          (True, False, "measured with FlashAttention on: its eta_kv holds that attention"),
+                          (False, False, "score traffic counted again"), (True, True, None), (None, False, None)):
+        src = get_engine("llama.cpp", hw(ran), flash_attention=fa).source
+        assert (says in src) if says else "measured with FlashAttention" not in src, (ran, fa)
+
+
+def test_an_old_metal_build_run_fused_keeps_the_fused_kernels_traffic():
+    # Metal's FlashAttention kernel keeps some traffic of its own (fitted on the 2025 rows); a 2024 build asked to
+    # run fused takes it, so it is never predicted with less attention traffic than the fused era itself
+    hw = get_hardware("m2-ultra-76")
+    fused_era = get_engine("llama.cpp", hw)
+    old_fused = get_engine("llama.cpp", hw, version="2024-05", flash_attention=True)
+    assert fused_era.attn_bytes_per_flop > 0
+    assert old_fused.attn_bytes_per_flop == fused_era.attn_bytes_per_flop and old_fused.kv_reread == 0.0
 
 
 def test_an_mla_latent_is_read_once():

@@ -139,6 +139,14 @@ def test_engine_build_and_flash_attention(env):
     assert old["flash_attention"] is False and fused["flash_attention"] is True
     assert fused["decode"]["tok_s"] > old["decode"]["tok_s"]
     assert "engine_version=2024-05" in page.url and "flash_attn=on" in page.url
+    # vLLM has neither setting: picking it clears and disables them instead of answering an error
+    page.select_option("#quant", "F16")               # a format vLLM loads
+    page.select_option("#engine", "vllm")
+    check_against_api(srv, page, {**base, "quant": "F16", "engine": "vllm"})
+    assert page.is_disabled("#flash_attn") and page.input_value("#engine_version") == ""
+    assert "flash_attn" not in page.url
+    page.select_option("#engine", "llama.cpp")
+    assert page.is_enabled("#flash_attn")
     assert not errors
 
 

@@ -89,8 +89,8 @@ def weight_matmul_rate(hw, engine: EngineProfile, quant: str, tokens: int) -> fl
     """FLOP/s of a matmul over ``quant`` weights in a pass of ``tokens`` tokens (0 = unknown), before any kernel
     bound: the peak its math runs at (``op_peak``: tensor, or vector for F32 models), x2 on GeForce for
     FP16-accumulating engines, x eta_compute x eta_compute_format x matmul_eff(tokens), at most the peak."""
-    eta = (engine.compute_eff_for(hw) * engine.tensor_peak_scale(hw) * engine.compute_format_eff(quant)
-           * engine.matmul_eff(tokens))
+    eta = engine.compute_eff_for(hw) * engine.tensor_peak_scale(hw) * (engine.compute_format_eff(quant)
+                                                                       * engine.matmul_eff(tokens))
     return (hw.vector_flops if quant in F32_NAMES else hw.matmul_flops) * min(eta, 1.0)
 
 

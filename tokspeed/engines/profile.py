@@ -416,7 +416,23 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
                    kv_reread=0.0,        # and the measured eta_kv the K/V reads of the run's attention
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
                    source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
-                          f"{entry.get('date', '')}) over {profile.source}")
+                          f"{entry.get('date', '')}{_calibrated_attention(entry, profile)}) over {profile.source}")
+
+
+def _calibrated_attention(entry: dict, profile: EngineProfile) -> str:
+    """What a machine calibration's attention means for this profile: its measured eta_kv holds the K/V traffic
+    of the attention its run had, so a prediction with the other attention -- or unfused over an unfused run,
+    whose score traffic is then counted in eta_kv and again in attn_bytes_per_flop -- says so."""
+    ran = entry.get("flash_attention")
+    if ran is None or profile.flash_attention is None:
+        return ""
+    how = "on" if ran else "off"
+    if ran != profile.flash_attention:
+        return (f", measured with FlashAttention {how}: its eta_kv holds that attention's K/V traffic, not this "
+                f"prediction's")
+    if ran or not profile.attn_bytes_per_flop:
+        return ""
+    return ", measured with FlashAttention off: its eta_kv holds the score traffic counted again here"
 
 
 def engine_entry(engine: str, version=None, flash_attention: bool | None = None) -> tuple[dict, str]:
@@ -449,22 +465,23 @@ def runs_flash_attention(engine: str, era: str, asked: bool | None = None) -> bo
 def with_attention(engine: str, entry: dict, label: str, fused: bool) -> dict:
     """``entry`` (values of the fitted era ``label``, or priors for every era) with the attention values that
     go with ``fused``: the score-matrix traffic per attention FLOP (``attn_bytes_per_flop``) and the share of
-    per-query-head K/V re-reads reaching memory (``kv_reread``), each fitted on the eras that ran that way.
+    per-query-head K/V re-reads reaching memory (``kv_reread``), each taken from an era that ran that way.
 
-    - fused: one read of each K/V head and no score matrix, unless the values are a fused era's own (Metal's
-      FlashAttention kernel keeps some traffic of its own);
+    - fused: one read of each K/V head, and the traffic of the newest era that ran fused by default where it
+      was fitted (Metal's FlashAttention kernel keeps some of its own; CUDA's none), else none;
     - unfused: the values as they are when they come from an unfused era or from priors (the priors are the
       unfused kernels'), else those of the newest era that ran unfused by default."""
     out = {**entry, "flash_attention": fused}
-    fitted = bool(_tables()[engine].get("version"))
-    from_fused_era = fitted and not unfused_attention(engine, label)
-    if fused and not from_fused_era:
-        out.update(kv_reread=0.0, attn_bytes_per_flop=0.0)
-    elif fused:
+    top = _tables()[engine]
+    newest = top.get("version", "")             # the newest fitted era ("" = priors only)
+    from_fused_era = bool(newest) and not unfused_attention(engine, label)
+    if fused:
         out["kv_reread"] = 0.0
+        if not from_fused_era:
+            fused_fit = bool(newest) and not unfused_attention(engine, newest)
+            out["attn_bytes_per_flop"] = top.get("attn_bytes_per_flop", 0.0) if fused_fit else 0.0
     elif from_fused_era:
-        old = newest_unfused_era(engine)
-        src = _own_entry(engine, old)[0] if old else load_table("priors.toml").get(engine, {})
+        src = _own_entry(engine, newest_unfused_era(engine))[0]
         out.update(kv_reread=src.get("kv_reread", 0.0), attn_bytes_per_flop=src.get("attn_bytes_per_flop", 0.0))
     return out
 
@@ -526,15 +543,23 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     return calibrated(profile, hardware) if hardware is not None else profile
 
 
-def check_flash_attention(engine: str, version, on: bool) -> None:
+def check_flash_attention(engine: str, version, on) -> None:
     """UserError unless ``engine`` lets its user choose FlashAttention (llama.cpp, its backends and front ends:
-    ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``)."""
+    ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``) and its
+    backend too (capabilities.toml: SYCL is assumed to have none)."""
+    if not isinstance(on, bool):
+        raise UserError(f"flash_attention must be True, False or None, not {on!r}")
     if runtime_of(engine) != "llama.cpp":
         what = ("the ideal bound reads the KV cache once and has no kernels" if engine == "ideal"
                 else f"{engine} runs its own attention kernels")
         raise UserError(f"FlashAttention on or off is a llama.cpp setting (-fa); {what}",
                         "drop --flash-attn, or use --engine llama.cpp, ollama or lm-studio")
+    if version is not None:
+        era_of(engine, version)              # a malformed or too early version says so first
     if on and version is not None and not flash_attention_available(engine, version):
         raise UserError(f"llama.cpp {version} has no FlashAttention (-fa arrived in "
                         f"{flash_attention_since(engine)} builds)",
                         "use --flash-attn off, or a later --engine-version")
+    if on and engine.startswith("llama.cpp-") and not engine_defaults(engine).get("flash_attention", False):
+        raise UserError(f"{engine} is assumed to have no FlashAttention kernel (capabilities.toml): -fa on would "
+                        "run its attention elsewhere", "use --flash-attn off or auto")

@@ -28,6 +28,7 @@ class Calibration:
     fitted_on: str = ""
     date: str = ""
     eta_kv: float = 0.0        # 0 -> same as eta_memory
+    flash_attention: bool | None = None   # llama.cpp: whether the run's attention was fused (None: not recorded)
 
     def seconds_per_token(self, bytes_per_token: float, kv_bytes_per_token: float = 0.0) -> float:
         """Seconds for one step reading ``bytes_per_token`` in all, ``kv_bytes_per_token`` of them KV."""
@@ -40,7 +41,7 @@ class Calibration:
         return 1.0 / self.seconds_per_token(bytes_per_token, kv_bytes_per_token)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None}     # TOML has no null
 
 
 def _lstsq_relative(rows, ts):
@@ -52,7 +53,8 @@ def _lstsq_relative(rows, ts):
     return [float(v) for v in c]
 
 
-def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "") -> Calibration:
+def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "", flash_attention: bool | None = None
+        ) -> Calibration:
     """Fit over ``points`` = [(bytes_per_step, seconds_per_step[, kv_bytes_per_step])]. Tries
     (eta_memory, eta_kv, overhead), then (eta_memory, overhead) with KV counted like weights, then
     eta_memory alone, keeping the first whose terms are all physical (positive etas, overhead >= 0)."""
@@ -82,7 +84,7 @@ def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "") -> Cal
     else:
         raise ValueError("no physical fit")
     cal = Calibration(backend, eta, over, bandwidth_gbps, len(pts), 0.0, fitted_on,
-                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), eta_kv)
+                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), eta_kv, flash_attention)
     rel = [(cal.seconds_per_token(b, kv) - t) / t for b, t, kv in pts]
     return Calibration(**{**asdict(cal), "rms_rel_error": (sum(r * r for r in rel) / len(rel)) ** 0.5})
 

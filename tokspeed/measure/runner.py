@@ -158,7 +158,8 @@ def calibrate_run(run: dict, hw, profile_path) -> object:
     pts = [(p["predicted"]["bytes_per_step"], p["decode_step"]["median_s"], p["predicted"]["kv_bytes_per_step"])
            for p in run["points"]]
     cal = fit(pts, hw.bandwidth_gbps, run["backend"], fitted_on=f"{run['model']['id']} {run['quant']} depths "
-              + ",".join(str(c) for c in run["settings"]["contexts"]))
+              + ",".join(str(c) for c in run["settings"]["contexts"]),
+              flash_attention=run["settings"].get("flash_attention"))
     store_calibration(profile_path, cal)
     return cal
 

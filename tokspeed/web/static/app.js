@@ -78,6 +78,14 @@ function setField(f, v) {
   e.value = v;
   return true;
 }
+// the build and -fa are llama.cpp's (and its front ends'): other engines have neither, so they are cleared and off
+const LLAMA_CPP_ENGINES = /^(llama\.cpp|ollama|lm-studio)/;
+function showEngineBuild() {
+  const llama = LLAMA_CPP_ENGINES.test($("engine").value);
+  if (!llama) { setField("engine_version", ""); setField("flash_attn", "auto"); }
+  $("engine_version").disabled = !llama;
+  $("flash_attn").disabled = !llama;
+}
 function loadHash() {
   const h = new URLSearchParams(location.hash.slice(1));
   for (const f of [...FIELDS, ...CUSTOM]) {
@@ -128,7 +136,11 @@ function renderWays(ways, pending) {
     const b = el("button", "", w.label);
     b.type = "button";
     b.title = "apply: " + Object.entries(w.settings).map(([k, v]) => k + "=" + v).join(", ");
-    b.addEventListener("click", () => { for (const [k, v] of Object.entries(w.settings)) setField(k, v); update(); });
+    b.addEventListener("click", () => {
+      for (const [k, v] of Object.entries(w.settings)) setField(k, v);
+      showEngineBuild();
+      update();
+    });
     if (!w.fits) li.classList.add("no");
     li.append(b, el("span", "fig", (known(w.tok_s) ? fmtRate(w.tok_s) + " tok/s" : "speed unknown") +
       (w.fits ? "" : " · still does not fit")));
@@ -508,6 +520,7 @@ async function init() {
   }
   loadHash();
   showHardware();
+  showEngineBuild();
   fillCompareValues();
   fetch("/api/openapi.json").then((r) => r.json()).then((doc) => {
     if (doc.paths["/api/fit"]) { $("fit-panel").classList.remove("hidden"); $("nav-fit").classList.remove("hidden"); }
@@ -520,6 +533,7 @@ async function init() {
     setField("engine_version", ""); setField("flash_attn", "auto");
     for (const [k, v] of Object.entries(p.settings)) setField(k, v);
     showHardware();
+    showEngineBuild();
     schedule();
   });
   $("form").addEventListener("input", (ev) => {        // typing: wait for a pause; a select answers on "change"
@@ -529,6 +543,7 @@ async function init() {
     if (ev.target.id === "upload") { if (ev.target.files[0]) upload(ev.target.files[0]); return; }
     if (ev.target.id === "model-search" || ev.target.id === "preset") return;
     if (ev.target.id === "hardware") showHardware();
+    if (ev.target.id === "engine") showEngineBuild();
     if (ev.target.tagName === "SELECT") { clearTimeout(timer); update(); } else schedule();    // a pick: at once
   });
   $("form").addEventListener("submit", (ev) => { ev.preventDefault(); update(); });
