@@ -48,12 +48,27 @@ def test_cli_shows_measured_column(tmp_path):
     assert "measured" in r.stdout and "16.10 ms" in r.stdout
 
 
-def run_file(tmp_path, points):
+def run_file(tmp_path, points, **top):
     """A minimal RUN.json in the `tokspeed measure` schema (tokspeed/measure/run_file.py, version 1)."""
     run = tmp_path / "RUN.json"
     run.write_text(json.dumps({"schema": "tokspeed.run", "schema_version": 1, "backend": "torch", "device": "cpu",
-                               "quant": "F16", "points": points}))
+                               "quant": "F16", "points": points, **top}))
     return run
+
+
+def test_a_llama_cpp_run_sets_the_attention_explained(tmp_path):
+    # `measure --backend llama.cpp` records -fa (llama-cpp-python: off); explaining beside it predicts the same
+    # attention unless --flash-attn says otherwise; a torch run has no such setting
+    pts = [{"batch": 1, "context": 8192, "decode_ms_per_token": 20.0}]
+    off = run_file(tmp_path, pts, backend="llama.cpp", settings={"flash_attention": False})
+    e = explain("llama-3-8b", "rtx-4090", quant="Q4_K_M", context=8192, measured=off, with_levers=False)
+    assert e.prediction.flash_attention is False
+    asked = explain("llama-3-8b", "rtx-4090", quant="Q4_K_M", context=8192, measured=off, with_levers=False,
+                    flash_attention=True)
+    assert asked.prediction.flash_attention is True and asked.journey.total_s < e.journey.total_s
+    torch_run = run_file(tmp_path, pts, settings={"flash_attention": False})
+    assert explain("llama-3-8b", "rtx-4090", quant="Q4_K_M", context=8192, measured=torch_run,
+                   with_levers=False).prediction.flash_attention is True
 
 
 def test_run_file_blocks_compare_with_summed_stages(tmp_path):

@@ -45,6 +45,7 @@ class Measured:
     step_s: float | None = None                    # measured decode step time
     point: dict = field(default_factory=dict)      # the run-file point compared: batch, context, backend
     comparison: list = field(default_factory=list)  # [{block, predicted_s, measured_s}] after attach()
+    flash_attention: bool | None = None             # a llama.cpp run's -fa (run file settings), else None
 
     def to_dict(self) -> dict:
         return {"path": self.path, "step_s": self.step_s, "point": self.point, "blocks": self.comparison,
@@ -95,7 +96,10 @@ def _from_run(p: Path, data: dict, context: int, batch: int) -> Measured:
         raise UserError(f"{p}: the run file's point has no decode time and no stages_ms")
     point = {"batch": pt.get("batch"), "context": pt.get("context"), "backend": data.get("backend", ""),
              "device": data.get("device", ""), "quant": data.get("quant", "")}
-    return Measured(str(p), blocks=blocks, step_s=step / 1e3 if step is not None else None, point=point)
+    settings = data.get("settings") if isinstance(data.get("settings"), dict) else {}
+    fa = settings.get("flash_attention") if data.get("backend") == "llama.cpp" else None
+    return Measured(str(p), blocks=blocks, step_s=step / 1e3 if step is not None else None, point=point,
+                    flash_attention=fa if isinstance(fa, bool) else None)
 
 
 def load_measured(path, context: int = 0, batch: int = 1) -> Measured:
