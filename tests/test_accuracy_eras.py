@@ -23,6 +23,13 @@ def decode(model, hw_id, quant, version=None, engine="llama.cpp"):
 # ---- versions -----------------------------------------------------------------------------------
 
 
+def test_only_ascii_digits_make_a_version():
+    # Python's \d matches any Unicode digit and int() reads them: "２０２５" (full-width) must not become build 2025
+    for v in ("２０２５", "b６０００", "２０２５-０８"):
+        with pytest.raises(UserError, match="neither a build number nor a year-month"):
+            era_of("llama.cpp-cuda", v)
+
+
 def test_build_numbers_map_to_the_months_printed_beside_them():
     # dated rows of data/validation/calibration.csv: b1988 in a 2024-01 table, b5163 in 2025-04, b7948 in 2026-02
     assert build_month("llama.cpp-cuda", 1988) == "2024-01"

@@ -62,9 +62,9 @@ def version_month(engine: str, version: str) -> str | None:
     labels = era_labels(engine)
     if v in labels:
         return None
-    if re.fullmatch(r"b?\d{3,5}", v) and not re.fullmatch(r"20\d\d", v):
+    if re.fullmatch(r"b?[0-9]{3,5}", v) and not re.fullmatch(r"20[0-9][0-9]", v):   # ASCII digits only
         return build_month(engine, int(v.lstrip("b")))
-    m = re.fullmatch(r"(20\d\d)(?:-(\d\d?))?", v)
+    m = re.fullmatch(r"(20[0-9][0-9])(?:-([0-9][0-9]?))?", v)
     if m and 1 <= int(m.group(2) or 12) <= 12:
         return f"{m.group(1)}-{int(m.group(2) or 12):02d}"
     raise UserError(f"engine version {version!r} is neither a build number nor a year-month",
