@@ -59,6 +59,13 @@ def test_measure_llama_cpp_backend(gguf_file, tmp_path, monkeypatch):
     assert "FlashAttention off" in p["predicted"]["engine"]
 
 
+def test_text_on_a_gguf_without_a_tokenizer_is_one_error_line(gguf_file):
+    # the GGUFs written here carry tokenizer.ggml.model = "no_vocab"; llama.cpp's tokenizer aborts the whole
+    # process on them (GGML_ASSERT), so --text refuses first
+    r = run_cli("measure", gguf_file, "--backend", "llama.cpp", "--text", "hello", "--gen", "5")
+    assert r.returncode == 2 and "no tokenizer" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
 def test_measure_runs_flashattention_when_asked(gguf_file, tmp_path, monkeypatch):
     # --flash-attn on: the llama.cpp context runs it (the run file says so), and so does the prediction beside it
     prof = tmp_path / "local.toml"

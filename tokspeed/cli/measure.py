@@ -157,7 +157,8 @@ def _generate(args, err) -> int:
     if args.backend == "llama.cpp":
         from ..measure.backend_llamacpp import generate_text, load_llama
 
-        text = generate_text(load_llama(args.model, 4096), args.text, args.gen, emit)
+        lm = load_llama(args.model, 4096, flash_attention=args.flash_attn == "on")
+        text = generate_text(lm, args.text, args.gen, emit)
     else:
         from ..measure.backend_torch import generate_text, load_model
 

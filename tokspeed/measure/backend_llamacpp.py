@@ -213,6 +213,10 @@ def generate_text(lm: LlamaModel, text: str, gen: int, emit, top: int = 5):
     import numpy as np
 
     llm = lm.llm
+    kind = (getattr(llm, "metadata", None) or {}).get("tokenizer.ggml.model", "no_vocab")
+    if kind in ("no_vocab", "none", ""):      # llama.cpp would abort the process in its tokenizer (GGML_ASSERT)
+        raise UserError(f"{Path(lm.path).name} carries no tokenizer (tokenizer.ggml.model = {kind!r}): --text "
+                        "needs one", "use a GGUF converted from a Hugging Face model, or drop --text to time decode")
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     ids = llm.tokenize(text.encode("utf-8"), add_bos=True)
     emit({"kind": "prompt", "tokens": len(ids), "pieces": [_piece(llm.detokenize([i])) for i in ids]})
