@@ -29,8 +29,8 @@ class Setup(BaseModel):
     engine: str = Field(DEFAULT_ENGINE, description="inference engine")
     engine_version: Optional[str] = Field(None, max_length=32, description="llama.cpp build (b6000) or year-month "
                                                                           "(2025-08); default the newest calibrated")
-    flash_attn: Literal["auto", "on", "off"] = Field("auto", description="llama.cpp -fa: attention fused (on) or not "
-                                                                      "(off); auto: the build's and front end's default")
+    flash_attn: Literal["auto", "on", "off"] = Field(
+        "auto", description="llama.cpp -fa: attention fused (on) or not (off); auto: the build's and front end's default")
     gpus: int = Field(1, ge=1, le=64, description="identical devices (tensor parallel when > 1)")
     parallel: Optional[str] = Field(None, description="with gpus > 1: tp, pp, split or tp=N,pp=M "
                                                       "(default: the engine's own)")
