@@ -120,3 +120,21 @@ def test_sweep_and_compare_take_it_too(verb):
         (row,) = rows[fa]
         assert row["flash_attention"] is want[fa].flash_attention
         assert row["decode"]["tok_s"] == pytest.approx(want[fa].decode.tok_s)
+
+
+def test_plan_and_the_model_ranking_take_it_too():
+    from tokspeed.fit import rank_models
+    from tokspeed.scale.plan import plan
+
+    hw = get_hardware("rtx-4090")
+    (opt,) = [o for o in plan("llama-3-8b", 10, quant="Q4_K_M", context=16384, hardware=[hw], flash_attention=False)
+              if o.devices == 1]
+    want = predict("llama-3-8b", hw, quant="Q4_K_M", prompt=0, gen=1, context=16384, flash_attention=False)
+    assert opt.tok_s == pytest.approx(want.decode.tok_s)
+    (row,) = rank_models(hw, models=["llama-3-8b"], context=16384, flash_attention=False)
+    want = predict("llama-3-8b", hw, quant=row.quant, prompt=512, gen=1, context=16384, flash_attention=False)
+    assert row.decode["tok_s"] == pytest.approx(want.decode.tok_s)
+    with pytest.raises(UserError, match="llama.cpp setting"):         # one error, not every device left out
+        plan("llama-3-8b", 10, engine="vllm", flash_attention=False)
+    with pytest.raises(UserError, match="no FlashAttention"):
+        rank_models(hw, models=["llama-3-8b"], engine_version="2023-06", flash_attention=True)

@@ -132,6 +132,7 @@ BAD = [
     ("/api/predict", {**BASE, "engine_version": "2023-10", "flash_attn": "on"}, 400, "no FlashAttention"),
     ("/api/predict", {**BASE, "engine_version": "yesterday"}, 400, "build number"),
     ("/api/predict", {**BASE, "flash_attn": "maybe"}, 422, "flash_attn"),
+    ("/api/fit", {"hardware": "rtx-4090", "engine": "vllm", "flash_attn": "off"}, 400, "llama.cpp setting"),
     # 422: a malformed field, named
     ("/api/predict", {"hardware": "rtx-4090"}, 422, "which model"),
     ("/api/predict", {"model": "llama-3-8b"}, 422, "which hardware"),

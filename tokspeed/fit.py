@@ -248,9 +248,11 @@ def _matches(spec, family, max_params, moe, use) -> bool:
 def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: float | None = None,
                 engine: str = "llama.cpp", gpus: int = 1, offload: str = "none", family: str | None = None,
                 max_params: float | None = None, moe: bool | None = None, use: str | None = None,
-                top: int | None = None, models=None) -> list[FitRow]:
+                top: int | None = None, models=None, engine_version: str | None = None,
+                flash_attention: bool | None = None) -> list[FitRow]:
     """Every catalog model (or ``models``: ids or specs) on ``hardware``, best format each, ranked
-    (see the module docstring). ``hardware``: a Hardware, a catalog id/alias or a TOML path."""
+    (see the module docstring). ``hardware``: a Hardware, a catalog id/alias or a TOML path.
+    ``engine_version`` / ``flash_attention``: the llama.cpp build and -fa every prediction is for."""
     from .hardware.spec import Hardware
     from .models.catalog import get_model, model_ids
     from .models.spec import USES
@@ -274,13 +276,19 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
         from .engines.compat import check
 
         check(engine, hardware)      # raises the one-line reason (the engine does not run on this device)
+    build = {k: v for k, v in (("engine_version", engine_version), ("flash_attention", flash_attention))
+             if v is not None}
+    if build:                        # a bad build or -fa is one error, not every model skipped
+        from .engines.profile import get_engine
+
+        get_engine(engine, hardware, version=engine_version, flash_attention=flash_attention)
     specs = [get_model(m) if isinstance(m, str) else m for m in (models or model_ids())]
     specs = [s for s in specs if _matches(s, family, max_params, moe, use)]
 
     def runner(mode):
         def run(prepared):
             return predict(prepared, hardware, context=context, prompt=prompt, gen=1, engine=engine, gpus=gpus,
-                           offload=mode)
+                           offload=mode, **build)
         return run
 
     cheap, guess = _memory_check(hardware, engine, context, prompt) if gpus == 1 else (None, None)

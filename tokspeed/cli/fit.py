@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from .options import add_hardware_options, number, positive_int, print_json, resolve_hardware
+from .options import (add_engine_build_options, add_hardware_options, engine_build_kwargs, number, positive_int,
+                      print_json, resolve_hardware)
 
 RULE = ("Ranking: models that fit in memory at --context and decode at least --min-tok-s come first, "
         "largest parameter count first, then fastest expected decode; then models that fit but are slower; "
@@ -26,6 +27,7 @@ def add_parser(sub):
     p.add_argument("--prompt", type=positive_int, default=512, help="prompt tokens for prefill and TTFT (default 512)")
     p.add_argument("--min-tok-s", dest="min_tok_s", type=number, default=None, help="least expected decode tok/s")
     p.add_argument("--engine", "-e", default="llama.cpp", help="engine whose formats are tried (default llama.cpp)")
+    add_engine_build_options(p)
     p.add_argument("--gpus", type=positive_int, default=1, help="devices of --hardware that share a model (default 1)")
     p.add_argument("--offload", default="none", choices=["none", "auto", "layers", "experts"],
                    help="let weights that do not fit VRAM run from system RAM (llama.cpp); default none")
@@ -55,7 +57,7 @@ def run(args) -> int:
     hw = resolve_hardware(args)
     rows = rank_models(hw, context=args.context, prompt=args.prompt, min_tok_s=args.min_tok_s, engine=args.engine,
                        gpus=args.gpus or 1, offload=args.offload, family=args.family, max_params=args.max_params,
-                       moe=args.moe, use=args.use, top=args.top)
+                       moe=args.moe, use=args.use, top=args.top, **engine_build_kwargs(args))
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..workload import DEFAULT_ENGINE
-from .options import number, positive_int, print_json
+from .options import add_engine_build_options, engine_build_kwargs, number, positive_int, print_json
 
 
 def add_parser(sub):
@@ -16,6 +16,7 @@ def add_parser(sub):
     p.add_argument("--quant", "-q", default=None, help="weight format (default F16)")
     p.add_argument("--kv-dtype", default="f16")
     p.add_argument("--engine", "-e", default=DEFAULT_ENGINE)
+    add_engine_build_options(p)
     p.add_argument("--context", type=positive_int, default=4096, help="tokens in the KV cache (default 4096)")
     p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
     p.add_argument("--users", type=positive_int, default=None, help="concurrent users; target is per user")
@@ -41,7 +42,8 @@ def run(args) -> int:
         raise UserError("--users and --batch must be at least 1")
     prices = load_prices(args.prices) if args.prices else None
     opts = plan(args.model, args.target, quant=args.quant, engine=args.engine, context=args.context, batch=args.batch,
-                users=args.users, budget=args.budget, prices=prices, kv_dtype=args.kv_dtype, hardware=hws)
+                users=args.users, budget=args.budget, prices=prices, kv_dtype=args.kv_dtype, hardware=hws,
+                **engine_build_kwargs(args))
     shown = opts if args.all else [o for o in opts if o.meets]
     shown = shown[: args.top]
     if args.json:

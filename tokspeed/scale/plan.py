@@ -108,16 +108,29 @@ def _option(pred, hw, setup, n, target, users, price) -> Option:
 
 
 def plan(model, target_tok_s: float, quant=None, engine=DEFAULT_ENGINE, context=0, batch=1, users=None,
-         budget=None, prices=None, kv_dtype="f16", hardware=None, offload=True) -> list[Option]:
-    """Every setup tried, best first (those that meet the target, then the rest by speed)."""
+         budget=None, prices=None, kv_dtype="f16", hardware=None, offload=True, engine_version: str | None = None,
+         flash_attention: bool | None = None) -> list[Option]:
+    """Every setup tried, best first (those that meet the target, then the rest by speed). ``engine_version`` /
+    ``flash_attention``: the llama.cpp build and -fa every prediction is for (a device whose backend cannot run
+    them is left out, as one the engine does not run on)."""
     if not target_tok_s or target_tok_s <= 0:
         raise UserError("--target-tok-s must be positive")
     if budget is not None and not prices:
         raise UserError("--budget needs hourly prices", "give --prices FILE.toml (hardware-id = USD per hour)")
     prices = prices or {}
     b = users or batch
+    build = {k: v for k, v in (("engine_version", engine_version), ("flash_attention", flash_attention))
+             if v is not None}
+    if build:                        # a bad build or -fa for this engine is one error, not every device left out
+        from ..engines.eras import era_of
+        from ..engines.profile import check_flash_attention
+
+        if flash_attention is not None:
+            check_flash_attention(engine, engine_version, flash_attention)
+        elif engine_version is not None:
+            era_of(engine, engine_version)
     common = dict(quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=0, gen=1, context=context, batch=b,
-                  users=users)
+                  users=users, **build)
     devices = hardware if hardware is not None else candidate_devices()
     out: list[Option] = []
     for hw in devices:

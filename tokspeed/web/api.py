@@ -304,7 +304,7 @@ def api_fit(q) -> dict:
         hw = get_hardware(q.hardware)
     except UserError as e:
         raise ApiError(400, e.message, "hardware", e.suggestion) from None
-    rows = rank_models(hw, context=q.context, prompt=q.prompt, min_tok_s=q.min_tok_s, engine=q.engine, gpus=q.gpus,
+    rows = rank_models(hw, context=q.context, prompt=q.prompt, min_tok_s=q.min_tok_s, **engine_options(q), gpus=q.gpus,
                        offload=q.offload, family=q.family, max_params=q.max_params, moe=q.moe, use=q.use,
                        top=q.top)
     return {"hardware": hw.id, "rows": [r.to_dict() for r in rows]}

@@ -69,6 +69,8 @@ class FitQuery(BaseModel):
     prompt: Count = Field(DEFAULT_PROMPT, ge=0)
     min_tok_s: Optional[float] = Field(None, ge=0, allow_inf_nan=False)
     engine: str = DEFAULT_ENGINE
+    engine_version: Optional[str] = Field(None, max_length=32, description="llama.cpp build or year-month")
+    flash_attn: Literal["auto", "on", "off"] = Field("auto", description="llama.cpp -fa")
     gpus: int = Field(1, ge=1, le=64)
     offload: Literal["none", "auto"] = "none"
     family: Optional[str] = None

@@ -433,6 +433,8 @@ async function runFit() {
     if (hwId === "custom") throw new Error("the ranking needs a catalog device");
     const q = new URLSearchParams({ hardware: hwId, context: $("context").value || "0", prompt: $("prompt").value || "0",
       engine: $("engine").value });
+    if ($("engine_version").value.trim()) q.set("engine_version", $("engine_version").value.trim());
+    if ($("flash_attn").value !== "auto") q.set("flash_attn", $("flash_attn").value);
     const doc = await getJSON("/api/fit?" + q);
     fitRows = doc.rows;
     body.replaceChildren();
