@@ -66,3 +66,50 @@ def test_the_calibration_records_the_attention_its_run_had(tmp_path):
     assert fit(pts, 50.0, "llama.cpp", flash_attention=False).to_dict()["flash_attention"] is False
     assert "flash_attention" not in fit(pts, 50.0, "torch").to_dict()
     assert Calibration(**fit(pts, 50.0, "llama.cpp", flash_attention=True).to_dict()).flash_attention is True
+
+
+def test_attention_traffic_beyond_one_read_by_hand():
+    # llama-3-8b (32 layers, 32 query heads over 8 K/V heads of 128, F16 cache: 4,096 B per token per layer) with
+    # llama.cpp's attention unfused on an RTX 4090: going D tokens deeper adds D x 4,096 B x 32 layers of cache
+    # read again by 3 more query heads, the share kv_reread from memory, plus 32 x 32 heads x D scores of
+    # 4 x 128 + 5 FLOPs at attn_bytes_per_flop; fused attention adds nothing
+    from tokspeed.engines.profile import get_engine
+    from tokspeed.measure.predicted import predict_point
+    from tokspeed.resolve import resolve_model
+
+    spec, hw = resolve_model("llama-3-8b")[0], get_hardware("rtx-4090")
+    eng = get_engine("llama.cpp", hw, flash_attention=False)
+    extra = {c: predict_point(spec, hw, "llama.cpp", "Q4_K_M", c, 1, 1, 0, None, False)["attn_extra_bytes_per_step"]
+             for c in (1024, 5120)}
+    D = 4096
+    assert extra[5120] - extra[1024] == pytest.approx(D * 4096 * 32 * 3 * eng.kv_reread
+                                                      + 32 * 32 * D * (4 * 128 + 5) * eng.attn_bytes_per_flop)
+    assert predict_point(spec, hw, "llama.cpp", "Q4_K_M", 5120, 1, 1, 0, None, True)["attn_extra_bytes_per_step"] == 0
+    # a calibration fitted net of that traffic predicts the step with it: (bytes - KV) at eta, KV + extra at eta_kv
+    from tokspeed.measure.calibrate import Calibration
+
+    cal = Calibration("llama.cpp", 0.8, 1e-3, 1008.0, 4, 0.0, eta_kv=0.5, flash_attention=False, attention_net=True)
+    pt = predict_point(spec, hw, "llama.cpp", "Q4_K_M", 5120, 1, 1, 0, cal, False)
+    b, kv, x = pt["bytes_per_step"], pt["kv_bytes_per_step"], pt["attn_extra_bytes_per_step"]
+    assert x > 0 and 1 / pt["tok_s"] == pytest.approx((b - kv) / (1008e9 * 0.8) + (kv + x) / (1008e9 * 0.5) + 1e-3)
+
+
+def test_calibrating_counts_the_attention_traffic_as_kv(tmp_path):
+    # a run whose steps took exactly weights / (BW x 0.8) + (KV + extra) / (BW x 0.5) + 1 ms: the calibration
+    # recovers eta_kv = 0.5 net of the extra traffic, and its prediction of such a step is that time
+    from types import SimpleNamespace
+
+    from tokspeed.measure.runner import calibrate_run
+
+    bw = 40.0
+    points = []
+    for w, kv, x in ((1e9, 1e8, 5e7), (1e9, 4e8, 2e8), (2e9, 2e8, 1e8), (3e9, 8e8, 4e8)):
+        t = w / (bw * 1e9 * 0.8) + (kv + x) / (bw * 1e9 * 0.5) + 1e-3
+        points.append({"predicted": {"bytes_per_step": w + kv, "kv_bytes_per_step": kv,
+                                     "attn_extra_bytes_per_step": x}, "decode_step": {"median_s": t}})
+    run = {"points": points, "backend": "llama.cpp", "model": {"id": "m"}, "quant": "Q4_K_M",
+           "settings": {"contexts": [0], "flash_attention": False}}
+    cal = calibrate_run(run, SimpleNamespace(bandwidth_gbps=bw), _profile(tmp_path))
+    assert cal.attention_net and cal.flash_attention is False
+    assert cal.eta_memory == pytest.approx(0.8, rel=1e-6) and cal.eta_kv == pytest.approx(0.5, rel=1e-6)
+    assert load_calibration(tmp_path / "local.toml", "llama.cpp").attention_net is True

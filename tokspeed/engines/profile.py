@@ -399,7 +399,9 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
     The machine calibration is ``t = weight_bytes / (BW · eta_mem) + kv_bytes / (BW · eta_kv) + overhead_s``
     with BW the probe's read bandwidth (stored as ``eta_mem``; ``eta_memory``, its older name, is read
     too); it replaces eta_mem, eta_kv and fixed_s (launches are inside overhead_s) and its own fit error
-    becomes the error band."""
+    becomes the error band. A calibration ``attention_net`` counted, as KV bytes, the attention traffic its run's
+    engine model adds beyond one read of the cache (re-reads, unfused scores: ``measure.predicted``), so its
+    eta_kv holds for either attention and the profile keeps its own re-reads and score traffic."""
     entry = (getattr(hardware, "calibration", None) or {}).get(MEASURED_BY.get(profile.name, ""))
     eta_key = "eta_mem" if (entry or {}).get("eta_mem") else "eta_memory"
     if not entry or not entry.get(eta_key):
@@ -409,30 +411,17 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
     eta_kv = float(entry.get("eta_kv") or entry[eta_key]) * scale / eta
     band = max(CALIBRATION_MIN_BAND_PCT,
                CALIBRATION_BAND_SIGMAS * 100 * float(entry.get("rms_rel_error") or 0.0))
+    # a calibration fitted net of its run's attention traffic (attention_net) keeps the engine's re-reads; an older
+    # one holds the K/V reads of its run's attention in its measured eta_kv
+    reread = profile.kv_reread if entry.get("attention_net") else 0.0
     # the measured eta already holds whatever saturates this device's bandwidth: no cap on top
     return replace(profile, eta_mem={"default": eta}, eta_format={}, eta_kv=eta_kv, launch_s=0.0, bw_cap_gbps=0.0,
                    bytes_per_core_cycle=0.0, sync_s_per_thread=0.0,   # the measured overhead holds the barriers
                    int8_matvec={},       # and the measured eta whatever the CPU's int8 matvec made of the step
-                   kv_reread=0.0,        # and the measured eta_kv the K/V reads of the run's attention
+                   kv_reread=reread,
                    fixed_s=float(entry.get("overhead_s") or 0.0), decode_error_pct=band,
                    source=f"this machine's calibration ({entry.get('n_points', '?')} measured points, "
-                          f"{entry.get('date', '')}{_calibrated_attention(entry, profile)}) over {profile.source}")
-
-
-def _calibrated_attention(entry: dict, profile: EngineProfile) -> str:
-    """What a machine calibration's attention means for this profile: its measured eta_kv holds the K/V traffic
-    of the attention its run had, so a prediction with the other attention -- or unfused over an unfused run,
-    whose score traffic is then counted in eta_kv and again in attn_bytes_per_flop -- says so."""
-    ran = entry.get("flash_attention")
-    if ran is None or profile.flash_attention is None:
-        return ""
-    how = "on" if ran else "off"
-    if ran != profile.flash_attention:
-        return (f", measured with FlashAttention {how}: its eta_kv holds that attention's K/V traffic, not this "
-                f"prediction's")
-    if ran or not profile.attn_bytes_per_flop:
-        return ""
-    return ", measured with FlashAttention off: its eta_kv holds the score traffic counted again here"
+                          f"{entry.get('date', '')}) over {profile.source}")
 
 
 def engine_entry(engine: str, version=None, flash_attention: bool | None = None) -> tuple[dict, str]:

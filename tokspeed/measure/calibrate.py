@@ -29,6 +29,7 @@ class Calibration:
     date: str = ""
     eta_kv: float = 0.0        # 0 -> same as eta_memory
     flash_attention: bool | None = None   # llama.cpp: whether the run's attention was fused (None: not recorded)
+    attention_net: bool = False   # fitted with the engine model's attention traffic beyond one KV read counted as KV
 
     def seconds_per_token(self, bytes_per_token: float, kv_bytes_per_token: float = 0.0) -> float:
         """Seconds for one step reading ``bytes_per_token`` in all, ``kv_bytes_per_token`` of them KV."""
@@ -53,8 +54,8 @@ def _lstsq_relative(rows, ts):
     return [float(v) for v in c]
 
 
-def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "", flash_attention: bool | None = None
-        ) -> Calibration:
+def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "", flash_attention: bool | None = None,
+        attention_net: bool = False) -> Calibration:
     """Fit over ``points`` = [(bytes_per_step, seconds_per_step[, kv_bytes_per_step])]. Tries
     (eta_memory, eta_kv, overhead), then (eta_memory, overhead) with KV counted like weights, then
     eta_memory alone, keeping the first whose terms are all physical (positive etas, overhead >= 0)."""
@@ -84,7 +85,8 @@ def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "", flash_
     else:
         raise ValueError("no physical fit")
     cal = Calibration(backend, eta, over, bandwidth_gbps, len(pts), 0.0, fitted_on,
-                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), eta_kv, flash_attention)
+                      _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), eta_kv, flash_attention,
+                      attention_net)
     rel = [(cal.seconds_per_token(b, kv) - t) / t for b, t, kv in pts]
     return Calibration(**{**asdict(cal), "rms_rel_error": (sum(r * r for r in rel) / len(rel)) ** 0.5})
 

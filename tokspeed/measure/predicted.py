@@ -31,8 +31,9 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
     label = f"{engine} (FlashAttention {'on' if fa else 'off'}, as measured)" if fa is not None else engine
     kv = KV_DTYPE.get(quant.upper(), "f16") if backend == "torch" else "f16"
     q = quant if quant.upper() in ("F32", "F16", "BF16") or backend != "torch" else "F16"
-    dec = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=0, gen=gen, context=context,
-                  batch=batch, flash_attention=fa).to_dict()["decode"]
+    pred = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=0, gen=gen, context=context,
+                   batch=batch, flash_attention=fa)
+    dec = pred.to_dict()["decode"]
     out = {"bound_tok_s": batch * dec["bound_tok_s"], "tok_s": batch * dec["tok_s"],
            # ideal step time x bandwidth: the bytes of one step as the core counts them
            "bytes_per_step": hardware.bandwidth_gbps * 1e9 / dec["bound_tok_s"],
@@ -40,14 +41,31 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
            "engine": label, "source": f"tokspeed.predict(engine={engine!r}, quant={q!r}, kv_dtype={kv!r}"
                                       + (f", flash_attention={fa})" if fa is not None else ")")}
     out["kv_bytes_per_step"] = max(out["bytes_per_step"] - out["weight_bytes_per_step"], 0.0)
+    # the step's attention traffic beyond one read of the cache (linear in depth: the mean of the first and last)
+    out["attn_extra_bytes_per_step"] = (attention_extra_bytes(pred, context)
+                                        + attention_extra_bytes(pred, context + max(gen, 1) - 1)) / 2
     if prompt:
         pre = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=prompt, gen=1, context=context,
                       batch=batch, flash_attention=fa).to_dict()["prefill"]
         out["prefill_tok_s"] = pre.get("tok_s")
     if calibration is not None:
         out["uncalibrated_tok_s"] = out["tok_s"]
-        out["tok_s"] = batch / calibration.seconds_per_token(out["bytes_per_step"], out["kv_bytes_per_step"])
+        extra = out["attn_extra_bytes_per_step"] if getattr(calibration, "attention_net", False) else 0.0
+        out["tok_s"] = batch / calibration.seconds_per_token(out["bytes_per_step"] + extra,
+                                                             out["kv_bytes_per_step"] + extra)
         out["source"] += (f" + this machine's calibration (eta {calibration.eta_memory:.3f}, "
                           f"eta_kv {calibration.eta_kv or calibration.eta_memory:.3f}, "
                           f"overhead {calibration.overhead_s * 1e3:.2f} ms/step)")
     return out
+
+
+def attention_extra_bytes(pred, depth: int) -> float:
+    """Bytes one decode step at ``depth`` moves for attention beyond one read of the KV cache, as the
+    prediction's engine counts them: the per-query-head re-reads that reach memory (``timing.kv_reads``) and the
+    score matrix of unfused attention (``attn_bytes_per_flop``); 0 for fused attention. A machine calibration
+    fitted with them (``Calibration.attention_net``) holds the K/V efficiency net of the attention it ran."""
+    from ..timing import kv_reads
+
+    eng = pred.engine_profile
+    return sum(op.kv_read_bytes * (kv_reads(op, eng) - 1.0) + op.flops * eng.attn_bytes_per_flop
+               for op in pred.decode_ops(depth) if op.kv_read_bytes or op.kv_write_bytes)

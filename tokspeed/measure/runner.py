@@ -155,11 +155,13 @@ def calibrate_run(run: dict, hw, profile_path) -> object:
         raise UserError("--calibrate stores the fit in a probed hardware profile",
                         "use --hardware local (after `tokspeed probe`) or --hardware PROFILE.toml")
     # the median step: a step in which another process took the core says nothing about this machine
-    pts = [(p["predicted"]["bytes_per_step"], p["decode_step"]["median_s"], p["predicted"]["kv_bytes_per_step"])
-           for p in run["points"]]
+    # the attention traffic the engine model adds beyond one read of the cache (re-reads, unfused scores) counts
+    # as KV traffic: eta_kv comes out net of the run's attention, so it holds for either attention
+    pts = [(p["predicted"]["bytes_per_step"] + x, p["decode_step"]["median_s"], p["predicted"]["kv_bytes_per_step"] + x)
+           for p in run["points"] for x in (p["predicted"].get("attn_extra_bytes_per_step", 0.0),)]
     cal = fit(pts, hw.bandwidth_gbps, run["backend"], fitted_on=f"{run['model']['id']} {run['quant']} depths "
               + ",".join(str(c) for c in run["settings"]["contexts"]),
-              flash_attention=run["settings"].get("flash_attention"))
+              flash_attention=run["settings"].get("flash_attention"), attention_net=True)
     store_calibration(profile_path, cal)
     return cal
 
