@@ -92,6 +92,13 @@ def test_attention_traffic_beyond_one_read_by_hand():
     pt = predict_point(spec, hw, "llama.cpp", "Q4_K_M", 5120, 1, 1, 0, cal, False)
     b, kv, x = pt["bytes_per_step"], pt["kv_bytes_per_step"], pt["attn_extra_bytes_per_step"]
     assert x > 0 and 1 / pt["tok_s"] == pytest.approx((b - kv) / (1008e9 * 0.8) + (kv + x) / (1008e9 * 0.5) + 1e-3)
+    # recalibrating over an older calibration (which zeroes the re-reads it holds) still counts the engine's own
+    from dataclasses import replace
+
+    old = replace(hw, calibration={"llama.cpp": {"eta_mem": 0.8, "eta_kv": 0.6}})
+    assert get_engine("llama.cpp", old, flash_attention=False).kv_reread == 0.0
+    again = predict_point(spec, old, "llama.cpp", "Q4_K_M", 5120, 1, 1, 0, None, False)["attn_extra_bytes_per_step"]
+    assert again == pytest.approx(extra[5120])
 
 
 def test_calibrating_counts_the_attention_traffic_as_kv(tmp_path):

@@ -64,8 +64,10 @@ def attention_extra_bytes(pred, depth: int) -> float:
     prediction's engine counts them: the per-query-head re-reads that reach memory (``timing.kv_reads``) and the
     score matrix of unfused attention (``attn_bytes_per_flop``); 0 for fused attention. A machine calibration
     fitted with them (``Calibration.attention_net``) holds the K/V efficiency net of the attention it ran."""
+    from ..engines.profile import get_engine
     from ..timing import kv_reads
 
-    eng = pred.engine_profile
+    eng = pred.engine_profile       # the engine's own attention, not as an earlier calibration of the machine set it
+    eng = get_engine(eng.name, version=eng.version or None, flash_attention=eng.flash_attention)
     return sum(op.kv_read_bytes * (kv_reads(op, eng) - 1.0) + op.flops * eng.attn_bytes_per_flop
                for op in pred.decode_ops(depth) if op.kv_read_bytes or op.kv_write_bytes)
