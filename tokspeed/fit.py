@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .errors import UserError
+from .workload import engine_build
 
 # llama.cpp's GGUF weight types people download, highest precision first (bytes per weight falls
 # monotonically along the list: F16 16, Q8_0 8.5, Q6_K 6.56, Q5_K_M ~5.7, Q4_K_M ~4.9, IQ4_XS 4.25,
@@ -276,8 +277,7 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
         from .engines.compat import check
 
         check(engine, hardware)      # raises the one-line reason (the engine does not run on this device)
-    build = {k: v for k, v in (("engine_version", engine_version), ("flash_attention", flash_attention))
-             if v is not None}
+    build = engine_build(engine_version, flash_attention)
     if build:                        # a bad build or -fa is one error, not every model skipped
         from .engines.profile import get_engine
 

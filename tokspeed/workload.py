@@ -18,6 +18,15 @@ DEFAULT_GEN = 128
 DEFAULT_ENGINE = "llama.cpp"
 UBATCH = 512      # tokens per prefill micro-batch (llama.cpp -ub default, vLLM chunked prefill ~512)
 MAX_TOKENS = 1 << 31
+# llama.cpp's -fa as the CLI and the web page take it: auto is the build's and front end's own default
+FLASH_ATTN = {"auto": None, "on": True, "off": False}
+
+
+def engine_build(engine_version: str | None = None, flash_attention: bool | None = None) -> dict:
+    """The ``predict`` keywords of an engine's build (``engine_version``) and llama.cpp's -fa
+    (``flash_attention``), only those that are set: None (or an empty version) is the default."""
+    return {k: v for k, v in (("engine_version", engine_version or None), ("flash_attention", flash_attention))
+            if v is not None}
 
 
 def check_count(name: str, v, lo: int) -> int:

@@ -104,9 +104,9 @@ def add_engine_build_options(p):
 
 
 def engine_build_kwargs(args) -> dict:
-    out = {"engine_version": args.engine_version} if getattr(args, "engine_version", None) else {}
-    fa = getattr(args, "flash_attn", "auto")
-    return {**out, "flash_attention": fa == "on"} if fa in ("on", "off") else out
+    from ..workload import FLASH_ATTN, engine_build
+
+    return engine_build(getattr(args, "engine_version", None), FLASH_ATTN[getattr(args, "flash_attn", "auto")])
 
 
 def add_predict_options(p):

@@ -532,6 +532,14 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     return calibrated(profile, hardware) if hardware is not None else profile
 
 
+def check_engine_build(engine: str, engine_version=None, flash_attention: bool | None = None) -> None:
+    """UserError for a build or -fa ``engine`` cannot take, before any device is tried (``plan``)."""
+    if flash_attention is not None:
+        check_flash_attention(engine, engine_version, flash_attention)
+    elif engine_version is not None:
+        era_of(engine, engine_version)
+
+
 def check_flash_attention(engine: str, version, on) -> None:
     """UserError unless ``engine`` lets its user choose FlashAttention (llama.cpp, its backends and front ends:
     ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``) and its

@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..workload import engine_build
+
 SEEDS_LONG_CONTEXT = 131072   # the seeds' 128K row, where KV ≈ weights for Llama 3 8B FP16
 
 
@@ -86,8 +88,7 @@ def levers(pred, mode: str = "decode", model=None) -> list[Lever]:
     quant = pred.quant if pred.quant.upper() in NAMES or pred.quant.upper().startswith("EXL2") else None
     base = dict(quant=quant, kv_dtype=pred.kv_dtype, engine=pred.engine, prompt=pred.prompt,
                 gen=pred.gen, context=pred.context, batch=pred.batch,
-                **({"engine_version": pred.engine_version} if pred.engine_version else {}),   # same era
-                **({"flash_attention": pred.flash_attention} if pred.flash_attention is not None else {}))
+                **engine_build(pred.engine_version, pred.flash_attention))    # the same era and attention
     base_rate = _rate(pred, mode)
     out = []
     for lever, text, variant, over in lever_variants(pred, mode, model):

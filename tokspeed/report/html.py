@@ -7,7 +7,7 @@ import html
 from datetime import datetime, timezone
 
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
-from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
+from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, engine_build
 from .explain_table import fmt_flops, headline
 from .text import unknown
 
@@ -196,7 +196,7 @@ def _figure(svg: str, caption: str) -> str:
     return f"<figure>{svg}<figcaption>{esc(caption)}</figcaption></figure>"
 
 
-def _engine_build(pred) -> str:
+def _engine_label(pred) -> str:
     """The engine's era and attention in brackets, e.g. " (era 2025, FlashAttention on)"; "" for an engine with
     neither."""
     bits = [f"era {pred.engine_version}"] if pred.engine_version else []
@@ -212,8 +212,7 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_EN
     from ..explain import explain
     from ..predict import predict
 
-    build = {k: v for k, v in (("engine_version", engine_version), ("flash_attention", flash_attention))
-             if v is not None}          # the engine's build and llama.cpp -fa, kept by every prediction below
+    build = engine_build(engine_version, flash_attention)     # kept by every prediction below
     pred = predict(model, hardware, quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=prompt, gen=gen,
                    context=context, batch=batch, **build)
     hw = pred.hw
@@ -221,7 +220,7 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_EN
                    quant=quant, kv_dtype=kv_dtype, engine=engine, **build)
     parts = [f"<h1>{esc(pred.model)} on {esc(hw.name)}</h1>",
              f'<div class="sub">{esc(pred.quant)} weights · KV {esc(pred.kv_dtype)} · engine {esc(pred.engine)}'
-             f"{esc(_engine_build(pred))} · "
+             f"{esc(_engine_label(pred))} · "
              f"batch {pred.batch} · context {pred.context:,} + prompt {pred.prompt:,} + generate {pred.gen:,}</div>",
              _cards(pred)]
     if not pred.memory.fits:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..engines.compat import engines_for, runtime_of
 from ..errors import UserError
 from ..predict import predict
-from ..workload import DEFAULT_ENGINE
+from ..workload import DEFAULT_ENGINE, engine_build
 
 GROUP_SIZES = (2, 4, 8, 16)
 
@@ -119,16 +119,11 @@ def plan(model, target_tok_s: float, quant=None, engine=DEFAULT_ENGINE, context=
         raise UserError("--budget needs hourly prices", "give --prices FILE.toml (hardware-id = USD per hour)")
     prices = prices or {}
     b = users or batch
-    build = {k: v for k, v in (("engine_version", engine_version), ("flash_attention", flash_attention))
-             if v is not None}
+    build = engine_build(engine_version, flash_attention)
     if build:                        # a bad build or -fa for this engine is one error, not every device left out
-        from ..engines.eras import era_of
-        from ..engines.profile import check_flash_attention
+        from ..engines.profile import check_engine_build
 
-        if flash_attention is not None:
-            check_flash_attention(engine, engine_version, flash_attention)
-        elif engine_version is not None:
-            era_of(engine, engine_version)
+        check_engine_build(engine, **build)
     common = dict(quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=0, gen=1, context=context, batch=b,
                   users=users, **build)
     devices = hardware if hardware is not None else candidate_devices()

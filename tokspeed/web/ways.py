@@ -10,12 +10,9 @@ from __future__ import annotations
 
 def engine_options(q) -> dict:
     """The engine keywords of a query: the engine, its build (``engine_version``) and llama.cpp's -fa."""
-    kw = {"engine": q.engine}
-    if q.engine_version:
-        kw["engine_version"] = q.engine_version
-    if q.flash_attn != "auto":
-        kw["flash_attention"] = q.flash_attn == "on"
-    return kw
+    from ..workload import FLASH_ATTN, engine_build
+
+    return {"engine": q.engine, **engine_build(q.engine_version, FLASH_ATTN[q.flash_attn])}
 
 
 def predict_options(q) -> dict:
