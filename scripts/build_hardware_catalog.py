@@ -280,6 +280,21 @@ CAL_MEMORY_TYPE = {
     "rtx-5000-ada": "GDDR6 (ECC)", "a100-80g-unstated": "HBM2e", "jetson-agx-orin-64g": "LPDDR5 (256-bit, unified)",
 }
 
+# Board power of calibration-only devices (the calibration file has no such column), from the vendors' product
+# pages and data sheets: the limit a board clocks down to under tensor load (the board-power bound on prompt
+# matmuls, tokspeed/engines/profile.py power_flops).
+CAL_TDP_W = {
+    "rtx-3070": (220, "NVIDIA GeForce RTX 3070 family specifications: graphics card power 220 W"),
+    "rtx-3080-ti": (350, "NVIDIA GeForce RTX 3080 family specifications: graphics card power 350 W"),
+    "rtx-4070-ti": (285, "NVIDIA GeForce RTX 4070 family specifications: total graphics power 285 W"),
+    "rtx-4070-ti-super": (285, "NVIDIA GeForce RTX 4070 family specifications: total graphics power 285 W"),
+    "rtx-4080-super": (320, "NVIDIA GeForce RTX 4080 family specifications: total graphics power 320 W"),
+    "rtx-4000-ada": (130, "NVIDIA RTX 4000 Ada Generation data sheet: max power consumption 130 W"),
+    "rtx-5000-ada": (250, "NVIDIA RTX 5000 Ada Generation data sheet: max power consumption 250 W"),
+    "jetson-agx-orin-64g": (60, "NVIDIA Jetson AGX Orin data sheet: 15-60 W power modes (64 GB module; 60 W, "
+                                "MAXN)"),
+}
+
 # ---- multi-die packages (#11 item 5) ------------------------------------------------------------------------
 # An MI250X OAM is two GCDs that the driver shows as two GPUs of 64 GB / 1638.4 GB/s each (reference notes,
 # pitfall 6; ROCm mi250.md): a kernel runs on one GCD and reaches only its half. The catalog entry is one GCD
@@ -381,6 +396,9 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
         d["fp16_accumulate_2x"] = True
     if d["id"] in CAL_MEMORY_TYPE and not d.get("memory_type"):
         d["memory_type"] = CAL_MEMORY_TYPE[d["id"]]
+    if d["id"] in CAL_TDP_W and not d.get("tdp_w"):
+        d["tdp_w"], basis = CAL_TDP_W[d["id"]]
+        d["derived"].append(f"tdp_w: {basis}")
     if d["id"] in NV_TENSOR:
         sms, ghz, arch, half, clock = NV_TENSOR[d["id"]]
         f16, f8, i8 = ARCH_RATES[arch]
@@ -584,6 +602,10 @@ def build_calibration_devices(cal_rows, devices: list[dict]) -> list[dict]:
             d["fp32_tflops"] = variants[0]["fp32_tflops"]
             d["derived"].append(f"fp32_tflops: {', '.join(v['id'] for v in variants)} (every form factor of "
                                 "the part lists the same FP32 peak)")
+        if variants and not d.get("tdp_w") and all(v.get("tdp_w") for v in variants):
+            d["tdp_w"] = num(str(round(sum(v["tdp_w"] for v in variants) / len(variants), 1)))
+            d["derived"].append("tdp_w: DERIVED mean of " + " and ".join(f"{v['id']} {v['tdp_w']:g} W" for v in variants)
+                                + " (form factor unstated)")
         if not d["memory_gb"]:
             raise SystemExit(f"calibration device {name!r}: no memory_GB anywhere; add it to this script")
         out.append(d)

@@ -8,6 +8,7 @@ import pytest
 
 from tokspeed.calibration import DEFAULT_CSV, device_family, load_rows
 from tokspeed.calibration.rows import SKIP_FLAGS, map_quant
+from tokspeed.hardware.catalog import get_hardware
 
 
 
@@ -35,9 +36,23 @@ def test_hardware_comes_from_the_row(rows):
         assert r.hw.name == d["hardware"]
         assert r.hw.kind == d["hardware_kind"]
         assert r.hw.bandwidth_gbps == float(d["bandwidth_GBps"])
-        assert r.hw.fp16_tflops == (float(d["fp16_TFLOPS"]) if d["fp16_TFLOPS"] else 0.0)
+        if d["fp16_TFLOPS"]:
+            assert r.hw.fp16_tflops == float(d["fp16_TFLOPS"])
+        else:          # the catalog's figure for the device (every calibration device is in the catalog)
+            assert r.hw.fp16_tflops == get_hardware(d["hardware"]).fp16_tflops > 0
         if d["memory_GB"]:
             assert r.hw.memory_gb == float(d["memory_GB"])
+
+
+def test_a_row_without_an_fp16_peak_takes_the_derived_one(rows):
+    """RTX 6000 Ada rows state no FP16 peak; the catalog derives it: 142 SMs x 1024 FP16 FLOPs per SM per clock
+    (FP32 accumulate at full rate on the workstation part) x 2.505 GHz boost = 364.2 TFLOPS. Its prefill rows are
+    scored (they were skipped as 'no FP16 peak' before), and its board power comes with it (300 W)."""
+    ada = [r for r in rows if r.hw.name == "NVIDIA RTX 6000 Ada Generation"]
+    assert ada
+    assert all(r.hw.fp16_tflops == pytest.approx(142 * 1024 * 2.505e9 / 1e12, rel=1e-3) for r in ada)
+    assert all(r.hw.tdp_w == 300 for r in ada)
+    assert any(r.metric == "prefill" and not r.skip for r in ada)
 
 
 def test_skip_rules(rows):

@@ -82,9 +82,10 @@ def test_2025_quantized_prefill_follows_core_cycles_not_the_tensor_peak():
     # an H100 SXM lists 3x the 4090's usable tensor peak (989 vs 330 TF) but 0.81x its core cycles
     h = prefill_tok_s("llama-2-7b", "h100-sxm", "Q4_0") / prefill_tok_s("llama-2-7b", "rtx-4090", "Q4_0")
     assert h < 1.6
-    # F16 weights run on cuBLAS tensor-core GEMMs: no such bound, the H100 keeps its tensor advantage
+    # F16 weights run on cuBLAS tensor-core GEMMs: no core-cycle bound, so the H100 keeps more of its tensor
+    # advantage than over Q4_0 -- up to what its board power allows (700 vs 450 W: 1.56x; tests/test_power_bound.py)
     f = prefill_tok_s("llama-3.1-8b", "h100-sxm", "F16") / prefill_tok_s("llama-3.1-8b", "rtx-4090", "F16")
-    assert f > 2.0
+    assert f > h and 1.4 < f < 3.0
 
 
 def test_older_builds_have_no_quantized_core_cycle_bound():

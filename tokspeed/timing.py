@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .engines.profile import MATVEC_MAX_TOKENS, EngineProfile, soft_min
+from .engines.profile import INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, EngineProfile, soft_min
 from .ledger import Op
 
 
@@ -94,6 +94,36 @@ def weight_matmul_rate(hw, engine: EngineProfile, quant: str, tokens: int) -> fl
     return (hw.vector_flops if quant in F32_NAMES else hw.matmul_flops) * min(eta, 1.0)
 
 
+def tiled_bounds(hw, engine: EngineProfile, quant: str, tokens: int, attn: bool = False) -> tuple[float, float]:
+    """The two bounds on a tensor op's FLOP/s in a tiled pass (``tokens`` > MATVEC_MAX_TOKENS), whatever the tensor
+    peak; 0 = none: the MMQ bound on a matmul over quantized weights (``EngineProfile.quant_matmul_flops`` x
+    matmul_eff(tokens)), and the board-power bound (``EngineProfile.power_flops``: doubled on the INT8 tensor
+    cores of those MMQ matmuls)."""
+    qmax = 0.0 if attn else engine.quant_matmul_flops(hw, quant) * engine.matmul_eff(tokens)
+    return qmax, engine.power_flops(hw, int8=bool(qmax))
+
+
+def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str:
+    """How a weight matmul's FLOP/s comes about in a pass of ``tokens`` tokens, in one line with its numbers
+    (``explain --prefill`` prints it): the tensor rate and the bounds of ``tiled_bounds``."""
+    rate = weight_matmul_rate(hw, engine, quant, tokens)
+    if not rate:
+        return ""
+    qmax, pmax = tiled_bounds(hw, engine, quant, tokens) if tokens > MATVEC_MAX_TOKENS else (0.0, 0.0)
+    tf = lambda x: f"{x / 1e12:,.1f} TFLOP/s"   # noqa: E731
+    scale = engine.tensor_peak_scale(hw) if quant not in F32_NAMES else 1.0
+    peak = hw.vector_flops if quant in F32_NAMES else hw.matmul_flops
+    listed = f"{tf(peak)}" + (f" x {scale:g} (FP16 accumulate)" if scale != 1.0 else "")
+    parts = [f"tensor {tf(rate)} (listed {listed} x efficiency {rate / (peak * scale):.2f})"]
+    if qmax:
+        parts.append(f"MMQ bound {tf(qmax)} ({engine.quant_flops_per_core_cycle:.0f} FLOPs per core cycle)")
+    if pmax:
+        int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if qmax else ""
+        parts.append(f"board power {hw.tdp_w:g} W / {engine.pj_per_flop:.3g} pJ per FLOP{int8} = {tf(pmax)}")
+    out = f"{quant} matmuls over {tokens:,} tokens run at {tf(soft_min(rate, qmax, pmax))}: " + ", ".join(parts)
+    return out + (" (soft minimum)" if qmax or pmax else "")
+
+
 def kv_reads(op: Op, engine: EngineProfile) -> float:
     """How many times a pass reads each cached K/V head from memory: once, plus the share ``kv_reread`` of the
     re-reads by the other query heads of its group where the engine's attention is not fused
@@ -127,10 +157,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
         rate = peak * min(eta_c * (engine.eta_attn if attn else 1.0), 1.0)
     if engine.int8_matvec and tokens and op.unit == "tensor" and not attn:   # a CPU's int8 kernels (llama.cpp-cpu)
         rate = int8_bound(engine, hw, quant, tokens, rate, op.pairs_per_expert)
-    tiled = op.unit == "tensor" and not attn and tokens > MATVEC_MAX_TOKENS
-    qmax = engine.quant_matmul_flops(hw, quant) if tiled else 0.0
-    if qmax and rate:
-        rate = soft_min(rate, qmax * engine.matmul_eff(tokens))
+    if op.unit == "tensor" and tokens > MATVEC_MAX_TOKENS and rate:
+        rate = soft_min(rate, *tiled_bounds(hw, engine, quant, tokens, attn))
     t_c = op.flops / rate if peak and op.flops else 0.0
     bw = engine.stream_bytes_s(hw)
     wbw = engine.stream_bytes_s(hw, quant) if op.unit == "tensor" else bw

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engines.profile import CAP_SHARPNESS, MATVEC_MAX_TOKENS
+from ..engines.profile import CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS
 from ..timing import op_peak
 
 
@@ -128,7 +128,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     under {era: EngineProfile} with each row predicted by its era's profile."""
     n = len(rs.rows)
     cols = ("bw", "eta_c", "scale", "bw_w", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed",
-            "qmax", "pairs_below", "per_head")
+            "qmax", "pairs_below", "per_head", "pmax")
     v = {k: np.empty(n) for k in cols}
     for i, r in enumerate(rs.rows):
         p = profile_for(prof, r)
@@ -136,7 +136,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
                                p.stream_bytes_s(r.hw, r.quant), p.compute_format_eff(r.quant), p.eta_matvec,
                                p.gemm_half_tokens, p.eta_attn, p.eta_kv, p.attn_bytes_per_flop, p.launch_s,
                                p.fixed_s, p.quant_matmul_flops(r.hw, r.quant), p.expert_pairs_below_tokens,
-                               p.kv_reread)):
+                               p.kv_reread, p.power_flops(r.hw))):
             v[k][i] = x
     o = rs.op_row
     tok = rs.pass_tokens[rs.op_pass]
@@ -148,7 +148,10 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     qmax = np.where(rs.tensor & ~rs.attn & (tok > MATVEC_MAX_TOKENS), v["qmax"][o] * ramp, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         sharp = CAP_SHARPNESS   # as op_time: soft minimum with the quantized-matmul bound where there is one
-        rate = np.where((qmax > 0) & (rate > 0), (rate ** -sharp + qmax ** -sharp) ** (-1 / sharp), rate)
+        pmax = np.where(rs.tensor & (tok > MATVEC_MAX_TOKENS),      # the board-power bound, INT8 under MMQ
+                        v["pmax"][o] * np.where(qmax > 0, INT8_OPS_PER_FP16_ENERGY, 1.0), 0.0)
+        inv = (np.where(qmax > 0, qmax, np.inf) ** -sharp + np.where(pmax > 0, pmax, np.inf) ** -sharp)
+        rate = np.where((inv > 0) & (rate > 0), (rate ** -sharp + inv) ** (-1 / sharp), rate)
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / rate, 0.0)
     bw = v["bw"][o]
     ptok = rs.pass_tokens[rs.op_pass]      # as EngineProfile.weight_reads: per-pair expert reads in small passes

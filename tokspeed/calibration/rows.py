@@ -84,16 +84,24 @@ def _slug(name: str) -> str:
 
 def row_hardware(r: dict) -> Hardware:
     """The row's device from its own columns; the memory technology (which the CSV does not state) is
-    ``tokspeed.engines.memory.memory_class`` of the name and kind (HBM parts by name)."""
+    ``tokspeed.engines.memory.memory_class`` of the name and kind (HBM parts by name). A row without an
+    FP16 peak takes the catalog's (a vendor figure, or one derived as units x clock x FLOPs per unit
+    with its derivation in the catalog), so its prefill is scored."""
     from ..engines.memory import memory_class
 
     hw = Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=r["hardware_kind"].strip(),
                   vendor=r["vendor"].strip(), memory_gb=_float(r["memory_GB"], UNSTATED_MEMORY_GB),
-                  bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_float(r["fp16_TFLOPS"]),
+                  bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_row_fp16_tflops(r),
                   fp16_accumulate_2x=bool(_catalog_value(r["hardware"], "fp16_accumulate_2x")),
                   fp32_tflops=float(_catalog_value(r["hardware"], "fp32_tflops") or 0.0),
+                  tdp_w=float(_catalog_value(r["hardware"], "tdp_w") or 0.0),
                   source=f"calibration.csv row {r['id']}")
     return replace(hw, memory_type=memory_class(hw).upper())
+
+
+def _row_fp16_tflops(r: dict) -> float:
+    """The row's FP16 dense peak: its own column, else the catalog's figure for the device, else 0."""
+    return _float(r["fp16_TFLOPS"]) or float(_catalog_value(r["hardware"], "fp16_tflops") or 0.0)
 
 
 def row_era(engine: str, date: str, build: str) -> str:
@@ -155,7 +163,7 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
     if r["metric"] == "prefill":
         if not prompt:
             return "prompt length unstated"
-        if not _float(r["fp16_TFLOPS"]):
+        if not _row_fp16_tflops(r):
             return "no FP16 peak (prefill not scored)"
     return ""
 

@@ -92,6 +92,10 @@ from .memory import memory_class
 
 HERE = Path(__file__).parent
 MATVEC_MAX_TOKENS = 8  # llama.cpp: MMVQ_MAX_BATCH_SIZE (CUDA) and the mul_mv_ext limit (Metal) are 8 rows
+# INT8 tensor ops per the energy of one FP16 tensor FLOP: every NVIDIA tensor-core generation since Turing lists
+# dense INT8 at 2x its dense FP16 rate within the same board power (the catalog's int8_tops and fp16_tflops), so
+# an INT8 op costs at most half (timing.op_time: the board-power bound of the INT8 MMQ matmuls)
+INT8_OPS_PER_FP16_ENERGY = 2.0
 CAP_SHARPNESS = 4.0   # soft-minimum exponent of the bandwidth cap: at bw = cap the result is 0.84 x cap
 ENGINES = engine_names()  # the capability table's engines (capabilities.toml): ideal, llama.cpp + backends, ...
 
@@ -128,6 +132,7 @@ class EngineProfile:
     eta_kv: float = 1.0
     bw_cap_gbps: float = 0.0
     quant_flops_per_core_cycle: float = 0.0   # prefill over quantized weights: cores x clock x this (0 = none)
+    pj_per_flop: float = 0.0     # prompt passes: FLOP/s <= board power (tdp_w) / this energy per FLOP (0 = none)
     expert_pairs_below_tokens: int = 0   # MoE: below this many tokens per pass each (token, expert) pair re-reads
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False
@@ -231,6 +236,15 @@ class EngineProfile:
         if not self.quant_flops_per_core_cycle or format_group(quant) == "float":
             return 0.0
         return core_cycles_per_s(hw) * self.quant_flops_per_core_cycle
+
+    def power_flops(self, hw, int8: bool = False) -> float:
+        """What a prompt pass's matmuls can reach on ``hw`` within its board power: ``tdp_w`` / ``pj_per_flop``
+        (the board's energy per FP16 tensor FLOP under this engine's prompt kernels, one value for every weight
+        format and process node), x ``INT8_OPS_PER_FP16_ENERGY`` for matmuls on INT8 tensor cores (``int8``:
+        the MMQ kernels); 0 where the board power or the energy is unknown."""
+        if not (self.pj_per_flop and getattr(hw, "tdp_w", 0.0)):
+            return 0.0
+        return hw.tdp_w / (self.pj_per_flop * 1e-12) * (INT8_OPS_PER_FP16_ENERGY if int8 else 1.0)
 
     def weight_reads(self, op, tokens: int) -> float:
         """How many times a pass reads ``op``'s weights: routed experts under an engine that multiplies each

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..ledger import Role, Scope
-from ..timing import kv_reads, pass_time
+from ..timing import kv_reads, pass_time, prompt_matmul_how
 from ..units import fmt_seconds
 from .roles import compute_unit, data_source, launch_path
 
@@ -104,6 +104,7 @@ class Journey:
     fixed_s: float
     stream_gbps: float = 0.0    # the bandwidth the engine streams weights at (EngineProfile.stream_bytes_s)
     stream_how: str = ""        # ... and how it comes about
+    compute_how: str = ""       # prefill: how the weight matmuls' FLOP/s comes about (timing.prompt_matmul_how)
 
     @property
     def per_token_s(self) -> float:
@@ -118,7 +119,7 @@ class Journey:
                 "total_s": self.total_s, "predicted_s": self.predicted_s, "per_token_s": self.per_token_s,
                 "tok_s": self.tok_s, "ridge_flops_per_byte": self.ridge_flops_per_byte,
                 "kernels": self.kernels, "launch_s": self.launch_s, "fixed_s": self.fixed_s,
-                "stream_gbps": self.stream_gbps, "stream_how": self.stream_how,
+                "stream_gbps": self.stream_gbps, "stream_how": self.stream_how, "compute_how": self.compute_how,
                 "stages": [s.to_dict() for s in self.stages]}
 
 
@@ -188,9 +189,10 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                      note=("the sampled id is fed straight back; text is tokenized once, for the prompt "
                            "(not modelled: microseconds)") if mode == "decode" else
                      "the prompt is tokenized once before the prefill (not modelled: microseconds)")
-    n_pass, int8_how = 0, ""
+    n_pass, int8_how, first_tokens = 0, "", 0
     for ops, tokens in passes(pred, mode):
         n_pass += 1
+        first_tokens = first_tokens or tokens
         int8_how = int8_note(eng, hw, pred.quant, tokens) if mode == "decode" else ""
         pt = pass_time(ops, hw, eng, pred.quant, tokens)
         for op, t, bound in pt.op_times:
@@ -241,4 +243,5 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     tokens = 1 if mode == "decode" else pred.prompt
     return Journey(mode, tokens, pred.context + (pred.prompt if mode == "decode" else 0), pred.batch, stages,
                    total, predicted, hw.ridge_flops_per_byte, kernels // max(n_pass, 1), eng.launch_s, eng.fixed_s,
-                   eng.stream_bytes_s(hw, pred.quant) / 1e9, eng.stream_how(hw, pred.quant))
+                   eng.stream_bytes_s(hw, pred.quant) / 1e9, eng.stream_how(hw, pred.quant),
+                   prompt_matmul_how(hw, eng, pred.quant, first_tokens) if mode == "prefill" else "")

@@ -98,6 +98,8 @@ def render_explanation(expl, console=None):
     console.print(ridge_line(p, j))
     if j.stream_how:
         console.print(markup_safe(j.stream_how) + ".")
+    if j.compute_how:
+        console.print(markup_safe(j.compute_how) + ".")
     for s in j.stages:
         if s.note:
             console.print(f"[dim]· {markup_safe(s.label)}: {markup_safe(s.note)}[/]")
