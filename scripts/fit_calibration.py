@@ -190,7 +190,8 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
         out[era] = replace(base, version=era,
                            eta_mem={k: v * m for k, v in base.eta_mem.items()},
                            bytes_per_core_cycle=base.bytes_per_core_cycle * m,
-                           eta_compute={k: v * c for k, v in base.eta_compute.items()}, **vals)
+                           eta_compute={k: v * c for k, v in base.eta_compute.items()},
+                           pj_per_flop=base.pj_per_flop / c, **vals)   # less useful work per joule, as per second
     return out
 
 

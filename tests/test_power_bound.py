@@ -92,3 +92,15 @@ def test_explain_says_how_the_prompt_matmul_rate_comes_about():
     assert "tensor 50.0 TFLOP/s" in how and "board power 300 W / 10 pJ per FLOP = 30.0 TFLOP/s" in how
     assert "MMQ" not in how and how.endswith("(soft minimum)")
     assert "board power" not in prompt_matmul_how(_gpu(tdp_w=0.0), PROF, "F16", 512)
+
+
+def test_an_older_era_spends_more_energy_per_useful_flop():
+    """The fit gives an older era its prefill efficiency as a multiplier on the newest's (era_compute): the same
+    board then does less useful work per second *and per joule* (the extra work is spent at the same power), so
+    its energy per FLOP is the newest's / era_compute. Read back from the shipped fitted.toml."""
+    new = get_engine("llama.cpp-cuda")
+    for era in ("2023", "2024"):
+        old = get_engine("llama.cpp-cuda", version=era)
+        c = old.eta_compute["gpu"] / new.eta_compute["gpu"]
+        assert c < 1.0
+        assert old.pj_per_flop == pytest.approx(new.pj_per_flop / c, rel=2e-3)   # 4 significant digits written
