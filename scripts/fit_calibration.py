@@ -141,7 +141,7 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
             out.append(Param("quant_flops_per_core_cycle", None, prior.quant_flops_per_core_cycle, 16.0, 8192.0,
                              era=e))
         if not e and prior.pj_per_flop and any(r.kind == "prefill" and r.hw.tdp_w for r in rows):
-            out.append(Param("pj_per_flop", None, prior.pj_per_flop, 0.2, 50.0))   # the silicon's: every era
+            out.append(Param("pj_per_flop", None, prior.pj_per_flop, 0.2, 50.0))   # an older era's: / era_compute
         if abpf and any(r.kind == "prefill" for r in er):
             out.append(Param("attn_bytes_per_flop", None, attn_prior(prior, prior.name, era or newest), 0.0, 0.2,
                              log_prior=False, sigma=SIGMA_ATTN_BYTES, era=e))

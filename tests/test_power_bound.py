@@ -36,10 +36,15 @@ def test_power_bound_by_hand():
     assert math.isclose(t, 1e12 / _soft_min(50e12, 30e12), rel_tol=1e-12)        # ~35.6 ms, not 20 ms
 
 
-def test_no_power_bound_in_decode_or_without_a_board_power():
-    # one token per pass: a matrix-vector product, memory-bound, no clock-down modelled: 1e12 / 50e12 = 20 ms
-    t, _ = op_time(MATMUL, _gpu(), PROF, "F16", tokens=1)
-    assert math.isclose(t, 0.020, rel_tol=1e-12)
+def test_no_power_bound_on_a_matrix_vector_pass_or_without_a_board_power():
+    # up to 8 tokens per pass (decode, small batches): matrix-vector kernels, memory-bound, no clock-down modelled:
+    # 1e12 / (50e12 x eta_matvec 1) = 20 ms
+    for tokens in (1, 8):
+        t, _ = op_time(MATMUL, _gpu(), PROF, "F16", tokens=tokens)
+        assert math.isclose(t, 0.020, rel_tol=1e-12)
+    # a decode batch of 16 tokens per pass is tiled: bound as a prompt chunk is
+    t, _ = op_time(MATMUL, _gpu(), PROF, "F16", tokens=16)
+    assert math.isclose(t, 1e12 / _soft_min(50e12, 30e12), rel_tol=1e-12)
     # a device without a listed board power, or an engine without the energy figure: the compute rate alone
     t, _ = op_time(MATMUL, _gpu(tdp_w=0.0), PROF, "F16", tokens=512)
     assert math.isclose(t, 0.020, rel_tol=1e-12)
@@ -58,6 +63,26 @@ def test_int8_matmuls_spend_half_the_energy_per_op():
     expect = sum(x ** -CAP_SHARPNESS for x in (50e12, qmax, 60e12)) ** (-1 / CAP_SHARPNESS)
     t, _ = op_time(MATMUL, hw, prof, "Q4_0", tokens=10 ** 9)     # matmul_eff -> 1 (gemm_half_tokens 0)
     assert math.isclose(t, 1e12 / expect, rel_tol=1e-9)
+
+
+def test_the_int8_allowance_follows_the_engine_not_the_device_core_count():
+    """Without an FP32 figure the device's core count is unknown, so there is no MMQ bound; its quantized matmuls
+    still run on INT8 tensor cores and get 2 x 30 = 60 TF of board power: soft minimum of 50 and 60 TF."""
+    prof = EngineProfile("t", eta_compute={"default": 0.5}, pj_per_flop=10.0, quant_flops_per_core_cycle=2000.0)
+    t, _ = op_time(MATMUL, _gpu(), prof, "Q4_0", tokens=10 ** 9)     # _gpu() has no fp32_tflops
+    assert math.isclose(t, 1e12 / _soft_min(50e12, 60e12), rel_tol=1e-9)
+    # F16 weights under the same engine: FP16 tensor cores, 30 TF
+    t, _ = op_time(MATMUL, _gpu(), prof, "F16", tokens=10 ** 9)
+    assert math.isclose(t, 1e12 / _soft_min(50e12, 30e12), rel_tol=1e-9)
+
+
+def test_attention_gets_the_fp16_power_bound():
+    """The attention core of a prompt chunk runs in FP16 whatever the weights: 100 TF x 0.5 x eta_attn 1 = 50 TF,
+    power 30 TF (no INT8 doubling, even over Q4_0 weights under an MMQ engine)."""
+    attn = Op("attention", Role.ATTN_CORE, Scope.DENSE, "tensor", 1, flops=1e12, kv_read_bytes=1.0)
+    prof = EngineProfile("t", eta_compute={"default": 0.5}, pj_per_flop=10.0, quant_flops_per_core_cycle=2000.0)
+    t, bound = op_time(attn, _gpu(), prof, "Q4_0", tokens=512)
+    assert bound == "compute" and math.isclose(t, 1e12 / _soft_min(50e12, 30e12), rel_tol=1e-12)
 
 
 def test_the_same_die_at_lower_board_power_prefills_slower():
@@ -89,7 +114,8 @@ def test_explain_says_how_the_prompt_matmul_rate_comes_about():
 
     how = prompt_matmul_how(_gpu(), PROF, "F16", 512)
     assert how.startswith(f"F16 matmuls over 512 tokens run at {_soft_min(50e12, 30e12) / 1e12:,.1f} TFLOP/s")
-    assert "tensor 50.0 TFLOP/s" in how and "board power 300 W / 10 pJ per FLOP = 30.0 TFLOP/s" in how
+    assert "tensor 50.0 TFLOP/s (listed 100 TFLOP/s x efficiency 0.50)" in how
+    assert "board power 300 W / 10 pJ per FLOP = 30.0 TFLOP/s" in how
     assert "MMQ" not in how and how.endswith("(soft minimum)")
     assert "board power" not in prompt_matmul_how(_gpu(tdp_w=0.0), PROF, "F16", 512)
 

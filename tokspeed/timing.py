@@ -95,30 +95,39 @@ def weight_matmul_rate(hw, engine: EngineProfile, quant: str, tokens: int) -> fl
 
 
 def tiled_bounds(hw, engine: EngineProfile, quant: str, tokens: int, attn: bool = False) -> tuple[float, float]:
-    """The two bounds on a tensor op's FLOP/s in a tiled pass (``tokens`` > MATVEC_MAX_TOKENS), whatever the tensor
-    peak; 0 = none: the MMQ bound on a matmul over quantized weights (``EngineProfile.quant_matmul_flops`` x
-    matmul_eff(tokens)), and the board-power bound (``EngineProfile.power_flops``: doubled on the INT8 tensor
-    cores of those MMQ matmuls)."""
+    """The two bounds on a tensor op's FLOP/s in a tiled pass (``tokens`` > MATVEC_MAX_TOKENS: a prompt chunk or a
+    decode batch), whatever the tensor peak; 0 = none: the MMQ bound on a matmul over quantized weights
+    (``EngineProfile.quant_matmul_flops`` x matmul_eff(tokens)), and the board-power bound
+    (``EngineProfile.power_flops``: doubled for the matmuls the engine runs on INT8 tensor cores, whether or not
+    the device's core count is known; attention runs in FP16)."""
     qmax = 0.0 if attn else engine.quant_matmul_flops(hw, quant) * engine.matmul_eff(tokens)
-    return qmax, engine.power_flops(hw, int8=bool(qmax))
+    return qmax, engine.power_flops(hw, int8=not attn and engine.runs_int8_mma(quant))
 
 
 def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str:
-    """How a weight matmul's FLOP/s comes about in a pass of ``tokens`` tokens, in one line with its numbers
-    (``explain --prefill`` prints it): the tensor rate and the bounds of ``tiled_bounds``."""
+    """How a dense weight matmul's FLOP/s comes about in a pass of ``tokens`` tokens, in one line with its numbers
+    (``explain --prefill`` prints it): the peak its math runs at (``weight_matmul_rate``; a CPU engine's int8 kernels,
+    ``int8_bound``) and the bounds of ``tiled_bounds``, as ``op_time`` combines them."""
     rate = weight_matmul_rate(hw, engine, quant, tokens)
     if not rate:
         return ""
-    qmax, pmax = tiled_bounds(hw, engine, quant, tokens) if tokens > MATVEC_MAX_TOKENS else (0.0, 0.0)
-    tf = lambda x: f"{x / 1e12:,.1f} TFLOP/s"   # noqa: E731
-    scale = engine.tensor_peak_scale(hw) if quant not in F32_NAMES else 1.0
-    peak = hw.vector_flops if quant in F32_NAMES else hw.matmul_flops
+    f32 = quant in F32_NAMES
+    peak = hw.vector_flops if f32 else hw.matmul_flops
+    tf = lambda x: f"{x / 1e12:,.{0 if x >= 1e14 else 1 if x >= 1e13 else 2}f} TFLOP/s"   # noqa: E731  3 digits
+    unit = "FP32 vector" if f32 or hw.kind == "cpu" else "tensor"
+    scale = 1.0 if f32 else engine.tensor_peak_scale(hw)       # FP32 GEMMs: the vector peak, nothing to double
     listed = f"{tf(peak)}" + (f" x {scale:g} (FP16 accumulate)" if scale != 1.0 else "")
-    parts = [f"tensor {tf(rate)} (listed {listed} x efficiency {rate / (peak * scale):.2f})"]
+    parts = [f"{unit} {tf(rate)} (listed {listed} x efficiency {rate / (peak * scale):.2f})"]
+    if engine.int8_matvec and tokens:
+        int8 = int8_bound(engine, hw, quant, tokens, rate)
+        if int8 != rate:
+            parts.append(f"int8 kernels {tf(int8)} ({tokens} tokens sharing each weight block's work)")
+            rate = int8
+    qmax, pmax = tiled_bounds(hw, engine, quant, tokens) if tokens > MATVEC_MAX_TOKENS else (0.0, 0.0)
     if qmax:
         parts.append(f"MMQ bound {tf(qmax)} ({engine.quant_flops_per_core_cycle:.0f} FLOPs per core cycle)")
     if pmax:
-        int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if qmax else ""
+        int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if engine.runs_int8_mma(quant) else ""
         parts.append(f"board power {hw.tdp_w:g} W / {engine.pj_per_flop:.3g} pJ per FLOP{int8} = {tf(pmax)}")
     out = f"{quant} matmuls over {tokens:,} tokens run at {tf(soft_min(rate, qmax, pmax))}: " + ", ".join(parts)
     return out + (" (soft minimum)" if qmax or pmax else "")

@@ -128,7 +128,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     under {era: EngineProfile} with each row predicted by its era's profile."""
     n = len(rs.rows)
     cols = ("bw", "eta_c", "scale", "bw_w", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed",
-            "qmax", "pairs_below", "per_head", "pmax")
+            "qmax", "pairs_below", "per_head", "pmax", "int8")
     v = {k: np.empty(n) for k in cols}
     for i, r in enumerate(rs.rows):
         p = profile_for(prof, r)
@@ -136,7 +136,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
                                p.stream_bytes_s(r.hw, r.quant), p.compute_format_eff(r.quant), p.eta_matvec,
                                p.gemm_half_tokens, p.eta_attn, p.eta_kv, p.attn_bytes_per_flop, p.launch_s,
                                p.fixed_s, p.quant_matmul_flops(r.hw, r.quant), p.expert_pairs_below_tokens,
-                               p.kv_reread, p.power_flops(r.hw))):
+                               p.kv_reread, p.power_flops(r.hw), p.runs_int8_mma(r.quant))):
             v[k][i] = x
     o = rs.op_row
     tok = rs.pass_tokens[rs.op_pass]
@@ -149,7 +149,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         sharp = CAP_SHARPNESS   # as op_time: soft minimum with the quantized-matmul bound where there is one
         pmax = np.where(rs.tensor & (tok > MATVEC_MAX_TOKENS),      # the board-power bound, INT8 under MMQ
-                        v["pmax"][o] * np.where(qmax > 0, INT8_OPS_PER_FP16_ENERGY, 1.0), 0.0)
+                        v["pmax"][o] * np.where(~rs.attn & (v["int8"][o] > 0), INT8_OPS_PER_FP16_ENERGY, 1.0), 0.0)
         inv = (np.where(qmax > 0, qmax, np.inf) ** -sharp + np.where(pmax > 0, pmax, np.inf) ** -sharp)
         rate = np.where((inv > 0) & (rate > 0), (rate ** -sharp + inv) ** (-1 / sharp), rate)
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / rate, 0.0)

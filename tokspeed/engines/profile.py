@@ -132,7 +132,7 @@ class EngineProfile:
     eta_kv: float = 1.0
     bw_cap_gbps: float = 0.0
     quant_flops_per_core_cycle: float = 0.0   # prefill over quantized weights: cores x clock x this (0 = none)
-    pj_per_flop: float = 0.0     # prompt passes: FLOP/s <= board power (tdp_w) / this energy per FLOP (0 = none)
+    pj_per_flop: float = 0.0     # tiled passes: FLOP/s <= board power (tdp_w) / this energy per FLOP (0 = none)
     expert_pairs_below_tokens: int = 0   # MoE: below this many tokens per pass each (token, expert) pair re-reads
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False
@@ -229,19 +229,27 @@ class EngineProfile:
         ``bytes_per_core_cycle`` (``tokspeed.engines.issue``); 0 = no such bound known."""
         return core_cycles_per_s(hw) * self.bytes_per_core_cycle if self.bytes_per_core_cycle else 0.0
 
+    def runs_int8_mma(self, quant: str) -> bool:
+        """Whether the engine's tiled matmuls over ``quant`` weights run on INT8 tensor cores (llama.cpp's MMQ
+        kernels of the newest era: the engine has a ``quant_flops_per_core_cycle`` and the weights are
+        quantized), whatever the device: it decides the MMQ bound and the INT8 energy of the power bound."""
+        return bool(self.quant_flops_per_core_cycle) and format_group(quant) != "float"
+
     def quant_matmul_flops(self, hw, quant: str) -> float:
         """What a tiled matmul over quantized weights can reach on ``hw`` whatever the tensor peak: cores x
         clock x ``quant_flops_per_core_cycle`` (unpacking and scaling tiles, feeding the INT8 MMA from shared
         memory: work per core cycle, ``tokspeed.engines.issue``); 0 for float weights or where unknown."""
-        if not self.quant_flops_per_core_cycle or format_group(quant) == "float":
+        if not self.runs_int8_mma(quant):
             return 0.0
         return core_cycles_per_s(hw) * self.quant_flops_per_core_cycle
 
     def power_flops(self, hw, int8: bool = False) -> float:
-        """What a prompt pass's matmuls can reach on ``hw`` within its board power: ``tdp_w`` / ``pj_per_flop``
-        (the board's energy per FP16 tensor FLOP under this engine's prompt kernels, one value for every weight
-        format and process node), x ``INT8_OPS_PER_FP16_ENERGY`` for matmuls on INT8 tensor cores (``int8``:
-        the MMQ kernels); 0 where the board power or the energy is unknown."""
+        """What a tiled pass's tensor ops (a prompt chunk, a decode batch of more than MATVEC_MAX_TOKENS tokens) can
+        reach on ``hw`` within its board power: ``tdp_w`` / ``pj_per_flop`` (the energy per FP16 tensor FLOP at the
+        board under this engine's kernels, one value for every weight format and process node), x
+        ``INT8_OPS_PER_FP16_ENERGY`` for matmuls on INT8 tensor cores (``int8``: ``runs_int8_mma``); 0 where the
+        board power or the energy is unknown. ``tdp_w`` is the listed board or module power: on a superchip or
+        SoC (GH200, DGX Spark, Jetson) it includes the CPU, which a tiled GPU pass leaves mostly idle."""
         if not (self.pj_per_flop and getattr(hw, "tdp_w", 0.0)):
             return 0.0
         return hw.tdp_w / (self.pj_per_flop * 1e-12) * (INT8_OPS_PER_FP16_ENERGY if int8 else 1.0)
