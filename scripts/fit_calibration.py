@@ -335,16 +335,18 @@ def targets(results) -> str:
     return "\n".join(lines)
 
 
-def coverage(results) -> str:
-    """Share of decode rows whose measured value lies inside the stated range (prediction +- band) when
-    their family is held out: with the stored band (p90 of the held-out errors, so ~90 % by
-    construction) and, honestly, with a band computed from the *other* families' held-out errors only."""
-    lines = ["band coverage of decode rows, leave-one-family-out (stored band; band from the other families):"]
+def coverage(results, kind: str = "decode") -> str:
+    """Share of ``kind`` rows (decode, prefill) whose measured value lies inside the stated range (prediction +- band)
+    when their family is held out: with the stored band (p90 of the held-out errors, so ~90 % by construction) and,
+    honestly, with a band computed from the *other* families' held-out errors only."""
+    lines = [f"band coverage of {kind} rows, leave-one-family-out (stored band; band from the other families):"]
     for res in results:
         prof = res["profile"]
         p = prof[res["version"]] if isinstance(prof, dict) else prof
-        stored = band(res, "decode", prior_profile(res["engine"]).decode_error_pct)
-        idx = [i for i, r in enumerate(res["rows"]) if r.kind == "decode" and not math.isnan(res["heldout"][i])]
+        prior = prior_profile(res["engine"])
+        stored = band(res, kind, prior.decode_error_pct if kind == "decode" else prior.prefill_error_pct)
+        floor = p.decode_error_pct if kind == "decode" else p.prefill_error_pct
+        idx = [i for i, r in enumerate(res["rows"]) if r.kind == kind and not math.isnan(res["heldout"][i])]
         if not idx:
             continue
         inside = sum(abs(res["heldout"][i]) <= stored for i in idx)
@@ -352,7 +354,7 @@ def coverage(results) -> str:
         for i in idx:
             fam = res["rows"][i].family
             other = [abs(res["heldout"][j]) for j in idx if res["rows"][j].family != fam]
-            b = percentile(other, 90) if len(other) >= MIN_BAND_ROWS else max(stored, p.decode_error_pct)
+            b = percentile(other, 90) if len(other) >= MIN_BAND_ROWS else max(stored, floor)
             nested += abs(res["heldout"][i]) <= b
         lines.append(f"  {res['engine']:16} n={len(idx):4d}  band {stored:4.0f} %: {100 * inside / len(idx):5.1f} %"
                      f"   other families' band: {100 * nested / len(idx):5.1f} %")
@@ -484,6 +486,7 @@ def main(argv=None) -> int:
     print(targets(results))
     print()
     print(coverage(results))
+    print(coverage(results, "prefill"))
     if args.write:
         FITTED.write_text(fitted_toml(results))
         print(f"wrote {FITTED.relative_to(REPO)}")

@@ -164,3 +164,20 @@ def test_machine_calibration_reads_eta_mem_and_its_old_name_eta_memory():
         assert math.isclose(prof.decode_error_pct, 8.0, rel_tol=1e-12)
     hw = replace(hw, calibration={"llama.cpp": {"eta_mem": 0.8, "rms_rel_error": 0.001}})
     assert get_engine("llama.cpp-cuda", hw).decode_error_pct == 5.0
+
+
+def test_band_coverage_of_prefill_rows_by_hand():
+    """The fit script's coverage table, for prefill rows: 10 rows of family A held out at 10 % off, 10 of family B
+    at 40 %. Stored band = p90 of all held-out errors = 40 %: 20/20 inside. With the other family's band only, A is
+    judged by B's p90 (40: inside) and B by A's (10: outside): 50 %."""
+    from types import SimpleNamespace
+
+    np = pytest.importorskip("numpy")
+    fit = _fit_module()
+    rows = [SimpleNamespace(kind="prefill", family=f) for f in ["A"] * 10 + ["B"] * 10]
+    res = dict(engine="llama.cpp-cuda", rows=rows, profile=prior_profile("llama.cpp-cuda"), version=None,
+               insample=np.full(20, 5.0), heldout=np.array([10.0] * 10 + [-40.0] * 10))
+    out = fit.coverage([res], "prefill").splitlines()
+    assert out[0].startswith("band coverage of prefill rows")
+    assert out[1].split() == ["llama.cpp-cuda", "n=", "20", "band", "40", "%:", "100.0", "%", "other",
+                              "families'", "band:", "50.0", "%"]
