@@ -127,8 +127,8 @@ def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str
     if qmax:
         parts.append(f"MMQ bound {tf(qmax)} ({engine.quant_flops_per_core_cycle:.0f} FLOPs per core cycle)")
     if pmax:
-        int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if engine.runs_int8_mma(quant) else ""
-        parts.append(f"board power {hw.tdp_w:g} W / {engine.pj_per_flop:.3g} pJ per FLOP{int8} = {tf(pmax)}")
+        on_int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if engine.runs_int8_mma(quant) else ""
+        parts.append(f"board power {hw.tdp_w:g} W / {engine.pj_per_flop:.3g} pJ per FLOP{on_int8} = {tf(pmax)}")
     out = f"{quant} matmuls over {tokens:,} tokens run at {tf(soft_min(rate, qmax, pmax))}: " + ", ".join(parts)
     return out + (" (soft minimum)" if qmax or pmax else "")
 
@@ -147,7 +147,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     eta_compute, times eta_attn for the attention core over the KV cache, or eta_compute_format x
     matmul_eff(tokens) for weight matmuls (``tokens`` in the pass; 0 = unknown), and for tiled matmuls over
     quantized weights at most ``EngineProfile.quant_matmul_flops`` x matmul_eff (soft minimum); on a CPU engine
-    with int8 kernels, the rate its tokens reach sharing each weight block's work (``int8_bound``). Memory
+    with int8 kernels, the rate its tokens reach sharing each weight block's work (``int8_bound``); for every
+    tensor op of a tiled pass, also the board-power bound (``tiled_bounds``: tdp_w / pj_per_flop). Memory
     side: weights (read ``EngineProfile.weight_reads`` times: routed experts under per-pair kernels) at the
     rate the engine streams their format (``EngineProfile.stream_bytes_s(hw, quant)``: peak x eta_mem of the
     memory technology, softly bounded by the kernel bound cores x clock x bytes_per_core_cycle x eta_format

@@ -22,6 +22,11 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   most cores x clock x this many FLOPs, soft-minimum with the tensor figure (an A100 has half an RTX
   4090's core cycles for about the same tensor peak). Fitted for the newest era only; 0 in older eras
   (2023 builds had no INT8-tensor-core MMQ; the 2024 era's rows are mostly from before it, May 2024).
+- ``pj_per_flop``: the board-power bound on every tensor op of a tiled pass (prompt chunks, decode batches of more
+  than ``MATVEC_MAX_TOKENS``): FLOP/s <= the device's ``tdp_w`` / this energy per FP16 FLOP, x
+  ``INT8_OPS_PER_FP16_ENERGY`` on INT8 tensor cores (``power_flops``), soft-minimum with the other compute bounds
+  (an RTX 6000 Ada at 300 W prefills at 0.71x an RTX 4090 at 450 W on the same die). Fitted for llama.cpp-cuda; an
+  older era's value is the newest's / its ``era_compute``.
 - ``expert_pairs_below_tokens``: MoE decode in small batches: below this many tokens per pass the engine
   multiplies every (token, expert) pair with its own matrix-vector kernel, so each touched expert's weights
   are read once per pair, not once per pass (llama.cpp Metal: ``mul_mv_id`` below 32 rows, ``mul_mm_id``
