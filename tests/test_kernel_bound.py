@@ -24,9 +24,11 @@ def tok_s(model, hw_id, quant, version=None):
 
 
 # whitepaper SM (GPU core) counts and boost clocks: NVIDIA A100 (GA100) 108 SMs at 1410 MHz; H100 SXM5
-# 132 SMs at 1980 MHz; RTX 4090 (AD102) 128 SMs at 2520 MHz; Apple M1 Max 32 GPU cores at 1296 MHz
+# 132 SMs at 1980 MHz; RTX 4090 (AD102) 128 SMs at 2520 MHz; Apple M1 Max 32 GPU cores at 1296 MHz; RTX 2080 Ti
+# (TU102, 64 FP32 lanes per SM) 68 SMs at 1545 MHz; RTX A5000 (GA102) 64 SMs at 1695 MHz (data sheets)
 @pytest.mark.parametrize("hw_id,cores,ghz", [("a100-80g-sxm", 108, 1.41), ("h100-sxm", 132, 1.98),
-                                             ("rtx-4090", 128, 2.52), ("m1-max-32", 32, 1.296)])
+                                             ("rtx-4090", 128, 2.52), ("m1-max-32", 32, 1.296),
+                                             ("rtx-2080-ti", 68, 1.545), ("rtx-a5000", 64, 1.695)])
 def test_core_cycles_match_the_whitepapers(hw_id, cores, ghz):
     assert core_cycles_per_s(get_hardware(hw_id)) == pytest.approx(cores * ghz * 1e9, rel=0.025)
 
