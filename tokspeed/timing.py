@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .engines.profile import INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, EngineProfile, soft_min
-from .ledger import Op
+from .ledger import Op, Role, Scope
 
 
 @dataclass
@@ -106,8 +106,8 @@ def tiled_bounds(hw, engine: EngineProfile, quant: str, tokens: int, attn: bool 
 
 def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str:
     """How a dense weight matmul's FLOP/s comes about in a pass of ``tokens`` tokens, in one line with its numbers
-    (``explain --prefill`` prints it): the peak its math runs at (``weight_matmul_rate``; a CPU engine's int8 kernels,
-    ``int8_bound``) and the bounds of ``tiled_bounds``, as ``op_time`` combines them."""
+    (``explain --prefill`` prints it): the rate ``op_time`` gives a matmul of no bytes, then its parts -- the peak its
+    math runs at (``weight_matmul_rate``; a CPU engine's int8 kernels, ``int8_bound``) and ``tiled_bounds``."""
     rate = weight_matmul_rate(hw, engine, quant, tokens)
     if not rate:
         return ""
@@ -122,14 +122,14 @@ def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str
         int8 = int8_bound(engine, hw, quant, tokens, rate)
         if int8 != rate:
             parts.append(f"int8 kernels {tf(int8)} ({tokens} tokens sharing each weight block's work)")
-            rate = int8
     qmax, pmax = tiled_bounds(hw, engine, quant, tokens) if tokens > MATVEC_MAX_TOKENS else (0.0, 0.0)
     if qmax:
         parts.append(f"MMQ bound {tf(qmax)} ({engine.quant_flops_per_core_cycle:.0f} FLOPs per core cycle)")
     if pmax:
         on_int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if engine.runs_int8_mma(quant) else ""
         parts.append(f"board power {hw.tdp_w:g} W / {engine.pj_per_flop:.3g} pJ per FLOP{on_int8} = {tf(pmax)}")
-    out = f"{quant} matmuls over {tokens:,} tokens run at {tf(soft_min(rate, qmax, pmax))}: " + ", ".join(parts)
+    t, _ = op_time(Op("matmul", Role.MLP, Scope.DENSE, "tensor", 1, flops=1e12), hw, engine, quant, tokens)
+    out = f"{quant} matmuls over {tokens:,} tokens run at {tf(1e12 / t)}: " + ", ".join(parts)
     return out + (" (soft minimum)" if qmax or pmax else "")
 
 
