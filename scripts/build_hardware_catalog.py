@@ -49,6 +49,8 @@ IDS: dict[str, tuple[str, list[str]]] = {
     "NVIDIA Tesla V100 PCIe 16GB": ("v100-16g-pcie", ["v100", "v100-pcie", "v100-pcie-16gb"]),
     "NVIDIA Tesla V100 SXM2 32GB": ("v100-32g-sxm", ["v100", "v100-sxm", "v100-sxm2-32gb"]),
     "NVIDIA Tesla V100 PCIe 32GB": ("v100-32g-pcie", ["v100", "v100-pcie", "v100-pcie-32gb"]),
+    "NVIDIA Tesla P40": ("p40", ["tesla-p40"]),
+    "NVIDIA Tesla P100 PCIe 16GB": ("p100-16g-pcie", ["p100", "p100-pcie", "p100-pcie-16gb", "tesla-p100"]),
     "NVIDIA A100 40GB PCIe": ("a100-40g-pcie", ["a100", "a100-pcie", "a100-40g", "a100-40gb-pcie"]),
     "NVIDIA A100 80GB PCIe": ("a100-80g-pcie", ["a100", "a100-pcie", "a100-80g", "a100-80gb-pcie"]),
     "NVIDIA A100 40GB SXM4": ("a100-40g-sxm", ["a100", "a100-sxm", "a100-40g", "a100-40gb-sxm"]),
@@ -74,11 +76,14 @@ IDS: dict[str, tuple[str, list[str]]] = {
     "NVIDIA GeForce RTX 3060 12GB": ("rtx-3060", ["3060", "rtx-3060-12gb"]),
     "NVIDIA GeForce RTX 3080 10GB": ("rtx-3080", ["3080", "rtx-3080-10gb"]),
     "NVIDIA GeForce RTX 2080 Ti": ("rtx-2080-ti", ["2080-ti", "2080ti"]),
+    "NVIDIA TITAN RTX": ("titan-rtx", []),
+    "NVIDIA GeForce GTX 1080 Ti": ("gtx-1080-ti", ["1080-ti", "1080ti"]),
     "NVIDIA RTX A4000": ("rtx-a4000", ["a4000"]),
     "NVIDIA RTX A5000": ("rtx-a5000", ["a5000"]),
     "NVIDIA GeForce RTX 3090": ("rtx-3090", ["3090"]),
     "NVIDIA GeForce RTX 3090 Ti": ("rtx-3090-ti", ["3090-ti"]),
     "NVIDIA GeForce RTX 4060 Ti 16GB": ("rtx-4060-ti-16g", ["4060-ti", "rtx-4060-ti", "rtx-4060-ti-16gb"]),
+    "NVIDIA GeForce RTX 4060 Ti 8GB": ("rtx-4060-ti-8g", ["4060-ti", "rtx-4060-ti", "rtx-4060-ti-8gb"]),
     "NVIDIA GeForce RTX 4070": ("rtx-4070", ["4070"]),
     "NVIDIA GeForce RTX 4080": ("rtx-4080", ["4080"]),
     "NVIDIA GeForce RTX 4090": ("rtx-4090", ["4090"]),
@@ -97,11 +102,15 @@ IDS: dict[str, tuple[str, list[str]]] = {
     "AMD Instinct MI100": ("mi100", []),
     "AMD Instinct MI50 32GB": ("mi50", ["mi50-32g"]),
     "AMD Radeon RX 7900 XT": ("rx-7900-xt", ["7900-xt"]),
+    "AMD Radeon RX 7900 GRE": ("rx-7900-gre", ["7900-gre"]),
     "AMD Radeon RX 7800 XT": ("rx-7800-xt", ["7800-xt"]),
     "AMD Radeon RX 9070 XT": ("rx-9070-xt", ["9070-xt"]),
     "AMD Radeon RX 6800 XT": ("rx-6800-xt", ["6800-xt"]),
+    "AMD Radeon RX 6900 XT": ("rx-6900-xt", ["6900-xt"]),
+    "AMD Radeon RX 6700 XT": ("rx-6700-xt", ["6700-xt"]),
     "AMD Radeon PRO W7900": ("radeon-pro-w7900", ["w7900"]),
     "Intel Arc A770 16GB": ("arc-a770", ["a770", "arc-a770-16g"]),
+    "Intel Arc A750": ("arc-a750", ["a750"]),
     "Intel Arc B580": ("arc-b580", ["b580"]),
     "NVIDIA GeForce RTX 5070 Ti": ("rtx-5070-ti", ["5070-ti"]),
     "NVIDIA GeForce RTX 5070": ("rtx-5070", ["5070"]),
@@ -383,9 +392,11 @@ SOC_CPU_THREADS = {  # id: (threads, which cores)
 
 # Devices whose catalog FP16 figure is the FP32-accumulate rate, half the FP16-accumulate rate that
 # engines accumulating in FP16 (llama.cpp cuBLAS COMPUTE_16F, INT8 MMQ) reach: GeForce (Ampere/Ada/Blackwell
-# whitepapers) and the L40 (reference notes, pitfall 2); the DGX Spark ASSUMED consumer-class.
+# whitepapers) and the L40 (reference notes, pitfall 2); the DGX Spark ASSUMED consumer-class. Not GeForce GTX
+# (Pascal GP10x, Turing TU11x): no tensor cores, so no FP16-accumulate tensor rate to double (the GTX 1080 Ti's
+# FP16 is 1/64 of FP32, its CSV cell blank: its matmuls run at the FP32 figure).
 def half_rate_fp32_accumulate(d: dict) -> bool:
-    if d["vendor"] != "NVIDIA":
+    if d["vendor"] != "NVIDIA" or "GeForce GTX" in d["name"]:
         return False
     return "GeForce" in d["name"] or d["name"] == "NVIDIA L40" or NV_TENSOR.get(d["id"], (0, 0, "", False))[3]
 

@@ -123,6 +123,23 @@ def test_ambiguous_short_names_list_the_candidates():
         get_hardware("a100")
 
 
+def test_pascal_fp16_blank_and_no_fp16_accumulate_flag_without_tensor_cores():
+    # GP102 (Tesla P40, GTX 1080 Ti): FP16 at 1/64 of FP32, the cell blank, so matmuls take the FP32 peak:
+    # 3,840 CUDA cores x 2 x 1.531 GHz and 3,584 x 2 x 1.582 GHz; a GeForce GTX has no tensor cores, so no
+    # FP16-accumulate rate to double
+    for hw_id, fp32 in (("p40", 3840 * 2 * 1.531e9), ("gtx-1080-ti", 3584 * 2 * 1.582e9)):
+        h = get_hardware(hw_id)
+        assert h.fp16_tflops == 0 and not h.fp16_accumulate_2x
+        assert h.matmul_flops == pytest.approx(fp32, rel=0.005)
+    # TITAN RTX: 72 SMs x 1024 FP16 FLOPs/SM/clock x 1.77 GHz = 130.5 with FP32 accumulate at full rate
+    t = get_hardware("titan-rtx")
+    assert t.fp16_tflops * 1e12 == pytest.approx(72 * 1024 * 1.77e9, rel=0.005) and not t.fp16_accumulate_2x
+    assert get_hardware("rtx-4060-ti-8g").fp16_accumulate_2x           # a GeForce RTX still is
+    with pytest.raises(UserError) as e:                                 # 8 GB and 16 GB: refused, both named
+        get_hardware("rtx-4060-ti")
+    assert "rtx-4060-ti-16g" in str(e.value) and "rtx-4060-ti-8g" in str(e.value)
+
+
 def test_unknown_name_suggests():
     with pytest.raises(UserError) as e:
         get_hardware("rtx-4099")

@@ -25,10 +25,16 @@ def tok_s(model, hw_id, quant, version=None):
 
 # whitepaper SM (GPU core) counts and boost clocks: NVIDIA A100 (GA100) 108 SMs at 1410 MHz; H100 SXM5
 # 132 SMs at 1980 MHz; RTX 4090 (AD102) 128 SMs at 2520 MHz; Apple M1 Max 32 GPU cores at 1296 MHz; RTX 2080 Ti
-# (TU102, 64 FP32 lanes per SM) 68 SMs at 1545 MHz; RTX A5000 (GA102) 64 SMs at 1695 MHz (data sheets)
+# (TU102, 64 FP32 lanes per SM) 68 SMs at 1545 MHz; RTX A5000 (GA102) 64 SMs at 1695 MHz (data sheets); Tesla
+# P40 (GP102, 128 lanes) 30 SMs (3,840 CUDA cores) at 1531 MHz; Tesla P100 PCIe (GP100, 64 lanes) 56 SMs (3,584
+# cores) at 1303 MHz; GTX 1080 Ti (GP102) 28 SMs (3,584 cores) at 1582 MHz; TITAN RTX (TU102, 64 lanes) 72 SMs
+# (4,608 cores) at 1770 MHz; RX 6900 XT (RDNA 2) 80 CUs at 2250 MHz; Arc A750 28 Xe-cores at 2050 MHz
 @pytest.mark.parametrize("hw_id,cores,ghz", [("a100-80g-sxm", 108, 1.41), ("h100-sxm", 132, 1.98),
                                              ("rtx-4090", 128, 2.52), ("m1-max-32", 32, 1.296),
-                                             ("rtx-2080-ti", 68, 1.545), ("rtx-a5000", 64, 1.695)])
+                                             ("rtx-2080-ti", 68, 1.545), ("rtx-a5000", 64, 1.695),
+                                             ("p40", 30, 1.531), ("p100-16g-pcie", 56, 1.303),
+                                             ("gtx-1080-ti", 28, 1.582), ("titan-rtx", 72, 1.77),
+                                             ("rx-6900-xt", 80, 2.25), ("arc-a750", 28, 2.05)])
 def test_core_cycles_match_the_whitepapers(hw_id, cores, ghz):
     assert core_cycles_per_s(get_hardware(hw_id)) == pytest.approx(cores * ghz * 1e9, rel=0.025)
 

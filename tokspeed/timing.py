@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .engines.mmq import DP4A_OPS_PER_FP32_FLOP
 from .engines.profile import INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, EngineProfile, soft_min
 from .ledger import Op, Role, Scope
 
@@ -85,13 +86,25 @@ def int8_rates(engine: EngineProfile, hw, quant: str, tokens: int = 1) -> tuple[
     return mv, gemm, int8_bound(engine, hw, quant, tokens, gemm)
 
 
+def weight_matmul_peak(hw, engine: EngineProfile, quant: str, tokens: int) -> tuple[float, float]:
+    """(listed peak, usable multiple of it) for a matmul over ``quant`` weights in a pass of ``tokens`` tokens: the
+    vector FP32 figure for F32 models; DP4A's, ``DP4A_OPS_PER_FP32_FLOP`` x the FP32 figure, where the engine's
+    MMQ kernels run on int8 dot products there (``EngineProfile.mmq_unit``: Pascal, Volta below 64 tokens); else
+    the tensor figure (``op_peak``), x2 on GeForce for FP16-accumulating engines (``tensor_peak_scale``)."""
+    if quant in F32_NAMES:
+        return hw.vector_flops, 1.0
+    if tokens > MATVEC_MAX_TOKENS and engine.mmq_unit(hw, quant, tokens) == "dp4a":
+        return DP4A_OPS_PER_FP32_FLOP * hw.vector_flops, 1.0
+    return hw.matmul_flops, engine.tensor_peak_scale(hw)
+
+
 def weight_matmul_rate(hw, engine: EngineProfile, quant: str, tokens: int) -> float:
     """FLOP/s of a matmul over ``quant`` weights in a pass of ``tokens`` tokens (0 = unknown), before any kernel
-    bound: the peak its math runs at (``op_peak``: tensor, or vector for F32 models), x2 on GeForce for
-    FP16-accumulating engines, x eta_compute x eta_compute_format x matmul_eff(tokens), at most the peak."""
-    eta = engine.compute_eff_for(hw) * engine.tensor_peak_scale(hw) * (engine.compute_format_eff(quant)
-                                                                       * engine.matmul_eff(tokens))
-    return (hw.vector_flops if quant in F32_NAMES else hw.matmul_flops) * min(eta, 1.0)
+    bound: the peak its math runs at (``weight_matmul_peak``: tensor, DP4A, or vector for F32 models) x its usable
+    multiple x eta_compute x eta_compute_format x matmul_eff(tokens), at most the listed peak."""
+    peak, scale = weight_matmul_peak(hw, engine, quant, tokens)
+    eta = engine.compute_eff_for(hw) * scale * engine.compute_format_eff(quant) * engine.matmul_eff(tokens)
+    return peak * min(eta, 1.0)
 
 
 def tiled_bounds(hw, engine: EngineProfile, quant: str, tokens: int, attn: bool = False) -> tuple[float, float]:
@@ -100,8 +113,8 @@ def tiled_bounds(hw, engine: EngineProfile, quant: str, tokens: int, attn: bool 
     (``EngineProfile.quant_matmul_flops`` x matmul_eff(tokens)), and the board-power bound
     (``EngineProfile.power_flops``: doubled for the matmuls the engine runs on INT8 tensor cores, whether or not
     the device's core count is known; attention runs in FP16)."""
-    qmax = 0.0 if attn else engine.quant_matmul_flops(hw, quant) * engine.matmul_eff(tokens)
-    return qmax, engine.power_flops(hw, int8=not attn and engine.runs_int8_mma(quant))
+    qmax = 0.0 if attn else engine.quant_matmul_flops(hw, quant, tokens) * engine.matmul_eff(tokens)
+    return qmax, engine.power_flops(hw, int8=not attn and engine.mmq_unit(hw, quant, tokens) == "mma")
 
 
 def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str:
@@ -111,12 +124,16 @@ def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str
     rate = weight_matmul_rate(hw, engine, quant, tokens)
     if not rate:
         return ""
-    f32 = quant in F32_NAMES
-    peak = hw.vector_flops if f32 else hw.matmul_flops
+    peak, scale = weight_matmul_peak(hw, engine, quant, tokens)
     tf = lambda x: f"{x / 1e12:,.{0 if x >= 1e14 else 1 if x >= 1e13 else 2}f} TFLOP/s"   # noqa: E731  3 digits
-    unit = "FP32 vector" if f32 or hw.kind == "cpu" else "tensor"
-    scale = 1.0 if f32 else engine.tensor_peak_scale(hw)       # FP32 GEMMs: the vector peak, nothing to double
-    listed = f"{tf(peak)}" + (f" x {scale:g} (FP16 accumulate)" if scale != 1.0 else "")
+    mmq = engine.mmq_unit(hw, quant, tokens) if tokens > MATVEC_MAX_TOKENS else ""
+    if quant in F32_NAMES or hw.kind == "cpu":
+        unit, listed = "FP32 vector", tf(peak)
+    elif mmq == "dp4a":
+        unit, listed = "DP4A int8", f"{DP4A_OPS_PER_FP32_FLOP:g} x FP32 {tf(hw.vector_flops)}"
+    else:
+        unit = "tensor" if peak == (hw.fp16_tflops * 1e12) else "FP32 vector"
+        listed = f"{tf(peak)}" + (f" x {scale:g} (FP16 accumulate)" if scale != 1.0 else "")
     parts = [f"{unit} {tf(rate)} (listed {listed} x efficiency {rate / (peak * scale):.2f})"]
     if engine.int8_matvec and tokens:
         int8 = int8_bound(engine, hw, quant, tokens, rate)
@@ -126,7 +143,7 @@ def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str
     if qmax:
         parts.append(f"MMQ bound {tf(qmax)} ({engine.quant_flops_per_core_cycle:.0f} FLOPs per core cycle)")
     if pmax:
-        on_int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if engine.runs_int8_mma(quant) else ""
+        on_int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if mmq == "mma" else ""
         parts.append(f"board power {hw.tdp_w:g} W / {engine.pj_per_flop:.3g} pJ per FLOP{on_int8} = {tf(pmax)}")
     t, _ = op_time(Op("matmul", Role.MLP, Scope.DENSE, "tensor", 1, flops=1e12), hw, engine, quant, tokens)
     out = f"{quant} matmuls over {tokens:,} tokens run at {tf(1e12 / t)}: " + ", ".join(parts)

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engines.profile import CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS
+from ..engines.issue import core_cycles_per_s
+from ..engines.mmq import DP4A_OPS_PER_FP32_FLOP, mmq_unit
+from ..engines.profile import CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, format_group
 from ..timing import op_peak
 
 
@@ -43,6 +45,13 @@ class RowSet:
     kv_reread: np.ndarray   # KV bytes read again by the other query heads of each group (unfused attention)
     bw: np.ndarray
     pairs_per_expert: np.ndarray   # routed experts: weight reads per pass under per-pair kernels (else 0)
+    # weight matmuls of tiled passes: the units an MMQ engine runs them on there (engines.mmq: 2 INT8 tensor
+    # cores, 1 DP4A, 0 none), and the DP4A peak that replaces the tensor peak where it is 1
+    mmq: np.ndarray
+    dp4a_peak: np.ndarray
+
+
+MMQ_CODES = {"mma": 2, "dp4a": 1, "": 0}
 
 
 def _passes(row, spec, storage, kvb):
@@ -71,7 +80,8 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
 
     kvb = kv_bytes(kv_dtype)
     P = {k: [] for k in ("row", "w", "kern", "tok")}
-    O = {k: [] for k in ("pass", "row", "flops", "peak", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe")}
+    O = {k: [] for k in ("pass", "row", "flops", "peak", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe",
+                         "mmq", "dp4a")}
     measured, numer = [], []
     specs = {}
     for i, row in enumerate(rows):
@@ -103,6 +113,9 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                 O["kvx"].append(op.kv_read_bytes * (op.query_heads_per_kv - 1))
                 O["bw"].append(row.hw.bandwidth_bytes_s)
                 O["ppe"].append(op.pairs_per_expert)
+                tiled = op.unit == "tensor" and not O["attn"][-1] and tokens > MATVEC_MAX_TOKENS
+                O["mmq"].append(MMQ_CODES[mmq_unit(row.hw, tokens)] if tiled else 0)
+                O["dp4a"].append(DP4A_OPS_PER_FP32_FLOP * row.hw.vector_flops)
     a = np.asarray
     return RowSet(rows=list(rows), measured=a(measured, float), numer=a(numer, float),
                   pass_row=a(P["row"], int), pass_w=a(P["w"], float), pass_kernels=a(P["kern"], float),
@@ -111,7 +124,8 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                   peak=a(O["peak"], float), attn=a(O["attn"], bool), tensor=a(O["tensor"], bool),
                   wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
                   kv_reread=a(O["kvx"], float),
-                  bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float))
+                  bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float), mmq=a(O["mmq"], int),
+                  dp4a_peak=a(O["dp4a"], float))
 
 
 def profile_for(prof, row):
@@ -128,28 +142,34 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     under {era: EngineProfile} with each row predicted by its era's profile."""
     n = len(rs.rows)
     cols = ("bw", "eta_c", "scale", "bw_w", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed",
-            "qmax", "pairs_below", "per_head", "pmax", "int8")
+            "qmax", "pairs_below", "per_head", "pmax", "int8", "dp4a")
     v = {k: np.empty(n) for k in cols}
     for i, r in enumerate(rs.rows):
         p = profile_for(prof, r)
         for k, x in zip(cols, (p.stream_bytes_s(r.hw), p.compute_eff_for(r.hw), p.tensor_peak_scale(r.hw),
                                p.stream_bytes_s(r.hw, r.quant), p.compute_format_eff(r.quant), p.eta_matvec,
                                p.gemm_half_tokens, p.eta_attn, p.eta_kv, p.attn_bytes_per_flop, p.launch_s,
-                               p.fixed_s, p.quant_matmul_flops(r.hw, r.quant), p.expert_pairs_below_tokens,
-                               p.kv_reread, p.power_flops(r.hw), p.runs_int8_mma(r.quant))):
+                               p.fixed_s, core_cycles_per_s(r.hw) * p.quant_flops_per_core_cycle,
+                               p.expert_pairs_below_tokens,
+                               p.kv_reread, p.power_flops(r.hw), p.runs_int8_mma(r.quant),
+                               p.mmq_dp4a and format_group(r.quant) != "float")):
             v[k][i] = x
     o = rs.op_row
     tok = rs.pass_tokens[rs.op_pass]
     ramp = np.where(tok <= MATVEC_MAX_TOKENS, v["matvec"][o], tok / (tok + v["half"][o]))
     ec = v["eta_c"][o] * np.where(rs.attn, v["attn"][o], np.where(rs.tensor, v["eta_cf"][o] * ramp, 1.0))
-    ec = ec * np.where(rs.tensor, v["scale"][o], 1.0)
+    # as EngineProfile.mmq_unit: the device's units where the engine runs MMQ kernels on them
+    mmq = np.where((rs.mmq == 2) & (v["int8"][o] > 0), 2, np.where((rs.mmq == 1) & (v["dp4a"][o] > 0), 1, 0))
+    ec = ec * np.where(rs.tensor & (mmq != 1), v["scale"][o], 1.0)
     ec = np.minimum(ec, 1.0)      # as op_time: the listed peak stays the bound
-    rate = rs.peak * ec
-    qmax = np.where(rs.tensor & ~rs.attn & (tok > MATVEC_MAX_TOKENS), v["qmax"][o] * ramp, 0.0)
+    rate = np.where(mmq == 1, rs.dp4a_peak, rs.peak) * ec      # as timing.weight_matmul_peak
+    qmax = np.where(mmq > 0, v["qmax"][o], 0.0)
+    with np.errstate(divide="ignore"):       # as quant_matmul_flops: on DP4A the dot products' issue time adds
+        qmax = np.where((mmq == 1) & (qmax > 0), 1.0 / (1.0 / qmax + 1.0 / rs.dp4a_peak), qmax) * ramp
     with np.errstate(divide="ignore", invalid="ignore"):
         sharp = CAP_SHARPNESS   # as op_time: soft minimum with the quantized-matmul bound where there is one
         pmax = np.where(rs.tensor & (tok > MATVEC_MAX_TOKENS),      # the board-power bound, INT8 under MMQ
-                        v["pmax"][o] * np.where(~rs.attn & (v["int8"][o] > 0), INT8_OPS_PER_FP16_ENERGY, 1.0), 0.0)
+                        v["pmax"][o] * np.where(mmq == 2, INT8_OPS_PER_FP16_ENERGY, 1.0), 0.0)
         inv = (np.where(qmax > 0, qmax, np.inf) ** -sharp + np.where(pmax > 0, pmax, np.inf) ** -sharp)
         rate = np.where((inv > 0) & (rate > 0), (rate ** -sharp + inv) ** (-1 / sharp), rate)
         t_c = np.where((rs.peak > 0) & (rs.flops > 0), rs.flops / rate, 0.0)

@@ -100,8 +100,11 @@ def row_hardware(r: dict) -> Hardware:
 
 
 def _row_fp16_tflops(r: dict) -> float:
-    """The row's FP16 dense peak: its own column, else the catalog's figure for the device, else 0."""
-    return _float(r["fp16_TFLOPS"]) or float(_catalog_value(r["hardware"], "fp16_tflops") or 0.0)
+    """The row's FP16 dense peak: its own column, else the catalog's figure for the device, else 0 -- and at least
+    the catalog's FP32 figure where the FP16 one is below it (Pascal GP102 runs FP16 at 1/64 of FP32, and llama.cpp
+    multiplies F16 weights in FP32 there: the matmul peak is the FP32 one)."""
+    fp16 = _float(r["fp16_TFLOPS"]) or float(_catalog_value(r["hardware"], "fp16_tflops") or 0.0)
+    return max(fp16, float(_catalog_value(r["hardware"], "fp32_tflops") or 0.0)) if fp16 else 0.0
 
 
 def row_era(engine: str, date: str, build: str) -> str:

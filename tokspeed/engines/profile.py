@@ -22,6 +22,11 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   most cores x clock x this many FLOPs, soft-minimum with the tensor figure (an A100 has half an RTX
   4090's core cycles for about the same tensor peak). Fitted for the newest era only; 0 in older eras
   (2023 builds had no INT8-tensor-core MMQ; the 2024 era's rows are mostly from before it, May 2024).
+  Where the device runs those kernels on DP4A instead (Pascal, Volta below 64 tokens) or not at all (GP100,
+  Volta from 64 tokens): ``tokspeed.engines.mmq``, ``mmq_unit``.
+- ``mmq_dp4a``: the engine's quantized tiled matmuls run as DP4A int8 dot products on parts without tensor
+  cores, in every era (ggml-cuda's MMQ since 2023: llama.cpp-cuda; priors.toml [DP4A]): the peak is then 4 x
+  the FP32 figure, and the MMQ bound, where the era has one, adds the dot products' issue time to the tiles'.
 - ``pj_per_flop``: the board-power bound on every tensor op of a tiled pass (prompt chunks, decode batches of more
   than ``MATVEC_MAX_TOKENS``): FLOP/s <= the device's ``tdp_w`` / this energy per FP16 FLOP, x
   ``INT8_OPS_PER_FP16_ENERGY`` on INT8 tensor cores (``power_flops``), soft-minimum with the other compute bounds
@@ -92,8 +97,9 @@ from .compat import backend_for, engine_defaults, engine_names, runtime_of, slid
 from ..errors import UserError, did_you_mean
 from .eras import (era_family, era_labels, era_of, flash_attention_available, flash_attention_since, nearest_era,
                    newest_unfused_era, unfused_attention)
-from .issue import core_cycles_per_s
+from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .memory import memory_class
+from .mmq import DP4A_OPS_PER_FP32_FLOP, mmq_unit
 
 HERE = Path(__file__).parent
 MATVEC_MAX_TOKENS = 8  # llama.cpp: MMVQ_MAX_BATCH_SIZE (CUDA) and the mul_mv_ext limit (Metal) are 8 rows
@@ -137,6 +143,7 @@ class EngineProfile:
     eta_kv: float = 1.0
     bw_cap_gbps: float = 0.0
     quant_flops_per_core_cycle: float = 0.0   # prefill over quantized weights: cores x clock x this (0 = none)
+    mmq_dp4a: bool = False       # quantized tiled matmuls as DP4A int8 dot products on parts without tensor cores
     pj_per_flop: float = 0.0     # tiled passes: FLOP/s <= board power (tdp_w) / this energy per FLOP (0 = none)
     expert_pairs_below_tokens: int = 0   # MoE: below this many tokens per pass each (token, expert) pair re-reads
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
@@ -235,24 +242,42 @@ class EngineProfile:
         return core_cycles_per_s(hw) * self.bytes_per_core_cycle if self.bytes_per_core_cycle else 0.0
 
     def runs_int8_mma(self, quant: str) -> bool:
-        """Whether the engine's tiled matmuls over ``quant`` weights run on INT8 tensor cores (llama.cpp's MMQ
-        kernels of the newest era: the engine has a ``quant_flops_per_core_cycle`` and the weights are
-        quantized), whatever the device: it decides the MMQ bound and the INT8 energy of the power bound."""
+        """Whether the engine runs its tiled matmuls over ``quant`` weights as MMQ kernels on the INT8 tensor cores of
+        a part that has them (llama.cpp's CUDA build, newest era: the engine has a ``quant_flops_per_core_cycle`` and
+        the weights are quantized); which units a device gives them is ``mmq_unit``."""
         return bool(self.quant_flops_per_core_cycle) and format_group(quant) != "float"
 
-    def quant_matmul_flops(self, hw, quant: str) -> float:
-        """What a tiled matmul over quantized weights can reach on ``hw`` whatever the tensor peak: cores x
-        clock x ``quant_flops_per_core_cycle`` (unpacking and scaling tiles, feeding the INT8 MMA from shared
-        memory: work per core cycle, ``tokspeed.engines.issue``); 0 for float weights or where unknown."""
-        if not self.runs_int8_mma(quant):
+    def mmq_unit(self, hw, quant: str, tokens: int) -> str:
+        """The units this engine's matmuls over ``quant`` weights run a tiled pass of ``tokens`` tokens on, on ``hw``
+        (``tokspeed.engines.mmq``): ``mma`` (INT8 tensor cores, where the engine runs MMQ there: ``runs_int8_mma``),
+        ``dp4a`` (int8 dot products on the cores of a part without tensor cores -- Pascal, Volta below 64 tokens --
+        for an engine with ``mmq_dp4a``, in every era), or ``""``: float weights, or the engine dequantises and
+        multiplies with its float GEMM."""
+        unit = mmq_unit(hw, tokens) if format_group(quant) != "float" else ""
+        if unit == "mma":
+            return unit if self.quant_flops_per_core_cycle else ""
+        return unit if unit == "dp4a" and self.mmq_dp4a else ""
+
+    def quant_matmul_flops(self, hw, quant: str, tokens: int) -> float:
+        """What a tiled matmul over quantized weights can reach on ``hw`` whatever the tensor peak, where the engine's
+        MMQ kernels run a pass of ``tokens`` tokens there (``mmq_unit``): cores x clock x ``quant_flops_per_core_cycle``
+        (unpacking and scaling tiles and feeding the INT8 MMA: work per core cycle, ``tokspeed.engines.issue``). On
+        DP4A the dot products issue from the same lanes as that work, so their times add: cores x clock /
+        (1 / quant_flops_per_core_cycle + 1 / DP4A's FLOPs per core cycle, 4 x 2 x the FP32 lanes). 0 for float
+        weights, without MMQ there, or where unknown."""
+        unit = self.mmq_unit(hw, quant, tokens)
+        if not (unit and self.quant_flops_per_core_cycle):
             return 0.0
-        return core_cycles_per_s(hw) * self.quant_flops_per_core_cycle
+        per_cycle = self.quant_flops_per_core_cycle
+        if unit == "dp4a":
+            per_cycle = 1.0 / (1.0 / per_cycle + 1.0 / (DP4A_OPS_PER_FP32_FLOP * 2 * fp32_lanes_per_core(hw)))
+        return core_cycles_per_s(hw) * per_cycle
 
     def power_flops(self, hw, int8: bool = False) -> float:
         """What a tiled pass's tensor ops (a prompt chunk, a decode batch of more than MATVEC_MAX_TOKENS tokens) can
         reach on ``hw`` within its board power: ``tdp_w`` / ``pj_per_flop`` (the energy per FP16 tensor FLOP at the
         board under this engine's kernels, one value for every weight format and process node), x
-        ``INT8_OPS_PER_FP16_ENERGY`` for matmuls on INT8 tensor cores (``int8``: ``runs_int8_mma``); 0 where the
+        ``INT8_OPS_PER_FP16_ENERGY`` for matmuls on INT8 tensor cores (``int8``: ``mmq_unit`` is ``mma``); 0 where the
         board power or the energy is unknown. ``tdp_w`` is the listed board or module power: on a superchip or
         SoC (GH200, DGX Spark, Jetson) it includes the CPU, which a tiled GPU pass leaves mostly idle."""
         if not (self.pj_per_flop and getattr(hw, "tdp_w", 0.0)):

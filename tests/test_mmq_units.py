@@ -1,0 +1,153 @@
+"""Which units llama.cpp's quantized prompt matmuls run on, per device (tokspeed.engines.mmq): INT8 tensor cores from
+Turing on, DP4A on Pascal cc 6.1 (and on Volta below 64 tokens), dequantise-then-GEMM on GP100 and on Volta from 64
+tokens. Figures by hand from the vendor data sheets (Tesla P40: 11.76 FP32 TFLOPS, 47 INT8 TOPS by DP4A)."""
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from tokspeed.calibration import DEFAULT_CSV, load_rows
+from tokspeed.calibration.evaluate import predicted_tok_s
+from tokspeed.engines.mmq import DP4A_OPS_PER_FP32_FLOP, MMQ_DP4A_MAX_BATCH_SIZE, mmq_unit
+from tokspeed.engines.profile import INT8_OPS_PER_FP16_ENERGY, EngineProfile, get_engine
+from tokspeed.hardware.spec import Hardware
+from tokspeed.ledger import Op, Role, Scope
+from tokspeed.timing import op_time, prompt_matmul_how, tiled_bounds, weight_matmul_peak
+
+
+def _nv(name, fp16=0.0, fp32=10.0, tdp=250.0, bw=500.0):
+    return Hardware(id="x", name=name, kind="gpu", vendor="NVIDIA", memory_gb=24, bandwidth_gbps=bw,
+                    fp16_tflops=fp16, fp32_tflops=fp32, tdp_w=tdp)
+
+
+# the Tesla P40 data sheet: 3,840 CUDA cores at 1,531 MHz = 11.76 FP32 TFLOPS (its FP16, 1/64 of that, unlisted)
+P40 = _nv("NVIDIA Tesla P40", fp32=11.76)
+V100 = _nv("NVIDIA Tesla V100 SXM2 32GB", fp16=125.0, fp32=15.7, tdp=300.0)
+P100 = _nv("NVIDIA Tesla P100 PCIe 16GB", fp16=18.7, fp32=9.3)
+MATMUL = Op("matmul", Role.MLP, Scope.DENSE, "tensor", 1, flops=1e12, weight_bytes=1e6)
+PROF = EngineProfile("t", eta_compute={"default": 0.5}, pj_per_flop=10.0, quant_flops_per_core_cycle=1000.0,
+                     mmq_dp4a=True, gemm_half_tokens=0.0)
+
+
+@pytest.mark.parametrize("name, tokens, unit", [
+    ("NVIDIA Tesla P40", 512, "dp4a"), ("NVIDIA GeForce GTX 1080 Ti", 16, "dp4a"), ("NVIDIA TITAN Xp", 512, "dp4a"),
+    ("NVIDIA Tesla P100 PCIe 16GB", 512, ""), ("NVIDIA Tesla P100 PCIe 16GB", 16, ""),
+    ("NVIDIA Tesla V100 SXM2 32GB", 32, "dp4a"), ("NVIDIA Tesla V100 SXM2 32GB", 64, ""),
+    ("NVIDIA Tesla V100 PCIe 16GB", 512, ""), ("NVIDIA Tesla M40", 512, ""),
+    ("NVIDIA GeForce RTX 2080 Ti", 512, "mma"), ("NVIDIA T4", 512, "mma"), ("NVIDIA A100 80GB SXM4", 512, "mma"),
+    ("NVIDIA H100 SXM", 16, "mma"), ("NVIDIA GeForce RTX 4090", 512, "mma"),
+])
+def test_units_follow_llama_cpp_by_compute_capability(name, tokens, unit):
+    assert mmq_unit(_nv(name), tokens) == unit
+
+
+def test_other_vendors_keep_the_engines_mma_path():
+    mi = Hardware(id="x", name="AMD Instinct MI300X", kind="gpu", vendor="AMD", memory_gb=192,
+                  bandwidth_gbps=5300.0, fp16_tflops=1307.4, fp32_tflops=163.4)
+    assert mmq_unit(mi, 512) == "mma"
+    assert MMQ_DP4A_MAX_BATCH_SIZE == 64          # ggml-cuda mmq.cuh
+
+
+def test_an_engine_without_dp4a_kernels_or_an_older_mmq_era_keeps_the_float_path():
+    # no mmq_dp4a: a P40's quantized matmuls dequantise and multiply in FP32; no MMQ bound
+    plain = EngineProfile("t", eta_compute={"default": 0.5}, quant_flops_per_core_cycle=1000.0)
+    assert plain.mmq_unit(P40, "Q4_0", 512) == "" and tiled_bounds(P40, plain, "Q4_0", 512) == (0.0, 0.0)
+    assert weight_matmul_peak(P40, plain, "Q4_0", 512) == (pytest.approx(11.76e12), 1.0)
+    # an era without MMQ on INT8 tensor cores (quant_flops_per_core_cycle 0) still runs DP4A on Pascal, without the
+    # bound (none fitted), and dequantises on Turing and later
+    old = EngineProfile("t", eta_compute={"default": 0.5}, mmq_dp4a=True)
+    assert old.mmq_unit(P40, "Q4_0", 512) == "dp4a" and tiled_bounds(P40, old, "Q4_0", 512)[0] == 0.0
+    assert old.mmq_unit(_nv("NVIDIA GeForce RTX 4090"), "Q4_0", 512) == ""
+    assert PROF.mmq_unit(P40, "F16", 512) == ""          # float weights: no MMQ anywhere
+
+
+def test_the_shipped_llama_cpp_cuda_runs_dp4a_in_every_era():
+    for era in ("2023", "2024", "2025"):
+        assert get_engine("llama.cpp-cuda", version=era).mmq_unit(P40, "Q4_K_M", 512) == "dp4a"
+
+
+def test_a_calibration_row_listing_pascal_fp16_takes_the_fp32_rate():
+    # a row that lists a P40's FP16 (11.76 / 64 = 0.18 TFLOPS): llama.cpp multiplies F16 weights in FP32 there, so
+    # the row's matmul peak is the catalog's FP32 figure, 3,840 cores x 2 x 1.531 GHz = 11.76 TFLOPS
+    from tokspeed.calibration.rows import _row_fp16_tflops
+
+    row = {"hardware": "NVIDIA Tesla P40", "fp16_TFLOPS": "0.18"}
+    assert _row_fp16_tflops(row) == pytest.approx(3840 * 2 * 1.531e9 / 1e12, rel=0.001)
+    assert _row_fp16_tflops({"hardware": "NVIDIA GeForce RTX 4090", "fp16_TFLOPS": "165.2"}) == 165.2
+    assert _row_fp16_tflops({"hardware": "no such device", "fp16_TFLOPS": ""}) == 0.0
+
+
+def test_pascal_quantized_matmuls_run_at_the_dp4a_rate_by_hand():
+    # peak: 4 x 11.76 = 47.04 TOPS (the data sheet's 47); x eta_compute 0.5 = 23.52 TFLOP/s
+    assert DP4A_OPS_PER_FP32_FLOP == 4.0
+    assert weight_matmul_peak(P40, PROF, "Q4_0", 512) == (pytest.approx(47.04e12), 1.0)
+    # MMQ bound: cores x clock = 11.76e12 / (2 x 128 lanes) = 45.94e9/s; the tile work (1000 FLOPs per core
+    # cycle) and the DP4A issue (128 lanes x 8 ops = 1024 per cycle) share the lanes: 1 / (1/1000 + 1/1024) = 505.9
+    # FLOPs per cycle = 23.24 TFLOP/s; board power 250 W / 10 pJ = 25 TFLOP/s, not doubled: DP4A is no INT8 tensor core
+    qmax, pmax = tiled_bounds(P40, PROF, "Q4_0", 512)
+    assert qmax == pytest.approx(11.76e12 / 256 / (1 / 1000.0 + 1 / 1024.0))
+    assert pmax == pytest.approx(25e12)
+    expect = sum(x ** -4.0 for x in (23.52e12, qmax, 25e12)) ** -0.25
+    t, _ = op_time(MATMUL, P40, PROF, "Q4_0", tokens=512)
+    assert math.isclose(t, 1e12 / expect, rel_tol=1e-9)
+    # one token (matrix-vector kernels) keeps the FP32 figure: no tiles
+    assert weight_matmul_peak(P40, PROF, "Q4_0", 1) == (pytest.approx(11.76e12), 1.0)
+
+
+def test_volta_leaves_mmq_for_cublas_from_64_tokens():
+    # 512 tokens: dequantise and multiply on the FP16 tensor cores: 125 x 0.5 = 62.5 TF, no MMQ bound, and the
+    # FP16 energy: 300 W / 10 pJ = 30 TF (not 60)
+    qmax, pmax = tiled_bounds(V100, PROF, "Q4_0", 512)
+    assert qmax == 0.0 and pmax == pytest.approx(30e12)
+    t, _ = op_time(MATMUL, V100, PROF, "Q4_0", tokens=512)
+    assert math.isclose(t, 1e12 / ((62.5e12) ** -4 + (30e12) ** -4) ** -0.25, rel_tol=1e-9)
+    # 32 tokens: MMQ with DP4A: 4 x 15.7 = 62.8 TOPS; MMQ bound 15.7e12 / (2 x 64 lanes) core cycles/s x
+    # 1 / (1/1000 + 1/(64 x 8)) FLOPs per cycle
+    assert weight_matmul_peak(V100, PROF, "Q4_0", 32) == (pytest.approx(62.8e12), 1.0)
+    assert tiled_bounds(V100, PROF, "Q4_0", 32)[0] == pytest.approx(15.7e12 / 128 / (1 / 1000.0 + 1 / 512.0))
+
+
+def test_gp100_dequantises_to_fp16_without_an_mmq_bound():
+    # half2 FP16 at 18.7 TFLOPS x 0.5; no DP4A on cc 6.0, so no MMQ bound and no INT8 energy
+    qmax, pmax = tiled_bounds(P100, PROF, "Q4_0", 512)
+    assert qmax == 0.0 and pmax == pytest.approx(25e12)
+    assert weight_matmul_peak(P100, PROF, "Q4_0", 512) == (pytest.approx(18.7e12), 1.0)
+
+
+def test_turing_and_later_keep_the_int8_tensor_core_energy():
+    t4 = _nv("NVIDIA T4", fp16=65.0, fp32=8.1, tdp=70.0)
+    assert tiled_bounds(t4, PROF, "Q4_0", 512)[1] == pytest.approx(70 / 10e-12 * INT8_OPS_PER_FP16_ENERGY)
+
+
+def test_explain_names_the_dp4a_path():
+    line = prompt_matmul_how(P40, PROF, "Q4_0", 512)
+    assert "DP4A int8" in line and "4 x FP32 11.8 TFLOP/s" in line and "INT8 tensor cores" not in line
+    assert "FP32 vector 5.88 TFLOP/s" in prompt_matmul_how(P40, PROF, "F16", 512)       # 11.76 x 0.5
+
+
+def test_shipped_llama_cpp_prefills_a_p40_between_its_fp32_and_dp4a_rates():
+    """llama-2-7b Q4_0 pp512 on a P40 under the shipped 2025 profile: the DP4A path sits above what the FP32 figure
+    alone would give and below the DP4A peak: 2 x 6.74e9 FLOPs per token at 11.76 and at 47.04 TOPS."""
+    from tokspeed.predict import predict
+
+    p = predict("llama-2-7b", P40, quant="Q4_0", prompt=512, gen=0, context=0).prefill.tok_s
+    per_token = 2 * 6.74e9
+    assert 0.5 * 11.76e12 / per_token < p < 47.04e12 / per_token
+
+
+def test_fast_evaluator_equals_predict_on_pascal_volta_and_gp100():
+    """The fit's numpy mirror (calibration.fast) against predict() on calibration rows moved onto the three older
+    parts: newest-era prefill rows (a P40's DP4A, a V100's cuBLAS, a P100's half2) and a batched decode row."""
+    np = pytest.importorskip("numpy")
+    from tokspeed.calibration.fast import build, predict_rows
+
+    rows = [r for r in load_rows(DEFAULT_CSV) if not r.skip and r.engine == "llama.cpp-cuda" and r.era == "2025"]
+    pre = [r for r in rows if r.kind == "prefill"][:4]
+    assert pre
+    batch32 = replace(pre[0], metric="decode_aggregate", prompt=0, gen=16, batch=32)
+    moved = [replace(r, hw=hw) for hw in (P40, V100, P100) for r in pre + [batch32]]
+    prof = {"2025": get_engine("llama.cpp-cuda", version="2025")}
+    fast = predict_rows(build(moved), prof)
+    slow = np.array([predicted_tok_s(r) for r in moved])
+    assert np.allclose(fast, slow, rtol=1e-9)

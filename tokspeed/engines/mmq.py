@@ -1,0 +1,62 @@
+"""Which units an engine's quantized prompt matmuls (llama.cpp's MMQ kernels) run on, per device.
+
+llama.cpp's CUDA backend chooses per compute capability (ggml-cuda ``ggml_cuda_should_use_mmq``, mmq.cuh):
+
+- Turing and later (cc >= 7.5): MMQ on INT8 tensor cores (``mma`` on s8 tiles), at any batch;
+- Volta (cc 7.0: V100, TITAN V, Jetson Xavier): MMQ with DP4A below ``MMQ_DP4A_MAX_BATCH_SIZE`` (64) tokens;
+  from 64, dequantise the weights to FP16 and multiply with cuBLAS on the FP16 tensor cores;
+- Pascal GP102-GP108 (cc 6.1: GeForce GTX 10, TITAN X/Xp, Tesla P4/P40, Quadro P): MMQ with DP4A at any
+  batch: no tensor cores, and FP16 at 1/64 of the FP32 rate;
+- GP100 (cc 6.0: Tesla P100, Quadro GP100): no DP4A (``MIN_CC_DP4A`` = 610); dequantise to FP16 and multiply
+  with cuBLAS on the half2 FP16 units (2 x FP32). Maxwell and older: neither; dequantise, multiply in FP32.
+
+DP4A sums four int8 products into an int32 per lane per clock: 8 ops where an FMA does 2, so its peak is
+``DP4A_OPS_PER_FP32_FLOP`` x the FP32 peak (NVIDIA Tesla P40 data sheet: 47 INT8 TOPS, 11.76 FP32 TFLOPS).
+It issues from the same lanes that unpack and scale the tiles, so where the engine has an MMQ bound (cores x
+clock x FLOPs per core cycle of that work) the two add up (``EngineProfile.quant_matmul_flops``). The INT8
+energy of the board-power bound (``EngineProfile.power_flops``) is that of INT8 tensor cores: only ``mma`` gets
+it. Whether an engine runs these kernels at all is its profile's: ``runs_int8_mma`` (INT8 tensor cores, newest
+llama.cpp era) and ``mmq_dp4a`` (DP4A, every llama.cpp-cuda era): ``EngineProfile.mmq_unit``.
+
+Other vendors keep the engine's MMQ path as its profile describes it (``mma``): llama.cpp's HIP build of these
+kernels uses MFMA/WMMA where the part has them and a DP4A equivalent elsewhere (RDNA 2, GCN), which the
+priors of ``llama.cpp-rocm`` do not separate; Intel, Apple and CPU engines have no MMQ bound.
+
+    ``mmq_unit(hw, tokens)`` -> ``"mma"`` | ``"dp4a"`` | ``""`` (no MMQ: dequantise and multiply)
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+DP4A_OPS_PER_FP32_FLOP = 4.0
+MMQ_DP4A_MAX_BATCH_SIZE = 64   # ggml-cuda mmq.cuh: above it a part with FP16 tensor cores (Volta) leaves DP4A MMQ
+
+# NVIDIA parts by compute capability, on the lower-cased name (as tokspeed.engines.issue's lane table)
+NVIDIA_CC60 = re.compile(r"\b(p100|gp100)\b")
+NVIDIA_CC61 = re.compile(r"\b(gtx 10\d0|titan xp?|tesla p4|p40|p4|quadro p\d+|mx[1-3]\d0)\b")
+NVIDIA_CC70 = re.compile(r"\b(v100s?|gv100|titan v|jetson (agx )?xavier|xavier)\b")
+NVIDIA_PRE_PASCAL = re.compile(r"\b(gtx (7|9)\d0|titan x maxwell|tesla (k|m)\d+|k80|m40|m60)\b")
+
+
+def mmq_unit(hw, tokens: int) -> str:
+    """The units llama.cpp-style MMQ kernels run a pass of ``tokens`` tokens on, on ``hw``: ``mma`` (INT8 tensor
+    cores; also every non-NVIDIA or unknown part, as the engine's profile has it), ``dp4a`` (int8 dot products on
+    the CUDA cores: Pascal cc 6.1 at any batch, Volta below 64 tokens), or ``""`` (the engine dequantises and
+    multiplies with its float GEMM: GP100, Volta from 64 tokens, Maxwell and older)."""
+    return _unit(hw.vendor or "", hw.name, tokens >= MMQ_DP4A_MAX_BATCH_SIZE)
+
+
+@lru_cache(maxsize=1024)     # on the prediction path (every prompt matmul): the regexes run once per device
+def _unit(vendor: str, name: str, large: bool) -> str:
+    if not vendor.strip().lower().startswith("nvidia"):
+        return "mma"
+    n = name.lower()
+    if NVIDIA_CC60.search(n) or NVIDIA_PRE_PASCAL.search(n):
+        return ""
+    if NVIDIA_CC61.search(n):
+        return "dp4a"
+    if NVIDIA_CC70.search(n):
+        return "" if large else "dp4a"
+    return "mma"
