@@ -55,6 +55,24 @@ def test_a_row_without_an_fp16_peak_takes_the_derived_one(rows):
     assert any(r.metric == "prefill" and not r.skip for r in ada)
 
 
+def test_a_cpu_engine_row_on_a_soc_sees_its_cpu_cluster():
+    """A llama.cpp-cpu row on an Apple SoC: the CSV gives the package's 800 GB/s, the catalog the CPU cluster's
+    share (AnandTech's M1 Max measurement: ~224 of 409.6 GB/s, the same share assumed for an Ultra's two dies), so
+    the row is predicted from what its CPU cores can pull, as for the catalog device, not from the GPU's bandwidth."""
+    from tokspeed.calibration.rows import row_hardware
+    from tokspeed.predict import predict
+
+    row = {"id": "x", "hardware": "Apple M2 Ultra (76-core GPU)", "hardware_kind": "soc", "vendor": "Apple",
+           "memory_GB": "192", "bandwidth_GBps": "800", "fp16_TFLOPS": ""}
+    hw, cat = row_hardware(row), get_hardware("m2-ultra-76")
+    assert hw.cpu_bandwidth_gbps == pytest.approx(800 * 224 / 409.6, rel=0.01) and hw.cpu_threads == cat.cpu_threads
+    cpu = predict("llama-2-7b", hw, quant="Q4_0", engine="llama.cpp-cpu", prompt=0, gen=128, context=0).decode.tok_s
+    gpu = predict("llama-2-7b", hw, quant="Q4_0", engine="llama.cpp-metal", prompt=0, gen=128, context=0).decode.tok_s
+    assert cpu == pytest.approx(predict("llama-2-7b", cat, quant="Q4_0", engine="llama.cpp-cpu", prompt=0, gen=128,
+                                        context=0).decode.tok_s, rel=1e-9)
+    assert cpu < 0.7 * gpu
+
+
 def test_skip_rules(rows):
     with open(DEFAULT_CSV, newline="") as f:
         raw = {d["id"]: d for d in csv.DictReader(f)}

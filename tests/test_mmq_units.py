@@ -37,6 +37,10 @@ PROF = EngineProfile("t", eta_compute={"default": 0.5}, pj_per_flop=10.0, quant_
     ("NVIDIA Tesla V100 PCIe 16GB", 512, ""), ("NVIDIA Tesla M40", 512, ""),
     ("NVIDIA GeForce RTX 2080 Ti", 512, "mma"), ("NVIDIA T4", 512, "mma"), ("NVIDIA A100 80GB SXM4", 512, "mma"),
     ("NVIDIA H100 SXM", 16, "mma"), ("NVIDIA GeForce RTX 4090", 512, "mma"),
+    # names the short patterns must not take: Maxwell's GTX TITAN X and MX110, a Jetson Orin Nano, a Quadro RTX
+    ("NVIDIA GeForce GTX TITAN X", 512, ""), ("NVIDIA GeForce MX110", 512, ""), ("NVIDIA Jetson Nano", 512, ""),
+    ("NVIDIA Jetson Orin Nano Super Developer Kit", 512, "mma"), ("NVIDIA Quadro RTX 4000", 512, "mma"),
+    ("NVIDIA TITAN X (Pascal)", 512, "dp4a"), ("NVIDIA GeForce GT 1030", 512, "dp4a"), ("NVIDIA Jetson TX2", 16, "dp4a"),
 ])
 def test_units_follow_llama_cpp_by_compute_capability(name, tokens, unit):
     assert mmq_unit(_nv(name), tokens) == unit
@@ -123,31 +127,78 @@ def test_turing_and_later_keep_the_int8_tensor_core_energy():
 def test_explain_names_the_dp4a_path():
     line = prompt_matmul_how(P40, PROF, "Q4_0", 512)
     assert "DP4A int8" in line and "4 x FP32 11.8 TFLOP/s" in line and "INT8 tensor cores" not in line
+    # the MMQ bound: 1000 FLOPs of tile work and 128 lanes x 8 = 1,024 of DP4A per core cycle: 23.2 TFLOP/s (above)
+    assert "MMQ bound 23.2 TFLOP/s (1000 FLOPs per core cycle of tile work and 1,024 of DP4A" in line
     assert "FP32 vector 5.88 TFLOP/s" in prompt_matmul_how(P40, PROF, "F16", 512)       # 11.76 x 0.5
 
 
-def test_shipped_llama_cpp_prefills_a_p40_between_its_fp32_and_dp4a_rates():
-    """llama-2-7b Q4_0 pp512 on a P40 under the shipped 2025 profile: the DP4A path sits above what the FP32 figure
-    alone would give and below the DP4A peak: 2 x 6.74e9 FLOPs per token at 11.76 and at 47.04 TOPS."""
+def test_shipped_llama_cpp_runs_a_p40s_prompt_matmuls_at_the_dp4a_rate_by_hand():
+    """The 2025 llama.cpp-cuda profile on a P40, over 512 tokens: soft minimum (p = 4) of the DP4A rate 47.04 TOPS x
+    eta_compute x eta_compute_format x m(512), the MMQ bound 45.94e9 core cycles/s x 1 / (1/q + 1/1024) x m(512),
+    and the board power 250 W / pj_per_flop (FP16 energy: DP4A is no INT8 tensor core), with the shipped values;
+    and more than twice what the same profile gives without its DP4A kernels (the FP32 figure)."""
+    prof = get_engine("llama.cpp-cuda", version="2025")
+    m = 512 / (512 + prof.gemm_half_tokens)
+    rates = (47.04e12 * min(prof.eta_compute["gpu"] * prof.eta_compute_format["legacy"] * m, 1.0),
+             11.76e12 / 256 / (1 / prof.quant_flops_per_core_cycle + 1 / 1024) * m,
+             250 / (prof.pj_per_flop * 1e-12))
+    t, _ = op_time(MATMUL, P40, prof, "Q4_0", tokens=512)
+    assert math.isclose(1e12 / t, sum(x ** -4.0 for x in rates) ** -0.25, rel_tol=1e-9)
+    t_fp32, _ = op_time(MATMUL, P40, replace(prof, mmq_dp4a=False), "Q4_0", tokens=512)
+    assert t_fp32 > 2 * t
+
+
+@pytest.mark.parametrize("hw", [P40, V100, P100, _nv("NVIDIA GeForce GTX 1080 Ti", fp32=11.34)],
+                         ids=lambda h: h.name)
+def test_expected_never_beats_the_ideal_bound_on_older_parts(hw):
+    """The ideal bound takes the fastest units the part has for the format (DP4A on Pascal), so llama.cpp's DP4A
+    kernels stay below it: prefill and batched decode, every era."""
     from tokspeed.predict import predict
 
-    p = predict("llama-2-7b", P40, quant="Q4_0", prompt=512, gen=0, context=0).prefill.tok_s
-    per_token = 2 * 6.74e9
-    assert 0.5 * 11.76e12 / per_token < p < 47.04e12 / per_token
+    for era in ("2023", "2025"):
+        for quant in ("Q4_0", "Q4_K_M", "Q8_0", "F16"):
+            for prompt, batch in ((512, 1), (32, 1), (0, 32), (0, 64)):
+                p = predict("llama-2-7b", hw, quant=quant, prompt=prompt, gen=0 if prompt else 8, context=0,
+                            batch=batch, engine_version=era)
+                part = p.prefill if prompt else p.decode
+                got = part.tok_s if prompt else part.aggregate_tok_s
+                bound = part.bound_tok_s if prompt else part.bound_tok_s * batch
+                assert got <= bound * (1 + 1e-9), (era, quant, prompt, batch)
 
 
-def test_fast_evaluator_equals_predict_on_pascal_volta_and_gp100():
-    """The fit's numpy mirror (calibration.fast) against predict() on calibration rows moved onto the three older
-    parts: newest-era prefill rows (a P40's DP4A, a V100's cuBLAS, a P100's half2) and a batched decode row."""
+def test_an_f32_model_gets_no_fp16_accumulate_doubling_on_geforce():
+    """F32 weights and activations run on the FP32 units (SGEMM): the GeForce doubling of the tensor figure does not
+    apply, to the matmuls or to the attention: 82.6 x 0.5 = 41.3 TFLOP/s."""
+    g = Hardware(id="x", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
+                 bandwidth_gbps=1008, fp16_tflops=165.2, fp32_tflops=82.6, fp16_accumulate_2x=True)
+    prof = EngineProfile("t", eta_compute={"default": 0.5}, fp16_accumulate=True, gemm_half_tokens=0.0)
+    t, _ = op_time(MATMUL, g, prof, "F32", tokens=512)
+    assert math.isclose(t, 1e12 / 41.3e12, rel_tol=1e-9)
+    attn = Op("attention", Role.ATTN_CORE, Scope.DENSE, "tensor", 1, flops=1e12, kv_read_bytes=1.0)
+    t, _ = op_time(attn, g, prof, "F32", tokens=512)
+    assert math.isclose(t, 1e12 / 41.3e12, rel_tol=1e-9)
+    t, _ = op_time(MATMUL, g, prof, "F16", tokens=512)          # F16: 165.2 x 2 x 0.5, at most the listed peak
+    assert math.isclose(t, 1e12 / 165.2e12, rel_tol=1e-9)
+
+
+def test_fast_evaluator_equals_predict_on_older_parts():
+    """The fit's numpy mirror (calibration.fast) against predict() on a calibration row moved onto the older parts
+    and a GeForce card: every weight format, prompts below and above Volta's 64-token switch, batched decode across it,
+    the 2023 era (DP4A without an MMQ bound) and the 2025 one."""
     np = pytest.importorskip("numpy")
     from tokspeed.calibration.fast import build, predict_rows
 
-    rows = [r for r in load_rows(DEFAULT_CSV) if not r.skip and r.engine == "llama.cpp-cuda" and r.era == "2025"]
-    pre = [r for r in rows if r.kind == "prefill"][:4]
-    assert pre
-    batch32 = replace(pre[0], metric="decode_aggregate", prompt=0, gen=16, batch=32)
-    moved = [replace(r, hw=hw) for hw in (P40, V100, P100) for r in pre + [batch32]]
-    prof = {"2025": get_engine("llama.cpp-cuda", version="2025")}
+    base = next(r for r in load_rows(DEFAULT_CSV) if not r.skip and r.engine == "llama.cpp-cuda"
+                and r.kind == "prefill" and r.model == "llama-2-7b")
+    shapes = [dict(metric="prefill", prompt=512), dict(metric="prefill", prompt=32),
+              dict(metric="decode_aggregate", prompt=0, gen=8, batch=32),
+              dict(metric="decode_aggregate", prompt=0, gen=8, batch=64)]
+    gpus = (P40, V100, P100, Hardware(id="g", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA",
+                                      memory_gb=24, bandwidth_gbps=1008, fp16_tflops=165.2, fp32_tflops=82.6,
+                                      fp16_accumulate_2x=True, tdp_w=450))
+    moved = [replace(base, hw=hw, quant=q, era=era, **shape) for hw in gpus for q in ("Q4_0", "Q4_K_M", "F16", "F32")
+             for era in ("2023", "2025") for shape in shapes]
+    prof = {era: get_engine("llama.cpp-cuda", version=era) for era in ("2023", "2025")}
     fast = predict_rows(build(moved), prof)
     slow = np.array([predicted_tok_s(r) for r in moved])
     assert np.allclose(fast, slow, rtol=1e-9)

@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .engines.mmq import DP4A_OPS_PER_FP32_FLOP
-from .engines.profile import INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, EngineProfile, soft_min
+from .engines.issue import fp32_lanes_per_core
+from .engines.mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
+from .engines.profile import INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, EngineProfile, format_group, soft_min
 from .ledger import Op, Role, Scope
 
 
@@ -95,7 +96,16 @@ def weight_matmul_peak(hw, engine: EngineProfile, quant: str, tokens: int) -> tu
         return hw.vector_flops, 1.0
     if tokens > MATVEC_MAX_TOKENS and engine.mmq_unit(hw, quant, tokens) == "dp4a":
         return DP4A_OPS_PER_FP32_FLOP * hw.vector_flops, 1.0
+    if engine.is_ideal and tokens > MATVEC_MAX_TOKENS and quant_peak_dp4a(hw, quant, tokens):
+        # the bound takes the fastest units the part has for the format: DP4A where it beats the tensor figure
+        return max(hw.matmul_flops, DP4A_OPS_PER_FP32_FLOP * hw.vector_flops), 1.0
     return hw.matmul_flops, engine.tensor_peak_scale(hw)
+
+
+def quant_peak_dp4a(hw, quant: str, tokens: int) -> bool:
+    """Whether ``hw`` offers DP4A for a tiled pass over ``quant`` weights (quantized weights on a part whose MMQ runs
+    there: ``tokspeed.engines.mmq``), the units the ideal bound also considers."""
+    return quant not in F32_NAMES and format_group(quant) != "float" and mmq_unit(hw, tokens) == "dp4a"
 
 
 def weight_matmul_rate(hw, engine: EngineProfile, quant: str, tokens: int) -> float:
@@ -129,10 +139,10 @@ def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str
     mmq = engine.mmq_unit(hw, quant, tokens) if tokens > MATVEC_MAX_TOKENS else ""
     if quant in F32_NAMES or hw.kind == "cpu":
         unit, listed = "FP32 vector", tf(peak)
-    elif mmq == "dp4a":
+    elif peak == DP4A_OPS_PER_FP32_FLOP * hw.vector_flops and (mmq == "dp4a" or quant_peak_dp4a(hw, quant, tokens)):
         unit, listed = "DP4A int8", f"{DP4A_OPS_PER_FP32_FLOP:g} x FP32 {tf(hw.vector_flops)}"
-    else:
-        unit = "tensor" if peak == (hw.fp16_tflops * 1e12) else "FP32 vector"
+    else:     # the FP16 figure: tensor cores, or half2 on the CUDA cores of a part without them (Tesla P100)
+        unit = ("tensor" if has_tensor_cores(hw) else "FP16") if peak == hw.fp16_tflops * 1e12 else "FP32 vector"
         listed = f"{tf(peak)}" + (f" x {scale:g} (FP16 accumulate)" if scale != 1.0 else "")
     parts = [f"{unit} {tf(rate)} (listed {listed} x efficiency {rate / (peak * scale):.2f})"]
     if engine.int8_matvec and tokens:
@@ -141,7 +151,11 @@ def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str
             parts.append(f"int8 kernels {tf(int8)} ({tokens} tokens sharing each weight block's work)")
     qmax, pmax = tiled_bounds(hw, engine, quant, tokens) if tokens > MATVEC_MAX_TOKENS else (0.0, 0.0)
     if qmax:
-        parts.append(f"MMQ bound {tf(qmax)} ({engine.quant_flops_per_core_cycle:.0f} FLOPs per core cycle)")
+        per = f"{engine.quant_flops_per_core_cycle:.0f} FLOPs per core cycle"
+        if mmq == "dp4a":       # EngineProfile.quant_matmul_flops: the two issue from the same lanes, their times add
+            per += (f" of tile work and {DP4A_OPS_PER_FP32_FLOP * 2 * fp32_lanes_per_core(hw):,.0f} of DP4A,"
+                    " issued from the same lanes")
+        parts.append(f"MMQ bound {tf(qmax)} ({per})")
     if pmax:
         on_int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if mmq == "mma" else ""
         parts.append(f"board power {hw.tdp_w:g} W / {engine.pj_per_flop:.3g} pJ per FLOP{on_int8} = {tf(pmax)}")
@@ -180,7 +194,9 @@ def op_time(op: Op, hw, engine: EngineProfile, quant: str, tokens: int = 0) -> t
     if op.unit == "tensor" and not attn:
         rate = weight_matmul_rate(hw, engine, quant, tokens)
     else:                        # the listed peak stays the bound (expected never beats ideal)
-        eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw) if op.unit == "tensor" else 1.0)
+        # the FP16-accumulate doubling is of the tensor figure: an F32 model's attention runs on the FP32 units
+        eta_c = engine.compute_eff_for(hw) * (engine.tensor_peak_scale(hw)
+                                              if op.unit == "tensor" and quant not in F32_NAMES else 1.0)
         rate = peak * min(eta_c * (engine.eta_attn if attn else 1.0), 1.0)
     if engine.int8_matvec and tokens and op.unit == "tensor" and not attn:   # a CPU's int8 kernels (llama.cpp-cpu)
         rate = int8_bound(engine, hw, quant, tokens, rate, op.pairs_per_expert)

@@ -7,7 +7,8 @@ thousands of ``op_time`` calls. The arithmetic mirrors ``tokspeed.timing.op_time
 (``tests/test_calibration_fit.py`` holds the two equal on a sample of rows). Not mirrored: what
 ``compat.runnable`` adds for a device -- a SoC's CPU-cluster view and a CPU engine's per-node barrier
 (``EngineProfile.with_barrier``) --, and a CPU engine's int8 matrix-vector rate (``int8_matvec``), as no scored
-row runs llama.cpp-cpu; a CPU row would need all three. Needs numpy.
+row runs llama.cpp-cpu; a CPU row would need all three; nor the ideal engine's choice of DP4A on Pascal
+(``timing.weight_matmul_peak``), as the fit never evaluates the ideal. Needs numpy.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from ..engines.issue import core_cycles_per_s
 from ..engines.mmq import DP4A_OPS_PER_FP32_FLOP, mmq_unit
 from ..engines.profile import CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, format_group
-from ..timing import op_peak
+from ..timing import F32_NAMES, op_peak
 
 
 @dataclass
@@ -142,7 +143,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     under {era: EngineProfile} with each row predicted by its era's profile."""
     n = len(rs.rows)
     cols = ("bw", "eta_c", "scale", "bw_w", "eta_cf", "matvec", "half", "attn", "kv", "abpf", "launch", "fixed",
-            "qmax", "pairs_below", "per_head", "pmax", "int8", "dp4a")
+            "qmax", "pairs_below", "per_head", "pmax", "int8", "dp4a", "f32")
     v = {k: np.empty(n) for k in cols}
     for i, r in enumerate(rs.rows):
         p = profile_for(prof, r)
@@ -152,7 +153,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
                                p.fixed_s, core_cycles_per_s(r.hw) * p.quant_flops_per_core_cycle,
                                p.expert_pairs_below_tokens,
                                p.kv_reread, p.power_flops(r.hw), p.runs_int8_mma(r.quant),
-                               p.mmq_dp4a and format_group(r.quant) != "float")):
+                               p.mmq_dp4a and format_group(r.quant) != "float", r.quant in F32_NAMES)):
             v[k][i] = x
     o = rs.op_row
     tok = rs.pass_tokens[rs.op_pass]
@@ -160,7 +161,8 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     ec = v["eta_c"][o] * np.where(rs.attn, v["attn"][o], np.where(rs.tensor, v["eta_cf"][o] * ramp, 1.0))
     # as EngineProfile.mmq_unit: the device's units where the engine runs MMQ kernels on them
     mmq = np.where((rs.mmq == 2) & (v["int8"][o] > 0), 2, np.where((rs.mmq == 1) & (v["dp4a"][o] > 0), 1, 0))
-    ec = ec * np.where(rs.tensor & (mmq != 1), v["scale"][o], 1.0)
+    # as weight_matmul_peak and op_time: the GeForce doubling is of the tensor figure (not DP4A's, not an F32 model's)
+    ec = ec * np.where(rs.tensor & (mmq != 1) & ~v["f32"][o].astype(bool), v["scale"][o], 1.0)
     ec = np.minimum(ec, 1.0)      # as op_time: the listed peak stays the bound
     rate = np.where(mmq == 1, rs.dp4a_peak, rs.peak) * ec      # as timing.weight_matmul_peak
     qmax = np.where(mmq > 0, v["qmax"][o], 0.0)

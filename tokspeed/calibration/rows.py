@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+from functools import lru_cache
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -86,25 +87,30 @@ def row_hardware(r: dict) -> Hardware:
     """The row's device from its own columns; the memory technology (which the CSV does not state) is
     ``tokspeed.engines.memory.memory_class`` of the name and kind (HBM parts by name). A row without an
     FP16 peak takes the catalog's (a vendor figure, or one derived as units x clock x FLOPs per unit
-    with its derivation in the catalog), so its prefill is scored."""
+    with its derivation in the catalog), so its prefill is scored. What the CSV has no column for comes from the
+    catalog (``CATALOG_FIELDS``): the FP32 figure (cores x clock), board power, the GeForce flag, and a SoC's or CPU's
+    view for a CPU engine -- the bandwidth its CPU cluster reaches, its SIMD FP32 and int8 figures, its threads."""
     from ..engines.memory import memory_class
 
+    known = {f: _catalog_value(r, f) for f in CATALOG_FIELDS}
     hw = Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=r["hardware_kind"].strip(),
                   vendor=r["vendor"].strip(), memory_gb=_float(r["memory_GB"], UNSTATED_MEMORY_GB),
                   bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_row_fp16_tflops(r),
-                  fp16_accumulate_2x=bool(_catalog_value(r["hardware"], "fp16_accumulate_2x")),
-                  fp32_tflops=float(_catalog_value(r["hardware"], "fp32_tflops") or 0.0),
-                  tdp_w=float(_catalog_value(r["hardware"], "tdp_w") or 0.0),
-                  source=f"calibration.csv row {r['id']}")
+                  source=f"calibration.csv row {r['id']}", **{f: v for f, v in known.items() if v})
     return replace(hw, memory_type=memory_class(hw).upper())
+
+
+# a row's device fields that the CSV does not carry, taken from its catalog entry (where found)
+CATALOG_FIELDS = ("fp16_accumulate_2x", "fp32_tflops", "tdp_w", "int8_tops", "cpu_bandwidth_gbps",
+                  "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "cpu_threads")
 
 
 def _row_fp16_tflops(r: dict) -> float:
     """The row's FP16 dense peak: its own column, else the catalog's figure for the device, else 0 -- and at least
     the catalog's FP32 figure where the FP16 one is below it (Pascal GP102 runs FP16 at 1/64 of FP32, and llama.cpp
     multiplies F16 weights in FP32 there: the matmul peak is the FP32 one)."""
-    fp16 = _float(r["fp16_TFLOPS"]) or float(_catalog_value(r["hardware"], "fp16_tflops") or 0.0)
-    return max(fp16, float(_catalog_value(r["hardware"], "fp32_tflops") or 0.0)) if fp16 else 0.0
+    fp16 = _float(r["fp16_TFLOPS"]) or float(_catalog_value(r, "fp16_tflops") or 0.0)
+    return max(fp16, float(_catalog_value(r, "fp32_tflops") or 0.0)) if fp16 else 0.0
 
 
 def row_era(engine: str, date: str, build: str) -> str:
@@ -122,16 +128,25 @@ def row_era(engine: str, date: str, build: str) -> str:
     return ""
 
 
-def _catalog_value(name: str, field: str):
-    """A field of the device from the hardware catalog (every calibration device is in it): a capability
-    (``fp16_accumulate_2x``) or a figure the CSV does not carry (``fp32_tflops``, for the core clock rate)."""
+def _catalog_value(r: dict, field: str):
+    """A field of the row's device from the hardware catalog: a capability (``fp16_accumulate_2x``) or a figure the
+    CSV does not carry (``fp32_tflops``, for the core clock rate; ``tdp_w``). The device is the catalog's entry of that
+    name (every device of the shipped CSV has one), else the one the name most likely is given the row's bandwidth
+    and memory (``tokspeed.hardware.match``: "NVIDIA B200", "NVIDIA H100 80GB HBM3"); None where there is none."""
+    hw = _row_device(r["hardware"], _float(r.get("bandwidth_GBps", "")), _float(r.get("memory_GB", "")))
+    return getattr(hw, field) if hw is not None else None
+
+
+@lru_cache(maxsize=4096)      # called once per field per row: a catalog scan per distinct device
+def _row_device(name: str, bandwidth_gbps: float, memory_gb: float):
     from ..errors import UserError
     from ..hardware.catalog import get_hardware
+    from ..hardware.match import closest_device
 
     try:
-        return getattr(get_hardware(name), field)
+        return get_hardware(name)
     except UserError:
-        return None
+        return closest_device(name, bandwidth_gbps, memory_gb)
 
 
 def map_quant(text: str) -> str:

@@ -7,6 +7,7 @@ live in device memory (HBM/VRAM, unified memory or system RAM), small activation
 
 from __future__ import annotations
 
+from ..engines.mmq import has_tensor_cores
 from ..ledger import Role
 
 
@@ -18,8 +19,8 @@ def compute_unit(unit: str, hw) -> str:
     if unit == "memory":
         return "load/store units (gather)"
     if unit == "tensor":
-        if vendor == "nvidia":
-            return "tensor cores"
+        if vendor == "nvidia":     # not before Volta: Pascal multiplies on its CUDA cores (DP4A, half2, FP32)
+            return "tensor cores" if has_tensor_cores(hw) else "CUDA cores"
         if vendor == "amd":
             return "matrix cores"
         if vendor == "apple":

@@ -50,7 +50,16 @@ def get_hardware(name: str) -> Hardware:
         return hardware_from_toml(key)
     if key.lower() == LOCAL_NAME:
         return local_hardware()
-    return _catalog()[_index().resolve(key)]
+    try:
+        return _catalog()[_index().resolve(key)]
+    except UserError as e:
+        from .match import closest_device
+
+        near = closest_device(key) if e.message.startswith("unknown") else None
+        if near is None:
+            raise
+        # a table's or nvidia-smi's spelling ("NVIDIA H100 80GB HBM3"): named, not taken (a guess is not a lookup)
+        raise UserError(e.message, f"did you mean {near.id} ({near.name})?") from None
 
 
 def local_profile_path() -> Path:
