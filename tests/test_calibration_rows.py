@@ -104,6 +104,28 @@ def test_quant_mapping():
     assert map_quant("INT4-G32") == "INT4-G32"
     assert map_quant("Q4_K_M") == "Q4_K_M"
     assert map_quant("F16") == "F16"
+    # llama-bench's "model" column spells the file type: "llama 8B Q4_K - Medium", "gpt-oss 20B MXFP4 MoE"
+    for bench, ours in (("Q4_K - Medium", "Q4_K_M"), ("Q4_K - Small", "Q4_K_S"), ("Q5_K - Medium", "Q5_K_M"),
+                        ("Q2_K - Medium", "Q2_K"), ("Q3_K - Large", "Q3_K_L"), ("IQ4_XS - 4.25 bpw", "IQ4_XS"),
+                        ("MXFP4 MoE", "MXFP4"), ("Q4_0_4_4", "Q4_0"), ("EXL2 4.0bpw", "EXL2-4.0"), ("AWQ", "AWQ-4B")):
+        assert map_quant(bench) == ours, bench
+
+
+def test_engine_spellings_of_tables_and_users():
+    from tokspeed.engines.compat import engine_key
+
+    for given, ours in (("llama.cpp (CUDA)", "llama.cpp-cuda"), ("llama.cpp Vulkan", "llama.cpp-vulkan"),
+                        ("llama.cpp-hip", "llama.cpp-rocm"), ("LM Studio", "lm-studio"), ("TRT-LLM", "tensorrt-llm"),
+                        ("vLLM", "vllm"), ("llamacpp", "llama.cpp"), ("llama.cpp-metal", "llama.cpp-metal")):
+        assert engine_key(given) == ours, given
+
+
+def test_a_row_names_its_model_as_a_repo_or_a_table_does():
+    from tokspeed.calibration.rows import _model_id
+
+    assert _model_id("meta-llama/Meta-Llama-3.1-8B-Instruct") == "llama-3.1-8b"
+    assert _model_id("gpt-oss 20B") == "gpt-oss-20b"
+    assert _model_id("someone/llama-3.1-8b-pruned") == "someone/llama-3.1-8b-pruned"     # kept, then skipped
 
 
 @pytest.mark.parametrize("name,vendor,family", [

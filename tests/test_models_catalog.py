@@ -141,6 +141,20 @@ def test_aliases_unique_and_resolve():
             assert resolve_id(a.upper()) == mid
 
 
+@pytest.mark.parametrize("name, mid", [
+    ("meta-llama/Llama-2-7b-hf", "llama-2-7b"), ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"),
+    ("Llama 2 7B", "llama-2-7b"), ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+    ("Llama-3.3-70B-Instruct", "llama-3.3-70b"), ("openai/gpt-oss-120b", "gpt-oss-120b"), ("gpt-oss 20B", "gpt-oss-20b"),
+    ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"), ("google/gemma-2-9b-it", "gemma-2-9b"),
+    ("unsloth/Qwen3-30B-A3B-GGUF", "qwen3-30b-a3b"),
+    ("someone/llama-3.1-8b-pruned", None), ("foo/bar", None),       # another suffix may change the shapes: no match
+])
+def test_repo_ids_and_table_spellings_resolve(name, mid):
+    """A repo id or a benchmark table's spelling: the org, a "Meta-" prefix and variant suffixes (instruct, chat, it,
+    hf, gguf...: a fine-tune or packaging keeps the shapes) do not change the model."""
+    assert resolve_id(name) == mid
+
+
 def test_unknown_model_suggests():
     with pytest.raises(UserError, match="did you mean"):
         get_model("llama-3-8")

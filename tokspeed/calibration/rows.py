@@ -10,10 +10,11 @@ from __future__ import annotations
 import csv
 import os
 import re
-from functools import lru_cache
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
+from ..engines.compat import engine_key
 from ..hardware.spec import Hardware
 from .families import device_family
 
@@ -170,7 +171,7 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
         return "multi-device"
     if r["metric"] not in METRICS:
         return f"metric {r['metric']}"
-    if r["engine"] not in ENGINES:
+    if engine_key(r["engine"]) not in ENGINES:
         return f"engine {r['engine']} unknown"
     if resolve_id(r["model"]) is None:
         return "model not in catalog"
@@ -186,6 +187,13 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
     return ""
 
 
+def _model_id(name: str) -> str:
+    """The catalog id of a row's model ("meta-llama/Llama-3.1-8B-Instruct" -> llama-3.1-8b), else the name as given."""
+    from ..models.catalog import resolve_id
+
+    return resolve_id(name) or name.strip()
+
+
 def load_rows(path: str | Path | None = None) -> list[CalibrationRow]:
     """Every line of the CSV as a CalibrationRow (unscorable ones with ``skip`` set)."""
     path = Path(path) if path else DEFAULT_CSV
@@ -199,10 +207,10 @@ def load_rows(path: str | Path | None = None) -> list[CalibrationRow]:
             hw = row_hardware(r)
             out.append(CalibrationRow(
                 id=r["id"], source=r["source"], hw=hw, family=device_family(r["hardware"], r["vendor"]),
-                n_devices=_int(r["n_devices"], 1), model=r["model"].strip(), quant=quant,
-                engine=r["engine"].strip(), metric=r["metric"].strip(), prompt=prompt or 0, gen=gen,
+                n_devices=_int(r["n_devices"], 1), model=_model_id(r["model"]), quant=quant,
+                engine=engine_key(r["engine"]), metric=r["metric"].strip(), prompt=prompt or 0, gen=gen,
                 context=_int(r["context_depth"], 0), batch=_int(r["batch"], 1), tok_s=float(r["tok_s"]),
                 confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen),
                 date=r.get("date", "").strip(), build=r.get("build", "").strip(),
-                era=row_era(r["engine"].strip(), r.get("date", ""), r.get("build", ""))))
+                era=row_era(engine_key(r["engine"]), r.get("date", ""), r.get("build", ""))))
     return out

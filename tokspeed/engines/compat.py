@@ -11,6 +11,7 @@ sliding-window support and the engine's own defaults.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from fnmatch import fnmatchcase
 from functools import lru_cache
@@ -29,6 +30,25 @@ def _table() -> dict:
         return tomllib.load(f)
 
 
+# other spellings of engine names (benchmark tables, docs, users): the table's name
+ENGINE_SPELLINGS = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp",
+                    "lmstudio": "lm-studio", "lm studio": "lm-studio", "trt-llm": "tensorrt-llm",
+                    "trtllm": "tensorrt-llm", "tensorrt": "tensorrt-llm", "hf transformers": "transformers",
+                    "huggingface transformers": "transformers", "exllama v2": "exllamav2", "exllama2": "exllamav2"}
+LLAMA_CPP_BACKEND = re.compile(r"(?:llama\.?cpp|llama[-_]cpp)\s*[-(\[/ ]\s*(\w+)\s*[)\]]?")
+
+
+def engine_key(name) -> str:
+    """The table's name for an engine name as a table or a user writes it: case and spacing ignored,
+    "llama.cpp (CUDA)" / "llama.cpp CUDA" / "llama.cpp-hip" -> llama.cpp-cuda / llama.cpp-rocm, "LM Studio" ->
+    lm-studio, "TRT-LLM" -> tensorrt-llm (``ENGINE_SPELLINGS``); anything else lower-cased as given."""
+    e = re.sub(r"\s+", " ", str(name).strip().lower())
+    m = LLAMA_CPP_BACKEND.fullmatch(e)
+    if m:
+        e = "llama.cpp-" + {"hip": "rocm"}.get(m.group(1), m.group(1))
+    return ENGINE_SPELLINGS.get(e, e)
+
+
 def engine_names() -> list[str]:
     """Every engine the table knows, in table order (``llama.cpp`` first among them)."""
     return list(_table()["engine"])
@@ -36,7 +56,7 @@ def engine_names() -> list[str]:
 
 def capabilities(engine: str) -> dict:
     """The table row of one engine (a name), with ``@lists`` expanded in ``weights``."""
-    e = str(engine).strip().lower()
+    e = engine_key(engine)
     row = _table()["engine"].get(e)
     if row is None:
         names = engine_names()
@@ -51,7 +71,7 @@ def runtime_of(engine) -> str:
     """``llama.cpp`` for every llama.cpp backend, ollama and lm-studio; an engine's own name otherwise.
     ``engine`` is a name or an EngineProfile; a name outside the table is its own runtime."""
     name = getattr(engine, "name", engine)
-    row = _table()["engine"].get(str(name).strip().lower())
+    row = _table()["engine"].get(engine_key(name))
     return row["runtime"] if row else str(name)
 
 
@@ -65,7 +85,7 @@ def sliding_window_spec(engine, spec):
     on Mistral v0.1, whose GGUF carries no window) becomes full attention."""
     from dataclasses import replace
 
-    row = _table()["engine"].get(str(getattr(engine, "name", engine)).lower())
+    row = _table()["engine"].get(engine_key(getattr(engine, "name", engine)))
     if not spec.n_sliding_layers or row is None:
         return spec
     if not row.get("sliding_window", True) or spec.family in row.get("full_attention_families", ()):
@@ -166,7 +186,7 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
     """The engine name that runs ``quant`` weights with a ``kv_dtype`` cache on ``hw`` (``llama.cpp``
     resolved to its backend); a UserError naming what would work when it cannot. ``engine`` is a name or
     an EngineProfile; a profile whose name the table does not know (a trial profile) passes."""
-    name = str(getattr(engine, "name", engine)).strip().lower()
+    name = engine_key(getattr(engine, "name", engine))
     if name not in _table()["engine"]:
         return name
     actual = backend_for(name, hw)
@@ -199,7 +219,7 @@ def unmodelled_kernels(engine, spec, quant: str) -> int:
     """Kernels per forward pass the operator ledger does not list but the engine launches (capabilities
     ``kernels``): MoE dispatch (routing top-k, block alignment/permutation, weighted sum) per MoE layer, and
     the activation quantisation before every FP8 GEMM. Each costs the engine's per-kernel ``launch_s``."""
-    row = _table()["engine"].get(str(getattr(engine, "name", engine)).lower(), {})
+    row = _table()["engine"].get(engine_key(getattr(engine, "name", engine)), {})
     k = row.get("kernels", {})
     if not k or spec is None:
         return 0

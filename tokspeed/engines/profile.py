@@ -93,7 +93,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-from .compat import backend_for, engine_defaults, engine_names, runtime_of, sliding_window_spec
+from .compat import backend_for, engine_defaults, engine_key, engine_names, runtime_of, sliding_window_spec
 from ..errors import UserError, did_you_mean
 from .eras import (era_family, era_labels, era_of, flash_attention_available, flash_attention_since, nearest_era,
                    newest_unfused_era, unfused_attention)
@@ -558,7 +558,7 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
         if flash_attention is not None:
             raise UserError("flash_attention applies to an engine given by name, not to an engine profile")
         return engine
-    e = engine.strip().lower()
+    e = engine_key(engine)
     if e not in ENGINES:
         raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES))
     if e == "llama.cpp" and hardware is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +21,7 @@ def _entries() -> dict[str, Path]:
     return out
 
 
+@lru_cache(maxsize=1)
 def _aliases() -> dict[str, str]:
     """Lower-case aliases -> id. An entry may list ``aliases = [...]`` in its file."""
     out = {}
@@ -40,11 +42,27 @@ def model_ids() -> list[str]:
     return list(_entries())
 
 
+# what a repo id or a table adds to a model's name without changing its shapes: an org ("meta-llama/"), a
+# "Meta-" prefix, a variant suffix (instruct/chat/it/base/hf), a packaging suffix (gguf, awq, gptq, fp8, bf16)
+VARIANT_SUFFIX = re.compile(r"-(instruct|chat|it|base|hf|gguf|awq|gptq|int4|int8|fp8|bf16|fp16)$")
+
+
 def resolve_id(name: str) -> str | None:
+    """The catalog id of ``name``: an id or alias (case-insensitive), else the same name as a repo id or a table
+    writes it -- "meta-llama/Llama-3.1-8B-Instruct", "Llama 2 7B", "gpt-oss 20B", "Qwen2.5-7B-Instruct" -- where
+    stripping the org, a "Meta-" prefix and variant suffixes (``VARIANT_SUFFIX``: a fine-tune or packaging keeps the
+    shapes) and writing spaces as dashes gives one; None otherwise."""
     key = name.strip().lower()
     if key in _entries():
         return key
-    return _aliases().get(key)
+    if key in _aliases():
+        return _aliases()[key]
+    key = re.sub(r"[\s_]+", "-", key.rsplit("/", 1)[-1]).removeprefix("meta-")
+    while True:
+        hit = key if key in _entries() else _aliases().get(key)
+        if hit or not VARIANT_SUFFIX.search(key):
+            return hit
+        key = VARIANT_SUFFIX.sub("", key)
 
 
 @lru_cache(maxsize=None)

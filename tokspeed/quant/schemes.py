@@ -71,15 +71,31 @@ class QuantScheme:
         return self.format_for(role, layer, cols).bytes_per_weight
 
 
+# llama-bench and GGUF metadata spell the file type ("model" column: "llama 8B Q4_K - Medium", "gpt-oss 20B MXFP4
+# MoE", "IQ4_XS - 4.25 bpw"); ARM-repacked Q4_0 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) keeps Q4_0's blocks
+LLAMA_BENCH_SIZES = {"SMALL": "S", "MEDIUM": "M", "LARGE": "L"}
+
+
 def canonical(name: str) -> str:
-    q = name.strip().upper().replace("GPTQ-INT4", "GPTQ-4B-G128")
+    q = re.sub(r"\s+", " ", name.strip().upper()).replace("GPTQ-INT4", "GPTQ-4B-G128")
     if q in ("FP16",):
         q = "F16"
     if q in ("FP32",):
         q = "F32"
     if q == "INT8 (WEIGHT-ONLY)":
         q = "INT8"
-    return q
+    m = re.fullmatch(r"(Q[2-6])_K - (SMALL|MEDIUM|LARGE)", q)
+    if m:       # "Q4_K - Medium" -> Q4_K_M; llama-bench calls Q2_K "Q2_K - Medium"
+        full = f"{m.group(1)}_K_{LLAMA_BENCH_SIZES[m.group(2)]}"
+        short = f"{m.group(1)}_K"
+        return short if full not in GGUF_FTYPES and m.group(2) == "MEDIUM" and short in GGUF_FTYPES else full
+    q = re.sub(r" - \d+(?:\.\d+)? BPW$", "", q)            # "IQ4_XS - 4.25 bpw"
+    q = re.sub(r"^(MXFP4) MOE$", r"\1", q)
+    q = re.sub(r"^Q4_0_[48]_[48]$", "Q4_0", q)
+    m = re.fullmatch(r"EXL2[ _-]?(\d+(?:\.\d+)?) ?BPW", q)
+    if m:
+        q = f"EXL2-{m.group(1)}"
+    return "AWQ-4B" if q == "AWQ" else q
 
 
 def scheme_for(name: str, spec=None) -> QuantScheme:
