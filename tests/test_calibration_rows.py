@@ -116,7 +116,9 @@ def test_engine_spellings_of_tables_and_users():
 
     for given, ours in (("llama.cpp (CUDA)", "llama.cpp-cuda"), ("llama.cpp Vulkan", "llama.cpp-vulkan"),
                         ("llama.cpp-hip", "llama.cpp-rocm"), ("LM Studio", "lm-studio"), ("TRT-LLM", "tensorrt-llm"),
-                        ("vLLM", "vllm"), ("llamacpp", "llama.cpp"), ("llama.cpp-metal", "llama.cpp-metal")):
+                        ("vLLM", "vllm"), ("llamacpp", "llama.cpp"), ("llama.cpp-metal", "llama.cpp-metal"),
+                        ("llama.cpp (cuBLAS)", "llama.cpp-cuda"), ("ollama (CUDA)", "ollama"),
+                        ("LM Studio (MLX)", "mlx"), ("TensorRT", "tensorrt")):       # TensorRT is not TensorRT-LLM
         assert engine_key(given) == ours, given
 
 
@@ -125,6 +127,7 @@ def test_a_row_names_its_model_as_a_repo_or_a_table_does():
 
     assert _model_id("meta-llama/Meta-Llama-3.1-8B-Instruct") == "llama-3.1-8b"
     assert _model_id("gpt-oss 20B") == "gpt-oss-20b"
+    assert _model_id("Qwen/Qwen2.5-7B-Instruct-AWQ") == "qwen2.5-7b"         # the quant column gives the format
     assert _model_id("someone/llama-3.1-8b-pruned") == "someone/llama-3.1-8b-pruned"     # kept, then skipped
 
 

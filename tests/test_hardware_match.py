@@ -44,10 +44,27 @@ def test_table_spellings_find_their_device(name, bw, mem, expect):
     assert closest_device(name, bw, mem).id == expect
 
 
+@pytest.mark.parametrize("name, bw, mem", [
+    ("AMD Radeon RX 6800", 512, 16),             # not the RX 6800 XT: 60 CUs, not 72
+    ("NVIDIA GeForce RTX 3080 12GB", 912, 12),   # not the 3080 Ti (80 SMs; the 12 GB 3080 has 70) nor the 10 GB 3080
+    ("NVIDIA RTX 6000", 672, 24),                # Quadro RTX 6000 (Turing), not the RTX 6000 Ada
+    ("NVIDIA Jetson AGX Orin 32GB", 204.8, 32),  # the 32 GB module has fewer cores than the 64 GB one
+])
+def test_another_product_of_the_same_number_is_not_taken(name, bw, mem):
+    assert closest_device(name, bw, mem) is None
+
+
+def test_an_unstated_variant_takes_the_unstated_entry():
+    assert closest_device("NVIDIA A100 80GB", 2039, 80).id == "a100-80g-unstated"     # SXM4 or PCIe: unstated
+    assert closest_device("Apple M1 Max", 400, 64).id == "m1-max-unstated"
+
+
 def test_a_stated_bandwidth_must_agree():
-    # a Quadro RTX 4000 (Turing, 416 GB/s) is not an RTX 4000 Ada (360 GB/s), whose words it shares
-    assert closest_device("NVIDIA RTX 4000", 416, 8) is None
-    assert closest_device("NVIDIA RTX 4000", 360, 20).id == "rtx-4000-ada"
+    # the RTX 4000 Ada streams 360 GB/s; a row saying 416 (a Quadro RTX 4000's) is not that card
+    assert closest_device("NVIDIA RTX 4000 Ada", 416, 8) is None
+    assert closest_device("NVIDIA RTX 4000 Ada", 360, 20).id == "rtx-4000-ada"
+    # an H100 without its form factor: the bandwidth picks it (PCIe 2,000, SXM5 3,350, NVL 3,900 GB/s)
+    assert closest_device("NVIDIA H100", 3350, 80).id == "h100-sxm"
 
 
 def test_names_without_a_model_number_or_unknown_bins_match_nothing():
@@ -70,3 +87,6 @@ def test_an_unknown_name_is_named_not_taken():
     with pytest.raises(UserError) as e:
         get_hardware("NVIDIA H100 80GB HBM3")
     assert e.value.message.startswith("unknown hardware") and "h100-sxm" in e.value.suggestion
+    with pytest.raises(UserError) as e:       # several fit: all of them, not a guess
+        get_hardware("NVIDIA H100")
+    assert all(x in e.value.suggestion for x in ("h100-pcie", "h100-sxm", "h100-nvl"))

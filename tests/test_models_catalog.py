@@ -146,13 +146,19 @@ def test_aliases_unique_and_resolve():
     ("Llama 2 7B", "llama-2-7b"), ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
     ("Llama-3.3-70B-Instruct", "llama-3.3-70b"), ("openai/gpt-oss-120b", "gpt-oss-120b"), ("gpt-oss 20B", "gpt-oss-20b"),
     ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"), ("google/gemma-2-9b-it", "gemma-2-9b"),
-    ("unsloth/Qwen3-30B-A3B-GGUF", "qwen3-30b-a3b"),
     ("someone/llama-3.1-8b-pruned", None), ("foo/bar", None),       # another suffix may change the shapes: no match
+    # a packaged repo is read from its files (its weights are another format), not taken for the catalog model
+    ("Qwen/Qwen2.5-7B-Instruct-AWQ", None), ("unsloth/Qwen3-30B-A3B-GGUF", None),
 ])
 def test_repo_ids_and_table_spellings_resolve(name, mid):
-    """A repo id or a benchmark table's spelling: the org, a "Meta-" prefix and variant suffixes (instruct, chat, it,
-    hf, gguf...: a fine-tune or packaging keeps the shapes) do not change the model."""
+    """A repo id or a benchmark table's spelling: the org, a "Meta-" prefix and a fine-tune's suffixes (instruct,
+    chat, it, hf: the shapes are kept) do not change the model."""
     assert resolve_id(name) == mid
+
+
+def test_a_row_states_the_format_apart_so_packaging_may_go():
+    assert resolve_id("Qwen/Qwen2.5-7B-Instruct-AWQ", packaging=True) == "qwen2.5-7b"
+    assert resolve_id("unsloth/Qwen3-30B-A3B-GGUF", packaging=True) == "qwen3-30b-a3b"
 
 
 def test_unknown_model_suggests():

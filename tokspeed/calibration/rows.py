@@ -173,7 +173,7 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
         return f"metric {r['metric']}"
     if engine_key(r["engine"]) not in ENGINES:
         return f"engine {r['engine']} unknown"
-    if resolve_id(r["model"]) is None:
+    if resolve_id(r["model"], packaging=True) is None:
         return "model not in catalog"
     try:
         scheme_for(quant)
@@ -188,10 +188,11 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
 
 
 def _model_id(name: str) -> str:
-    """The catalog id of a row's model ("meta-llama/Llama-3.1-8B-Instruct" -> llama-3.1-8b), else the name as given."""
+    """The catalog id of a row's model ("meta-llama/Llama-3.1-8B-Instruct", "Qwen2.5-7B-Instruct-AWQ": the row's quant
+    column gives the format), else the name as given."""
     from ..models.catalog import resolve_id
 
-    return resolve_id(name) or name.strip()
+    return resolve_id(name, packaging=True) or name.strip()
 
 
 def load_rows(path: str | Path | None = None) -> list[CalibrationRow]:

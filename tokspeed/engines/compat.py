@@ -33,19 +33,28 @@ def _table() -> dict:
 # other spellings of engine names (benchmark tables, docs, users): the table's name
 ENGINE_SPELLINGS = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp",
                     "lmstudio": "lm-studio", "lm studio": "lm-studio", "trt-llm": "tensorrt-llm",
-                    "trtllm": "tensorrt-llm", "tensorrt": "tensorrt-llm", "hf transformers": "transformers",
+                    "trtllm": "tensorrt-llm", "hf transformers": "transformers",
                     "huggingface transformers": "transformers", "exllama v2": "exllamav2", "exllama2": "exllamav2"}
 LLAMA_CPP_BACKEND = re.compile(r"(?:llama\.?cpp|llama[-_]cpp)\s*[-(\[/ ]\s*(\w+)\s*[)\]]?")
+# llama.cpp's build flags as older tables name the backend ("llama.cpp (cuBLAS)")
+BACKEND_SPELLINGS = {"hip": "rocm", "hipblas": "rocm", "cublas": "cuda"}
+# a front end with its backend in brackets ("ollama (CUDA)"): the front end (it picks the backend by device); LM
+# Studio's MLX engine is mlx
+FRONT_END_BACKEND = re.compile(r"(ollama|lm ?studio|lm-studio)\s*\((\w+)\)")
 
 
 def engine_key(name) -> str:
     """The table's name for an engine name as a table or a user writes it: case and spacing ignored,
-    "llama.cpp (CUDA)" / "llama.cpp CUDA" / "llama.cpp-hip" -> llama.cpp-cuda / llama.cpp-rocm, "LM Studio" ->
-    lm-studio, "TRT-LLM" -> tensorrt-llm (``ENGINE_SPELLINGS``); anything else lower-cased as given."""
+    "llama.cpp (CUDA)" / "llama.cpp (cuBLAS)" / "llama.cpp-hip" -> llama.cpp-cuda / llama.cpp-rocm, "ollama (CUDA)"
+    -> ollama, "LM Studio" -> lm-studio, "TRT-LLM" -> tensorrt-llm (``ENGINE_SPELLINGS``); anything else lower-cased
+    as given."""
     e = re.sub(r"\s+", " ", str(name).strip().lower())
     m = LLAMA_CPP_BACKEND.fullmatch(e)
     if m:
-        e = "llama.cpp-" + {"hip": "rocm"}.get(m.group(1), m.group(1))
+        e = "llama.cpp-" + BACKEND_SPELLINGS.get(m.group(1), m.group(1))
+    m = FRONT_END_BACKEND.fullmatch(e)
+    if m:
+        e = "mlx" if m.group(2) == "mlx" and m.group(1) != "ollama" else m.group(1)
     return ENGINE_SPELLINGS.get(e, e)
 
 

@@ -36,8 +36,8 @@ MMQ_DP4A_MAX_BATCH_SIZE = 64   # ggml-cuda mmq.cuh: above it a part with FP16 te
 
 # NVIDIA parts by compute capability, on the lower-cased name (as tokspeed.engines.issue's lane table). Kepler and
 # Maxwell first: "GeForce GTX TITAN X" is Maxwell, "TITAN X (Pascal)" / "TITAN Xp" are GP102.
-NVIDIA_PRE_PASCAL = re.compile(r"\b(gtx titan|gtx [4-9]\d0m?|9[1-4]0mx?|gt [67]\d0|mx1[13]0|tesla [km]\d+|quadro [km]\d+|"
-                               r"k80|m40|m60|jetson (nano|tx1))\b")
+NVIDIA_PRE_PASCAL = re.compile(r"\b(gtx titan|gtx [4-9]\d0m?|9[1-4]0mx?|gt [67]\d0|mx1[13]0|tesla [km]\d+\w*|"
+                               r"quadro [km]\d+\w*|k80|m40|m60|jetson (nano|tx1))\b")
 NVIDIA_CC60 = re.compile(r"\b(p100|gp100)\b")
 NVIDIA_CC61 = re.compile(r"\b((?<!gtx )titan xp?|gtx 10\d0|gt 10[13]0|mx(15|2[35]|3[35])0|tesla p[46]|p40|p4|p6|"
                          r"p10[246]-\d+|quadro p\d+|jetson tx2)\b")

@@ -53,13 +53,15 @@ def get_hardware(name: str) -> Hardware:
     try:
         return _catalog()[_index().resolve(key)]
     except UserError as e:
-        from .match import closest_device
+        from .match import closest_devices
 
-        near = closest_device(key) if e.message.startswith("unknown") else None
-        if near is None:
+        near = closest_devices(key) if e.message.startswith("unknown") else []
+        if not near:
             raise
         # a table's or nvidia-smi's spelling ("NVIDIA H100 80GB HBM3"): named, not taken (a guess is not a lookup)
-        raise UserError(e.message, f"did you mean {near.id} ({near.name})?") from None
+        hint = (f"did you mean {near[0].id} ({near[0].name})?" if len(near) == 1 else
+                "did you mean one of " + ", ".join(h.id for h in near[:4]) + "?")
+        raise UserError(e.message, hint) from None
 
 
 def local_profile_path() -> Path:

@@ -43,26 +43,31 @@ def model_ids() -> list[str]:
 
 
 # what a repo id or a table adds to a model's name without changing its shapes: an org ("meta-llama/"), a
-# "Meta-" prefix, a variant suffix (instruct/chat/it/base/hf), a packaging suffix (gguf, awq, gptq, fp8, bf16)
-VARIANT_SUFFIX = re.compile(r"-(instruct|chat|it|base|hf|gguf|awq|gptq|int4|int8|fp8|bf16|fp16)$")
+# "Meta-" prefix, a fine-tune's suffix (instruct/chat/it/base/hf) -- and, where the weight format is given apart (a
+# calibration row's quant column), a packaging suffix (gguf, awq, gptq, fp8...)
+VARIANT_SUFFIX = re.compile(r"-(instruct|chat|it|base|hf)$")
+PACKAGING_SUFFIX = re.compile(r"-(instruct|chat|it|base|hf|gguf|awq|gptq|int4|int8|fp8|bf16|fp16)$")
 
 
-def resolve_id(name: str) -> str | None:
+def resolve_id(name: str, packaging: bool = False) -> str | None:
     """The catalog id of ``name``: an id or alias (case-insensitive), else the same name as a repo id or a table
     writes it -- "meta-llama/Llama-3.1-8B-Instruct", "Llama 2 7B", "gpt-oss 20B", "Qwen2.5-7B-Instruct" -- where
-    stripping the org, a "Meta-" prefix and variant suffixes (``VARIANT_SUFFIX``: a fine-tune or packaging keeps the
-    shapes) and writing spaces as dashes gives one; None otherwise."""
+    stripping the org, a "Meta-" prefix and a fine-tune's suffixes (``VARIANT_SUFFIX``: the shapes are kept) and
+    writing spaces as dashes gives one; None otherwise. A packaged repo ("Qwen2.5-7B-Instruct-AWQ") is not the
+    catalog model: its weights are another format, which its files say. ``packaging``: strip those suffixes too, for
+    a name whose weight format is stated apart (a calibration row)."""
     key = name.strip().lower()
     if key in _entries():
         return key
     if key in _aliases():
         return _aliases()[key]
     key = re.sub(r"[\s_]+", "-", key.rsplit("/", 1)[-1]).removeprefix("meta-")
+    suffix = PACKAGING_SUFFIX if packaging else VARIANT_SUFFIX
     while True:
         hit = key if key in _entries() else _aliases().get(key)
-        if hit or not VARIANT_SUFFIX.search(key):
+        if hit or not suffix.search(key):
             return hit
-        key = VARIANT_SUFFIX.sub("", key)
+        key = suffix.sub("", key)
 
 
 @lru_cache(maxsize=None)
