@@ -40,7 +40,8 @@ PROF = EngineProfile("t", eta_compute={"default": 0.5}, pj_per_flop=10.0, quant_
     # names the short patterns must not take: Maxwell's GTX TITAN X and MX110, a Jetson Orin Nano, a Quadro RTX
     ("NVIDIA GeForce GTX TITAN X", 512, ""), ("NVIDIA GeForce MX110", 512, ""), ("NVIDIA Jetson Nano", 512, ""),
     ("NVIDIA Jetson Orin Nano Super Developer Kit", 512, "mma"), ("NVIDIA Quadro RTX 4000", 512, "mma"),
-    ("NVIDIA TITAN X (Pascal)", 512, "dp4a"), ("NVIDIA GeForce GT 1030", 512, "dp4a"), ("NVIDIA Jetson TX2", 16, "dp4a"),
+    ("NVIDIA TITAN X (Pascal)", 512, "dp4a"), ("NVIDIA GeForce GT 1030", 512, "dp4a"),
+    ("NVIDIA Jetson TX2", 16, "dp4a"), ("NVIDIA Tesla K40m", 512, ""),
 ])
 def test_units_follow_llama_cpp_by_compute_capability(name, tokens, unit):
     assert mmq_unit(_nv(name), tokens) == unit

@@ -144,7 +144,8 @@ def test_aliases_unique_and_resolve():
 @pytest.mark.parametrize("name, mid", [
     ("meta-llama/Llama-2-7b-hf", "llama-2-7b"), ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"),
     ("Llama 2 7B", "llama-2-7b"), ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),
-    ("Llama-3.3-70B-Instruct", "llama-3.3-70b"), ("openai/gpt-oss-120b", "gpt-oss-120b"), ("gpt-oss 20B", "gpt-oss-20b"),
+    ("Llama-3.3-70B-Instruct", "llama-3.3-70b"), ("openai/gpt-oss-120b", "gpt-oss-120b"),
+    ("gpt-oss 20B", "gpt-oss-20b"),
     ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"), ("google/gemma-2-9b-it", "gemma-2-9b"),
     ("someone/llama-3.1-8b-pruned", None), ("foo/bar", None),       # another suffix may change the shapes: no match
     # a packaged repo is read from its files (its weights are another format), not taken for the catalog model

@@ -3,8 +3,8 @@
 llama.cpp's CUDA backend chooses per compute capability (ggml-cuda ``ggml_cuda_should_use_mmq``, mmq.cuh):
 
 - Turing and later (cc >= 7.5): MMQ on INT8 tensor cores (``mma`` on s8 tiles), at any batch;
-- Volta (cc 7.0: V100, TITAN V; Jetson Xavier, cc 7.2, alike): MMQ with DP4A below ``MMQ_DP4A_MAX_BATCH_SIZE`` (64) tokens;
-  from 64, dequantise the weights to FP16 and multiply with cuBLAS on the FP16 tensor cores;
+- Volta (cc 7.0: V100, TITAN V; Jetson Xavier, cc 7.2, alike): MMQ with DP4A below ``MMQ_DP4A_MAX_BATCH_SIZE``
+  (64) tokens; from 64, dequantise the weights to FP16 and multiply with cuBLAS on the FP16 tensor cores;
 - Pascal GP102-GP108 (cc 6.1: GeForce GTX 10 and GT 1030, TITAN X/Xp, Tesla P4/P6/P40, Quadro P, MX150-MX350;
   Jetson TX2, cc 6.2, alike): MMQ with DP4A at any batch: no tensor cores, and FP16 at 1/64 of the FP32 rate;
 - GP100 (cc 6.0: Tesla P100, Quadro GP100): no DP4A (``MIN_CC_DP4A`` = 610); dequantise to FP16 and multiply
@@ -42,6 +42,7 @@ NVIDIA_CC60 = re.compile(r"\b(p100|gp100)\b")
 NVIDIA_CC61 = re.compile(r"\b((?<!gtx )titan xp?|gtx 10\d0|gt 10[13]0|mx(15|2[35]|3[35])0|tesla p[46]|p40|p4|p6|"
                          r"p10[246]-\d+|quadro p\d+|jetson tx2)\b")
 NVIDIA_CC70 = re.compile(r"\b(v100s?|gv100|titan v|jetson (agx )?xavier|xavier)\b")
+
 
 def mmq_unit(hw, tokens: int) -> str:
     """The units llama.cpp-style MMQ kernels run a pass of ``tokens`` tokens on, on ``hw``: ``mma`` (INT8 tensor
