@@ -203,3 +203,24 @@ def test_fast_evaluator_equals_predict_on_older_parts():
     fast = predict_rows(build(moved), prof)
     slow = np.array([predicted_tok_s(r) for r in moved])
     assert np.allclose(fast, slow, rtol=1e-9)
+
+
+def test_explain_names_the_units_a_stage_runs_on():
+    """The stage table: a P40's matmuls on its CUDA cores, a V100's 32-token prompt on DP4A and its 512-token one on
+    tensor cores (cuBLAS), an F32 model's on the FP32 units of an RTX 4090."""
+    from tokspeed.explain.journey import build_journey
+    from tokspeed.explain.roles import compute_unit
+    from tokspeed.predict import predict
+
+    g = Hardware(id="g", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
+                 bandwidth_gbps=1008, fp16_tflops=165.2, fp32_tflops=82.6, fp16_accumulate_2x=True)
+    assert compute_unit("tensor", P40) == "CUDA cores" and compute_unit("tensor", g) == "tensor cores"
+    assert compute_unit("tensor", g, f32=True) == "CUDA cores"
+
+    def qkv_unit(hw, quant, prompt):
+        p = predict("llama-2-7b", hw, quant=quant, prompt=prompt, gen=0, context=0)
+        return next(s.unit for s in build_journey(p, "prefill").stages if s.label == "QKV projection")
+
+    assert qkv_unit(V100, "Q4_0", 32) == "CUDA cores (DP4A)"
+    assert qkv_unit(V100, "Q4_0", 512) == "tensor cores"
+    assert qkv_unit(P40, "Q4_0", 512) == "CUDA cores (DP4A)"

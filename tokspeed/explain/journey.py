@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..engines.profile import MATVEC_MAX_TOKENS
 from ..ledger import Role, Scope
-from ..timing import kv_reads, pass_time, prompt_matmul_how
+from ..timing import F32_NAMES, kv_reads, pass_time, prompt_matmul_how
 from ..units import fmt_seconds
 from .roles import compute_unit, data_source, launch_path
 
@@ -199,8 +200,10 @@ def build_journey(pred, mode: str = "decode") -> Journey:
             key, label = _group(op)
             st = rows.get(key)
             if st is None:
-                st = rows[key] = Stage(key, label, _PHASE[op.scope], compute_unit(op.unit, hw), data_source(op, hw),
-                                       layers=op.count)
+                dp4a = (not (op.kv_read_bytes or op.kv_write_bytes) and tokens > MATVEC_MAX_TOKENS
+                        and eng.mmq_unit(hw, pred.quant, tokens) == "dp4a")
+                unit = compute_unit(op.unit, hw, f32=pred.quant in F32_NAMES, dp4a=op.unit == "tensor" and dp4a)
+                st = rows[key] = Stage(key, label, _PHASE[op.scope], unit, data_source(op, hw), layers=op.count)
             if op.name not in st.ops:
                 st.ops.append(op.name)
             st.flops += op.flops

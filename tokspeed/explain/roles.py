@@ -11,14 +11,18 @@ from ..engines.mmq import has_tensor_cores
 from ..ledger import Role
 
 
-def compute_unit(unit: str, hw) -> str:
-    """Human name of the unit that executes an op of ledger ``unit`` (tensor|vector|memory|cpu)."""
+def compute_unit(unit: str, hw, f32: bool = False, dp4a: bool = False) -> str:
+    """Human name of the unit that executes an op of ledger ``unit`` (tensor|vector|memory|cpu); ``f32``: the model's
+    weights and activations are F32 (its matmuls run on the FP32 units); ``dp4a``: the engine's quantized matmuls run
+    as DP4A on the CUDA cores there (``EngineProfile.mmq_unit``)."""
     vendor = hw.vendor.lower()
     if unit == "cpu" or hw.kind == "cpu":
         return "CPU cores (SIMD)" if unit != "cpu" else "CPU"
     if unit == "memory":
         return "load/store units (gather)"
-    if unit == "tensor":
+    if unit == "tensor" and dp4a:
+        return "CUDA cores (DP4A)"
+    if unit == "tensor" and not f32:
         if vendor == "nvidia":     # not before Volta: Pascal multiplies on its CUDA cores (DP4A, half2, FP32)
             return "tensor cores" if has_tensor_cores(hw) else "CUDA cores"
         if vendor == "amd":
