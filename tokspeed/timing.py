@@ -94,9 +94,9 @@ def weight_matmul_peak(hw, engine: EngineProfile, quant: str, tokens: int) -> tu
     the tensor figure (``op_peak``), x2 on GeForce for FP16-accumulating engines (``tensor_peak_scale``)."""
     if quant in F32_NAMES:
         return hw.vector_flops, 1.0
-    if tokens > MATVEC_MAX_TOKENS and engine.mmq_unit(hw, quant, tokens) == "dp4a":
+    if engine.mmq_unit(hw, quant, tokens) == "dp4a":
         return DP4A_OPS_PER_FP32_FLOP * hw.vector_flops, 1.0
-    if engine.is_ideal and tokens > MATVEC_MAX_TOKENS and quant_peak_dp4a(hw, quant, tokens):
+    if engine.is_ideal and quant_peak_dp4a(hw, quant, tokens):
         # the bound takes the fastest units the part has for the format: DP4A where it beats the tensor figure
         return max(hw.matmul_flops, DP4A_OPS_PER_FP32_FLOP * hw.vector_flops), 1.0
     return hw.matmul_flops, engine.tensor_peak_scale(hw)
@@ -105,7 +105,7 @@ def weight_matmul_peak(hw, engine: EngineProfile, quant: str, tokens: int) -> tu
 def quant_peak_dp4a(hw, quant: str, tokens: int) -> bool:
     """Whether ``hw`` offers DP4A for a tiled pass over ``quant`` weights (quantized weights on a part whose MMQ runs
     there: ``tokspeed.engines.mmq``), the units the ideal bound also considers."""
-    return quant not in F32_NAMES and format_group(quant) != "float" and mmq_unit(hw, tokens) == "dp4a"
+    return format_group(quant) != "float" and tokens > MATVEC_MAX_TOKENS and mmq_unit(hw, tokens) == "dp4a"
 
 
 def weight_matmul_rate(hw, engine: EngineProfile, quant: str, tokens: int) -> float:
@@ -136,10 +136,10 @@ def prompt_matmul_how(hw, engine: EngineProfile, quant: str, tokens: int) -> str
         return ""
     peak, scale = weight_matmul_peak(hw, engine, quant, tokens)
     tf = lambda x: f"{x / 1e12:,.{0 if x >= 1e14 else 1 if x >= 1e13 else 2}f} TFLOP/s"   # noqa: E731  3 digits
-    mmq = engine.mmq_unit(hw, quant, tokens) if tokens > MATVEC_MAX_TOKENS else ""
+    mmq = engine.mmq_unit(hw, quant, tokens)
     if quant in F32_NAMES or hw.kind == "cpu":
         unit, listed = "FP32 vector", tf(peak)
-    elif peak == DP4A_OPS_PER_FP32_FLOP * hw.vector_flops and (mmq == "dp4a" or quant_peak_dp4a(hw, quant, tokens)):
+    elif peak == DP4A_OPS_PER_FP32_FLOP * hw.vector_flops and quant_peak_dp4a(hw, quant, tokens):
         unit, listed = "DP4A int8", f"{DP4A_OPS_PER_FP32_FLOP:g} x FP32 {tf(hw.vector_flops)}"
     else:     # the FP16 figure: tensor cores, or half2 on the CUDA cores of a part without them (Tesla P100)
         unit = ("tensor" if has_tensor_cores(hw) else "FP16") if peak == hw.fp16_tflops * 1e12 else "FP32 vector"

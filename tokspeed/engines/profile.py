@@ -251,9 +251,10 @@ class EngineProfile:
         """The units this engine's matmuls over ``quant`` weights run a tiled pass of ``tokens`` tokens on, on ``hw``
         (``tokspeed.engines.mmq``): ``mma`` (INT8 tensor cores, where the engine runs MMQ there: ``runs_int8_mma``),
         ``dp4a`` (int8 dot products on the cores of a part without tensor cores -- Pascal, Volta below 64 tokens --
-        for an engine with ``mmq_dp4a``, in every era), or ``""``: float weights, or the engine dequantises and
-        multiplies with its float GEMM."""
-        unit = mmq_unit(hw, tokens) if format_group(quant) != "float" else ""
+        for an engine with ``mmq_dp4a``, in every era), or ``""``: float weights, a pass of matrix-vector kernels
+        (``MATVEC_MAX_TOKENS`` tokens or fewer: no tiles), or the engine dequantises and multiplies with its float
+        GEMM."""
+        unit = mmq_unit(hw, tokens) if format_group(quant) != "float" and tokens > MATVEC_MAX_TOKENS else ""
         if unit == "mma":
             return unit if self.quant_flops_per_core_cycle else ""
         return unit if unit == "dp4a" and self.mmq_dp4a else ""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from ..engines.profile import MATVEC_MAX_TOKENS
 from ..ledger import Role, Scope
 from ..timing import F32_NAMES, kv_reads, pass_time, prompt_matmul_how
 from ..units import fmt_seconds
@@ -200,9 +199,9 @@ def build_journey(pred, mode: str = "decode") -> Journey:
             key, label = _group(op)
             st = rows.get(key)
             if st is None:
-                dp4a = (not (op.kv_read_bytes or op.kv_write_bytes) and tokens > MATVEC_MAX_TOKENS
+                dp4a = (op.unit == "tensor" and not (op.kv_read_bytes or op.kv_write_bytes)
                         and eng.mmq_unit(hw, pred.quant, tokens) == "dp4a")
-                unit = compute_unit(op.unit, hw, f32=pred.quant in F32_NAMES, dp4a=op.unit == "tensor" and dp4a)
+                unit = compute_unit(op.unit, hw, f32=pred.quant in F32_NAMES, dp4a=dp4a)
                 st = rows[key] = Stage(key, label, _PHASE[op.scope], unit, data_source(op, hw), layers=op.count)
             if op.name not in st.ops:
                 st.ops.append(op.name)
