@@ -34,8 +34,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "scripts"))
 
 from tokspeed.hardware.links import Link, parse_host_link  # noqa: E402
+
+from hardware_catalog_arch import CAL_ARCH  # noqa: E402
 
 OUT = REPO / "tokspeed" / "hardware" / "data" / "hardware.toml"
 
@@ -489,7 +492,7 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
             d["derived"].append(f"cpu_threads: {threads}, {how} ({LLAMA_THREADS})")
 
 
-FIELD_ORDER = ["id", "name", "kind", "vendor", "memory_gb", "memory_type", "bandwidth_gbps",
+FIELD_ORDER = ["id", "name", "kind", "vendor", "arch", "matrix_units", "memory_gb", "memory_type", "bandwidth_gbps",
                "fp16_tflops", "fp8_tflops", "int8_tops", "fp32_tflops", "fp16_accumulate_2x", "cpu_bandwidth_gbps",
                "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "cpu_threads", "host_link", "host_link_gbps",
                "scale_up_gbps", "tdp_w", "release_year", "confidence", "aliases", "derived", "source", "notes"]
@@ -547,7 +550,8 @@ def build_device(r, links: list[Link]) -> dict:
          "host_link": r["host_link"], "scale_up_gbps": num(r["scale_up_link_GBps"]),
          "tdp_w": num(r["tdp_W"]), "release_year": num(r["release_year"]),
          "confidence": confidence(r["notes"]), "aliases": aliases, "derived": [],
-         "source": r["sources"], "notes": r["notes"]}
+         "source": r["sources"], "notes": r["notes"], "arch": r["arch"],
+         "matrix_units": [u for u in r["matrix_units"].split(";") if u]}
     if r["kind"] != kind:
         d["derived"].append(f"kind: {kind} (reference CSV kind {r['kind']!r})")
     gbps, basis = parse_host_link(r["host_link"], links)
@@ -598,6 +602,9 @@ def build_calibration_devices(cal_rows, devices: list[dict]) -> list[dict]:
         if mem_rows:
             d["memory_gb"] = max(num(r["memory_GB"]) for r in mem_rows)
             d["source"] += f"; memory_gb from row {max(mem_rows, key=lambda r: num(r['memory_GB']))['id']}"
+        d["arch"], units, basis = CAL_ARCH[hid] if hid in CAL_ARCH else same_chip_arch(name, devices)
+        d["matrix_units"] = list(units)
+        d["source"] += f"; arch: {basis}"
         sibling = full_apple_chip(name, devices)
         if sibling is not None:
             full, cores, full_cores = sibling
@@ -624,6 +631,15 @@ def build_calibration_devices(cal_rows, devices: list[dict]) -> list[dict]:
             raise SystemExit(f"calibration device {name!r}: no memory_GB anywhere; add it to this script")
         out.append(d)
     return out
+
+
+def same_chip_arch(name: str, devices: list[dict]) -> tuple[str, list[str], str]:
+    """(arch, matrix units, basis) of a calibration-only Apple bin or unstated variant: its chip's reference row."""
+    chip = re.match(r"^(Apple M\d(?: Pro| Max| Ultra)?|NVIDIA A100 80GB) \(", name)
+    same = [d for d in devices if chip and d["name"].startswith(chip.group(1) + " ") and d.get("arch")]
+    if not same:
+        raise SystemExit(f"calibration device {name!r}: no arch; add it to CAL_ARCH in scripts/hardware_catalog_arch.py")
+    return same[0]["arch"], same[0]["matrix_units"], f"{same[0]['arch']}, that of {same[0]['id']} (the same chip)"
 
 
 def unstated_variants(name: str, devices: list[dict]) -> list[dict]:

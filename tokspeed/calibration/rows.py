@@ -103,7 +103,7 @@ def row_hardware(r: dict) -> Hardware:
 
 # a row's device fields that the CSV does not carry, taken from its catalog entry (where found)
 CATALOG_FIELDS = ("fp16_accumulate_2x", "fp32_tflops", "tdp_w", "int8_tops", "cpu_bandwidth_gbps",
-                  "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "cpu_threads")
+                  "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "cpu_threads", "arch", "matrix_units")
 
 
 def _row_fp16_tflops(r: dict) -> float:

@@ -40,48 +40,36 @@ public ROCm tables; per CU, 118). Unknown parts, CPUs and accelerators without a
 matmul (on a Mac, the CPU's), not cores x lanes x clock, and its bandwidth is already what was achieved.
 
     ``core_cycles_per_s(hw)`` -> cores x clock (1/s), 0 if unknown
+
+The lanes per core come from the device's ``arch`` (``tokspeed.hardware.arch``), never from its name.
 """
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-
-# NVIDIA parts with 64 FP32 lanes per SM (Volta, Turing, GA100); every later NVIDIA GPU has 128
-NVIDIA_64_LANES = re.compile(r"\b(p100|v100|gv100|titan v|a100|a800|a30|t4|t400|t600|t1000|t1200|t2000|"
-                             r"rtx 20\d0|gtx 16\d0|titan rtx|quadro rtx|jetson (agx )?xavier)\b")
-# AMD: lanes per CU as the FP32 peak counts them: 128 with packed FP32 (CDNA 3/4: MI300 and later) or dual
-# issue (RDNA 3/3.5/4: RX 7000/9000, Radeon PRO W7000/V710/AI PRO R9700, Radeon 740M-890M and 8040S-8060S
-# iGPUs); 64 on GCN (RX 400/500, Vega, Radeon VII, MI25/50/60), CDNA 1/2 (MI100, MI200) and RDNA 1/2 (RX
-# 5000/6000, Radeon PRO W5000/W6000, Radeon 610M-680M)
-AMD_128_LANES = re.compile(r"\b(mi[3-9]\d\d[ax]?|rx [79]\d\d\d|radeon (pro )?w7\d\d\d|pro v7\d\d|ai pro r9\d\d\d|"
-                           r"radeon (7[468]0|8[4-9]0)m|radeon 80[4-6]0s|ryzen ai max|strix (halo|point))")
-AMD_64_LANES = re.compile(r"\b(mi25|mi50|mi60|mi100|mi2\d\dx?|radeon (pro )?vii|vega|rx [456]\d\d\b|rx [56]\d\d\d|"
-                          r"radeon (pro )?w[56]\d\d\d|radeon 6[1-8]0m)")
-INTEL_XE_CORES = re.compile(r"\b(arc|data center gpu|max 1[15]\d0|flex 1[47]0)\b")
+# FP32 lanes per GPU core by architecture (tokspeed.hardware.arch), as the list above gives them; Kepler's SMX has
+# 192. An arch not listed (Fermi, Intel Xe-LP: EUs, not Xe-cores; TPU, Gaudi, CPUs) has no kernel bound.
+LANES_PER_CORE = {
+    "kepler": 192, "maxwell": 128, "pascal-gp100": 64, "pascal": 128, "volta": 64, "turing": 64, "ampere-ga100": 64,
+    "ampere": 128, "ada": 128, "hopper": 128, "blackwell": 128,
+    **{f"apple-m{n}": 128 for n in range(1, 6)},
+    "gcn4": 64, "gcn5": 64, "cdna": 64, "cdna2": 64, "rdna1": 64, "rdna2": 64,
+    "cdna3": 128, "cdna4": 128, "rdna3": 128, "rdna3.5": 128, "rdna4": 128,
+    "xe-lpg": 128, "xe-hpg": 128, "xe-hpc": 128, "xe2": 128, "xe3": 128,
+}
+# a GPU whose arch is not known (stated nowhere, and its name names no known part; its derived list says so): as
+# before the architecture was data, every NVIDIA part then counts 128 lanes, an Apple GPU core 128, others none
+UNKNOWN_ARCH_LANES = {"nvidia": 128, "apple": 128}
 
 
 def fp32_lanes_per_core(hw) -> int:
     """FP32 lanes of one GPU core (SM, Apple GPU core, AMD CU, Intel Xe-core) of ``hw`` as its FP32 peak
-    counts them; 0 if not known."""
-    return _lanes(hw.vendor or "", hw.kind, hw.name, (hw.source or "").startswith("measured by"))
-
-
-@lru_cache(maxsize=1024)     # on the prediction path (every operator's bandwidth): the regex runs once per device
-def _lanes(vendor: str, kind: str, name: str, measured: bool) -> int:
-    if kind not in ("gpu", "soc") or measured:
+    counts them, from its ``arch``; 0 if not known."""
+    if hw.kind not in ("gpu", "soc") or (hw.source or "").startswith("measured by"):
         return 0
-    vendor, name = vendor.strip().lower(), name.lower()
-    if vendor.startswith("nvidia"):
-        return 64 if NVIDIA_64_LANES.search(name) else 128
-    if vendor.startswith("apple"):
-        return 128
-    if vendor.startswith(("amd", "advanced micro devices")):
-        # the 128-lane patterns first: "ASUS ROG Strix" boards are named "strix" too (hence "strix halo/point")
-        return 128 if AMD_128_LANES.search(name) else 64 if AMD_64_LANES.search(name) else 0
-    if vendor.startswith("intel"):
-        return 128 if INTEL_XE_CORES.search(name) else 0
-    return 0
+    if hw.arch is None:
+        vendor = (hw.vendor or "").strip().lower()
+        return next((n for v, n in UNKNOWN_ARCH_LANES.items() if vendor.startswith(v)), 0)
+    return LANES_PER_CORE.get(hw.arch, 0)
 
 
 def core_cycles_per_s(hw) -> float:

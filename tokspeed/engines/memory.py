@@ -16,17 +16,14 @@ of ``tokspeed.engines.issue``; the two meet in ``EngineProfile.stream_bytes_s``.
 
 from __future__ import annotations
 
-import re
-
 MEMORY_CLASSES = ("hbm", "gddr", "lpddr", "ddr")
-
-# devices whose catalog entry or calibration row leaves memory_type blank: HBM parts by name
-HBM_NAMES = r"\b(v100|p100|a100|a800|h100|h200|h800|h20|gh200|b100|b200|b300|gb200|gb300|mi\d{3}x?|tpu|gaudi)"
 
 
 def memory_class(hw) -> str:
     """The memory technology of ``hw`` from its ``memory_type`` (``HBM3e``, ``GDDR6X``,
-    ``LPDDR5X-8533``, ``DDR5 RDIMM``...), else from its kind (soc: lpddr, cpu: ddr) and name."""
+    ``LPDDR5X-8533``, ``DDR5 RDIMM``...), else from its kind (soc: lpddr, cpu: ddr, accelerator: hbm, gpu: gddr).
+    A GPU whose file states no memory type but whose name is an HBM-only part has ``memory_type = "HBM"`` from
+    ``tokspeed.hardware.arch_names.infer_memory_type`` (its ``derived`` list says so): no name is read here."""
     t = (getattr(hw, "memory_type", "") or "").upper()
     if "HBM" in t:
         return "hbm"
@@ -40,6 +37,6 @@ def memory_class(hw) -> str:
         return "lpddr"
     if hw.kind == "cpu":
         return "ddr"
-    if re.search(HBM_NAMES, hw.name.lower()) or hw.kind == "accelerator":
+    if hw.kind == "accelerator":
         return "hbm"
     return "gddr"

@@ -24,24 +24,16 @@ priors of ``llama.cpp-rocm`` do not separate; Intel, Apple and CPU engines have 
 
     ``mmq_unit(hw, tokens)`` -> ``"mma"`` | ``"dp4a"`` | ``""`` (no MMQ: dequantise and multiply)
     ``has_tensor_cores(hw)`` -> False for NVIDIA parts before Volta
+
+Both read the device's ``matrix_units`` (``tokspeed.hardware.arch``: ``tensor-int8``, ``tensor-fp16``, ``dp4a``),
+never its name: Turing and later list ``tensor-int8``, Volta ``tensor-fp16`` and ``dp4a``, Pascal cc 6.1 ``dp4a``,
+GP100 and older none of them.
 """
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
-
 DP4A_OPS_PER_FP32_FLOP = 4.0
 MMQ_DP4A_MAX_BATCH_SIZE = 64   # ggml-cuda mmq.cuh: above it a part with FP16 tensor cores (Volta) leaves DP4A MMQ
-
-# NVIDIA parts by compute capability, on the lower-cased name (as tokspeed.engines.issue's lane table). Kepler and
-# Maxwell first: "GeForce GTX TITAN X" is Maxwell, "TITAN X (Pascal)" / "TITAN Xp" are GP102.
-NVIDIA_PRE_PASCAL = re.compile(r"\b(gtx titan|gtx [4-9]\d0m?|9[1-4]0mx?|gt [67]\d0|mx1[13]0|tesla [km]\d+\w*|"
-                               r"quadro [km]\d+\w*|k80|m40|m60|jetson (nano|tx1))\b")
-NVIDIA_CC60 = re.compile(r"\b(p100|gp100)\b")
-NVIDIA_CC61 = re.compile(r"\b((?<!gtx )titan xp?|gtx 10\d0|gt 10[13]0|mx(15|2[35]|3[35])0|tesla p[46]|p40|p4|p6|"
-                         r"p10[246]-\d+|quadro p\d+|jetson tx2)\b")
-NVIDIA_CC70 = re.compile(r"\b(v100s?|gv100|titan v|jetson (agx )?xavier|xavier)\b")
 
 
 def mmq_unit(hw, tokens: int) -> str:
@@ -49,33 +41,23 @@ def mmq_unit(hw, tokens: int) -> str:
     cores; also every non-NVIDIA or unknown part, as the engine's profile has it), ``dp4a`` (int8 dot products on
     the CUDA cores: Pascal cc 6.1 at any batch, Volta below 64 tokens), or ``""`` (the engine dequantises and
     multiplies with its float GEMM: GP100, Volta from 64 tokens, Maxwell and older)."""
-    return _unit(hw.vendor or "", hw.name, tokens >= MMQ_DP4A_MAX_BATCH_SIZE)
+    if not _nvidia_known(hw):
+        return "mma"
+    units = hw.matrix_units
+    if "tensor-int8" in units:
+        return "mma"
+    if "dp4a" in units:     # from 64 tokens a part with FP16 tensor cores dequantises to them instead
+        return "" if tokens >= MMQ_DP4A_MAX_BATCH_SIZE and "tensor-fp16" in units else "dp4a"
+    return ""
 
 
 def has_tensor_cores(hw) -> bool:
     """Whether ``hw``'s FP16 figure is a matrix-unit rate: not on NVIDIA parts before Volta (GP100's FP16 is half2 on
     the CUDA cores; GP102's is 1/64); every other part as its catalog entry has it."""
-    return _cc(hw.vendor or "", hw.name) not in ("pre-pascal", "6.0", "6.1")
+    return not _nvidia_known(hw) or "tensor-fp16" in hw.matrix_units
 
 
-def _unit(vendor: str, name: str, large: bool) -> str:
-    cc = _cc(vendor, name)
-    if cc == "6.1":
-        return "dp4a"
-    if cc == "7.0":
-        return "" if large else "dp4a"
-    return "" if cc in ("pre-pascal", "6.0") else "mma"
-
-
-@lru_cache(maxsize=1024)     # on the prediction path (every prompt matmul): the regexes run once per device
-def _cc(vendor: str, name: str) -> str:
-    """An NVIDIA part's compute-capability class from its name ("pre-pascal", "6.0", "6.1", "7.0"); "" for
-    Turing and later, other vendors and unknown names."""
-    if not vendor.strip().lower().startswith("nvidia"):
-        return ""
-    n = name.lower()
-    for cc, pattern in (("pre-pascal", NVIDIA_PRE_PASCAL), ("6.0", NVIDIA_CC60), ("6.1", NVIDIA_CC61),
-                        ("7.0", NVIDIA_CC70)):
-        if pattern.search(n):
-            return cc
-    return ""
+def _nvidia_known(hw) -> bool:
+    """An NVIDIA GPU whose arch is known (stated, or read from its name: ``Hardware.derived`` says which); an
+    NVIDIA GPU of unknown arch is taken for a current one (INT8 tensor cores), as before the arch was data."""
+    return (hw.vendor or "").strip().lower().startswith("nvidia") and hw.kind in ("gpu", "soc") and hw.arch is not None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import UserError
+from .arch import check_arch, check_matrix_units, default_matrix_units
 
 KINDS = ("gpu", "soc", "cpu", "accelerator")
 
@@ -52,6 +53,10 @@ class Hardware:
     confidence: str = ""           # that tag's text: high | medium | low | DERIVED ...
     derived: tuple = ()            # "field: formula" for every value computed rather than copied
     aliases: tuple = field(default=(), compare=False)
+    # the GPU / accelerator / CPU microarchitecture and the matrix units the part has (tokspeed.hardware.arch:
+    # the accepted words); engine rules read these, never the name. None: read from the name (derived says so)
+    arch: str | None = None
+    matrix_units: tuple = ()
     # this machine's fitted decode efficiency per measuring backend (`tokspeed measure --calibrate`),
     # carried by a probed profile: {"torch": {"eta_memory": ..., "overhead_s": ...}, ...}
     calibration: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -88,6 +93,33 @@ class Hardware:
             if not isinstance(v, (list, tuple)) or not all(isinstance(x, str) for x in v):
                 raise UserError(f"hardware {self.id}: {f} must be a list of strings")
             object.__setattr__(self, f, tuple(v))
+        self._settle_arch()
+
+    def _settle_arch(self) -> None:
+        """Check a stated ``arch`` / ``matrix_units``; where none is stated, take what the name implies and the
+        arch's usual units, and say so in ``derived`` (a guess is never silent)."""
+        from .arch_names import infer_arch, infer_memory_type
+
+        where = f"hardware {self.id}"
+        arch, units = check_arch(self.arch, where), check_matrix_units(self.matrix_units, where)
+        notes = []
+        if arch is None:
+            arch = infer_arch(self.vendor, self.kind, self.name)
+            if arch:
+                notes.append(f"arch: {arch}, ASSUMED from the name {self.name!r} (no arch stated)")
+            elif self.kind in ("gpu", "soc"):
+                notes.append("arch: unknown (none stated, and the name names no known part): the engine rules take "
+                             "the vendor's default")
+        if not units and default_matrix_units(arch):
+            units = default_matrix_units(arch)
+            notes.append(f"matrix_units: {';'.join(units)}, the units every {arch} part has (none stated)")
+        if not self.memory_type and self.kind == "gpu" and infer_memory_type(self.name):
+            object.__setattr__(self, "memory_type", infer_memory_type(self.name))
+            notes.append(f"memory_type: {self.memory_type}, ASSUMED from the name {self.name!r} (none stated)")
+        object.__setattr__(self, "arch", arch)
+        object.__setattr__(self, "matrix_units", units)
+        if notes:
+            object.__setattr__(self, "derived", self.derived + tuple(notes))
 
     # ---- derived -------------------------------------------------------------------------
     @property
@@ -187,5 +219,8 @@ class Hardware:
         d = asdict(self)
         d["aliases"] = list(self.aliases)
         d["derived"] = list(self.derived)
+        d["matrix_units"] = list(self.matrix_units)
+        if d["arch"] is None:
+            d.pop("arch")
         d.pop("calibration", None)
         return d
