@@ -1,5 +1,5 @@
-"""What an engine can run, from one table (``capabilities.toml``): device classes (and device names a
-backend has no driver for, ``not_on``), weight formats, KV-cache dtypes, the backend per vendor,
+"""What an engine can run, from one table (``capabilities.toml``): device classes (and device architectures a
+backend has no driver for, ``not_on_arch``), weight formats, KV-cache dtypes, the backend per vendor,
 sliding-window support and the engine's own defaults.
 
 - ``check(engine, hw, quant, kv_dtype)``: the engine name that will run (``llama.cpp`` resolved to its
@@ -139,9 +139,8 @@ def _runs_on(row: dict, hw) -> bool:
 
 
 def _excluded(row: dict, hw) -> bool:
-    """The device is one the row's ``not_on`` name patterns rule out (e.g. Vulkan on a CDNA Instinct)."""
-    names = [n.strip().lower() for n in (hw.name, hw.id, *getattr(hw, "aliases", ()))]
-    return any(fnmatchcase(n, pat) for pat in row.get("not_on", ()) for n in names)
+    """The device is of an architecture the row's ``not_on_arch`` rules out (e.g. Vulkan on a CDNA Instinct)."""
+    return getattr(hw, "arch", None) in row.get("not_on_arch", ())
 
 
 def _loads(row: dict, quant: str) -> bool:

@@ -14,7 +14,7 @@ MMQ units), ``calibration.families`` (validation families). docs/hardware.md lis
 
 from __future__ import annotations
 
-from ..errors import UserError
+from ..errors import UserError, did_you_mean
 
 ARCHS: dict[str, str] = {
     # NVIDIA GPUs (compute capability); GP100 and GA100 have their own SM (64 FP32 lanes, no DP4A on GP100)
@@ -152,8 +152,9 @@ def check_arch(value, where: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or value not in ARCHS:
+        near = did_you_mean(str(value).lower(), list(ARCHS)) if isinstance(value, str) else None
         raise UserError(f"{where}: arch must be one of {', '.join(ARCHS)}; got {value!r}",
-                        "see docs/hardware.md, 'Architecture and matrix units'")
+                        near or "see docs/hardware.md, 'Architecture and matrix units'")
     return value
 
 
