@@ -39,166 +39,14 @@ sys.path.insert(0, str(REPO / "scripts"))
 from tokspeed.hardware.links import Link, parse_host_link  # noqa: E402
 
 from hardware_catalog_arch import CAL_ARCH  # noqa: E402
+from hardware_catalog_ids import CALIBRATION_IDS, IDS  # noqa: E402
+from hardware_catalog_cpu import (APPLE_CPU_SHARE, APPLE_P_CORES, APPLE_P_GHZ, CITES, CPU_FLOPS,  # noqa: E402
+                                  CPU_INT8_PER_FP32, LLAMA_THREADS, SOC_CPU, SOC_CPU_FLOPS, SOC_CPU_THREADS)
 
 OUT = REPO / "tokspeed" / "hardware" / "data" / "hardware.toml"
 
 # CSV kind -> catalog kind
 KIND = {"gpu": "gpu", "soc": "soc", "cpu": "cpu", "tpu": "accelerator", "accelerator": "accelerator"}
-
-# reference CSV name -> (id, short aliases). An alias listed on several devices (``h100``) is
-# ambiguous: lookup then names the candidates instead of guessing.
-IDS: dict[str, tuple[str, list[str]]] = {
-    "NVIDIA Tesla V100 SXM2 16GB": ("v100-16g-sxm", ["v100", "v100-sxm", "v100-sxm2-16gb"]),
-    "NVIDIA Tesla V100 PCIe 16GB": ("v100-16g-pcie", ["v100", "v100-pcie", "v100-pcie-16gb"]),
-    "NVIDIA Tesla V100 SXM2 32GB": ("v100-32g-sxm", ["v100", "v100-sxm", "v100-sxm2-32gb"]),
-    "NVIDIA Tesla V100 PCIe 32GB": ("v100-32g-pcie", ["v100", "v100-pcie", "v100-pcie-32gb"]),
-    "NVIDIA Tesla P40": ("p40", ["tesla-p40"]),
-    "NVIDIA Tesla P100 PCIe 16GB": ("p100-16g-pcie", ["p100", "p100-pcie", "p100-pcie-16gb", "tesla-p100"]),
-    "NVIDIA A100 40GB PCIe": ("a100-40g-pcie", ["a100", "a100-pcie", "a100-40g", "a100-40gb-pcie"]),
-    "NVIDIA A100 80GB PCIe": ("a100-80g-pcie", ["a100", "a100-pcie", "a100-80g", "a100-80gb-pcie"]),
-    "NVIDIA A100 40GB SXM4": ("a100-40g-sxm", ["a100", "a100-sxm", "a100-40g", "a100-40gb-sxm"]),
-    "NVIDIA A100 80GB SXM4": ("a100-80g-sxm", ["a100", "a100-sxm", "a100-80g", "a100-80gb-sxm"]),
-    "NVIDIA A10": ("a10", []),
-    "NVIDIA A10G (AWS G5)": ("a10g", ["aws-g5"]),
-    "NVIDIA T4": ("t4", ["tesla-t4"]),
-    "NVIDIA A40": ("a40", []),
-    "NVIDIA L4": ("l4", []),
-    "NVIDIA L40": ("l40", []),
-    "NVIDIA L40S": ("l40s", []),
-    "NVIDIA H100 PCIe": ("h100-pcie", ["h100"]),
-    "NVIDIA H100 SXM5": ("h100-sxm", ["h100", "h100-sxm5"]),
-    "NVIDIA H100 NVL": ("h100-nvl", ["h100"]),
-    "NVIDIA H200 SXM": ("h200-sxm", ["h200"]),
-    "NVIDIA H200 NVL": ("h200-nvl", ["h200"]),
-    "NVIDIA GH200 (96 GB HBM3)": ("gh200-96g", ["gh200"]),
-    "NVIDIA GH200 (144 GB HBM3e)": ("gh200-144g", ["gh200"]),
-    "NVIDIA B200 (HGX/DGX, per GPU)": ("b200", []),
-    "NVIDIA GB200 (per Blackwell GPU)": ("gb200", []),
-    "NVIDIA B300 / Blackwell Ultra (HGX, per GPU)": ("b300", ["blackwell-ultra"]),
-    "NVIDIA GB300 (per Blackwell Ultra GPU)": ("gb300", []),
-    "NVIDIA GeForce RTX 3060 12GB": ("rtx-3060", ["3060", "rtx-3060-12gb"]),
-    "NVIDIA GeForce RTX 3080 10GB": ("rtx-3080", ["3080", "rtx-3080-10gb"]),
-    "NVIDIA GeForce RTX 2080 Ti": ("rtx-2080-ti", ["2080-ti", "2080ti"]),
-    "NVIDIA TITAN RTX": ("titan-rtx", []),
-    "NVIDIA GeForce GTX 1080 Ti": ("gtx-1080-ti", ["1080-ti", "1080ti"]),
-    "NVIDIA RTX A4000": ("rtx-a4000", ["a4000"]),
-    "NVIDIA RTX A5000": ("rtx-a5000", ["a5000"]),
-    "NVIDIA GeForce RTX 3090": ("rtx-3090", ["3090"]),
-    "NVIDIA GeForce RTX 3090 Ti": ("rtx-3090-ti", ["3090-ti"]),
-    "NVIDIA GeForce RTX 4060 Ti 16GB": ("rtx-4060-ti-16g", ["4060-ti", "rtx-4060-ti", "rtx-4060-ti-16gb"]),
-    "NVIDIA GeForce RTX 4060 Ti 8GB": ("rtx-4060-ti-8g", ["4060-ti", "rtx-4060-ti", "rtx-4060-ti-8gb"]),
-    "NVIDIA GeForce RTX 4070": ("rtx-4070", ["4070"]),
-    "NVIDIA GeForce RTX 4080": ("rtx-4080", ["4080"]),
-    "NVIDIA GeForce RTX 4090": ("rtx-4090", ["4090"]),
-    "NVIDIA GeForce RTX 5080": ("rtx-5080", ["5080"]),
-    "NVIDIA GeForce RTX 5090": ("rtx-5090", ["5090"]),
-    "NVIDIA RTX A6000": ("rtx-a6000", ["a6000"]),
-    "NVIDIA RTX 6000 Ada Generation": ("rtx-6000-ada", ["6000-ada"]),
-    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": ("rtx-pro-6000", ["rtx-pro-6000-blackwell"]),
-    "NVIDIA DGX Spark / GB10 Grace Blackwell": ("dgx-spark", ["gb10", "spark"]),
-    "AMD Instinct MI210": ("mi210", []),
-    "AMD Instinct MI250X": ("mi250x", []),
-    "AMD Instinct MI300X": ("mi300x", []),
-    "AMD Instinct MI325X": ("mi325x", []),
-    "AMD Instinct MI355X": ("mi355x", []),
-    "AMD Radeon RX 7900 XTX": ("rx-7900-xtx", ["7900-xtx"]),
-    "AMD Instinct MI100": ("mi100", []),
-    "AMD Instinct MI50 32GB": ("mi50", ["mi50-32g"]),
-    "AMD Radeon RX 7900 XT": ("rx-7900-xt", ["7900-xt"]),
-    "AMD Radeon RX 7900 GRE": ("rx-7900-gre", ["7900-gre"]),
-    "AMD Radeon RX 7800 XT": ("rx-7800-xt", ["7800-xt"]),
-    "AMD Radeon RX 9070 XT": ("rx-9070-xt", ["9070-xt"]),
-    "AMD Radeon RX 6800 XT": ("rx-6800-xt", ["6800-xt"]),
-    "AMD Radeon RX 6900 XT": ("rx-6900-xt", ["6900-xt"]),
-    "AMD Radeon RX 6700 XT": ("rx-6700-xt", ["6700-xt"]),
-    "AMD Radeon PRO W7900": ("radeon-pro-w7900", ["w7900"]),
-    "Intel Arc A770 16GB": ("arc-a770", ["a770", "arc-a770-16g"]),
-    "Intel Arc A750": ("arc-a750", ["a750"]),
-    "Intel Arc B580": ("arc-b580", ["b580"]),
-    "NVIDIA GeForce RTX 5070 Ti": ("rtx-5070-ti", ["5070-ti"]),
-    "NVIDIA GeForce RTX 5070": ("rtx-5070", ["5070"]),
-    "NVIDIA GeForce RTX 5060 Ti 16GB": ("rtx-5060-ti-16g", ["rtx-5060-ti", "5060-ti"]),
-    "NVIDIA GeForce RTX 4060": ("rtx-4060", ["4060"]),
-    "NVIDIA GeForce RTX 4070 SUPER": ("rtx-4070-super", ["4070-super"]),
-    "NVIDIA GeForce RTX 3060 Ti": ("rtx-3060-ti", ["3060-ti"]),
-    "NVIDIA GeForce RTX 5060": ("rtx-5060", ["5060"]),
-    "NVIDIA Jetson Orin Nano Super Developer Kit": ("jetson-orin-nano-super", ["orin-nano-super"]),
-    "AMD Ryzen AI Max+ 395 (Strix Halo, Radeon 8060S)": ("ryzen-ai-max-395", ["strix-halo", "ryzen-ai-max+-395", "radeon-8060s"]),
-    "Apple M1 (8-core GPU)": ("m1-8", ["m1"]),
-    "Apple M1 Pro (16-core GPU)": ("m1-pro-16", ["m1-pro"]),
-    "Apple M1 Max (32-core GPU)": ("m1-max-32", ["m1-max"]),
-    "Apple M1 Ultra (64-core GPU)": ("m1-ultra-64", ["m1-ultra"]),
-    "Apple M2 (10-core GPU)": ("m2-10", ["m2"]),
-    "Apple M2 Pro (19-core GPU)": ("m2-pro-19", ["m2-pro"]),
-    "Apple M2 Max (38-core GPU)": ("m2-max-38", ["m2-max"]),
-    "Apple M2 Ultra (76-core GPU)": ("m2-ultra-76", ["m2-ultra"]),
-    "Apple M3 (10-core GPU)": ("m3-10", ["m3"]),
-    "Apple M3 Pro (18-core GPU)": ("m3-pro-18", ["m3-pro"]),
-    "Apple M3 Max (14-CPU / 30-core GPU)": ("m3-max-30", ["m3-max"]),
-    "Apple M3 Max (16-CPU / 40-core GPU)": ("m3-max-40", ["m3-max"]),
-    "Apple M3 Ultra (80-core GPU)": ("m3-ultra-80", ["m3-ultra"]),
-    "Apple M4 (10-core GPU)": ("m4-10", ["m4"]),
-    "Apple M4 Pro (20-core GPU)": ("m4-pro-20", ["m4-pro"]),
-    "Apple M4 Max (14-CPU / 32-core GPU)": ("m4-max-32", ["m4-max"]),
-    "Apple M4 Max (16-CPU / 40-core GPU)": ("m4-max-40", ["m4-max"]),
-    "Google TPU v4": ("tpu-v4", []),
-    "Google TPU v5e": ("tpu-v5e", ["v5e"]),
-    "Google TPU v5p": ("tpu-v5p", ["v5p"]),
-    "Google TPU v6e (Trillium)": ("tpu-v6e", ["v6e", "trillium"]),
-    "Intel Gaudi 2 (HL-225)": ("gaudi-2", ["hl-225"]),
-    "Intel Gaudi 3 (OAM)": ("gaudi-3", []),
-    "Desktop dual-channel DDR4-3200": ("ddr4-3200-2ch", []),
-    "Desktop dual-channel DDR5-4800": ("ddr5-4800-2ch", []),
-    "Desktop dual-channel DDR5-5600": ("ddr5-5600-2ch", []),
-    "Desktop dual-channel DDR5-6000": ("ddr5-6000-2ch", []),
-    "Desktop dual-channel DDR5-6400": ("ddr5-6400-2ch", []),
-    "Intel Xeon 4th Gen (Sapphire Rapids), 8ch DDR5-4800 per socket": ("xeon-spr-ddr5-4800-8ch", ["sapphire-rapids"]),
-    "Intel Xeon 6 (Granite Rapids-AP 6900P), 12ch DDR5-6400 per socket": ("xeon-6900p-ddr5-6400-12ch", ["granite-rapids"]),
-    "Intel Xeon 6 (Granite Rapids-AP 6900P), 12ch MRDIMM-8800 per socket": ("xeon-6900p-mrdimm-8800-12ch", ["granite-rapids"]),
-    "AMD EPYC 9004 (Genoa), 12ch DDR5-4800 per socket": ("epyc-genoa-ddr5-4800-12ch", ["genoa", "epyc-9004"]),
-    "AMD EPYC 9005 (Turin), 12ch DDR5-6000 per socket": ("epyc-turin-ddr5-6000-12ch", ["turin", "epyc-9005"]),
-    "NVIDIA Grace CPU memory (GH200 superchip)": ("grace-lpddr5x", ["grace"]),
-    # interconnects
-    "PCIe 3.0 x16": ("pcie-3-x16", ["PCIe 3.0 x16", "pcie3"]),
-    "PCIe 4.0 x16": ("pcie-4-x16", ["PCIe 4.0 x16", "pcie4"]),
-    "PCIe 5.0 x16": ("pcie-5-x16", ["PCIe 5.0 x16", "pcie5"]),
-    "PCIe 6.0 x16": ("pcie-6-x16", ["PCIe 6.0 x16", "pcie6"]),
-    "NVLink 2 (V100, 6 links)": ("nvlink-2", ["NVLink 2"]),
-    "NVLink 3 (A100 SXM, 12 links)": ("nvlink-3", ["NVLink 3"]),
-    "NVLink 4 (H100/H200/GH200 SXM, 18 links)": ("nvlink-4", ["NVLink 4"]),
-    "NVLink 5 (B200/B300/GB200/GB300, 18 links)": ("nvlink-5", ["NVLink 5"]),
-    "NVLink bridge, 2-way (RTX 3090 / RTX A6000 / A40)": ("nvlink-bridge", ["NVLink bridge"]),
-    "NVLink-C2C (Grace <-> Hopper/Blackwell)": ("nvlink-c2c", ["NVLink-C2C"]),
-    "AMD Infinity Fabric (MI300X/MI325X 8-GPU platform)": ("infinity-fabric-mi300x", ["Infinity Fabric"]),
-    "AMD Infinity Fabric (MI355X 8-GPU platform)": ("infinity-fabric-mi355x", ["Infinity Fabric"]),
-    "AMD Infinity Fabric (MI250X)": ("infinity-fabric-mi250x", ["Infinity Fabric"]),
-    "Thunderbolt 5 (Apple M4 Pro/Max, M3 Ultra)": ("thunderbolt-5", ["Thunderbolt 5", "tb5"]),
-}
-
-# calibration.csv devices missing from the reference CSV -> (id, aliases)
-CALIBRATION_IDS: dict[str, tuple[str, list[str]]] = {
-    "Apple M1 (7-core GPU)": ("m1-7", ["m1"]),
-    "Apple M1 Pro (14-core GPU)": ("m1-pro-14", ["m1-pro"]),
-    "Apple M1 Max (24-core GPU)": ("m1-max-24", ["m1-max"]),
-    "Apple M1 Ultra (48-core GPU)": ("m1-ultra-48", ["m1-ultra"]),
-    "Apple M2 (8-core GPU)": ("m2-8", ["m2"]),
-    "Apple M2 Pro (16-core GPU)": ("m2-pro-16", ["m2-pro"]),
-    "Apple M2 Max (30-core GPU)": ("m2-max-30", ["m2-max"]),
-    "Apple M2 Ultra (60-core GPU)": ("m2-ultra-60", ["m2-ultra"]),
-    "Apple M1 Max (GPU cores unstated)": ("m1-max-unstated", ["m1-max"]),
-    "Apple M1 Pro (GPU cores unstated)": ("m1-pro-unstated", ["m1-pro"]),
-    "Apple M2 Ultra (GPU cores unstated)": ("m2-ultra-unstated", ["m2-ultra"]),
-    "NVIDIA A100 80GB (SXM4/PCIe unstated)": ("a100-80g-unstated", ["a100", "a100-80g"]),
-    "NVIDIA Jetson AGX Orin 64GB": ("jetson-agx-orin-64g", ["jetson-agx-orin", "agx-orin"]),
-    "NVIDIA GeForce RTX 3070": ("rtx-3070", ["3070"]),
-    "NVIDIA GeForce RTX 3080 Ti": ("rtx-3080-ti", ["3080-ti"]),
-    "NVIDIA GeForce RTX 4070 Ti": ("rtx-4070-ti", ["4070-ti"]),
-    "NVIDIA GeForce RTX 4070 Ti SUPER": ("rtx-4070-ti-super", ["4070-ti-super"]),
-    "NVIDIA GeForce RTX 4080 SUPER": ("rtx-4080-super", ["4080-super"]),
-    "NVIDIA GeForce RTX 4070 Laptop GPU": ("rtx-4070-laptop", ["4070-laptop"]),
-    "NVIDIA RTX 4000 Ada Generation": ("rtx-4000-ada", ["4000-ada"]),
-    "NVIDIA RTX 5000 Ada Generation": ("rtx-5000-ada", ["5000-ada"]),
-}
 
 # CPU memory systems: the CSV gives bandwidth only. Capacity assumed = channels x one module of
 # this size (a common configuration, not a limit); users write their own in a custom TOML.
@@ -253,40 +101,6 @@ APPLE_TF_PER_CORE = {
                                    "0.4608 TF per core; low confidence"),
 }
 
-# CPU memory systems have no processor in the reference table: a FLOP/s figure needs one. ASSUMED
-# representative processor per row: cores x FP32 FLOPs per cycle per core (SIMD FMA units x lanes x 2) x
-# clock (desktop: all-core boost; server: base clock, what all-core AVX-512 load sustains).
-CPU_FLOPS = {
-    "ddr4-3200-2ch": (8, 32, 4.4, "8-core Zen 3 desktop (Ryzen 7 5800X): 2 x 256-bit FMA = 32 FLOPs/cycle, 4.4 GHz all-core"),
-    "ddr5-4800-2ch": (8, 32, 4.5, "8-core Zen 4 desktop (Ryzen 7 7700X): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 4.5 GHz all-core"),
-    "ddr5-5600-2ch": (8, 32, 4.5, "8-core Zen 4 desktop (Ryzen 7 7700X): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 4.5 GHz all-core"),
-    "ddr5-6000-2ch": (8, 32, 4.5, "8-core Zen 4 desktop (Ryzen 7 7700X): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 4.5 GHz all-core"),
-    "ddr5-6400-2ch": (8, 32, 4.5, "8-core Zen 4 desktop (Ryzen 7 7700X): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 4.5 GHz all-core"),
-    "xeon-spr-ddr5-4800-8ch": (56, 64, 2.0, "Xeon Platinum 8480+ (56 cores): 2 x AVX-512 FMA = 64 FLOPs/cycle, 2.0 GHz base; "
-                                            "its AMX BF16 tiles (1024 FLOPs/cycle/core) are not counted"),
-    "xeon-6900p-ddr5-6400-12ch": (128, 64, 2.0, "Xeon 6980P (128 cores): 2 x AVX-512 FMA = 64 FLOPs/cycle, 2.0 GHz base; AMX not counted"),
-    "xeon-6900p-mrdimm-8800-12ch": (128, 64, 2.0, "Xeon 6980P (128 cores): 2 x AVX-512 FMA = 64 FLOPs/cycle, 2.0 GHz base; AMX not counted"),
-    "epyc-genoa-ddr5-4800-12ch": (96, 32, 2.4, "EPYC 9654 (96 Zen 4 cores): AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 2.4 GHz base"),
-    "epyc-turin-ddr5-6000-12ch": (128, 64, 2.7, "EPYC 9755 (128 Zen 5 cores): 2 x 512-bit FMA = 64 FLOPs/cycle, 2.7 GHz base"),
-    "grace-lpddr5x": (72, 32, 3.1, "Grace (72 Neoverse V2 cores): 4 x 128-bit SVE2 FMA = 32 FLOPs/cycle, 3.1 GHz "
-                                   "(72 x 16 FP64 x 3.1 = 3.57 TF = half of NVIDIA's 7.1 TF FP64 per 144-core superchip)"),
-}
-
-# Int8 dot products per FP32 FLOP of each row's ASSUMED processor (llama.cpp's CPU matrix-vector kernels
-# over quantized weights run on them): AVX-512 VNNI / AVX-VNNI vpdpbusd and Arm sdot do 4 int8
-# multiply-adds per 32-bit lane in one instruction (4 x the FP32 FMA rate in ops); AVX2 needs vpmaddubsw +
-# vpmaddwd for the same (2 x). Rows not listed keep int8_tops 0, read as AVX2's 2 x (Hardware.cpu_int8_ops).
-CPU_INT8_PER_FP32 = {
-    "ddr5-4800-2ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"), "ddr5-5600-2ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"),
-    "ddr5-6000-2ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"), "ddr5-6400-2ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"),
-    "xeon-spr-ddr5-4800-8ch": (4, "AVX-512 VNNI vpdpbusd (AMX not counted)"),
-    "xeon-6900p-ddr5-6400-12ch": (4, "AVX-512 VNNI vpdpbusd (AMX not counted)"),
-    "xeon-6900p-mrdimm-8800-12ch": (4, "AVX-512 VNNI vpdpbusd (AMX not counted)"),
-    "epyc-genoa-ddr5-4800-12ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"),
-    "epyc-turin-ddr5-6000-12ch": (4, "Zen 5 AVX-512 VNNI vpdpbusd"),
-    "grace-lpddr5x": (4, "Neoverse V2 sdot (i8mm's smmla, 8x, serves prompt GEMMs, not the matrix-vector kernels)"),
-}
-
 # Memory technology of calibration-only devices (the calibration file has no such column); from the
 # vendors' product pages. Apple chips take their full chip's.
 CAL_MEMORY_TYPE = {
@@ -329,68 +143,6 @@ def split_package(d: dict) -> None:
             d[k] = num(str(round(whole / n, 4)))
             d["derived"].append(f"{k}: one of {n} GCDs: {whole:g} / {n} = {d[k]:g} (the package's figure is for both)")
 
-
-# ---- what a SoC's CPU cluster can pull (#11 item 3) ------------------------------------------------------
-# On a unified-memory SoC the GPU reaches (most of) the memory bandwidth; the CPU cores cannot: their
-# fabric port and outstanding misses limit them. cpu_bandwidth_gbps is the read bandwidth all CPU cores
-# reach together; cpu_bandwidth_band_pct is its uncertainty (measured: 15 %, assumed: 40 %).
-# [ANANDTECH-M1] AnandTech, "The 2020 Mac mini Unleashed: Putting Apple Silicon M1 To The Test" (Nov 2020):
-#   one Firestorm core reads ~58 GB/s, the cluster ~60 GB/s of 68.25.
-# [ANANDTECH-M1MAX] AnandTech, "Apple's M1 Pro, M1 Max SoCs Investigated" (Oct 2021): the CPU cores of an
-#   M1 Max reach ~224 GB/s (up to ~243 mixed) of 409.6; only the GPU approaches the rest.
-CITES = {"[ANANDTECH-M1MAX]": "(AnandTech, \"Apple's M1 Pro, M1 Max SoCs Investigated\", Oct 2021)",
-         "[ANANDTECH-M1]": "(AnandTech, \"The 2020 Mac mini Unleashed: Putting Apple Silicon M1 To The Test\", Nov 2020)"}
-APPLE_CPU_SHARE = {
-    # tier: (CPU-cluster share of peak, band %, basis)
-    "": (60 / 68.25, 15, "[ANANDTECH-M1] measured M1 CPU cluster ~60 of 68.25 GB/s = 0.879 of peak; same share "
-                         "ASSUMED for later base chips (one CPU cluster on a 128-bit bus)"),
-    "Pro": (0.85, 40, "ASSUMED 0.85 of peak: a Pro's CPU clusters equal a Max's ([ANANDTECH-M1MAX] ~224 GB/s), "
-                      "more than a Pro's 150-273 GB/s bus, so they come near it; no public measurement at hand"),
-    "Max": (224 / 409.6, 15, "[ANANDTECH-M1MAX] measured M1 Max CPU cores ~224 of 409.6 GB/s = 0.547 of peak; same "
-                             "share ASSUMED for M2/M3/M4 Max"),
-    "Ultra": (224 / 409.6, 40, "ASSUMED the Max share (two Max dies, each CPU cluster reading at the Max rate "
-                               "[ANANDTECH-M1MAX]); no public Ultra measurement at hand"),
-}
-SOC_CPU = {
-    # Strix Halo: the two Zen 5 CCDs reach memory over one GMI link each, 32 B/clock read at FCLK 2.0 GHz
-    "ryzen-ai-max-395": (2 * 32 * 2.0, 40, "DERIVED 2 CCDs x 32 B/clock GMI read x 2.0 GHz FCLK (ASSUMED FCLK) = 128 GB/s"),
-    "dgx-spark": (224 / 409.6 * 273, 40, "ASSUMED the M1 Max CPU share 0.547 [ANANDTECH-M1MAX] x 273 GB/s: no public "
-                                        "GB10 CPU-bandwidth figure at hand"),
-    "jetson-agx-orin-64g": (224 / 409.6 * 204.8, 40, "ASSUMED the M1 Max CPU share 0.547 [ANANDTECH-M1MAX] x 204.8 GB/s: "
-                                                      "no public Orin CPU-bandwidth figure at hand"),
-    "jetson-orin-nano-super": (224 / 409.6 * 102, 40, "ASSUMED the M1 Max CPU share 0.547 [ANANDTECH-M1MAX] x 102 GB/s: "
-                                                      "no public Orin Nano CPU-bandwidth figure at hand"),
-}
-
-# A SoC's CPU FLOP/s (what llama.cpp-cpu computes with there): performance cores x FP32 FLOPs per cycle x
-# clock. Apple P-cores (Firestorm and later) have 4 x 128-bit FMA pipes = 32 FP32 FLOPs/cycle; E-cores are
-# not counted: llama.cpp's default thread count on Apple silicon is the P-core count
-# (common.cpp cpu_get_num_math: sysctl hw.perflevel0.physicalcpu). P-core counts and maximum clocks from
-# Apple's tech-spec pages for the configuration with that GPU (binned GPUs ship with the smaller CPU).
-APPLE_P_CORES = {  # (chip, GPU cores or None for any) -> P-cores
-    ("M1", None): 4, ("M1 Pro", 14): 6, ("M1 Pro", None): 8, ("M1 Max", None): 8, ("M1 Ultra", None): 16,
-    ("M2", None): 4, ("M2 Pro", 16): 6, ("M2 Pro", None): 8, ("M2 Max", None): 8, ("M2 Ultra", None): 16,
-    ("M3", None): 4, ("M3 Pro", None): 6, ("M3 Max", 30): 10, ("M3 Max", 40): 12, ("M3 Ultra", None): 24,
-    ("M4", None): 4, ("M4 Pro", None): 10, ("M4 Max", 32): 10, ("M4 Max", 40): 12,
-}
-APPLE_P_GHZ = {"M1": 3.2, "M2": 3.5, "M3": 4.05, "M4": 4.5}
-SOC_CPU_FLOPS = {  # id: (cores, FP32 FLOPs/cycle, GHz, basis)
-    "ryzen-ai-max-395": (16, 32, 4.0, "16 Zen 5 cores, ASSUMED 2 x 256-bit FMA = 32 FLOPs/cycle at an ASSUMED 4.0 GHz all-core"),
-    "dgx-spark": (10, 48, 3.9, "10 Cortex-X925 cores (6 x 128-bit FMA = 48 FLOPs/cycle) at 3.9 GHz; the 10 A725 not counted"),
-    "jetson-agx-orin-64g": (12, 16, 2.2, "12 Cortex-A78AE cores (2 x 128-bit FMA = 16 FLOPs/cycle) at 2.2 GHz"),
-    "jetson-orin-nano-super": (6, 16, 1.7, "6 Cortex-A78AE cores (2 x 128-bit FMA = 16 FLOPs/cycle) at 1.7 GHz"),
-}
-
-# llama.cpp's default thread count (common/common.cpp cpu_get_num_math): the physical cores, without
-# Intel hybrid E-cores; on Apple silicon the performance cores (sysctl hw.perflevel0.physicalcpu); on Arm
-# Linux every physical core.
-LLAMA_THREADS = "llama.cpp's default thread count: physical cores, P-cores on Apple silicon"
-SOC_CPU_THREADS = {  # id: (threads, which cores)
-    "ryzen-ai-max-395": (16, "16 Zen 5 cores"),
-    "dgx-spark": (20, "10 Cortex-X925 + 10 Cortex-A725 (Arm Linux: every physical core)"),
-    "jetson-agx-orin-64g": (12, "12 Cortex-A78AE cores"),
-    "jetson-orin-nano-super": (6, "6 Cortex-A78AE cores"),
-}
 
 
 # Devices whose catalog FP16 figure is the FP32-accumulate rate, half the FP16-accumulate rate that
