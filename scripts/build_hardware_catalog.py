@@ -40,8 +40,8 @@ from tokspeed.hardware.links import Link, parse_host_link  # noqa: E402
 
 from hardware_catalog_arch import CAL_ARCH  # noqa: E402
 from hardware_catalog_ids import CALIBRATION_IDS, IDS  # noqa: E402
-from hardware_catalog_cpu import (APPLE_CPU_SHARE, APPLE_P_CORES, APPLE_P_GHZ, CITES, CPU_FLOPS,  # noqa: E402
-                                  CPU_INT8_PER_FP32, LLAMA_THREADS, SOC_CPU, SOC_CPU_FLOPS, SOC_CPU_THREADS)
+from hardware_catalog_cpu import (APPLE_CPU_SHARE, APPLE_P_CORES, APPLE_P_GHZ, APPLE_P_GHZ_BASIS,  # noqa: E402
+                                  CITES, CPU_FLOPS, CPU_INT8_PER_FP32, CPU_NAMED, LLAMA_THREADS, SOC_CPU, SOC_CPU_FLOPS, SOC_CPU_THREADS)
 
 OUT = REPO / "tokspeed" / "hardware" / "data" / "hardware.toml"
 
@@ -79,6 +79,14 @@ NV_TENSOR = {
     "rtx-4070-super": (56, 2.475, "ada", True, "boost"),
     "rtx-3060-ti": (38, 1.665, "ampere", True, "boost"),
     "rtx-5060": (30, 2.497, "blackwell", True, "boost"),
+    # GA107, 2304 CUDA cores = 18 SMs at 1.47 GHz (NVIDIA: RTX 3050 6GB, 70 W); check: 2304 x 2 x 1.47 = 6.77 TF FP32
+    "rtx-3050-6g": (18, 1.47, "ampere", True, "boost"),
+    # GB202, 24,064 CUDA cores = 188 SMs; boost 2.28 GHz as recalled, and as NVIDIA's 3,511 AI TOPS (FP4, 2:4 sparse)
+    # implies: 188 x 8192 x 2.28 GHz = 3,511 (the Workstation Edition's 4,000 = 188 x 8192 x 2.6 GHz, its 125 TF FP32)
+    # GB203, 10,496 CUDA cores = 82 SMs; boost ASSUMED 2.51 GHz, what the recalled 1,687 AI TOPS (FP4, 2:4 sparse)
+    # implies (82 x 8192 x 2.51 GHz); a recalled 54.9 TF FP32 would mean 2.62 GHz: the lower is taken, low confidence
+    "rtx-pro-4500": (82, 2.51, "blackwell", False, "boost ASSUMED from the recalled 1,687 AI TOPS (low confidence)"),
+    "rtx-pro-6000-max-q": (188, 2.28, "blackwell", False, "boost (recalled; checked against the AI TOPS headline)"),
     # Orin Nano Super: 1024 CUDA cores = 8 SMs at 1.02 GHz; check: 8 x 4096 x 1.02 GHz = 33.4 INT8 TOPS = NVIDIA's
     # "67 sparse TOPS" / 2
     "jetson-orin-nano-super": (8, 1.02, "ga10b", False, "maximum GPU clock (Super mode)"),
@@ -99,6 +107,18 @@ APPLE_TF_PER_CORE = {
                       "of 14.2/14.32/16.4) / 40 cores = 0.355 TF per core = 128 x 2 x 1.387 GHz"),
     "M4": (128 * 2 * 1.8e9 / 1e12, "ASSUMED GPU clock 1.8 GHz (Apple publishes none): 128 x 2 x 1.8 GHz = "
                                    "0.4608 TF per core; low confidence"),
+    "M5": (128 * 2 * 1.8e9 / 1e12, "ASSUMED the M4's per-core rate (Apple publishes no M5 GPU clock or TFLOPS): "
+                                   "128 x 2 x 1.8 GHz = 0.4608 TF per core, the GPU cores' Neural Accelerators not "
+                                   "counted; low confidence"),
+}
+
+# Intel Xe2 GPUs whose row leaves FLOP/s blank: Xe-cores x per-Xe-core rate x clock. Per Xe2-core and clock: 8 vector
+# engines x 16 lanes x 2 = 256 FP32 FLOPs, XMX 2048 FP16 and 4096 INT8 ops (the Arc B580 / B60 rows' derivations).
+XE2_RATES = (256, 2048, 4096)
+XE2_CORES = {
+    # id: (Xe2-cores, GHz, basis)
+    "arc-pro-b70": (32, 2.4, "32 Xe2-cores (BMG-G31, as reported; not verified) at an ASSUMED 2.4 GHz, the Arc Pro "
+                             "B60's graphics clock (Intel's B70 clock not at hand); low confidence"),
 }
 
 # Memory technology of calibration-only devices (the calibration file has no such column); from the
@@ -168,6 +188,13 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
     if d["id"] in CAL_TDP_W and not d.get("tdp_w"):
         d["tdp_w"], basis = CAL_TDP_W[d["id"]]
         d["derived"].append(f"tdp_w: {basis}")
+    if d["id"] in XE2_CORES:
+        cores, ghz, basis = XE2_CORES[d["id"]]
+        for k, rate in zip(("fp32_tflops", "fp16_tflops", "int8_tops"), XE2_RATES):
+            if not d.get(k):
+                d[k] = round(cores * rate * ghz / 1e3, 2)
+                d["derived"].append(f"{k}: DERIVED {cores} Xe2-cores x {rate} per Xe-core per clock x {ghz} GHz = "
+                                    f"{d[k]:g}; {basis}")
     if d["id"] in NV_TENSOR:
         sms, ghz, arch, half, clock = NV_TENSOR[d["id"]]
         f16, f8, i8 = ARCH_RATES[arch]
@@ -191,24 +218,18 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
                             f"{d['fp16_tflops']:g} (GPU FP16 = FP32 rate); {basis}")
     um = re.match(r"^(Apple M\d(?: Pro| Max| Ultra)?) \(GPU cores unstated\)$", d["name"])
     if um and not d.get("fp16_tflops"):
+        # a reference row averages the reference table's bins only: it rebuilds the same without the calibration file
+        own = d["source"].startswith(CALIBRATION_SOURCE)
         bins = [x for x in devices if _APPLE.match(x["name"]) and x["name"].startswith(um.group(1) + " (")
-                and x.get("fp16_tflops")]
+                and x.get("fp16_tflops") and (own or not x["source"].startswith(CALIBRATION_SOURCE))]
         if bins:
             tf = round(sum(x["fp16_tflops"] for x in bins) / len(bins), 3)
             d["fp16_tflops"] = d["fp32_tflops"] = tf
             d["derived"].append("fp16_tflops, fp32_tflops: DERIVED mean of the GPU-core bins "
                                 + ", ".join(f"{x['id']} {x['fp16_tflops']:g}" for x in bins) + " (core count unstated)")
-    if d["id"] in CPU_FLOPS and not d.get("fp32_tflops"):
-        cores, per_cycle, ghz, basis = CPU_FLOPS[d["id"]]
-        d["fp32_tflops"] = round(cores * per_cycle * ghz / 1e3, 3)
-        d["derived"].append(f"fp32_tflops: ASSUMED processor {basis}: {cores} x {per_cycle} x {ghz} GHz = {d['fp32_tflops']:g}")
-        d["cpu_threads"] = cores
-        d["derived"].append(f"cpu_threads: {cores}, the ASSUMED processor's physical cores ({LLAMA_THREADS})")
-        if d["id"] in CPU_INT8_PER_FP32 and not d.get("int8_tops"):
-            k, isa = CPU_INT8_PER_FP32[d["id"]]
-            d["int8_tops"] = round(k * d["fp32_tflops"], 3)
-            d["derived"].append(f"int8_tops: DERIVED int8 dot products ({isa}) = {k} x the FP32 rate: "
-                                f"{k} x {d['fp32_tflops']:g} = {d['int8_tops']:g}")
+    for table, assumed in ((CPU_FLOPS, True), (CPU_NAMED, False)):
+        if d["id"] in table and not d.get("fp32_tflops"):
+            cpu_flops(d, *table[d["id"]], assumed)
     if d["kind"] == "soc":
         am = re.match(r"^Apple M\d(?: (Pro|Max|Ultra))?\b", d["name"])
         if am:
@@ -229,10 +250,13 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
         if chip:
             name, gpu = chip.group(1), int(chip.group(2)) if chip.group(2) else None
             p = APPLE_P_CORES.get((name, gpu), APPLE_P_CORES.get((name, None)))
-            ghz = APPLE_P_GHZ[name.split()[0]]
-            d["cpu_fp32_tflops"] = round(p * 32 * ghz / 1e3, 3)
-            d["derived"].append(f"cpu_fp32_tflops: DERIVED {p} P-cores x 32 FP32 FLOPs/cycle (4 x 128-bit FMA) x "
-                                f"{ghz} GHz = {d['cpu_fp32_tflops']:g} (E-cores not counted: llama.cpp threads = P-cores)")
+            gen = name.split()[0]
+            ghz = APPLE_P_GHZ.get(gen)
+            if ghz:     # a generation whose P-core clock is not at hand keeps its CPU FLOP/s unknown (0)
+                d["cpu_fp32_tflops"] = round(p * 32 * ghz / 1e3, 3)
+                d["derived"].append(f"cpu_fp32_tflops: DERIVED {p} P-cores x 32 FP32 FLOPs/cycle (4 x 128-bit FMA) x "
+                                    f"{ghz} GHz = {d['cpu_fp32_tflops']:g} (E-cores not counted: llama.cpp threads = "
+                                    "P-cores)" + (f"; {APPLE_P_GHZ_BASIS[gen]}" if gen in APPLE_P_GHZ_BASIS else ""))
             d["cpu_threads"] = p
             d["derived"].append(f"cpu_threads: {p} P-cores ({LLAMA_THREADS})")
         elif d["id"] in SOC_CPU_FLOPS:
@@ -242,6 +266,22 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
             threads, how = SOC_CPU_THREADS[d["id"]]
             d["cpu_threads"] = threads
             d["derived"].append(f"cpu_threads: {threads}, {how} ({LLAMA_THREADS})")
+
+
+def cpu_flops(d: dict, cores: int, per_cycle: int, ghz: float, basis: str, assumed: bool) -> None:
+    """A CPU row's FP32 peak, thread count and int8 dot-product rate from its processor (the row's own, or an
+    ``assumed`` representative one): cores x FP32 FLOPs per cycle x clock."""
+    d["fp32_tflops"] = round(cores * per_cycle * ghz / 1e3, 3)
+    lead = "ASSUMED processor " if assumed else "the row's processor, "
+    d["derived"].append(f"fp32_tflops: {lead}{basis}: {cores} x {per_cycle} x {ghz} GHz = {d['fp32_tflops']:g}")
+    d["cpu_threads"] = cores
+    d["derived"].append(f"cpu_threads: {cores}, the {'ASSUMED ' if assumed else ''}processor's physical cores "
+                        f"({LLAMA_THREADS})")
+    if d["id"] in CPU_INT8_PER_FP32 and not d.get("int8_tops"):
+        k, isa = CPU_INT8_PER_FP32[d["id"]]
+        d["int8_tops"] = round(k * d["fp32_tflops"], 3)
+        d["derived"].append(f"int8_tops: DERIVED int8 dot products ({isa}) = {k} x the FP32 rate: "
+                            f"{k} x {d['fp32_tflops']:g} = {d['int8_tops']:g}")
 
 
 FIELD_ORDER = ["id", "name", "kind", "vendor", "arch", "matrix_units", "memory_gb", "memory_type", "bandwidth_gbps",
@@ -254,6 +294,9 @@ LINK_ORDER = ["id", "name", "vendor", "per_direction_gbps", "bidirectional_gbps"
 
 REFERENCE_CSV = REPO / "data" / "reference" / "hardware-specs.csv"   # shipped copy (+ hardware-specs.md notes)
 CALIBRATION_CSV = REPO / "data" / "validation" / "calibration.csv"    # shipped copy of the calibration file
+
+
+CALIBRATION_SOURCE = "validation/calibration.csv"   # how a calibration-only device's source begins
 
 
 def calibration_csv() -> Path | None:

@@ -62,7 +62,8 @@ def snapshot() -> dict:
 
 def compare(before: dict, after: dict) -> int:
     worst, worst_key, differ = 0.0, "", []
-    for k in sorted(set(before) | set(after)):
+    added = sorted(set(after) - set(before))
+    for k in sorted(set(before)):
         a, b = before.get(k), after.get(k)
         if isinstance(a, float) and isinstance(b, float) and a and b and math.isfinite(a) and math.isfinite(b):
             rel = abs(b / a - 1)
@@ -73,7 +74,8 @@ def compare(before: dict, after: dict) -> int:
         elif a != b:
             differ.append(f"{k}: {a!r} -> {b!r}")
     print(f"{len(before)} keys before, {len(after)} after; largest relative change {worst:.3g} ({worst_key or '-'})")
-    print(f"{len(differ)} keys differ")
+    print(f"{len(differ)} keys differ; {len(added)} new keys (devices added since): "
+          + ", ".join(sorted({k.split(':')[1] for k in added})))
     for line in differ[:200]:
         print("  " + line)
     return 1 if differ else 0

@@ -24,6 +24,23 @@ CPU_FLOPS = {
                                    "(72 x 16 FP64 x 3.1 = 3.57 TF = half of NVIDIA's 7.1 TF FP64 per 144-core superchip)"),
 }
 
+# CPU rows that name their processor (vendor data sheets): cores x FP32 FLOPs per cycle per core x clock (base clock:
+# what an all-core AVX load sustains on a server; a desktop part's base as the floor of its all-core clock).
+CPU_NAMED = {
+    "epyc-9274f": (24, 32, 4.05, "AMD EPYC 9274F: 24 Zen 4 cores, AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 4.05 GHz base"),
+    "epyc-9374f": (32, 32, 3.85, "AMD EPYC 9374F: 32 Zen 4 cores, AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, 3.85 GHz base"),
+    "epyc-9355": (32, 64, 3.55, "AMD EPYC 9355: 32 Zen 5 cores, 2 x 512-bit FMA = 64 FLOPs/cycle, 3.55 GHz base"),
+    "epyc-9755": (128, 64, 2.7, "AMD EPYC 9755: 128 Zen 5 cores, 2 x 512-bit FMA = 64 FLOPs/cycle, 2.7 GHz base"),
+    "epyc-9965": (192, 64, 2.25, "AMD EPYC 9965: 192 Zen 5c cores (the server Zen 5c keeps the 512-bit datapath), "
+                                 "2 x 512-bit FMA = 64 FLOPs/cycle, 2.25 GHz base"),
+    "ryzen-9-7950x": (16, 32, 4.5, "AMD Ryzen 9 7950X: 16 Zen 4 cores, AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle, "
+                                   "4.5 GHz base (all-core load runs higher)"),
+    "xeon-gold-6138-2s": (40, 64, 2.0, "2 x Intel Xeon Gold 6138: 2 x 20 Skylake-SP cores, 2 AVX-512 FMA units = 64 "
+                                       "FLOPs/cycle, 2.0 GHz base (AVX-512 clocks run lower)"),
+    "raspberry-pi-5": (4, 16, 2.4, "Broadcom BCM2712: 4 Arm Cortex-A76 cores, 2 x 128-bit NEON FMA = 16 FLOPs/cycle, "
+                                   "2.4 GHz"),
+}
+
 # Int8 dot products per FP32 FLOP of each row's ASSUMED processor (llama.cpp's CPU matrix-vector kernels
 # over quantized weights run on them): AVX-512 VNNI / AVX-VNNI vpdpbusd and Arm sdot do 4 int8
 # multiply-adds per 32-bit lane in one instruction (4 x the FP32 FMA rate in ops); AVX2 needs vpmaddubsw +
@@ -36,6 +53,9 @@ CPU_INT8_PER_FP32 = {
     "xeon-6900p-mrdimm-8800-12ch": (4, "AVX-512 VNNI vpdpbusd (AMX not counted)"),
     "epyc-genoa-ddr5-4800-12ch": (4, "Zen 4 AVX-512 VNNI vpdpbusd"),
     "epyc-turin-ddr5-6000-12ch": (4, "Zen 5 AVX-512 VNNI vpdpbusd"),
+    **{i: (4, "Zen 4 AVX-512 VNNI vpdpbusd") for i in ("epyc-9274f", "epyc-9374f", "ryzen-9-7950x")},
+    **{i: (4, "Zen 5 AVX-512 VNNI vpdpbusd") for i in ("epyc-9355", "epyc-9755", "epyc-9965")},
+    "raspberry-pi-5": (4, "Cortex-A76 sdot (Armv8.2 dot product)"),
     "grace-lpddr5x": (4, "Neoverse V2 sdot (i8mm's smmla, 8x, serves prompt GEMMs, not the matrix-vector kernels)"),
 }
 
@@ -68,6 +88,10 @@ SOC_CPU = {
                                         "GB10 CPU-bandwidth figure at hand"),
     "jetson-agx-orin-64g": (224 / 409.6 * 204.8, 40, "ASSUMED the M1 Max CPU share 0.547 [ANANDTECH-M1MAX] x 204.8 GB/s: "
                                                       "no public Orin CPU-bandwidth figure at hand"),
+    # Phoenix (Radeon 780M): one Zen 4 CCX reads over one fabric port, 32 B/clock at FCLK 2.0 GHz, as Strix Halo's CCDs
+    "radeon-780m": (32 * 2.0, 40, "DERIVED 1 CCX x 32 B/clock fabric read x 2.0 GHz FCLK (ASSUMED FCLK) = 64 GB/s"),
+    "core-ultra-7-258v": (60 / 68.25 * 136.5, 40, "ASSUMED the M1 CPU-cluster share 0.879 [ANANDTECH-M1] (one CPU "
+                                                  "complex on a 128-bit on-package bus): no public Lunar Lake figure at hand"),
     "jetson-orin-nano-super": (224 / 409.6 * 102, 40, "ASSUMED the M1 Max CPU share 0.547 [ANANDTECH-M1MAX] x 102 GB/s: "
                                                       "no public Orin Nano CPU-bandwidth figure at hand"),
 }
@@ -81,10 +105,16 @@ APPLE_P_CORES = {  # (chip, GPU cores or None for any) -> P-cores
     ("M1", None): 4, ("M1 Pro", 14): 6, ("M1 Pro", None): 8, ("M1 Max", None): 8, ("M1 Ultra", None): 16,
     ("M2", None): 4, ("M2 Pro", 16): 6, ("M2 Pro", None): 8, ("M2 Max", None): 8, ("M2 Ultra", None): 16,
     ("M3", None): 4, ("M3 Pro", None): 6, ("M3 Max", 30): 10, ("M3 Max", 40): 12, ("M3 Ultra", None): 24,
-    ("M4", None): 4, ("M4 Pro", None): 10, ("M4 Max", 32): 10, ("M4 Max", 40): 12,
+    ("M4", None): 4, ("M4 Pro", 16): 8, ("M4 Pro", None): 10, ("M4 Max", 32): 10, ("M4 Max", 40): 12,
+    ("M3 Ultra", 60): 20, ("M5", None): 4,
 }
-APPLE_P_GHZ = {"M1": 3.2, "M2": 3.5, "M3": 4.05, "M4": 4.5}
+APPLE_P_GHZ = {"M1": 3.2, "M2": 3.5, "M3": 4.05, "M4": 4.5, "M5": 4.5}
+APPLE_P_GHZ_BASIS = {"M5": "ASSUMED the M4's clock: no M5 P-core clock at hand"}
 SOC_CPU_FLOPS = {  # id: (cores, FP32 FLOPs/cycle, GHz, basis)
+    "core-ultra-7-258v": (4, 32, 4.8, "4 Lion Cove P-cores, ASSUMED 2 x 256-bit FMA = 32 FLOPs/cycle at the 4.8 GHz maximum "
+                                      "turbo (an upper bound); the 4 Skymont LP E-cores not counted"),
+    "radeon-780m": (8, 32, 3.3, "8 Zen 4 cores, AVX-512 on 2 x 256-bit FMA = 32 FLOPs/cycle at the Ryzen 7 7840U's "
+                                "3.3 GHz base (ASSUMED the all-core floor; the HS parts run higher)"),
     "ryzen-ai-max-395": (16, 32, 4.0, "16 Zen 5 cores, ASSUMED 2 x 256-bit FMA = 32 FLOPs/cycle at an ASSUMED 4.0 GHz all-core"),
     "dgx-spark": (10, 48, 3.9, "10 Cortex-X925 cores (6 x 128-bit FMA = 48 FLOPs/cycle) at 3.9 GHz; the 10 A725 not counted"),
     "jetson-agx-orin-64g": (12, 16, 2.2, "12 Cortex-A78AE cores (2 x 128-bit FMA = 16 FLOPs/cycle) at 2.2 GHz"),
@@ -96,6 +126,8 @@ SOC_CPU_FLOPS = {  # id: (cores, FP32 FLOPs/cycle, GHz, basis)
 # Linux every physical core.
 LLAMA_THREADS = "llama.cpp's default thread count: physical cores, P-cores on Apple silicon"
 SOC_CPU_THREADS = {  # id: (threads, which cores)
+    "core-ultra-7-258v": (4, "4 Lion Cove P-cores (Intel hybrid: E-cores not counted)"),
+    "radeon-780m": (8, "8 Zen 4 cores"),
     "ryzen-ai-max-395": (16, "16 Zen 5 cores"),
     "dgx-spark": (20, "10 Cortex-X925 + 10 Cortex-A725 (Arm Linux: every physical core)"),
     "jetson-agx-orin-64g": (12, "12 Cortex-A78AE cores"),
