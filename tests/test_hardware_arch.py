@@ -77,6 +77,16 @@ def test_a_file_without_arch_takes_the_name_and_says_so(tmp_path):
     assert fp32_lanes_per_core(unknown) == 128           # NVIDIA of unknown arch: as before the arch was data
 
 
+def test_a_prediction_says_when_the_arch_was_read_from_the_name(tmp_path):
+    from tokspeed.predict import predict
+
+    guessed = predict("llama-2-7b", _toml(tmp_path, "", name="NVIDIA Tesla P40"), quant="Q4_0")
+    assert any("arch: pascal, ASSUMED from the name" in w for w in guessed.warnings)
+    stated = predict("llama-2-7b", _toml(tmp_path, 'arch = "pascal"\n', name="NVIDIA Tesla P40"), quant="Q4_0")
+    assert not stated.warnings
+    assert stated.decode.tok_s == guessed.decode.tok_s        # the same arch: the same answer
+
+
 @pytest.mark.parametrize("extra, words", [
     ('arch = "Volta"\n', "arch must be one of fermi, kepler"),
     ('arch = 7\n', "arch must be one of"),

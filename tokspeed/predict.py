@@ -320,6 +320,8 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
     if window and work.tokens > window:
         notes.append(f"{r.spec.id} was trained for {window:,} tokens of context; this run reaches "
                      f"{work.tokens:,}: the numbers assume the engine extends the window (RoPE scaling)")
+    # a device whose file states no arch: the engine rules read the one its name implies -- said, not silent
+    notes += [f"hardware {r.hw.id}: {d}" for d in r.hw.derived if d.startswith("arch: ") and "ASSUMED" in d]
     sections = scale_sections(r, mem, dec, pre, first, work)
     ttft = None if pre.seconds is None else pre.seconds + r.profile.fixed_s
     return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,
