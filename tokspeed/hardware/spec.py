@@ -103,10 +103,12 @@ class Hardware:
         where = f"hardware {self.id}"
         arch, units = check_arch(self.arch, where), check_matrix_units(self.matrix_units, where)
         notes = []
-        if arch is None:
-            arch = infer_arch(self.vendor, self.kind, self.name)
+        if arch is None:      # the name, else the id or an alias ("instinct-mi300x")
+            said = next((t for t in (self.name, self.id, *self.aliases) if infer_arch(self.vendor, self.kind,
+                                                                                     t.replace("-", " "))), None)
+            arch = infer_arch(self.vendor, self.kind, said.replace("-", " ")) if said else None
             if arch:
-                notes.append(f"arch: {arch}, ASSUMED from the name {self.name!r} (no arch stated)")
+                notes.append(f"arch: {arch}, ASSUMED from the name {said!r} (no arch stated)")
             elif self.kind in ("gpu", "soc"):
                 notes.append("arch: unknown (none stated, and the name names no known part): the engine rules take "
                              "the vendor's default")
