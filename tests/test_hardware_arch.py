@@ -76,7 +76,7 @@ def test_a_file_without_arch_takes_the_name_and_says_so(tmp_path):
     assert unknown.arch is None and any(d.startswith("arch: unknown") for d in unknown.derived)
     assert fp32_lanes_per_core(unknown) == 128           # NVIDIA of unknown arch: as before the arch was data
     by_id = Hardware(id="instinct-mi300x", name="My box", kind="gpu", vendor="AMD", memory_gb=192, bandwidth_gbps=5300)
-    assert by_id.arch == "cdna3" and "arch: cdna3, ASSUMED from the name 'instinct-mi300x' (no arch stated)" in by_id.derived
+    assert by_id.arch == "cdna3" and "arch: cdna3, ASSUMED from the name 'instinct mi300x' (no arch stated)" in by_id.derived
 
 
 def test_a_prediction_says_when_the_arch_was_read_from_the_name(tmp_path):

@@ -104,14 +104,15 @@ class Hardware:
         arch, units = check_arch(self.arch, where), check_matrix_units(self.matrix_units, where)
         notes = []
         if arch is None:      # the name, else the id or an alias ("instinct-mi300x")
-            said = next((t for t in (self.name, self.id, *self.aliases) if infer_arch(self.vendor, self.kind,
-                                                                                     t.replace("-", " "))), None)
-            arch = infer_arch(self.vendor, self.kind, said.replace("-", " ")) if said else None
-            if arch:
-                notes.append(f"arch: {arch}, ASSUMED from the name {said!r} (no arch stated)")
-            elif self.kind in ("gpu", "soc"):
-                notes.append("arch: unknown (none stated, and the name names no known part): the engine rules take "
-                             "the vendor's default")
+            for said in (self.name, *(x.replace("-", " ") for x in (self.id, *self.aliases))):
+                arch = infer_arch(self.vendor, self.kind, said)
+                if arch:
+                    notes.append(f"arch: {arch}, ASSUMED from the name {said!r} (no arch stated)")
+                    break
+            else:
+                if self.kind in ("gpu", "soc"):
+                    notes.append("arch: unknown (none stated, and the name names no known part): the engine rules "
+                                 "take the vendor's default")
         if not units and default_matrix_units(arch):
             units = default_matrix_units(arch)
             notes.append(f"matrix_units: {';'.join(units)}, the units every {arch} part has (none stated)")
