@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from .datafile import DATA, load_data  # noqa: F401  (DATA: path of the committed catalog)
+from .devices import all_hardware, catalog_devices as _catalog  # noqa: F401  (all_hardware: its public name)
 from .names import NameIndex
 from .spec import Hardware
 
@@ -18,21 +19,8 @@ LOCAL_ENV = "TOKSPEED_LOCAL_PROFILE"
 
 
 @lru_cache(maxsize=1)
-def _catalog() -> dict[str, Hardware]:
-    out = {}
-    for entry in load_data().get("device", []):
-        hw = Hardware.from_dict(entry)
-        out[hw.id] = hw
-    return out
-
-
-@lru_cache(maxsize=1)
 def _index() -> NameIndex:
     return NameIndex("hardware", [(h.id, h.name, h.aliases) for h in _catalog().values()])
-
-
-def all_hardware() -> list[Hardware]:
-    return list(_catalog().values())
 
 
 def _path_kind(key: str):
