@@ -31,7 +31,7 @@ REPEATS = 3
 COLD = """
 import time, sys
 t = time.perf_counter()
-from tokspeed.fit import rank_models
+from tokspeed.advise.runs_here import rank_models
 rows = rank_models(sys.argv[1])
 print(time.perf_counter() - t, len(rows))
 """
@@ -46,7 +46,7 @@ def cold(device: str) -> tuple[float, int]:
 def naive(device: str) -> tuple[float, dict]:
     """predict() for every model x every format; the best = highest precision that fits."""
     from tokspeed import predict
-    from tokspeed.fit import GGUF_FORMATS
+    from tokspeed.advise.runs_here import GGUF_FORMATS
     from tokspeed.models.catalog import model_ids
 
     t = time.perf_counter()
@@ -60,7 +60,7 @@ def naive(device: str) -> tuple[float, dict]:
 
 
 def main() -> int:
-    from tokspeed.fit import rank_models
+    from tokspeed.advise.runs_here import rank_models
 
     lines = []
     for device in DEVICES:

@@ -108,7 +108,7 @@ def test_mi250x_is_one_64_gb_gcd():
 
 
 def test_plan_does_not_rank_mi250x_above_every_nvidia_part():
-    from tokspeed.scale.plan import plan
+    from tokspeed.advise.plan import plan
 
     devices = [get_hardware(i) for i in ("mi250x", "h100-sxm", "h200-sxm", "a100-80g-sxm", "rtx-4090")]
     opts = [o for o in plan("llama-3-8b", 10, quant="Q4_K_M", hardware=devices) if o.devices == 1]

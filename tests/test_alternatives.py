@@ -4,7 +4,7 @@ definition (it fits, and one step less does not), and its figures against hand a
 import pytest
 
 from tokspeed import predict
-from tokspeed.alternatives import formats_for, is_hypothetical, ways_to_run
+from tokspeed.advise.alternatives import formats_for, is_hypothetical, ways_to_run
 from tokspeed.hardware.spec import Hardware
 
 # llama-3-8b: 8.03e9 parameters (Meta's model card). F16 weights ~16.1 GB; Q8_0 stores 34 bytes per

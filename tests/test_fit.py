@@ -6,7 +6,7 @@ import pytest
 
 from tokspeed import predict
 from tokspeed.errors import UserError
-from tokspeed.fit import GGUF_FORMATS, _bisect, _walk, rank_models, supported_formats
+from tokspeed.advise.runs_here import GGUF_FORMATS, _bisect, _walk, rank_models, supported_formats
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.models.catalog import get_model, model_ids
 from tokspeed.quant.quality import quality_for

@@ -288,11 +288,11 @@ def api_alternatives(q, uploads: Uploads) -> dict:
 def fit_available() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("tokspeed.fit") is not None
+    return importlib.util.find_spec("tokspeed.advise.runs_here") is not None
 
 
 def api_fit(q) -> dict:
-    from ..fit import rank_models
+    from ..advise.runs_here import rank_models
     from ..hardware.catalog import get_hardware
 
     if q.prompt > MAX_FIT_PROMPT:

@@ -29,7 +29,7 @@ def predict_options(q) -> dict:
 
 
 def ways_to_run(model, hw, q) -> list[dict]:
-    from ..alternatives import ways_to_run as ways
+    from ..advise.alternatives import ways_to_run as ways
 
     out = []
     for w in ways(model, hw, **predict_options(q)):

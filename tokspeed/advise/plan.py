@@ -64,7 +64,7 @@ def load_prices(path) -> dict[str, float]:
 def parallel_for(spec, engine: str, n: int, hw=None) -> str:
     """llama.cpp: layer split. Serving engines: tensor parallel within the scale-up fabric's reach
     (and the head count), pipeline stages across groups."""
-    from .interconnect import scale_up_reach
+    from ..scale.interconnect import scale_up_reach
 
     if runtime_of(engine) == "llama.cpp":
         return "split"
