@@ -91,8 +91,8 @@ def main() -> int:
                        "Whole catalog, one device, llama.cpp formats, context 8192 + prompt 512. The naive column "
                        "predicts each model in each format, highest precision first, until one fits (in the same "
                        "process as the warm column); `rank_models` starts from a size guess, checks predict's "
-                       "memory arithmetic alone and predicts once per model (see tokspeed/fit.py). The machine "
-                       "is a shared 2-core box: see the load average in the stamp.\n\n"
+                       "memory arithmetic alone and predicts once per model (see tokspeed/advise/runs_here.py). "
+                       "The machine is a shared 2-core box: see the load average in the stamp.\n\n"
                        + stamp + "\n\n" + "\n".join(head + lines) + "\n")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0

@@ -1,4 +1,4 @@
-"""Ways to run a setup that does not fit (tokspeed.alternatives): each way is checked against its own
+"""Ways to run a setup that does not fit (tokspeed.advise.alternatives): each way is checked against its own
 definition (it fits, and one step less does not), and its figures against hand arithmetic."""
 
 import pytest

@@ -442,7 +442,7 @@ def test_fit_ranking_is_bounded(server):
     from tokspeed.web.api import fit_available
 
     if not fit_available():
-        pytest.skip("this build has no tokspeed.fit (issue 13's ranking)")
+        pytest.skip("this build has no tokspeed.advise.runs_here (issue 13's ranking)")
     got, _, raw = call(server, "/api/fit", {"hardware": "rtx-4090", "prompt": "100000"})
     assert got == 400 and json.loads(raw)["field"] == "prompt"
     d = ok_json(server, "/api/fit", {"hardware": "rtx-4090", "top": "3"})

@@ -27,7 +27,7 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     if isinstance(arg, ModelSpec):
         return arg, None
     if isinstance(getattr(arg, "spec", None), ModelSpec) and hasattr(arg, "storage"):
-        return arg.spec, arg.storage     # already resolved (a spec with its storage, e.g. tokspeed.fit's)
+        return arg.spec, arg.storage     # already resolved (a spec with its storage, e.g. tokspeed.advise.runs_here's)
     text = str(arg)
     if ("/" not in text and ":" not in text and "\\" not in text and not text.lower().endswith(FILE_SUFFIXES)
             and not os.path.exists(os.path.expanduser(text))):

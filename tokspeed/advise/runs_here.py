@@ -197,11 +197,11 @@ def _best(cands, run, min_tok_s, fits_memory=None, guess=None):
 
 def _memory_check(hw, engine, context, prompt):
     """predict's memory arithmetic for one device without offload, without timing anything:
-    ``tokspeed.memory.memory_fit`` fits when weights + (KV cache + activations + runtime) <= capacity, and
+    ``tokspeed.memory.memory_budget`` fits when weights + (KV cache + activations + runtime) <= capacity, and
     the bracket does not depend on the weights, so it is computed once per model."""
     from ..engines.profile import attention_spec, get_engine
     from ..ledger import resident_weight_bytes
-    from ..memory import memory_fit
+    from ..memory import memory_budget
     from ..quant.kv import kv_bytes
 
     prof = get_engine(engine, hw)
@@ -210,8 +210,8 @@ def _memory_check(hw, engine, context, prompt):
 
     def rest(spec) -> float:
         if spec not in rest_of:
-            rest_of[spec] = memory_fit(spec, 0.0, kvb, 1, context + prompt + 1, prompt,
-                                       prof.runtime_overhead_gib * 2**30, hw.usable_bytes).total_bytes
+            rest_of[spec] = memory_budget(spec, 0.0, kvb, 1, context + prompt + 1, prompt,
+                                          prof.runtime_overhead_gib * 2**30, hw.usable_bytes).total_bytes
         return rest_of[spec]
 
     def check(cand) -> bool:

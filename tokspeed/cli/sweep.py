@@ -79,7 +79,8 @@ def run(args) -> int:
 
 
 def render_misfit_ways(con, args, hw, rows) -> None:
-    """Per quant and batch, the ways to run the shortest context that does not fit (``tokspeed.alternatives``)."""
+    """Per quant and batch, the ways to run the shortest context that does not fit
+    (``tokspeed.advise.alternatives``)."""
     from ..advise.alternatives import ways_to_run
     from ..report.text import markup_safe
 

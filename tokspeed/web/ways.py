@@ -1,6 +1,6 @@
 """The ways a setup that does not fit would run, for the calculator's "does not fit" headline.
 
-The ways themselves come from ``tokspeed.alternatives.ways_to_run`` (offload, N GPUs, a smaller format, a
+The ways themselves come from ``tokspeed.advise.alternatives.ways_to_run`` (offload, N GPUs, a smaller format, a
 shorter context, a smaller batch; each predicted); here each becomes what the page needs: a label, its
 figure and the form settings that select it.
 """
