@@ -86,7 +86,7 @@ def test_filters():
     assert {r.model for r in rank_models("rtx-4090", family="gemma3")} == {"gemma-3-1b", "gemma-3-4b", "gemma-3-12b",
                                                                             "gemma-3-27b"}
     assert len(rank_models("rtx-4090", top=3)) == 3
-    with pytest.raises(UserError, match="--use"):
+    with pytest.raises(UserError, match="^use must be one of"):
         rank_models("rtx-4090", use="poetry")
 
 

@@ -447,3 +447,17 @@ def test_fit_ranking_is_bounded(server):
     assert got == 400 and json.loads(raw)["field"] == "prompt"
     d = ok_json(server, "/api/fit", {"hardware": "rtx-4090", "top": "3"})
     assert len(d["rows"]) == 3 and d["rows"][0]["fits"]
+
+
+@pytest.mark.parametrize("params, field, words", [
+    ({"gpus": "2", "parallel": "none"}, "parallel", ["parallel='none'", "gpus=2"]),
+    ({"engine": "vllm", "flash_attn": "on"}, "flash_attn", ["flash_attn"]),
+])
+def test_a_library_refusal_names_the_query_fields(server, params, field, words):
+    """The library's words are the query's: no CLI flag in a 4xx, and ``field`` names the query field at fault
+    (``flash_attention`` in the library is ``flash_attn`` here)."""
+    status, _, body = call(server, "/api/predict", {**BASE, **params})
+    doc = json.loads(body)
+    assert status == 400 and doc["field"] == field, doc
+    text = doc["error"] + " " + doc.get("suggestion", "")
+    assert all(w in text for w in words) and "--" not in text and "flash_attention" not in text, doc

@@ -260,14 +260,14 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
     from ..predict import predict
 
     if use is not None and use not in USES:
-        raise UserError(f"--use must be one of {', '.join(USES)}, got {use!r}")
+        raise UserError(f"use must be one of {', '.join(USES)}, got {use!r}", field="use")
     for name, v in (("context", context), ("prompt", prompt)):
         if not isinstance(v, int) or v < 0:
-            raise UserError(f"--{name} must be a whole number >= 0, got {v!r}")
+            raise UserError(f"{name} must be a whole number >= 0, got {v!r}", field=name)
     if top is not None and top < 1:
-        raise UserError(f"--top must be at least 1, got {top}")
+        raise UserError(f"top must be at least 1, got {top}", field="top")
     if max_params is not None and max_params <= 0:
-        raise UserError(f"--max-params must be positive (billions), got {max_params}")
+        raise UserError(f"max_params must be positive (billions), got {max_params}", field="max_params")
     if not isinstance(hardware, Hardware):
         from ..hardware.catalog import get_hardware
 

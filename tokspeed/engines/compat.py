@@ -122,7 +122,7 @@ def backend_for(engine: str, hw) -> str:
     if actual is None:
         who = engines_for(hw)
         raise UserError(f"{row['name']} has no backend for {hw.name} ({_where(hw)})",
-                        "engines that run there: " + ", ".join(who) if who else "use --engine ideal for the roofline bound")
+                        "engines that run there: " + ", ".join(who) if who else "use engine='ideal' for the roofline bound")
     return actual
 
 
@@ -204,7 +204,7 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
         who = engines_for(hw)
         why = f": {row['not_on_why']}" if _excluded(row, hw) and row.get("not_on_why") else ""
         raise UserError(f"{name} does not run on {hw.name} ({_where(hw)}){why}",
-                        ("engines that do: " + ", ".join(who)) if who else "use --engine ideal for the roofline bound")
+                        ("engines that do: " + ", ".join(who)) if who else "use engine='ideal' for the roofline bound")
     if quant:
         q = quant.strip().upper()
         if not _loads(row, q):
@@ -220,7 +220,8 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
     if kv_dtype:
         k = kv_dtype.strip().lower()
         if k not in row.get("kv_dtypes", []):
-            raise UserError(f"{name} has no {k} KV cache", "choose --kv-dtype " + " | ".join(row.get("kv_dtypes", [])))
+            raise UserError(f"{name} has no {k} KV cache", "choose `kv_dtype` " + " | ".join(row.get("kv_dtypes", [])),
+                            field="kv_dtype")
     return actual
 
 

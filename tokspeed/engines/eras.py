@@ -77,7 +77,7 @@ def era_of(engine: str, version: str) -> str:
     fam = era_family(engine)
     if fam is None:
         raise UserError(f"{engine} has no calibrated versions",
-                        "--engine-version applies to llama.cpp and its backends; drop it")
+                        "`engine_version` applies to llama.cpp and its backends; drop it", field="engine_version")
     month = version_month(engine, version)
     if month is None:
         return str(version).strip().lower()
