@@ -1,5 +1,6 @@
 """The shape of the package: its files import each other one way (no circle, counting the imports made inside
-functions), and no file is over 600 lines.
+functions), the library never imports its surfaces, the advising verbs stand above predict, and no file is over
+600 lines.
 
 The import graph is read from the source (every ``import`` and ``from ... import`` anywhere in a file, relative
 ones resolved), so an import hidden inside a function to dodge a circle at load time still counts as the edge it is.
@@ -95,6 +96,38 @@ def test_the_graph_reader_sees_function_level_and_relative_imports():
 def test_no_import_circle_between_the_package_files():
     found = [c for c in circles(import_graph()) if c not in OPENING]
     assert not found, "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+SURFACES = ("tokspeed.cli", "tokspeed.web", "tokspeed.report", "tokspeed.plots", "tokspeed.__main__")
+
+
+def _under(name: str, packages) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in packages)
+
+
+def test_the_library_imports_no_surface():
+    graph = import_graph()
+    up = {f"{a} -> {b}" for a, deps in graph.items() if not _under(a, SURFACES)
+          for b in deps if _under(b, SURFACES)}
+    assert not up, f"library modules importing the CLI / web / report / plots: {sorted(up)}"
+
+
+def reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for w in graph.get(todo.pop(), ()):
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def test_the_advising_verbs_stand_above_predict():
+    """plan, runs_here and alternatives ask predict many times; nothing predict stands on asks them."""
+    graph = import_graph()
+    below = reach(graph, "tokspeed.predict") | {"tokspeed.predict"}
+    assert not {m for m in below if _under(m, ["tokspeed.advise"])}
+    assert "tokspeed.predict" in reach(graph, "tokspeed.advise.plan")
 
 
 def test_no_file_over_600_lines():

@@ -603,8 +603,7 @@ def check_flash_attention(engine: str, version, on) -> None:
         what = ("the ideal bound reads the KV cache once and has no kernels" if engine == "ideal"
                 else f"{engine} runs its own attention kernels")
         raise UserError(f"FlashAttention on or off is a llama.cpp setting (-fa); {what}",
-                        "drop `flash_attention`, or use `engine` llama.cpp, ollama or lm-studio",
-                        field="flash_attention")
+                        "drop `flash_attention`, or use `engine` llama.cpp, ollama, lm-studio", field="flash_attention")
     if version is not None:
         era_of(engine, version)              # a malformed or too early version says so first
     if on and version is not None and not flash_attention_available(engine, version):
@@ -613,5 +612,4 @@ def check_flash_attention(engine: str, version, on) -> None:
                         "set `flash_attention` off, or use a later `engine_version`", field="flash_attention")
     if on and engine.startswith("llama.cpp-") and not engine_defaults(engine).get("flash_attention", False):
         raise UserError(f"{engine} is assumed to have no FlashAttention kernel (capabilities.toml): -fa on would "
-                        "run its attention elsewhere", "set `flash_attention` off, or leave it to the build",
-                        field="flash_attention")
+                        "run its attention elsewhere", "set `flash_attention` off", field="flash_attention")
