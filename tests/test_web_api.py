@@ -461,3 +461,13 @@ def test_a_library_refusal_names_the_query_fields(server, params, field, words):
     assert status == 400 and doc["field"] == field, doc
     text = doc["error"] + " " + doc.get("suggestion", "")
     assert all(w in text for w in words) and "--" not in text and "flash_attention" not in text, doc
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"quant": "Q9"}, "quant"), ({"engine": "foo"}, "engine"), ({"kv_dtype": "q9"}, "kv_dtype"),
+    ({"engine_version": "zzz"}, "engine_version"), ({"engine": "vllm", "quant": "Q4_K_M"}, "quant"),
+    ({"engine": "mlx"}, "engine"),
+])
+def test_an_unknown_or_unrunnable_name_names_its_field(server, params, field):
+    status, _, body = call(server, "/api/predict", {**BASE, **params})
+    assert status == 400 and json.loads(body).get("field") == field, body

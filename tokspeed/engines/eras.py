@@ -68,7 +68,7 @@ def version_month(engine: str, version: str) -> str | None:
     if m and 1 <= int(m.group(2) or 12) <= 12:
         return f"{m.group(1)}-{int(m.group(2) or 12):02d}"
     raise UserError(f"engine version {version!r} is neither a build number nor a year-month",
-                    f"use e.g. b6000 or 2025-08 (eras: {', '.join(labels)})")
+                    f"use e.g. b6000 or 2025-08 (eras: {', '.join(labels)})", field="engine_version")
 
 
 def era_of(engine: str, version: str) -> str:

@@ -561,7 +561,7 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
         return engine
     e = engine_key(engine)
     if e not in ENGINES:
-        raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES))
+        raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES), field="engine")
     if e == "llama.cpp" and hardware is not None:
         e = resolve_backend(e, hardware)
     if flash_attention is not None:
