@@ -31,7 +31,7 @@ REPEATS = 3
 COLD = """
 import time, sys
 t = time.perf_counter()
-from tokspeed.fit import rank_models
+from tokspeed.advise.runs_here import rank_models
 rows = rank_models(sys.argv[1])
 print(time.perf_counter() - t, len(rows))
 """
@@ -46,7 +46,7 @@ def cold(device: str) -> tuple[float, int]:
 def naive(device: str) -> tuple[float, dict]:
     """predict() for every model x every format; the best = highest precision that fits."""
     from tokspeed import predict
-    from tokspeed.fit import GGUF_FORMATS
+    from tokspeed.advise.runs_here import GGUF_FORMATS
     from tokspeed.models.catalog import model_ids
 
     t = time.perf_counter()
@@ -60,7 +60,7 @@ def naive(device: str) -> tuple[float, dict]:
 
 
 def main() -> int:
-    from tokspeed.fit import rank_models
+    from tokspeed.advise.runs_here import rank_models
 
     lines = []
     for device in DEVICES:
@@ -91,8 +91,8 @@ def main() -> int:
                        "Whole catalog, one device, llama.cpp formats, context 8192 + prompt 512. The naive column "
                        "predicts each model in each format, highest precision first, until one fits (in the same "
                        "process as the warm column); `rank_models` starts from a size guess, checks predict's "
-                       "memory arithmetic alone and predicts once per model (see tokspeed/fit.py). The machine "
-                       "is a shared 2-core box: see the load average in the stamp.\n\n"
+                       "memory arithmetic alone and predicts once per model (see tokspeed/advise/runs_here.py). "
+                       "The machine is a shared 2-core box: see the load average in the stamp.\n\n"
                        + stamp + "\n\n" + "\n".join(head + lines) + "\n")
     print(f"wrote {RESULTS.relative_to(ROOT)}")
     return 0

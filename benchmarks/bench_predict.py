@@ -200,7 +200,7 @@ def main(argv=None) -> int:
     import tokspeed.predict  # noqa: F401  (the package attribute is the function; the module is in sys.modules)
 
     new = sys.modules["tokspeed.predict"]
-    from tokspeed.scale.plan import plan as new_plan
+    from tokspeed.advise.plan import plan as new_plan
 
     old_plan = sys.modules.get("tokspeed_old.scale.plan") or __import__("tokspeed_old.scale.plan").scale.plan
     lines, failures = [], []

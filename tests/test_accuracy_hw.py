@@ -47,7 +47,7 @@ def test_derived_flops_by_hand():
 
 def test_tflops_overrides_a_catalog_device():
     hw = with_tflops(get_hardware("rtx-4090"), 100)
-    assert hw.fp16_tflops == 100 and not hw.fp16_accumulate_2x and "--tflops" in hw.derived[-1]
+    assert hw.fp16_tflops == 100 and not hw.fp16_accumulate_2x and "the user's own tflops" in hw.derived[-1]
     a = json.loads(run_cli("predict", "llama-3-8b", "--hardware", "rtx-4090", "--json").stdout)
     b = json.loads(run_cli("predict", "llama-3-8b", "--hardware", "rtx-4090", "--tflops", "10", "--json").stdout)
     # the ideal prefill bound is compute bound at 512 tokens: ~ proportional to the peak (165.2 -> 10)
@@ -108,7 +108,7 @@ def test_mi250x_is_one_64_gb_gcd():
 
 
 def test_plan_does_not_rank_mi250x_above_every_nvidia_part():
-    from tokspeed.scale.plan import plan
+    from tokspeed.advise.plan import plan
 
     devices = [get_hardware(i) for i in ("mi250x", "h100-sxm", "h200-sxm", "a100-80g-sxm", "rtx-4090")]
     opts = [o for o in plan("llama-3-8b", 10, quant="Q4_K_M", hardware=devices) if o.devices == 1]

@@ -1,10 +1,10 @@
-"""Ways to run a setup that does not fit (tokspeed.alternatives): each way is checked against its own
+"""Ways to run a setup that does not fit (tokspeed.advise.alternatives): each way is checked against its own
 definition (it fits, and one step less does not), and its figures against hand arithmetic."""
 
 import pytest
 
 from tokspeed import predict
-from tokspeed.alternatives import formats_for, is_hypothetical, ways_to_run
+from tokspeed.advise.alternatives import formats_for, is_hypothetical, ways_to_run
 from tokspeed.hardware.spec import Hardware
 
 # llama-3-8b: 8.03e9 parameters (Meta's model card). F16 weights ~16.1 GB; Q8_0 stores 34 bytes per

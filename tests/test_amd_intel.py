@@ -138,7 +138,7 @@ def test_vulkan_still_runs_on_gcn_radeon_intel_and_nvidia(hw_id):
 
 def test_fit_says_why_an_engine_has_nothing_to_run_on_a_device():
     from tokspeed.errors import UserError
-    from tokspeed.fit import rank_models
+    from tokspeed.advise.runs_here import rank_models
 
     with pytest.raises(UserError) as e:
         rank_models("mi300x", engine="lm-studio")

@@ -63,7 +63,7 @@ def test_report_bad_output(tmp_path, name):
 def test_report_of_a_setup_that_does_not_fit():
     """Llama 3.1 70B Q4_K_M (42.5 GB of weights) on a 24 GB RTX 4090: the report opens with "does not fit", the
     ways to run it with their figures, and labels every speed card hypothetical."""
-    from tokspeed.alternatives import ways_to_run
+    from tokspeed.advise.alternatives import ways_to_run
     from tokspeed.report.html import render_report
 
     text = render_report("llama-3.1-70b", "rtx-4090", quant="Q4_K_M", charts=False)

@@ -6,7 +6,7 @@ import pytest
 
 from tokspeed import predict
 from tokspeed.errors import UserError
-from tokspeed.fit import GGUF_FORMATS, _bisect, _walk, rank_models, supported_formats
+from tokspeed.advise.runs_here import GGUF_FORMATS, _bisect, _walk, rank_models, supported_formats
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.models.catalog import get_model, model_ids
 from tokspeed.quant.quality import quality_for
@@ -86,7 +86,7 @@ def test_filters():
     assert {r.model for r in rank_models("rtx-4090", family="gemma3")} == {"gemma-3-1b", "gemma-3-4b", "gemma-3-12b",
                                                                             "gemma-3-27b"}
     assert len(rank_models("rtx-4090", top=3)) == 3
-    with pytest.raises(UserError, match="--use"):
+    with pytest.raises(UserError, match="^use must be one of"):
         rank_models("rtx-4090", use="poetry")
 
 

@@ -123,8 +123,8 @@ def test_sweep_and_compare_take_it_too(verb):
 
 
 def test_plan_and_the_model_ranking_take_it_too():
-    from tokspeed.fit import rank_models
-    from tokspeed.scale.plan import plan
+    from tokspeed.advise.runs_here import rank_models
+    from tokspeed.advise.plan import plan
 
     hw = get_hardware("rtx-4090")
     (opt,) = [o for o in plan("llama-3-8b", 10, quant="Q4_K_M", context=16384, hardware=[hw], flash_attention=False)

@@ -10,6 +10,7 @@ import pytest
 from tokspeed.errors import UserError
 from tokspeed.models import ModelSpec
 from tokspeed.models.catalog import DATA, get_model, model_ids, resolve_id
+from tokspeed.models.hf_config import spec_from_hf_config
 
 IDS = model_ids()
 RECORDS_FILE = Path(__file__).resolve().parents[1] / "data" / "model-configs" / "models.jsonl"
@@ -273,7 +274,7 @@ RECORD_CONFIGS = {
 def test_record_config_reads_as_the_entry(config, mid):
     """Reading the full config.json kept with a record gives the catalog entry's counts and KV."""
     cfg = json.loads((RECORDS_FILE.parent / "configs" / f"{config}.json").read_text())
-    spec, ref = ModelSpec.from_hf_config(cfg, id=mid), get_model(mid)
+    spec, ref = spec_from_hf_config(cfg, id=mid), get_model(mid)
     assert (spec.n_params, spec.n_active_params, spec.vision_params) == (ref.n_params, ref.n_active_params, ref.vision_params)
     assert spec.kv_elements_per_token_layer == ref.kv_elements_per_token_layer
     assert spec.kv_cached_tokens(100_000) == ref.kv_cached_tokens(100_000)

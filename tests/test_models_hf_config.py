@@ -1,4 +1,4 @@
-"""ModelSpec.from_hf_config reads each family's config.json (fields as in the real repos, abridged
+"""spec_from_hf_config reads each family's config.json (fields as in the real repos, abridged
 only of tokenizer/task keys) into the same architecture as the catalog entry built from it."""
 
 import json
@@ -6,9 +6,8 @@ import json
 import pytest
 
 from tokspeed.errors import UserError
-from tokspeed.models import ModelSpec
 from tokspeed.models.catalog import get_model
-from tokspeed.models.hf_config import spec_from_path
+from tokspeed.models.hf_config import spec_from_hf_config, spec_from_path
 
 _ALT = ["sliding_attention", "full_attention"]
 
@@ -164,7 +163,7 @@ def test_every_family_covered():
 
 @pytest.mark.parametrize("mid", list(CONFIGS))
 def test_config_matches_catalog(mid, tmp_path):
-    spec = ModelSpec.from_file(_write(tmp_path, CONFIGS[mid]))
+    spec = spec_from_path(_write(tmp_path, CONFIGS[mid]))
     ref = get_model(mid)
     assert spec.n_params == ref.n_params
     assert spec.n_active_params == ref.n_active_params
@@ -176,7 +175,7 @@ def test_config_matches_catalog(mid, tmp_path):
 
 def test_qwen3_moe_sibling_with_other_context(tmp_path):
     cfg = dict(CONFIGS["qwen3-30b-a3b"], max_position_embeddings=262144, rope_theta=10000000)
-    spec = ModelSpec.from_hf_config(cfg)
+    spec = spec_from_hf_config(cfg)
     assert spec.n_params == get_model("qwen3-coder-30b-a3b").n_params
     assert spec.max_context == 262144
 
@@ -185,27 +184,27 @@ def test_folder_with_config(tmp_path):
     d = tmp_path / "Meta-Llama-3-8B"
     d.mkdir()
     _write(d, CONFIGS["llama-3-8b"])
-    spec = ModelSpec.from_file(d)
+    spec = spec_from_path(d)
     assert spec.id == "Meta-Llama-3-8B"
     assert spec.n_params == 8_030_261_248
 
 
 def test_unknown_model_type_with_standard_fields():
     cfg = dict(CONFIGS["llama-3-8b"], model_type="some_new_llama")
-    spec = ModelSpec.from_hf_config(cfg)
+    spec = spec_from_hf_config(cfg)
     assert spec.family == "some_new_llama"
     assert spec.n_params == 8_030_261_248
 
 
 def test_unknown_model_type_with_experts():
     cfg = dict(CONFIGS["mixtral-8x7b"], model_type="my_moe")
-    assert ModelSpec.from_hf_config(cfg).n_params == get_model("mixtral-8x7b").n_params
+    assert spec_from_hf_config(cfg).n_params == get_model("mixtral-8x7b").n_params
 
 
 def test_missing_fields_named():
     cfg = {"model_type": "mystery", "hidden_size": 64, "num_hidden_layers": 2}
     with pytest.raises(UserError) as e:
-        ModelSpec.from_hf_config(cfg)
+        spec_from_hf_config(cfg)
     msg = str(e.value)
     assert "num_attention_heads" in msg and "vocab_size" in msg and "intermediate_size" in msg
     assert "hidden_size" not in msg.split("lacks")[1].split("(")[0]
@@ -237,7 +236,7 @@ def test_missing_path_and_empty_folder(tmp_path):
 def test_qwen_moe_dense_layers_by_hand():
     # mlp_only_layers turns two layers back into dense MLPs of intermediate_size 6144
     cfg = dict(CONFIGS["qwen3-30b-a3b"], mlp_only_layers=[0, 1])
-    spec = ModelSpec.from_hf_config(cfg)
+    spec = spec_from_hf_config(cfg)
     moe_layer = 128 * 3 * 2048 * 768 + 2048 * 128      # experts + router
     dense_layer = 3 * 2048 * 6144
     assert spec.n_dense_layers == 2
@@ -246,7 +245,7 @@ def test_qwen_moe_dense_layers_by_hand():
 
 def test_gpt_oss_without_layer_types_alternates():
     cfg = {k: v for k, v in CONFIGS["gpt-oss-20b"].items() if k != "layer_types"}
-    spec = ModelSpec.from_hf_config(cfg)
+    spec = spec_from_hf_config(cfg)
     assert (spec.sliding_window, spec.n_sliding_layers) == (128, 12)   # GptOssConfig's default pattern
 
 
@@ -254,4 +253,4 @@ def test_bad_vision_field_is_user_error():
     cfg = json.loads(json.dumps(CONFIGS["gemma-3-4b"]))
     cfg["vision_config"]["hidden_size"] = "wide"
     with pytest.raises(UserError, match="unreadable field value"):
-        ModelSpec.from_hf_config(cfg)
+        spec_from_hf_config(cfg)

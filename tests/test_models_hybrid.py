@@ -12,6 +12,7 @@ from tokspeed.errors import UserError
 from tokspeed.ledger import STATE_BYTES, Role, _attended_chunked, forward_ops
 from tokspeed.models import ModelSpec
 from tokspeed.models.catalog import get_model
+from tokspeed.models.hf_config import spec_from_hf_config
 from tokspeed.quant.schemes import scheme_for
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "model-configs" / "configs"
@@ -68,7 +69,7 @@ def test_mamba2_hybrid_config_by_hand():
            "num_key_value_heads": 1, "vocab_size": 1000, "intermediate_size": 512, "shared_intermediate_size": 512,
            "num_local_experts": 0, "layer_types": ["mamba"] * 3 + ["attention"] + ["mamba"] * 3 + ["attention"],
            "mamba_n_heads": 8, "mamba_d_head": 64, "mamba_d_state": 32, "mamba_n_groups": 1, "mamba_d_conv": 4}
-    m = ModelSpec.from_hf_config(cfg, id="tiny-granite-h")
+    m = spec_from_hf_config(cfg, id="tiny-granite-h")
     assert (m.n_linear_layers, m.linear_kind) == (6, "mamba2")
     d_inner, conv_dim = 8 * 64, 8 * 64 + 2 * 32
     # in_proj d -> z, x (2 x 512), B, C (2 x 32) and dt (8); conv with bias; dt_bias, A_log, D (8 each);
@@ -96,12 +97,12 @@ def test_llama4_chunked_attention_by_hand():
 
 def test_llama4_config_reads_as_the_catalog_entry():
     cfg = json.loads((CONFIGS / "llama-4-scout-17b-16e.json").read_text())
-    m, g = ModelSpec.from_hf_config(cfg, id="scout"), get_model("llama-4-scout-17b-16e")
+    m, g = spec_from_hf_config(cfg, id="scout"), get_model("llama-4-scout-17b-16e")
     assert (m.n_params, m.n_active_params, m.vision_params) == (g.n_params, g.n_active_params, g.vision_params)
     assert (m.n_sliding_layers, m.sliding_window, m.chunked_attention) == (36, 8192, True)
     # Maverick: MoE on every other layer, dense 16384 elsewhere
     mav = dict(cfg["text_config"], interleave_moe_layer_step=2, num_local_experts=128, moe_layers=None)
-    mm = ModelSpec.from_hf_config(mav, id="maverick-text")
+    mm = spec_from_hf_config(mav, id="maverick-text")
     assert (mm.n_dense_layers, mm.d_ff) == (24, 16384)
     assert mm.n_params == get_model("llama-4-maverick-17b-128e").n_params
 
@@ -123,7 +124,7 @@ def test_unmodelled_architectures_are_refused_naming_the_field(cfg, field):
     base = {"num_hidden_layers": 4, "hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 128,
             "vocab_size": 100}
     with pytest.raises(UserError, match=field):
-        ModelSpec.from_hf_config({**base, **cfg}, id="x")
+        spec_from_hf_config({**base, **cfg}, id="x")
 
 
 def test_hybrid_fields_validated():

@@ -62,7 +62,7 @@ def test_plan_budget_needs_prices(tmp_path, capsys):
 
 def test_plan_keeps_engines_on_their_backends():
     from tokspeed.hardware.catalog import get_hardware
-    from tokspeed.scale.plan import runs_on
+    from tokspeed.advise.plan import runs_on
 
     assert runs_on("llama.cpp", get_hardware("m2-ultra-76")) and not runs_on("llama.cpp", get_hardware("tpu-v5e"))
     assert runs_on("mlx", get_hardware("m4-max-40")) and not runs_on("mlx", get_hardware("rtx-4090"))

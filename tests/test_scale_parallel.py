@@ -7,7 +7,7 @@ from tokspeed.errors import UserError
 from tokspeed.predict import predict
 from tokspeed.scale.interconnect import device_link, ring_allreduce_bytes
 from tokspeed.scale.parallel import Parallel, parse_parallel, split_layers
-from tokspeed.scale.plan import min_devices
+from tokspeed.advise.plan import min_devices
 from tokspeed.hardware.catalog import get_hardware
 
 # Llama 3.1 405B at F16 (norms F32), by hand from the config (L=126, d=16384, 128 heads, 8 KV heads,

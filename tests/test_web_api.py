@@ -442,8 +442,32 @@ def test_fit_ranking_is_bounded(server):
     from tokspeed.web.api import fit_available
 
     if not fit_available():
-        pytest.skip("this build has no tokspeed.fit (issue 13's ranking)")
+        pytest.skip("this build has no tokspeed.advise.runs_here (issue 13's ranking)")
     got, _, raw = call(server, "/api/fit", {"hardware": "rtx-4090", "prompt": "100000"})
     assert got == 400 and json.loads(raw)["field"] == "prompt"
     d = ok_json(server, "/api/fit", {"hardware": "rtx-4090", "top": "3"})
     assert len(d["rows"]) == 3 and d["rows"][0]["fits"]
+
+
+@pytest.mark.parametrize("params, field, words", [
+    ({"gpus": "2", "parallel": "none"}, "parallel", ["parallel='none'", "gpus=2"]),
+    ({"engine": "vllm", "flash_attn": "on"}, "flash_attn", ["flash_attn"]),
+])
+def test_a_library_refusal_names_the_query_fields(server, params, field, words):
+    """The library's words are the query's: no CLI flag in a 4xx, and ``field`` names the query field at fault
+    (``flash_attention`` in the library is ``flash_attn`` here)."""
+    status, _, body = call(server, "/api/predict", {**BASE, **params})
+    doc = json.loads(body)
+    assert status == 400 and doc["field"] == field, doc
+    text = doc["error"] + " " + doc.get("suggestion", "")
+    assert all(w in text for w in words) and "--" not in text and "flash_attention" not in text, doc
+
+
+@pytest.mark.parametrize("params, field", [
+    ({"quant": "Q9"}, "quant"), ({"engine": "foo"}, "engine"), ({"kv_dtype": "q9"}, "kv_dtype"),
+    ({"engine_version": "zzz"}, "engine_version"), ({"engine": "vllm", "quant": "Q4_K_M"}, "quant"),
+    ({"engine": "mlx"}, "engine"),
+])
+def test_an_unknown_or_unrunnable_name_names_its_field(server, params, field):
+    status, _, body = call(server, "/api/predict", {**BASE, **params})
+    assert status == 400 and json.loads(body).get("field") == field, body

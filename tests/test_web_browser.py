@@ -358,7 +358,7 @@ def test_what_runs_here_and_its_csv(env, tmp_path):
     from tokspeed.web.api import fit_available
 
     if not fit_available():
-        pytest.skip("this build has no tokspeed.fit (issue 13's ranking)")
+        pytest.skip("this build has no tokspeed.advise.runs_here (issue 13's ranking)")
     srv, _, _, _, browser = env
     page, errors = open_at(browser, srv, 1400)
     assert page.is_visible("#fit-panel")

@@ -1,4 +1,5 @@
-"""Memory fit: weights + KV cache + activations/workspace + engine runtime vs the device's capacity."""
+"""The memory budget of a run: weights + KV cache + activations/workspace + engine runtime against the device's
+capacity (``memory_budget``), and whether it fits."""
 
 from __future__ import annotations
 
@@ -42,8 +43,8 @@ def activation_bytes(spec, batch: int, prompt: int) -> float:
     return tokens * (spec.vocab_size + 3 * ffn + 4 * spec.d_model) * 4
 
 
-def memory_fit(spec, weights: float, kv_elem_bytes: float, batch: int, tokens: int, prompt: int,
-               overhead: float, capacity: float) -> Memory:
+def memory_budget(spec, weights: float, kv_elem_bytes: float, batch: int, tokens: int, prompt: int,
+                  overhead: float, capacity: float) -> Memory:
     kv = kv_bytes(spec, kv_elem_bytes, batch, tokens)
     act = activation_bytes(spec, batch, prompt)
     total = weights + kv + act + overhead

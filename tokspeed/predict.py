@@ -1,4 +1,4 @@
-"""Prediction: memory fit, bytes per token, decode and prefill speed, time to first token.
+"""Prediction: memory budget, bytes per token, decode and prefill speed, time to first token.
 
 One prediction runs five steps, each a small function below:
 
@@ -22,7 +22,7 @@ from .engines.compat import runnable
 from .engines.profile import IDEAL, EngineProfile, attention_spec, get_engine
 from .engines import profile as _profile
 from .ledger import Op, depth_kinks, forward_ops, resident_weight_bytes
-from .memory import Memory, memory_fit
+from .memory import Memory, memory_budget
 from .quant.kv import kv_bytes as kv_dtype_bytes
 from .scale.configure import configure
 from .scale.options import ScaleOptions
@@ -242,12 +242,12 @@ def _roofline_timer(hw, quant) -> RooflineTimer:
 
 
 def memory(r: Resolved, work: Workload) -> Memory:
-    """Memory fit; the largest context never exceeds the model's trained window."""
+    """The memory budget (memory.memory_budget); the largest context never exceeds the model's trained window."""
     if r.setup is not None:
         mem = r.setup.memory
     else:
-        mem = memory_fit(r.spec, r.weights_bytes, r.kv_elem_bytes, work.batch, work.tokens, work.prompt,
-                         r.profile.runtime_overhead_gib * 2**30, r.hw.usable_bytes)
+        mem = memory_budget(r.spec, r.weights_bytes, r.kv_elem_bytes, work.batch, work.tokens, work.prompt,
+                            r.profile.runtime_overhead_gib * 2**30, r.hw.usable_bytes)
     window = r.spec.max_context
     if window and mem.max_context > window:
         mem = replace(mem, max_context=window)

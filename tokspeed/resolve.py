@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .models.catalog import get_model
+from .models.hf_config import spec_from_path
 from .models.spec import ModelSpec
 
 
@@ -25,12 +27,12 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     if isinstance(arg, ModelSpec):
         return arg, None
     if isinstance(getattr(arg, "spec", None), ModelSpec) and hasattr(arg, "storage"):
-        return arg.spec, arg.storage     # already resolved (a spec with its storage, e.g. tokspeed.fit's)
+        return arg.spec, arg.storage     # already resolved (a spec with its storage, e.g. tokspeed.advise.runs_here's)
     text = str(arg)
     if ("/" not in text and ":" not in text and "\\" not in text and not text.lower().endswith(FILE_SUFFIXES)
             and not os.path.exists(os.path.expanduser(text))):
         # not a file, folder, repo id or ollama reference: a catalog id (skips the file probes)
-        return ModelSpec.from_name(text), None
+        return get_model(text), None
     from .files.loader import open_model_file
 
     mf = open_model_file(arg)
@@ -39,5 +41,5 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
     text = str(arg)
     p = Path(text).expanduser()
     if p.exists():
-        return ModelSpec.from_file(p), None
-    return ModelSpec.from_name(text), None
+        return spec_from_path(p), None
+    return get_model(text), None

@@ -34,7 +34,7 @@ DEFAULT_CSV = default_csv()
 # A decode row whose generated-token count is unstated: llama-bench's default -n 128.
 DEFAULT_GEN = 128
 # Capacity does not enter a speed prediction; rows that leave it blank get this placeholder
-# (Hardware requires a positive capacity) so the memory fit never reports "does not fit".
+# (Hardware requires a positive capacity) so the memory budget never reports "does not fit".
 UNSTATED_MEMORY_GB = 1e6
 
 SKIP_FLAGS = ("DUPLICATE_OF", "PARTIAL_CPU_OFFLOAD", "HOST_CONTENTION")

@@ -77,8 +77,8 @@ def run(args) -> int:
 
 
 def render_misfit_ways(con, args, misfits) -> None:
-    """For each setup that does not fit, its ways to run (``tokspeed.alternatives``), on one line each."""
-    from ..alternatives import ways_to_run
+    """For each setup that does not fit, its ways to run (``tokspeed.advise.alternatives``), on one line each."""
+    from ..advise.alternatives import ways_to_run
     from ..report.text import markup_safe
 
     con.print("[bold]ways to run what does not fit[/] (each predicted):")

@@ -48,7 +48,7 @@ def _fmt_tok(x):
 
 def run(args) -> int:
     from ..errors import UserError
-    from ..fit import rank_models
+    from ..advise.runs_here import rank_models
 
     if args.min_tok_s is not None and args.min_tok_s <= 0:
         raise UserError("--min-tok-s must be positive")

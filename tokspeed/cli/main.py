@@ -63,7 +63,9 @@ def main(argv=None) -> int:
     try:
         return int(args._run(args) or 0)
     except UserError as e:
-        sys.stderr.write(f"tokspeed: error: {e}\n")
+        from .flag_words import cli_message
+
+        sys.stderr.write(f"tokspeed: error: {cli_message(e, parser)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("tokspeed: interrupted\n")

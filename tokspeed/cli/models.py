@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from ..models.markers import markers
 from .options import print_json
 
 
@@ -15,29 +16,6 @@ def add_parser(sub):
     p.add_argument("filter", nargs="?", default="", metavar="FILTER", help="e.g. llama, qwen3, moe")
     p.add_argument("--json", action="store_true", help="print the matching entries as JSON on stdout")
     return p
-
-
-def markers(m) -> list[str]:
-    """Short architecture markers: MoE layout, MLA, sliding windows, tied embeddings, parallel block."""
-    out = []
-    if m.is_moe:
-        shared = f"+{m.n_shared_experts}s" if m.n_shared_experts else ""
-        out.append(f"MoE {m.n_active_experts}/{m.n_experts}{shared}")
-    if m.is_mla:
-        out.append("MLA")
-    if m.n_sliding_layers and not m.chunked_attention:
-        out.append(f"SWA {m.sliding_window} x{m.n_sliding_layers}")
-    if m.tied_embeddings:
-        out.append("tied")
-    if m.parallel_block:
-        out.append("parallel")
-    if m.vision_params:
-        out.append("+vision")
-    if m.n_linear_layers:
-        out.append(f"hybrid {m.linear_kind} x{m.n_linear_layers}")
-    if m.chunked_attention:
-        out.append(f"chunked {m.sliding_window} x{m.n_sliding_layers}")
-    return out
 
 
 def _count(n: float) -> str:

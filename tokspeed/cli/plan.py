@@ -31,7 +31,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ..errors import UserError
-    from ..scale.plan import load_prices, plan
+    from ..advise.plan import load_prices, plan
 
     hws = None
     if args.hardware:

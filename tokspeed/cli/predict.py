@@ -1,4 +1,4 @@
-"""`tokspeed predict MODEL --hardware HW`: memory fit, bytes per token, decode/prefill speed, TTFT."""
+"""`tokspeed predict MODEL --hardware HW`: memory budget, bytes per token, decode/prefill speed, TTFT."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from .options import add_plot_option, add_predict_options, check_plot, predict_k
 
 def add_parser(sub):
     p = sub.add_parser("predict", help="predict memory, decode and prefill speed for a model on hardware",
-                       description="Predict memory fit, bytes read per token, decode tok/s (bound and expected), "
-                                   "prefill tok/s and time to first token.")
+                       description="Predict the memory budget (does it fit), bytes read per token, decode tok/s "
+                                   "(bound and expected), prefill tok/s and time to first token.")
     p.add_argument("model", help="catalog id, config.json, Hugging Face folder, .gguf file or ollama:NAME[:TAG]")
     add_predict_options(p)
     add_plot_option(p)

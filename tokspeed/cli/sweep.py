@@ -79,8 +79,9 @@ def run(args) -> int:
 
 
 def render_misfit_ways(con, args, hw, rows) -> None:
-    """Per quant and batch, the ways to run the shortest context that does not fit (``tokspeed.alternatives``)."""
-    from ..alternatives import ways_to_run
+    """Per quant and batch, the ways to run the shortest context that does not fit
+    (``tokspeed.advise.alternatives``)."""
+    from ..advise.alternatives import ways_to_run
     from ..report.text import markup_safe
 
     first_misfit = {}

@@ -69,7 +69,8 @@ def capabilities(engine: str) -> dict:
     row = _table()["engine"].get(e)
     if row is None:
         names = engine_names()
-        raise UserError(f"unknown engine {engine!r}", did_you_mean(e, names) or "choose one of " + ", ".join(names))
+        raise UserError(f"unknown engine {engine!r}", did_you_mean(e, names) or "choose one of " + ", ".join(names),
+                        field="engine")
     weights = []
     for w in row.get("weights", []):
         weights += _table()["formats"][w[1:]] if w.startswith("@") else [w]
@@ -122,7 +123,8 @@ def backend_for(engine: str, hw) -> str:
     if actual is None:
         who = engines_for(hw)
         raise UserError(f"{row['name']} has no backend for {hw.name} ({_where(hw)})",
-                        "engines that run there: " + ", ".join(who) if who else "use --engine ideal for the roofline bound")
+                        "engines that run there: " + ", ".join(who) if who else "use engine='ideal' for the roofline bound",
+                        field="engine")
     return actual
 
 
@@ -203,14 +205,15 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
         who = engines_for(hw)
         why = f": {row['not_on_why']}" if _excluded(row, hw) and row.get("not_on_why") else ""
         raise UserError(f"{name} does not run on {hw.name} ({_where(hw)}){why}",
-                        ("engines that do: " + ", ".join(who)) if who else "use --engine ideal for the roofline bound")
+                        ("engines that do: " + ", ".join(who)) if who else "use engine='ideal' for the roofline bound",
+                        field="engine")
     if quant:
         q = quant.strip().upper()
         if not _loads(row, q):
             fmts = supported_formats(actual, hw)
             who = engines_for(hw, q)
             hint = f"{name} runs {_short(fmts)}" + (f"; {q} runs on {', '.join(who)}" if who else "")
-            raise UserError(f"{name} cannot load {q} weights", hint)
+            raise UserError(f"{name} cannot load {q} weights", hint, field="quant")
         field = _missing_feature(q, hw)
         if field:
             alts = [f for f in ("BF16", "F16", "INT8", "Q8_0", "AWQ-4B", "Q4_K_M") if f in supported_formats(actual, hw)]
@@ -219,7 +222,8 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
     if kv_dtype:
         k = kv_dtype.strip().lower()
         if k not in row.get("kv_dtypes", []):
-            raise UserError(f"{name} has no {k} KV cache", "choose --kv-dtype " + " | ".join(row.get("kv_dtypes", [])))
+            raise UserError(f"{name} has no {k} KV cache", "choose `kv_dtype` " + " | ".join(row.get("kv_dtypes", [])),
+                            field="kv_dtype")
     return actual
 
 

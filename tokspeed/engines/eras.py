@@ -68,7 +68,7 @@ def version_month(engine: str, version: str) -> str | None:
     if m and 1 <= int(m.group(2) or 12) <= 12:
         return f"{m.group(1)}-{int(m.group(2) or 12):02d}"
     raise UserError(f"engine version {version!r} is neither a build number nor a year-month",
-                    f"use e.g. b6000 or 2025-08 (eras: {', '.join(labels)})")
+                    f"use e.g. b6000 or 2025-08 (eras: {', '.join(labels)})", field="engine_version")
 
 
 def era_of(engine: str, version: str) -> str:
@@ -77,7 +77,7 @@ def era_of(engine: str, version: str) -> str:
     fam = era_family(engine)
     if fam is None:
         raise UserError(f"{engine} has no calibrated versions",
-                        "--engine-version applies to llama.cpp and its backends; drop it")
+                        "`engine_version` applies to llama.cpp and its backends; drop it", field="engine_version")
     month = version_month(engine, version)
     if month is None:
         return str(version).strip().lower()

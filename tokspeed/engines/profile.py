@@ -342,7 +342,7 @@ def format_group(quant: str) -> str:
     if q.startswith(("INT4", "GPTQ", "AWQ", "EXL2-")):
         return "int4"
     raise UserError(f"unknown weight format {quant!r} (no kernel group for it)",
-                    "use one of the --quant names (tokspeed predict --help)")
+                    "use one of the names that `quant` takes", field="quant")
 
 
 def compute_class(hw) -> str:
@@ -561,7 +561,7 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
         return engine
     e = engine_key(engine)
     if e not in ENGINES:
-        raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES))
+        raise UserError(f"unknown engine {engine!r}", did_you_mean(e, ENGINES) or "choose one of " + ", ".join(ENGINES), field="engine")
     if e == "llama.cpp" and hardware is not None:
         e = resolve_backend(e, hardware)
     if flash_attention is not None:
@@ -577,7 +577,7 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     entry, label = engine_entry(e, version, flash_attention)
     if label:       # say which era the answer is for (the text output prints the engine's source)
         entry["source"] = (f"{era_family(e)} era {label}"
-                           + (" (the newest fitted; --engine-version for another)" if version is None else "")
+                           + (" (the newest fitted; another by engine_version)" if version is None else "")
                            + (f", FlashAttention {'on' if flash_attention else 'off'}" if flash_attention is not None
                               else "")
                            + f"; {entry.get('source', '')}")
@@ -603,13 +603,13 @@ def check_flash_attention(engine: str, version, on) -> None:
         what = ("the ideal bound reads the KV cache once and has no kernels" if engine == "ideal"
                 else f"{engine} runs its own attention kernels")
         raise UserError(f"FlashAttention on or off is a llama.cpp setting (-fa); {what}",
-                        "drop --flash-attn, or use --engine llama.cpp, ollama or lm-studio")
+                        "drop `flash_attention`, or use `engine` llama.cpp, ollama, lm-studio", field="flash_attention")
     if version is not None:
         era_of(engine, version)              # a malformed or too early version says so first
     if on and version is not None and not flash_attention_available(engine, version):
         raise UserError(f"llama.cpp {version} has no FlashAttention (-fa arrived in "
                         f"{flash_attention_since(engine)} builds)",
-                        "use --flash-attn off, or a later --engine-version")
+                        "set `flash_attention` off, or use a later `engine_version`", field="flash_attention")
     if on and engine.startswith("llama.cpp-") and not engine_defaults(engine).get("flash_attention", False):
         raise UserError(f"{engine} is assumed to have no FlashAttention kernel (capabilities.toml): -fa on would "
-                        "run its attention elsewhere", "use --flash-attn off or auto")
+                        "run its attention elsewhere", "set `flash_attention` off", field="flash_attention")

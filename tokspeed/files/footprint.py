@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..quant.kv import kv_bytes
 from .classify import COMPONENTS
-from .loader import ModelFile
+from .model_file import ModelFile
 
 
 

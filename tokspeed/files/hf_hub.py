@@ -193,10 +193,10 @@ def _tensors(where: str, data: dict) -> list[TensorInfo]:
 
 def open_hub_repo(repo_id: str, revision: str = "main"):
     """ModelFile for a hub repository: spec from config.json, exact storage from the shard headers."""
-    from ..models.spec import ModelSpec
-    from .loader import ModelFile, _dominant, _hf_entry, _hf_quant_label
-    from .hf_folder import quant_bits, read_config
-    from .storage import FileStorage
+    from ..models.hf_config import spec_from_hf_config
+    from .hf_folder import read_config
+    from .hf_storage import hf_storage
+    from .model_file import ModelFile
 
     try:
         import huggingface_hub  # noqa: F401
@@ -211,7 +211,7 @@ def open_hub_repo(repo_id: str, revision: str = "main"):
         constants.HF_HUB_OFFLINE = True
     cfg_path = hub.download(CONFIG)
     config = read_config(cfg_path.parent)
-    spec = ModelSpec.from_hf_config(config, id=repo_id)
+    spec = spec_from_hf_config(config, id=repo_id)
     if hub.has(INDEX):
         index = json.loads(hub.download(INDEX).read_text(encoding="utf-8"))
         files = sorted(set((index.get("weight_map") or {}).values()))
@@ -229,9 +229,7 @@ def open_hub_repo(repo_id: str, revision: str = "main"):
                 return ModelFile(spec=spec, storage=None, kind="config", path=cfg_path.parent,
                                  extra={"hub": _endpoint(), "note": str(e)})
             raise
-    method, bits = quant_bits(config)
-    entries = [_hf_entry(t, bits) for t in tensors]
-    quant = _hf_quant_label(config, method, bits, _dominant(entries))
-    return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="safetensors", path=cfg_path.parent,
-                     quant=quant, extra={"hub": _endpoint(), "commit": hub.commit,
+    storage = hf_storage(config, tensors)
+    return ModelFile(spec=spec, storage=storage, kind="safetensors", path=cfg_path.parent,
+                     quant=storage.name, extra={"hub": _endpoint(), "commit": hub.commit,
                                          "quantization_config": config.get("quantization_config")})

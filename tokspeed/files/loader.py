@@ -8,14 +8,13 @@ Accepted: ``*.gguf`` (also split ``-00001-of-0000N.gguf``), ``*.safetensors`` (w
 from __future__ import annotations
 
 import re
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
-from ..models.spec import ModelSpec
-from .classify import classify_gguf, classify_hf
-from .storage import Entry, FileStorage
+from ..models.hf_config import spec_from_hf_config
+from .classify import classify_gguf
+from .model_file import ModelFile
+from .storage import Entry, FileStorage, dominant_dtype
 from .tensor import TensorInfo
 
 # llama.cpp LLAMA_FTYPE (gguf.constants.LlamaFileType) -> the name users know
@@ -25,18 +24,6 @@ FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9:
               23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M",
               30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4"}
 _SPLIT = re.compile(r"^(.*)-(\d{5})-of-(\d{5})\.gguf$")
-
-
-@dataclass
-class ModelFile:
-    spec: ModelSpec
-    storage: FileStorage | None
-    kind: str                       # gguf | safetensors | config
-    path: Path
-    quant: str = ""                 # Q4_K_M, BF16, GPTQ-4bit, ...
-    gguf: object = None             # GGUFFile (tokenizer metadata) when kind == gguf
-    tokenizer_json: Path | None = None
-    extra: dict = field(default_factory=dict)
 
 
 def open_model_file(arg) -> ModelFile | None:
@@ -103,7 +90,7 @@ def open_gguf(path: Path, id: str = "") -> ModelFile:
     spec = spec_from_gguf(g, id=id or _stem(Path(path)))
     entries = [Entry(t, classify_gguf(t.name), t.n_elements) for t in tensors]
     ftype = g.get("general.file_type")
-    quant = (FILE_TYPES.get(ftype, "") if isinstance(ftype, int) else "") or _dominant(entries)
+    quant = (FILE_TYPES.get(ftype, "") if isinstance(ftype, int) else "") or dominant_dtype(entries)
     return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="gguf", path=Path(path),
                      quant=quant, gguf=g)
 
@@ -141,7 +128,8 @@ def _gguf_split_tensors(first: Path, n: int, tensors: list[TensorInfo]) -> list[
 
 # ---- safetensors / HF folder -------------------------------------------------------------------
 def open_folder(folder: Path, files: list[Path] | None = None, id: str = "") -> ModelFile:
-    from .hf_folder import quant_bits, read_config
+    from .hf_folder import read_config
+    from .hf_storage import hf_storage
     from .safetensors_reader import read_safetensors_files, shard_files
 
     from ..userfile import path_kind
@@ -157,53 +145,13 @@ def open_folder(folder: Path, files: list[Path] | None = None, id: str = "") -> 
             raise UserError(f"{folder}: holds {len(firsts)} GGUF files", "name the one you mean")
         raise UserError(f"{folder}: a model folder needs a config.json (or one .gguf file)")
     config = read_config(folder)
-    spec = ModelSpec.from_hf_config(config, id=id or folder.name)
+    spec = spec_from_hf_config(config, id=id or folder.name)
     tok = folder / "tokenizer.json"
     tok = tok if path_kind(tok, "tokenizer.json") == "file" else None
     files = files if files is not None else shard_files(folder)
     if not files:
         return ModelFile(spec=spec, storage=None, kind="config", path=folder, tokenizer_json=tok)
-    tensors = read_safetensors_files(files)
-    method, bits = quant_bits(config)
-    entries = [_hf_entry(t, bits) for t in tensors]
-    quant = _hf_quant_label(config, method, bits, _dominant(entries))
-    return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="safetensors", path=folder,
-                     quant=quant, tokenizer_json=tok, extra={"quantization_config": config.get("quantization_config")})
+    storage = hf_storage(config, read_safetensors_files(files))
+    return ModelFile(spec=spec, storage=storage, kind="safetensors", path=folder, quant=storage.name,
+                     tokenizer_json=tok, extra={"quantization_config": config.get("quantization_config")})
 
-
-def _hf_quant_label(config: dict, method: str, bits: int, dominant: str) -> str:
-    """The --quant name (tokspeed.quant.schemes) closest to the file's format; engines key on it."""
-    q = config.get("quantization_config") or {}
-    if method == "gptq":
-        return f"GPTQ-{bits}B-G{q.get('group_size', 128)}"
-    if method == "awq":
-        return f"AWQ-{bits}B"
-    if method == "mxfp4":
-        return "MXFP4"
-    if method in ("fp8", "fbgemm_fp8") or dominant.startswith("F8_"):
-        return "FP8"
-    if method:
-        return f"INT{bits}" if bits else method.upper()
-    return dominant
-
-
-def _hf_entry(t: TensorInfo, bits: int) -> Entry:
-    from .safetensors_reader import DTYPE_BITS
-
-    part = classify_hf(t.name)
-    if part.kind == "aux":
-        return Entry(t, part, 0)
-    elements = t.n_elements
-    stored = DTYPE_BITS[t.dtype]
-    if part.kind == "weight" and bits and bits < stored and t.dtype in ("I32", "U32", "I8", "U8", "I16", "U16"):
-        elements = elements * stored // bits         # packed: GPTQ/AWQ int32 holds 32/bits weights
-    return Entry(t, part, elements)
-
-
-def _dominant(entries: list[Entry]) -> str:
-    """The type holding most weight bytes (a file without a declared quant)."""
-    c = Counter()
-    for e in entries:
-        if e.part.kind == "weight" and e.part.role not in (None, "norm"):
-            c[e.tensor.dtype] += e.tensor.n_bytes
-    return c.most_common(1)[0][0] if c else ""

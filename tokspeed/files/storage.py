@@ -9,7 +9,7 @@ for a part of it, e.g. one expert).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from .classify import Part
@@ -93,3 +93,12 @@ class FileStorage:
         for e in self.entries:
             out[e.tensor.dtype] += 1
         return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def dominant_dtype(entries: list[Entry]) -> str:
+    """The type holding most weight bytes (a file without a declared quant)."""
+    c = Counter()
+    for e in entries:
+        if e.part.kind == "weight" and e.part.role not in (None, "norm"):
+            c[e.tensor.dtype] += e.tensor.n_bytes
+    return c.most_common(1)[0][0] if c else ""

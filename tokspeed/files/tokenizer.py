@@ -13,7 +13,7 @@ Counts include the BOS token when the model adds one (``add_bos_token``), as an 
 from __future__ import annotations
 
 from ..errors import UserError
-from .loader import ModelFile
+from .model_file import ModelFile
 
 # the split regex of llama.cpp's LLAMA_VOCAB_PRE_TYPE_LLAMA3 (also used by the pre names below)
 LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from .datafile import DATA, load_data  # noqa: F401  (DATA: path of the committed catalog)
+from .devices import all_hardware, catalog_devices as _catalog  # noqa: F401  (all_hardware: its public name)
 from .names import NameIndex
 from .spec import Hardware
 
@@ -18,21 +19,8 @@ LOCAL_ENV = "TOKSPEED_LOCAL_PROFILE"
 
 
 @lru_cache(maxsize=1)
-def _catalog() -> dict[str, Hardware]:
-    out = {}
-    for entry in load_data().get("device", []):
-        hw = Hardware.from_dict(entry)
-        out[hw.id] = hw
-    return out
-
-
-@lru_cache(maxsize=1)
 def _index() -> NameIndex:
     return NameIndex("hardware", [(h.id, h.name, h.aliases) for h in _catalog().values()])
-
-
-def all_hardware() -> list[Hardware]:
-    return list(_catalog().values())
 
 
 def _path_kind(key: str):
@@ -130,16 +118,16 @@ def with_tflops(hw: Hardware, tflops: float | None) -> Hardware:
         return hw
     from dataclasses import replace
 
-    v = _number(tflops, "--tflops")
+    v = _number(tflops, "tflops")
     if not 0 < v < 1e8:
-        raise UserError(f"--tflops must be a positive number of TFLOPS, got {tflops!r}")
+        raise UserError(f"tflops must be a positive number of TFLOPS, got {tflops!r}", field="tflops")
     if hw.kind == "cpu":      # a CPU has no FP16 tensor units: the figure is what its SIMD matmuls run at
         int8 = hw.int8_tops * v / hw.fp32_tflops if hw.int8_tops and hw.fp32_tflops else hw.int8_tops
         return replace(hw, fp16_tflops=v, fp32_tflops=v, int8_tops=int8, derived=hw.derived + (
-            f"fp16_tflops, fp32_tflops: {v:g} from --tflops (catalog FP32: {hw.fp32_tflops:g}); int8_tops "
+            f"fp16_tflops, fp32_tflops: {v:g}, the user's own tflops (catalog FP32: {hw.fp32_tflops:g}); int8_tops "
             f"{int8:g}, the catalog's int8 : FP32 ratio kept",))
     return replace(hw, fp16_tflops=v, fp16_accumulate_2x=False,
-                   derived=hw.derived + (f"fp16_tflops: {v:g} from --tflops (catalog: {hw.fp16_tflops:g})",))
+                   derived=hw.derived + (f"fp16_tflops: {v:g}, the user's own tflops (catalog: {hw.fp16_tflops:g})",))
 
 
 def _number(v, what: str) -> float:

@@ -39,7 +39,7 @@ def _words(text: str) -> set[str]:
 @lru_cache(maxsize=1)
 def _bags() -> list[tuple[object, frozenset, frozenset]]:
     """(device, every word it answers to, the SKU words of its name)."""
-    from .catalog import all_hardware
+    from .devices import all_hardware
     from .names import name_key
 
     out = []

@@ -75,7 +75,8 @@ def load_llama(path: str, n_ctx: int, threads: int | None = None, flash_attentio
     try:
         import llama_cpp
     except ImportError:
-        raise UserError("--backend llama.cpp needs llama-cpp-python", "pip install 'tokspeed[llamacpp]'") from None
+        raise UserError("backend='llama.cpp' needs llama-cpp-python", "pip install 'tokspeed[llamacpp]'",
+                        field="backend") from None
     from .detect import detect
     from .memory_guard import check_fits
     from .weights import gguf_tensor_shapes, spec_from_gguf
@@ -84,7 +85,7 @@ def load_llama(path: str, n_ctx: int, threads: int | None = None, flash_attentio
 
     p = Path(path).expanduser()
     if p.suffix != ".gguf":
-        raise UserError(f"--backend llama.cpp needs a .gguf file, got {path!r}")
+        raise UserError(f"backend='llama.cpp' needs a .gguf file, got {path!r}", field="backend")
     require_file(p, "GGUF file")
     meta, shapes = gguf_tensor_shapes(p)
     spec, _ = spec_from_gguf(meta, shapes, p.stem)
@@ -215,8 +216,9 @@ def generate_text(lm: LlamaModel, text: str, gen: int, emit, top: int = 5):
     llm = lm.llm
     kind = (getattr(llm, "metadata", None) or {}).get("tokenizer.ggml.model", "no_vocab")
     if kind in ("no_vocab", "none", ""):      # llama.cpp would abort the process in its tokenizer (GGML_ASSERT)
-        raise UserError(f"{Path(lm.path).name} carries no tokenizer (tokenizer.ggml.model = {kind!r}): --text "
-                        "needs one", "use a GGUF converted from a Hugging Face model, or drop --text to time decode")
+        raise UserError(f"{Path(lm.path).name} carries no tokenizer (tokenizer.ggml.model = {kind!r}): `text` "
+                        "needs one", "use a GGUF converted from a Hugging Face model, or drop `text` to time decode",
+                        field="text")
     utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
     ids = llm.tokenize(text.encode("utf-8"), add_bos=True)
     emit({"kind": "prompt", "tokens": len(ids), "pieces": [_piece(llm.detokenize([i])) for i in ids]})

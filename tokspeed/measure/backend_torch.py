@@ -40,16 +40,16 @@ def check_device(device: str, torch=None) -> None:
     """--device is cpu or cuda[:N] (the reference decoder runs nowhere else); with torch at hand, a
     CUDA device must exist. Checked before any work, so torch's RuntimeError never reaches the user."""
     if not DEVICE.match(str(device)):
-        raise UserError(f"--device {str(device)[:40]!r}: the torch backend runs on cpu or cuda[:N]",
-                        "use --device cpu or --device cuda")
+        raise UserError(f"device={str(device)[:40]!r}: the torch backend runs on cpu or cuda[:N]",
+                        "use device='cpu' or device='cuda'", field="device")
     if torch is None or device == "cpu":
         return
     if not torch.cuda.is_available():
-        raise UserError(f"--device {device}: torch sees no CUDA device", "use --device cpu")
+        raise UserError(f"device={device!r}: torch sees no CUDA device", "use device='cpu'", field="device")
     index = int(device.partition(":")[2] or 0)
     if index >= torch.cuda.device_count():
-        raise UserError(f"--device {device}: torch sees {torch.cuda.device_count()} CUDA device(s)",
-                        f"use --device cuda:0 … cuda:{torch.cuda.device_count() - 1}")
+        raise UserError(f"device={device!r}: torch sees {torch.cuda.device_count()} CUDA device(s)",
+                        f"use device='cuda:0' … device='cuda:{torch.cuda.device_count() - 1}'", field="device")
 
 def torch_dtype(quant: str):
     import torch
@@ -57,7 +57,7 @@ def torch_dtype(quant: str):
     q = quant.upper()
     if q not in DTYPES:
         raise UserError(f"the torch backend runs {', '.join(DTYPES)} weights, not {quant!r}",
-                        "use --backend llama.cpp for quantized GGUF kernels")
+                        "use backend='llama.cpp' for quantized GGUF kernels", field="quant")
     return getattr(torch, DTYPES[q])
 
 
@@ -192,8 +192,8 @@ def generate_text(lm: LoadedModel, text: str, gen: int, emit, top: int = 5, temp
     import torch
 
     if lm.tokenizer is None:
-        raise UserError("--text needs real weights with a tokenizer", "give a safetensors folder with tokenizer.json, "
-                        "or a GGUF file with --backend llama.cpp")
+        raise UserError("`text` needs real weights with a tokenizer", "give a safetensors folder with tokenizer.json, "
+                        "or a GGUF file with backend='llama.cpp'", field="text")
     m, dev = lm.decoder, lm.device
     ids = lm.tokenizer.encode(text).ids
     if len(ids) + gen > m.max_seq:

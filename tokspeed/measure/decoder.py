@@ -57,7 +57,7 @@ class DecoderConfig:
             ("sliding-window layers", spec.n_sliding_layers > 0), ("sandwich norms", spec.norms_per_layer != 2)) if on]
         if unsupported:
             raise UserError(f"the reference decoder does not implement {', '.join(unsupported)} ({spec.id})",
-                            "use --backend llama.cpp with a GGUF file")
+                            "use backend='llama.cpp' with a GGUF file")
         kw = dict(n_layers=spec.n_layers, d_model=spec.d_model, n_heads=spec.n_heads, n_kv_heads=spec.n_kv_heads,
                   head_dim=spec.head_dim, d_ff=spec.d_ff, vocab_size=spec.vocab_size, rope_theta=spec.rope_theta,
                   tied_embeddings=spec.tied_embeddings, qkv_bias=spec.qkv_bias, qk_norm=spec.qk_norm,

@@ -17,8 +17,8 @@ def check_fits(required_bytes: float, device: str = "cpu", what: str = "this run
     if need > free:
         where = "VRAM" if device.startswith("cuda") else "RAM"
         raise UserError(f"{what} needs about {fmt_bytes(need)} of {where} (incl. margin) but only "
-                        f"{fmt_bytes(free)} is free", "use a smaller model, --quant BF16, fewer --context "
-                        "depths or a smaller --batch")
+                        f"{fmt_bytes(free)} is free", "use a smaller model, quant='BF16', fewer "
+                        "`contexts` or a smaller `batches`")
 
 
 def torch_run_bytes(spec, elt_bytes: int, max_seq: int, max_batch: int, prompt: int,

@@ -68,9 +68,9 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
     from .run_file import new_run
 
     if opts.gen < 5:
-        raise UserError(f"--gen must be at least 5 (the decode steps are the repeats), got {opts.gen}")
+        raise UserError(f"gen must be at least 5 (the decode steps are the repeats), got {opts.gen}", field="gen")
     if any(c < 0 for c in opts.contexts) or any(b < 1 for b in opts.batches):
-        raise UserError("--context values must be >= 0 and --batch values >= 1")
+        raise UserError("`contexts` must be >= 0 and `batches` >= 1")
     machine = detect()
     warnings = []
     max_seq = max(opts.contexts) + max(opts.prompt, opts.gen + opts.warmup) + 1
@@ -152,8 +152,8 @@ def calibrate_run(run: dict, hw, profile_path) -> object:
     from .calibrate import fit, store_calibration
 
     if profile_path is None:
-        raise UserError("--calibrate stores the fit in a probed hardware profile",
-                        "use --hardware local (after `tokspeed probe`) or --hardware PROFILE.toml")
+        raise UserError("`calibrate` stores the fit in a probed hardware profile",
+                        "use hardware='local' (after `tokspeed probe`) or hardware='PROFILE.toml'", field="calibrate")
     # the median step: a step in which another process took the core says nothing about this machine
     # the attention traffic the engine model adds beyond one read of the cache (re-reads, unfused scores) counts
     # as KV traffic: eta_kv comes out net of the run's attention, so it holds for either attention

@@ -15,8 +15,8 @@ def _b(n: float) -> str:
 
 
 def table() -> str:
-    from ..cli.models import markers
     from .catalog import all_models, load_entry_raw, DATA
+    from .markers import markers
 
     rows = ["| id | params (B) | active (B) | published (B) | features | use | aliases | source |",
             "|---|---:|---:|---:|---|---|---|---|"]

@@ -352,25 +352,6 @@ class ModelSpec:
 
     # ---- constructors --------------------------------------------------------------------
     @classmethod
-    def from_name(cls, name: str) -> "ModelSpec":
-        from .catalog import get_model
-
-        return get_model(name)
-
-    @classmethod
-    def from_file(cls, path) -> "ModelSpec":
-        """A config.json, a Hugging Face folder, or a catalog-style TOML file."""
-        from .hf_config import spec_from_path
-
-        return spec_from_path(path)
-
-    @classmethod
-    def from_hf_config(cls, config: dict, id: str = "") -> "ModelSpec":
-        from .hf_config import spec_from_hf_config
-
-        return spec_from_hf_config(config, id=id)
-
-    @classmethod
     def from_dict(cls, data: dict) -> "ModelSpec":
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)

@@ -10,5 +10,5 @@ def kv_bytes(dtype: str) -> float:
     key = dtype.strip().lower().replace("fp16", "f16").replace("fp32", "f32")
     if key not in KV_BYTES:
         raise UserError(f"unknown KV-cache dtype {dtype!r}", did_you_mean(key, KV_BYTES) or
-                        "choose one of " + ", ".join(KV_BYTES))
+                        "choose one of " + ", ".join(KV_BYTES), field="kv_dtype")
     return KV_BYTES[key]

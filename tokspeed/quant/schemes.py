@@ -143,4 +143,5 @@ def _scheme_for(name: str, spec=None) -> QuantScheme:
                            small=f["F16"], **ctx)
     from ..errors import did_you_mean
 
-    raise UserError(f"unknown quant {name!r}", did_you_mean(q, NAMES) or "choose one of " + " ".join(NAMES))
+    raise UserError(f"unknown quant {name!r}", did_you_mean(q, NAMES) or "choose one of " + " ".join(NAMES),
+                    field="quant")

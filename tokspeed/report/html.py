@@ -224,7 +224,7 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_EN
              f"batch {pred.batch} · context {pred.context:,} + prompt {pred.prompt:,} + generate {pred.gen:,}</div>",
              _cards(pred)]
     if not pred.memory.fits:
-        from ..alternatives import ways_to_run
+        from ..advise.alternatives import ways_to_run
 
         parts.insert(2, _nofit(pred, ways_to_run(model, hw, quant=quant, kv_dtype=kv_dtype, engine=engine,
                                                  prompt=prompt, gen=gen, context=context, batch=batch, **build)))

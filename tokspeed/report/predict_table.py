@@ -36,7 +36,7 @@ def render_ways(console, pred, model, ways=None, **predict_options) -> list[dict
     if pred.memory.fits:
         return []
     if ways is None:
-        from ..alternatives import ways_to_run
+        from ..advise.alternatives import ways_to_run
 
         ways = ways_to_run(model, pred.hw, **predict_options)
     if not ways:

@@ -7,5 +7,4 @@
 - ``layout``: stages (which layers on which device, TP degree), memory per device.
 - ``timing``: one forward pass timed over a layout (per stage roofline + link time).
 - ``serving``: batch curve, ridge batch, continuous batching at a request rate, cost and energy.
-- ``plan``: rank catalog hardware (single, multi-GPU, offload) for a target speed.
 """

@@ -50,7 +50,8 @@ def configure(spec, storage, hw, prof, kvb, batch, tokens, prompt, overhead, *, 
     par = parse_parallel(parallel, gpus, prof.name)
     if mode != "none":
         if par.n_devices > 1:
-            raise UserError("offload with several GPUs is not modelled", "use either --gpus/--parallel or --offload")
+            raise UserError("offload with several GPUs is not modelled", "use either `gpus`/`parallel` or `offload`",
+                            field="offload")
         layout = offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, tokens, prompt, overhead)
     else:
         layout = parallel_layout(spec, hw, prof, par)

@@ -32,7 +32,7 @@ DEFAULT_CPU = "ddr5-5600-2ch"   # a typical desktop: dual-channel DDR5-5600 (89.
 def normalize_mode(offload: str | None, gpu_layers: int | None) -> str:
     mode = (offload or "none").strip().lower()
     if mode not in MODES:
-        raise UserError(f"unknown --offload {offload!r}", "choose none, auto, layers, stream or experts")
+        raise UserError(f"unknown offload={offload!r}", "choose none, auto, layers, stream or experts", field="offload")
     if mode == "none" and gpu_layers is not None:
         mode = "layers"
     if mode == "auto":
@@ -149,13 +149,13 @@ def min_cpu_moe(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_
 
 def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, tokens, prompt, overhead):
     if hw.kind != "gpu":
-        raise UserError(f"--offload needs a discrete GPU; {hw.id} is a {hw.kind} (one memory: nothing to offload)",
-                        "use --hardware with a GPU, e.g. rtx-4090")
+        raise UserError(f"offload needs a discrete GPU; {hw.id} is a {hw.kind} (one memory: nothing to offload)",
+                        "use a GPU, e.g. hardware='rtx-4090'", field="offload")
     cpu_hw = resolve_cpu(cpu)
     if mode == "experts":
         if not spec.is_moe:
-            raise UserError(f"--offload experts needs a mixture-of-experts model; {spec.id} is dense",
-                            "use --offload auto (whole layers)")
+            raise UserError(f"offload='experts' needs a mixture-of-experts model; {spec.id} is dense",
+                            "use offload='auto' (whole layers)", field="offload")
         build = lambda n: experts_layout(spec, storage, hw, prof, cpu_hw, n)   # noqa: E731
         L = spec.n_layers        # --gpu-layers N: the experts of the last N layers stay on the GPU
         n = L - min(gpu_layers, L) if gpu_layers is not None else min_cpu_moe(build, spec, storage, kvb, batch,
@@ -172,7 +172,7 @@ def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, t
     if gpu_layers is None:
         gpu_layers = max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw)
     elif gpu_layers < 0:
-        raise UserError(f"--gpu-layers must be >= 0, got {gpu_layers}")
+        raise UserError(f"gpu_layers must be >= 0, got {gpu_layers}", field="gpu_layers")
     layout = build(gpu_layers)
     layout.notes.append(f"{min(gpu_layers, spec.n_layers + 1)} of {spec.n_layers + 1} layers (incl. output) on the GPU")
     layout.gpu_layers = min(gpu_layers, spec.n_layers + 1)

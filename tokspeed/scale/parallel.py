@@ -46,7 +46,7 @@ def default_style(engine_name: str) -> str:
 
 def parse_parallel(text: str | None, gpus: int, engine_name: str = "llama.cpp") -> Parallel:
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
-        raise UserError(f"--gpus must be a whole number >= 1, got {gpus!r}")
+        raise UserError(f"gpus must be a whole number >= 1, got {gpus!r}", field="gpus")
     t = (text or "").strip().lower().replace(" ", "")
     if not t:
         if gpus == 1:
@@ -54,7 +54,7 @@ def parse_parallel(text: str | None, gpus: int, engine_name: str = "llama.cpp") 
         t = default_style(engine_name)
     if t == "none":
         if gpus != 1:
-            raise UserError(f"--parallel none with --gpus {gpus}", "use tp, pp, split or tp=A,pp=B")
+            raise UserError(f"parallel='none' with gpus={gpus}", "use tp, pp, split or tp=A,pp=B", field="parallel")
         return Parallel()
     if t == "tp":
         return Parallel(tp=gpus, style="tp" if gpus > 1 else "none")
@@ -65,11 +65,11 @@ def parse_parallel(text: str | None, gpus: int, engine_name: str = "llama.cpp") 
     for part in t.split(","):
         key, _, val = part.partition("=")
         if key not in degrees or not val.isdigit() or int(val) < 1:
-            raise UserError(f"cannot read --parallel {text!r}", "write tp, pp, split, or tp=4,pp=2")
+            raise UserError(f"cannot read parallel={text!r}", "write tp, pp, split, or tp=4,pp=2", field="parallel")
         degrees[key] = int(val)
     tp, pp = degrees["tp"], degrees["pp"]
     if gpus != 1 and tp * pp != gpus:
-        raise UserError(f"--parallel {text} uses {tp * pp} GPUs but --gpus is {gpus}", f"use --gpus {tp * pp}")
+        raise UserError(f"parallel={text!r} uses {tp * pp} GPUs but gpus={gpus}", f"use gpus={tp * pp}", field="parallel")
     style = "tp+pp" if tp > 1 and pp > 1 else "tp" if tp > 1 else "pp" if pp > 1 else "none"
     return Parallel(tp=tp, pp=pp, style=style)
 

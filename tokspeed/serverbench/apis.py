@@ -32,7 +32,7 @@ NDJSON_APIS = ("ollama", "ollama-chat")
 def endpoint_url(base: str, api: str) -> str:
     """The full endpoint for ``api`` under ``base`` (``http://host:port``, ``.../v1`` or the endpoint itself)."""
     if api not in APIS:
-        raise UserError(f"unknown --api {api!r}", "use one of " + ", ".join(APIS))
+        raise UserError(f"unknown api={api!r}", "use one of " + ", ".join(APIS), field="api")
     try:
         parts = urlsplit(base)
         parts.port  # noqa: B018 -- raises ValueError for a port out of 0-65535 or not a number

@@ -33,7 +33,7 @@ def read_summary(d: str) -> dict:
 
 def compare_runs(dirs: list[str], output: str | None = None) -> Path:
     if len(dirs) > MAX_RUNS:
-        raise UserError(f"--compare takes at most {MAX_RUNS} runs, got {len(dirs)}")
+        raise UserError(f"at most {MAX_RUNS} runs can be compared, got {len(dirs)}", field="compare")
     runs = [(str(d), read_summary(d)) for d in dirs]
     kinds = {load_axis(s)[0] for _, s in runs}
     if len(kinds) > 1:

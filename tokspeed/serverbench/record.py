@@ -30,7 +30,8 @@ class Recorder:
         self.path = self.dir / REQUESTS
         if self.path.exists() and self.path.stat().st_size > 0:
             raise UserError(f"{self.path} already exists",
-                            f"choose another -o, or rebuild its summary with `tokspeed bench-server --summarize {self.dir}`")
+                            f"choose another `output`, or rebuild its summary from it: summarize='{self.dir}'",
+                            field="output")
         self._f = open(self.path, "a", encoding="utf-8")
         self.write({"type": "run", **run_info})
 

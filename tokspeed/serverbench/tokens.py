@@ -29,7 +29,8 @@ def load_counter(path: str) -> TokenCounter:
     try:
         import tokenizers  # noqa: F401  (the GGUF BPE path builds a tokenizers object too)
     except ImportError:
-        raise UserError("--tokenizer needs the tokenizers package", "pip install 'tokspeed[files]'") from None
+        raise UserError("`tokenizer` needs the tokenizers package", "pip install 'tokspeed[files]'",
+                        field="tokenizer") from None
     from ..files.loader import open_model_file
     from ..files.tokenizer import load_tokenizer
 
@@ -45,7 +46,8 @@ def _tokenizer_json(p: Path) -> TokenCounter:
     try:
         from tokenizers import Tokenizer
     except ImportError:
-        raise UserError("--tokenizer needs the tokenizers package", "pip install 'tokspeed[files]'") from None
+        raise UserError("`tokenizer` needs the tokenizers package", "pip install 'tokspeed[files]'",
+                        field="tokenizer") from None
     if not p.is_file():
         raise UserError(f"no such tokenizer file: {p}", "give a Hugging Face tokenizer.json")
     try:

@@ -219,7 +219,7 @@ def _read_csv(raw: str, path: str, column: str) -> list[str]:
     rows = csv.DictReader(io.StringIO(raw))
     if not rows.fieldnames or column not in rows.fieldnames:
         raise UserError(f"{path}: no '{column}' column (columns: {', '.join(rows.fieldnames or [])[:200]})",
-                        "name the column with --prompt-column")
+                        "name the column with `column`", field="column")
     texts = [r[column] for r in rows if r.get(column)]
     if not texts:
         raise UserError(f"{path} holds no prompts in column '{column}'")

@@ -26,7 +26,7 @@ MAX_BATCH = 4096
 # at 131,072 (measured on the loaded 2-core build machine): searched for prompts up to this many tokens.
 MAX_WAYS_PROMPT = 32768
 # The ranking prices every catalog model (2.2 s for 87 models on an RTX 4090 with a 512-token prompt, measured
-# with catalog's tokspeed.fit): its prompt is bounded tighter, its context by the largest window in use (10M).
+# with catalog's tokspeed.advise.runs_here): its prompt is bounded tighter, its context by the largest window in use (10M).
 MAX_FIT_PROMPT = 8192
 MAX_FIT_CONTEXT = 1 << 24
 # Contexts up to the model's window, and never less than the seeds' 128K (they take Llama 3 8B, an 8K-window
@@ -288,11 +288,11 @@ def api_alternatives(q, uploads: Uploads) -> dict:
 def fit_available() -> bool:
     import importlib.util
 
-    return importlib.util.find_spec("tokspeed.fit") is not None
+    return importlib.util.find_spec("tokspeed.advise.runs_here") is not None
 
 
 def api_fit(q) -> dict:
-    from ..fit import rank_models
+    from ..advise.runs_here import rank_models
     from ..hardware.catalog import get_hardware
 
     if q.prompt > MAX_FIT_PROMPT:

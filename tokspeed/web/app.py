@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..errors import UserError, did_you_mean
 from . import api, schemas
-from .errors import ApiError
+from .errors import ApiError, refusal
 from .uploads import UPLOAD_LIMITS, Uploads
 
 STATIC = Path(__file__).parent / "static"
@@ -150,7 +150,8 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
 
     @app.exception_handler(UserError)
     async def user_error(request: Request, exc: UserError):
-        return error_response(400, exc.message, suggestion=exc.suggestion)
+        e = refusal(exc)
+        return error_response(e.status, e.message, e.field, e.suggestion)
 
     def page(path: str):
         name, ctype = PAGES[path]

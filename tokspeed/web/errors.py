@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from ..errors import UserError, reword
+
+# a library parameter -> the query field that sets it, where the two names differ (the rest are the same)
+QUERY_NAMES = {"flash_attention": "flash_attn"}
+
 
 class ApiError(Exception):
     """400 for a value over the API's limits, 404 for something that is not there, 422 for a malformed
@@ -13,3 +18,10 @@ class ApiError(Exception):
         self.message = message
         self.field = field
         self.suggestion = suggestion
+
+
+def refusal(e: UserError) -> ApiError:
+    """A library UserError as the API's 400, in the query's words, naming the query field at fault."""
+    field = QUERY_NAMES.get(e.field, e.field)
+    return ApiError(400, reword(e.message, QUERY_NAMES, e.field, "="), field,
+                    reword(e.suggestion, QUERY_NAMES, assign="=") if e.suggestion else None)

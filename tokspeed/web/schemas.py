@@ -5,9 +5,10 @@ Limits that depend on the model (its context window) or on cost are checked in `
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
 
@@ -95,6 +96,11 @@ class Open(BaseModel):
     model_config = ConfigDict(extra="allow", protected_namespaces=())
 
 
+class Closed(BaseModel):
+    """A document whose keys are all declared (a generated one: its record says what it holds)."""
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
 class Error(BaseModel):
     error: str
     status: int
@@ -150,49 +156,56 @@ class Options(BaseModel):
     presets: list[Preset]
 
 
-class Memory(Open):
-    weights_bytes: float
-    kv_bytes: float
-    activations_bytes: float
-    overhead_bytes: float
-    total_bytes: float
-    capacity_bytes: float
-    fits: bool
+# The `predict --json` document is declared once, by the dataclasses that hold it (tokspeed.predict.Prediction
+# and its Decode, Prefill, memory.Memory): its models here are generated from them (``json_model``), field for
+# field, with the descriptions below; tests/test_web_schemas.py holds real documents against them.
+DESCRIPTIONS = {
+    "Prediction": {"hypothetical": "true when the setup does not fit memory: its numbers describe a machine that "
+                                   "cannot run it"},
+    "Prefill": {"tok_s": "null when the device has no published FLOP/s figure"},
+}
+# the names a JSON field's annotation may use (a float may be null: strict JSON writes no Infinity)
+JSON_TYPES = {"float": Optional[float], "int": int, "str": str, "bool": bool, "dict": dict, "list": list,
+              "None": None}
+# a JSON key that is a property of the record, not a field of it
+PROPERTIES = {"Prediction": {"hypothetical": bool}}
 
 
-class Decode(Open):
-    bytes_per_token: float
-    weight_bytes_per_token: float
-    kv_bytes_per_token: float
-    bound_tok_s: Optional[float]
-    tok_s: Optional[float]
-    ms_per_token: Optional[float]
-    bound: str
+def json_fields(cls) -> list:
+    """The dataclass fields of ``cls`` that its ``to_dict`` writes: all but the in-memory objects (``repr=False``)."""
+    return [f for f in dataclasses.fields(cls) if f.repr]
 
 
-class Prefill(Open):
-    tok_s: Optional[float] = Field(description="null when the device has no published FLOP/s figure")
-    seconds: Optional[float]
-    bound: str
+def json_model(cls, types: dict, doc: str | None = None) -> type[BaseModel]:
+    """A pydantic model of ``cls``'s JSON document: a field without a default is required, one with a default may be
+    left out (``to_dict`` leaves out an empty section); ``types`` names the models of nested records."""
+    described = DESCRIPTIONS.get(cls.__name__, {})
+    spec = {}
+    for f in json_fields(cls):
+        kind = eval(f.type, {"__builtins__": {}}, {**JSON_TYPES, **types}) if isinstance(f.type, str) else f.type
+        default = (f.default if f.default is not dataclasses.MISSING else
+                   None if f.default_factory is dataclasses.MISSING else f.default_factory())
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        spec[f.name] = (kind, Field(... if required else default, description=described.get(f.name)))
+    for name, kind in PROPERTIES.get(cls.__name__, {}).items():
+        spec[name] = (kind, Field(..., description=described.get(name)))
+    return create_model(cls.__name__, __base__=Closed, __doc__=doc, **spec)
 
 
-class Prediction(Open):
-    """The `tokspeed predict --json` document."""
-    model: str
-    hardware: str
-    quant: str
-    kv_dtype: str
-    engine: str
-    batch: int
-    prompt: int
-    gen: int
-    context: int
-    memory: Memory
-    decode: Decode
-    prefill: Prefill
-    ttft_s: Optional[float]
-    hypothetical: bool = Field(False, description="true when the setup does not fit memory: its numbers "
-                                                  "describe a machine that cannot run it")
+def _prediction_models():
+    from ..memory import Memory as MemoryRecord
+    from ..predict import Decode as DecodeRecord, Prediction as PredictionRecord, Prefill as PrefillRecord
+
+    types, out = {}, {}
+    for record in (MemoryRecord, DecodeRecord, PrefillRecord):
+        out[record.__name__] = json_model(record, types, f"The {record.__name__.lower()} section of a prediction.")
+    types.update(out)
+    out["Prediction"] = json_model(PredictionRecord, types, "The `tokspeed predict --json` document.")
+    return out
+
+
+_generated = _prediction_models()
+Memory, Decode, Prefill, Prediction = (_generated[k] for k in ("Memory", "Decode", "Prefill", "Prediction"))
 
 
 class Stage(Open):

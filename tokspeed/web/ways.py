@@ -1,6 +1,6 @@
 """The ways a setup that does not fit would run, for the calculator's "does not fit" headline.
 
-The ways themselves come from ``tokspeed.alternatives.ways_to_run`` (offload, N GPUs, a smaller format, a
+The ways themselves come from ``tokspeed.advise.alternatives.ways_to_run`` (offload, N GPUs, a smaller format, a
 shorter context, a smaller batch; each predicted); here each becomes what the page needs: a label, its
 figure and the form settings that select it.
 """
@@ -29,7 +29,7 @@ def predict_options(q) -> dict:
 
 
 def ways_to_run(model, hw, q) -> list[dict]:
-    from ..alternatives import ways_to_run as ways
+    from ..advise.alternatives import ways_to_run as ways
 
     out = []
     for w in ways(model, hw, **predict_options(q)):

@@ -8,7 +8,7 @@ a separate formula):
   in VRAM; ``"experts"`` for MoE models: only the routed experts of some layers on the CPU; other engines
   ``"stream"`` the layers over the host link), with how many layers (or layers' experts) are on the CPU;
 - ``gpus``: the fewest devices of the same kind that hold it, with the engine's default parallelism
-  (``tokspeed.scale.plan.parallel_for``: layer split for llama.cpp, tensor parallel otherwise);
+  (``tokspeed.advise.plan.parallel_for``: layer split for llama.cpp, tensor parallel otherwise);
 - ``format``: the highest-precision smaller weight format that fits (catalog models only: a file's
   format is the file's);
 - ``context``: the longest ``--context`` that fits when the weights fit but the KV cache does not;
@@ -22,7 +22,7 @@ An empty list means the setup fits (or nothing tried fits).
 
 from __future__ import annotations
 
-from .errors import UserError
+from ..errors import UserError
 
 KINDS = ("offload", "gpus", "format", "context", "batch")
 MAX_GPUS = 64
@@ -66,7 +66,7 @@ def _fit_options(opts: dict) -> dict:
 
 
 def _fits(model, hardware, opts: dict):
-    from .predict import predict
+    from ..predict import predict
 
     try:
         p = predict(model, hardware, **_fit_options(opts))
@@ -77,7 +77,7 @@ def _fits(model, hardware, opts: dict):
 
 def _fits_or_any(model, hardware, opts: dict):
     """The prediction for ``opts`` (one decode step), fitting or not; None if predict refuses it."""
-    from .predict import predict
+    from ..predict import predict
 
     try:
         return predict(model, hardware, **_fit_options(opts))
@@ -86,7 +86,7 @@ def _fits_or_any(model, hardware, opts: dict):
 
 
 def _figures(model, hardware, opts: dict) -> tuple[dict, object] | None:
-    from .predict import predict
+    from ..predict import predict
 
     try:
         p = predict(model, hardware, **opts)
@@ -104,7 +104,7 @@ def _entry(kind, description, changed: dict, figures: dict, **extra) -> dict:
 
 
 def _offload(model, hardware, base, opts) -> list[dict]:
-    from .scale.plan import offload_modes
+    from .plan import offload_modes
 
     hw = base.hw
     if hw.kind != "gpu" or not hw.host_link_gbps or (opts.get("offload") or "none") != "none" \
@@ -131,7 +131,7 @@ def _offload(model, hardware, base, opts) -> list[dict]:
 
 
 def _gpus(model, hardware, base, opts) -> list[dict]:
-    from .scale.plan import parallel_for
+    from .plan import parallel_for
 
     hw = base.hw
     if hw.kind not in ("gpu", "accelerator") or (opts.get("offload") or "none") != "none" \
@@ -168,7 +168,7 @@ def _gpus(model, hardware, base, opts) -> list[dict]:
 
 
 def _format(model, hardware, base, opts) -> list[dict]:
-    from .quant.schemes import canonical
+    from ..quant.schemes import canonical
 
     now = base.memory.weights_bytes
     probe = "Q8_0" if canonical(base.quant) != "Q8_0" else "F16"
@@ -222,7 +222,7 @@ def _batch(model, hardware, base, opts) -> list[dict]:
 
 def ways_to_run(model, hardware, **predict_options) -> list[dict]:
     """Ways to make a non-fitting setup fit (see the module docstring); [] when it already fits."""
-    from .predict import predict
+    from ..predict import predict
 
     base = predict(model, hardware, **predict_options)
     if base.memory.fits:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from .errors import UserError
-from .workload import engine_build
+from ..errors import UserError
+from ..workload import engine_build
 
 # llama.cpp's GGUF weight types people download, highest precision first (bytes per weight falls
 # monotonically along the list: F16 16, Q8_0 8.5, Q6_K 6.56, Q5_K_M ~5.7, Q4_K_M ~4.9, IQ4_XS 4.25,
@@ -42,7 +42,7 @@ def supported_formats(engine: str, hw=None) -> tuple[str, ...]:
     """Weight formats ``engine`` runs on ``hw`` that people download for it, highest precision first: the
     list above (ordered by bytes per weight, which the bisection needs), kept where the capability table
     (``tokspeed.engines.compat``) says the engine runs the format on this device."""
-    from .engines.compat import runtime_of, supported_formats as table
+    from ..engines.compat import runtime_of, supported_formats as table
 
     base = runtime_of(engine)
     if base not in _ENGINE_FORMATS:
@@ -107,7 +107,7 @@ class _MemoStorage:
 @lru_cache(maxsize=1024)
 def _candidates(spec, formats: tuple) -> tuple:
     """The model in each format, with memoised tensor sizes (kept for the next device, e.g. the web page)."""
-    from .quant.schemes import scheme_for
+    from ..quant.schemes import scheme_for
 
     out = []
     for f in formats:
@@ -129,7 +129,7 @@ def _offload_label(pred) -> str:
 
 
 def _row(spec, pred, min_tok_s, gguf: bool) -> FitRow:
-    from .quant.quality import quality_for
+    from ..quant.quality import quality_for
 
     mem, dec, pf = pred.memory, pred.decode, pred.prefill
     fits = bool(mem.fits)
@@ -147,7 +147,7 @@ def _row(spec, pred, min_tok_s, gguf: bool) -> FitRow:
 def _bisect(n: int, ok) -> int:
     """The first index in 0..n-1 where the monotone predicate ``ok`` holds (n if none): the offload
     model's bisection (``tokspeed.scale.offload.first_true``) over the format list."""
-    from .scale.offload import first_true
+    from ..scale.offload import first_true
 
     return first_true(ok, 0, n - 1) if n else 0
 
@@ -197,12 +197,12 @@ def _best(cands, run, min_tok_s, fits_memory=None, guess=None):
 
 def _memory_check(hw, engine, context, prompt):
     """predict's memory arithmetic for one device without offload, without timing anything:
-    ``tokspeed.memory.memory_fit`` fits when weights + (KV cache + activations + runtime) <= capacity, and
+    ``tokspeed.memory.memory_budget`` fits when weights + (KV cache + activations + runtime) <= capacity, and
     the bracket does not depend on the weights, so it is computed once per model."""
-    from .engines.profile import attention_spec, get_engine
-    from .ledger import resident_weight_bytes
-    from .memory import memory_fit
-    from .quant.kv import kv_bytes
+    from ..engines.profile import attention_spec, get_engine
+    from ..ledger import resident_weight_bytes
+    from ..memory import memory_budget
+    from ..quant.kv import kv_bytes
 
     prof = get_engine(engine, hw)
     kvb = kv_bytes("f16")
@@ -210,8 +210,8 @@ def _memory_check(hw, engine, context, prompt):
 
     def rest(spec) -> float:
         if spec not in rest_of:
-            rest_of[spec] = memory_fit(spec, 0.0, kvb, 1, context + prompt + 1, prompt,
-                                       prof.runtime_overhead_gib * 2**30, hw.usable_bytes).total_bytes
+            rest_of[spec] = memory_budget(spec, 0.0, kvb, 1, context + prompt + 1, prompt,
+                                          prof.runtime_overhead_gib * 2**30, hw.usable_bytes).total_bytes
         return rest_of[spec]
 
     def check(cand) -> bool:
@@ -254,32 +254,32 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
     """Every catalog model (or ``models``: ids or specs) on ``hardware``, best format each, ranked
     (see the module docstring). ``hardware``: a Hardware, a catalog id/alias or a TOML path.
     ``engine_version`` / ``flash_attention``: the llama.cpp build and -fa every prediction is for."""
-    from .hardware.spec import Hardware
-    from .models.catalog import get_model, model_ids
-    from .models.spec import USES
-    from .predict import predict
+    from ..hardware.spec import Hardware
+    from ..models.catalog import get_model, model_ids
+    from ..models.spec import USES
+    from ..predict import predict
 
     if use is not None and use not in USES:
-        raise UserError(f"--use must be one of {', '.join(USES)}, got {use!r}")
+        raise UserError(f"use must be one of {', '.join(USES)}, got {use!r}", field="use")
     for name, v in (("context", context), ("prompt", prompt)):
         if not isinstance(v, int) or v < 0:
-            raise UserError(f"--{name} must be a whole number >= 0, got {v!r}")
+            raise UserError(f"{name} must be a whole number >= 0, got {v!r}", field=name)
     if top is not None and top < 1:
-        raise UserError(f"--top must be at least 1, got {top}")
+        raise UserError(f"top must be at least 1, got {top}", field="top")
     if max_params is not None and max_params <= 0:
-        raise UserError(f"--max-params must be positive (billions), got {max_params}")
+        raise UserError(f"max_params must be positive (billions), got {max_params}", field="max_params")
     if not isinstance(hardware, Hardware):
-        from .hardware.catalog import get_hardware
+        from ..hardware.catalog import get_hardware
 
         hardware = get_hardware(hardware)
     formats = supported_formats(engine, hardware)
     if not formats:
-        from .engines.compat import check
+        from ..engines.compat import check
 
         check(engine, hardware)      # raises the one-line reason (the engine does not run on this device)
     build = engine_build(engine_version, flash_attention)
     if build:                        # a bad build or -fa is one error, not every model skipped
-        from .engines.profile import get_engine
+        from ..engines.profile import get_engine
 
         get_engine(engine, hardware, version=engine_version, flash_attention=flash_attention)
     specs = [get_model(m) if isinstance(m, str) else m for m in (models or model_ids())]

@@ -64,7 +64,7 @@ def load_prices(path) -> dict[str, float]:
 def parallel_for(spec, engine: str, n: int, hw=None) -> str:
     """llama.cpp: layer split. Serving engines: tensor parallel within the scale-up fabric's reach
     (and the head count), pipeline stages across groups."""
-    from .interconnect import scale_up_reach
+    from ..scale.interconnect import scale_up_reach
 
     if runtime_of(engine) == "llama.cpp":
         return "split"
@@ -114,9 +114,9 @@ def plan(model, target_tok_s: float, quant=None, engine=DEFAULT_ENGINE, context=
     ``flash_attention``: the llama.cpp build and -fa every prediction is for (a device whose backend cannot run
     them is left out, as one the engine does not run on)."""
     if not target_tok_s or target_tok_s <= 0:
-        raise UserError("--target-tok-s must be positive")
+        raise UserError("target_tok_s must be positive", field="target_tok_s")
     if budget is not None and not prices:
-        raise UserError("--budget needs hourly prices", "give --prices FILE.toml (hardware-id = USD per hour)")
+        raise UserError("budget needs hourly prices", "give prices=FILE.toml (hardware-id = USD per hour)", field="budget")
     prices = prices or {}
     b = users or batch
     build = engine_build(engine_version, flash_attention)
