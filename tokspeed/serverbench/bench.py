@@ -29,6 +29,7 @@ from .tokens import load_counter
 from .workload import Dist, PromptSource
 
 HTTP_ERROR_KINDS = ("http_4xx", "http_429", "http_5xx", "http_other")
+SPREAD_KEYS = ("workers", "ray")  # where the load came from (--workers, --ray): in the end line and summary
 CPU_SATURATED = 0.9  # the client's CPU time / wall time in a phase at which it may itself be the bottleneck
 
 
@@ -73,6 +74,8 @@ class BenchConfig:
     shared_prefix: int | None = None
     report: bool = True
     workers: int = 1  # processes generating the load (the parent records): --workers
+    ray: str | None = None  # Ray head address ("auto": start or join one here); None: no Ray
+    ray_actors: int | None = None  # Ray actors sending the load (None: one per node)
     notes: list = field(default_factory=list)
 
     @property
@@ -96,7 +99,7 @@ class BenchConfig:
                 "max_run_s": self.max_run_s, "max_run_requests": self.max_run_requests,
                 "sweep": self.sweep, "slo": self.slo, "window": self.window,
                 "prompts_file": self.prompts_file, "shared_prefix_tokens": self.shared_prefix, "workers": self.workers,
-                "notes": self.notes}
+                **({"ray": self.ray, "ray_actors": self.ray_actors} if self.ray else {}), "notes": self.notes}
 
 
 def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
@@ -110,13 +113,25 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     out = Path(cfg.out_dir)
     counter = load_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
     prompts = build_prompts(cfg, counter)
-    recorder = Recorder(out, cfg.run_info())
+    ray_load = None
+    if cfg.ray:  # connect, place the actors, measure their clocks: before any file is written
+        from .ray_driver import RayLoad
+
+        ray_load = RayLoad.start(cfg)
+    try:
+        recorder = Recorder(out, cfg.run_info())
+    except BaseException:
+        if ray_load:
+            ray_load.close()
+        raise
     records: list[dict] = []
     state: dict = {"aborted": None, "phases": {}, "server": None}
     try:
         try:
             if ctrl_c.interrupted:
                 pass
+            elif ray_load:
+                ray_load.run(recorder, records, ctrl_c, prompts, state, _Progress(cfg.progress))
             elif cfg.workers > 1:
                 from .workers import run_workers
 
@@ -129,8 +144,10 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
         interrupted = ctrl_c.interrupted
         recorder.write({"type": "end", "interrupted": interrupted, "aborted": state["aborted"],
                         "requests": len(records), "phases": state["phases"], "server": state["server"],
-                        **({"workers": state["workers"]} if "workers" in state else {})})
+                        **{k: state[k] for k in SPREAD_KEYS if k in state}})
         recorder.close()
+        if ray_load:
+            ray_load.close()
     aborted = state["aborted"]
     run_info = {"type": "run", **cfg.run_info(), "interrupted": interrupted}
     summary = summarize(run_info, records, partial=interrupted or bool(aborted), aborted=aborted,
@@ -139,6 +156,8 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     if "workers" in state:
         summary["workers"] = state["workers"]
         summary["partial"] = summary["partial"] or bool(state["workers"]["dead"])
+    if "ray" in state:
+        summary["ray"] = state["ray"]
     misses = state.get("exact_prompt_misses", prompts.exact_misses)  # --workers: counted by the workers
     if misses:
         summary["exact_prompt_misses"] = misses

@@ -1,0 +1,152 @@
+"""bench-server --ray (issue 30): the load from Ray actors on a local two-node cluster, the driver the
+only planner and writer. Against the fake server: the load asked is the load sent (count, concurrency),
+records have the --workers shape plus actor and node, summary.json names the actors and their clock
+offsets, a lost actor ends partial with exit 3 and every finished request kept; without Ray, one line.
+
+One cluster for the module (Ray starts slowly on a busy machine); every wait in the code under test
+has a timeout, each run is capped with --max-duration, and a watchdog ends a test that hangs anyway."""
+
+import faulthandler
+import json
+import sys
+
+import pytest
+
+from serverbench_fake import FakeServer
+from tokspeed.cli.main import main
+from tokspeed.serverbench.workers import EXIT_AFTER_ENV
+
+pytest.importorskip("httpx")
+
+HANG_S = 300  # no test here may take longer (a two-node start on 2 busy cores takes ~15 s)
+
+
+@pytest.fixture(autouse=True)
+def watchdog():
+    faulthandler.dump_traceback_later(HANG_S, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    try:
+        c.add_node(num_cpus=1)
+        c.wait_for_nodes(timeout=120)
+        yield c
+    finally:
+        import ray
+
+        ray.shutdown()
+        c.shutdown()
+
+
+@pytest.fixture()
+def server():
+    with FakeServer() as s:
+        yield s
+
+
+def bench(server, out, *extra):
+    return main(["bench-server", server.url, "--model", "ok", "-o", str(out), "--quiet", "--json",
+                 "--max-tokens", "4", "--max-duration", "120", *extra])
+
+
+def requests_of(out):
+    return [r for r in (json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines())
+            if r["type"] == "request"]
+
+
+def most_at_once(recs) -> int:
+    """The most requests in flight at one moment, from the driver's start_s/end_s."""
+    events = sorted([(r["start_s"], 1) for r in recs] + [(r["end_s"], -1) for r in recs])
+    now = peak = 0
+    for _, step in events:
+        now += step
+        peak = max(peak, now)
+    return peak
+
+
+@pytest.mark.slow
+def test_two_actors_on_two_nodes_send_the_load_asked(cluster, server, tmp_path, capsys):
+    out = tmp_path / "ray"
+    rc = bench(server, out, "--ray", cluster.address, "--ray-actors", "2", "--concurrency", "8",
+               "--requests", "40", "--warmup", "1")
+    assert rc == 0, capsys.readouterr().err
+    recs = requests_of(out)
+    assert len(server.bodies) == len(recs) == 41  # warm-up + 40, each sent once and recorded once
+    assert len({r["index"] for r in recs}) == 41
+    measured = [r for r in recs if not r["warmup"]]
+    assert all(r["ok"] for r in recs) and most_at_once(measured) == 8  # concurrency 8: reached, never passed
+    s = json.loads((out / "summary.json").read_text())
+    assert s["requests"] == 41 and s["partial"] is False and s["workers"] == {"n": 2, "dead": []}
+    actors = s["ray"]["actors"]
+    assert [a["actor"] for a in actors] == [0, 1] and s["ray"]["nodes"] == 2
+    assert len({a["node_id"] for a in actors}) == 2  # spread: one actor per node
+    for a in actors:  # one machine: the clocks agree to well within a second, measured by a real call
+        assert abs(a["clock_offset_s"]) < 1.0 and 0 < a["clock_rtt_s"] < 5.0
+    assert {r["actor"] for r in measured} == {0, 1}
+    node_of = {a["actor"]: a["node"] for a in actors}
+    assert all(r["node"] == node_of[r["actor"]] and r["worker"] == r["actor"] for r in recs)
+    assert [w["worker"] for w in s["phases"][0]["workers_cpu"]] == [0, 1]
+    # the same run from --workers 2: the same record keys, Ray adding only actor and node
+    out_w = tmp_path / "workers"
+    assert bench(server, out_w, "--workers", "2", "--concurrency", "8", "--requests", "8", "--warmup", "1") == 0
+    keys_w = {frozenset(r) for r in requests_of(out_w)}
+    keys_r = {frozenset(set(r) - {"actor", "node"}) for r in recs}
+    assert keys_r == keys_w  # (a warm-up record has no phase_start_s: two shapes in both)
+
+
+@pytest.mark.slow
+def test_a_lost_actor_ends_partial_with_every_finished_request_kept(cluster, server, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(EXIT_AFTER_ENV, "1:3")  # actor 1's process exits when it is handed its 4th request
+    out = tmp_path / "run"
+    rc = bench(server, out, "--ray", cluster.address, "--ray-actors", "2", "--concurrency", "4",
+               "--requests", "40", "--warmup", "0")
+    err = capsys.readouterr().err
+    assert rc == 3  # the run did not do what was asked: partial, exit 3
+    recs = requests_of(out)
+    assert len({r["index"] for r in recs}) == len(recs) < 40
+    lost = [r for r in recs if r["error"] == "lost"]
+    assert lost and all(r["actor"] == 1 and "actor 1" in r["error_detail"] for r in lost)
+    # each of the 4 requests handed to actor 1 is one record: finished (kept) or lost with it. Two
+    # had finished before the 3rd and the 4th were handed to it (2 slots of concurrency 4 are its)
+    ok_1 = sum(1 for r in recs if r["actor"] == 1 and r["ok"])
+    assert ok_1 + len(lost) == 4 and ok_1 >= 2
+    # every request the server answered in full is a record (lost and cancelled ones may have reached it too)
+    assert sum(r["ok"] for r in recs) <= len(server.bodies) <= len(recs)
+    s = json.loads((out / "summary.json").read_text())
+    assert s["partial"] is True and s["requests"] == len(recs)
+    [dead] = s["workers"]["dead"]
+    assert dead["worker"] == 1 and dead["phase"] == "c=4" and "was lost" in dead["error"]
+    assert "Ray actor 1 on node" in err and "Traceback" not in err
+    last = json.loads((out / "requests.jsonl").read_text().splitlines()[-1])
+    assert last["type"] == "end" and last["ray"]["actors"][1]["actor"] == 1
+
+
+def test_without_ray_one_line_names_the_install(server, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if the extra were not installed
+    rc = bench(server, tmp_path / "run", "--ray")
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "pip install 'tokspeed[distributed]'" in err and "ray" in err
+    assert not (tmp_path / "run").exists() and not server.bodies
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--ray", "127.0.0.1:1"], "no Ray cluster answers at 127.0.0.1:1"),
+    (["--ray", "no-port-here"], "cannot read the Ray address"),
+    (["--ray", "--ray-actors", "0"], "--ray-actors must be from 1"),
+    (["--ray-actors", "2"], "--ray-actors needs --ray"),
+    (["--ray", "--workers", "2"], "--ray and --workers"),
+])
+def test_bad_ray_input_is_one_line_and_exit_2(server, tmp_path, capsys, extra, words):
+    pytest.importorskip("ray")
+    rc = bench(server, tmp_path / "run", *extra)
+    err = capsys.readouterr().err
+    assert rc == 2 and words in err and err.count("\n") == 1, err
+    assert not (tmp_path / "run").exists() and not server.bodies
