@@ -8,7 +8,12 @@ has a timeout, each run is capped with --max-duration, and a watchdog ends a tes
 
 import faulthandler
 import json
+import os
+import signal
+import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +23,7 @@ from tokspeed.serverbench.workers import EXIT_AFTER_ENV
 
 pytest.importorskip("httpx")
 
+ROOT = Path(__file__).resolve().parent.parent
 HANG_S = 300  # no test here may take longer (a two-node start on 2 busy cores takes ~15 s)
 
 
@@ -126,6 +132,37 @@ def test_a_lost_actor_ends_partial_with_every_finished_request_kept(cluster, ser
     assert "Ray actor 1 on node" in err and "Traceback" not in err
     last = json.loads((out / "requests.jsonl").read_text().splitlines()[-1])
     assert last["type"] == "end" and last["ray"]["actors"][1]["actor"] == 1
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_on_every_actor_and_keeps_what_was_measured(cluster, server, tmp_path):
+    out = tmp_path / "run"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, "-m", "tokspeed", "bench-server", server.url, "--model", "slow",
+                          "--ray", cluster.address, "--ray-actors", "2", "--concurrency", "4", "--requests", "200",
+                          "--warmup", "0", "--max-tokens", "8", "-o", str(out), "--quiet"],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (
+                (out / "requests.jsonl").exists() and len((out / "requests.jsonl").read_text().splitlines()) >= 5):
+            time.sleep(0.1)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "Traceback" not in err and "Error" not in err, err
+    lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
+    recs = [r for r in lines if r["type"] == "request"]
+    assert lines[-1]["type"] == "end" and lines[-1]["interrupted"] is True
+    assert sum(r["ok"] for r in recs) >= 4 and len(recs) < 200
+    # the requests in flight on both actors at the press: cancelled there, each still one record
+    cancelled = [r for r in recs if r["error"] == "cancelled"]
+    assert {r["actor"] for r in cancelled} == {0, 1} and all(r["error_detail"] for r in cancelled)
+    s = json.loads((out / "summary.json").read_text())
+    assert s["partial"] is True and s["requests"] == len(recs) and not s["workers"]["dead"]
 
 
 def test_without_ray_one_line_names_the_install(server, tmp_path, monkeypatch, capsys):
