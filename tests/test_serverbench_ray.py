@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from serverbench_fake import FakeServer
 from tokspeed.cli.main import main
+from test_serverbench_workers import server  # noqa: F401 (the fake server fixture)
 from tokspeed.serverbench.workers import EXIT_AFTER_ENV
 
 pytest.importorskip("httpx")
@@ -49,12 +49,6 @@ def cluster():
 
         ray.shutdown()
         c.shutdown()
-
-
-@pytest.fixture()
-def server():
-    with FakeServer() as s:
-        yield s
 
 
 def bench(server, out, *extra):

@@ -19,7 +19,7 @@ from .. import __version__
 from .apis import redact_url
 from .client import CANCELLED
 from .engine_info import server_info
-from .guard import MAX_CONSECUTIVE_FAILURES, RecordGuard, sweep_saturated
+from .guard import MAX_CONSECUTIVE_FAILURES, RecordGuard, run_guarded, sweep_saturated
 from .interrupt import CtrlC
 from .loadgen import LoadGenerator
 from .record import Recorder, write_summary
@@ -224,19 +224,7 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count
         gen = LoadGenerator(plan, None, None, on_phase, after_phase)
         gen.on_record = RecordGuard(cfg, recorder, records, progress, state, gen.halt)
         gen.send = make_send(cfg, client, counter, gen.cancel)
-        if ctrl_c is not None:
-            ctrl_c.attach(asyncio.get_running_loop(), gen.halt, asyncio.current_task().cancel)
-        run_cap = None
-        if cfg.max_run_s:
-            run_cap = asyncio.get_running_loop().call_later(cfg.max_run_s, gen.halt, False)
-        try:
-            with progress:
-                await gen.run()
-        finally:
-            if run_cap is not None:
-                run_cap.cancel()
-            if ctrl_c is not None:
-                ctrl_c.detach()
+        await run_guarded(gen, cfg, ctrl_c, progress)
 
 
 def http_error_hint(records: list[dict]) -> str | None:

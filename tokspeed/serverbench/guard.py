@@ -1,8 +1,11 @@
 """The one writer's gate for finished records (every bench-server mode): write, keep, count, and stop
-the run when the server has gone away, the error rate is too high or a request cap is reached; and the
-sweep's "has throughput stopped rising" check."""
+the run when the server has gone away, the error rate is too high or a request cap is reached; the
+sweep's "has throughput stopped rising" check; and the run of a load generator under Ctrl-C and
+``--max-duration`` (one process and Ray, whose driver runs the generator itself)."""
 
 from __future__ import annotations
+
+import asyncio
 
 from .apis import redact_url
 from .client import CANCELLED
@@ -64,3 +67,20 @@ def sweep_saturated(cfg, records: list[dict]) -> bool:
     """After a phase of a sweep: has output throughput stopped rising, or an SLO broken?"""
     phases = summarize({"slo": cfg.slo, "window": cfg.window}, records)["phases"]
     return saturation(phases, cfg.sweep.get("tolerance", SWEEP_TOLERANCE))[1]
+
+
+async def run_guarded(gen, cfg, ctrl_c, progress) -> None:
+    """Run ``gen`` (a ``LoadGenerator``) to its end: Ctrl-C halts it (a second press cancels this task),
+    ``cfg.max_run_s`` ends it normally (requests in flight finish)."""
+    loop = asyncio.get_running_loop()
+    if ctrl_c is not None:
+        ctrl_c.attach(loop, gen.halt, asyncio.current_task().cancel)
+    run_cap = loop.call_later(cfg.max_run_s, gen.halt, False) if cfg.max_run_s else None
+    try:
+        with progress:
+            await gen.run()
+    finally:
+        if run_cap is not None:
+            run_cap.cancel()
+        if ctrl_c is not None:
+            ctrl_c.detach()

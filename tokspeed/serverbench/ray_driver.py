@@ -29,7 +29,7 @@ import time
 
 from ..errors import UserError
 from .client import CANCELLED
-from .guard import RecordGuard, sweep_saturated
+from .guard import RecordGuard, run_guarded, sweep_saturated
 from .loadgen import LoadGenerator
 from .ray_actors import LoadActor
 from .sending import make_plan
@@ -186,18 +186,7 @@ class RayLoad:
 
         gen = self.gen = LoadGenerator(make_plan(cfg, prompts), self._send, None, on_phase, after_phase)
         gen.on_record = RecordGuard(cfg, recorder, records, progress, state, gen.halt)
-        loop = asyncio.get_running_loop()
-        if ctrl_c is not None:
-            ctrl_c.attach(loop, gen.halt, asyncio.current_task().cancel)
-        run_cap = loop.call_later(cfg.max_run_s, gen.halt, False) if cfg.max_run_s else None
-        try:
-            with progress:
-                await gen.run()
-        finally:
-            if run_cap is not None:
-                run_cap.cancel()
-            if ctrl_c is not None:
-                ctrl_c.detach()
+        await run_guarded(gen, cfg, ctrl_c, progress)
 
     def _cpu(self) -> dict:
         """(CPU s, monotonic s) of every live actor; between phases, when nothing is in flight."""
