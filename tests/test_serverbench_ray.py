@@ -126,6 +126,24 @@ def test_a_lost_actor_ends_partial_with_every_finished_request_kept(cluster, ser
     assert "Ray actor 1 on node" in err and "Traceback" not in err
     last = json.loads((out / "requests.jsonl").read_text().splitlines()[-1])
     assert last["type"] == "end" and last["ray"]["actors"][1]["actor"] == 1
+    (out / "summary.json").unlink()  # rebuilt from the JSONL alone: still partial, still the actors
+    assert main(["bench-server", "--summarize", str(out), "--json", "--no-report"]) == 3
+    again = json.loads((out / "summary.json").read_text())
+    assert again["partial"] is True and again["ray"] == s["ray"] and again["workers"] == s["workers"]
+
+
+@pytest.mark.slow
+def test_a_rate_is_kept_by_the_driver_clock(cluster, server, tmp_path):
+    """Constant arrivals at 20/s: the driver hands out request k at k / 20 s after the first, whichever
+    actor sends it (the fake server answers 4 tokens in ~0.11 s: about 2 in flight, under the cap of 4)."""
+    out = tmp_path / "run"
+    rc = bench(server, out, "--ray", cluster.address, "--rate", "20", "--arrivals", "constant", "--requests", "10",
+               "--max-in-flight", "4", "--warmup", "0")
+    recs = sorted(requests_of(out), key=lambda r: r["start_s"])
+    assert rc == 0 and len(recs) == len(server.bodies) == 10
+    arrivals = [r["start_s"] - r["queued_s"] for r in recs]
+    assert abs((arrivals[-1] - arrivals[0]) - 9 / 20) < 0.1
+    assert {r["actor"] for r in recs} == {0, 1}  # default: one actor per node
 
 
 @pytest.mark.slow
