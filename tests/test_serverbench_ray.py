@@ -184,6 +184,14 @@ def test_without_ray_one_line_names_the_install(server, tmp_path, monkeypatch, c
     assert rc == 2 and err.count("\n") == 1
     assert "pip install 'tokspeed[distributed]'" in err and "ray" in err
     assert not (tmp_path / "run").exists() and not server.bodies
+    # the library says it too, in its own words, for a caller that skips the CLI
+    from types import SimpleNamespace
+
+    from tokspeed.errors import UserError
+    from tokspeed.serverbench.ray_driver import RayLoad
+
+    with pytest.raises(UserError, match=r"needs the ray package.*pip install 'tokspeed\[distributed\]'"):
+        RayLoad.start(SimpleNamespace(ray="auto"))
 
 
 @pytest.mark.parametrize("extra, words", [
