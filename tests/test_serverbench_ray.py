@@ -207,3 +207,37 @@ def test_bad_ray_input_is_one_line_and_exit_2(server, tmp_path, capsys, extra, w
     err = capsys.readouterr().err
     assert rc == 2 and words in err and err.count("\n") == 1, err
     assert not (tmp_path / "run").exists() and not server.bodies
+
+
+@pytest.mark.slow
+def test_a_lost_node_is_a_lost_actor(cluster, server, tmp_path, capsys):
+    """A third node joins, takes actor 2 (one per node), and is removed mid-run (its raylet killed)."""
+    import threading
+
+    node = cluster.add_node(num_cpus=1)
+    cluster.wait_for_nodes(timeout=120)
+    out = tmp_path / "run"
+
+    def remove_when_running():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            path = out / "requests.jsonl"
+            if path.exists() and len(path.read_text().splitlines()) >= 4:
+                break
+            time.sleep(0.05)
+        cluster.remove_node(node, allow_graceful=False)
+
+    remover = threading.Thread(target=remove_when_running, daemon=True)
+    remover.start()
+    rc = bench(server, out, "--ray", cluster.address, "--model", "slow", "--concurrency", "6",
+               "--requests", "200", "--warmup", "0")
+    remover.join(130)
+    err = capsys.readouterr().err
+    recs = requests_of(out)
+    s = json.loads((out / "summary.json").read_text())
+    assert rc == 3 and s["partial"] is True and s["ray"]["nodes"] == 3
+    [dead] = s["workers"]["dead"]
+    lost = [r for r in recs if r["error"] == "lost"]
+    assert dead["worker"] == 2 and lost and {r["actor"] for r in lost} == {2}
+    assert dead["node"] == s["ray"]["actors"][2]["node"] and "Traceback" not in err
+    assert len({r["index"] for r in recs}) == len(recs) < 200
