@@ -16,7 +16,7 @@ python3 -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 # pip caches the built wheel, so later runs install in seconds
 echo "installing tokspeed with every optional part. The first time, pip builds llama-cpp-python from source:" >&2
 echo "  about 12 minutes on 2 cores with no output meanwhile (it is working, not stuck); later runs take seconds." >&2
-python3 -m pip install -q -e '.[files,measure,llamacpp,server,plot,web,test]'
+python3 -m pip install -q -e '.[files,measure,llamacpp,server,distributed,plot,web,test]'
 # llama.cpp's own multi-slot llama-server for the slow bench-server tests: built once per llama-cpp-python version (16 CPU-minutes: ~8 min on 2 free cores, 15 min measured on a busy one), cached in ~/.cache/tokspeed, a no-op after that
 bash scripts/build_llama_server.sh >/dev/null
 python3 -m pytest -q "$@"

@@ -25,6 +25,7 @@ MAX_WARMUP = 100
 MAX_OUTPUT_TOKENS = 32_768
 MAX_PROMPT_TOKENS = 131_072
 MAX_WORKERS = 64  # load processes (policy: far more than cores is only overhead)
+MAX_RAY_ACTORS = 1024  # Ray actors (policy: a typo must not start thousands of processes on a cluster)
 RATE_MAX_IN_FLIGHT = 64  # default cap on requests in flight in a --rate run
 KEY_ENV_VARS = ("TOKSPEED_API_KEY", "OPENAI_API_KEY")
 EXIT_SOME_FAILED = 3
@@ -102,6 +103,10 @@ def add_parser(sub):
     p.add_argument("--workers", default="1", metavar="N",
                    help="processes that generate the load (default 1); each level is split over them, this "
                         "process records. For when one client process saturates a core")
+    p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                   help="send the load from Ray actors (extra tokspeed[distributed]): no ADDRESS or auto starts or "
+                        "joins a Ray instance here, host:port joins a cluster; this process plans and records")
+    p.add_argument("--ray-actors", metavar="N", help="Ray actors sending the load (default one per node)")
     return p
 
 
@@ -121,6 +126,10 @@ def run(args) -> int:
 
     cfg = _config(args, BenchConfig)
     require_httpx()
+    if cfg.ray:
+        from ..extras import require
+
+        require("distributed", "ray", what="bench-server --ray")
     summary, interrupted = run_bench(cfg)
     _print(summary, args)
     sys.stderr.write(f"tokspeed: wrote {cfg.out_dir}/requests.jsonl and summary.json\n")
@@ -148,6 +157,8 @@ def _resummarize(args) -> int:
     if end.get("workers"):
         summary["workers"] = end["workers"]
         summary["partial"] = summary["partial"] or bool(end["workers"].get("dead"))
+    if end.get("ray"):
+        summary["ray"] = end["ray"]
     hw = args.hardware or run_info.get("hardware")
     if hw:
         pm = args.predict_model or run_info.get("predict_model") or run_info.get("model")
@@ -211,15 +222,26 @@ def _positive(name: str, v) -> None:
         raise UserError(f"{name} must be positive, got {v:g}")
 
 
-def _workers(text) -> int:
-    """--workers: a whole number from 1 to MAX_WORKERS (0, nan, 1e400, 2.5 are refused)."""
+def _workers(text, flag: str = "--workers", most: int = MAX_WORKERS) -> int:
+    """--workers, --ray-actors: a whole number from 1 to ``most`` (0, nan, 1e400, 2.5 are refused)."""
     try:
         n = int(str(text).strip())
     except ValueError:
-        raise UserError(f"--workers must be a whole number of processes, got {text!r}", "e.g. --workers 2") from None
-    if not 1 <= n <= MAX_WORKERS:
-        raise UserError(f"--workers must be from 1 to {MAX_WORKERS}, got {n}", "e.g. --workers 2")
+        raise UserError(f"{flag} must be a whole number, got {text!r}", f"e.g. {flag} 2") from None
+    if not 1 <= n <= most:
+        raise UserError(f"{flag} must be from 1 to {most}, got {n}", f"e.g. {flag} 2")
     return n
+
+
+def _ray(args, workers: int) -> tuple[str | None, int | None]:
+    """(--ray address, --ray-actors) checked: Ray and --workers are two ways to spread one client."""
+    if args.ray is None:
+        if args.ray_actors is not None:
+            raise UserError("--ray-actors needs --ray", "e.g. --ray --ray-actors 2")
+        return None, None
+    if workers > 1:
+        raise UserError("--ray and --workers both spread the load: give one of them")
+    return args.ray, None if args.ray_actors is None else _workers(args.ray_actors, "--ray-actors", MAX_RAY_ACTORS)
 
 
 def check_out_dir(out_dir: str) -> None:
@@ -318,6 +340,7 @@ def _config(args, BenchConfig):
 
         get_hardware(args.hardware)  # a bad name fails now, not after the run
     workers = _workers(args.workers)
+    ray, ray_actors = _ray(args, workers)
     out_dir = args.output or time.strftime("bench-server-%Y%m%d-%H%M%S")
     check_out_dir(out_dir)
     cfg = BenchConfig(
@@ -341,6 +364,7 @@ def _config(args, BenchConfig):
         predict_model=args.predict_model, quant=args.quant, engine=args.engine,
         tokenizer=args.tokenizer, progress=not args.quiet, notes=notes,
         max_consecutive_failures=args.max_consecutive_failures, workers=workers,
+        ray=ray, ray_actors=ray_actors,
     )
     for n in notes:
         sys.stderr.write(f"tokspeed: {n}\n")

@@ -16,24 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from .apis import redact_url, request_body
-from .interrupt import CtrlC
-from .client import CANCELLED, RequestSpec, Timeouts, measure
-from .loadgen import Job, LoadGenerator, LoadPlan
-from .record import Recorder, write_summary
+from .apis import redact_url
+from .client import CANCELLED
 from .engine_info import server_info
-from .summary import saturation, summarize
+from .guard import MAX_CONSECUTIVE_FAILURES, RecordGuard, run_guarded, sweep_saturated
+from .interrupt import CtrlC
+from .loadgen import LoadGenerator
+from .record import Recorder, write_summary
+from .sending import auth_headers, build_prompts, http_client, make_plan, make_send
+from .summary import summarize
 from .tokens import load_counter
 from .workload import Dist, PromptSource
 
-# Stop when the server has plainly gone away or broken: this many failures in a row that are connect
-# errors or HTTP 5xx, whatever came before (policy: enough to ride out a server that is still starting
-# or a short hiccup, few enough not to hammer a dead one). --max-consecutive-failures changes it.
-MAX_CONSECUTIVE_FAILURES = 20
-GIVE_UP_KINDS = ("connect", "http_5xx")
 HTTP_ERROR_KINDS = ("http_4xx", "http_429", "http_5xx", "http_other")
-MIN_FOR_ERROR_RATE = 10  # --max-error-rate is judged once this many requests have ended (policy: not on 1 of 1)
-SWEEP_TOLERANCE = 0.05  # a sweep saturates when output tok/s rises by no more than this share (--sweep-tolerance)
+SPREAD_KEYS = ("workers", "ray")  # where the load came from (--workers, --ray): in the end line and summary
 CPU_SATURATED = 0.9  # the client's CPU time / wall time in a phase at which it may itself be the bottleneck
 
 
@@ -78,6 +74,8 @@ class BenchConfig:
     shared_prefix: int | None = None
     report: bool = True
     workers: int = 1  # processes generating the load (the parent records): --workers
+    ray: str | None = None  # Ray head address ("auto": start or join one here); None: no Ray
+    ray_actors: int | None = None  # Ray actors sending the load (None: one per node)
     notes: list = field(default_factory=list)
 
     @property
@@ -101,7 +99,7 @@ class BenchConfig:
                 "max_run_s": self.max_run_s, "max_run_requests": self.max_run_requests,
                 "sweep": self.sweep, "slo": self.slo, "window": self.window,
                 "prompts_file": self.prompts_file, "shared_prefix_tokens": self.shared_prefix, "workers": self.workers,
-                "notes": self.notes}
+                **({"ray": self.ray, "ray_actors": self.ray_actors} if self.ray else {}), "notes": self.notes}
 
 
 def run_bench(cfg: BenchConfig) -> tuple[dict, bool]:
@@ -115,13 +113,25 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     out = Path(cfg.out_dir)
     counter = load_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
     prompts = build_prompts(cfg, counter)
-    recorder = Recorder(out, cfg.run_info())
+    ray_load = None
+    if cfg.ray:  # connect, place the actors, measure their clocks: before any file is written
+        from .ray_driver import RayLoad
+
+        ray_load = RayLoad.start(cfg)
+    try:
+        recorder = Recorder(out, cfg.run_info())
+    except BaseException:
+        if ray_load:
+            ray_load.close()
+        raise
     records: list[dict] = []
     state: dict = {"aborted": None, "phases": {}, "server": None}
     try:
         try:
             if ctrl_c.interrupted:
                 pass
+            elif ray_load:
+                ray_load.run(recorder, records, ctrl_c, prompts, state, _Progress(cfg.progress))
             elif cfg.workers > 1:
                 from .workers import run_workers
 
@@ -134,8 +144,10 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
         interrupted = ctrl_c.interrupted
         recorder.write({"type": "end", "interrupted": interrupted, "aborted": state["aborted"],
                         "requests": len(records), "phases": state["phases"], "server": state["server"],
-                        **({"workers": state["workers"]} if "workers" in state else {})})
+                        **{k: state[k] for k in SPREAD_KEYS if k in state}})
         recorder.close()
+        if ray_load:
+            ray_load.close()
     aborted = state["aborted"]
     run_info = {"type": "run", **cfg.run_info(), "interrupted": interrupted}
     summary = summarize(run_info, records, partial=interrupted or bool(aborted), aborted=aborted,
@@ -144,6 +156,8 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     if "workers" in state:
         summary["workers"] = state["workers"]
         summary["partial"] = summary["partial"] or bool(state["workers"]["dead"])
+    if "ray" in state:
+        summary["ray"] = state["ray"]
     misses = state.get("exact_prompt_misses", prompts.exact_misses)  # --workers: counted by the workers
     if misses:
         summary["exact_prompt_misses"] = misses
@@ -187,107 +201,6 @@ def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = 
         write_report(out, summary, records)
 
 
-def build_prompts(cfg: BenchConfig, counter) -> PromptSource:
-    from .apis import CHAT_APIS
-    from .workload import read_prompt_file, shared_prefix_text
-
-    src = PromptSource(chat=cfg.api in CHAT_APIS, count=counter.count if counter else None)
-    if cfg.prompts_file:
-        src.texts, src.conversations = read_prompt_file(cfg.prompts_file, cfg.prompt_column)
-    if cfg.shared_prefix:
-        src.shared_prefix = shared_prefix_text(cfg.shared_prefix, counter.count if counter else None)
-        src.shared_prefix_tokens = cfg.shared_prefix
-    return src
-
-
-def make_plan(cfg: BenchConfig, prompts: PromptSource, worker: int = 0, n_workers: int = 1) -> LoadPlan:
-    return LoadPlan(concurrency=cfg.concurrency, requests=cfg.requests, duration_s=cfg.duration_s,
-                    rates=cfg.rates, warmup=cfg.warmup, prompt_tokens=cfg.prompt_tokens,
-                    max_tokens=cfg.max_tokens, seed=cfg.seed, arrivals=cfg.arrivals, throughput=cfg.throughput,
-                    max_in_flight=cfg.max_in_flight, prompts=prompts, worker=worker, n_workers=n_workers)
-
-
-def auth_headers(cfg: BenchConfig) -> dict:
-    return {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
-
-
-def make_send(cfg: BenchConfig, client, counter, cancel: asyncio.Event):
-    """The coroutine that sends one job and returns its record (``cancel``: stop reading streams)."""
-    timeouts = Timeouts(*cfg.timeouts)
-    headers = auth_headers(cfg)
-    count_chunk = counter.count_fragment if counter else None
-
-    async def send(job: Job) -> dict:
-        body = request_body(cfg.api, cfg.model, job.prompt, job.max_tokens, temperature=cfg.temperature,
-                            seed=cfg.seed, ignore_eos=cfg.ignore_eos, stream_usage=cfg.stream_usage,
-                            messages=job.messages)
-        rec = await measure(client, RequestSpec(job.index, cfg.url, cfg.api, body, job.labels), timeouts,
-                            headers, count_tokens=count_chunk, secret=cfg.api_key, stop=cancel)
-        if rec.get("prompt_tokens") is None and counter is not None:
-            # the server did not say: count what was sent with the model's tokenizer (a chat
-            # template's own tokens are not in this count)
-            text = body.get("prompt") if "prompt" in body else "\n".join(m["content"] for m in body["messages"])
-            rec["prompt_tokens"], rec["prompt_tokens_source"] = counter.count(text), "tokenizer"
-        return rec
-
-    return send
-
-
-def http_client(n_conn: int):
-    import httpx
-
-    return httpx.AsyncClient(trust_env=False, follow_redirects=False,
-                             limits=httpx.Limits(max_connections=n_conn, max_keepalive_connections=n_conn))
-
-
-class RecordGuard:
-    """Takes every finished record: writes it (the one writer of requests.jsonl), keeps it, advances the
-    progress bar, and applies the stop conditions through ``halt(cancel_in_flight)``."""
-
-    def __init__(self, cfg: BenchConfig, recorder: Recorder, records: list[dict], progress, state: dict, halt):
-        self.cfg, self.recorder, self.records, self.progress, self.state = cfg, recorder, records, progress, state
-        self.halt = halt
-        self.streak = {"n": 0, "kinds": {}}
-        self.done = self.failed = 0
-
-    def abort(self, reason: str) -> None:
-        if not self.state["aborted"]:
-            self.state["aborted"] = reason
-            self.halt(True)
-
-    def __call__(self, rec: dict) -> None:
-        cfg, streak = self.cfg, self.streak
-        rec = self.recorder.write(rec)
-        self.records.append(rec)
-        self.progress.advance(rec)
-        kind = rec.get("error")
-        if kind == CANCELLED:
-            return
-        self.done += 1
-        self.failed += kind is not None
-        if kind in GIVE_UP_KINDS:
-            streak["n"] += 1
-            streak["kinds"][kind] = streak["kinds"].get(kind, 0) + 1
-        else:
-            streak["n"], streak["kinds"] = 0, {}
-        if streak["n"] >= cfg.max_consecutive_failures:
-            kinds = ", ".join(f"{k} {v}" for k, v in sorted(streak["kinds"].items()))
-            self.abort(f"{streak['n']} failures in a row ({kinds}): is the server at {redact_url(cfg.url)} "
-                       "running? (--max-consecutive-failures)")
-        rate = self.failed / self.done
-        if cfg.max_error_rate is not None and self.done >= MIN_FOR_ERROR_RATE and rate > cfg.max_error_rate:
-            self.abort(f"error rate {rate:.0%} over {self.done} requests is above --max-error-rate "
-                       f"{cfg.max_error_rate:.0%}")
-        if cfg.max_run_requests is not None and self.done >= cfg.max_run_requests:
-            self.halt(False)  # a cap ends the run normally: in-flight requests finish
-
-
-def sweep_saturated(cfg: BenchConfig, records: list[dict]) -> bool:
-    """After a phase of a sweep: has output throughput stopped rising, or an SLO broken?"""
-    phases = summarize({"slo": cfg.slo, "window": cfg.window}, records)["phases"]
-    return saturation(phases, cfg.sweep.get("tolerance", SWEEP_TOLERANCE))[1]
-
-
 async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], counter, ctrl_c: CtrlC | None,
                 prompts: PromptSource, state: dict) -> None:
     plan = make_plan(cfg, prompts)
@@ -311,19 +224,7 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count
         gen = LoadGenerator(plan, None, None, on_phase, after_phase)
         gen.on_record = RecordGuard(cfg, recorder, records, progress, state, gen.halt)
         gen.send = make_send(cfg, client, counter, gen.cancel)
-        if ctrl_c is not None:
-            ctrl_c.attach(asyncio.get_running_loop(), gen.halt, asyncio.current_task().cancel)
-        run_cap = None
-        if cfg.max_run_s:
-            run_cap = asyncio.get_running_loop().call_later(cfg.max_run_s, gen.halt, False)
-        try:
-            with progress:
-                await gen.run()
-        finally:
-            if run_cap is not None:
-                run_cap.cancel()
-            if ctrl_c is not None:
-                ctrl_c.detach()
+        await run_guarded(gen, cfg, ctrl_c, progress)
 
 
 def http_error_hint(records: list[dict]) -> str | None:

@@ -29,13 +29,17 @@ import time
 import traceback
 from multiprocessing.connection import wait
 
+from .engine_info import server_info
+from .guard import RecordGuard, sweep_saturated
+from .loadgen import LoadGenerator
+from .sending import auth_headers, build_prompts, http_client, make_plan, make_send
+from .tokens import load_counter
+
 POLL_S = 0.05  # how often a worker checks the parent's stop flags, and the parent its workers
 EXIT_AFTER_ENV = "TOKSPEED_BENCH_WORKER_EXIT"  # tests: "W:K" = worker W exits (code 1) after K records
 
 
 def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progress) -> None:
-    from .bench import RecordGuard, sweep_saturated
-
     n = cfg.workers
     ctx = multiprocessing.get_context("spawn")
     t_run = time.perf_counter()  # t=0 of every worker's start_s / end_s
@@ -137,8 +141,6 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
 
 def _total_bounds(cfg, label: str):
     """(requests, duration_s) of a whole phase, for the progress bar."""
-    from .bench import make_plan
-
     if label == "warm-up":
         return cfg.warmup, None
     plan = make_plan(cfg, None)
@@ -188,11 +190,6 @@ def _flush_and_exit(out: Sender, code: int) -> None:
 
 async def _worker(cfg, w: int, n: int, out, cmd, hard, soft, t_run: float) -> int:
     """Run this worker's share of every phase; returns its prompts' exact-length misses."""
-    from .bench import build_prompts, http_client, make_plan, make_send, auth_headers
-    from .engine_info import server_info
-    from .loadgen import LoadGenerator
-    from .tokens import load_counter
-
     counter = load_counter(cfg.tokenizer) if cfg.tokenizer else None
     plan = make_plan(cfg, build_prompts(cfg, counter), worker=w, n_workers=n)
     exit_w, _, exit_k = os.environ.get(EXIT_AFTER_ENV, "").partition(":")
