@@ -94,7 +94,11 @@ def test_entry_matches_its_record(mid):
     if url:   # the record's own source (the two base-shape records without one point at their base's)
         assert m.source in r["source_url"] or m.record.startswith(("DeepSeek-R1-Distill-Llama-70B", "DeepSeek-Coder"))
     hyb = r.get("hybrid") or {}
-    if hyb:
+    if hyb.get("mamba2_layers"):   # Mamba-2 hybrid (Granite 4.0-H): layer counts, state, conv, d_inner = expand x hidden
+        assert (m.linear_kind, m.n_linear_layers, m.n_attn_layers) == ("mamba2", hyb["mamba2_layers"], hyb["attention_layers"])
+        assert (m.linear_k_dim, m.linear_conv_kernel) == (hyb["mamba_d_state"], hyb["mamba_d_conv"])
+        assert m.linear_value_dim == hyb["mamba_expand"] * r["hidden_size"]
+    elif hyb:
         assert (m.linear_k_heads, m.linear_k_dim, m.linear_v_heads, m.linear_v_dim, m.linear_conv_kernel) == (
             hyb["linear_num_key_heads"], hyb["linear_key_head_dim"], hyb["linear_num_value_heads"],
             hyb["linear_value_head_dim"], hyb["linear_conv_kernel_dim"])
@@ -266,6 +270,23 @@ RECORD_CONFIGS = {
     "olmo-2-13b": "olmo-2-13b", "olmo-2-7b": "olmo-2-7b", "phi-3.5-mini": "phi-3.5-mini", "phi-4-mini": "phi-4-mini",
     "phi-4": "phi-4", "qwen2.5-3b": "qwen2.5-3b", "qwen3-0.6b": "qwen3-0.6b", "qwen3-1.7b": "qwen3-1.7b",
     "solar-10.7b-instruct-v1.0": "solar-10.7b",
+    "deepseek-v3.1": "deepseek-v3.1", "gemma-3-1b": "gemma-3-1b", "llama-3.1-8b": "llama-3.1-8b",
+    "llama-3.1-70b": "llama-3.1-70b", "llama-3.1-405b": "llama-3.1-405b", "mixtral-8x7b": "mixtral-8x7b",
+    "qwen2.5-7b": "qwen2.5-7b", "qwen2.5-14b": "qwen2.5-14b", "qwen2.5-32b": "qwen2.5-32b", "qwen2.5-72b": "qwen2.5-72b",
+    "qwen3-8b": "qwen3-8b", "qwen3-32b": "qwen3-32b", "qwen3-30b-a3b": "qwen3-30b-a3b", "qwen3-235b-a22b": "qwen3-235b-a22b",
+}
+# the other configs kept with the records: why reading one does not give a catalog entry exactly
+CONFIGS_NOT_AN_ENTRY = {
+    "mixtral-8x22b": "base v0.1 vocabulary 32000; the entry has 32768 (the record notes the Instruct's)",
+    "seed-oss-36b": "no seed_oss reader: read Llama-style, attention_bias also biases o (attention_out_bias false)",
+    "qwen3-vl-8b-instruct": "no qwen3_vl reader: read Llama-style, without QK-norm or the vision tower",
+    **{c: "no reader for its model_type (the entry is written by hand from the record)" for c in (
+        "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-122b-a10b", "qwen3.5-397b-a17b", "qwen3.6-27b", "qwen3.6-35b-a3b")},
+    **{c: "not in the catalog (docs/models.md, Records left out)" for c in (
+        "deepseek-v3.2", "deepseek-v4-flash", "deepseek-v4-pro", "gemma-4-26b-a4b", "gemma-4-31b", "glm-5", "glm-5.1", "glm-5.2",
+        "kimi-k2.5", "kimi-k2.6", "kimi-k3", "lfm2-350m", "llama-3.3-nemotron-super-49b-v1", "minimax-m2.5", "minimax-m2.7",
+        "minimax-m3", "ministral-3-3b-2512", "nemotron-3-nano-30b-a3b", "nemotron-3-super-120b-a12b",
+        "nemotron-3-ultra-550b-a55b", "nemotron-h-56b-base-8k")},
 }
 
 
@@ -277,4 +298,4 @@ def test_record_config_reads_as_the_entry(config, mid):
     assert (spec.n_params, spec.n_active_params, spec.vision_params) == (ref.n_params, ref.n_active_params, ref.vision_params)
     assert spec.kv_elements_per_token_layer == ref.kv_elements_per_token_layer
     assert spec.kv_cached_tokens(100_000) == ref.kv_cached_tokens(100_000)
-    assert sorted(p.stem for p in (RECORDS_FILE.parent / "configs").glob("*.json")) == sorted(RECORD_CONFIGS)
+    assert sorted(p.stem for p in (RECORDS_FILE.parent / "configs").glob("*.json")) == sorted(RECORD_CONFIGS | CONFIGS_NOT_AN_ENTRY)
