@@ -336,6 +336,16 @@ COST_FIELDS = {
     "expert_layer_period": "MoE on every n-th layer",
     "moe_layer_freq": "MoE on every n-th layer",
     "block_sparse_moe": "MoE",
+    "global_head_dim": "full-attention layers with their own head width (Gemma 4)",
+    "num_global_key_value_heads": "full-attention layers with their own KV-head count (Gemma 4)",
+    "attention_k_eq_v": "keys reused as values (Gemma 4)",
+    "swa_num_key_value_heads": "sliding-window layers with their own KV-head count (MiMo-V2)",
+    "compress_ratios": "compressed KV attention (DeepSeek V4)",
+    "o_lora_rank": "a grouped low-rank output projection (DeepSeek V4)",
+    "sparse_attention_config": "block-sparse attention with an indexer (MiniMax M3)",
+    "linear_attn_config": "Kimi Delta Attention linear layers (Kimi Linear / K3)",
+    "moe_latent_size": "experts in a latent space (Nemotron 3 LatentMoE)",
+    "block_configs": "per-layer heterogeneous blocks (Nemotron NAS)",
 }
 
 
@@ -446,9 +456,10 @@ def spec_from_hf_config(cfg: dict, id: str = "", where: str = "config") -> Model
     defaults, reader = _FAMILIES.get(model_type, ({}, _llama))
     flat = {**defaults, **flat}          # a field present as null stays null (Mistral v0.3 sliding_window)
     try:
+        if model_type not in _FAMILIES:   # an unmodelled field is named before any field the reader lacks
+            _refuse_unmodelled(flat, model_type)
         kw = _standard(flat, need_ff=model_type not in ("gptj",))
         if model_type not in _FAMILIES:
-            _refuse_unmodelled(flat, model_type)
             _moe_generic(flat, kw)
         reader(flat, kw)
         vision = cfg.get("vision_config")
