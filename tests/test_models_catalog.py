@@ -347,3 +347,30 @@ def test_nemotron_h_mixer_only_layers_by_hand():
     assert m.n_active_params == total - 23 * (128 - 6) * expert
     assert sum(rows * cols for _, _, rows, cols in weight_tensors(m)) == total
     assert [m.has_ffn(i) for i in range(29)] == [True] * 23 + [False] * 6
+
+
+def test_qwen35_hybrid_and_vision_by_hand():
+    """Qwen3.5-27B: 16 of 64 layers attend (GQA 24/4, head_dim 256), 48 Gated DeltaNet layers keep a fixed state;
+    the checkpoint's ViT (config vision_config: 27 blocks of 1152 / 4304, patch 16, temporal 2, 2304 positions,
+    merger to 5120) is counted in vision_params."""
+    m = get_model("qwen3.5-27b")
+    assert (m.n_attn_layers, m.n_linear_layers) == (16, 48)
+    assert m.kv_elements_per_token_layer * m.n_attn_layers * 2 == 16 * 2 * 4 * 256 * 2 == 65_536   # f16 bytes / token
+    assert m.state_elements_per_layer == 3 * (2 * 16 * 128 + 48 * 128) + 48 * 128 * 128
+    w, ff = 1152, 4304
+    block = 4 * w + (3 * w * w + 3 * w) + (w * w + w) + (w * ff + ff) + (ff * w + w)
+    merger = 2 * w + (4 * w) ** 2 + 4 * w + 4 * w * 5120 + 5120
+    assert m.vision_params == 3 * 2 * 16 * 16 * w + w + 2304 * w + 27 * block + merger
+    vl = get_model("qwen3-vl-8b")      # the same tower with a 4096 merger and 3 deepstack mergers (LayerNorm over 4608)
+    deep = 2 * 4 * w + (4 * w) ** 2 + 4 * w + 4 * w * 4096 + 4096
+    assert vl.vision_params == 3 * 2 * 16 * 16 * w + w + 2304 * w + 27 * block + merger - 4 * w * 1024 - 1024 + 3 * deep
+
+
+def test_2026_names_resolve():
+    for name, mid in [("Qwen/Qwen3.5-35B-A3B", "qwen3.5-35b-a3b"), ("qwen3.6:27b", "qwen3.6-27b"),
+                      ("Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b-2507"), ("deepseek-ai/DeepSeek-V3.1", "deepseek-v3.1"),
+                      ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nemotron-3-nano-30b-a3b"),
+                      ("NVIDIA-Nemotron-3-Nano-30B-A3B", "nemotron-3-nano-30b-a3b"), ("granite4:small-h", "granite-4.0-h-small"),
+                      ("Qwen/Qwen3-VL-8B-Instruct", "qwen3-vl-8b")]:
+        assert resolve_id(name) == mid
+    assert resolve_id("unsloth/Qwen3.5-27B-GGUF", packaging=True) == "qwen3.5-27b"
