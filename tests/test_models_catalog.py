@@ -283,14 +283,13 @@ RECORD_CONFIGS = {
     "llama-3.1-70b": "llama-3.1-70b", "llama-3.1-405b": "llama-3.1-405b", "mixtral-8x7b": "mixtral-8x7b",
     "qwen2.5-7b": "qwen2.5-7b", "qwen2.5-14b": "qwen2.5-14b", "qwen2.5-32b": "qwen2.5-32b", "qwen2.5-72b": "qwen2.5-72b",
     "qwen3-8b": "qwen3-8b", "qwen3-32b": "qwen3-32b", "qwen3-30b-a3b": "qwen3-30b-a3b", "qwen3-235b-a22b": "qwen3-235b-a22b",
+    "qwen3.5-27b": "qwen3.5-27b", "qwen3.5-35b-a3b": "qwen3.5-35b-a3b", "qwen3.5-122b-a10b": "qwen3.5-122b-a10b",
+    "qwen3.5-397b-a17b": "qwen3.5-397b-a17b", "qwen3.6-27b": "qwen3.6-27b", "qwen3.6-35b-a3b": "qwen3.6-35b-a3b",
+    "qwen3-vl-8b-instruct": "qwen3-vl-8b", "seed-oss-36b": "seed-oss-36b",
 }
 # the other configs kept with the records: why reading one does not give a catalog entry exactly
 CONFIGS_NOT_AN_ENTRY = {
     "mixtral-8x22b": "base v0.1 vocabulary 32000; the entry has 32768 (the record notes the Instruct's)",
-    "seed-oss-36b": "no seed_oss reader: read Llama-style, attention_bias also biases o (attention_out_bias false)",
-    "qwen3-vl-8b-instruct": "no qwen3_vl reader: read Llama-style, without QK-norm or the vision tower",
-    **{c: "no reader for its model_type (the entry is written by hand from the record)" for c in (
-        "qwen3.5-27b", "qwen3.5-35b-a3b", "qwen3.5-122b-a10b", "qwen3.5-397b-a17b", "qwen3.6-27b", "qwen3.6-35b-a3b")},
     **{c: "not in the catalog (docs/models.md, Records left out)" for c in (
         "deepseek-v3.2", "deepseek-v4-flash", "deepseek-v4-pro", "gemma-4-26b-a4b", "gemma-4-31b", "glm-5", "glm-5.1", "glm-5.2",
         "kimi-k2.5", "kimi-k2.6", "kimi-k3", "lfm2-350m", "llama-3.3-nemotron-super-49b-v1", "minimax-m2.5", "minimax-m2.7",
@@ -308,6 +307,7 @@ def test_record_config_reads_as_the_entry(config, mid):
     assert (spec.n_params, spec.n_active_params, spec.vision_params) == (ref.n_params, ref.n_active_params, ref.vision_params)
     assert spec.kv_elements_per_token_layer == ref.kv_elements_per_token_layer
     assert spec.kv_cached_tokens(100_000) == ref.kv_cached_tokens(100_000)
+    assert (spec.n_linear_layers, spec.state_elements_per_layer) == (ref.n_linear_layers, ref.state_elements_per_layer)
     assert sorted(p.stem for p in (RECORDS_FILE.parent / "configs").glob("*.json")) == sorted(RECORD_CONFIGS | CONFIGS_NOT_AN_ENTRY)
 
 
