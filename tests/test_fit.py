@@ -39,7 +39,8 @@ def test_no_405b_on_a_24gb_card(rows_4090):
     assert not r.fits and r.offload == "none" and r.hypothetical
     # by hand: even Q2_K's main type (2.625 bits per weight) puts 405.9e9 weights far beyond 24 GB
     assert r.memory["weights_bytes"] > 405.9e9 * 2.625 / 8 > 24e9
-    assert all(x.params_b < 50 for x in rows_4090 if x.fits)
+    # the largest that fits: Nemotron-H 56B at Q2_K (56.3e9 x 2.625 / 8 = 18.5 GB of weights, KV on 10 of 64 layers)
+    assert all(x.params_b < 60 for x in rows_4090 if x.fits)
 
 
 @pytest.mark.parametrize("mid", ["qwen2.5-32b", "llama-3-8b", "gemma-3-27b", "mixtral-8x7b", "phi-4"])

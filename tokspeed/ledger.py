@@ -219,12 +219,12 @@ def _mlp_shapes(spec, d_ff) -> list[tuple[str, int, int]]:
 def _mlp_groups(spec):
     """(suffix, d_ff, layers, experts per stored tensor) of each MLP the model has."""
     L = spec.n_layers
-    dense = range(spec.n_ffn_dense_layers) if spec.is_moe else range(L)
+    dense = range(spec.n_ffn_dense_layers)      # the layers without an FFN come last (spec.has_ffn)
     out = []
     if len(dense) and spec.d_ff:
         out.append(("", spec.d_ff, dense, 1))
     if spec.is_moe:
-        moe = range(spec.n_dense_layers, L)
+        moe = range(spec.n_dense_layers, spec.n_dense_layers + spec.n_moe_layers)
         out.append(("_exps", spec.d_ff_expert, moe, spec.n_experts))
         if spec.n_shared_experts:
             out.append(("_shexp", (spec.d_ff_shared or spec.d_ff_expert) * spec.n_shared_experts, moe, 1))
@@ -247,7 +247,8 @@ def _build_weight_ledger(spec, storage) -> WeightLedger:
         for role, rows, cols in _mlp_shapes(spec, d_ff):
             by_role[role + suffix] = sum(wb(role + suffix, i, rows * stack, cols) for i in layers)
     if spec.is_moe:
-        by_role["ffn_gate_inp"] = sum(wb("ffn_gate_inp", i, spec.n_experts, d) for i in range(spec.n_dense_layers, L))
+        by_role["ffn_gate_inp"] = sum(wb("ffn_gate_inp", i, spec.n_experts, d)
+                                      for i in range(spec.n_dense_layers, spec.n_dense_layers + spec.n_moe_layers))
     head_role = "token_embd" if spec.tied_embeddings else "output"
     by_role["lm_head"] = wb(head_role, None, spec.vocab_size, d)
     per_layer, experts = [0.0] * L, [0.0] * L
@@ -344,8 +345,9 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
                     flops=L * T * d, act_bytes=L * 3 * T * d * ACT_BYTES))
 
     # -- FFN / MoE -----------------------------------------------------------------------------
-    after.append(Op("FFN norm", Role.FFN_NORM, Scope.DENSE, "vector", L, layers=span, flops=L * norm_flops,
-                    weight_bytes=L * d * w.norm_elem, act_bytes=L * 2 * T * d * ACT_BYTES))
+    Lf = L - spec.n_ffn_free_layers             # layers with an FFN
+    after.append(Op("FFN norm", Role.FFN_NORM, Scope.DENSE, "vector", Lf, layers=(0, Lf), flops=Lf * norm_flops,
+                    weight_bytes=Lf * d * w.norm_elem, act_bytes=Lf * 2 * T * d * ACT_BYTES))
     for suffix, d_ff, layers, stack in _mlp_groups(spec):
         if suffix == "_exps":
             Lm = len(layers)
@@ -357,8 +359,8 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
                                   pairs_per_expert=T * spec.n_active_experts / touched))
         else:
             after.extend(_mlp_ops(spec, w, suffix, d_ff, layers, T, 1.0))
-    after.append(Op("residual add (FFN)", Role.FFN_RESIDUAL, Scope.DENSE, "vector", L, layers=span,
-                    flops=L * T * d, act_bytes=L * 3 * T * d * ACT_BYTES))
+    after.append(Op("residual add (FFN)", Role.FFN_RESIDUAL, Scope.DENSE, "vector", Lf, layers=(0, Lf),
+                    flops=Lf * T * d, act_bytes=Lf * 3 * T * d * ACT_BYTES))
 
     # -- head ----------------------------------------------------------------------------------
     rows_out = T if logits_all else B

@@ -273,6 +273,24 @@ def _qwen3_next(cfg, kw):
               linear_v_dim=int(cfg["linear_value_head_dim"]), linear_conv_kernel=int(cfg["linear_conv_kernel_dim"]))
 
 
+def _qwen3_5(cfg, kw):
+    """Qwen3.5 / Qwen3.6 (dense and MoE): Qwen3-Next's hybrid layout (Gated DeltaNet layers, every
+    ``full_attention_interval``-th layer gated attention) with a dense FFN or routed + gated shared experts."""
+    dense_ff = 0 if cfg.get("num_experts") else kw.get("d_ff", 0)
+    _qwen3_next(cfg, kw)
+    if dense_ff:
+        kw.update(d_ff=dense_ff, n_dense_layers=0)
+
+
+def _qwen3_vl(cfg, kw):
+    _qwen3(cfg, kw)
+
+
+def _seed_oss(cfg, kw):
+    """Seed-OSS: bias on q/k/v (attention_bias) and, separately, on o (attention_out_bias)."""
+    kw["qkv_bias"], kw["o_bias"] = bool(cfg.get("attention_bias", False)), bool(cfg.get("attention_out_bias", False))
+
+
 def _granitemoehybrid(cfg, kw):
     """Granite 4.0-H: Mamba-2 layers (``layer_types`` "mamba") and attention layers, each followed by a
     shared gated MLP (``shared_intermediate_size``) and, with ``num_local_experts``, routed experts."""
@@ -336,6 +354,16 @@ COST_FIELDS = {
     "expert_layer_period": "MoE on every n-th layer",
     "moe_layer_freq": "MoE on every n-th layer",
     "block_sparse_moe": "MoE",
+    "global_head_dim": "full-attention layers with their own head width (Gemma 4)",
+    "num_global_key_value_heads": "full-attention layers with their own KV-head count (Gemma 4)",
+    "attention_k_eq_v": "keys reused as values (Gemma 4)",
+    "swa_num_key_value_heads": "sliding-window layers with their own KV-head count (MiMo-V2)",
+    "compress_ratios": "compressed KV attention (DeepSeek V4)",
+    "o_lora_rank": "a grouped low-rank output projection (DeepSeek V4)",
+    "sparse_attention_config": "block-sparse attention with an indexer (MiniMax M3)",
+    "linear_attn_config": "Kimi Delta Attention linear layers (Kimi Linear / K3)",
+    "moe_latent_size": "experts in a latent space (Nemotron 3 LatentMoE)",
+    "block_configs": "per-layer heterogeneous blocks (Nemotron NAS)",
 }
 
 
@@ -386,6 +414,9 @@ _FAMILIES = {
 }
 _FAMILIES["llama4"] = _FAMILIES["llama4_text"]
 _FAMILIES["gemma3"] = _FAMILIES["gemma3_text"]
+_FAMILIES["qwen3_5"] = _FAMILIES["qwen3_5_moe"] = ({"tie_word_embeddings": False}, _qwen3_5)
+_FAMILIES["qwen3_vl"] = ({"tie_word_embeddings": False}, _qwen3_vl)
+_FAMILIES["seed_oss"] = ({"tie_word_embeddings": False}, _seed_oss)
 
 
 def siglip_params(vc: dict, text_width: int) -> int:
@@ -426,6 +457,24 @@ def llama4_vision_params(vc: dict, text_width: int) -> int:
     return embed + layers * per_layer + adapter + out_dim * text_width
 
 
+def qwen_vl_vision_params(vc: dict, text_width: int) -> int:
+    """Parameters of a Qwen3-VL / Qwen3.5 vision tower and its mergers (transformers Qwen3VLVisionModel):
+    Conv3d patch embedding with bias, a learned position per grid cell, per block two LayerNorms and biased
+    qkv / proj / fc1 / fc2, the merger (LayerNorm over the hidden size, then a biased 4w x 4w and 4w x text
+    width after the 2x2 merge) and one deepstack merger per ``deepstack_visual_indexes`` entry (LayerNorm
+    over 4w)."""
+    w, ff, depth = int(vc.get("hidden_size", 1152)), int(vc.get("intermediate_size", 4304)), int(vc.get("depth", 27))
+    patch, tpatch, ch = int(vc.get("patch_size", 16)), int(vc.get("temporal_patch_size", 2)), int(vc.get("in_channels", 3))
+    merged = w * int(vc.get("spatial_merge_size", 2)) ** 2
+    out = int(vc.get("out_hidden_size", text_width))
+    embed = ch * tpatch * patch * patch * w + w + int(vc.get("num_position_embeddings", 2304)) * w
+    block = 4 * w + (3 * w * w + 3 * w) + (w * w + w) + (w * ff + ff) + (ff * w + w)
+
+    def merger(norm_width):
+        return 2 * norm_width + merged * merged + merged + merged * out + out
+    return embed + depth * block + merger(w) + len(vc.get("deepstack_visual_indexes") or []) * merger(merged)
+
+
 def _flatten_text_config(cfg: dict) -> dict:
     """Multimodal configs (Gemma 3) keep the decoder under ``text_config``."""
     tc = cfg.get("text_config")
@@ -446,9 +495,10 @@ def spec_from_hf_config(cfg: dict, id: str = "", where: str = "config") -> Model
     defaults, reader = _FAMILIES.get(model_type, ({}, _llama))
     flat = {**defaults, **flat}          # a field present as null stays null (Mistral v0.3 sliding_window)
     try:
-        kw = _standard(flat, need_ff=model_type not in ("gptj",))
-        if model_type not in _FAMILIES:
+        if model_type not in _FAMILIES:   # an unmodelled field is named before any field the reader lacks
             _refuse_unmodelled(flat, model_type)
+        kw = _standard(flat, need_ff=model_type not in ("gptj", "qwen3_5_moe"))
+        if model_type not in _FAMILIES:
             _moe_generic(flat, kw)
         reader(flat, kw)
         vision = cfg.get("vision_config")
@@ -456,6 +506,8 @@ def spec_from_hf_config(cfg: dict, id: str = "", where: str = "config") -> Model
             kw["vision_params"] = siglip_params(vision, kw["d_model"])
         if model_type == "llama4" and isinstance(vision, dict):
             kw["vision_params"] = llama4_vision_params(vision, kw["d_model"])
+        if model_type in ("qwen3_5", "qwen3_5_moe", "qwen3_vl") and isinstance(vision, dict):
+            kw["vision_params"] = qwen_vl_vision_params(vision, kw["d_model"])
     except (TypeError, ValueError) as e:
         if isinstance(e, UserError):
             raise UserError(f"{where}: {e}") from None

@@ -70,6 +70,8 @@ class ModelSpec:
     attn_output_gate: bool = False  # q_proj also emits a sigmoid output gate per channel (Qwen3-Next)
     chunked_attention: bool = False  # the n_sliding_layers attend within fixed chunks of sliding_window
     #                                  tokens (Llama 4 iRoPE), not a sliding window
+    n_ffn_free_layers: int = 0      # layers with a token mixer but no FFN (Nemotron-H: a Mamba block not followed
+    #                                 by an MLP/MoE block); counted as the last layers
     # Provenance
     source: str = ""                # where the numbers come from (HF config repo, paper)
     published_params: float = 0.0   # billions, as the authors state them (for the catalog test)
@@ -99,7 +101,7 @@ class ModelSpec:
                   "n_active_experts", "n_shared_experts", "d_ff_expert", "d_ff_shared",
                   "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
                   "qk_nope_head_dim", "v_head_dim", "rotary_dim", "n_linear_layers", "linear_k_heads",
-                  "linear_k_dim", "linear_v_heads", "linear_v_dim", "linear_conv_kernel"):
+                  "linear_k_dim", "linear_v_heads", "linear_v_dim", "linear_conv_kernel", "n_ffn_free_layers"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**8:
                 bad(f"{f} must be a non-negative integer, got {v!r}")
@@ -144,6 +146,8 @@ class ModelSpec:
                 bad("n_linear_layers + n_sliding_layers exceeds n_layers")
         elif self.linear_kind:
             bad("linear_kind given without n_linear_layers")
+        if self.n_ffn_free_layers and self.n_ffn_free_layers >= self.n_layers - (self.n_dense_layers if self.n_experts else 0):
+            bad("n_ffn_free_layers leaves no FFN layer (the mixer-only layers are the last ones)")
         if self.chunked_attention and not self.n_sliding_layers:
             bad("chunked_attention needs n_sliding_layers and sliding_window (the chunk)")
         if self.is_mla and not (self.qk_rope_head_dim and self.qk_nope_head_dim and self.v_head_dim):
@@ -160,11 +164,15 @@ class ModelSpec:
 
     @property
     def n_moe_layers(self) -> int:
-        return self.n_layers - self.n_dense_layers if self.is_moe else 0
+        return self.n_layers - self.n_dense_layers - self.n_ffn_free_layers if self.is_moe else 0
 
     @property
     def n_ffn_dense_layers(self) -> int:
-        return self.n_dense_layers if self.is_moe else self.n_layers
+        return self.n_dense_layers if self.is_moe else self.n_layers - self.n_ffn_free_layers
+
+    def has_ffn(self, i: int) -> bool:
+        """Whether layer i has an FFN: all but the last n_ffn_free_layers."""
+        return i < self.n_layers - self.n_ffn_free_layers
 
     @property
     def q_dim(self) -> int:
@@ -332,7 +340,7 @@ class ModelSpec:
             "moe_experts": self.n_moe_layers * self.n_experts * self.expert_params(),
             "moe_shared": self.n_moe_layers * self.shared_expert_params(),
             "router": self.n_moe_layers * self.router_params() if self.is_moe else 0,
-            "norms": L * self.norms_per_layer * self._norm_params(self.d_model) + self._norm_params(self.d_model),
+            "norms": (L * self.norms_per_layer - self.n_ffn_free_layers + 1) * self._norm_params(self.d_model),
             "lm_head": 0 if self.tied_embeddings else self.vocab_size * self.d_model
             + (self.vocab_size if self.lm_head_bias else 0),
         }

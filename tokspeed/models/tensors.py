@@ -21,7 +21,7 @@ def _weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
     out: list[tuple[str, int | None, int, int]] = [("token_embd", None, spec.vocab_size, d)]
     norm_width = 2 if spec.norm == "layernorm" else 1
     for i in range(spec.n_layers):
-        out.append(("norm", i, 1, spec.norms_per_layer * norm_width * d))
+        out.append(("norm", i, 1, (spec.norms_per_layer - (0 if spec.has_ffn(i) else 1)) * norm_width * d))
         if spec.is_linear_layer(i):
             # linear attention / SSM mixer: projections quantize like matrices; the conv and the
             # per-head vectors stay F32 (llama.cpp's quantize skips ssm_conv1d, ssm_a, ssm_d)
@@ -46,7 +46,9 @@ def _weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
         if not spec.is_linear_layer(i):
             out.append(("attn_output", i, d, spec.attn_out_dim))
         dense = (not spec.is_moe) or i < spec.n_dense_layers
-        if dense:
+        if not spec.has_ffn(i):      # a mixer-only layer (Nemotron-H)
+            pass
+        elif dense:
             out += _mlp(spec, i, "", spec.d_ff, 1, spec.mlp_bias)
         else:
             out.append(("ffn_gate_inp", i, spec.n_experts, d))
