@@ -329,7 +329,7 @@ def test_left_out_architectures_are_refused_naming_the_field(config, field):
     gave a wrong KV cache; DeepSeek V4 and Nemotron NAS were refused for a missing field, not for what they are."""
     cfg = json.loads((RECORDS_FILE.parent / "configs" / f"{config}.json").read_text())
     with pytest.raises(UserError, match=f"{field}.* not modelled"):
-        ModelSpec.from_hf_config(cfg)
+        spec_from_hf_config(cfg)
     assert config in CONFIGS_NOT_AN_ENTRY
 
 
