@@ -114,10 +114,11 @@ def test_eras_and_backends():
 def test_an_era_with_flashattention_reads_once_on_priors_alone(monkeypatch):
     # without fitted.toml an engine has one set of values for every era (Metal's prior: every re-read reaches
     # memory); the era asked for decides whether its attention is fused
-    from tokspeed.engines import profile
+    from tokspeed.engines import profile, tables
 
-    priors = profile.load_table("priors.toml")
-    monkeypatch.setattr(profile, "_tables", lambda: priors)
+    priors = tables.load_table("priors.toml")
+    for module in (tables, profile):          # the tables' reader, and the name predict's engine cache watches
+        monkeypatch.setattr(module, "_tables", lambda: priors)
     assert get_engine("llama.cpp-metal", version="2024").kv_reread == 1.0
     assert get_engine("llama.cpp-metal", version="2025").kv_reread == 0.0
     assert get_engine("llama.cpp-metal", version="b6500").kv_reread == 0.0

@@ -97,7 +97,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import UserError, did_you_mean
 from ..quant.format_key import FORMAT_GROUPS, as_format, format_group  # noqa: F401  (re-exported)
 from .compat import backend_for, engine_defaults, engine_key, engine_names, runtime_of, sliding_window_spec
-from .eras import era_family, era_of, flash_attention_available, flash_attention_since
+from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
 from .memory import memory_class
 from .rates import (CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, compute_class,  # noqa: F401
                     soft_min)
@@ -290,15 +290,15 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     if e == "llama.cpp" and hardware is not None:
         e = resolve_backend(e, hardware)
     if flash_attention is not None:
-        check_flash_attention(e, version, flash_attention)
+        version = check_flash_attention(e, version, flash_attention)
     if e in LAYERED_ON_LLAMA_CPP:
         return layered_profile(e, hardware, version, flash_attention)
     if e == "ideal":
-        if version is not None:
-            era_of(e, version)
+        parse_version(e, version)          # raises for a version: the bound has none
         return IDEAL
     if e not in _tables():
         e = "llama.cpp-cuda" if e == "llama.cpp" else e
+    version = parse_version(e, version)    # the version parsed once: its era label rides along
     entry, label = engine_entry(e, version, flash_attention)
     if label:       # say which era the answer is for (the text output prints the engine's source)
         entry["source"] = (f"{era_family(e)} era {label}"
@@ -314,14 +314,14 @@ def check_engine_build(engine: str, engine_version=None, flash_attention: bool |
     """UserError for a build or -fa ``engine`` cannot take, before any device is tried (``plan``)."""
     if flash_attention is not None:
         check_flash_attention(engine, engine_version, flash_attention)
-    elif engine_version is not None:
-        era_of(engine, engine_version)
+    else:
+        parse_version(engine, engine_version)
 
 
-def check_flash_attention(engine: str, version, on) -> None:
+def check_flash_attention(engine: str, version, on):
     """UserError unless ``engine`` lets its user choose FlashAttention (llama.cpp, its backends and front ends:
     ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``) and its
-    backend too (capabilities.toml: SYCL is assumed to have none)."""
+    backend too (capabilities.toml: SYCL is assumed to have none); else ``version`` parsed (``EngineVersion``)."""
     if not isinstance(on, bool):
         raise UserError(f"flash_attention must be True, False or None, not {on!r}")
     if runtime_of(engine) != "llama.cpp":
@@ -329,12 +329,12 @@ def check_flash_attention(engine: str, version, on) -> None:
                 else f"{engine} runs its own attention kernels")
         raise UserError(f"FlashAttention on or off is a llama.cpp setting (-fa); {what}",
                         "drop --flash-attn, or use --engine llama.cpp, ollama or lm-studio")
-    if version is not None:
-        era_of(engine, version)              # a malformed or too early version says so first
+    version = parse_version(engine, version)     # a malformed or too early version says so first
     if on and version is not None and not flash_attention_available(engine, version):
-        raise UserError(f"llama.cpp {version} has no FlashAttention (-fa arrived in "
+        raise UserError(f"llama.cpp {version.text} has no FlashAttention (-fa arrived in "
                         f"{flash_attention_since(engine)} builds)",
                         "use --flash-attn off, or a later --engine-version")
     if on and engine.startswith("llama.cpp-") and not engine_defaults(engine).get("flash_attention", False):
         raise UserError(f"{engine} is assumed to have no FlashAttention kernel (capabilities.toml): -fa on would "
                         "run its attention elsewhere", "use --flash-attn off or auto")
+    return version

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import UserError, did_you_mean
 from .compat import engine_defaults
-from .eras import era_family, era_labels, era_of, nearest_era, newest_unfused_era, unfused_attention
+from .eras import era_family, era_labels, nearest_era, newest_unfused_era, parse_version, unfused_attention
 
 HERE = Path(__file__).parent
 
@@ -60,10 +60,12 @@ def engine_entry(engine: str, version=None, flash_attention: bool | None = None)
 
     ``fitted.toml`` holds an engine's newest fitted era at the top (its ``version``) and older eras
     under ``eras``; ``version`` (a build ``b6000``, a month ``2025-08``, a year or an era label) selects
-    one, the nearest fitted era standing in for one without rows. No version: the newest.
+    one, the nearest fitted era standing in for one without rows (an ``EngineVersion``, parsed where it entered,
+    passes through). No version: the newest.
     ``flash_attention``: attention fused or not (``with_attention``); None: as the era runs it by default."""
+    version = parse_version(engine, version)
     entry, label = _own_entry(engine, version)
-    asked = era_of(engine, version) if version is not None and label else label     # not the nearest fitted
+    asked = version.label if version is not None and label else label     # not the nearest fitted
     if asked:
         entry = with_attention(engine, entry, label, runs_flash_attention(engine, asked, flash_attention))
     of = entry.pop("kernels_of", None)
@@ -101,25 +103,23 @@ def with_attention(engine: str, entry: dict, label: str, fused: bool) -> dict:
             fused_fit = bool(newest) and not unfused_attention(engine, newest)
             out["attn_bytes_per_flop"] = top.get("attn_bytes_per_flop", 0.0) if fused_fit else 0.0
     elif from_fused_era:
-        src = _own_entry(engine, newest_unfused_era(engine))[0]
+        src = _own_entry(engine, parse_version(engine, newest_unfused_era(engine)))[0]
         out.update(kv_reread=src.get("kv_reread", 0.0), attn_bytes_per_flop=src.get("attn_bytes_per_flop", 0.0))
     return out
 
 
 def _own_entry(engine: str, version=None) -> tuple[dict, str]:
-    """``engine_entry`` before ``kernels_of`` is resolved."""
+    """``engine_entry`` before ``kernels_of`` is resolved (``version``: an ``EngineVersion`` or None)."""
     entry = dict(_tables()[engine])
     eras = entry.pop("eras", {})
     base = entry.pop("version", "")
-    if not era_family(engine):
-        if version is not None:
-            era_of(engine, version)          # raises: this engine has no versions
+    if not era_family(engine):               # parse_version refused a version for it
         return entry, ""
     if version is None:
         return entry, base or era_labels(engine)[-1]
-    label = era_of(engine, version)
+    label = version.label
     if label not in era_labels(engine):
-        raise UserError(f"unknown {engine} era {version!r}", did_you_mean(label, era_labels(engine))
+        raise UserError(f"unknown {engine} era {version.text!r}", did_you_mean(label, era_labels(engine))
                         or "use a build number (b6000), a year-month (2025-08) or one of "
                         + ", ".join(era_labels(engine)))
     if not base:                              # priors only: one set of values for every era
