@@ -6,8 +6,8 @@ and flattened into numpy arrays; evaluating a profile then costs a few array ope
 thousands of ``op_time`` calls. The FLOP/s of every operator comes from the one function ``op_time`` takes it
 from (``tokspeed.engines.rates.compute_rate``), called once per kind of operator (ledger unit, attention or not,
 tokens routed per expert) of each distinct pass of a row; the stream rates from ``rates_stream.stream_bytes_s``,
-once per row; numpy does only the roofline's max and the sums (``tests/test_calibration_fit.py`` holds the two
-equal on a sample of rows). Not mirrored: what ``compat.runnable`` adds for a device -- a SoC's CPU-cluster view
+once per row; numpy does only the soft minimum of each Rate with its bounds, the roofline's max and the sums
+(``tests/test_calibration_fit.py`` holds the two equal on a sample of rows). Not mirrored: what ``compat.runnable`` adds for a device -- a SoC's CPU-cluster view
 and a CPU engine's per-node barrier (``EngineProfile.with_barrier``) --, as no scored row runs llama.cpp-cpu.
 Needs numpy.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engines.rates import compute_rate
+from ..engines.rates import BOARD_POWER, CAP_SHARPNESS, INT8_KERNELS, MMQ_BOUND, compute_rate
 from ..engines.rates_stream import stream_bytes_s
 
 
@@ -141,10 +141,17 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
             v[k][i] = x
     rates = [compute_rate(rs.rows[i].hw, profs[i], rs.rows[i].quant, tokens, unit, attn, ppe)
              for i, tokens, unit, attn, ppe in rs.kinds]        # as op_time: the operator's Rate
-    value = np.array([r.value for r in rates])[rs.rate_key]
-    has_peak = np.array([bool(r.peak) for r in rates])[rs.rate_key]
+    key = rs.rate_key
+    # the Rate's parts, its soft minimum with its bounds taken here over every operator at once (the sums)
+    base = np.array([r.bound(INT8_KERNELS) or r.base for r in rates])[key]
+    qmax = np.array([r.bound(MMQ_BOUND) for r in rates])[key]
+    pmax = np.array([r.bound(BOARD_POWER) for r in rates])[key]
+    has_peak = np.array([bool(r.peak) for r in rates])[key]
+    p = CAP_SHARPNESS
     with np.errstate(divide="ignore", invalid="ignore"):
-        t_c = np.where(has_peak & (rs.flops > 0), rs.flops / value, 0.0)
+        inv = np.where(qmax > 0, qmax, np.inf) ** -p + np.where(pmax > 0, pmax, np.inf) ** -p
+        rate = np.where((inv > 0) & (base > 0), (base ** -p + inv) ** (-1 / p), base)
+        t_c = np.where(has_peak & (rs.flops > 0), rs.flops / rate, 0.0)
     o = rs.op_row
     bw = v["bw"][o]
     ptok = rs.pass_tokens[rs.op_pass]      # as weight_reads: per-pair expert reads in small passes

@@ -68,7 +68,8 @@ class Bound:
 @dataclass(frozen=True)
 class Rate:
     """How fast ``unit`` does an operator's math: ``peak`` (the listed figure ``listed``) x ``eta``, then the
-    ``bounds`` in order, = ``value`` FLOP/s. ``scale``: the usable multiple of the listed peak inside ``eta``;
+    ``bounds`` in order, = ``value`` FLOP/s (``base``: peak x eta, before the bounds). ``scale``: the usable multiple
+    of the listed peak inside ``eta``;
     ``kernel``: the MMQ units of a tiled pass over quantized weights (``mmq_kernel``)."""
     unit: str
     peak: float
@@ -78,6 +79,10 @@ class Rate:
     listed: str = ""         # "FP16" (tensor, or half2 on a part without) | "FP32" | "DP4A" (4 x FP32)
     scale: float = 1.0
     kernel: str = ""         # "mma" | "dp4a" | ""
+
+    @property
+    def base(self) -> float:
+        return self.peak * self.eta
 
     def bound(self, name: str) -> float:
         """The value of the bound ``name`` (0 = none)."""
@@ -206,8 +211,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     tiled = tokens > MATVEC_MAX_TOKENS
     if attn:        # the FP16-accumulate doubling is of the tensor figure: an F32 model's attention runs in FP32
         peak = hw.vector_flops if fmt.f32 else hw.matmul_flops
-        eta = engine.compute_eff_for(hw) * (1.0 if fmt.f32 else tensor_peak_scale(engine, hw))
-        eta = min(eta * engine.eta_attn, 1.0)
+        eta = min(engine.compute_eff_for(hw) * engine.eta_attn * (1.0 if fmt.f32 else tensor_peak_scale(engine, hw)),
+                  1.0)
         value = peak * eta
         pmax = power_flops(engine, hw) if tiled and value else 0.0
         bounds = (Bound(BOARD_POWER, pmax),) if pmax else ()
@@ -215,7 +220,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         return Rate(_matrix_unit(hw, listed), peak, eta, bounds, soft_min(value, pmax) if pmax else value, listed)
     kernel = mmq_kernel(engine, hw, fmt, tokens)
     peak, scale, listed = _weight_peak(hw, engine, fmt, tokens, kernel)
-    eta = min(engine.compute_eff_for(hw) * scale * engine.compute_format_eff(fmt) * matmul_eff(engine, tokens), 1.0)
+    # eta_compute x (the format's x the pass's) x the usable multiple: the fit's evaluator multiplies in this order
+    eta = min(engine.compute_eff_for(hw) * (engine.compute_format_eff(fmt) * matmul_eff(engine, tokens)) * scale, 1.0)
     value = peak * eta
     bounds = []
     int8 = bool(engine.int8_matvec and tokens)          # a CPU's int8 kernels (llama.cpp-cpu)
