@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .engines.profile import EngineProfile
-from .engines.rates import Rate, op_rate
+from .engines.rates import op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
 from .quant.format_key import F32_NAMES  # noqa: F401  (re-exported)
 from .ledger import Op
@@ -58,49 +58,75 @@ def kv_reads(op: Op, engine: EngineProfile) -> float:
     return 1.0 + engine.kv_reread * (op.query_heads_per_kv - 1.0)
 
 
-def op_time(op: Op, hw, engine: EngineProfile, quant, tokens: int = 0, rate: Rate | None = None) -> tuple[float, str]:
+def op_time(op: Op, hw, engine: EngineProfile, quant, tokens: int = 0) -> tuple[float, str]:
     """Roofline time of one operator and what bounds it: ``max(flops / rate, bytes / stream)``.
 
     Compute side: the operator's ``Rate`` (``tokspeed.engines.rates.op_rate``: the unit's listed peak x its
-    efficiency, capped by the bounds of a tiled pass; ``rate`` where the caller has it already). Memory side:
-    weights (read ``weight_reads`` times: routed experts under per-pair kernels) at the rate the engine streams
-    their format (``tokspeed.engines.rates_stream.stream_bytes_s``), activations at that rate without a format, KV
-    cache at it x eta_kv (where the engine's attention is unfused, re-read by each query head, the share
-    ``kv_reread`` from memory: ``kv_reads``), unfused attention's score matrix at attn_bytes_per_flop x the
-    attention FLOPs. ``tokspeed.calibration.fast`` takes the same rates for the fit; a test holds the two equal."""
-    if op.unit == "cpu":
-        return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
-    if rate is None:
-        rate = op_rate(op, hw, engine, quant, tokens)
-    attn = bool(op.kv_read_bytes or op.kv_write_bytes)
-    t_c = op.flops / rate.value if rate.peak and op.flops else 0.0
-    bw = stream_bytes_s(engine, hw)
-    wbw = stream_bytes_s(engine, hw, quant) if op.unit == "tensor" else bw
-    t_m = (op.weight_bytes * weight_reads(engine, op, tokens) / wbw
-           + op.act_bytes / bw
-           + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes) / (bw * engine.eta_kv)
-           + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
-    return (t_c, "compute") if t_c > t_m else (t_m, "memory")
+    efficiency, capped by the bounds of a tiled pass). Memory side: weights (read ``weight_reads`` times: routed
+    experts under per-pair kernels) at the rate the engine streams their format
+    (``tokspeed.engines.rates_stream.stream_bytes_s``), activations at that rate without a format, KV cache at it x
+    eta_kv (where the engine's attention is unfused, re-read by each query head, the share ``kv_reread`` from
+    memory: ``kv_reads``), unfused attention's score matrix at attn_bytes_per_flop x the attention FLOPs.
+    ``tokspeed.calibration.fast`` takes the same rates for the fit; a test holds the two equal."""
+    return PassRates(hw, engine, quant, tokens).time(op)
+
+
+class PassRates:
+    """The rates of one pass shape (device, engine, format, tokens), each worked out once: the Rate of each kind
+    of operator (ledger unit, attention or not, tokens per routed expert) and the two streams."""
+
+    __slots__ = ("hw", "engine", "quant", "tokens", "rates", "bw", "wbw")
+
+    def __init__(self, hw, engine: EngineProfile, quant, tokens: int):
+        self.hw, self.engine, self.quant, self.tokens = hw, engine, quant, tokens
+        self.rates = {}
+        self.bw = self.wbw = None
+
+    def time(self, op: Op) -> tuple[float, str]:
+        """``op_time`` of ``op`` in this pass."""
+        if op.unit == "cpu":
+            return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
+        engine, tokens = self.engine, self.tokens
+        attn = bool(op.kv_read_bytes or op.kv_write_bytes)
+        key = (op.unit, attn, op.pairs_per_expert)
+        rate = self.rates.get(key)
+        if rate is None:
+            rate = self.rates[key] = op_rate(op, self.hw, engine, self.quant, tokens)
+        if self.bw is None:
+            self.bw = stream_bytes_s(engine, self.hw)
+            self.wbw = stream_bytes_s(engine, self.hw, self.quant)
+        t_c = op.flops / rate.value if rate.peak and op.flops else 0.0
+        bw = self.bw
+        wbw = self.wbw if op.unit == "tensor" else bw
+        t_m = (op.weight_bytes * weight_reads(engine, op, tokens) / wbw
+               + op.act_bytes / bw
+               + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes) / (bw * engine.eta_kv)
+               + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
+        return (t_c, "compute") if t_c > t_m else (t_m, "memory")
 
 
 def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0, memo: dict | None = None
               ) -> PassTime:
     """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency.
     ``memo`` (a dict the caller keeps) remembers the time of the ledger's shared,
-    depth-independent operator groups (``ledger.PassOps.segments``) between passes."""
+    depth-independent operator groups (``ledger.PassOps.segments``) between passes, and the pass shape's rates."""
     segments = getattr(ops, "segments", None) if memo is not None else None
     if not segments:
-        return _pass_from((_segment(ops, hw, engine, quant, tokens),), engine)
+        return _pass_from((_segment(ops, PassRates(hw, engine, quant, tokens)),), engine)
+    key = ("rates", id(engine), id(hw), quant, tokens)
+    rates = memo.get(key)
+    if rates is None or rates.engine is not engine or rates.hw is not hw:
+        rates = memo[key] = PassRates(hw, engine, quant, tokens)
     parts = []
     for seg in segments:
         if isinstance(seg, tuple):            # shared by every pass of this shape: time it once
             key = (id(seg), id(engine), id(hw), quant, tokens)
             hit = memo.get(key)
             if hit is None or hit[0] is not seg or hit[1] is not engine or hit[2] is not hw:
-                hit = memo[key] = (seg, engine, hw, _segment(seg, hw, engine, quant, tokens))
+                hit = memo[key] = (seg, engine, hw, _segment(seg, rates))
             parts.append(hit[3])
         else:
-            parts.append(_segment(seg, hw, engine, quant, tokens))
+            parts.append(_segment(seg, rates))
     return _pass_from(parts, engine)
 
 
@@ -121,19 +147,14 @@ def ledger_totals(ops, memo: dict | None = None) -> tuple[float, float, float, f
     return tuple(out)
 
 
-def _segment(ops, hw, engine, quant, tokens) -> tuple:
+def _segment(ops, rates: PassRates) -> tuple:
     """(compute s, memory s, kernels, bytes, weight bytes, KV bytes, FLOPs, op times) of a run of ops."""
     comp = mem = 0.0
     kernels = 0
     nbytes = wbytes = kv = flops = 0.0
     times = []
-    rates = {}                  # the Rate of each kind of operator in the run (one unit, attention or not, routing)
     for op in ops:
-        key = (op.unit, bool(op.kv_read_bytes or op.kv_write_bytes), op.pairs_per_expert)
-        rate = rates.get(key)
-        if rate is None and op.unit != "cpu":
-            rate = rates[key] = op_rate(op, hw, engine, quant, tokens)
-        t, b = op_time(op, hw, engine, quant, tokens, rate)
+        t, b = rates.time(op)
         times.append((op, t, b))
         if b == "compute":
             comp += t
