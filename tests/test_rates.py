@@ -12,7 +12,7 @@ from tokspeed.engines.rates import BOARD_POWER, INT8_KERNELS, MMQ_BOUND, compute
 from tokspeed.errors import UserError
 from tokspeed.hardware.spec import Hardware
 from tokspeed.ledger import Op, Role, Scope
-from tokspeed.quant.format_key import Format, as_format
+from tokspeed.quant.format_key import FormatKey, format_key
 from tokspeed.timing import op_time
 
 # an RTX 4090 as its data sheet lists it: 165.2 dense FP16 TFLOPS (FP32 accumulate), 82.6 FP32, 128 SMs, 450 W
@@ -70,14 +70,14 @@ def test_attention_and_elementwise_rates():
 
 
 def test_a_format_is_its_name_parsed_once():
-    f = as_format("Q4_K_M")
+    f = format_key("Q4_K_M")
     assert isinstance(f, str) and f == "Q4_K_M" and f.group == "kquant" and not f.f32 and f.quantized
-    assert as_format(f) is f and json.dumps({"quant": f}) == '{"quant": "Q4_K_M"}'
-    assert as_format("F32").f32 and as_format("F16").group == "float"
+    assert format_key(f) is f and json.dumps({"quant": f}) == '{"quant": "Q4_K_M"}'
+    assert format_key("F32").f32 and format_key("F16").group == "float"
     with pytest.raises(AttributeError):
         f.group = "float"
     with pytest.raises(UserError, match="no kernel group"):
-        as_format("NF4")
+        format_key("NF4")
 
 
 def test_predict_carries_the_parsed_format():
@@ -85,7 +85,7 @@ def test_predict_carries_the_parsed_format():
     from tokspeed.workload import Workload
 
     r = resolve("llama-3-8b", "rtx-4090", "q4_k_m", "f16", "llama.cpp", None, ScaleOptions(), Workload())
-    assert type(r.quant) is Format and r.quant == "Q4_K_M" and r.quant.group == "kquant"
+    assert type(r.quant) is FormatKey and r.quant == "Q4_K_M" and r.quant.group == "kquant"
 
 
 def test_the_engine_version_is_parsed_once(monkeypatch):

@@ -95,7 +95,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..errors import UserError, did_you_mean
-from ..quant.format_key import FORMAT_GROUPS, as_format, format_group  # noqa: F401  (re-exported)
+from ..quant.format_key import FORMAT_GROUPS, format_key, format_group  # noqa: F401  (re-exported)
 from .compat import backend_for, engine_defaults, engine_key, engine_names, runtime_of, sliding_window_spec
 from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
 from .memory import memory_class
@@ -179,11 +179,11 @@ class EngineProfile:
 
     def format_eff(self, quant: str) -> float:
         """eta_format of a weight format's kernel group (1 where not listed)."""
-        return self.eta_format.get(as_format(quant).group, 1.0)
+        return self.eta_format.get(format_key(quant).group, 1.0)
 
     def compute_format_eff(self, quant: str) -> float:
         """eta_compute_format of a weight format's kernel group (1 where not listed)."""
-        return self.eta_compute_format.get(as_format(quant).group, 1.0)
+        return self.eta_compute_format.get(format_key(quant).group, 1.0)
 
     @property
     def is_ideal(self) -> bool:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..quant.format_key import Format, as_format
+from ..quant.format_key import FormatKey, format_key
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
 
@@ -118,7 +118,7 @@ def mmq_kernel(engine, hw, fmt, tokens: int) -> str:
     Pascal, Volta below 64 tokens -- for an engine with ``mmq_dp4a``, in every era), or ``""``: float weights, a
     pass of matrix-vector kernels (``MATVEC_MAX_TOKENS`` tokens or fewer: no tiles), or the engine dequantises and
     multiplies with its float GEMM."""
-    unit = mmq_unit(hw, tokens) if as_format(fmt).quantized and tokens > MATVEC_MAX_TOKENS else ""
+    unit = mmq_unit(hw, tokens) if format_key(fmt).quantized and tokens > MATVEC_MAX_TOKENS else ""
     if unit == "mma":
         return unit if engine.quant_flops_per_core_cycle else ""
     return unit if unit == "dp4a" and engine.mmq_dp4a else ""
@@ -154,7 +154,7 @@ def power_flops(engine, hw, int8: bool = False) -> float:
 def int8_matvec_flops(engine, hw, fmt) -> float:
     """FLOP/s of one token's matmuls over ``fmt`` weights where the engine runs them as int8 dot products on a CPU:
     the CPU's int8 rate x ``int8_matvec`` of the format's group; 0 where it does not."""
-    frac = engine.int8_matvec.get(as_format(fmt).group, 0.0) if engine.int8_matvec else 0.0
+    frac = engine.int8_matvec.get(format_key(fmt).group, 0.0) if engine.int8_matvec else 0.0
     return hw.cpu_int8_ops * frac if frac else 0.0
 
 
@@ -182,7 +182,7 @@ def int8_rates(engine, hw, fmt, tokens: int = 1) -> tuple[float, float, float]:
     return mv, gemm, int8_bound(engine, hw, fmt, tokens, gemm)
 
 
-def _weight_peak(hw, engine, fmt: Format, tokens: int, kernel: str) -> tuple[float, float, str]:
+def _weight_peak(hw, engine, fmt: FormatKey, tokens: int, kernel: str) -> tuple[float, float, str]:
     """(listed peak, usable multiple, which figure) of a weight matmul: step 1 of the module docstring."""
     if fmt.f32:
         return hw.vector_flops, 1.0, "FP32"
@@ -204,7 +204,7 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     """The Rate of an operator of ledger ``unit`` (tensor | vector | memory) in a pass of ``tokens`` tokens over
     ``fmt`` weights: a weight matmul (tensor, not ``attn``), the attention core over the KV cache (``attn``) or an
     elementwise operator; ``pairs_per_expert``: a routed expert's tokens sharing its weight blocks."""
-    fmt = as_format(fmt)
+    fmt = format_key(fmt)
     if unit != "tensor":
         eta = min(engine.compute_eff_for(hw), 1.0)
         return Rate(_vector_unit(hw), hw.vector_flops, eta, (), hw.vector_flops * eta, "FP32")
@@ -278,7 +278,7 @@ def _matrix_unit(hw, listed: str) -> str:
     return {"amd": "matrix cores (FP16)", "apple": "GPU matrix units (FP16)"}.get(vendor, "matrix units (FP16)")
 
 
-def _weight_unit(hw, engine, fmt: Format, tokens: int, kernel: str, listed: str, int8: bool) -> str:
+def _weight_unit(hw, engine, fmt: FormatKey, tokens: int, kernel: str, listed: str, int8: bool) -> str:
     """What runs a weight matmul (the module docstring's kernel list)."""
     nvidia = _vendor(hw) == "nvidia"
     if hw.kind == "cpu":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..quant.format_key import as_format
+from ..quant.format_key import format_key
 from .issue import core_cycles_per_s
 from .memory import memory_class
 from .rates import soft_min
@@ -75,5 +75,5 @@ def stream_rate(engine, hw, fmt=None) -> Stream:
     kern = kernel_bytes_s(engine, hw)
     return Stream(str(fmt or ""), memory_class(hw), hw.bandwidth_bytes_s, min(engine.mem_eff_for(hw), 1.0),
                   core_cycles_per_s(hw), engine.bytes_per_core_cycle if kern else 0.0,
-                  as_format(fmt).group if fmt else "", engine.format_eff(fmt) if fmt else 1.0,
+                  format_key(fmt).group if fmt else "", engine.format_eff(fmt) if fmt else 1.0,
                   engine.bw_cap_gbps * 1e9, stream_bytes_s(engine, hw, fmt))

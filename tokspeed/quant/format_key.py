@@ -1,12 +1,13 @@
 """A weight format's name parsed once: the name as the tables write it, and the kernel group its dequantising falls in.
 
-``as_format("Q4_K_M")`` -> ``Format("Q4_K_M")`` with ``.group == "kquant"``. A ``Format`` is the name itself (a
+``format_key("Q4_K_M")`` -> ``FormatKey("Q4_K_M")`` with ``.group == "kquant"``. A ``FormatKey`` is the name itself (a
 ``str``: it prints, compares, hashes and goes into JSON as the name) carrying what the engine physics reads of it,
 so an operator's rate (``tokspeed.engines.rates``) reads ``fmt.group`` instead of re-parsing the name. ``predict``
 parses the format where it enters (``predict.resolve``); a plain name given anywhere else is parsed on first use
 and remembered.
 
-Kernel groups (``format_group``): ``float`` (F32, F16, BF16), ``q8`` (8-bit: Q8_0, INT8, FP8), ``legacy`` (the
+Not ``tokspeed.quant.formats.Format`` (a storage format's block size and bytes): a ``FormatKey`` is the name
+as the engine physics keys on it. Kernel groups (``format_group``): ``float`` (F32, F16, BF16), ``q8`` (8-bit: Q8_0, INT8, FP8), ``legacy`` (the
 block formats Q4_0 .. Q5_1, IQ4_NL), ``mxfp4``, ``kquant`` (K-quants, the i-quants on super-blocks, ternary),
 ``int4`` (GPTQ / AWQ / EXL2 and other 4-bit linear formats). The group decides an engine's ``eta_format`` and
 ``eta_compute_format`` and whether its quantized kernels (MMQ, int8 dot products) apply.
@@ -22,7 +23,7 @@ FORMAT_GROUPS = ("float", "q8", "legacy", "mxfp4", "kquant", "int4")
 F32_NAMES = ("F32", "f32")       # models whose weights and activations are F32: matmuls on the FP32 units
 
 
-class Format(str):
+class FormatKey(str):
     """A weight format name with its kernel ``group`` and whether it is F32 (``f32``); immutable as a str is."""
 
     group: str
@@ -34,7 +35,7 @@ class Format(str):
         return self
 
     def __setattr__(self, key, value):
-        raise AttributeError(f"Format {str(self)!r} is immutable")
+        raise AttributeError(f"FormatKey {str(self)!r} is immutable")
 
     @property
     def quantized(self) -> bool:
@@ -42,13 +43,13 @@ class Format(str):
 
 
 @lru_cache(maxsize=512)
-def _parse(name: str) -> Format:
-    return Format(name)
+def _parse(name: str) -> FormatKey:
+    return FormatKey(name)
 
 
-def as_format(quant) -> Format:
-    """``quant`` as a parsed ``Format`` (a Format passes through); UserError for a name with no kernel group."""
-    return quant if type(quant) is Format else _parse(str(quant))
+def format_key(quant) -> FormatKey:
+    """``quant`` as a parsed ``FormatKey`` (a FormatKey passes through); UserError for a name with no kernel group."""
+    return quant if type(quant) is FormatKey else _parse(str(quant))
 
 
 def format_group(quant: str) -> str:
