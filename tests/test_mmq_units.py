@@ -229,8 +229,8 @@ def test_explain_names_the_units_a_stage_runs_on():
     ggml_cuda_mul_mat): a V100's 32-token prompt under MMQ on DP4A and its 512-token one through cuBLAS on the FP16
     tensor cores, a P40's on DP4A, a T4's on INT8 tensor cores (MMQ from Turing, mmq.cuh); one token (at most
     MMVQ_MAX_BATCH_SIZE = 8) under MMVQ on the CUDA cores with DP4A -- scalar on GP100, which has none -- or, for F16
-    weights, the matrix-vector kernel on the CUDA cores: not the tensor cores; an F32 model's prompt on the FP32
-    units of an RTX 4090. Norms stay on the CUDA cores."""
+    weights, MMVF on the CUDA cores (mmvf.cu; four tokens of F16 go to MMF's tensor-core tiles, mmf.cu): not the tensor
+    cores; an F32 model's prompt on the FP32 units of an RTX 4090. Norms stay on the CUDA cores."""
     from tokspeed.explain.journey import build_journey
     from tokspeed.predict import predict
 
@@ -249,6 +249,9 @@ def test_explain_names_the_units_a_stage_runs_on():
     assert unit(g, "F32", 512) == "CUDA cores (FP32)"
     assert unit(g, "Q4_K_M", 0) == "CUDA cores (DP4A, MMVQ)"
     assert unit(P100, "Q4_0", 0) == "CUDA cores (MMVQ)"
-    assert unit(g, "F16", 0) == "CUDA cores (matrix-vector)"
+    assert unit(g, "F16", 0) == "CUDA cores (matrix-vector)"                     # MMVF: one token
+    p = predict("llama-2-7b", g, quant="F16", prompt=0, gen=1, context=0, batch=4)   # MMF's tensor-core tiles
+    assert next(s.unit for s in build_journey(p, "decode").stages if s.label == "QKV projection") == \
+        "tensor cores (FP16)"
     assert unit(g, "F16", 512) == "tensor cores (FP16)"
     assert unit(g, "Q4_K_M", 0, "attention RMSNorm") == "CUDA cores"

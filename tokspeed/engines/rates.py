@@ -25,7 +25,9 @@ figure x eta_compute. Every figure is at most its listed peak.
 The ``unit`` names the kernel the engine runs, after llama.cpp's CUDA dispatch (ggml-cuda.cu,
 ``ggml_cuda_mul_mat``): up to ``MATVEC_MAX_TOKENS`` tokens (MMVQ_MAX_BATCH_SIZE) quantized weights go through
 MMVQ (mmvq.cu: dequantise and dot with DP4A, ``ggml_cuda_dp4a``, on the CUDA cores; scalar on parts before cc 6.1)
-and float weights through the matrix-vector kernel on the CUDA cores, not the tensor cores; above, MMQ
+and one token of float weights through MMVF (mmvf.cu: a dot product per row on the CUDA cores; on a part with
+tensor cores a few more tokens go to MMF's tensor-core tiles, taken here from 2 tokens: mmvf.cu takes up to 3-4 on
+Volta to Ada), not the tensor cores; above, MMQ
 (mmq.cuh) on INT8 tensor cores from Turing, on DP4A where ``tokspeed.engines.mmq`` says, else cuBLAS on the
 FP16 tensor cores. The rate of a matrix-vector pass stays the tensor figure x ``eta_matvec``, a fitted fraction
 (decode is memory-bound: the fit sees only how little compute matters there); the unit says where it runs.
@@ -291,7 +293,8 @@ def _weight_unit(hw, engine, fmt: FormatKey, tokens: int, kernel: str, listed: s
     if listed == "DP4A":                      # the ideal bound on a part whose fastest units for it are DP4A
         return "CUDA cores (DP4A)"
     if nvidia and engine.mmq_dp4a and 0 < tokens <= MATVEC_MAX_TOKENS:     # ggml-cuda's matrix-vector kernels
-        if not fmt.quantized:
+        if fmt.quantized:
+            return "CUDA cores (DP4A, MMVQ)" if mmq_unit(hw, 1) else "CUDA cores (MMVQ)"
+        if tokens == 1 or not has_tensor_cores(hw):     # MMVF; a few tokens of float weights: MMF's tensor-core tiles
             return "CUDA cores (matrix-vector)"
-        return "CUDA cores (DP4A, MMVQ)" if mmq_unit(hw, 1) else "CUDA cores (MMVQ)"
     return _matrix_unit(hw, listed)
