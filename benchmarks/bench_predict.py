@@ -223,8 +223,8 @@ def main(argv=None) -> int:
         t_new = best_time(lambda: new.predict(model, hw, **kw), 50, args.repeat)
         desc = ", ".join(f"{k}={v}" for k, v in kw.items()) or "defaults"
         r = report(f"warm predict {model} on {hw} ({desc})", t_old, t_new)
-        if model == "llama-3-8b" and not kw and r < 20:
-            failures.append(f"warm predict only {r:.1f}x faster (target 20x)")
+        if model == "llama-3-8b" and not kw and r < 30:       # issue #25 keeps issue #12's gain at 30x
+            failures.append(f"warm predict only {r:.1f}x faster (target 30x)")
 
     # sweep: the CLI's default grid (6 contexts) x 3 batches x 2 quants, prompt 0, gen 1
     contexts, batches, quants = [1024, 4096, 16384, 32768, 65536, 131072], [1, 8, 32], ["F16", "Q4_K_M"]
@@ -287,7 +287,9 @@ def main(argv=None) -> int:
             f"Best of the rounds; both cores timed in the same process, interleaved, as "
             f"{'wall-clock' if args.wall else 'CPU'} time (a shared 2-core box: wall time also counts the "
             "wait for a free core). Targets (issue #12): warm predict <= 0.4 ms and >= 20x, sweep >= 10,000 "
-            "configurations/s, plan for DeepSeek-V3 over the catalog <= 0.5 s.\n\n"
+            "configurations/s, plan for DeepSeek-V3 over the catalog <= 0.5 s; issue #25 (rates in one place, "
+            "timing.PassRates): warm predict still >= 30x. The scale-setup check's one miss (5.7e-04, an expert-"
+            "offload stage time) predates #25: the same figure at 7247265.\n\n"
             + "\n".join(lines) + "\n\n"
             + ("Failed: " + "; ".join(failures) if failures else "All checks passed.") + "\n")
     for f in failures:

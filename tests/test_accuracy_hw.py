@@ -13,6 +13,7 @@ from tokspeed.engines.profile import get_engine
 from tokspeed.hardware import all_hardware, get_hardware
 from tokspeed.hardware.catalog import with_tflops
 from tokspeed.scale.interconnect import SYNC_LATENCY_S, device_link
+from tokspeed.engines.rates_stream import stream_bytes_s
 
 
 # ---- FLOP/s for every device ----------------------------------------------------------------------
@@ -129,12 +130,12 @@ def test_mi300x_vs_h200_ordered_for_a_stated_reason():
     rocm, cuda = get_engine("llama.cpp-rocm"), get_engine("llama.cpp-cuda")
     mi, h200 = get_hardware("mi300x"), get_hardware("h200-sxm")
     assert rocm.launch_s > 3 * cuda.launch_s
-    assert rocm.stream_bytes_s(mi) > 1.5 * cuda.stream_bytes_s(h200)
+    assert stream_bytes_s(rocm, mi) > 1.5 * stream_bytes_s(cuda, h200)
     a = tokspeed.predict("llama-3-70b", "mi300x", **kw)
     b = tokspeed.predict("llama-3-70b", "h200-sxm", **kw)
     assert (a.engine, b.engine) == ("llama.cpp-rocm", "llama.cpp-cuda")
     # a 70B model streams 42 GB per token: the faster stream wins, by less than its ratio (the launches)
-    assert 1.0 < a.decode.tok_s / b.decode.tok_s < rocm.stream_bytes_s(mi) / cuda.stream_bytes_s(h200)
+    assert 1.0 < a.decode.tok_s / b.decode.tok_s < stream_bytes_s(rocm, mi) / stream_bytes_s(cuda, h200)
     # an 8B model streams 5 GB against ~290 launches: the launch cost decides, the H200 comes out ahead
     a = tokspeed.predict("llama-3-8b", "mi300x", **kw)
     b = tokspeed.predict("llama-3-8b", "h200-sxm", **kw)

@@ -16,6 +16,7 @@ from tokspeed.engines.profile import EngineProfile, get_engine, prior_profile
 from tokspeed.hardware.spec import Hardware
 from tokspeed.ledger import Op, Role, Scope
 from tokspeed.timing import op_time
+from tokspeed.engines.rates_stream import stream_bytes_s
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -80,8 +81,8 @@ def _gpu(name="NVIDIA GeForce RTX 4090", bw=1000.0, tflops=100.0):
 def test_bandwidth_cap_by_hand():
     prof = EngineProfile("t", eta_mem={"default": 0.5}, bw_cap_gbps=1000.0)
     # soft minimum of 0.5 x 2000 = 1000 GB/s and the 1000 GB/s cap: 1000 * 2**(-1/4) GB/s
-    assert math.isclose(prof.stream_bytes_s(_gpu(bw=2000.0)), 1000e9 * 2 ** -0.25, rel_tol=1e-12)
-    assert EngineProfile("t").stream_bytes_s(_gpu(bw=2000.0)) == 2000e9
+    assert math.isclose(stream_bytes_s(prof, _gpu(bw=2000.0)), 1000e9 * 2 ** -0.25, rel_tol=1e-12)
+    assert stream_bytes_s(EngineProfile("t"), _gpu(bw=2000.0)) == 2000e9
 
 
 def test_geforce_fp16_accumulate_doubles_tensor_peak_by_hand():
@@ -150,7 +151,7 @@ def test_a_measured_calibration_replaces_the_bandwidth_cap():
                   calibration={"llama.cpp": {"eta_memory": 0.4, "bandwidth_gbps": 3000.0}})
     prof = get_engine("llama.cpp-cuda", hw)
     assert prof.bw_cap_gbps == 0.0 and prof.bytes_per_core_cycle == 0.0
-    assert math.isclose(prof.stream_bytes_s(hw), 1200e9, rel_tol=1e-12)
+    assert math.isclose(stream_bytes_s(prof, hw), 1200e9, rel_tol=1e-12)
 
 
 def test_machine_calibration_reads_eta_mem_and_its_old_name_eta_memory():
@@ -160,7 +161,7 @@ def test_machine_calibration_reads_eta_mem_and_its_old_name_eta_memory():
         hw = Hardware(id="h", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
                       bandwidth_gbps=1000.0, calibration={"llama.cpp": {key: 0.8, "rms_rel_error": 0.04}})
         prof = get_engine("llama.cpp-cuda", hw)
-        assert math.isclose(prof.stream_bytes_s(hw), 800e9, rel_tol=1e-12)
+        assert math.isclose(stream_bytes_s(prof, hw), 800e9, rel_tol=1e-12)
         assert math.isclose(prof.decode_error_pct, 8.0, rel_tol=1e-12)
     hw = replace(hw, calibration={"llama.cpp": {"eta_mem": 0.8, "rms_rel_error": 0.001}})
     assert get_engine("llama.cpp-cuda", hw).decode_error_pct == 5.0

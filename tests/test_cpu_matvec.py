@@ -10,6 +10,7 @@ import pytest
 from tokspeed import predict
 from tokspeed.engines.profile import calibrated, get_engine
 from tokspeed.hardware.catalog import get_hardware
+from tokspeed.engines.rates import int8_matvec_flops
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "RESULTS-cpu-prefill.md"
@@ -69,8 +70,8 @@ def test_desktop_decode_stays_bound_by_its_memory(hw_id, int8_per_fp32):
 def test_float_weights_and_gpu_engines_do_not_take_the_int8_path():
     prof = get_engine("llama.cpp-cpu")
     hw = get_hardware("ddr5-6000-2ch")
-    assert prof.int8_matvec_flops(hw, "F16") == 0.0
-    assert prof.int8_matvec_flops(hw, "Q4_0") == pytest.approx(4 * 1.152e12 * 0.13)
+    assert int8_matvec_flops(prof, hw, "F16") == 0.0
+    assert int8_matvec_flops(prof, hw, "Q4_0") == pytest.approx(4 * 1.152e12 * 0.13)
     assert get_engine("llama.cpp-cuda").int8_matvec == {}
 
 

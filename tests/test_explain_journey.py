@@ -88,8 +88,13 @@ def test_decode_memory_bound_prefill_compute_bound():
 
 def test_units_and_data_sources():
     e = explain("llama-3-8b", "rtx-4090", with_levers=False)
-    assert stage(e, "ffn").unit == "tensor cores"
+    # one token under llama.cpp CUDA: the matrix-vector kernels on the CUDA cores (MMVQ with DP4A for quantized
+    # weights, ggml-cuda mmvq.cu), not the tensor cores; a prompt's on the tensor cores (INT8 under MMQ)
+    quantized = e.prediction.quant != "F16"
+    assert stage(e, "ffn").unit == ("CUDA cores (DP4A, MMVQ)" if quantized else "CUDA cores (matrix-vector)")
     assert stage(e, "attn_norm").unit == "CUDA cores"
+    p = explain("llama-3-8b", "rtx-4090", prefill=512, with_levers=False)
+    assert stage(p, "ffn").unit == ("INT8 tensor cores (MMQ)" if quantized else "tensor cores (FP16)")
     assert "VRAM" in stage(e, "ffn").data_from and "GDDR6X" in stage(e, "ffn").data_from
     assert "KV cache" in stage(e, "attention").data_from
     assert "PCIe" in stage(e, "sampling").data_from

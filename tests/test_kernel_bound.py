@@ -9,6 +9,7 @@ from tokspeed.engines.profile import get_engine
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.hardware.spec import Hardware
 from tokspeed.predict import predict
+from tokspeed.engines.rates_stream import kernel_bytes_s, stream_bytes_s
 
 
 def prefill_tok_s(model, hw_id, quant, prompt=512, version=None):
@@ -123,8 +124,8 @@ def test_a_probed_profile_gets_no_kernel_bound():
     hw = Hardware(id="local", name="Apple M2 Max (12 cores, measured)", kind="soc", vendor="Apple", memory_gb=64,
                   bandwidth_gbps=400.0, fp16_tflops=0.5, fp32_tflops=0.5, source="measured by tokspeed probe")
     eng = get_engine("llama.cpp", hw)
-    assert core_cycles_per_s(hw) == 0.0 and eng.kernel_bytes_s(hw) == 0.0
-    assert eng.stream_bytes_s(hw) == pytest.approx(400e9 * eng.mem_eff("lpddr"), rel=1e-12)
+    assert core_cycles_per_s(hw) == 0.0 and kernel_bytes_s(eng, hw) == 0.0
+    assert stream_bytes_s(eng, hw) == pytest.approx(400e9 * eng.mem_eff("lpddr"), rel=1e-12)
 
 
 def test_metal_moe_decode_reads_each_expert_once_per_pair_below_32_tokens():
@@ -156,17 +157,17 @@ def test_dequantising_costs_core_cycles_not_memory():
         hw = Hardware(id="x", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
                       bandwidth_gbps=1000.0, fp32_tflops=tflops)
         kern = tflops * 1e12 / (2 * 128) * 8.0
-        assert prof.stream_bytes_s(hw) == pytest.approx(soft(800e9, kern), rel=1e-12)
-        assert prof.stream_bytes_s(hw, "Q4_K_M") == pytest.approx(soft(800e9, 0.5 * kern), rel=1e-12)
-        assert prof.stream_bytes_s(hw, "F16") == prof.stream_bytes_s(hw)
+        assert stream_bytes_s(prof, hw) == pytest.approx(soft(800e9, kern), rel=1e-12)
+        assert stream_bytes_s(prof, hw, "Q4_K_M") == pytest.approx(soft(800e9, 0.5 * kern), rel=1e-12)
+        assert stream_bytes_s(prof, hw, "F16") == stream_bytes_s(prof, hw)
     rich, poor = (Hardware(id="x", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
                            bandwidth_gbps=1000.0, fp32_tflops=t) for t in (82.6, 20.0))
     # cores to spare: K-quants stream near the memory's rate (0.97 of F16's); without, at 0.54 of it
-    assert prof.stream_bytes_s(rich, "Q4_K_M") / prof.stream_bytes_s(rich) > 0.9
-    assert prof.stream_bytes_s(poor, "Q4_K_M") / prof.stream_bytes_s(poor) < 0.6
+    assert stream_bytes_s(prof, rich, "Q4_K_M") / stream_bytes_s(prof, rich) > 0.9
+    assert stream_bytes_s(prof, poor, "Q4_K_M") / stream_bytes_s(prof, poor) < 0.6
     # an engine without a kernel bound keeps eta_format on the whole stream
     flat = EngineProfile("t", eta_mem={"default": 0.8}, eta_format={"kquant": 0.5})
-    assert flat.stream_bytes_s(rich, "Q4_K_M") == pytest.approx(0.5 * 800e9, rel=1e-12)
+    assert stream_bytes_s(flat, rich, "Q4_K_M") == pytest.approx(0.5 * 800e9, rel=1e-12)
 
 
 def test_a_device_without_a_core_count_is_charged_no_format_cost():
@@ -177,4 +178,4 @@ def test_a_device_without_a_core_count_is_charged_no_format_cost():
     eng = get_engine("llama.cpp-cuda")
     assert core_cycles_per_s(hw) == 0.0 and eng.format_eff("MXFP4") < 0.9
     for q in ("MXFP4", "Q8_0", "Q4_K_M"):
-        assert eng.stream_bytes_s(hw, q) == eng.stream_bytes_s(hw) == pytest.approx(1000e9 * eng.mem_eff("gddr"))
+        assert stream_bytes_s(eng, hw, q) == stream_bytes_s(eng, hw) == pytest.approx(1000e9 * eng.mem_eff("gddr"))

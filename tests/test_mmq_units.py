@@ -13,7 +13,25 @@ from tokspeed.engines.mmq import DP4A_OPS_PER_FP32_FLOP, MMQ_DP4A_MAX_BATCH_SIZE
 from tokspeed.engines.profile import INT8_OPS_PER_FP16_ENERGY, EngineProfile, get_engine
 from tokspeed.hardware.spec import Hardware
 from tokspeed.ledger import Op, Role, Scope
-from tokspeed.timing import op_time, prompt_matmul_how, tiled_bounds, weight_matmul_peak
+from tokspeed.engines.rates import BOARD_POWER, MMQ_BOUND, matmul_rate, mmq_kernel
+from tokspeed.explain.rates_text import matmul_how
+from tokspeed.timing import op_time
+
+
+def tiled_bounds(hw, prof, quant, tokens):
+    """(MMQ bound, board-power bound) of a weight matmul's Rate (0 = none)."""
+    r = matmul_rate(hw, prof, quant, tokens)
+    return r.bound(MMQ_BOUND), r.bound(BOARD_POWER)
+
+
+def weight_matmul_peak(hw, prof, quant, tokens):
+    """(listed peak, usable multiple) of a weight matmul's Rate."""
+    r = matmul_rate(hw, prof, quant, tokens)
+    return r.peak, r.scale
+
+
+def prompt_matmul_how(hw, prof, quant, tokens):
+    return matmul_how(matmul_rate(hw, prof, quant, tokens), hw, prof, quant, tokens)
 
 
 def _nv(name, fp16=0.0, fp32=10.0, tdp=250.0, bw=500.0):
@@ -57,19 +75,19 @@ def test_other_vendors_keep_the_engines_mma_path():
 def test_an_engine_without_dp4a_kernels_or_an_older_mmq_era_keeps_the_float_path():
     # no mmq_dp4a: a P40's quantized matmuls dequantise and multiply in FP32; no MMQ bound
     plain = EngineProfile("t", eta_compute={"default": 0.5}, quant_flops_per_core_cycle=1000.0)
-    assert plain.mmq_unit(P40, "Q4_0", 512) == "" and tiled_bounds(P40, plain, "Q4_0", 512) == (0.0, 0.0)
+    assert mmq_kernel(plain, P40, "Q4_0", 512) == "" and tiled_bounds(P40, plain, "Q4_0", 512) == (0.0, 0.0)
     assert weight_matmul_peak(P40, plain, "Q4_0", 512) == (pytest.approx(11.76e12), 1.0)
     # an era without MMQ on INT8 tensor cores (quant_flops_per_core_cycle 0) still runs DP4A on Pascal, without the
     # bound (none fitted), and dequantises on Turing and later
     old = EngineProfile("t", eta_compute={"default": 0.5}, mmq_dp4a=True)
-    assert old.mmq_unit(P40, "Q4_0", 512) == "dp4a" and tiled_bounds(P40, old, "Q4_0", 512)[0] == 0.0
-    assert old.mmq_unit(_nv("NVIDIA GeForce RTX 4090"), "Q4_0", 512) == ""
-    assert PROF.mmq_unit(P40, "F16", 512) == ""          # float weights: no MMQ anywhere
+    assert mmq_kernel(old, P40, "Q4_0", 512) == "dp4a" and tiled_bounds(P40, old, "Q4_0", 512)[0] == 0.0
+    assert mmq_kernel(old, _nv("NVIDIA GeForce RTX 4090"), "Q4_0", 512) == ""
+    assert mmq_kernel(PROF, P40, "F16", 512) == ""          # float weights: no MMQ anywhere
 
 
 def test_the_shipped_llama_cpp_cuda_runs_dp4a_in_every_era():
     for era in ("2023", "2024", "2025"):
-        assert get_engine("llama.cpp-cuda", version=era).mmq_unit(P40, "Q4_K_M", 512) == "dp4a"
+        assert mmq_kernel(get_engine("llama.cpp-cuda", version=era), P40, "Q4_K_M", 512) == "dp4a"
 
 
 def test_a_calibration_row_listing_pascal_fp16_takes_the_fp32_rate():
@@ -127,10 +145,11 @@ def test_turing_and_later_keep_the_int8_tensor_core_energy():
 
 def test_explain_names_the_dp4a_path():
     line = prompt_matmul_how(P40, PROF, "Q4_0", 512)
-    assert "DP4A int8" in line and "4 x FP32 11.8 TFLOP/s" in line and "INT8 tensor cores" not in line
+    assert "CUDA cores (DP4A, MMQ)" in line and "4 x FP32 11.8 TFLOP/s" in line and "INT8 tensor cores" not in line
     # the MMQ bound: 1000 FLOPs of tile work and 128 lanes x 8 = 1,024 of DP4A per core cycle: 23.2 TFLOP/s (above)
     assert "MMQ bound 23.2 TFLOP/s (1000 FLOPs per core cycle of tile work and 1,024 of DP4A" in line
-    assert "FP32 vector 5.88 TFLOP/s" in prompt_matmul_how(P40, PROF, "F16", 512)       # 11.76 x 0.5
+    # F16 weights: cuBLAS on the FP32 units (the P40 lists no usable FP16): 11.76 x 0.5
+    assert "CUDA cores (FP32) 5.88 TFLOP/s" in prompt_matmul_how(P40, PROF, "F16", 512)
 
 
 def test_shipped_llama_cpp_runs_a_p40s_prompt_matmuls_at_the_dp4a_rate_by_hand():
@@ -206,21 +225,33 @@ def test_fast_evaluator_equals_predict_on_older_parts():
 
 
 def test_explain_names_the_units_a_stage_runs_on():
-    """The stage table: a P40's matmuls on its CUDA cores, a V100's 32-token prompt on DP4A and its 512-token one on
-    tensor cores (cuBLAS), an F32 model's on the FP32 units of an RTX 4090."""
+    """The stage table names the units the kernels llama.cpp's CUDA backend picks run on (ggml-cuda.cu
+    ggml_cuda_mul_mat): a V100's 32-token prompt under MMQ on DP4A and its 512-token one through cuBLAS on the FP16
+    tensor cores, a P40's on DP4A, a T4's on INT8 tensor cores (MMQ from Turing, mmq.cuh); one token (at most
+    MMVQ_MAX_BATCH_SIZE = 8) under MMVQ on the CUDA cores with DP4A -- scalar on GP100, which has none -- or, for F16
+    weights, MMVF on the CUDA cores (mmvf.cu; four tokens of F16 go to MMF's tensor-core tiles, mmf.cu): not the tensor
+    cores; an F32 model's prompt on the FP32 units of an RTX 4090. Norms stay on the CUDA cores."""
     from tokspeed.explain.journey import build_journey
-    from tokspeed.explain.roles import compute_unit
     from tokspeed.predict import predict
 
     g = Hardware(id="g", name="NVIDIA GeForce RTX 4090", kind="gpu", vendor="NVIDIA", memory_gb=24,
                  bandwidth_gbps=1008, fp16_tflops=165.2, fp32_tflops=82.6, fp16_accumulate_2x=True)
-    assert compute_unit("tensor", P40) == "CUDA cores" and compute_unit("tensor", g) == "tensor cores"
-    assert compute_unit("tensor", g, f32=True) == "CUDA cores"
+    t4 = _nv("NVIDIA T4", fp16=65.0, fp32=8.1, tdp=70.0)
 
-    def qkv_unit(hw, quant, prompt):
-        p = predict("llama-2-7b", hw, quant=quant, prompt=prompt, gen=0, context=0)
-        return next(s.unit for s in build_journey(p, "prefill").stages if s.label == "QKV projection")
+    def unit(hw, quant, prompt, label="QKV projection"):
+        p = predict("llama-2-7b", hw, quant=quant, prompt=prompt, gen=0 if prompt else 1, context=0)
+        return next(s.unit for s in build_journey(p, "prefill" if prompt else "decode").stages if s.label == label)
 
-    assert qkv_unit(V100, "Q4_0", 32) == "CUDA cores (DP4A)"
-    assert qkv_unit(V100, "Q4_0", 512) == "tensor cores"
-    assert qkv_unit(P40, "Q4_0", 512) == "CUDA cores (DP4A)"
+    assert unit(V100, "Q4_0", 32) == "CUDA cores (DP4A, MMQ)"
+    assert unit(V100, "Q4_0", 512) == "tensor cores (FP16)"
+    assert unit(P40, "Q4_0", 512) == "CUDA cores (DP4A, MMQ)"
+    assert unit(t4, "Q4_0", 512) == "INT8 tensor cores (MMQ)"
+    assert unit(g, "F32", 512) == "CUDA cores (FP32)"
+    assert unit(g, "Q4_K_M", 0) == "CUDA cores (DP4A, MMVQ)"
+    assert unit(P100, "Q4_0", 0) == "CUDA cores (MMVQ)"
+    assert unit(g, "F16", 0) == "CUDA cores (matrix-vector)"                     # MMVF: one token
+    p = predict("llama-2-7b", g, quant="F16", prompt=0, gen=1, context=0, batch=4)   # MMF's tensor-core tiles
+    assert next(s.unit for s in build_journey(p, "decode").stages if s.label == "QKV projection") == \
+        "tensor cores (FP16)"
+    assert unit(g, "F16", 512) == "tensor cores (FP16)"
+    assert unit(g, "Q4_K_M", 0, "attention RMSNorm") == "CUDA cores"

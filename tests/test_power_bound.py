@@ -13,6 +13,7 @@ from tokspeed.hardware.spec import Hardware
 from tokspeed.ledger import Op, Role, Scope
 from tokspeed.predict import predict
 from tokspeed.timing import op_time
+from tokspeed.engines.rates import power_flops
 
 
 def _gpu(tdp_w=300.0):
@@ -30,7 +31,7 @@ def _soft_min(a, b):
 
 def test_power_bound_by_hand():
     # compute: 100 TFLOP/s x 0.5 = 50 TFLOP/s; power: 300 W / 10 pJ = 30 TFLOP/s; soft minimum of the two
-    assert PROF.power_flops(_gpu()) == pytest.approx(30e12, rel=1e-12)
+    assert power_flops(PROF, _gpu()) == pytest.approx(30e12, rel=1e-12)
     t, bound = op_time(MATMUL, _gpu(), PROF, "F16", tokens=512)
     assert bound == "compute"
     assert math.isclose(t, 1e12 / _soft_min(50e12, 30e12), rel_tol=1e-12)        # ~35.6 ms, not 20 ms
@@ -108,13 +109,18 @@ def test_a_350_w_hopper_is_held_near_a_450_w_ada_card():
 
 
 def test_explain_says_how_the_prompt_matmul_rate_comes_about():
-    """timing.prompt_matmul_how, printed by `explain --prefill`: 100 TF x 0.5 = 50 TF of tensor rate, 300 W / 10 pJ
-    = 30 TF of board power, soft minimum (50^-4 + 30^-4)^(-1/4) = 29.1 TF."""
-    from tokspeed.timing import prompt_matmul_how
+    """explain's line on a prompt matmul's rate (explain.rates_text.matmul_how over the Rate), printed by `explain
+    --prefill`: 100 TF x 0.5 = 50 TF of tensor rate, 300 W / 10 pJ = 30 TF of board power, soft minimum
+    (50^-4 + 30^-4)^(-1/4) = 29.1 TF."""
+    from tokspeed.engines.rates import matmul_rate
+    from tokspeed.explain.rates_text import matmul_how
+
+    def prompt_matmul_how(hw, prof, quant, tokens):
+        return matmul_how(matmul_rate(hw, prof, quant, tokens), hw, prof, quant, tokens)
 
     how = prompt_matmul_how(_gpu(), PROF, "F16", 512)
     assert how.startswith(f"F16 matmuls over 512 tokens run at {_soft_min(50e12, 30e12) / 1e12:,.1f} TFLOP/s")
-    assert "tensor 50.0 TFLOP/s (listed 100 TFLOP/s x efficiency 0.50)" in how
+    assert "50.0 TFLOP/s (listed FP16 100 TFLOP/s x efficiency 0.50)" in how
     assert "board power 300 W / 10 pJ per FLOP = 30.0 TFLOP/s" in how
     assert "MMQ" not in how and how.endswith("(soft minimum)")
     assert "board power" not in prompt_matmul_how(_gpu(tdp_w=0.0), PROF, "F16", 512)

@@ -12,6 +12,7 @@ from tokspeed.engines.profile import get_engine
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.predict import predict
 from tokspeed.resolve import resolve_model
+from tokspeed.engines.rates_stream import stream_bytes_s
 
 
 def step_s(model, hw, engine, quant, depth):
@@ -49,7 +50,7 @@ def test_depth_cost_by_hand(engine, hw_id, version, fa, unfused):
         assert eng.attn_bytes_per_flop == newest.attn_bytes_per_flop == 0.0   # CUDA's FlashAttention: none fitted
     reads = 1 + 3 * eng.kv_reread
     D = 8192
-    stream = eng.stream_bytes_s(hw)
+    stream = stream_bytes_s(eng, hw)
     kv = 32 * D * 4096 * reads / (stream * eng.eta_kv)
     scores = 32 * 32 * D * (4 * 128 + 5) * eng.attn_bytes_per_flop / stream
     dt = step_s("llama-3-8b", hw, eng, "Q4_K_M", D) - step_s("llama-3-8b", hw, eng, "Q4_K_M", 0)
@@ -113,10 +114,11 @@ def test_eras_and_backends():
 def test_an_era_with_flashattention_reads_once_on_priors_alone(monkeypatch):
     # without fitted.toml an engine has one set of values for every era (Metal's prior: every re-read reaches
     # memory); the era asked for decides whether its attention is fused
-    from tokspeed.engines import profile
+    from tokspeed.engines import profile, tables
 
-    priors = profile.load_table("priors.toml")
-    monkeypatch.setattr(profile, "_tables", lambda: priors)
+    priors = tables.load_table("priors.toml")
+    for module in (tables, profile):          # the tables' reader, and the name predict's engine cache watches
+        monkeypatch.setattr(module, "_tables", lambda: priors)
     assert get_engine("llama.cpp-metal", version="2024").kv_reread == 1.0
     assert get_engine("llama.cpp-metal", version="2025").kv_reread == 0.0
     assert get_engine("llama.cpp-metal", version="b6500").kv_reread == 0.0

@@ -23,6 +23,7 @@ from .engines.profile import IDEAL, EngineProfile, attention_spec, get_engine
 from .engines import profile as _profile
 from .ledger import Op, depth_kinks, forward_ops, resident_weight_bytes
 from .memory import Memory, memory_budget
+from .quant.format_key import format_key
 from .quant.kv import kv_bytes as kv_dtype_bytes
 from .scale.configure import configure
 from .scale.options import ScaleOptions
@@ -193,6 +194,7 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
     prof = _engine(engine, hw, engine_version, flash_attention)
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
     prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
+    quant = format_key(quant)                     # parsed once: its kernel group rides along (quant.format_key)
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
     r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights)

@@ -4,12 +4,16 @@
 llama.cpp build number (``b6000`` or ``6000``), a year-month (``2025-08``), a year (``2025``) or an
 era label. Build numbers map to months through the dated anchors in ``eras.toml``; months map to the
 era whose ``until`` month is the first at or after them. Engines not listed there have no eras.
+
+``parse_version(engine, version)`` -> ``EngineVersion``: the version parsed once where it enters
+(``engines.profile.get_engine``), carrying its family, month and era label to everything after.
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -71,24 +75,42 @@ def version_month(engine: str, version: str) -> str | None:
                     f"use e.g. b6000 or 2025-08 (eras: {', '.join(labels)})", field="engine_version")
 
 
-def era_of(engine: str, version: str) -> str:
-    """The era label of ``version`` for ``engine`` (UserError for a bad version or an unversioned
-    engine)."""
+@dataclass(frozen=True)
+class EngineVersion:
+    """A version of an engine family parsed once: ``text`` as given, its year-month (None: given as an era label)
+    and its era ``label``."""
+    family: str
+    text: str
+    month: str | None
+    label: str
+
+
+def parse_version(engine: str, version) -> EngineVersion | None:
+    """``version`` of ``engine`` parsed (None and an ``EngineVersion`` pass through); UserError for a bad version,
+    one before the family's first month, or an engine without versions."""
+    if version is None or isinstance(version, EngineVersion):
+        return version
     fam = era_family(engine)
     if fam is None:
         raise UserError(f"{engine} has no calibrated versions",
                         "`engine_version` applies to llama.cpp and its backends; drop it", field="engine_version")
     month = version_month(engine, version)
     if month is None:
-        return str(version).strip().lower()
+        return EngineVersion(fam, str(version), None, str(version).strip().lower())
     first = _table()[fam]["first"]
     if _month(month) < _month(first):
         raise UserError(f"{fam} version {version!r} ({month}) predates {fam} ({first})",
                         f"use a month from {first} on, or a build number like b6000")
     for era in _table()[fam]["eras"]:
         if not era["until"] or _month(month) <= _month(era["until"]):
-            return era["label"]
-    return _table()[fam]["eras"][-1]["label"]
+            return EngineVersion(fam, str(version), month, era["label"])
+    return EngineVersion(fam, str(version), month, _table()[fam]["eras"][-1]["label"])
+
+
+def era_of(engine: str, version) -> str:
+    """The era label of ``version`` for ``engine`` (UserError for a bad version or an unversioned
+    engine)."""
+    return parse_version(engine, version).label
 
 
 def era_info(engine: str, label: str) -> dict:
@@ -131,11 +153,13 @@ def flash_attention_since(engine: str) -> str:
     return _table()[fam].get("flash_attention_since", "") if fam else ""
 
 
-def flash_attention_available(engine: str, version: str) -> bool:
-    """Whether a build of ``engine`` (a build number, a month, or an era label: its last month) could run
-    FlashAttention: on or after ``flash_attention_since``. True where the family lists no such month."""
+def flash_attention_available(engine: str, version) -> bool:
+    """Whether a build of ``engine`` (a build number, a month, or an era label: its last month; or its
+    ``EngineVersion``) could run FlashAttention: on or after ``flash_attention_since``. True where the family lists
+    no such month."""
     since = flash_attention_since(engine)
     if not since:
         return True
-    month = version_month(engine, version) or era_info(engine, era_of(engine, version)).get("until") or ""
+    v = parse_version(engine, version)
+    month = v.month or era_info(engine, v.label).get("until") or ""
     return not month or _month(month) >= _month(since)

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..engines.rates import int8_rates, matmul_rate, op_rate
+from ..engines.rates_stream import stream_rate, weight_reads
 from ..ledger import Role, Scope
-from ..timing import F32_NAMES, kv_reads, pass_time, prompt_matmul_how
+from ..timing import kv_reads, pass_time
 from ..units import fmt_seconds
+from .rates_text import matmul_how, stream_how
 from .roles import compute_unit, data_source, launch_path
 
 # operator role -> (row key, label); rows appear in the order of the ledger. Every Role has a row: a role
@@ -102,9 +105,9 @@ class Journey:
     kernels: int
     launch_s: float
     fixed_s: float
-    stream_gbps: float = 0.0    # the bandwidth the engine streams weights at (EngineProfile.stream_bytes_s)
+    stream_gbps: float = 0.0    # the bandwidth the engine streams weights at (rates_stream.stream_bytes_s)
     stream_how: str = ""        # ... and how it comes about
-    compute_how: str = ""       # prefill: how the weight matmuls' FLOP/s comes about (timing.prompt_matmul_how)
+    compute_how: str = ""       # prefill: how the weight matmuls' FLOP/s comes about (rates_text.matmul_how)
 
     @property
     def per_token_s(self) -> float:
@@ -147,9 +150,7 @@ def passes(pred, mode: str):
 def int8_note(eng, hw, quant: str, tokens: int) -> str:
     """How a CPU engine's int8 kernels set the compute rate of a ``tokens``-token decode pass ("" where they do not
     matter: no int8 kernels, float weights, or enough tokens to come within 10 % of the GEMM rate). Dense
-    weights; a routed expert's block is shared by fewer tokens (``timing.int8_bound``)."""
-    from ..timing import int8_rates
-
+    weights; a routed expert's block is shared by fewer tokens (``rates.int8_bound``)."""
     mv, gemm, rate = int8_rates(eng, hw, quant, tokens)
     if not mv or rate >= 0.9 * gemm:
         return ""
@@ -198,15 +199,14 @@ def build_journey(pred, mode: str = "decode") -> Journey:
         for op, t, bound in pt.op_times:
             key, label = _group(op)
             st = rows.get(key)
-            if st is None:
-                dp4a = (op.unit == "tensor" and not (op.kv_read_bytes or op.kv_write_bytes)
-                        and eng.mmq_unit(hw, pred.quant, tokens) == "dp4a")
-                unit = compute_unit(op.unit, hw, f32=pred.quant in F32_NAMES, dp4a=dp4a)
+            if st is None:      # what runs the kernel: the Rate's unit (the engine's kernels on this device)
+                unit = op_rate(op, hw, eng, pred.quant, tokens).unit if op.unit == "tensor" else compute_unit(op.unit,
+                                                                                                               hw)
                 st = rows[key] = Stage(key, label, _PHASE[op.scope], unit, data_source(op, hw), layers=op.count)
             if op.name not in st.ops:
                 st.ops.append(op.name)
             st.flops += op.flops
-            st.weight_bytes += op.weight_bytes * eng.weight_reads(op, tokens)   # as the engine reads them
+            st.weight_bytes += op.weight_bytes * weight_reads(eng, op, tokens)   # as the engine reads them
             st.kv_bytes += op.kv_read_bytes + op.kv_write_bytes
             if kv_reads(op, eng) > 1:
                 st.note = (f"unfused attention: each query head reads its K/V head, {eng.kv_reread:.0%} of the "
@@ -242,8 +242,10 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     for s in stages:
         s.share = s.seconds / total if total else 0.0
     predicted = pred.decode.ms_per_token / 1e3 if mode == "decode" else pred.prefill.seconds
+    stream = stream_rate(eng, hw, pred.quant)
     tokens = 1 if mode == "decode" else pred.prompt
     return Journey(mode, tokens, pred.context + (pred.prompt if mode == "decode" else 0), pred.batch, stages,
                    total, predicted, hw.ridge_flops_per_byte, kernels // max(n_pass, 1), eng.launch_s, eng.fixed_s,
-                   eng.stream_bytes_s(hw, pred.quant) / 1e9, eng.stream_how(hw, pred.quant),
-                   prompt_matmul_how(hw, eng, pred.quant, first_tokens) if mode == "prefill" else "")
+                   stream.value / 1e9, stream_how(stream),
+                   matmul_how(matmul_rate(hw, eng, pred.quant, first_tokens), hw, eng, pred.quant, first_tokens)
+                   if mode == "prefill" else "")

@@ -1,35 +1,25 @@
 """Which piece of hardware does an operator's work, and where its bytes live.
 
-Names follow the seeds: tensor cores for matrix multiplies, CUDA (vector) cores for norms, RoPE and
-activations, the CPU for tokenizing, launching kernels, sampling and the loop; weights and the KV cache
+Names follow the seeds: the units the engine's kernels run matrix multiplies on (the Rate's ``unit``,
+``tokspeed.engines.rates``: tensor cores, INT8 tensor cores under MMQ, CUDA cores under llama.cpp's matrix-vector
+kernels), CUDA (vector) cores for norms, RoPE and activations, the CPU for tokenizing, launching kernels, sampling and the loop; weights and the KV cache
 live in device memory (HBM/VRAM, unified memory or system RAM), small activations in L2 / on-chip SRAM.
 """
 
 from __future__ import annotations
 
-from ..engines.mmq import has_tensor_cores
 from ..ledger import Role
 
 
-def compute_unit(unit: str, hw, f32: bool = False, dp4a: bool = False) -> str:
-    """Human name of the unit that executes an op of ledger ``unit`` (tensor|vector|memory|cpu); ``f32``: the model's
-    weights and activations are F32 (its matmuls run on the FP32 units); ``dp4a``: the engine's quantized matmuls run
-    as DP4A on the CUDA cores there (``EngineProfile.mmq_unit``)."""
+def compute_unit(unit: str, hw) -> str:
+    """Human name of the unit that executes an op of ledger ``unit`` (vector|memory|cpu). A matmul's or the attention
+    core's (ledger ``tensor``) is its Rate's ``unit`` (``tokspeed.engines.rates``): it depends on the engine's
+    kernels, the weight format and the tokens in the pass."""
     vendor = hw.vendor.lower()
     if unit == "cpu" or hw.kind == "cpu":
         return "CPU cores (SIMD)" if unit != "cpu" else "CPU"
     if unit == "memory":
         return "load/store units (gather)"
-    if unit == "tensor" and dp4a:
-        return "CUDA cores (DP4A)"
-    if unit == "tensor" and not f32:
-        if vendor == "nvidia":     # not before Volta: Pascal multiplies on its CUDA cores (DP4A, half2, FP32)
-            return "tensor cores" if has_tensor_cores(hw) else "CUDA cores"
-        if vendor == "amd":
-            return "matrix cores"
-        if vendor == "apple":
-            return "GPU matrix units"
-        return "matrix units"
     if vendor == "nvidia":
         return "CUDA cores"
     return "GPU vector ALUs" if hw.kind in ("gpu", "soc") else "vector units"

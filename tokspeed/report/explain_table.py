@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..timing import int8_rates
+from ..engines.rates import int8_rates
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
 from .predict_table import fit_headline
 from .text import FitTable, markup_safe, one_line, styled, unknown

@@ -65,7 +65,7 @@ def check_address(address: str | None) -> None:
         socket.create_connection((host, int(port)), timeout=PROBE_S).close()
     except OSError as e:
         raise UserError(f"no Ray cluster answers at {address} ({e.strerror or type(e).__name__})",
-                        "start one with `ray start --head`, or give the head node's host:port") from None
+                        "start one with Ray's own CLI (ray start, as the head node), or give the head node's host:port") from None
 
 
 def _first_line(e: BaseException) -> str:

@@ -1,0 +1,76 @@
+"""One line each on how a rate comes about, written from the fields of a ``Rate`` or a ``Stream``.
+
+``explain`` prints them under its stage table: ``stream_how`` for the bandwidth weights stream at
+(``tokspeed.engines.rates_stream.stream_rate``), ``matmul_how`` for the FLOP/s of a prompt's weight matmuls
+(``tokspeed.engines.rates.matmul_rate``). Nothing here decides a rate: the text says what the Rate holds.
+"""
+
+from __future__ import annotations
+
+from ..engines.issue import fp32_lanes_per_core
+from ..engines.mmq import DP4A_OPS_PER_FP32_FLOP
+from ..engines.rates import BOARD_POWER, INT8_KERNELS, INT8_OPS_PER_FP16_ENERGY, MMQ_BOUND
+
+
+def tflops(x: float) -> str:
+    """FLOP/s in TFLOP/s to three digits."""
+    return f"{x / 1e12:,.{0 if x >= 1e14 else 1 if x >= 1e13 else 2}f} TFLOP/s"
+
+
+def gbs(bytes_s: float) -> str:
+    return f"{bytes_s / 1e9:,.0f} GB/s"
+
+
+def listed_peak(rate, hw) -> str:
+    """The listed figure a Rate scales, with its usable multiple."""
+    if rate.listed == "DP4A":
+        return f"{DP4A_OPS_PER_FP32_FLOP:g} x FP32 {tflops(hw.vector_flops)}"
+    return (f"{rate.listed} {tflops(rate.peak)}" + (f" x {rate.scale:g} (FP16 accumulate)" if rate.scale != 1.0
+                                                    else ""))
+
+
+def bound_how(bound, rate, hw, engine, tokens: int) -> str:
+    """One bound of a Rate with its numbers."""
+    if bound.name == INT8_KERNELS:
+        return f"int8 kernels {tflops(bound.value)} ({tokens} tokens sharing each weight block's work)"
+    if bound.name == MMQ_BOUND:
+        per = f"{engine.quant_flops_per_core_cycle:.0f} FLOPs per core cycle"
+        if rate.kernel == "dp4a":     # rates.quant_matmul_flops: the two issue from the same lanes, their times add
+            per += (f" of tile work and {DP4A_OPS_PER_FP32_FLOP * 2 * fp32_lanes_per_core(hw):,.0f} of DP4A,"
+                    " issued from the same lanes")
+        return f"MMQ bound {tflops(bound.value)} ({per})"
+    if bound.name == BOARD_POWER:
+        on_int8 = f" x {INT8_OPS_PER_FP16_ENERGY:g} on INT8 tensor cores" if rate.kernel == "mma" else ""
+        return (f"board power {hw.tdp_w:g} W / {engine.pj_per_flop:.3g} pJ per FLOP{on_int8} = "
+                f"{tflops(bound.value)}")
+    return f"{bound.name} {tflops(bound.value)}"
+
+
+def matmul_how(rate, hw, engine, quant: str, tokens: int) -> str:
+    """How a weight matmul's FLOP/s comes about in a pass of ``tokens`` tokens (``rate``: its ``matmul_rate``), in one
+    line with its numbers; "" where the device has no FLOP/s figure."""
+    if not rate.peak * rate.eta:
+        return ""
+    base = rate.peak * rate.eta
+    parts = [f"{rate.unit} {tflops(base)} (listed {listed_peak(rate, hw)} x efficiency "
+             f"{base / (rate.peak * rate.scale):.2f})"]
+    parts += [bound_how(b, rate, hw, engine, tokens) for b in rate.bounds]
+    soft = any(b.name != INT8_KERNELS for b in rate.bounds)
+    return (f"{quant} matmuls over {tokens:,} tokens run at {tflops(rate.value)}: " + ", ".join(parts)
+            + (" (soft minimum)" if soft else ""))
+
+
+def stream_how(s) -> str:
+    """How a ``Stream`` comes about, in one line with its numbers."""
+    group = f"eta_format[{s.group}] {s.eta_format:.2f}" if s.eta_format != 1.0 else ""
+    what = f"{s.fmt} weights" if s.fmt else "weights"
+    out = (f"{what} stream at {gbs(s.value)} ({s.value / s.peak:.0%} of {gbs(s.peak)}): "
+           f"{s.memory.upper()} at {gbs(s.peak)} x eta_mem {s.eta_mem:.2f} = {gbs(s.peak * s.eta_mem)}")
+    if s.kernel:
+        out += (f", kernel bound {s.core_cycles / 1e9:,.0f} G core cycles/s x {s.bytes_per_core_cycle:.3g} B"
+                + (f" x {group}" if group else "") + f" = {gbs(s.kernel)}")
+    elif group:
+        out += f", x {group}"
+    if s.cap:
+        out += f", engine cap {gbs(s.cap)}"
+    return out + (" (soft minimum)" if s.kernel or s.cap else "")
