@@ -14,8 +14,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tokspeed"
 MAX_LINES = 600
-# a file over the limit today may not grow; issue 25 brings it under (then drop it from here)
-SHRINKING = {"engines/profile.py": 615}
+# engines/profile.py is a data record plus its lookups since the rates moved out (issue 25)
+PROFILE_MAX_LINES = 400
 
 
 def _modules() -> dict[str, Path]:
@@ -133,6 +133,6 @@ def test_no_file_over_600_lines():
     for p in PACKAGE.rglob("*.py"):
         rel = p.relative_to(PACKAGE).as_posix()
         n = len(p.read_text(encoding="utf-8").splitlines())
-        if n > SHRINKING.get(rel, MAX_LINES):
+        if n > (PROFILE_MAX_LINES if rel == "engines/profile.py" else MAX_LINES):
             over[rel] = n
     assert not over, f"files over {MAX_LINES} lines: {over}"
