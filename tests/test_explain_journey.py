@@ -77,8 +77,8 @@ def test_cpu_stages_are_launch_count_and_fixed_cost():
 
 
 def test_decode_memory_bound_prefill_compute_bound():
-    d = explain("llama-3-8b", "h100-sxm", with_levers=False)
-    p = explain("llama-3-8b", "h100-sxm", prefill=2048, with_levers=False)
+    d = explain("llama-3-8b", "h100-sxm", quant="F16", with_levers=False)
+    p = explain("llama-3-8b", "h100-sxm", quant="F16", prefill=2048, with_levers=False)
     ridge = 989e12 / 3350e9
     assert d.journey.ridge_flops_per_byte == pytest.approx(ridge)
     assert stage(d, "ffn").intensity < 2 < ridge and stage(d, "ffn").bound == "memory"

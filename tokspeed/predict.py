@@ -85,6 +85,7 @@ class Resolved:
     setup: ScaleSetup | None = None   # when the options ask for a layout
     timer: Timer | None = None
     weights_bytes: float = 0.0
+    quant_assumed: str | None = None  # why this format, when none was named (``quant.default``)
 
 
 @dataclass
@@ -116,6 +117,7 @@ class Prediction:
     serving: dict | None = None
     cost: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)   # e.g. a context past the trained window
+    quant_assumed: str | None = None   # no format named: which one was assumed and why (None: named)
 
     @property
     def hypothetical(self) -> bool:
@@ -135,7 +137,8 @@ class Prediction:
 
     def to_dict(self) -> dict:
         return {
-            "model": self.model, "hardware": self.hardware, "quant": self.quant, "kv_dtype": self.kv_dtype,
+            "model": self.model, "hardware": self.hardware, "quant": self.quant, "quant_assumed": self.quant_assumed,
+            "kv_dtype": self.kv_dtype,
             "engine": self.engine, "engine_version": self.engine_version,
             "flash_attention": self.flash_attention, "batch": self.batch,
             "prompt": self.prompt, "gen": self.gen, "context": self.context, "memory": self.memory.to_dict(),
@@ -184,18 +187,24 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
         from .hardware.catalog import get_hardware
 
         hw = get_hardware(hardware)
+    prof = _engine(engine, hw, engine_version, flash_attention)
+    assumed = None
     if storage is None:
-        quant = canonical(quant or "F16")
+        if not quant:            # the format people run: released (servers) or downloaded (llama.cpp)
+            from .quant.default import default_quant
+
+            quant, assumed = default_quant(spec, prof, hw)
+        quant = canonical(quant)
         storage = scheme_for(quant, spec)
     else:
         quant = getattr(storage, "name", "file")
     kvb = kv_dtype_bytes(kv_dtype)
-    prof = _engine(engine, hw, engine_version, flash_attention)
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
     prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
-    r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights)
+    r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights,
+                 quant_assumed=assumed)
     if scale.wants_layout:
         r.setup = configure(spec, storage, hw, prof, kvb, work.batch, work.tokens, work.prompt,
                             prof.runtime_overhead_gib * 2**30, gpus=scale.gpus, parallel=scale.parallel,
@@ -329,6 +338,7 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
                       flash_attention=getattr(r.profile, "flash_attention", None), spec=r.spec, hw=r.hw,
                       storage=r.storage,
                       engine_profile=r.profile, layout=r.setup.layout if r.setup else None, warnings=notes,
+                      quant_assumed=r.quant_assumed,
                       **sections)
 
 

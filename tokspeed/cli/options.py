@@ -53,7 +53,7 @@ def add_hardware_options(p, required: bool = True):
 
 
 def add_model_options(p):
-    p.add_argument("--quant", "-q", default=None, help="weight format: F16 Q8_0 Q4_K_M INT4-G128 EXL2-4.0 ... (default F16)")
+    p.add_argument("--quant", "-q", default=None, help="weight format: F16 Q8_0 Q4_K_M INT4-G128 EXL2-4.0 ... (default: the released format for server engines, Q4_K_M or a smaller released format for llama.cpp-family engines; the output says which)")
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 q8_0 q4_0 (default f16)")
     p.add_argument("--engine", "-e", default=DEFAULT_ENGINE,
                    help="ideal, llama.cpp[-cuda|-metal|-vulkan|-cpu], gpt-fast, vllm, tensorrt-llm, transformers, exllamav2, mlx")

@@ -29,7 +29,7 @@ def add_parser(sub):
 def sweep_rows(args, hw) -> list[dict]:
     from ..predict import sweep
 
-    quants = [q.strip() for q in (args.quant or "F16").split(",")]
+    quants = [q.strip() for q in args.quant.split(",")] if args.quant else [None]   # None: predict's default
     return [p.to_dict() for p in sweep(args.model, hw, args.context, args.batch, quants, prompt=args.prompt,
                                        gen=args.gen, kv_dtype=args.kv_dtype, engine=args.engine,
                                        **engine_build_kwargs(args), **scale_kwargs(args))]
@@ -62,7 +62,7 @@ def run(args) -> int:
         mark = "" if m["fits"] else "*"
         misfits += not m["fits"]
         share = d["kv_bytes_per_token"] / (d["kv_bytes_per_token"] + d["weight_bytes_per_token"])
-        t.row(r["quant"], str(r["batch"]), f"{r['context']:,}", fmt_bytes(d["weight_bytes_per_token"]),
+        t.row(r["quant"] + (" (assumed)" if r.get("quant_assumed") else ""), str(r["batch"]), f"{r['context']:,}", fmt_bytes(d["weight_bytes_per_token"]),
               fmt_bytes(d["kv_bytes_per_token"]), f"{share:.1%}", fmt_rate(d["bound_tok_s"]) + mark,
               styled(fmt_rate(d["tok_s"]) + mark, "" if m["fits"] else "dim"),
               fmt_rate(d["aggregate_tok_s"]) + mark, fmt_bytes(m["total_bytes"]),

@@ -461,4 +461,20 @@ def spec_from_hf_config(cfg: dict, id: str = "", where: str = "config") -> Model
             raise UserError(f"{where}: {e}") from None
         raise UserError(f"{where}: unreadable field value ({e})") from None
     name = id or str(cfg.get("_name_or_path") or model_type)
+    kw.update(_released_format(cfg, where))
     return ModelSpec(id=name, name=name, family=model_type, **kw)
+
+
+# quantization_config.quant_method -> the --quant name of those weights (the checkpoint as released)
+RELEASED_QUANT_METHODS = {"fp8": "FP8", "mxfp4": "MXFP4"}
+
+
+def _released_format(cfg: dict, where: str) -> dict:
+    """``released_format`` (+ its source) where the config's ``quantization_config`` names a format tokspeed
+    models as one ``--quant`` name (FP8, MXFP4); nothing otherwise (BF16 assumed)."""
+    qc = cfg.get("quantization_config")
+    method = str(qc.get("quant_method", "")).lower() if isinstance(qc, dict) else ""
+    fmt = RELEASED_QUANT_METHODS.get(method)
+    if not fmt:
+        return {}
+    return {"released_format": fmt, "released_format_source": f"{where}: quantization_config.quant_method {method}"}

@@ -8,7 +8,8 @@ from .text import FitTable, markup_safe, one_line, styled
 
 def setup_title(pred) -> str:
     """``model · quant · device · engine · batch · tokens`` (plain text, cleaned)."""
-    return one_line(f"{pred.model} · {pred.quant} · {pred.hw.name} · {pred.engine} · batch {pred.batch} · "
+    assumed = " (assumed)" if getattr(pred, "quant_assumed", None) else ""
+    return one_line(f"{pred.model} · {pred.quant}{assumed} · {pred.hw.name} · {pred.engine} · batch {pred.batch} · "
                     f"context {pred.context:,} + prompt {pred.prompt:,} + gen {pred.gen:,}")
 
 
@@ -84,4 +85,6 @@ def render_prediction(pred, console=None):
     if hyp:
         console.print(f"[bold red]{markup_safe(fit_headline(pred))}[/]")
     t.print(console)
+    if getattr(pred, "quant_assumed", None):
+        console.print(f"[dim]weight format assumed (no --quant): {markup_safe(pred.quant_assumed)}[/]")
     console.print(f"[dim]engine model: {markup_safe(pred.engine_source)}[/]")
