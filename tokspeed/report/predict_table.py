@@ -22,13 +22,20 @@ def fit_headline(pred) -> str:
             "the speeds shown are hypothetical (as if it fitted)")
 
 
-def context_cell(m) -> tuple[str, str]:
-    """(value, how) of the largest context / batch row, saying why when nothing fits."""
+def context_cell(m, pred=None) -> tuple[str, str]:
+    """(value, how) of the largest context / batch row, saying why when nothing fits and when the model's
+    trained window (not memory) sets the largest context."""
     if m.max_context <= 0:
         fixed = m.weights_bytes + m.activations_bytes + m.overhead_bytes
         return "none", (f"weights + buffers ({fmt_bytes(fixed)}) already exceed {fmt_bytes(m.capacity_bytes)}: "
                         "no context fits")
-    return f"{m.max_context:,} / {m.max_batch:,}", "tokens at this batch / sequences at this context"
+    spec = getattr(pred, "spec", None)
+    window = getattr(spec, "max_context", 0) or 0
+    tokens = pred.context + pred.prompt + pred.gen if pred is not None else 0
+    first = "tokens at this batch" + (" (the trained window)" if window and m.max_context == window else "")
+    second = "sequences at this context" if m.max_batch else f"no sequence of {tokens:,} tokens fits"
+    batch = f"{m.max_batch:,}" if m.max_batch else "none"
+    return f"{m.max_context:,} / {batch}", f"{first} / {second}"
 
 
 def render_ways(console, pred, model, ways=None, **predict_options) -> list[dict]:
@@ -64,7 +71,7 @@ def render_prediction(pred, console=None):
           f"weights {fmt_bytes(m.weights_bytes)} + KV {fmt_bytes(m.kv_bytes)} + activations "
           f"{fmt_bytes(m.activations_bytes)} + runtime {fmt_bytes(m.overhead_bytes)}")
     t.row("fits", fit, "capacity is the device's usable memory")
-    t.row("largest context / batch", *context_cell(m))
+    t.row("largest context / batch", *context_cell(m, pred))
     t.row("bytes read per token", fmt_bytes(d.bytes_per_token),
           f"weights {fmt_bytes(d.weight_bytes_per_token)} + KV {fmt_bytes(d.kv_bytes_per_token)} (+ activations)")
     t.row(f"decode bound (ideal){tag}", f"{fmt_rate(d.bound_tok_s)} tok/s",
