@@ -53,6 +53,8 @@ class Decode:
     tok_s_low: float = 0.0
     tok_s_high: float = 0.0
     aggregate_tok_s: float = 0.0
+    time_shares: dict = field(default_factory=dict)   # the first step's time by what bounds it: compute,
+    #                                                    memory, overhead (launches + per-step cost), link
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -288,11 +290,20 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     cpu = [o for o in ledgers[first] if o.unit == "cpu"]
     band = r.profile.decode_error_pct / 100
     tok_s = 1 / step_s               # per sequence: one token for each of the batch every step
+    bound_tok_s = 1 / ideal_s
     return Decode(bytes_per_token=(pt0.bytes - sum(o.bytes for o in cpu)) / B,
                   weight_bytes_per_token=(pt0.weight_bytes - sum(o.weight_bytes for o in cpu)) / B,
                   kv_bytes_per_token=(pt0.kv_bytes - sum(o.kv_read_bytes + o.kv_write_bytes for o in cpu)) / B,
-                  bound_tok_s=1 / ideal_s, tok_s=tok_s, ms_per_token=step_s * 1e3, bound=pt0.bound,
-                  tok_s_low=tok_s * (1 - band), tok_s_high=tok_s * (1 + band), aggregate_tok_s=B * tok_s), pt0
+                  bound_tok_s=bound_tok_s, tok_s=tok_s, ms_per_token=step_s * 1e3, bound=pt0.bound,
+                  tok_s_low=tok_s * (1 - band), tok_s_high=band_high(tok_s, band, bound_tok_s),
+                  aggregate_tok_s=B * tok_s, time_shares=time_shares(pt0)), pt0
+
+
+def time_shares(pt: PassTime) -> dict:
+    """A pass's time split by what bounds it (the shares ``PassTime.bound`` picks the largest of)."""
+    parts = {"compute": pt.compute_s, "memory": pt.memory_s, "overhead": pt.overhead_s, "link": pt.link_s}
+    total = sum(parts.values()) or 1.0
+    return {k: v / total for k, v in parts.items()}
 
 
 def prefill_passes(spec, storage, kvb: float, work: Workload):
@@ -318,9 +329,16 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
         bounds[pt.bound] = bounds.get(pt.bound, 0.0) + pt.seconds
     tok_s = work.batch * work.prompt / seconds
     band = r.profile.prefill_error_pct / 100
+    bound_tok_s = work.batch * work.prompt / ideal
     return Prefill(tok_s=tok_s, seconds=seconds, bound=max(bounds, key=bounds.get),
-                   bound_tok_s=work.batch * work.prompt / ideal, tok_s_low=tok_s * (1 - band),
-                   tok_s_high=tok_s * (1 + band))
+                   bound_tok_s=bound_tok_s, tok_s_low=tok_s * (1 - band),
+                   tok_s_high=band_high(tok_s, band, bound_tok_s))
+
+
+def band_high(tok_s: float, band: float, bound_tok_s: float) -> float:
+    """The top of the error band, never above the ideal bound (no engine beats the roofline; the band is the
+    fitted error, not a licence to): ``min(tok_s x (1 + band), bound)``, and never below ``tok_s``."""
+    return max(tok_s, min(tok_s * (1 + band), bound_tok_s))
 
 
 def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill) -> Prediction:
