@@ -7,7 +7,7 @@ import pytest
 
 import tokspeed
 from tokspeed.cli.main import main
-from tokspeed.models.spec import ModelSpec
+from tokspeed.models.hf_config import spec_from_hf_config
 
 
 def test_deepseek_v3_on_8_h200_with_vllm_fits_in_its_released_fp8():
@@ -60,10 +60,10 @@ def test_a_config_with_a_quantization_config_is_released_in_that_format():
     cfg = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512, "num_hidden_layers": 2,
            "num_attention_heads": 4, "num_key_value_heads": 4, "vocab_size": 1000,
            "quantization_config": {"quant_method": "fp8", "fmt": "e4m3"}}
-    spec = ModelSpec.from_hf_config(cfg, id="tiny")
+    spec = spec_from_hf_config(cfg, id="tiny")
     assert spec.released_format == "FP8"
-    assert ModelSpec.from_hf_config({k: v for k, v in cfg.items() if k != "quantization_config"},
-                                    id="t").released_format == ""
+    assert spec_from_hf_config({k: v for k, v in cfg.items() if k != "quantization_config"},
+                               id="t").released_format == ""
 
 
 def test_every_released_format_in_the_catalog_is_a_quant_name_with_a_source():

@@ -122,7 +122,8 @@ def test_every_argument_is_checked_before_torch_or_a_model_loads():
             "print('torch' in sys.modules, rc)")
     for argv, says in ((["measure", "qwen2.5-0.5b", "--gen", "4"], "--gen must be at least 5"),
                        (["measure", "qwen2.5-0.5b", "--context", "0", "--quant", "Q4_K_M"], "torch backend runs"),
-                       (["measure", "qwen2.5-0.5b", "--hardware", "no-such-device"], "unknown hardware")):
+                       (["measure", "qwen2.5-0.5b", "--hardware", "no-such-device"], "unknown hardware"),
+                       (["probe", "--quick", "--repeats", "2"], "--repeats must be at least 3")):
         t = time.monotonic()
         r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
         assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
