@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build llama.cpp's own `llama-server` (CPU only) for the slow bench-server tests, from the llama.cpp
+# Build llama.cpp's own `llama-server` and `llama-bench` (CPU only, one cmake build) for the slow bench-server tests, from the llama.cpp
 # source that the llama-cpp-python source package vendors (vendor/llama.cpp), so the server matches
 # the llama-cpp-python version installed. No network beyond PyPI: the web-UI assets are neither built
 # (npm) nor downloaded; the server then serves its API with an empty UI table.
@@ -12,6 +12,8 @@
 # Env: TOKSPEED_BUILD_JOBS (default 2); LLAMA_CPP_PYTHON_SDIST=path/to/llama_cpp_python-VERSION.tar.gz
 # uses a source package already downloaded.
 set -euo pipefail
+# shellcheck source=scripts/ticker.sh
+source "$(dirname "$0")/ticker.sh"
 
 VERSION="${1:-$(python3 -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))' 2>/dev/null || true)}"
 if [ -z "$VERSION" ]; then
@@ -41,7 +43,7 @@ elif [ -n "${LLAMA_CPP_PYTHON_SDIST:-}" ]; then
   cp "$LLAMA_CPP_PYTHON_SDIST" "$WORK/"
 else
   echo "build_llama_server: fetching the llama-cpp-python $VERSION source package from PyPI (~75 MB)" >&2
-  python3 -m pip download -q "llama-cpp-python==$VERSION" --no-deps --no-binary :all: -d "$WORK" >&2
+  with_ticker "download" python3 -m pip download -q "llama-cpp-python==$VERSION" --no-deps --no-binary :all: -d "$WORK" >&2
 fi
 [ -d "$(echo "$WORK"/llama_cpp_python-*/)" ] || tar -xzf "$WORK"/llama_cpp_python-*.tar.gz -C "$WORK"
 SRC="$(echo "$WORK"/llama_cpp_python-*/vendor/llama.cpp)"
@@ -54,7 +56,10 @@ cmake -S "$SRC" -B "$WORK/build" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DBUILD_
   -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON \
   -DLLAMA_BUILD_APP=OFF >"$WORK/cmake.log" 2>&1 || { tail -40 "$WORK/cmake.log" >&2; exit 1; }
-cmake --build "$WORK/build" --target llama-server -j "$JOBS" >"$WORK/build.log" 2>&1 \
+# one build for both binaries: llama-bench (the tool the public tables were measured with) shares the ggml and
+# llama libraries with llama-server, so it adds one source file to compile
+TICK_LOG="$WORK/build.log" with_ticker "cmake --build llama-server llama-bench" \
+  cmake --build "$WORK/build" --target llama-server llama-bench -j "$JOBS" \
   || { tail -40 "$WORK/build.log" >&2; exit 1; }
 
 BIN="$(find "$WORK/build" -name llama-server -type f -perm -u+x | head -1)"
@@ -62,6 +67,8 @@ BIN="$(find "$WORK/build" -name llama-server -type f -perm -u+x | head -1)"
 mkdir -p "$CACHE"
 TMPDEST="$(mktemp -d "$CACHE/.llama-server-$VERSION.XXXXXX")"
 cp "$BIN" "$TMPDEST/llama-server"
+BENCH="$(find "$WORK/build" -name llama-bench -type f -perm -u+x | head -1)"
+[ -z "$BENCH" ] || cp "$BENCH" "$TMPDEST/llama-bench"
 echo "$VERSION" >"$TMPDEST/VERSION"
 rm -rf "$DEST"
 mv "$TMPDEST" "$DEST"  # atomic: a half-copied binary is never found by the test

@@ -165,9 +165,19 @@ def test_deepseek_v3_fp8_batch_1_on_8_h200_is_tens_of_tok_s():
     from tokspeed.resolve import resolve_model
 
     spec, _ = resolve_model("deepseek-v3")
-    # 61 layers, 3 dense: 58 MoE layers x 4 dispatch kernels + one FP8 activation quantisation per GEMM
-    # (MLA with a q LoRA: 5 attention GEMMs, 3 MLP GEMMs per layer, +2 fused expert GEMMs per MoE layer)
-    assert unmodelled_kernels("vllm", spec, "FP8") == 58 * 4 + (61 * (5 + 3) + 58 * 2)
+    # 61 layers, 3 dense: 58 MoE layers x 4 dispatch kernels + one FP8 activation quantisation per GEMM whose
+    # input no RMSNorm / SiLU-and-mul kernel quantises (vLLM fuses those): o_proj per layer, 2 per fused MoE
+    assert unmodelled_kernels("vllm", spec, "FP8") == 58 * 4 + (61 + 58 * 2)
+    # an engine without that fusion (the table's default): every GEMM (MLA with a q LoRA: 5 attention GEMMs,
+    # 3 MLP GEMMs per layer, +2 fused expert GEMMs per MoE layer)
+    from tokspeed.engines import compat
+    row = compat._table()["engine"]["vllm"]["kernels"]
+    unfused = {**row, "fp8_quant_fused": False}
+    compat._table()["engine"]["vllm"]["kernels"] = unfused
+    try:
+        assert unmodelled_kernels("vllm", spec, "FP8") == 58 * 4 + (61 * (5 + 3) + 58 * 2)
+    finally:
+        compat._table()["engine"]["vllm"]["kernels"] = row
     p = tokspeed.predict("deepseek-v3", "h200-sxm", quant="FP8", engine="vllm", gpus=8, prompt=0, gen=4)
     assert 10 < p.decode.tok_s < 100      # public single-stream figures: tens of tok/s (233 before #11)
     # at least the per-layer all-reduces (2 per layer) and the unmodelled kernels' floors are in the step

@@ -57,7 +57,7 @@ def test_closed_form_decode_equals_the_step_by_step_sum(model, engine, gen, cont
 
     assert depth_sum(step, first, gen, depth_kinks(spec)) == pytest.approx(brute, rel=1e-12)
     assert len(calls) < 20          # not one pass per token
-    p = tokspeed.predict(model, "rtx-4090", engine=engine, gen=gen, context=context)
+    p = tokspeed.predict(model, "rtx-4090", engine=engine, gen=gen, context=context, quant="F16")
     assert p.decode.ms_per_token == pytest.approx(brute / gen * 1e3, rel=1e-12)
 
 

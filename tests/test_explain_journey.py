@@ -77,8 +77,8 @@ def test_cpu_stages_are_launch_count_and_fixed_cost():
 
 
 def test_decode_memory_bound_prefill_compute_bound():
-    d = explain("llama-3-8b", "h100-sxm", with_levers=False)
-    p = explain("llama-3-8b", "h100-sxm", prefill=2048, with_levers=False)
+    d = explain("llama-3-8b", "h100-sxm", quant="F16", with_levers=False)
+    p = explain("llama-3-8b", "h100-sxm", quant="F16", prefill=2048, with_levers=False)
     ridge = 989e12 / 3350e9
     assert d.journey.ridge_flops_per_byte == pytest.approx(ridge)
     assert stage(d, "ffn").intensity < 2 < ridge and stage(d, "ffn").bound == "memory"
@@ -117,6 +117,10 @@ def test_unified_memory_and_cpu_roles():
     assert "unified memory" in stage(mac, "ffn").data_from
     assert "no copy" in stage(mac, "sampling").data_from                 # logits never cross a bus
     assert stage(mac, "launch").data_from == "Metal command buffer"
-    cpu = explain("llama-3-8b", "ddr5-5600-2ch", with_levers=False)
+    cpu = explain("llama-3-8b", "ddr5-5600-2ch", quant="F16", with_levers=False)
     assert stage(cpu, "ffn").unit == "CPU cores (SIMD)" and "system RAM" in stage(cpu, "ffn").data_from
+    # the default llama.cpp file (Q4_K_M): ggml-cpu's vec_dot_q4_K_q8_K quantises the activations to Q8_K and
+    # multiplies in int8 SIMD dot products
+    assert stage(explain("llama-3-8b", "ddr5-5600-2ch", quant="Q4_K_M", with_levers=False), "ffn").unit == \
+        "CPU cores (int8 SIMD dot products)"
     assert "one table row" in stage(cpu, "embedding").data_from

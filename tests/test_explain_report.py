@@ -92,7 +92,7 @@ def test_report_cards_sources_and_levers():
     # every citation of the device's source is listed whole (nothing cut at 300 characters)
     hw = get_hardware("h100-sxm")
     cites = split_citations(hw.source)
-    assert len(cites) == 5 and cites[0].startswith("[HPCT]")
+    assert len(cites) == 6 and cites[0].startswith("[HPCT]") and cites[-1].startswith("arch: NVIDIA H100")
     assert text.count("<li><b>[") == 5
     assert "cites NVIDIA datasheets/whitepapers)" in text          # the tail of the source, past 300 characters
     footer = text[text.index("<footer>"):text.index("</footer>")]

@@ -43,7 +43,7 @@ def test_no_405b_on_a_24gb_card(rows_4090):
     assert all(x.params_b < 60 for x in rows_4090 if x.fits)
 
 
-@pytest.mark.parametrize("mid", ["qwen2.5-32b", "llama-3-8b", "gemma-3-27b", "mixtral-8x7b", "phi-4"])
+@pytest.mark.parametrize("mid", ["qwen2.5-32b", "llama-3-8b", "gemma-3-27b", "qwen3-30b-a3b", "phi-4"])
 def test_choice_is_the_highest_precision_format_predict_says_fits(rows_4090, mid):
     """The public predict() agrees: the chosen format fits, the next more precise one does not."""
     r = next(r for r in rows_4090 if r.model == mid)
@@ -132,3 +132,59 @@ def test_cli_table_on_apple_and_bad_input():
 def test_hardware_object_accepted():
     rows = rank_models(get_hardware("h100-sxm"), family="llama-3.1")
     assert rows[0].model == "llama-3.1-70b" and rows[0].quant == "Q8_0"
+
+
+# -- what people want: a quality floor, the released format, the trained window (issue 29) ----------------------
+
+LOW = {"Q3_K_M", "Q2_K"}      # below the Q4 class: Q3_K 3.44 and Q2_K 2.625 bits per weight (ggml block sizes)
+
+
+def test_no_2_or_3_bit_format_and_no_window_too_short_in_the_top_ten(rows_4090):
+    top = rows_4090[:10]
+    assert not {r.quant for r in top} & LOW
+    assert all(get_model(r.model).max_context >= 8192 + 512 + 1 for r in top)
+    # the floor holds over every row unless asked: Mixtral 8x7B (46.7 B) no longer comes in at Q2_K
+    assert not {r.quant for r in rows_4090} & LOW
+
+
+def test_low_bits_only_when_asked():
+    low = rank_models("rtx-4090", family="mixtral", allow_low_bits=True)
+    mx = next(r for r in low if r.model == "mixtral-8x7b")
+    # by hand: 46.7e9 weights at Q3_K's 3.44 bits = 20.1 GB + Q6_K head ... fits 24 GB only at 3 bits or fewer
+    assert mx.quant in LOW and mx.fits
+    floor = next(r for r in rank_models("rtx-4090", family="mixtral") if r.model == "mixtral-8x7b")
+    assert floor.quant not in LOW and not floor.fits
+    assert "quality" in next(r for r in low if r.model == "mixtral-8x7b").to_dict()     # quality column kept
+    q3 = next(r for r in rank_models("rtx-4090", family="mixtral", min_quality="Q3_K_M") if r.model == "mixtral-8x7b")
+    assert q3.quant == "Q3_K_M"
+    with pytest.raises(UserError, match="min_quality"):
+        rank_models("rtx-4090", min_quality="Q9_X")
+
+
+def test_a_model_released_in_mxfp4_is_ranked_in_mxfp4_never_wider():
+    # gpt-oss ships MXFP4 experts: Q8_0 (8.5 bits) holds nothing more than the 4.25-bit release
+    rows = rank_models("rtx-4090", family="gpt_oss")
+    assert next(r for r in rows if r.model == "gpt-oss-20b").quant == "MXFP4"
+    rows = rank_models("h200-sxm", gpus=8, family="deepseek_v3", engine="vllm")
+    assert {r.quant for r in rows} == {"FP8"} and all(r.fits for r in rows)
+
+
+def test_a_context_past_the_trained_window_does_not_fit_unless_rope_scaling():
+    rows = rank_models("h100-sxm", context=32768)
+    # llama-2-70b (4,096), tinyllama (2,048), gpt-j (2,048): 32,768 + 512 + 1 tokens exceed their windows
+    for mid in ("llama-2-70b", "tinyllama-1.1b", "gpt-j-6b"):
+        r = next(r for r in rows if r.model == mid)
+        assert not r.fits and "trained window" in r.reason and "--rope-scaling" in r.reason
+        assert r.to_dict()["fits"] is False and r.to_dict()["reason"] == r.reason
+    assert all(get_model(r.model).max_context >= 32768 + 513 for r in rows if r.fits)
+    scaled = rank_models("h100-sxm", context=32768, rope_scaling=True, family="llama", max_params=8)
+    assert next(r for r in scaled if r.model == "llama-2-7b").fits
+
+
+def test_cli_flags_for_the_floor_and_the_window():
+    r = run_cli("fit", "--hardware", "rtx-4090", "--family", "mixtral", "--allow-low-bits", "--json")
+    assert r.returncode == 0 and any(x["quant"] in LOW for x in json.loads(r.stdout))
+    bad = run_cli("fit", "--hardware", "rtx-4090", "--min-quality", "Q9_X")
+    assert bad.returncode == 2 and "--min-quality" in bad.stderr and "Traceback" not in bad.stderr
+    r = run_cli("fit", "--hardware", "h100-sxm", "--family", "llama", "--context", "32K", "--max-params", "8")
+    assert "no: window" in r.stdout

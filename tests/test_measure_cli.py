@@ -109,3 +109,23 @@ def test_plot_draws_measured_beside_predicted(env):
     # one measured ÷ predicted label per point, as the run reports it
     for p in run["points"]:
         assert f"{p['decode_tok_s'] / p['predicted']['tok_s']:.2f}×" in svg
+
+
+def test_every_argument_is_checked_before_torch_or_a_model_loads():
+    """issue 29: `measure --gen 4` was refused only after 12.7 s of loading; now at once, torch never imported."""
+    import subprocess
+    import sys
+    import time
+
+    code = ("import sys\nfrom tokspeed.cli.main import main\n"
+            "rc = main(sys.argv[1:])\n"
+            "print('torch' in sys.modules, rc)")
+    for argv, says in ((["measure", "qwen2.5-0.5b", "--gen", "4"], "--gen must be at least 5"),
+                       (["measure", "qwen2.5-0.5b", "--context", "0", "--quant", "Q4_K_M"], "torch backend runs"),
+                       (["measure", "qwen2.5-0.5b", "--hardware", "no-such-device"], "unknown hardware"),
+                       (["probe", "--quick", "--repeats", "2"], "--repeats must be at least 3")):
+        t = time.monotonic()
+        r = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60)
+        assert says in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert r.stdout.strip() == "False 2", r.stdout        # refused (exit 2), torch never imported
+        assert time.monotonic() - t < 10

@@ -146,7 +146,7 @@ CONFIGS = {
 # Provenance differs between a catalog entry and a bare config; everything else must agree.
 _PROVENANCE = {"id", "name", "source", "published_params", "published_active_params",
                "published_active_excludes_embedding", "notes", "use", "hf_repo", "source_status", "record",
-               "published_params_tol", "published_active_tol"}
+               "published_params_tol", "published_active_tol", "released_format_source"}
 
 
 def _write(tmp_path, cfg, name="config.json"):

@@ -18,7 +18,7 @@ def legend_texts(ax):
 
 
 def sweep_rows(contexts=(1024, 16384, 131072)):
-    return [predict("llama-3-8b", "rtx-4090", prompt=0, gen=1, context=c).to_dict() for c in contexts]
+    return [predict("llama-3-8b", "rtx-4090", quant="F16", prompt=0, gen=1, context=c).to_dict() for c in contexts]
 
 
 def test_context_chart_structure():

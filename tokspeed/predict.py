@@ -54,6 +54,8 @@ class Decode:
     tok_s_low: float = 0.0
     tok_s_high: float = 0.0
     aggregate_tok_s: float = 0.0
+    time_shares: dict = field(default_factory=dict)   # the first step's time by what bounds it: compute,
+    #                                                    memory, overhead (launches + per-step cost), link
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -86,6 +88,7 @@ class Resolved:
     setup: ScaleSetup | None = None   # when the options ask for a layout
     timer: Timer | None = None
     weights_bytes: float = 0.0
+    quant_assumed: str | None = None  # why this format, when none was named (``quant.default``)
 
 
 @dataclass
@@ -117,6 +120,7 @@ class Prediction:
     serving: dict | None = None
     cost: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)   # e.g. a context past the trained window
+    quant_assumed: str | None = None   # no format named: which one was assumed and why (None: named)
 
     @property
     def hypothetical(self) -> bool:
@@ -136,7 +140,8 @@ class Prediction:
 
     def to_dict(self) -> dict:
         return {
-            "model": self.model, "hardware": self.hardware, "quant": self.quant, "kv_dtype": self.kv_dtype,
+            "model": self.model, "hardware": self.hardware, "quant": self.quant, "quant_assumed": self.quant_assumed,
+            "kv_dtype": self.kv_dtype,
             "engine": self.engine, "engine_version": self.engine_version,
             "flash_attention": self.flash_attention, "batch": self.batch,
             "prompt": self.prompt, "gen": self.gen, "context": self.context, "memory": self.memory.to_dict(),
@@ -185,19 +190,25 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
         from .hardware.catalog import get_hardware
 
         hw = get_hardware(hardware)
+    prof = _engine(engine, hw, engine_version, flash_attention)
+    assumed = None
     if storage is None:
-        quant = canonical(quant or "F16")
+        if not quant:            # the format people run: released (servers) or downloaded (llama.cpp)
+            from .quant.default import default_quant
+
+            quant, assumed = default_quant(spec, prof, hw)
+        quant = canonical(quant)
         storage = scheme_for(quant, spec)
     else:
         quant = getattr(storage, "name", "file")
     kvb = kv_dtype_bytes(kv_dtype)
-    prof = _engine(engine, hw, engine_version, flash_attention)
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
     prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
     quant = format_key(quant)                     # parsed once: its kernel group rides along (quant.format_key)
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
-    r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights)
+    r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights,
+                 quant_assumed=assumed)
     if scale.wants_layout:
         r.setup = configure(spec, storage, hw, prof, kvb, work.batch, work.tokens, work.prompt,
                             prof.runtime_overhead_gib * 2**30, gpus=scale.gpus, parallel=scale.parallel,
@@ -281,11 +292,20 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     cpu = [o for o in ledgers[first] if o.unit == "cpu"]
     band = r.profile.decode_error_pct / 100
     tok_s = 1 / step_s               # per sequence: one token for each of the batch every step
+    bound_tok_s = 1 / ideal_s
     return Decode(bytes_per_token=(pt0.bytes - sum(o.bytes for o in cpu)) / B,
                   weight_bytes_per_token=(pt0.weight_bytes - sum(o.weight_bytes for o in cpu)) / B,
                   kv_bytes_per_token=(pt0.kv_bytes - sum(o.kv_read_bytes + o.kv_write_bytes for o in cpu)) / B,
-                  bound_tok_s=1 / ideal_s, tok_s=tok_s, ms_per_token=step_s * 1e3, bound=pt0.bound,
-                  tok_s_low=tok_s * (1 - band), tok_s_high=tok_s * (1 + band), aggregate_tok_s=B * tok_s), pt0
+                  bound_tok_s=bound_tok_s, tok_s=tok_s, ms_per_token=step_s * 1e3, bound=pt0.bound,
+                  tok_s_low=tok_s * (1 - band), tok_s_high=band_high(tok_s, band, bound_tok_s),
+                  aggregate_tok_s=B * tok_s, time_shares=time_shares(pt0)), pt0
+
+
+def time_shares(pt: PassTime) -> dict:
+    """A pass's time split by what bounds it (the shares ``PassTime.bound`` picks the largest of)."""
+    parts = {"compute": pt.compute_s, "memory": pt.memory_s, "overhead": pt.overhead_s, "link": pt.link_s}
+    total = sum(parts.values()) or 1.0
+    return {k: v / total for k, v in parts.items()}
 
 
 def prefill_passes(spec, storage, kvb: float, work: Workload):
@@ -311,9 +331,16 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
         bounds[pt.bound] = bounds.get(pt.bound, 0.0) + pt.seconds
     tok_s = work.batch * work.prompt / seconds
     band = r.profile.prefill_error_pct / 100
+    bound_tok_s = work.batch * work.prompt / ideal
     return Prefill(tok_s=tok_s, seconds=seconds, bound=max(bounds, key=bounds.get),
-                   bound_tok_s=work.batch * work.prompt / ideal, tok_s_low=tok_s * (1 - band),
-                   tok_s_high=tok_s * (1 + band))
+                   bound_tok_s=bound_tok_s, tok_s_low=tok_s * (1 - band),
+                   tok_s_high=band_high(tok_s, band, bound_tok_s))
+
+
+def band_high(tok_s: float, band: float, bound_tok_s: float) -> float:
+    """The top of the error band, never above the ideal bound (no engine beats the roofline; the band is the
+    fitted error, not a licence to): ``min(tok_s x (1 + band), bound)``, and never below ``tok_s``."""
+    return max(tok_s, min(tok_s * (1 + band), bound_tok_s))
 
 
 def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill) -> Prediction:
@@ -333,6 +360,7 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
                       flash_attention=getattr(r.profile, "flash_attention", None), spec=r.spec, hw=r.hw,
                       storage=r.storage,
                       engine_profile=r.profile, layout=r.setup.layout if r.setup else None, warnings=notes,
+                      quant_assumed=r.quant_assumed,
                       **sections)
 
 

@@ -12,6 +12,15 @@ Ranking: models that fit at ``context`` and meet ``min_tok_s`` first, then those
 then those that do not fit (``fits: false``, shown in their smallest format); within each group by
 parameter count (largest first), then by expected decode tok/s. Without ``offload`` nothing is offloaded;
 with it, only a model that fits the device in no format is offloaded (and its row says so).
+
+What people want, not merely the largest file that loads:
+- a quality floor: no format below the Q4 class (fewer than ``QUALITY_FLOOR_BITS`` bits per weight over the
+  whole model: Q3_K_M, Q2_K, EXL2-3.0) unless ``min_quality`` names a lower format or ``allow_low_bits``;
+- the released format preferred: a model released below 16 bits (gpt-oss in MXFP4, DeepSeek-V3 in FP8) gains
+  nothing from a wider file, so formats wider than its release are not tried and the release itself is, where
+  the engine runs it;
+- the trained window respected: ``context + prompt + 1`` tokens beyond ``spec.max_context`` make the row
+  ``fits: false`` with that ``reason``, unless ``rope_scaling`` (the engine extends the window).
 """
 
 from __future__ import annotations
@@ -36,6 +45,28 @@ _ENGINE_FORMATS = {
     "exllamav2": ("EXL2-8.0", "EXL2-6.0", "EXL2-5.0", "EXL2-4.0", "EXL2-3.0"),
     "mlx": ("BF16", "INT8", "INT4-G32"),
 }
+
+
+QUALITY_FLOOR_BITS = 4.0    # the Q4 class: Q4_K 4.5, IQ4_XS 4.25, MXFP4 4.25, AWQ/GPTQ/INT4 4 + scales bits/weight
+
+
+@lru_cache(maxsize=None)
+def nominal_bits(fmt: str) -> float:
+    """Bits per weight of a format's bulk tensors (its main type): the expert FFN of a 4096-wide MoE
+    (Mixtral 8x7B, whose rows every block size divides), so a mix's small-model fallbacks do not blur it:
+    Q4_K_M 4.5, IQ4_XS 4.25, Q3_K_M 3.44, Q2_K 2.625, MXFP4 4.25, AWQ-4B 4.16, EXL2-3.0 3.0."""
+    from ..models.catalog import get_model
+    from ..quant.schemes import scheme_for
+
+    ref = get_model("mixtral-8x7b")
+    return scheme_for(fmt, ref).element_bytes("ffn_up_exps", 1, ref.d_model) * 8
+
+
+def bits_per_weight(spec, storage) -> float:
+    """Resident weight bits per parameter of ``spec`` stored as ``storage`` (the whole model, every tensor)."""
+    from ..ledger import resident_weight_bytes
+
+    return resident_weight_bytes(spec, storage) * 8 / spec.n_params
 
 
 def supported_formats(engine: str, hw=None) -> tuple[str, ...]:
@@ -70,6 +101,7 @@ class FitRow:
     meets_min_tok_s: bool = True
     quality: dict | None = None     # llama.cpp's published perplexity increase for the type, where sourced
     hypothetical: bool = False
+    reason: str = ""                # why it does not fit when memory is not the reason (the trained window)
     prediction: object = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
@@ -78,6 +110,8 @@ class FitRow:
              "params_b": round(self.params_b, 3), "active_params_b": round(self.active_params_b, 3),
              "family": self.family, "use": list(self.use), "meets_min_tok_s": self.meets_min_tok_s,
              "hypothetical": self.hypothetical}
+        if self.reason:
+            d["reason"] = self.reason
         if self.quality:
             d["quality"] = self.quality
         return d
@@ -105,17 +139,24 @@ class _MemoStorage:
 
 
 @lru_cache(maxsize=1024)
-def _candidates(spec, formats: tuple) -> tuple:
-    """The model in each format, with memoised tensor sizes (kept for the next device, e.g. the web page)."""
+def _candidates(spec, formats: tuple, floor_bits: float = 0.0, released: str = "") -> tuple:
+    """The model in each format, with memoised tensor sizes (kept for the next device, e.g. the web page),
+    widest first: none below ``floor_bits`` bits per weight, none wider than the ``released`` format (which is
+    tried itself) when that is given."""
     from ..quant.schemes import scheme_for
 
     out = []
-    for f in formats:
+    for f in dict.fromkeys((*formats, released) if released else formats):
+        if nominal_bits(f) < floor_bits:
+            continue            # below the quality floor
         try:
-            out.append(_Prepared(spec, _MemoStorage(scheme_for(f, spec))))
+            c = _Prepared(spec, _MemoStorage(scheme_for(f, spec)))
         except UserError:
             continue            # a format this model cannot take (e.g. a block size that does not divide a row)
-    return tuple(out)
+        out.append((bits_per_weight(spec, c.storage), c))
+    top = next((b for b, c in out if c.storage.name == released), None)
+    out = [(b, c) for b, c in out if top is None or b <= top + 1e-9]
+    return tuple(c for b, c in sorted(out, key=lambda bc: -bc[0]))
 
 
 def _offload_label(pred) -> str:
@@ -128,11 +169,11 @@ def _offload_label(pred) -> str:
     return f"{off.get('mode')}: {gl}/{total} layers on the GPU" if gl is not None else str(off.get("mode"))
 
 
-def _row(spec, pred, min_tok_s, gguf: bool) -> FitRow:
+def _row(spec, pred, min_tok_s, gguf: bool, reason: str = "") -> FitRow:
     from ..quant.quality import quality_for
 
     mem, dec, pf = pred.memory, pred.decode, pred.prefill
-    fits = bool(mem.fits)
+    fits = bool(mem.fits) and not reason
     return FitRow(
         model=spec.id, quant=pred.quant, fits=fits, offload=_offload_label(pred),
         memory={"weights_bytes": mem.weights_bytes, "kv_bytes": mem.kv_bytes, "total_bytes": mem.total_bytes,
@@ -141,7 +182,7 @@ def _row(spec, pred, min_tok_s, gguf: bool) -> FitRow:
         prefill={"tok_s": pf.tok_s, "seconds": pf.seconds}, ttft_s=pred.ttft_s,
         params_b=spec.n_params / 1e9, active_params_b=spec.n_active_params / 1e9, family=spec.family,
         use=tuple(spec.use), meets_min_tok_s=min_tok_s is None or dec.tok_s >= min_tok_s,
-        quality=quality_for(pred.quant) if gguf else None, hypothetical=not fits, prediction=pred)
+        quality=quality_for(pred.quant) if gguf else None, hypothetical=not fits, reason=reason, prediction=pred)
 
 
 def _bisect(n: int, ok) -> int:
@@ -250,10 +291,13 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
                 engine: str = "llama.cpp", gpus: int = 1, offload: str = "none", family: str | None = None,
                 max_params: float | None = None, moe: bool | None = None, use: str | None = None,
                 top: int | None = None, models=None, engine_version: str | None = None,
-                flash_attention: bool | None = None) -> list[FitRow]:
+                flash_attention: bool | None = None, min_quality: str | None = None, allow_low_bits: bool = False,
+                rope_scaling: bool = False) -> list[FitRow]:
     """Every catalog model (or ``models``: ids or specs) on ``hardware``, best format each, ranked
     (see the module docstring). ``hardware``: a Hardware, a catalog id/alias or a TOML path.
-    ``engine_version`` / ``flash_attention``: the llama.cpp build and -fa every prediction is for."""
+    ``engine_version`` / ``flash_attention``: the llama.cpp build and -fa every prediction is for.
+    ``min_quality``: the lowest format allowed (a ``--quant`` name; default the Q4 class); ``allow_low_bits``:
+    no floor; ``rope_scaling``: a context past a model's trained window is allowed (the engine extends it)."""
     from ..hardware.spec import Hardware
     from ..models.catalog import get_model, model_ids
     from ..models.spec import USES
@@ -292,9 +336,16 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
         return run
 
     cheap, guess = _memory_check(hardware, engine, context, prompt) if gpus == 1 else (None, None)
+    floor = _floor_bits(min_quality, allow_low_bits, formats)
+    from ..engines.compat import supported_formats as runs_on_device
+    from ..quant.default import released_format
+
+    runnable = set(runs_on_device(engine, hardware))
     rows = []
     for spec in specs:
-        cands = _candidates(spec, tuple(formats))
+        released = released_format(spec)
+        released = released if released not in ("BF16", "F16") and released in runnable else ""
+        cands = _candidates(spec, tuple(formats), floor, released)
         if not cands:
             continue
         try:
@@ -306,7 +357,33 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
             if "engine" in str(e).lower() or "architecture" in str(e).lower():
                 continue             # a model this engine cannot run is not a candidate
             raise
-        rows.append(_row(spec, pred, min_tok_s, gguf=set(formats) <= set(GGUF_FORMATS)))
+        rows.append(_row(spec, pred, min_tok_s, gguf=set(formats) <= set(GGUF_FORMATS),
+                         reason="" if rope_scaling else window_reason(spec, context + prompt + 1)))
     rows.sort(key=lambda r: (0 if r.fits and r.meets_min_tok_s else 1 if r.fits else 2, -r.params_b,
                              -(r.decode["tok_s"] or 0.0)))
     return rows[:top] if top else rows
+
+
+def window_reason(spec, tokens: int) -> str:
+    """'' when ``tokens`` (context + prompt + output) fit the model's trained window; else why not."""
+    window = spec.max_context
+    if not window or tokens <= window:
+        return ""
+    return (f"{tokens:,} tokens exceed {spec.id}'s trained window of {window:,} "
+            "(allowed only with RoPE scaling: --rope-scaling)")
+
+
+def _floor_bits(min_quality, allow_low_bits, formats) -> float:
+    """The fewest nominal bits per weight a candidate format may have: 0 with ``allow_low_bits``, those of
+    the ``min_quality`` format, else ``QUALITY_FLOOR_BITS`` (the Q4 class)."""
+    if allow_low_bits:
+        return 0.0
+    if min_quality is None:
+        return QUALITY_FLOOR_BITS
+    from ..quant.schemes import canonical
+
+    q = canonical(min_quality)
+    if q not in formats:
+        raise UserError(f"min_quality {min_quality!r} is not a format this engine is ranked in",
+                        "one of " + ", ".join(formats))
+    return nominal_bits(q) - 1e-9

@@ -28,7 +28,7 @@ def run(args) -> int:
 
     check_plot(args)
     hws = [h.strip() for h in args.hardware.split(",") if h.strip()]
-    quants = [q.strip() for q in (args.quant or "F16").split(",") if q.strip()]
+    quants = ([q.strip() for q in args.quant.split(",") if q.strip()] if args.quant else []) or [None]
     if not hws:
         raise UserError("--hardware needs at least one id")
     rows = []

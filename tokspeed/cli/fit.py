@@ -11,7 +11,10 @@ RULE = ("Ranking: models that fit in memory at --context and decode at least --m
         "largest parameter count first, then fastest expected decode; then models that fit but are slower; "
         "then models that do not fit (fits: false, in their smallest format). For each model the "
         "highest-precision weight format its engine runs that fits (and meets --min-tok-s). Without "
-        "--offload nothing is offloaded; with it, only models that fit in no format are offloaded. Each row is `tokspeed predict MODEL --quant FORMAT --context N "
+        "--offload nothing is offloaded; with it, only models that fit in no format are offloaded. No format "
+        "below the Q4 class (Q3_K_M, Q2_K, EXL2-3.0) unless --min-quality FORMAT or --allow-low-bits; a model "
+        "released below 16 bits (gpt-oss MXFP4, DeepSeek-V3 FP8) is tried in its release and smaller, never "
+        "wider; a context past a model's trained window does not fit unless --rope-scaling. Each row is `tokspeed predict MODEL --quant FORMAT --context N "
         "--prompt P --gen 1`. ppl Δ: perplexity increase llama.cpp's quantize tool publishes for the type "
         "(measured on Llama-3-8B, F16/BF16 on Mistral-7B); blank where none is published.")
 
@@ -37,6 +40,12 @@ def add_parser(sub):
     moe.add_argument("--moe", dest="moe", action="store_true", default=None, help="only mixture-of-experts models")
     moe.add_argument("--dense", dest="moe", action="store_false", help="only dense models")
     p.add_argument("--use", choices=["chat", "code", "reasoning"], help="only models made for this (where the catalog says)")
+    p.add_argument("--min-quality", dest="min_quality", default=None, metavar="FORMAT",
+                   help="lowest weight format tried, e.g. Q3_K_M (default: the Q4 class, Q4_K_M / IQ4_XS)")
+    p.add_argument("--allow-low-bits", dest="allow_low_bits", action="store_true",
+                   help="try every format, 3- and 2-bit ones too")
+    p.add_argument("--rope-scaling", dest="rope_scaling", action="store_true",
+                   help="let a context run past a model's trained window (the engine scales RoPE)")
     p.add_argument("--top", type=positive_int, default=None, help="show the first N rows")
     p.add_argument("--json", action="store_true", help="a JSON list, one object per model")
     return p
@@ -55,9 +64,15 @@ def run(args) -> int:
     if args.top == 0:
         raise UserError("--top must be at least 1")
     hw = resolve_hardware(args)
-    rows = rank_models(hw, context=args.context, prompt=args.prompt, min_tok_s=args.min_tok_s, engine=args.engine,
-                       gpus=args.gpus or 1, offload=args.offload, family=args.family, max_params=args.max_params,
-                       moe=args.moe, use=args.use, top=args.top, **engine_build_kwargs(args))
+    try:
+        rows = rank_models(hw, context=args.context, prompt=args.prompt, min_tok_s=args.min_tok_s,
+                           engine=args.engine, gpus=args.gpus or 1, offload=args.offload, family=args.family,
+                           max_params=args.max_params, moe=args.moe, use=args.use, top=args.top,
+                           min_quality=args.min_quality,
+                           allow_low_bits=args.allow_low_bits, rope_scaling=args.rope_scaling,
+                           **engine_build_kwargs(args))
+    except UserError as e:      # the library's field name, as the flag the user typed
+        raise UserError(e.message.replace("min_quality", "--min-quality"), e.suggestion) from None
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0
@@ -83,6 +98,8 @@ def run(args) -> int:
             fits = styled("yes", "green") if r.meets_min_tok_s else styled("yes, slower than --min-tok-s", "yellow")
         elif r.fits:
             fits = styled(f"offloaded ({r.offload})", "yellow")
+        elif r.reason:
+            fits = styled("no: window", "red")      # the context is past its trained window
         else:
             fits = styled("no", "red")
         speeds = [_fmt_tok(r.decode["tok_s"]), _fmt_tok(r.prefill["tok_s"]),

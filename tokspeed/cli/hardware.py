@@ -23,14 +23,15 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..hardware.catalog import all_hardware, get_hardware
+    from ..hardware.catalog import all_hardware, get_hardware, lookup_hardware
     from ..hardware.names import name_key
 
     if args.links:
         return _links(args)
     if args.filter:
         try:
-            hw = get_hardware(args.filter)
+            hw, note = lookup_hardware(args.filter)
+            hw = None if note else hw     # a shared or loosely written name: list what it matches
         except UserError:
             hw = None
         if hw is not None and (not args.kind or hw.kind == args.kind):

@@ -49,6 +49,8 @@ def run(args) -> int:
         check_writable(args.output, "run file")
     if args.flash_attn == "on" and args.backend != "llama.cpp":
         raise UserError("--flash-attn applies to --backend llama.cpp", "drop it, or add --backend llama.cpp")
+    # every argument checked before torch or llama.cpp is imported and before any model is loaded
+    opts = _options(args)
     if args.backend == "torch":
         from ..measure.backend_torch import check_device
 
@@ -64,12 +66,9 @@ def run(args) -> int:
 
     from ..measure.calibrate import load_calibration
     from ..measure.run_file import write_run
-    from ..measure.runner import MeasureOptions, add_predictions, calibrate_run, finished, measure, resolve_hardware
+    from ..measure.runner import add_predictions, calibrate_run, finished, measure, resolve_hardware
 
     hw, profile_path = resolve_hardware(args.hardware)
-    opts = MeasureOptions(args.model, args.backend, args.device, args.quant, args.context,
-                          args.batch, args.prompt, args.gen, seed=args.seed,
-                          threads=args.threads or None, flash_attention=args.flash_attn == "on")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     total = len(opts.contexts) * (len(opts.batches) if opts.backend == "torch" else 1) * opts.gen
@@ -100,6 +99,36 @@ def run(args) -> int:
     else:
         print_run(out, Console())
     return 0
+
+
+# MeasureOptions' field names as this verb's flags
+FLAGS = {"gen": "--gen", "contexts": "--context", "batches": "--batch", "prompt": "--prompt"}
+
+
+def _options(args):
+    """The run's options, checked (``MeasureOptions`` validates itself; its field names become flags here), and
+    the rest of what ``measure`` needs: the torch format, the hardware profile, the model path or name."""
+    import re
+
+    from ..measure.runner import MeasureOptions, resolve_hardware
+
+    if args.backend == "torch" and args.quant:
+        from ..measure.backend_torch import check_quant
+
+        check_quant(args.quant)
+    if args.text is not None:
+        if args.gen < 1:
+            raise UserError(f"--gen must be at least 1, got {args.gen}")
+        return None
+    try:
+        opts = MeasureOptions(args.model, args.backend, args.device, args.quant, args.context, args.batch, args.prompt,
+                              args.gen, seed=args.seed, threads=args.threads or None,
+                              flash_attention=args.flash_attn == "on")
+    except UserError as e:
+        msg = re.sub(r"\b(" + "|".join(FLAGS) + r")\b", lambda m: FLAGS[m.group(1)], e.message)
+        raise UserError(msg, e.suggestion) from None
+    resolve_hardware(args.hardware)          # an unknown --hardware or a missing profile: said now
+    return opts
 
 
 def print_run(run: dict, console) -> None:

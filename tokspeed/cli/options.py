@@ -48,12 +48,12 @@ def add_hardware_options(p, required: bool = True):
     p.add_argument("--hardware", "--hw", dest="hardware", required=False,
                    help="catalog id or alias (rtx-4090, h100-sxm, m2-ultra-76), or a TOML file")
     p.add_argument("--bandwidth", type=byte_size, help="custom device: memory bandwidth, e.g. 1008GB/s (with --memory)")
-    p.add_argument("--memory", type=byte_size, help="custom device: memory capacity, e.g. 24GB")
+    p.add_argument("--memory", type=byte_size, help="custom device: memory capacity, e.g. 24GB; with --hardware, that device with this much memory (a Mac of another configuration)")
     p.add_argument("--tflops", type=tflops, help="custom device: dense FP16 TFLOPS (on a CPU: its FP32 SIMD rate)")
 
 
 def add_model_options(p):
-    p.add_argument("--quant", "-q", default=None, help="weight format: F16 Q8_0 Q4_K_M INT4-G128 EXL2-4.0 ... (default F16)")
+    p.add_argument("--quant", "-q", default=None, help="weight format: F16 Q8_0 Q4_K_M INT4-G128 EXL2-4.0 ... (default: the released format for server engines, Q4_K_M or a smaller released format for llama.cpp-family engines; the output says which)")
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 q8_0 q4_0 (default f16)")
     p.add_argument("--engine", "-e", default=DEFAULT_ENGINE,
                    help="ideal, llama.cpp[-cuda|-metal|-vulkan|-cpu], gpt-fast, vllm, tensorrt-llm, transformers, exllamav2, mlx")
@@ -135,9 +135,17 @@ def check_plot(args):
 def resolve_hardware(args, name: str | None = None):
     """The device named by --hardware, or a custom one from --bandwidth/--memory."""
     name = name if name is not None else args.hardware
+    if name and getattr(args, "memory", None) and not getattr(args, "bandwidth", None):
+        # a catalog device with another memory size (a Mac of another configuration): --memory overrides it
+        from ..hardware.catalog import with_memory
+        from ..units import parse_bytes
+
+        hw = _named_hardware(args, name)
+        return with_memory(hw, parse_bytes(args.memory, what="memory") / 1e9, f"--memory {args.memory}")
     if getattr(args, "bandwidth", None) or getattr(args, "memory", None):
         if name:
-            raise UserError("give either --hardware or --bandwidth/--memory, not both")
+            raise UserError("give either --hardware or --bandwidth/--memory, not both",
+                            "--memory alone overrides the memory of a --hardware device")
         if not (args.bandwidth and args.memory):
             raise UserError("a custom device needs both --bandwidth and --memory", "e.g. --bandwidth 1008GB/s --memory 24GB")
         from ..hardware.catalog import hardware_from_flags
@@ -145,9 +153,21 @@ def resolve_hardware(args, name: str | None = None):
         return hardware_from_flags(args.bandwidth, args.memory, fp16_tflops=args.tflops or 0.0)
     if not name:
         raise UserError("which hardware?", "add --hardware ID (see `tokspeed hardware`) or --bandwidth and --memory")
-    from ..hardware.catalog import get_hardware, with_tflops
+    return _named_hardware(args, name)
 
-    return with_tflops(get_hardware(name), getattr(args, "tflops", None))  # --tflops overrides the catalog
+
+def _named_hardware(args, name):
+    """The --hardware device (a note on stderr when the name was read loosely or was a shared name's default
+    variant), with --tflops over the catalog's figure."""
+    import sys
+
+    from ..hardware.catalog import lookup_hardware, with_tflops
+    from ..report.text import one_line
+
+    hw, note = lookup_hardware(name)
+    if note:
+        print(f"tokspeed: note: {one_line(note)}", file=sys.stderr)
+    return with_tflops(hw, getattr(args, "tflops", None))  # --tflops overrides the catalog
 
 
 def predict_kwargs(args) -> dict:

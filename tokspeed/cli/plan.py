@@ -13,7 +13,7 @@ def add_parser(sub):
                                    "tok/s meets --target-tok-s by price (with --prices) or power.")
     p.add_argument("model", help="catalog id, config.json or Hugging Face folder")
     p.add_argument("--target-tok-s", dest="target", type=number, required=True, help="per-user decode tok/s wanted")
-    p.add_argument("--quant", "-q", default=None, help="weight format (default F16)")
+    p.add_argument("--quant", "-q", default=None, help="weight format (default: as `tokspeed predict` assumes it per engine)")
     p.add_argument("--kv-dtype", default="f16")
     p.add_argument("--engine", "-e", default=DEFAULT_ENGINE)
     add_engine_build_options(p)
@@ -58,7 +58,14 @@ def run(args) -> int:
     who = f"{args.users} users" if args.users else f"batch {args.batch}"
     from ..resolve import resolve_model
 
-    t = FitTable(title=f"{resolve_model(args.model)[0].id} {args.quant or 'F16'} at {args.context:,} context, {who}: "
+    spec = resolve_model(args.model)[0]
+    if not args.quant:      # what predict assumes for this engine (a device without it may fall back to BF16)
+        from ..quant.default import default_quant
+
+        fmt = f"{default_quant(spec, args.engine, None)[0]} (assumed)"
+    else:
+        fmt = args.quant
+    t = FitTable(title=f"{spec.id} {fmt} at {args.context:,} context, {who}: "
                        f"{sum(o.meets for o in opts)} of {len(opts)} setups reach {args.target:g} tok/s per user")
     for c, num, drop in (("hardware", False, 0), ("setup", False, 0), ("tok/s per user", True, 0), ("headroom", True, 3),
                          ("aggregate", True, 2), ("memory / capacity", True, 4), ("power", True, 5), ("USD/h", True, 1)):

@@ -23,6 +23,13 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from ..hardware.catalog import local_profile_path
+    from ..userfile import check_writable
+
+    # every argument checked before torch is imported (seconds) and anything is measured
+    if args.repeats < 3:
+        raise UserError(f"--repeats must be at least 3 to give a median and a spread, got {args.repeats}")
+    check_writable(args.output or local_profile_path(), "profile")
     try:
         import torch
     except ImportError:
@@ -32,15 +39,9 @@ def run(args) -> int:
 
     from ..measure.detect import detect
     from ..measure.probe_cpu import probe_cpu
-    from ..hardware.catalog import local_profile_path
     from ..measure.profile import build_profile, write_profile
     from ..measure.stats import instability_warning
 
-    if args.repeats < 3:
-        raise UserError(f"--repeats must be at least 3 to give a median and a spread, got {args.repeats}")
-    from ..userfile import check_writable
-
-    check_writable(args.output or local_profile_path(), "profile")
     err = Console(stderr=True)
     machine = detect()
     err.print(f"[bold]{machine.cpu_model}[/] · {machine.physical_cores} cores · "

@@ -29,7 +29,7 @@ def add_parser(sub):
 def sweep_rows(args, hw) -> list[dict]:
     from ..predict import sweep
 
-    quants = [q.strip() for q in (args.quant or "F16").split(",")]
+    quants = [q.strip() for q in args.quant.split(",")] if args.quant else [None]   # None: predict's default
     return [p.to_dict() for p in sweep(args.model, hw, args.context, args.batch, quants, prompt=args.prompt,
                                        gen=args.gen, kv_dtype=args.kv_dtype, engine=args.engine,
                                        **engine_build_kwargs(args), **scale_kwargs(args))]
@@ -56,22 +56,28 @@ def run(args) -> int:
                            ("expected tok/s", True, 0), ("aggregate tok/s", True, 1), ("memory", True, 5),
                            ("fits", False, 0)):
         t.column(col, numeric=num, drop=drop, min_width=6)
-    misfits = 0
+    misfits = past = 0
     for r in rows:
         d, m = r["decode"], r["memory"]
         mark = "" if m["fits"] else "*"
         misfits += not m["fits"]
+        beyond = past_window(r)
+        past += beyond
         share = d["kv_bytes_per_token"] / (d["kv_bytes_per_token"] + d["weight_bytes_per_token"])
-        t.row(r["quant"], str(r["batch"]), f"{r['context']:,}", fmt_bytes(d["weight_bytes_per_token"]),
+        t.row(r["quant"] + (" (assumed)" if r.get("quant_assumed") else ""), str(r["batch"]), f"{r['context']:,}", fmt_bytes(d["weight_bytes_per_token"]),
               fmt_bytes(d["kv_bytes_per_token"]), f"{share:.1%}", fmt_rate(d["bound_tok_s"]) + mark,
               styled(fmt_rate(d["tok_s"]) + mark, "" if m["fits"] else "dim"),
               fmt_rate(d["aggregate_tok_s"]) + mark, fmt_bytes(m["total_bytes"]),
-              "yes" if m["fits"] else styled("NO", "bold red"))
+              styled("past window", "yellow") if beyond else "yes" if m["fits"] else styled("NO", "bold red"))
     con = make_console()
     if misfits:
         con.print(styled(f"DOES NOT FIT: {misfits} of {len(rows)} rows (marked *: their speeds are hypothetical, "
                          "as if they fitted)", "bold red"))
         t.caption = "* hypothetical: does not fit. " + largest_contexts(rows)
+    if past:
+        t.caption = ((t.caption + " ") if t.caption else "") + (
+            "past window: memory holds it, but context + prompt + gen exceed the model's trained window "
+            "(the numbers assume the engine extends it with RoPE scaling). " + largest_contexts(rows))
     t.print(con)
     if misfits:
         render_misfit_ways(con, args, hw, rows)
@@ -96,6 +102,13 @@ def render_misfit_ways(con, args, hw, rows) -> None:
                            **scale_kwargs(args))
         what = "; ".join(w["description"] for w in ways) or "nothing tried fits"
         con.print(f"  · [bold]{markup_safe(q)} batch {b} at context {r['context']:,}[/]: {markup_safe(what)}")
+
+
+def past_window(r) -> bool:
+    """The row fits memory but runs past the trained window: memory.max_context (capped at that window, prompt
+    and output counted) is below its tokens."""
+    m = r["memory"]
+    return bool(m["fits"]) and r["context"] + r["prompt"] + r["gen"] > m["max_context"]
 
 
 def largest_contexts(rows) -> str:

@@ -238,7 +238,13 @@ def unmodelled_kernels(engine, spec, quant: str) -> int:
     n = k.get("per_moe_layer", 0) * spec.n_moe_layers
     if (quant or "").strip().upper() == "FP8":
         attn = 5 if spec.is_mla and spec.q_lora_rank else 4
-        gemms = spec.n_layers * (attn + (3 if spec.gated_mlp else 2)) + 2 * spec.n_moe_layers
+        if k.get("fp8_quant_fused"):
+            # the quantisation of a GEMM input made by an RMSNorm or SiLU-and-mul is fused into that kernel
+            # (vLLM's compile fusion passes: RMSNorm + quant, activation + quant): only o_proj's input (the
+            # attention output) and the fused-MoE kernel's two inputs keep a kernel of their own
+            gemms = spec.n_layers + 2 * spec.n_moe_layers
+        else:
+            gemms = spec.n_layers * (attn + (3 if spec.gated_mlp else 2)) + 2 * spec.n_moe_layers
         n += k.get("per_fp8_gemm", 0) * gemms
     return n
 

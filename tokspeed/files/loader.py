@@ -145,7 +145,9 @@ def open_folder(folder: Path, files: list[Path] | None = None, id: str = "") -> 
             raise UserError(f"{folder}: holds {len(firsts)} GGUF files", "name the one you mean")
         raise UserError(f"{folder}: a model folder needs a config.json (or one .gguf file)")
     config = read_config(folder)
-    spec = spec_from_hf_config(config, id=id or folder.name)
+    from ..models.hf_config import config_title
+
+    spec = spec_from_hf_config(config, id=id or config_title(folder / "config.json", config))
     tok = folder / "tokenizer.json"
     tok = tok if path_kind(tok, "tokenizer.json") == "file" else None
     files = files if files is not None else shard_files(folder)

@@ -5,13 +5,14 @@ by ``scripts/build_hardware_catalog.py``), custom TOML files, ad-hoc devices fro
 from __future__ import annotations
 
 import os
+import re
 from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UserError
 from .datafile import DATA, load_data  # noqa: F401  (DATA: path of the committed catalog)
 from .devices import all_hardware, catalog_devices as _catalog  # noqa: F401  (all_hardware: its public name)
-from .names import NameIndex
+from .names import NameIndex, name_key
 from .spec import Hardware
 
 LOCAL_NAME = "local"
@@ -20,7 +21,17 @@ LOCAL_ENV = "TOKSPEED_LOCAL_PROFILE"
 
 @lru_cache(maxsize=1)
 def _index() -> NameIndex:
-    return NameIndex("hardware", [(h.id, h.name, h.aliases) for h in _catalog().values()])
+    return NameIndex("hardware", [(h.id, h.name, h.aliases) for h in _catalog().values()], default_variants())
+
+
+@lru_cache(maxsize=1)
+def default_variants() -> dict[str, tuple[str, str]]:
+    """{name: (id, why)}: the device a name shared by several entries stands for (``data/default_variants.toml``)."""
+    import tomllib
+
+    with open(Path(__file__).parent / "data" / "default_variants.toml", "rb") as f:
+        raw = tomllib.load(f)
+    return {k: (v["id"], v["why"]) for k, v in raw.get("variant", {}).items()}
 
 
 def _path_kind(key: str):
@@ -30,26 +41,93 @@ def _path_kind(key: str):
 
 
 def get_hardware(name: str) -> Hardware:
-    """A catalog id or alias (case-insensitive), a path to a TOML file, or ``local``."""
+    """A catalog id or alias (case-insensitive), a path to a TOML file, or ``local``; a name as people write it
+    (``lookup_hardware``, which also returns the note saying what the name was taken for)."""
+    return lookup_hardware(name)[0]
+
+
+# the machine a chip is sold in, written before it ("Mac Studio M2 Ultra", "MacBook Pro M3 Max"): not the chip's name
+MACHINE_WORDS = re.compile(r"^(apple\s+)?(mac\s*studio|mac\s*mini|mac\s*pro|macbook\s*(pro|air)?|imac)\s+", re.I)
+MEMORY_SUFFIX = re.compile(r"^(.+?)[\s_-]*(\d+)\s*gb$", re.I)
+
+
+def lookup_hardware(name) -> tuple[Hardware, str | None]:
+    """(device, note) for ``name``: an id, alias, full name, TOML path or ``local`` (no note); a name shared by
+    several entries takes its default variant (``data/default_variants.toml``: "h100" -> h100-sxm), and a name as
+    people write it -- vendor words, the memory size ("GeForce RTX 4090", "RTX 4090 24GB"), the machine around an
+    Apple chip ("Mac Studio M2 Ultra") -- the one device it matches (``match.closest_devices``); an Apple chip
+    with a memory size ("m4-16gb", "M4 Pro 48GB") is that chip with that much memory. The note says what was
+    taken for what; an unknown or still ambiguous name is a UserError naming the candidates."""
     if isinstance(name, Hardware):
-        return name
+        return name, None
     key = str(name).strip()
     if key.endswith(".toml") or (os.sep in key and _path_kind(key) is not None):
-        return hardware_from_toml(key)
+        return hardware_from_toml(key), None
     if key.lower() == LOCAL_NAME:
-        return local_hardware()
+        return local_hardware(), None
     try:
-        return _catalog()[_index().resolve(key)]
+        eid, note = _index().resolve_note(key)
+        return _catalog()[eid], note
     except UserError as e:
-        from .match import closest_devices
+        first = e
+    chip = MACHINE_WORDS.sub("", key)
+    m = MEMORY_SUFFIX.match(chip)
+    base = _loose(m.group(1)) if m else None
+    if base is not None and base[0].kind == "soc" and base[0].vendor.lower() == "apple":
+        hw, why = base
+        size = float(m.group(2))
+        note = f"hardware {key!r} taken as {hw.id} ({hw.name}{'; ' + why if why else ''}) with {size:g} GB of memory"
+        return (with_memory(hw, size, repr(key)) if size != hw.memory_gb else hw), note
+    found = _loose(chip)
+    if found is not None:
+        hw, why = found
+        return hw, f"hardware {key!r} taken as {hw.id} ({hw.name}{'; ' + why if why else ''})"
+    from .match import closest_devices
 
-        near = closest_devices(key) if e.message.startswith("unknown") else []
-        if not near:
-            raise
-        # a table's or nvidia-smi's spelling ("NVIDIA H100 80GB HBM3"): named, not taken (a guess is not a lookup)
-        hint = (f"did you mean {near[0].id} ({near[0].name})?" if len(near) == 1 else
-                "did you mean one of " + ", ".join(h.id for h in near[:4]) + "?")
-        raise UserError(e.message, hint) from None
+    near = closest_devices(chip) if first.message.startswith("unknown") else []
+    if not near:
+        raise first
+    # several devices and no default among them: named, not taken (a guess is not a lookup)
+    raise UserError(first.message, "did you mean one of " + ", ".join(h.id for h in near[:4]) + "?") from None
+
+
+def _loose(name: str) -> tuple[Hardware, str] | None:
+    """(device, why) for a name the index knows or whose words match one device (with a model number), or
+    several among which a default variant is (``why`` then says why that one and names the rest); None otherwise."""
+    key = name_key(name)
+    try:
+        eid, _ = _index().resolve_note(name)
+    except UserError:
+        pass
+    else:
+        default = _index().default_of(key)
+        if default is None or key in _index().exact or key in _index().unique:
+            return _catalog()[eid], ""
+        others = [e for e in _index().ambiguous.get(key, ()) if e != eid]
+        return _catalog()[eid], default[1] + (f"; also: {', '.join(others)}" if others else "")
+    if not any(ch.isdigit() for ch in name):
+        return None           # no model number: a name like "NVIDIA Laptop GPU" is no one device
+    from .match import closest_devices
+
+    near = closest_devices(name)
+    if len(near) == 1:
+        return near[0], ""
+    ids = {h.id for h in near}
+    for variant, (eid, why) in default_variants().items():
+        if eid in ids and ids <= set(_index().ambiguous.get(name_key(variant), ())) | {eid}:
+            return _catalog()[eid], f"{why}; also: {', '.join(sorted(ids - {eid}))}"
+    return None
+
+
+def with_memory(hw: Hardware, memory_gb: float, why: str) -> Hardware:
+    """``hw`` with ``memory_gb`` of memory (a Mac of another configuration, ``--memory``): its usable share derived
+    again (Apple: the Metal working-set fraction), everything else kept."""
+    from dataclasses import replace
+
+    if not 0 < memory_gb < 1e6:
+        raise UserError(f"memory must be a positive number of GB, got {memory_gb!r}")
+    return replace(hw, memory_gb=memory_gb, usable_memory_gb=0.0,
+                   derived=hw.derived + (f"memory_gb: {memory_gb:g} from {why} (catalog: {hw.memory_gb:g})",))
 
 
 def local_profile_path() -> Path:

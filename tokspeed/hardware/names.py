@@ -15,11 +15,13 @@ def name_key(name: str) -> str:
 
 class NameIndex:
     """Maps ids, full names and aliases to ids. Ids and full names win over aliases; an alias
-    shared by several entries (``h100``: SXM, PCIe, NVL) is ambiguous and names its candidates."""
+    shared by several entries (``h100``: SXM, PCIe, NVL) is ambiguous: it takes its default variant where one is
+    given (``defaults``: name -> (id, why)), with a note naming the others, else it names its candidates."""
 
-    def __init__(self, what: str, entries):
-        """``entries``: iterable of (id, name, aliases)."""
+    def __init__(self, what: str, entries, defaults: dict | None = None):
+        """``entries``: iterable of (id, name, aliases); ``defaults``: {name: (id, why)}."""
         self.what = what
+        self.defaults = {name_key(k): v for k, v in (defaults or {}).items()}
         self.exact: dict[str, str] = {}
         alias_to: dict[str, list[str]] = {}
         entries = [(eid, name, tuple(aliases)) for eid, name, aliases in entries]
@@ -35,11 +37,31 @@ class NameIndex:
         self.choices = sorted({str(x) for eid, name, aliases in entries for x in (eid, name, *aliases)})
 
     def resolve(self, name: str) -> str:
+        return self.resolve_note(name)[0]
+
+    def default_of(self, key: str) -> tuple[str, str] | None:
+        """(id, why) of the default variant of a name shared by several entries, or None: its own entry in
+        ``defaults``, else that of a name shared by the same entries ("4060-ti" as "rtx-4060-ti")."""
+        hit = self.defaults.get(key)
+        if hit is None and key in self.ambiguous:
+            same = set(self.ambiguous[key])
+            hit = next((v for k, v in self.defaults.items() if set(self.ambiguous.get(k, ())) == same), None)
+        return hit
+
+    def resolve_note(self, name: str) -> tuple[str, str | None]:
+        """(id, note): the note, when the name was shared by several entries, says which one was taken, why,
+        and which others it could have meant."""
         key = name_key(name)
         if key in self.exact:
-            return self.exact[key]
+            return self.exact[key], None
         if key in self.unique:
-            return self.unique[key]
+            return self.unique[key], None
+        default = self.default_of(key)
+        if default is not None:
+            eid, why = default
+            others = [e for e in self.ambiguous.get(key, ()) if e != eid]
+            also = f"; also: {', '.join(others)}" if others else ""
+            return eid, f"{self.what} {name!r} taken as {eid} ({why}){also}"
         if key in self.ambiguous:
             raise UserError(f"{self.what} {name!r} is ambiguous", "one of " + ", ".join(self.ambiguous[key]))
         hint = did_you_mean(str(name), self.choices)

@@ -51,14 +51,19 @@ def check_device(device: str, torch=None) -> None:
         raise UserError(f"device={device!r}: torch sees {torch.cuda.device_count()} CUDA device(s)",
                         f"use device='cuda:0' … device='cuda:{torch.cuda.device_count() - 1}'", field="device")
 
-def torch_dtype(quant: str):
-    import torch
-
+def check_quant(quant: str) -> str:
+    """The torch dtype name of ``quant`` (F32, F16, BF16), checked without importing torch."""
     q = quant.upper()
     if q not in DTYPES:
         raise UserError(f"the torch backend runs {', '.join(DTYPES)} weights, not {quant!r}",
                         "use backend='llama.cpp' for quantized GGUF kernels", field="quant")
-    return getattr(torch, DTYPES[q])
+    return DTYPES[q]
+
+
+def torch_dtype(quant: str):
+    import torch
+
+    return getattr(torch, check_quant(quant))
 
 
 def load_model(model_arg: str, device: str, quant: str, max_seq: int, max_batch: int, prompt: int,

@@ -26,6 +26,15 @@ class MeasureOptions:
     threads: int | None = None   # llama.cpp threads (torch: set by the caller with torch.set_num_threads)
     flash_attention: bool = False   # llama.cpp: run the context with FlashAttention (llama-cpp-python: off)
 
+    def __post_init__(self):
+        """Checked at once, before any library is imported or model loaded (the library's words: field names)."""
+        if self.gen < 5:
+            raise UserError(f"gen must be at least 5 (the decode steps are the repeats), got {self.gen}")
+        if not self.contexts or any(c < 0 for c in self.contexts) or not self.batches or any(b < 1 for b in self.batches):
+            raise UserError("contexts must be >= 0 and batches >= 1")
+        if self.prompt < 0:
+            raise UserError(f"prompt must be >= 0, got {self.prompt}")
+
 
 def resolve_hardware(name: str):
     """(Hardware, profile path or None). ``local`` is the probed profile (hardware.catalog.local_profile_path)."""
@@ -67,10 +76,6 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
     from .detect import detect
     from .run_file import new_run
 
-    if opts.gen < 5:
-        raise UserError(f"gen must be at least 5 (the decode steps are the repeats), got {opts.gen}", field="gen")
-    if any(c < 0 for c in opts.contexts) or any(b < 1 for b in opts.batches):
-        raise UserError("`contexts` must be >= 0 and `batches` >= 1")
     machine = detect()
     warnings = []
     max_seq = max(opts.contexts) + max(opts.prompt, opts.gen + opts.warmup) + 1

@@ -66,8 +66,24 @@ def resolve_id(name: str, packaging: bool = False) -> str | None:
     while True:
         hit = key if key in _entries() else _aliases().get(key)
         if hit or not suffix.search(key):
-            return hit
+            return hit if hit is None or not other_version(name, hit) else None
         key = suffix.sub("", key)
+
+
+VERSION = re.compile(r"(?<![\d.])(\d+\.\d+)(?![\d.]*b\b)(?![\d.])|(?<=-)(2[3-9][01]\d)\b", re.I)
+
+
+def _versions(text: str) -> set[str]:
+    """Version numbers ("3.1") and release dates ("2503", YYMM) in a model name; sizes ("3.8b") are not versions."""
+    return {a or b for a, b in VERSION.findall(str(text).lower())}
+
+
+def other_version(name: str, mid: str) -> bool:
+    """``name`` states a version or release date the catalog entry ``mid`` is not ("Mistral-Small-3.1-24B-Instruct-2503"
+    is no mistral-small-3.2-24b): it must not be mapped to it silently."""
+    raw = load_entry_raw(_entries()[mid])
+    own = _versions(" ".join([mid, raw.get("name", ""), raw.get("hf_repo", ""), *raw.get("aliases", [])]))
+    return bool(_versions(name) - own)
 
 
 @lru_cache(maxsize=None)

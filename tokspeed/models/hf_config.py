@@ -10,6 +10,7 @@ Llama-style field names.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..errors import UserError
@@ -28,7 +29,28 @@ def spec_from_path(path) -> ModelSpec:
         raw.setdefault("id", p.stem)
         return ModelSpec.from_dict(raw)
     p, cfg = read_json_object(p, "model file")
-    return spec_from_hf_config(cfg, id=p.parent.name, where=str(p))
+    return spec_from_hf_config(cfg, id=config_title(p, cfg), where=str(p))
+
+
+# folder names that say where a config is kept, not which model it is ("configs/config.json")
+GENERIC_FOLDERS = frozenset("config configs model models checkpoint checkpoints weights hf files data tmp temp "
+                            "downloads download snapshots main".split())
+
+
+def config_title(path, cfg: dict) -> str:
+    """What a config file is called: its folder's name for a ``config.json`` (a Hugging Face folder), its own stem
+    for another name ("qwen3-8b.json"), unless that is a generic word ("configs", "models") or an HF snapshot hash;
+    then the config's ``_name_or_path`` (its last part), its first ``architectures`` entry, or ``model_type``."""
+    p = Path(path)
+    name = p.parent.name if p.name == "config.json" else p.stem
+    if name and name.lower() not in GENERIC_FOLDERS and not re.fullmatch(r"[0-9a-f]{40}", name):
+        return name
+    for key in ("_name_or_path", "architectures", "model_type"):
+        v = cfg.get(key)
+        v = v[0] if isinstance(v, list) and v else v
+        if isinstance(v, str) and v.strip():
+            return v.strip().rstrip("/").rsplit("/", 1)[-1]
+    return name or "model"
 
 
 # ---- the standard fields --------------------------------------------------------------------
@@ -513,4 +535,20 @@ def spec_from_hf_config(cfg: dict, id: str = "", where: str = "config") -> Model
             raise UserError(f"{where}: {e}") from None
         raise UserError(f"{where}: unreadable field value ({e})") from None
     name = id or str(cfg.get("_name_or_path") or model_type)
+    kw.update(_released_format(cfg, where))
     return ModelSpec(id=name, name=name, family=model_type, **kw)
+
+
+# quantization_config.quant_method -> the --quant name of those weights (the checkpoint as released)
+RELEASED_QUANT_METHODS = {"fp8": "FP8", "mxfp4": "MXFP4"}
+
+
+def _released_format(cfg: dict, where: str) -> dict:
+    """``released_format`` (+ its source) where the config's ``quantization_config`` names a format tokspeed
+    models as one ``--quant`` name (FP8, MXFP4); nothing otherwise (BF16 assumed)."""
+    qc = cfg.get("quantization_config")
+    method = str(qc.get("quant_method", "")).lower() if isinstance(qc, dict) else ""
+    fmt = RELEASED_QUANT_METHODS.get(method)
+    if not fmt:
+        return {}
+    return {"released_format": fmt, "released_format_source": f"{where}: quantization_config.quant_method {method}"}

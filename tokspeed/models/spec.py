@@ -83,6 +83,8 @@ class ModelSpec:
     notes: str = ""
     hf_repo: str = ""               # the Hugging Face repository id of the original weights
     source_status: str = ""         # how sure the source is (the model-configs record's ``status``)
+    released_format: str = ""       # the --quant name of the released weights ("" = BF16): FP8, MXFP4 ...
+    released_format_source: str = ""  # where that is stated (the config's quantization_config)
     record: str = ""                # name of the record in data/model-configs/models.jsonl it came from
     use: tuple = ()                 # what the authors made it for: chat, code, reasoning
     published_params_tol: float = 0.0   # billions: one unit of the last digit the authors stated

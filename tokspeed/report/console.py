@@ -1,6 +1,7 @@
 """One place that makes the rich Console: ``COLUMNS`` wins when set (piped or not); piped output without
-it is 200 wide so that tables are never squeezed. Tables are sized to that width; lines of prose and table
-titles are not hard-wrapped (``soft_wrap``): the terminal folds them, and a piped line stays one line."""
+it is 200 wide so that tables are never squeezed. Tables are sized to that width, and every other line -- table
+titles and captions, prose, the ``engine model: ...`` footer -- wraps at it too (at word boundaries; a word longer
+than the width folds), so no line is wider than ``COLUMNS``, piped or not."""
 
 
 def make_console(stderr: bool = False):
@@ -10,8 +11,8 @@ def make_console(stderr: bool = False):
 
     width = console_width()
     if width is not None:
-        return Console(stderr=stderr, width=width, soft_wrap=True)
-    c = Console(stderr=stderr, soft_wrap=True)
+        return Console(stderr=stderr, width=width, soft_wrap=False)
+    c = Console(stderr=stderr, soft_wrap=False)
     if not c.is_terminal:
-        c = Console(stderr=stderr, width=200, soft_wrap=True)
+        c = Console(stderr=stderr, width=200, soft_wrap=False)
     return c

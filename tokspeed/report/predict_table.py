@@ -8,7 +8,8 @@ from .text import FitTable, markup_safe, one_line, styled
 
 def setup_title(pred) -> str:
     """``model · quant · device · engine · batch · tokens`` (plain text, cleaned)."""
-    return one_line(f"{pred.model} · {pred.quant} · {pred.hw.name} · {pred.engine} · batch {pred.batch} · "
+    assumed = " (assumed)" if getattr(pred, "quant_assumed", None) else ""
+    return one_line(f"{pred.model} · {pred.quant}{assumed} · {pred.hw.name} · {pred.engine} · batch {pred.batch} · "
                     f"context {pred.context:,} + prompt {pred.prompt:,} + gen {pred.gen:,}")
 
 
@@ -21,13 +22,20 @@ def fit_headline(pred) -> str:
             "the speeds shown are hypothetical (as if it fitted)")
 
 
-def context_cell(m) -> tuple[str, str]:
-    """(value, how) of the largest context / batch row, saying why when nothing fits."""
+def context_cell(m, pred=None) -> tuple[str, str]:
+    """(value, how) of the largest context / batch row, saying why when nothing fits and when the model's
+    trained window (not memory) sets the largest context."""
     if m.max_context <= 0:
         fixed = m.weights_bytes + m.activations_bytes + m.overhead_bytes
         return "none", (f"weights + buffers ({fmt_bytes(fixed)}) already exceed {fmt_bytes(m.capacity_bytes)}: "
                         "no context fits")
-    return f"{m.max_context:,} / {m.max_batch:,}", "tokens at this batch / sequences at this context"
+    spec = getattr(pred, "spec", None)
+    window = getattr(spec, "max_context", 0) or 0
+    tokens = pred.context + pred.prompt + pred.gen if pred is not None else 0
+    first = "tokens at this batch" + (" (the trained window)" if window and m.max_context == window else "")
+    second = "sequences at this context" if m.max_batch else f"no sequence of {tokens:,} tokens fits"
+    batch = f"{m.max_batch:,}" if m.max_batch else "none"
+    return f"{m.max_context:,} / {batch}", f"{first} / {second}"
 
 
 def render_ways(console, pred, model, ways=None, **predict_options) -> list[dict]:
@@ -49,6 +57,44 @@ def render_ways(console, pred, model, ways=None, **predict_options) -> list[dict
     return ways
 
 
+def bound_how(pred) -> str:
+    """The decode bound's working, from the numbers that give it: ``BW GB/s ÷ bytes per token`` (``÷ (B × bytes)
+    per step`` at batch B), where BW is the device's bandwidth when that reproduces the bound (one device,
+    memory-bound), else the bandwidth the bound implies (bytes per step x bound tok/s: offload, several devices,
+    compute-bound operators) with what makes it differ. ``BW / (B x bytes)`` equals the bound to rounding."""
+    d, b, bw = pred.decode, pred.batch, pred.hw.bandwidth_gbps
+    implied = d.bytes_per_token * b * d.bound_tok_s / 1e9
+    per = f"{fmt_bytes(d.bytes_per_token)} per token" if b == 1 else f"({b} × {fmt_bytes(d.bytes_per_token)}) per step"
+    tail = f", averaged over {pred.gen} tokens"
+    if abs(implied - bw) <= 0.005 * bw:
+        return f"{bw:g} GB/s ÷ {per}{tail}"
+    off, par = pred.offload, pred.parallel or {}
+    n = par.get("n_devices", 1)
+    if off:
+        why = f"layers in RAM at {off['cpu_bandwidth_gbps']:g} GB/s, the rest at {bw:g} GB/s"
+    elif n > 1:
+        why = f"{n} × {bw:g} GB/s, less link time"
+    else:
+        why = f"{bw:g} GB/s, less the compute-bound operators' time"
+    shown = f"{implied:,.0f}" if implied >= 100 else f"{implied:.3g}"
+    return f"{shown} GB/s effective ({why}) ÷ {per}{tail}"
+
+
+SHARE_NAMES = {"compute": "compute", "memory": "memory", "overhead": "launches + per-step", "link": "links"}
+
+
+def bound_label(d) -> str:
+    """``memory-bound``, with the first step's shares when more than one part matters (each >= 10 %): e.g.
+    ``memory-bound (memory 70%, launches + per-step 24%)``; ``overhead-bound`` when launches and per-step
+    costs are the largest part."""
+    shares = {k: v for k, v in (getattr(d, "time_shares", None) or {}).items() if v >= 0.10}
+    label = f"{d.bound}-bound"
+    if len(shares) < 2:
+        return label
+    parts = ", ".join(f"{SHARE_NAMES[k]} {v:.0%}" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]))
+    return f"{label} ({parts})"
+
+
 def render_prediction(pred, console=None):
     from .console import make_console
 
@@ -63,13 +109,12 @@ def render_prediction(pred, console=None):
           f"weights {fmt_bytes(m.weights_bytes)} + KV {fmt_bytes(m.kv_bytes)} + activations "
           f"{fmt_bytes(m.activations_bytes)} + runtime {fmt_bytes(m.overhead_bytes)}")
     t.row("fits", fit, "capacity is the device's usable memory")
-    t.row("largest context / batch", *context_cell(m))
+    t.row("largest context / batch", *context_cell(m, pred))
     t.row("bytes read per token", fmt_bytes(d.bytes_per_token),
           f"weights {fmt_bytes(d.weight_bytes_per_token)} + KV {fmt_bytes(d.kv_bytes_per_token)} (+ activations)")
-    t.row(f"decode bound (ideal){tag}", f"{fmt_rate(d.bound_tok_s)} tok/s",
-          f"{pred.hw.bandwidth_gbps:g} GB/s ÷ bytes per token, averaged over {pred.gen} tokens")
+    t.row(f"decode bound (ideal){tag}", f"{fmt_rate(d.bound_tok_s)} tok/s", bound_how(pred))
     t.row(f"decode expected ({pred.engine}){tag}", styled(f"{fmt_rate(d.tok_s)} tok/s", "dim" if hyp else "bold"),
-          f"{d.ms_per_token:.2f} ms/token, {d.bound}-bound, range {fmt_rate(d.tok_s_low)}–{fmt_rate(d.tok_s_high)}")
+          f"{d.ms_per_token:.2f} ms/token, {bound_label(d)}, range {fmt_rate(d.tok_s_low)}–{fmt_rate(d.tok_s_high)}")
     if pred.batch > 1:
         t.row(f"decode aggregate{tag}", f"{fmt_rate(d.aggregate_tok_s)} tok/s", f"{pred.batch} sequences")
     if pred.prompt and p.tok_s is None:
@@ -84,4 +129,6 @@ def render_prediction(pred, console=None):
     if hyp:
         console.print(f"[bold red]{markup_safe(fit_headline(pred))}[/]")
     t.print(console)
+    if getattr(pred, "quant_assumed", None):
+        console.print(f"[dim]weight format assumed (no --quant): {markup_safe(pred.quant_assumed)}[/]")
     console.print(f"[dim]engine model: {markup_safe(pred.engine_source)}[/]")

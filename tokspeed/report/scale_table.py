@@ -54,7 +54,7 @@ def render_scale(pred, console=None):
                    f"{fmt_bytes(off['weights_in_ram_bytes'])} of weights in RAM",
                    ("stage", "device", "layers", "ms per token", "of which link"), text=("stage", "device"), drop=("of which link",))
         for s in off["decode_seconds_by_stage"]:
-            t.row(s["name"], s["hardware"], f"{s['layers'][0]}-{s['layers'][1]}", f"{s['seconds'] * 1e3:.2f}",
+            t.row(s["name"], s["hardware"], layer_span(s["layers"], s.get("output", False)), f"{s['seconds'] * 1e3:.2f}",
                       f"{s['link_s'] * 1e3:.2f}")
         t.print(console)
         console.print(f"VRAM vs host link: {off['vram_vs_host_link']:.1f}x; VRAM vs CPU RAM ({markup_safe(off['cpu'])}): "
@@ -91,3 +91,13 @@ def render_scale(pred, console=None):
     if parts:
         hyp = "" if pred.memory.fits else " (hypothetical: it does not fit)"
         console.print(f"cost at {fmt_rate(c['at_aggregate_tok_s'])} tok/s{hyp}: " + "; ".join(parts))
+
+
+def layer_span(layers, output: bool = False) -> str:
+    """A stage's layers as people count them: the half-open [a, b) as ``a-(b-1)`` (``0-35``, ``36-79``), one layer
+    as its number, and ``output`` for the final norm + LM head a stage also runs (``76-79 + output``)."""
+    a, b = layers
+    parts = [f"{a}-{b - 1}" if b - 1 > a else str(a)] if b > a else []
+    if output:
+        parts.append("output")
+    return " + ".join(parts) or "none"

@@ -168,13 +168,13 @@ class FitTable:
         return [n + g for n, g in zip(need, give)]
 
     def print(self, console) -> None:
-        """Title, table, caption: the title and caption as whole lines (soft-wrapped), the table to the width."""
+        """Title, table, caption, each to the console's width (the title and caption wrap at word boundaries)."""
         t = self.build(console.width)
         if self.title:
-            console.print(styled(self.title, "italic"), soft_wrap=True)
+            console.print(styled(self.title, "italic"), soft_wrap=False, overflow="fold")
         console.print(t)
         if self.shown_caption:
-            console.print(styled(self.shown_caption, "dim"), soft_wrap=True)
+            console.print(styled(self.shown_caption, "dim"), soft_wrap=False, overflow="fold")
 
 
 def _is_text(c) -> bool:

@@ -162,7 +162,7 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
         link += extra
         stage_times.append(body + extra)
         stage_rows.append({"name": s.name, "kind": s.kind, "hardware": s.hw.id, "layers": list(s.layers),
-                           "seconds": body + extra, "link_s": extra})
+                           "output": bool(s.head), "seconds": body + extra, "link_s": extra})
     handoff = 0.0
     for s in layout.stages:
         if s.ops == "experts" and s.kind == "cpu":   # to the CPU and back in every such layer
