@@ -11,6 +11,8 @@ SGLang-style engines (``mixed = false``) run a prefill step alone whenever a pro
 The KV pool grows by one token per decoding sequence and step past its reservation; when it is full the
 newest sequence is preempted (its blocks freed; it re-prefills prompt + generated tokens later).
 
+Decode-only stretches run as one leap to the next event (a finish, a reservation outgrown, a full pool,
+an arrival): their step times are affine in the cached tokens, so the stretch's time is k x its mean step.
 Per-sequence state is O(1) per step: a global decode-step counter ``G``; a sequence that entered
 decode at ``G0`` has made ``(G - G0) x tokens_per_step`` tokens and finishes at a step known in advance
 (a heap of finish steps); the cached tokens of all decoders are ``sum(base) + n x G x tokens_per_step``.
@@ -27,6 +29,8 @@ from .requests import Request
 from .schedulers import Scheduler
 
 MAX_STEPS = 2_000_000
+WATERMARK = 0.01      # share of the KV pool kept free when admitting (vLLM's watermark); no admission in a
+#                       step that preempted (vLLM V1 scheduler): a preempted sequence is not re-admitted at once
 
 
 @dataclass
@@ -137,6 +141,7 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
             break
         # -- grow the KV of decoders; preempt the newest while the pool overflows -----------------------
         n_dec = len(decoding)
+        preempted_now = False
         prefill_only = (not sched.mixed) and (prefilling or (waiting and _fits(waiting[0], need, kv_used, kv_capacity)
                                                              and len(decoding) + len(prefilling) < max_seqs))
         if n_dec and not prefill_only:
@@ -157,6 +162,7 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
                 victim.reserved = 0.0
                 waiting.appendleft(victim)
                 preempt += 1
+                preempted_now = True
             n_dec = len(decoding)
         # -- build the step ------------------------------------------------------------------------------
         b = 0 if prefill_only else n_dec
@@ -169,14 +175,14 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
                 c = min(s.prompt_left, left)
                 chunks.append((s, c))
                 left -= c
-            while left > 0 and waiting and len(decoding) + len(prefilling) < max_seqs:
+            while left > 0 and waiting and not preempted_now and len(decoding) + len(prefilling) < max_seqs:
                 s = waiting[0]
                 r = need(s)
                 if r > kv_capacity:
                     stopped = f"a request of {s.req.isl + s.req.osl} tokens does not fit the KV pool"
                     waiting.popleft()
                     continue
-                if kv_used + r > kv_capacity:
+                if kv_used + r > kv_capacity * (1 - WATERMARK) and (decoding or prefilling):
                     break
                 waiting.popleft()
                 s.reserved = r
@@ -195,16 +201,25 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
         pairs = sum(c * s.cached + c * (c + 1) / 2 for s, c in chunks)
         kv_dec = base_sum + n_dec * G * tps if b else 0.0
         dt = cost.step(b, c_tok, kv_dec, pairs)
+        k = 1
+        if b and not chunks:          # decode-only: leap to the next event (a finish, growth, arrival, full pool)
+            k = _leap(finish_heap, grow_heap, G, arrivals, t, dt, kv_capacity - kv_used, growing * tps)
+        if k > 1:                     # step times are affine in the cached tokens, which grow by b x tps a step
+            slope = cost.step(b, 0, kv_dec + b * tps, 0.0) - dt
+            mean = dt + slope * (k - 1) / 2
+            dt = k * mean
+            itl.append((mean / tps, b * tps * k))
+        elif b:
+            itl.append((dt / tps, b * tps))
         t += dt
-        steps += 1
+        steps += k
         # -- outcomes ------------------------------------------------------------------------------------
         if b:
-            G += 1
-            kv_used += growing * tps
-            dec_steps += 1
-            running_sum += b
-            itl.append((dt / tps, b * tps))
-            out_tokens += b * tps
+            G += k
+            kv_used += growing * tps * k
+            dec_steps += k
+            running_sum += b * k
+            out_tokens += b * tps * k
             while finish_heap and finish_heap[0][0] <= G:
                 _, _, gid, s = heapq.heappop(finish_heap)
                 if s.gen_id != gid or s.req.rid not in decoding:
@@ -237,6 +252,19 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
     start = min((r[0] for r in done), default=0.0)
     return Outcome(done, itl, start, t, int(round(out_tokens)), steps, preempt, peak,
                    running_sum / dec_steps if dec_steps else 0.0, stopped)
+
+
+def _leap(finish_heap, grow_heap, G: int, arrivals, t: float, dt: float, kv_free: float, growth: float) -> int:
+    """Decode-only steps that can run before anything changes: the next finish, the next sequence to
+    outgrow its reservation, the KV pool filling up, the next arrival (at the first step's pace)."""
+    k = finish_heap[0][0] - G if finish_heap else 1
+    if grow_heap:
+        k = min(k, grow_heap[0][0] - G)
+    if growth > 0 and kv_free < float("inf"):
+        k = min(k, int(kv_free // growth))
+    if arrivals and dt > 0:
+        k = min(k, int((arrivals[0].arrival - t) // dt) + 1)
+    return max(1, k)
 
 
 def _fits(s: Seq, need, kv_used: float, cap: float) -> bool:
