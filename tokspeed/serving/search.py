@@ -5,7 +5,8 @@ Layouts (``layouts``): ``tp x pp`` workers replicated over the GPUs (TP a diviso
 for a MoE model also experts over ``ep`` GPUs with attention TP (``dp = 1``) or attention data parallel
 groups (``tp x dp = ep``); and disaggregated prefill/decode pools (``P`` workers of ``tp_p`` GPUs + ``D``
 workers of ``tp_d`` GPUs filling the GPU count). Loads: the concurrency levels 1, 2, 4, ... until the
-throughput stops rising by 2 % or the KV pool is full (or the one load asked for).
+throughput stops rising by 2 % or the KV pool is full (or the one load asked for); levels are per engine
+instance (replica or decode worker), so a layout of 8 replicas is tried at 8, 16, 32 ... in all.
 """
 
 from __future__ import annotations
@@ -69,8 +70,10 @@ def search(setup: Setup, gpus: int, load: Load | None, slo: SLO | None, disagg: 
             continue
         best = 0.0
         c = 1
+        engines = d.decode_workers if d is not None else replicas       # the load splits over these
         while c <= MAX_CONCURRENCY:
-            cfg = evaluate(setup, par, replicas, Load("concurrency", concurrency=c,
+            cc = c * engines
+            cfg = evaluate(setup, par, replicas, Load("concurrency", concurrency=cc,
                                                       n_requests=max(SEARCH_CLOSED_LOOP * c, 32)), slo, d)
             rows.append(cfg)
             tok = cfg["output_tok_s"]
