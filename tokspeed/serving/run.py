@@ -7,8 +7,9 @@ Replicas (data parallelism across engine instances) share the load evenly: one r
 Disaggregated prefill/decode (``Disagg``): ``prefill_workers`` engines of ``prefill_tp`` GPUs only prefill,
 ``decode_workers`` engines of ``decode_tp`` GPUs only decode; a prompt's KV cache moves between them over
 the device link (``kv bytes / link rate``; across servers the network link). Simulated in two stages: the
-decode pool (prompts arrive cached) sets the throughput under the load, the prefill pool serves the
-resulting request rate and sets TTFT; the slower pool bounds the throughput. E2E = TTFT + KV transfer +
+decode pool (prompts arrive cached) sets the throughput under the load; the prefill pool's capacity (an
+offline run of prompts alone) bounds it, and a run at the resulting request rate (at most 95 % of that
+capacity) sets TTFT. A rate beyond the prefill pool's capacity gives no steady state (0 tok/s). E2E = TTFT + KV transfer +
 the decode pool's time.
 """
 
@@ -29,6 +30,7 @@ from .speculative import Speculation, attach
 from .worker import Parallelism, build_worker, resolve_group
 
 DEFAULT_REQUESTS = {"offline": 1000, "rate": 500}
+PREFILL_PROBE = 64           # requests of the prefill pool's runs (per worker)
 MIN_CLOSED_LOOP = 8          # requests per client in a fixed-concurrency run (at least 64 in all)
 
 
@@ -194,21 +196,26 @@ def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> di
     dec = summarize(dec_out, dec_w.gpus)
     dec_tok_s = dec["output_tok_s"] * d.decode_workers
     req_rps = dec["request_rate_rps"] * d.decode_workers if load.scenario != "rate" else load.rate_rps
-    pf_load = Load("rate", rate_rps=max(req_rps, 1e-9), n_requests=min(200, max(20, int(req_rps * 30))),
+    one = lambda q: 1                                              # noqa: E731  prefill makes the first token
+    cap_out, pf_w = run_worker(setup, pf_par, Load("offline", n_requests=PREFILL_PROBE * d.prefill_workers,
+                                                   seed=load.seed), d.prefill_workers, osl_override=one)
+    pf_rps = summarize(cap_out, pf_w.gpus)["request_rate_rps"] * d.prefill_workers     # the pool's capacity
+    stable = pf_rps >= req_rps
+    pf_load = Load("rate", rate_rps=max(min(req_rps, 0.95 * pf_rps), 1e-9), n_requests=PREFILL_PROBE,
                    poisson=load.poisson if load.scenario == "rate" else False, seed=load.seed)
     if load.scenario == "offline":
-        pf_load = Load("offline", n_requests=200, seed=load.seed)
-    pf_out, pf_w = run_worker(setup, pf_par, pf_load, d.prefill_workers, osl_override=lambda q: 1)
-    pf = summarize(pf_out, pf_w.gpus)
-    pf_rps = pf["request_rate_rps"] * d.prefill_workers
+        pf_out = cap_out
+    else:
+        pf_out, _ = run_worker(setup, pf_par, pf_load, d.prefill_workers, osl_override=one)
     avg_osl = dec_out.output_tokens / max(len(dec_out.requests), 1)
-    total = min(dec_tok_s, pf_rps * avg_osl) if load.scenario != "rate" else dec_tok_s
-    stable = load.scenario != "rate" or pf_rps >= 0.98 * load.rate_rps
+    total = min(dec_tok_s, pf_rps * avg_osl)
+    if load.scenario == "rate" and not stable:
+        total = 0.0
     xfer = kv_transfer_s(setup, dec_w.resolved, setup.isl, d.gpus)
     ttft = [r[1] for r in pf_out.requests]
     e2e = [a + xfer + b for a, b in zip(sorted(ttft), sorted(r[2] for r in dec_out.requests))]
     m = dict(dec)
-    m.update(output_tok_s=total if stable else 0.0, ttft_ms=spread(ttft, 1e3), e2e_s=spread(e2e))
+    m.update(output_tok_s=total, ttft_ms=spread(ttft, 1e3), e2e_s=spread(e2e))
     if slo is not None and slo.any:
         from .metrics import meets
         m["meets_slo"] = stable and meets(m, slo)
