@@ -67,6 +67,9 @@ class Load:
     trace: tuple = ()             # Requests of a recorded run
 
 
+_GROUPS: dict = {}      # resolved groups by (model, device, engine, formats) when given by name (fits, tests)
+
+
 @dataclass
 class Setup:
     """What is served and on what: fixed across the layouts of a search."""
@@ -82,15 +85,23 @@ class Setup:
     engine_version: str | None = None
     speculation: Speculation | None = None
     sched_overrides: dict = field(default_factory=dict)
+    fitted: dict | None = None            # serving constants (default: the engine's fitted ones)
     _groups: dict = field(default_factory=dict, repr=False)
     _workers: dict = field(default_factory=dict, repr=False)
 
     def group(self, tp: int, pp: int):
         key = (tp, pp)
         if key not in self._groups:
-            self._groups[key] = resolve_group(self.model, self.hardware, self.engine, self.quant, self.kv_dtype,
+            self._groups[key] = _GROUPS.get((self._key(), key)) or resolve_group(self.model, self.hardware, self.engine, self.quant, self.kv_dtype,
                                               tp, pp, self.engine_version)
+            if isinstance(self.model, str) and isinstance(self.hardware, str):
+                if len(_GROUPS) > 256:
+                    _GROUPS.clear()
+                _GROUPS[(self._key(), key)] = self._groups[key]
         return self._groups[key]
+
+    def _key(self):
+        return (self.model, self.hardware, self.engine, self.quant, self.kv_dtype, self.engine_version)
 
     def scheduler(self, r) -> Scheduler:
         return scheduler_for(r.profile.name).with_(**self.sched_overrides)
@@ -98,7 +109,8 @@ class Setup:
     def worker(self, par: Parallelism):
         if par not in self._workers:
             r = self.group(par.tp, par.pp)
-            w = build_worker(r, par, self.scheduler(r), fitted_for(r.profile.name), self.isl + self.osl)
+            fit = self.fitted if self.fitted is not None else fitted_for(r.profile.name)
+            w = build_worker(r, par, self.scheduler(r), fit, self.isl + self.osl)
             tps = 1.0
             if self.speculation is not None:
                 draft = None
