@@ -3,7 +3,8 @@
     PYTHONPATH=. python3 scripts/fit_serving.py            # writes tokspeed/serving/serving_fitted.toml
                                                            # and docs/serving.md
 
-Per engine two constants, both physical (``tokspeed.serving.fitted``): ``gpu_scale`` (measured step time /
+Per engine (and per engine and device vendor where it has MIN_GROUP rows: CUDA and ROCm kernels differ)
+two constants, both physical (``tokspeed.serving.fitted``): ``gpu_scale`` (measured step time /
 the roofline step of the engine profile) and ``step_s`` (host time per step the GPU does not hide). A step
 takes ``gpu_scale x (t_roofline + o)`` with ``o = step_s / gpu_scale``: every case is simulated once per
 ``o`` on a grid (``OVERHEAD_GRID``); at fixed ``o`` a closed-loop or offline run scales exactly with
@@ -28,7 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tokspeed.hardware.catalog import get_hardware  # noqa: E402
+from tokspeed.serving.fitted import fitted_key  # noqa: E402
 from tokspeed.serving.rows import CSV, evaluate_case, load_cases  # noqa: E402
+
+MIN_GROUP = 10          # rows an engine needs on one vendor's devices for a pair of its own
 
 OVERHEAD_GRID = (0.0, 1e-3, 3e-3, 6e-3)        # o = step_s / gpu_scale, seconds
 SCALE_GRID = [math.exp(x / 100) for x in range(-90, 91)]
@@ -105,14 +110,39 @@ def fit(idx, cases, sims) -> dict:
     return {"gpu_scale": s, "step_s": s * o, "o": o}
 
 
+def group_of(c) -> str:
+    return fitted_key(c.engine, get_hardware(c.hardware).vendor)
+
+
+def fit_groups(train, cases, sims) -> dict:
+    """{table key: params}: per engine, and per engine and vendor where that has MIN_GROUP rows."""
+    out = {}
+    for e in sorted({cases[i].engine for i in train}):
+        rows = [i for i in train if cases[i].engine == e]
+        out[fitted_key(e)] = fit(rows, cases, sims)
+        for g in sorted({group_of(cases[i]) for i in rows}):
+            sub = [i for i in rows if group_of(cases[i]) == g]
+            if len(sub) >= MIN_GROUP:
+                out[g] = fit(sub, cases, sims)
+    return out
+
+
+def params_of(c, table: dict) -> dict:
+    return table.get(group_of(c)) or table.get(fitted_key(c.engine)) or NEUTRAL
+
+
+NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "o": 0.0}
+
+
 def rel_errors(idx, cases, sims, params) -> dict:
-    """{metric: [|pred/meas - 1|]} for the cases ``idx`` under ``params``."""
-    preds = sims[params["o"]]
+    """{metric: [|pred/meas - 1|]} for the cases ``idx`` under ``params`` (one pair, or a table by group)."""
     out = {k: [] for k, _, _ in METRICS}
     for i in idx:
-        if preds[i] is None:
+        p = params_of(cases[i], params) if "gpu_scale" not in params else params
+        pred = sims[p["o"]][i]
+        if pred is None:
             continue
-        q = scaled(preds[i], params["gpu_scale"])
+        q = scaled(pred, p["gpu_scale"])
         for k, _, _ in METRICS:
             meas = getattr(cases[i], k)
             if meas and q[k] is not None:
@@ -138,15 +168,27 @@ def fmt(errs) -> str:
     return " | ".join(cells)
 
 
-def main() -> int:
+def main(argv=None) -> int:
+    import argparse
+    import json
+
+    ap = argparse.ArgumentParser(description="fit the serving engines' step constants")
+    ap.add_argument("--cache", default=None, help="JSON file to keep the simulations in (reused when present)")
+    a = ap.parse_args(argv)
     t0 = time.time()
     cases, skipped = load_cases(CSV)
     engines = sorted({c.engine for c in cases})
     print(f"{len(cases)} cases ({', '.join(f'{k}: {v}' for k, v in skipped.items())} skipped); simulating "
           f"{len(OVERHEAD_GRID)} overheads ...", file=sys.stderr)
-    sims = simulate_all(cases)
+    cache = Path(a.cache) if a.cache else None
+    if cache is not None and cache.exists():
+        sims = {float(k): v for k, v in json.loads(cache.read_text()).items()}
+    else:
+        sims = simulate_all(cases)
+        if cache is not None:
+            cache.write_text(json.dumps({str(k): v for k, v in sims.items()}))
     by_engine = {e: [i for i, c in enumerate(cases) if c.engine == e] for e in engines}
-    params = {e: fit(idx, cases, sims) for e, idx in by_engine.items()}
+    table = fit_groups(list(range(len(cases))), cases, sims)
 
     lines = [MARK, "",
              "Made by `scripts/fit_serving.py` from `data/validation/serving-calibration.csv` (public vLLM, SGLang and",
@@ -155,18 +197,18 @@ def main() -> int:
              f"Cases simulated: {len(cases)} of the CSV's rows; skipped: "
              + ", ".join(f"{k} {v}" for k, v in skipped.items()) + ".", "",
              "## Fitted constants (tokspeed/serving/serving_fitted.toml)", "",
-             "| engine | rows | gpu_scale | step_s (ms) |", "|---|---|---|---|"]
-    for e in engines:
-        p = params[e]
-        lines.append(f"| {e} | {len(by_engine[e])} | {p['gpu_scale']:.3f} | {p['step_s'] * 1e3:.2f} |")
+             "| entry | rows | gpu_scale | step_s (ms) |", "|---|---|---|---|"]
+    for key, p in table.items():
+        n = sum(1 for c in cases if group_of(c) == key or (c.engine == key))
+        lines.append(f"| {key} | {n} | {p['gpu_scale']:.3f} | {p['step_s'] * 1e3:.2f} |")
     lines += ["", "## In sample, per engine and scenario", "", "| engine | scenario | tok/s/GPU | TPOT p50 | TTFT p50 |",
               "|---|---|---|---|---|"]
     for e in engines:
         for sc in ("offline", "concurrency", "rate"):
             idx = [i for i in by_engine[e] if cases[i].scenario == sc]
             if idx:
-                lines.append(f"| {e} | {sc} | {fmt(rel_errors(idx, cases, sims, params[e]))} |")
-    neutral = {"gpu_scale": 1.0, "step_s": 0.0, "o": 0.0}
+                lines.append(f"| {e} | {sc} | {fmt(rel_errors(idx, cases, sims, table))} |")
+    neutral = NEUTRAL
     lines += ["", "## Unfitted (roofline engine profiles alone)", "", "| engine | tok/s/GPU | TPOT p50 | TTFT p50 |",
               "|---|---|---|---|"]
     for e in engines:
@@ -176,16 +218,11 @@ def main() -> int:
     lines += ["", "## Leave one GPU out", "", "| device | rows | tok/s/GPU | TPOT p50 | TTFT p50 |", "|---|---|---|---|---|"]
     pooled = {k: [] for k, _, _ in METRICS}
     for dev in sorted({c.hardware for c in cases}):
-        errs = {k: [] for k, _, _ in METRICS}
-        for e in engines:
-            test = [i for i in by_engine[e] if cases[i].hardware == dev]
-            if not test:
-                continue
-            train = [i for i in by_engine[e] if cases[i].hardware != dev]
-            p = fit(train, cases, sims) if train else neutral
-            for k, v in rel_errors(test, cases, sims, p).items():
-                errs[k] += v
-                pooled[k] += v
+        test = [i for i, c in enumerate(cases) if c.hardware == dev]
+        t = fit_groups([i for i, c in enumerate(cases) if c.hardware != dev], cases, sims)
+        errs = rel_errors(test, cases, sims, t)
+        for k, v in errs.items():
+            pooled[k] += v
         lines.append(f"| {dev} | {sum(1 for c in cases if c.hardware == dev)} | {fmt(errs)} |")
     lines.append(f"| **all** | {len(cases)} | {fmt(pooled)} |")
     lo_gpu = pooled
@@ -195,8 +232,7 @@ def main() -> int:
     pooled = {k: [] for k, _, _ in METRICS}
     for e in engines:
         train = [i for i, c in enumerate(cases) if c.engine != e]
-        p = fit(train, cases, sims)
-        errs = rel_errors(by_engine[e], cases, sims, p)
+        errs = rel_errors(by_engine[e], cases, sims, fit(train, cases, sims))
         for k, v in errs.items():
             pooled[k] += v
         lines.append(f"| {e} | {len(by_engine[e])} | {fmt(errs)} |")
@@ -217,10 +253,8 @@ def main() -> int:
     toml = ["# Written by scripts/fit_serving.py (do not edit): per-engine serving constants, fitted on",
             "# data/validation/serving-calibration.csv. gpu_scale: measured / roofline step time; step_s: host time",
             "# per step (s). See docs/serving.md for the errors.", ""]
-    for e in engines:
-        p = params[e]
-        toml += [f'["{e}"]', f"gpu_scale = {p['gpu_scale']:.4f}", f"step_s = {p['step_s']:.6f}",
-                 f"rows = {len(by_engine[e])}", ""]
+    for key, p in table.items():
+        toml += [f'["{key}"]', f"gpu_scale = {p['gpu_scale']:.4f}", f"step_s = {p['step_s']:.6f}", ""]
     OUT_TOML.write_text("\n".join(toml))
     old = OUT_DOC.read_text() if OUT_DOC.exists() else ""
     keep = old.split(MARK)[0] if MARK in old else ""

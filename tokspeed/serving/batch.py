@@ -25,7 +25,7 @@ def max_batch(model, hardware, tokens: int, *, quant=None, kv_dtype="f16", engin
     lay = r.setup.layout.parallel if r.setup is not None else None
     par = Parallelism(tp=lay.tp, pp=lay.pp) if lay is not None else Parallelism()
     sched = scheduler_for(r.profile.name)
-    w = build_worker(r, par, sched, fitted_for(r.profile.name), max(tokens, 1))
+    w = build_worker(r, par, sched, fitted_for(r.profile.name, r.hw.vendor), max(tokens, 1))
     by_kv = int(w.kv_tokens // max(tokens, 1))
     batch = min(sched.max_seqs, by_kv)
     return {"batch": batch, "kv_pool_tokens": w.kv_tokens, "max_seqs": sched.max_seqs,

@@ -3,7 +3,8 @@
 - ``gpu_scale``: measured step time / the roofline step time of the engine profile (how much of the
   predicted device time a serving step really takes: kernel efficiency under mixed batches);
 - ``step_s``: host time per step the GPU does not hide (scheduling, input preparation, detokenizing).
-An engine the fit has no rows for takes 1 and 0: the roofline alone.
+Entries are per engine and device vendor (``vllm@amd``: ROCm kernels) where the fit had rows for the pair,
+else per engine. An engine the fit has no rows for takes 1 and 0: the roofline alone.
 """
 
 from __future__ import annotations
@@ -26,9 +27,15 @@ def _table() -> dict:
         return tomllib.load(f)
 
 
-def fitted_for(engine_name: str) -> dict:
+def fitted_key(engine_name: str, vendor: str = "") -> str:
+    """The table entry of an engine on a vendor's devices: ``engine@vendor`` (its kernels differ per
+    backend: CUDA, ROCm), else the engine's own entry."""
+    return f"{scheduler_key(engine_name)}@{vendor.lower()}" if vendor else scheduler_key(engine_name)
+
+
+def fitted_for(engine_name: str, vendor: str = "") -> dict:
     t = _table()
-    entry = t.get(engine_name) or t.get(scheduler_key(engine_name)) or {}
+    entry = t.get(fitted_key(engine_name, vendor)) or t.get(engine_name) or t.get(scheduler_key(engine_name)) or {}
     return {**NEUTRAL, **{k: float(entry[k]) for k in NEUTRAL if k in entry}}
 
 

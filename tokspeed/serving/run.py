@@ -109,7 +109,7 @@ class Setup:
     def worker(self, par: Parallelism):
         if par not in self._workers:
             r = self.group(par.tp, par.pp)
-            fit = self.fitted if self.fitted is not None else fitted_for(r.profile.name)
+            fit = self.fitted if self.fitted is not None else fitted_for(r.profile.name, r.hw.vendor)
             w = build_worker(r, par, self.scheduler(r), fit, self.isl + self.osl)
             tps = 1.0
             if self.speculation is not None:
@@ -118,7 +118,7 @@ class Setup:
                     draft = build_worker(resolve_group(self.speculation.draft_model, self.hardware, self.engine,
                                                        self.quant, self.kv_dtype, par.tp, par.pp,
                                                        self.engine_version), Parallelism(par.tp, par.pp),
-                                         self.scheduler(r), fitted_for(r.profile.name), self.isl + self.osl).cost
+                                         self.scheduler(r), fitted_for(r.profile.name, r.hw.vendor), self.isl + self.osl).cost
                 tps = attach(w.cost, self.speculation, r.spec, draft)
             self._workers[par] = (w, tps)
         return self._workers[par]

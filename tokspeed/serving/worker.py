@@ -13,7 +13,7 @@ latent on every TP rank; ``1/pp`` of the layers), times the ``dp`` attention gro
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..errors import UserError
 from ..ledger import weight_ledger
@@ -61,13 +61,35 @@ class Worker:
     weights_per_gpu: float
 
 
+FP8_GEMM_FORMATS = frozenset({"FP8"})
+
+
+def gemm_hardware(hardware, quant: str | None, engine: str):
+    """The device as a serving engine computes on it: an FP8 checkpoint runs W8A8 FP8 GEMMs (activations
+    quantized per token: TensorRT-LLM, vLLM's cutlass FP8 kernels, SGLang) at the device's FP8 tensor rate
+    where it has one (Hopper, Ada, CDNA3), not at the FP16 rate ``timing`` gives a weight format. llama.cpp
+    engines dequantize to FP16 and keep it."""
+    from ..engines.compat import runtime_of
+    from ..hardware.catalog import get_hardware
+    from ..hardware.spec import Hardware
+    from ..quant.schemes import canonical
+
+    hw = hardware if isinstance(hardware, Hardware) else get_hardware(hardware)
+    fmt = canonical(quant) if quant else ""
+    if fmt in FP8_GEMM_FORMATS and hw.fp8_tflops and runtime_of(engine) != "llama.cpp":
+        return replace(hw, fp16_tflops=hw.fp8_tflops)
+    return hw
+
+
 def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, engine_version=None):
-    """The ``predict`` resolution of one tp x pp group (model, device, engine, layout timer)."""
+    """The ``predict`` resolution of one tp x pp group (model, device, engine, layout timer), on the device
+    as the engine computes on it (``gemm_hardware``)."""
     from ..predict import resolve
 
     n = tp * pp
     opts = ScaleOptions(gpus=n, parallel=f"tp={tp},pp={pp}" if n > 1 else None)
-    return resolve(model, hardware, quant, kv_dtype, engine, engine_version, opts, Workload(prompt=0, gen=1))
+    hw = gemm_hardware(hardware, quant, engine)
+    return resolve(model, hw, quant, kv_dtype, engine, engine_version, opts, Workload(prompt=0, gen=1))
 
 
 def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: int) -> Worker:
