@@ -257,7 +257,7 @@ def main(argv=None) -> int:
         toml += [f'["{key}"]', f"gpu_scale = {p['gpu_scale']:.4f}", f"step_s = {p['step_s']:.6f}", ""]
     OUT_TOML.write_text("\n".join(toml))
     old = OUT_DOC.read_text() if OUT_DOC.exists() else ""
-    keep = old.split(MARK)[0] if MARK in old else ""
+    keep = old.split(MARK)[0] if MARK in old else old
     OUT_DOC.write_text(keep + "\n".join(lines))
     print("\n".join(lines))
     return 0
