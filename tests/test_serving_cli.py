@@ -107,3 +107,12 @@ def test_predict_batch_max_is_kv_or_scheduler_bound(capsys):
     d = json.loads(captured.out)
     # 0.9 x 80 GB - 16 GB weights - workspace leaves ~55 GB = ~420K tokens of 128 KiB: 3 sequences of 128K
     assert d["batch"] == 3 and "batch max = 3" in captured.err
+
+
+def test_serve_plot_draws_the_frontier(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "frontier.svg"
+    assert main(["serve", "llama-3.1-8b", "--hw", "h100-sxm", "--gpus", "1", "--isl", "256", "--osl", "32",
+                 "--no-disagg", "--plot", str(out)]) == 0
+    text = out.read_text()
+    assert "<svg" in text and "tok/s per user" in text

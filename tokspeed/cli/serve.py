@@ -12,7 +12,7 @@ import re
 import sys
 
 from ..errors import UserError
-from .options import add_hardware_options, count, number, print_json, resolve_hardware
+from .options import add_hardware_options, add_plot_option, check_plot, count, number, print_json, resolve_hardware
 
 
 def _fraction(text):
@@ -81,6 +81,7 @@ def add_parser(sub):
     p.add_argument("--memory-fraction", type=_fraction, default=None, help="gpu_memory_utilization")
     p.add_argument("--top", type=_whole, default=10, help="layouts shown in the table (default 10)")
     p.add_argument("--json", action="store_true", help="strict JSON (the serve contract)")
+    add_plot_option(p)
     return p
 
 
@@ -121,6 +122,7 @@ def run(args) -> int:
     from ..serving.search import best_per_layout, search
     from ..serving.speculative import Speculation
 
+    check_plot(args)
     hw = resolve_hardware(args)
     par = parse_layout(args.parallel)
     dis = parse_disagg(args.disagg, par.tp if par else 1)
@@ -163,6 +165,11 @@ def run(args) -> int:
         print_json(doc)
     else:
         _table(doc, args.top)
+    if args.plot:
+        from ..plots.canvas import save
+        from ..plots.frontier import frontier_figure
+
+        save(frontier_figure(doc), args.plot)
     return 0
 
 
