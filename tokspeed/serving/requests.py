@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 from dataclasses import dataclass
 
 from ..errors import UserError
 
 KINDS = ("offline", "concurrency", "rate", "trace")
+MAX_TRACE_BYTES = 256 << 20      # a requests.jsonl of a million requests is ~200 MB
 
 
 @dataclass
@@ -90,6 +92,8 @@ def read_trace(path) -> list[Request]:
     Times are shifted so the first request arrives at 0."""
     rows = []
     try:
+        if os.path.getsize(path) > MAX_TRACE_BYTES:
+            raise UserError(f"{path}: larger than {MAX_TRACE_BYTES >> 20} MiB: not a requests file")
         with open(path, encoding="utf-8") as f:
             for n, line in enumerate(f, 1):
                 if n > 1_000_000:
@@ -100,6 +104,8 @@ def read_trace(path) -> list[Request]:
                 rows.append(json.loads(line))
     except OSError as e:
         raise UserError(f"cannot read requests file {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as e:
         raise UserError(f"{path}: line {n} is not JSON ({e.msg})") from None
     out = []
