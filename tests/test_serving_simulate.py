@@ -139,3 +139,15 @@ def test_engine_defaults_are_sourced():
         assert s.source and s.token_budget >= 1
     assert scheduler_for("llama.cpp-cuda").max_seqs == 4
     assert scheduler_for("sglang").mixed is False
+
+
+def test_watermark_holds_a_request_back_without_stalling():
+    # a pool of 1000 tokens: the first request holds 500; the second needs 495, which fits the pool but not
+    # its 1 % watermark (990) while the first runs: it waits for the first to finish, then runs (an engine that
+    # runs prefill steps alone used to stop here)
+    reqs = make_requests(Arrivals("offline", 2), [(500, 10), (495, 10)])
+    for mixed in (True, False):
+        out = simulate(Fixed(0.01), sched(mixed=mixed, token_budget=1024), 1000, [*reqs])
+        assert out.stopped is None and len(out.requests) == 2
+        ttft2 = max(r[1] for r in out.requests)
+        assert ttft2 == pytest.approx(0.01 * 11)        # after the first's 10 steps, one prefill step

@@ -102,6 +102,11 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
     def need(s: Seq) -> float:
         return s.req.isl + s.made + sched.reserve_output * max(0.0, s.req.osl - s.made)
 
+    def admissible(s: Seq) -> bool:
+        """The pool takes the request and keeps its watermark free (an idle engine takes any that fits)."""
+        room = kv_capacity * (1 - WATERMARK) if (decoding or prefilling) else kv_capacity
+        return kv_used + need(s) <= room
+
     def enter_decode(s: Seq):
         nonlocal base_sum, growing
         left = s.req.osl - s.made - 1          # the first token (or the resumed one) comes with prefill
@@ -142,8 +147,8 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
         # -- grow the KV of decoders; preempt the newest while the pool overflows -----------------------
         n_dec = len(decoding)
         preempted_now = False
-        prefill_only = (not sched.mixed) and (prefilling or (waiting and _fits(waiting[0], need, kv_used, kv_capacity)
-                                                             and len(decoding) + len(prefilling) < max_seqs))
+        prefill_only = (not sched.mixed) and bool(prefilling or (waiting and admissible(waiting[0])
+                                                                 and len(decoding) + len(prefilling) < max_seqs))
         if n_dec and not prefill_only:
             while grow_heap and grow_heap[0][0] <= G:
                 _, _, gid, s = heapq.heappop(grow_heap)
@@ -182,7 +187,7 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
                     stopped = f"a request of {s.req.isl + s.req.osl} tokens does not fit the KV pool"
                     waiting.popleft()
                     continue
-                if kv_used + r > kv_capacity * (1 - WATERMARK) and (decoding or prefilling):
+                if not admissible(s):
                     break
                 waiting.popleft()
                 s.reserved = r
@@ -265,10 +270,6 @@ def _leap(finish_heap, grow_heap, G: int, arrivals, t: float, dt: float, kv_free
     if arrivals and dt > 0:
         k = min(k, int((arrivals[0].arrival - t) // dt) + 1)
     return max(1, k)
-
-
-def _fits(s: Seq, need, kv_used: float, cap: float) -> bool:
-    return kv_used + need(s) <= cap
 
 
 def _finish(s: Seq, t: float, done: list):
