@@ -4,10 +4,11 @@
                                                            # and docs/serving.md
 
 Per engine (and per engine and device vendor where it has MIN_GROUP rows: CUDA and ROCm kernels differ)
-two constants, both physical (``tokspeed.serving.fitted``): ``gpu_scale`` (measured step time /
-the roofline step of the engine profile) and ``step_s`` (host time per step the GPU does not hide). A step
-takes ``gpu_scale x (t_roofline + o)`` with ``o = step_s / gpu_scale``: every case is simulated once per
-``o`` on a grid (``OVERHEAD_GRID``); at fixed ``o`` a closed-loop or offline run scales exactly with
+three constants, all physical (``tokspeed.serving.fitted``): ``gpu_scale`` (measured step time /
+the roofline step of the engine profile), ``step_s`` (host time per step the GPU does not hide) and
+``link_scale`` (collective time / the link model's). A step takes ``gpu_scale x (t_roofline + (link_scale - 1)
+x t_link + o)`` with ``o = step_s / gpu_scale``: every case is simulated once per ``(o, link_scale)`` on a grid
+(``OVERHEAD_GRID``); at fixed ``o`` a closed-loop or offline run scales exactly with
 ``gpu_scale`` (every step time x s: tok/s / s, TPOT and TTFT x s), so ``gpu_scale`` is searched without
 re-simulating (rate rows: approximately). The objective is the median |log(predicted / measured)| of
 output tok/s per GPU + TPOT p50 + half of TTFT p50, over the engine's rows (each source weighted
@@ -35,7 +36,7 @@ from tokspeed.serving.rows import CSV, evaluate_case, load_cases  # noqa: E402
 
 MIN_GROUP = 10          # rows an engine needs on one vendor's devices for a pair of its own
 
-OVERHEAD_GRID = (0.0, 1e-3, 3e-3, 6e-3)        # o = step_s / gpu_scale, seconds
+OVERHEAD_GRID = ((0.0, 1.0), (1e-3, 1.0), (0.0, 2.0), (1e-3, 2.0), (0.0, 3.0), (1e-3, 3.0))   # (o, link_scale)
 SCALE_GRID = [math.exp(x / 100) for x in range(-90, 91)]
 METRICS = (("tok_s_per_gpu", 1.0, -1), ("tpot_ms", 1.0, 1), ("ttft_ms", 0.5, 1))   # (key, weight, power of s)
 OUT_TOML = ROOT / "tokspeed" / "serving" / "serving_fitted.toml"
@@ -43,17 +44,17 @@ OUT_DOC = ROOT / "docs" / "serving.md"
 
 
 def simulate_all(cases):
-    """{o: [prediction dict or None per case]} at gpu_scale 1."""
+    """{(o, link_scale): [prediction dict or None per case]} at gpu_scale 1."""
     out = {}
-    for o in OVERHEAD_GRID:
+    for o, link in OVERHEAD_GRID:
         preds = []
         for c in cases:
             try:
-                preds.append(evaluate_case(c, {"gpu_scale": 1.0, "step_s": o}))
+                preds.append(evaluate_case(c, {"gpu_scale": 1.0, "step_s": o, "link_scale": link}))
             except Exception as e:           # noqa: BLE001  report and go on: a case the simulator refuses
                 print(f"  {c.id}: {type(e).__name__}: {e}", file=sys.stderr)
                 preds.append(None)
-        out[o] = preds
+        out[(o, link)] = preds
     return out
 
 
@@ -105,9 +106,9 @@ def fit(idx, cases, sims) -> dict:
             if best is None or v < best[0]:
                 best = (v, o, s)
     if best is None or not idx:
-        return {"gpu_scale": 1.0, "step_s": 0.0, "o": 0.0}
+        return dict(NEUTRAL)
     _, o, s = best
-    return {"gpu_scale": s, "step_s": s * o, "o": o}
+    return {"gpu_scale": s, "step_s": s * o[0], "link_scale": o[1], "o": o}
 
 
 def group_of(c) -> str:
@@ -131,7 +132,7 @@ def params_of(c, table: dict) -> dict:
     return table.get(group_of(c)) or table.get(fitted_key(c.engine)) or NEUTRAL
 
 
-NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "o": 0.0}
+NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "link_scale": 1.0, "o": (0.0, 1.0)}
 
 
 def rel_errors(idx, cases, sims, params) -> dict:
@@ -182,11 +183,11 @@ def main(argv=None) -> int:
           f"{len(OVERHEAD_GRID)} overheads ...", file=sys.stderr)
     cache = Path(a.cache) if a.cache else None
     if cache is not None and cache.exists():
-        sims = {float(k): v for k, v in json.loads(cache.read_text()).items()}
+        sims = {tuple(json.loads(k)): v for k, v in json.loads(cache.read_text()).items()}
     else:
         sims = simulate_all(cases)
         if cache is not None:
-            cache.write_text(json.dumps({str(k): v for k, v in sims.items()}))
+            cache.write_text(json.dumps({json.dumps(k): v for k, v in sims.items()}))
     by_engine = {e: [i for i, c in enumerate(cases) if c.engine == e] for e in engines}
     table = fit_groups(list(range(len(cases))), cases, sims)
 
@@ -197,10 +198,10 @@ def main(argv=None) -> int:
              f"Cases simulated: {len(cases)} of the CSV's rows; skipped: "
              + ", ".join(f"{k} {v}" for k, v in skipped.items()) + ".", "",
              "## Fitted constants (tokspeed/serving/serving_fitted.toml)", "",
-             "| entry | rows | gpu_scale | step_s (ms) |", "|---|---|---|---|"]
+             "| entry | rows | gpu_scale | step_s (ms) | link_scale |", "|---|---|---|---|---|"]
     for key, p in table.items():
         n = sum(1 for c in cases if group_of(c) == key or (c.engine == key))
-        lines.append(f"| {key} | {n} | {p['gpu_scale']:.3f} | {p['step_s'] * 1e3:.2f} |")
+        lines.append(f"| {key} | {n} | {p['gpu_scale']:.3f} | {p['step_s'] * 1e3:.2f} | {p['link_scale']:g} |")
     lines += ["", "## In sample, per engine and scenario", "", "| engine | scenario | tok/s/GPU | TPOT p50 | TTFT p50 |",
               "|---|---|---|---|---|"]
     for e in engines:
@@ -254,7 +255,8 @@ def main(argv=None) -> int:
             "# data/validation/serving-calibration.csv. gpu_scale: measured / roofline step time; step_s: host time",
             "# per step (s). See docs/serving.md for the errors.", ""]
     for key, p in table.items():
-        toml += [f'["{key}"]', f"gpu_scale = {p['gpu_scale']:.4f}", f"step_s = {p['step_s']:.6f}", ""]
+        toml += [f'["{key}"]', f"gpu_scale = {p['gpu_scale']:.4f}", f"step_s = {p['step_s']:.6f}",
+                 f"link_scale = {p['link_scale']:g}", ""]
     OUT_TOML.write_text("\n".join(toml))
     old = OUT_DOC.read_text() if OUT_DOC.exists() else ""
     keep = old.split(MARK)[0] if MARK in old else old

@@ -61,3 +61,23 @@ def test_more_load_more_throughput_less_per_user():
     hi = evaluate(s, Parallelism(), 1, Load("concurrency", concurrency=64))
     assert hi["output_tok_s"] > 4 * lo["output_tok_s"]
     assert hi["tok_s_per_user"] < lo["tok_s_per_user"]
+
+
+def test_link_scale_adds_the_pass_link_time():
+    # TP2: a decode step's all-reduces take link_s in predict's layout pass; link_scale 2 takes them twice
+    r = resolve_group(LLAMA3_8B, "h100-sxm", "vllm", "F16", "f16", 2, 1)
+    sched = scheduler_for("vllm")
+    one = build_worker(r, Parallelism(tp=2), sched, {"link_scale": 1.0}, 2048).cost
+    two = build_worker(r, Parallelism(tp=2), sched, {"link_scale": 2.0}, 2048).cost
+    pt = r.timer(forward_ops(r.spec, r.storage, r.kv_elem_bytes, 8, 1, 1024), r.profile, 8, 1)
+    assert pt.link_s > 0
+    assert two.step(8, 0, 8 * 1024, 0) - one.step(8, 0, 8 * 1024, 0) == pytest.approx(pt.link_s, rel=1e-6)
+
+
+def test_fp8_checkpoints_run_fp8_gemms_in_server_engines():
+    from tokspeed.serving.worker import gemm_hardware
+
+    assert gemm_hardware("h100-sxm", "FP8", "vllm").fp16_tflops == 1979       # H100 SXM dense FP8
+    assert gemm_hardware("h100-sxm", "F16", "vllm").fp16_tflops == 989
+    assert gemm_hardware("a100-80g-sxm", "FP8", "vllm").fp16_tflops == 312    # Ampere: no FP8 units
+    assert gemm_hardware("h100-sxm", "FP8", "llama.cpp").fp16_tflops == 989

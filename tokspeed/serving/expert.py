@@ -42,8 +42,9 @@ def all_to_all_s(spec, link, tokens: float, ep: int, senders: int) -> float:
     return spec.n_moe_layers * (moved / link.per_direction_bytes_s + 2 * SYNC_LATENCY_S["peer-copy"])
 
 
-def expert_time_ops(r, par):
-    """``time_ops(ops, batch, n_tokens) -> seconds`` of a worker with experts over ``par.ep`` GPUs."""
+def expert_time_ops(r, par, link_scale: float = 1.0):
+    """``time_ops(ops, batch, n_tokens) -> seconds`` of a worker with experts over ``par.ep`` GPUs; its link
+    times x ``link_scale`` (the engine's fitted collective efficiency)."""
     spec, hw, prof, quant = r.spec, r.hw, r.profile, r.quant
     link = device_link(hw, par.ep)
     dp, ep = par.dp, par.ep
@@ -54,10 +55,11 @@ def expert_time_ops(r, par):
         attn = [_cut(op, 1.0 / dp, False) if dp > 1 else op for op in ops if op.role not in EXPERT_ROLES]
         experts = [_cut(op, 1.0 / ep, True) for op in ops if op.role in EXPERT_ROLES]
         b_dp, n_dp = (max(1, -(-batch // dp)), n) if n == 1 else (batch, max(1, -(-n // dp)))
-        t = r.timer(attn, prof, b_dp, n_dp).seconds
+        pt = r.timer(attn, prof, b_dp, n_dp)
+        t = pt.seconds + (link_scale - 1.0) * pt.link_s
         if experts:
             t += pass_time(experts, hw, prof, quant, tokens, memo).seconds - prof.fixed_s
-            t += all_to_all_s(spec, link, tokens, ep, dp * par.tp)
+            t += link_scale * all_to_all_s(spec, link, tokens, ep, dp * par.tp)
         return t
 
     return time_ops

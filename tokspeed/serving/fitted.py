@@ -2,7 +2,10 @@
 
 - ``gpu_scale``: measured step time / the roofline step time of the engine profile (how much of the
   predicted device time a serving step really takes: kernel efficiency under mixed batches);
-- ``step_s``: host time per step the GPU does not hide (scheduling, input preparation, detokenizing).
+- ``step_s``: host time per step the GPU does not hide (scheduling, input preparation, detokenizing);
+- ``link_scale``: the engine's collectives (TP all-reduces, EP all-to-alls) over the link model's time
+  (``tokspeed.scale.interconnect``: the link's rate and latency); NCCL reaches a share of the link rate
+  and the collectives wait on the kernels around them.
 Entries are per engine and device vendor (``vllm@amd``: ROCm kernels) where the fit had rows for the pair,
 else per engine. An engine the fit has no rows for takes 1 and 0: the roofline alone.
 """
@@ -16,7 +19,7 @@ from pathlib import Path
 from .schedulers import scheduler_key
 
 FILE = Path(__file__).parent / "serving_fitted.toml"
-NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0}
+NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "link_scale": 1.0}
 
 
 @lru_cache(maxsize=1)

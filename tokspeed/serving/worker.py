@@ -94,17 +94,21 @@ def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, en
 
 def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: int) -> Worker:
     """The worker of resolved group ``r`` under ``par``; ``fitted``: the engine's serving constants
-    (``gpu_scale``, ``step_s``); ``context``: a typical cached length (sliding windows hold less)."""
+    (``gpu_scale``, ``step_s``, ``link_scale``: the engine's collectives take that multiple of the link model's
+    time); ``context``: a typical cached length (sliding windows hold less)."""
     from .expert import expert_time_ops
 
     spec = r.spec
     if par.ep > 1 and not spec.is_moe:
         raise UserError(f"{spec.id} has no routed experts: expert parallelism ep={par.ep} does not apply")
 
-    def plain(ops, batch, n):
-        return r.timer(ops, r.profile, batch, n).seconds
+    link_scale = fitted.get("link_scale", 1.0)
 
-    time_ops = expert_time_ops(r, par) if par.ep > 1 else plain
+    def plain(ops, batch, n):
+        pt = r.timer(ops, r.profile, batch, n)
+        return pt.seconds + (link_scale - 1.0) * pt.link_s
+
+    time_ops = expert_time_ops(r, par, link_scale) if par.ep > 1 else plain
     cost = StepCost(spec, r.storage, r.kv_elem_bytes, time_ops, gpu_scale=fitted.get("gpu_scale", 1.0),
                     step_s=fitted.get("step_s", 0.0))
     led = weight_ledger(spec, r.storage)
