@@ -116,3 +116,8 @@ def test_serve_plot_draws_the_frontier(tmp_path, capsys):
                  "--no-disagg", "--plot", str(out)]) == 0
     text = out.read_text()
     assert "<svg" in text and "tok/s per user" in text
+
+
+def test_gpus_must_match_the_layout():
+    r = run_cli("serve", "llama-3.1-8b", "--hw", "h100-sxm", "--parallel", "tp=2", "--gpus", "3", "--concurrency", "4")
+    assert r.returncode == 2 and "tp" not in r.stderr.split(":")[0] and len(r.stderr.strip().splitlines()) == 1

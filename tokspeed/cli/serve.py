@@ -144,8 +144,9 @@ def run(args) -> int:
         used = dis.gpus if dis else par.gpus
         replicas = 1 if dis else (args.replicas or max(1, (args.gpus or used) // used))
         gpus = args.gpus or used * replicas
-        if gpus < used * replicas:
-            raise UserError(f"the layout needs {used * replicas} GPUs but --gpus is {gpus}")
+        if gpus != used * replicas:
+            raise UserError(f"the layout uses {used} GPUs x {replicas} replicas = {used * replicas}, but --gpus is {gpus}",
+                            f"use --gpus {used * replicas} or a layout that divides {gpus}")
         configs = [evaluate(setup, par, replicas, load or _default_load(args), slo, dis)]
         frontier = []
     else:
