@@ -121,3 +121,9 @@ def test_serve_plot_draws_the_frontier(tmp_path, capsys):
 def test_gpus_must_match_the_layout():
     r = run_cli("serve", "llama-3.1-8b", "--hw", "h100-sxm", "--parallel", "tp=2", "--gpus", "3", "--concurrency", "4")
     assert r.returncode == 2 and "tp" not in r.stderr.split(":")[0] and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_request_larger_than_the_pool_is_one_line():
+    r = run_cli("serve", "llama-3.1-8b", "--hw", "h100-sxm", "--parallel", "tp=1", "--concurrency", "1",
+                "--isl", "10M", "--osl", "10")
+    assert r.returncode == 2 and "does not fit the KV pool" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -29,11 +29,23 @@ def _positive(text):
     return v
 
 
-def _whole(text):
+def _whole(text, top: int = 1 << 20):
     v = count(text)
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    if not 1 <= v <= top:
+        raise argparse.ArgumentTypeError(f"must be a whole number in [1, {top:,}], got {text!r}")
     return v
+
+
+def _clients(text):
+    return _whole(text, MAX_CLIENTS)
+
+
+def _n_requests(text):
+    return _whole(text, MAX_REQUESTS)
+
+
+MAX_CLIENTS = 65536         # requests in flight (the largest engine pools hold a few thousand sequences)
+MAX_REQUESTS = 200_000      # requests one simulation runs
 
 
 def add_parser(sub):
@@ -57,10 +69,10 @@ def add_parser(sub):
     p.add_argument("--prefix-hit", type=_fraction, default=0.0, help="share of each prompt found in the prefix cache")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--offline", action="store_true", help="every request queued at once (max throughput)")
-    load.add_argument("--concurrency", type=_whole, default=None, help="requests in flight (closed loop)")
+    load.add_argument("--concurrency", type=_clients, default=None, help="requests in flight (closed loop)")
     load.add_argument("--rate", type=_positive, default=None, help="requests per second (Poisson unless --constant-rate)")
     p.add_argument("--constant-rate", action="store_true", help="constant gaps instead of Poisson arrivals")
-    p.add_argument("--requests", type=_whole, default=None, help="requests to simulate (default by scenario)")
+    p.add_argument("--requests", type=_n_requests, default=None, help="requests to simulate (default by scenario)")
     p.add_argument("--seed", type=count, default=0, help="seed of arrivals and lengths (default 0)")
     p.add_argument("--parallel", default=None, help="one layout: tp=4,pp=1,ep=8,dp=2 (omit to search)")
     p.add_argument("--replicas", type=_whole, default=None, help="copies of the layout (default: fill --gpus)")
@@ -149,12 +161,15 @@ def run(args) -> int:
                             f"use --gpus {used * replicas} or a layout that divides {gpus}")
         configs = [evaluate(setup, par, replicas, load or _default_load(args), slo, dis)]
         frontier = []
+        if not configs[0]["requests"]:
+            raise UserError(f"no request was served: {configs[0].get('stopped') or 'nothing finished'}",
+                            "use shorter requests, more GPUs or a smaller --quant")
     else:
         gpus = args.gpus or 1
         rows, frontier = search(setup, gpus, load, slo, disagg=not args.no_disagg)
         if not rows:
-            raise UserError(f"{r0.spec.id} fits no layout of {gpus} x {r0.hw.id} with room for a KV cache",
-                            "add GPUs or use a smaller --quant")
+            raise UserError(f"{r0.spec.id} fits no layout of {gpus} x {r0.hw.id} with room in the KV cache for a "
+                            f"request of {args.isl + args.osl:,} tokens", "add GPUs, shorten requests or use a smaller --quant")
         configs = best_per_layout(rows)
     scenario = (load or _default_load(args)).scenario if single or load else "concurrency"
     doc = {"model": r0.spec.id, "hardware": r0.hw.id, "gpus": gpus, "engine": r0.profile.name,

@@ -30,6 +30,7 @@ from .speculative import Speculation, attach
 from .worker import Parallelism, build_worker, resolve_group
 
 DEFAULT_REQUESTS = {"offline": 1000, "rate": 500}
+MAX_DEFAULT_REQUESTS = 20_000   # a closed loop's default requests: 8 per client up to this
 PREFILL_PROBE = 64           # requests of the prefill pool's runs (per worker)
 MIN_CLOSED_LOOP = 8          # requests per client in a fixed-concurrency run (at least 64 in all)
 
@@ -137,7 +138,7 @@ def _n_requests(load: Load, per_replica_conc: int) -> int:
     if load.n_requests:
         return load.n_requests
     if load.scenario == "concurrency":
-        return max(MIN_CLOSED_LOOP * per_replica_conc, 64)
+        return min(max(MIN_CLOSED_LOOP * per_replica_conc, 64), MAX_DEFAULT_REQUESTS)
     return DEFAULT_REQUESTS.get(load.scenario, 500)
 
 
