@@ -130,7 +130,7 @@ def parse_disagg(text: str | None, tp: int):
 def run(args) -> int:
     from ..serving.metrics import SLO
     from ..serving.requests import read_trace
-    from ..serving.run import Load, Setup, evaluate
+    from ..serving.run import Setup, evaluate
     from ..serving.search import best_per_layout, search
     from ..serving.speculative import Speculation
 

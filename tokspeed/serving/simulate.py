@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .requests import Request
 from .schedulers import Scheduler
@@ -60,7 +60,6 @@ class Outcome:
     peak_running: int
     mean_running: float       # decoding sequences, averaged over decode steps
     stopped: str | None = None   # why the run stopped early (a request larger than the KV pool)
-    extra: dict = field(default_factory=dict)
 
 
 def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request], *, concurrency: int = 0,
