@@ -116,11 +116,14 @@ def group_of(c) -> str:
 
 
 def fit_groups(train, cases, sims) -> dict:
-    """{table key: params}: per engine, and per engine and vendor where that has MIN_GROUP rows."""
+    """{table key: params}: per engine and vendor where that has MIN_GROUP rows, and per engine where its
+    rows cover several vendors (an engine measured on one vendor's devices says nothing of its kernels on
+    another's: those run on the roofline profile alone)."""
     out = {}
     for e in sorted({cases[i].engine for i in train}):
         rows = [i for i in train if cases[i].engine == e]
-        out[fitted_key(e)] = fit(rows, cases, sims)
+        if len({group_of(cases[i]) for i in rows}) > 1:
+            out[fitted_key(e)] = fit(rows, cases, sims)
         for g in sorted({group_of(cases[i]) for i in rows}):
             sub = [i for i in rows if group_of(cases[i]) == g]
             if len(sub) >= MIN_GROUP:
