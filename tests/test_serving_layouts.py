@@ -93,3 +93,20 @@ def test_frontier_keeps_undominated_points():
                                                                        (40, 25))]
     assert frontier(rows) == [{"tok_s_per_gpu": 100, "tok_s_per_user": 10}, {"tok_s_per_gpu": 80, "tok_s_per_user": 20},
                               {"tok_s_per_gpu": 50, "tok_s_per_user": 30}]
+
+
+def test_fitted_constants_by_engine_and_vendor(tmp_path, monkeypatch):
+    from tokspeed.serving import fitted
+
+    f = tmp_path / "fit.toml"
+    f.write_text('["vllm@amd"]\ngpu_scale = 1.5\nstep_s = 0.001\n\n["sglang"]\ngpu_scale = 1.2\nstep_s = 0.0\n'
+                 'link_scale = 2\n')
+    monkeypatch.setattr(fitted, "FILE", f)
+    fitted.reload()
+    try:
+        assert fitted.fitted_for("vllm", "AMD") == {"gpu_scale": 1.5, "step_s": 0.001, "link_scale": 1.0}
+        assert fitted.fitted_for("vllm", "NVIDIA") == fitted.NEUTRAL         # no CUDA rows: the roofline alone
+        assert fitted.fitted_for("sglang", "NVIDIA")["link_scale"] == 2.0    # the engine-wide entry
+    finally:
+        monkeypatch.undo()
+        fitted.reload()
