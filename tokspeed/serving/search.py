@@ -5,8 +5,9 @@ Layouts (``layouts``): ``tp x pp`` workers replicated over the GPUs (TP a diviso
 for a MoE model also experts over ``ep`` GPUs with attention TP (``dp = 1``) or attention data parallel
 groups (``tp x dp = ep``); and disaggregated prefill/decode pools (``P`` workers of ``tp_p`` GPUs + ``D``
 workers of ``tp_d`` GPUs filling the GPU count). Loads: the concurrency levels 1, 2, 4, ... until the
-throughput stops rising by 2 % or the KV pool is full (or the one load asked for); levels are per engine
-instance (replica or decode worker), so a layout of 8 replicas is tried at 8, 16, 32 ... in all.
+throughput stops rising by 2 % or the KV pool is full, plus the level halfway where the SLOs start to fail (or
+the one load asked for); levels are per engine instance (replica or decode worker), so a layout of 8 replicas
+is tried at 8, 16, 32 ... in all.
 """
 
 from __future__ import annotations
@@ -68,22 +69,32 @@ def search(setup: Setup, gpus: int, load: Load | None, slo: SLO | None, disagg: 
         if load is not None:
             rows.append(evaluate(setup, par, replicas, load, slo, d))
             continue
-        best = 0.0
-        c = 1
-        engines = d.decode_workers if d is not None else replicas       # the load splits over these
-        while c <= MAX_CONCURRENCY:
-            cc = c * engines
-            cfg = evaluate(setup, par, replicas, Load("concurrency", concurrency=cc,
-                                                      n_requests=max(SEARCH_CLOSED_LOOP * c, 32)), slo, d)
-            rows.append(cfg)
-            tok = cfg["output_tok_s"]
-            if tok < best * 1.02 or cfg.get("preemptions"):
-                break
-            best = max(best, tok)
-            c *= 2
+        rows += _sweep(setup, par, replicas, d, slo)
     rows = [r for r in rows if r["output_tok_s"] > 0]
     rows.sort(key=lambda r: (r["meets_slo"] is False, -r["output_tok_s_per_gpu"]))
     return rows, frontier(rows)
+
+
+def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None) -> list[dict]:
+    """Concurrency 1, 2, 4 ... per engine instance until throughput stops rising (or the pool preempts);
+    where the SLOs start to fail between two levels, also the level halfway (x 1.5) between them."""
+    engines = d.decode_workers if d is not None else replicas       # the load splits over these
+
+    def at(c):
+        return evaluate(setup, par, replicas, Load("concurrency", concurrency=c * engines,
+                                                   n_requests=max(SEARCH_CLOSED_LOOP * c, 32)), slo, d)
+
+    out, best, c = [], 0.0, 1
+    while c <= MAX_CONCURRENCY:
+        cfg = at(c)
+        out.append(cfg)
+        if len(out) > 1 and out[-2]["meets_slo"] and cfg["meets_slo"] is False and c >= 4:
+            out.append(at(c * 3 // 4))
+        if cfg["output_tok_s"] < best * 1.02 or cfg.get("preemptions"):
+            break
+        best = max(best, cfg["output_tok_s"])
+        c *= 2
+    return out
 
 
 def frontier(rows: list) -> list[dict]:
