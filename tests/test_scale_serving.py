@@ -22,23 +22,23 @@ def test_ridge_batch_bisection():
     assert ridge_batch(lambda b: "compute") == 1
 
 
-def test_continuous_batching_fixed_point_by_hand():
+def test_continuous_batching_alone_by_hand():
     step = lambda b: 0.01 + 0.0001 * b          # noqa: E731  10 ms + 0.1 ms per running sequence
-    r = continuous_batching(step, prefill_s_per_token=1e-4, prompt=1000, gen=100, rate=2.0, max_batch=64)
-    # prefill share rho = 2 req/s x 1000 tok x 0.1 ms = 0.2
-    # B = R G TPOT = 200 (0.01 + 0.0001 ceil(B)) / 0.8 = 2.5 + 0.025 ceil(B) -> B = 2.575 (ceil 3)
-    assert r["stable"] and r["prefill_share"] == pytest.approx(0.2)
-    assert r["running_sequences"] == pytest.approx(2.575, rel=1e-3)
-    assert r["tpot_s"] == pytest.approx(0.0103 / 0.8)
-    # TTFT = half an iteration + 2 chunks (512 + 488 tokens) x (iteration + 512 x 0.1 ms)
-    assert r["ttft_s"] == pytest.approx(0.0103 / 2 + 2 * (0.0103 + 512e-4))
-    assert r["aggregate_tok_s"] == pytest.approx(200)
+    # one request every 10 s; each takes a 1000-token prefill step (1000 x 0.1 ms = 0.1 s, the budget of
+    # 8192 takes the whole prompt) and 99 decode steps of step(1) = 10.1 ms: ~1.1 s, so it runs alone
+    r = continuous_batching(step, prefill_s_per_token=1e-4, prompt=1000, gen=100, rate=0.1, max_batch=64)
+    assert r["stable"] and r["prefill_share"] == pytest.approx(0.1 * 1000 * 1e-4)
+    assert r["ttft_s"] == pytest.approx(0.1)
+    assert r["tpot_s"] == pytest.approx(0.0101)
+    assert r["running_sequences"] == pytest.approx(1.0)
+    assert r["aggregate_tok_s"] == pytest.approx(10.0)
 
 
 def test_continuous_batching_overload():
     step = lambda b: 0.01 + 0.0001 * b          # noqa: E731
     assert not continuous_batching(step, 1e-4, 1000, 100, 10.0, 64)["stable"]     # rho = 1
-    assert not continuous_batching(step, 1e-4, 1000, 100, 2.0, 2)["stable"]       # needs 3 slots
+    # two slots serve one request in ~0.1 + 99 x 10.2 ms = 1.11 s each: 1.8 req/s < 2 req/s, the queue grows
+    assert not continuous_batching(step, 1e-4, 1000, 100, 2.0, 2)["stable"]
 
 
 def test_cost_and_energy():

@@ -58,11 +58,11 @@ def test_mbu_is_measured_steps_times_bytes_over_bandwidth(fake_predict):
     ]
     # aggregate output = batch x per-sequence tok/s (the serving model's batch curve)
     assert row4["predicted_output_tok_s"] == pytest.approx(4 * 0.8 * 1008 / 4.58)
-    # the rate phase (no lengths recorded: 1-token prompt and output): continuous batching at 2 req/s;
-    # prefill share rho = 2 x 1 x 0.010 = 0.02 of the device, so it is stable and the steady state
-    # delivers rate x output tokens = 2 tok/s; per user 1 / TPOT = (1 - rho) / step = 0.98 x 0.8 x 1008/4.58
+    # the rate phase (no lengths recorded: 1-token prompt and output): the simulated scheduler at 2 req/s;
+    # each request is one 10 ms prefill step, 0.5 s apart, so they never meet: stable, rate x output tokens
+    # = 2 tok/s, and a user decodes alone, one step of batch 1: 0.8 x 1008/4.58 tok/s
     assert rate["stable"] and rate["predicted_output_tok_s"] == pytest.approx(2.0)
-    assert rate["predicted_tok_s"] == pytest.approx(0.98 * 0.8 * 1008 / 4.58)
+    assert rate["predicted_tok_s"] == pytest.approx(0.8 * 1008 / 4.58)
     assert fake_predict[0][1].id == "rtx-4090"
     assert out["hardware"] == "rtx-4090"
 

@@ -30,6 +30,7 @@ COMMANDS = {
     "report": "report",
     "web": "web",
     "fit": "fit",
+    "serve": "serve",
 }
 
 

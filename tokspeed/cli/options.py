@@ -59,11 +59,17 @@ def add_model_options(p):
                    help="ideal, llama.cpp[-cuda|-metal|-vulkan|-cpu], gpt-fast, vllm, tensorrt-llm, transformers, exllamav2, mlx")
 
 
-def add_run_options(p):
+def _batch_or_max(text):
+    """--batch: a count, or ``max`` (predict: the largest batch the engine would run)."""
+    return "max" if str(text).strip().lower() == "max" else count(text)
+
+
+def add_run_options(p, batch_max: bool = False):
     p.add_argument("--prompt", type=positive_int, default=DEFAULT_PROMPT, help=f"tokens prefilled (default {DEFAULT_PROMPT})")
     p.add_argument("--gen", type=positive_int, default=DEFAULT_GEN, help=f"tokens generated (default {DEFAULT_GEN})")
     p.add_argument("--context", type=positive_int, default=0, help="tokens already in the KV cache (llama-bench -d)")
-    p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")
+    p.add_argument("--batch", type=_batch_or_max if batch_max else positive_int, default=1,
+                   help="concurrent sequences (default 1)" + ("; max: the largest batch the engine runs" if batch_max else ""))
 
 
 def add_scale_options(p):
@@ -109,11 +115,11 @@ def engine_build_kwargs(args) -> dict:
     return engine_build(getattr(args, "engine_version", None), FLASH_ATTN[getattr(args, "flash_attn", "auto")])
 
 
-def add_predict_options(p):
+def add_predict_options(p, batch_max: bool = False):
     add_hardware_options(p)
     add_model_options(p)
     add_engine_build_options(p)
-    add_run_options(p)
+    add_run_options(p, batch_max)
     add_scale_options(p)
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
 

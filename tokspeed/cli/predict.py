@@ -12,7 +12,7 @@ def add_parser(sub):
                        description="Predict the memory budget (does it fit), bytes read per token, decode tok/s "
                                    "(bound and expected), prefill tok/s and time to first token.")
     p.add_argument("model", help="catalog id, config.json, Hugging Face folder, .gguf file or ollama:NAME[:TAG]")
-    add_predict_options(p)
+    add_predict_options(p, batch_max=True)
     add_plot_option(p)
     return p
 
@@ -24,6 +24,19 @@ def run(args) -> int:
     check_plot(args)
     hw = resolve_hardware(args)
     kwargs = predict_kwargs(args)
+    if kwargs["batch"] == "max":          # the engine's largest batch (tokspeed.serving.batch)
+        from ..serving.batch import max_batch
+
+        mb = max_batch(args.model, hw, kwargs["context"] + kwargs["prompt"] + kwargs["gen"],
+                       **{k: kwargs[k] for k in ("quant", "kv_dtype", "engine", "gpus", "parallel")},
+                       engine_version=kwargs.get("engine_version"), flash_attention=kwargs.get("flash_attention"))
+        if mb["batch"] < 1:
+            from ..errors import UserError
+            raise UserError(f"no sequence of {kwargs['context'] + kwargs['prompt'] + kwargs['gen']} tokens fits the "
+                            "KV cache left after the weights", "use fewer tokens, more GPUs or a smaller --quant")
+        kwargs["batch"] = mb["batch"]
+        print(f"tokspeed: batch max = {mb['batch']:,} (limited by the {mb['limit']}: KV pool "
+              f"{mb['kv_pool_tokens']:,.0f} tokens, max sequences {mb['max_seqs']:,})", file=sys.stderr)
     pred = predict(args.model, hw, **kwargs)
     from ..report.text import one_line
 

@@ -56,8 +56,8 @@ def scale_sections(r, mem, decode, prefill, first, work) -> dict:
             serving["continuous"] = {"rate_rps": float(rate), "stable": None,
                                      "reason": f"{hw.id} has no FLOP/s figure: prefill time unknown"}
         elif rate is not None:
-            cb = continuous_batching(step_s, t_pf, prompt, gen, float(rate), mem.max_batch)
-            cb["max_rate_rps"] = max_rate(step_s, t_pf, prompt, gen, mem.max_batch)
+            cb = continuous_batching(step_s, t_pf, prompt, gen, float(rate), mem.max_batch, prof.name)
+            cb["max_rate_rps"] = max_rate(step_s, t_pf, prompt, gen, mem.max_batch, prof.name)
             serving["continuous"] = cb
             if cb.get("stable"):
                 aggregate = cb["aggregate_tok_s"]

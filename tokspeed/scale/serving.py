@@ -5,22 +5,16 @@
   2 FLOPs per weight per sequence, a matmul turns compute bound near
   ``B = (peak FLOP/s / bandwidth) x bytes per weight / 2`` (H100 SXM FP16: 989 / 3.35 x 2 / 2 ≈ 295).
 - Largest batch that fits: from the KV cache left after weights, activations and runtime (``memory``).
-- Continuous batching at a request rate R (requests/s), prompt P and output G tokens (vLLM/Orca-style:
-  every iteration decodes all running sequences and prefills a chunk of new prompts). In steady state
-  the engine spends ``rho = R P t_prefill`` of its time on prefill, so one decode iteration every
-  ``TPOT = step(B) / (1 - rho)``; by Little's law ``B = R G TPOT`` sequences are decoding. The fixed
-  point of those two gives B and TPOT; none (or B above the largest batch) means the rate is beyond
-  the setup. TTFT = half an iteration of waiting + ceil(P / chunk) iterations, each carrying one chunk
-  of the prompt.
+- Continuous batching at a request rate R (requests/s), prompt P and output G tokens: the step-level
+  simulation of the engine's scheduler (``tokspeed.serving``: each step decodes every running sequence and
+  fills the rest of the token budget with prompt chunks), over requests arriving at constant gaps 1/R;
+  TTFT and TPOT are the medians, the prefill share ``rho = R P t_prefill`` is reported as before.
 - Cost and energy: USD per 1M generated tokens = price per hour / 3600 / aggregate tok/s x 1e6; joules
   per token = board power (TDP, an upper bound) x devices / aggregate tok/s.
 """
 
 from __future__ import annotations
 
-import math
-
-from ..workload import UBATCH
 from ..timing import op_time
 
 RIDGE_LIMIT = 1 << 16
@@ -74,46 +68,85 @@ def default_batches(max_batch: int) -> list[int]:
     return out
 
 
+class FunctionCost:
+    """A step cost from a decode-step function and a prefill cost per token: ``step_s(b) + c x t_pf``
+    (the inputs ``predict`` has for its ``--rate`` answer; ``tokspeed serve`` times steps from the ledger)."""
+
+    def __init__(self, step_s, prefill_s_per_token: float):
+        self.step_s, self.t_pf = step_s, prefill_s_per_token
+
+    def step(self, b: int, c: int, kv_tokens: float = 0.0, pairs: float = 0.0) -> float:
+        return (self.step_s(b) if b else 0.0) + c * self.t_pf
+
+
+RATE_REQUESTS = 300     # requests of a simulated rate run (constant gaps: the steady state, deterministic)
+
+
+def _rate_run(step_s, prefill_s_per_token: float, prompt: int, gen: int, rate: float, max_batch: int,
+              engine: str | None, offline: bool = False):
+    from ..serving.requests import Arrivals, lengths, make_requests
+    from ..serving.schedulers import scheduler_for
+    from ..serving.simulate import simulate
+
+    sched = scheduler_for(engine or "default")
+    sched = sched.with_(max_seqs=max(1, min(sched.max_seqs, max_batch)))
+    n = max(RATE_REQUESTS, 4 * sched.max_seqs) if offline else RATE_REQUESTS
+    arr = Arrivals("offline" if offline else "rate", n, rate_rps=rate, poisson=False)
+    reqs = make_requests(arr, lengths(n, prompt, max(gen, 1)))
+    return simulate(FunctionCost(step_s, prefill_s_per_token), sched, float("inf"), reqs)
+
+
 def continuous_batching(step_s, prefill_s_per_token: float, prompt: int, gen: int, rate: float,
-                        max_batch: int, iterations: int = 200) -> dict:
-    """Steady state under ``rate`` requests/s (see the module doc). ``step_s(b)`` is one decode
-    iteration for b running sequences."""
+                        max_batch: int, engine: str | None = None) -> dict:
+    """Continuous batching at ``rate`` requests/s, from the step-level simulation of the engine's scheduler
+    (``tokspeed.serving.simulate``: decodes and prefill chunks share each step under the token budget), with
+    ``step_s(b)`` one decode step of b sequences and ``prefill_s_per_token`` each prompt token's cost;
+    at most ``max_batch`` sequences at once. Stable when the rate is within what the engine serves at full
+    batch (``max_rate``) and the requests finish as fast as they arrive (the last third's median TTFT under
+    twice the first third's plus one second)."""
+    from ..serving.metrics import percentile, tpot_of
+
     rho = rate * prompt * prefill_s_per_token
     base = {"rate_rps": rate, "prompt": prompt, "gen": gen, "prefill_share": rho}
-    if rho >= 1 or gen < 1:
-        return {**base, "stable": False, "reason": "prefill alone needs more than the whole device" if rho >= 1
-                else "no output tokens"}
-    b = 1.0
-    for _ in range(iterations):
-        tpot = step_s(max(1, math.ceil(b))) / (1 - rho)
-        nb = rate * gen * tpot
-        if nb > max_batch:
-            return {**base, "stable": False, "reason": f"needs more than the {max_batch} sequences that fit"}
-        if abs(nb - b) <= 1e-3 * max(b, 1):
-            b = nb
-            break
-        b = nb
-    else:
+    if gen < 1:
+        return {**base, "stable": False, "reason": "no output tokens"}
+    if rho >= 1:
+        return {**base, "stable": False, "reason": "prefill alone needs more than the whole device"}
+    cap = max_rate(step_s, prefill_s_per_token, prompt, gen, max_batch, engine)
+    if rate > cap:
+        return {**base, "stable": False, "reason": f"beyond the {cap:.3g} requests/s the engine serves at full batch"}
+    out = _rate_run(step_s, prefill_s_per_token, prompt, gen, rate, max_batch, engine)
+    reqs = sorted(out.requests)
+    third = max(1, len(reqs) // 3)
+    early = percentile([r[1] for r in reqs[:third]], 50)
+    late = percentile([r[1] for r in reqs[-third:]], 50)
+    if late > 2 * early + 1.0:
         return {**base, "stable": False, "reason": "no steady state (queue grows)"}
-    it = step_s(max(1, math.ceil(b)))
-    chunk = min(prompt, UBATCH)
-    n_chunks = math.ceil(prompt / UBATCH) if prompt else 0
-    ttft = it / 2 + n_chunks * (it + chunk * prefill_s_per_token)
-    return {**base, "stable": True, "running_sequences": b, "tpot_s": tpot, "ttft_s": ttft,
-            "per_user_tok_s": 1 / tpot, "aggregate_tok_s": rate * gen}
+    tpots = [x for r in reqs if (x := tpot_of(r[1], r[2], r[3])) is not None]
+    tpot = percentile(tpots, 50) if tpots else step_s(1)
+    return {**base, "stable": True, "running_sequences": out.mean_running, "tpot_s": tpot,
+            "ttft_s": percentile([r[1] for r in reqs], 50), "per_user_tok_s": 1 / tpot, "aggregate_tok_s": rate * gen}
 
 
-def max_rate(step_s, prefill_s_per_token: float, prompt: int, gen: int, max_batch: int) -> float:
-    """Largest request rate with a steady state (bisection on the rate)."""
-    hi = 1 / (prompt * prefill_s_per_token) if prompt and prefill_s_per_token else max_batch / (gen * step_s(1))
-    lo = 0.0
-    for _ in range(40):
-        mid = (lo + hi) / 2
-        if mid > 0 and continuous_batching(step_s, prefill_s_per_token, prompt, gen, mid, max_batch)["stable"]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+def max_rate(step_s, prefill_s_per_token: float, prompt: int, gen: int, max_batch: int,
+             engine: str | None = None) -> float:
+    """Largest sustainable request rate: the request throughput of an offline run (every request queued
+    at once: the engine never idles) of four times as many requests as run at once (ramp and drain a
+    small share of it)."""
+    key = (id(step_s), prefill_s_per_token, prompt, gen, max_batch, engine)
+    hit = _CAPACITY.get(key)
+    if hit is not None and hit[0] is step_s:
+        return hit[1]
+    out = _rate_run(step_s, prefill_s_per_token, prompt, max(gen, 1), 1.0, max_batch, engine, offline=True)
+    dur = out.end_s - out.start_s
+    cap = len(out.requests) / dur if dur > 0 else 0.0
+    if len(_CAPACITY) > 64:
+        _CAPACITY.clear()
+    _CAPACITY[key] = (step_s, cap)
+    return cap
+
+
+_CAPACITY: dict = {}     # (step function, inputs) -> max_rate, so predict's two calls simulate once
 
 
 def cost(aggregate_tok_s: float, power_w: float, price_per_hour: float | None) -> dict:

@@ -1,0 +1,112 @@
+"""Serving layouts by hand: expert parallelism's all-to-all, attention data parallelism's KV pool,
+disaggregation's KV transfer, speculative decoding's tokens per step (tokspeed.serving)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from tokspeed.errors import UserError
+from tokspeed.scale.interconnect import SYNC_LATENCY_S
+from tokspeed.serving.expert import all_to_all_s
+from tokspeed.serving.requests import Arrivals, lengths, make_requests
+from tokspeed.serving.run import Setup, kv_transfer_s
+from tokspeed.serving.schedulers import Scheduler
+from tokspeed.serving.search import frontier, layouts
+from tokspeed.serving.simulate import simulate
+from tokspeed.serving.speculative import Speculation, tokens_per_step
+from tokspeed.serving.worker import Parallelism
+
+
+def test_all_to_all_by_hand():
+    # DeepSeek-V3-like: 58 MoE layers, top-8, d_model 7168; 256 tokens over 8 GPUs, 8 senders:
+    # each GPU sends 256/8 x 8 copies x 7168 x (1 + 2) bytes x 7/8 per layer, at 450 GB/s, + 2 copy latencies
+    spec = SimpleNamespace(n_active_experts=8, d_model=7168, n_moe_layers=58)
+    link = SimpleNamespace(per_direction_bytes_s=450e9)
+    per_layer = 32 * 8 * 7168 * 3 * 7 / 8 / 450e9 + 2 * SYNC_LATENCY_S["peer-copy"]
+    assert all_to_all_s(spec, link, 256, 8, 8) == pytest.approx(58 * per_layer)
+    assert all_to_all_s(spec, link, 256, 1, 8) == 0.0
+
+
+def test_attention_dp_multiplies_an_mla_kv_pool():
+    s = Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000)
+    tp8 = s.worker(Parallelism(tp=8))[0]
+    dep8 = s.worker(Parallelism(tp=1, ep=8, dp=8))[0]
+    # MLA's latent is whole on every TP rank: TP8 holds each token 8 times, attention-DP once. But DP keeps
+    # all ~17.5 GB of non-expert weights (671B - 58 layers x 256 experts x 3 x 7168 x 2048 = 17.5B, FP8) on
+    # every GPU instead of 1/8: 0.88 x 141 GB - 84 GB ~ 40 GB free under TP8 becomes ~25 GB: 8 x 25/40 ~ 5
+    assert 4 < dep8.kv_tokens / tp8.kv_tokens < 6
+    assert dep8.weights_per_gpu - tp8.weights_per_gpu == pytest.approx(17.5e9 * 7 / 8, rel=0.1)
+    assert dep8.gpus == tp8.gpus == 8
+
+
+def test_parallelism_checks():
+    with pytest.raises(UserError):
+        Parallelism(tp=2, dp=2)              # dp needs ep = tp x dp
+    with pytest.raises(UserError):
+        Parallelism(tp=4, ep=6)
+    assert Parallelism(tp=2, ep=8, dp=4).gpus == 8
+    with pytest.raises(UserError):
+        Setup("llama-3.1-8b", "h100-sxm", "vllm").worker(Parallelism(tp=1, ep=2, dp=2))   # dense model
+
+
+def test_kv_transfer_by_hand():
+    s = Setup("llama-3.1-8b", "h100-sxm", "vllm", quant="F16")
+    r = s.group(1, 1)
+    # 1000 tokens x 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes over H100 NVLink (900 GB/s bidirectional)
+    assert kv_transfer_s(s, r, 1000, 2) == pytest.approx(1000 * 131072 / 450e9)
+
+
+def test_tokens_per_step_by_hand():
+    assert tokens_per_step(0.5, 2) == pytest.approx(1 + 0.5 + 0.25)
+    assert tokens_per_step(0.0, 3) == 1.0
+    assert Speculation("mtp", 1).acceptance_for("deepseek-v3") == 0.85
+    with pytest.raises(UserError):
+        Speculation("mtp", 1).acceptance_for("llama-3.1-8b")     # nothing published: must be given
+
+
+class Fixed:
+    def step(self, b, c, kv, pairs):
+        return 0.01
+
+
+def test_speculation_halves_decode_steps():
+    # two tokens per step: the 10 tokens after the first take 5 steps, not 10
+    sched = Scheduler("t", 8192, 64, 0.9, True, 0.0)
+    reqs = make_requests(Arrivals("offline", 1), lengths(1, 100, 11))
+    out = simulate(Fixed(), sched, float("inf"), reqs, tokens_per_step=2.0, rows_per_seq=2)
+    assert out.requests[0][2] == pytest.approx(0.01 * 6)
+
+
+def test_layouts_of_eight_gpus():
+    dense = SimpleNamespace(n_heads=64, n_layers=80, is_moe=False)
+    got = layouts(dense, 8, disagg=False)
+    assert {(p.tp, p.pp, r) for p, r, _ in got} >= {(1, 1, 8), (2, 1, 4), (4, 1, 2), (8, 1, 1), (4, 2, 1)}
+    moe = SimpleNamespace(n_heads=128, n_layers=61, is_moe=True)
+    eps = {(p.tp, p.ep, p.dp) for p, _, _ in layouts(moe, 8, disagg=False) if p.ep > 1}
+    assert (1, 8, 8) in eps and (8, 8, 1) in eps
+    dis = [d for _, _, d in layouts(dense, 8) if d is not None]
+    assert all(d.gpus == 8 for d in dis) and any((d.prefill_workers, d.decode_tp) == (6, 2) for d in dis)
+
+
+def test_frontier_keeps_undominated_points():
+    rows = [{"output_tok_s_per_gpu": g, "tok_s_per_user": u} for g, u in ((100, 10), (80, 20), (90, 5), (50, 30),
+                                                                       (40, 25))]
+    assert frontier(rows) == [{"tok_s_per_gpu": 100, "tok_s_per_user": 10}, {"tok_s_per_gpu": 80, "tok_s_per_user": 20},
+                              {"tok_s_per_gpu": 50, "tok_s_per_user": 30}]
+
+
+def test_fitted_constants_by_engine_and_vendor(tmp_path, monkeypatch):
+    from tokspeed.serving import fitted
+
+    f = tmp_path / "fit.toml"
+    f.write_text('["vllm@amd"]\ngpu_scale = 1.5\nstep_s = 0.001\n\n["sglang"]\ngpu_scale = 1.2\nstep_s = 0.0\n'
+                 'link_scale = 2\n')
+    monkeypatch.setattr(fitted, "FILE", f)
+    fitted.reload()
+    try:
+        assert fitted.fitted_for("vllm", "AMD") == {"gpu_scale": 1.5, "step_s": 0.001, "link_scale": 1.0}
+        assert fitted.fitted_for("vllm", "NVIDIA") == fitted.NEUTRAL         # no CUDA rows: the roofline alone
+        assert fitted.fitted_for("sglang", "NVIDIA")["link_scale"] == 2.0    # the engine-wide entry
+    finally:
+        monkeypatch.undo()
+        fitted.reload()

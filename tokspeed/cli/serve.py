@@ -1,0 +1,248 @@
+"""`tokspeed serve MODEL --hardware HW --gpus N --engine E`: serving at scale from a step-level simulation of
+the engine's scheduler. With ``--parallel`` or ``--disagg``: that layout; without: a search over layouts and
+concurrency levels for the GPU count (best output tok/s per GPU within the SLOs, and the frontier).
+``--json``: the contract of PRODUCT.md (model, hardware, gpus, engine, engine_version, quant, kv_dtype, isl,
+osl, scenario, slo, configs[], frontier[])."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+
+from ..errors import UserError
+from .options import add_hardware_options, add_plot_option, check_plot, count, number, print_json, resolve_hardware
+
+
+def _fraction(text):
+    v = number(text)
+    if not 0 <= v <= 1:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return v
+
+
+def _positive(text):
+    v = number(text)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text!r}")
+    return v
+
+
+def _whole(text, top: int = 1 << 20):
+    v = count(text)
+    if not 1 <= v <= top:
+        raise argparse.ArgumentTypeError(f"must be a whole number in [1, {top:,}], got {text!r}")
+    return v
+
+
+def _clients(text):
+    return _whole(text, MAX_CLIENTS)
+
+
+def _n_requests(text):
+    return _whole(text, MAX_REQUESTS)
+
+
+MAX_CLIENTS = 65536         # requests in flight (the largest engine pools hold a few thousand sequences)
+MAX_REQUESTS = 200_000      # requests one simulation runs
+
+
+def add_parser(sub):
+    p = sub.add_parser("serve", help="serving at scale: throughput, TTFT/TPOT under load, layout search",
+                       description="Simulate the engine's scheduler step by step (decode tokens and prefill chunks "
+                                   "under its token budget, paged KV pool) for one layout, or search layouts "
+                                   "(TP/PP/replicas, expert and attention data parallelism, disaggregated "
+                                   "prefill/decode) and concurrency levels for the best tok/s per GPU within SLOs.")
+    p.add_argument("model", help="catalog id, config.json, Hugging Face folder or .gguf file")
+    add_hardware_options(p)
+    p.add_argument("--gpus", type=_whole, default=None, help="GPUs in all (default: what the layout uses, else 1)")
+    p.add_argument("--engine", "-e", default="vllm", help="vllm, sglang, tensorrt-llm, llama.cpp ... (default vllm)")
+    p.add_argument("--engine-version", default=None, help="engine era (as predict)")
+    p.add_argument("--quant", "-q", default=None, help="weight format (default F16)")
+    p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 (default f16)")
+    p.add_argument("--isl", type=count, default=1024, help="prompt tokens per request (default 1024)")
+    p.add_argument("--osl", type=_whole, default=256, help="output tokens per request (default 256)")
+    p.add_argument("--lengths", default=None, help="bench-server requests.jsonl: arrival times and lengths to replay")
+    p.add_argument("--length-ratio", type=_fraction, default=1.0,
+                   help="lengths uniform in [ratio x ISL/OSL, ISL/OSL] (bench_serving random_range_ratio; default 1)")
+    p.add_argument("--prefix-hit", type=_fraction, default=0.0, help="share of each prompt found in the prefix cache")
+    load = p.add_mutually_exclusive_group()
+    load.add_argument("--offline", action="store_true", help="every request queued at once (max throughput)")
+    load.add_argument("--concurrency", type=_clients, default=None, help="requests in flight (closed loop)")
+    load.add_argument("--rate", type=_positive, default=None, help="requests per second (Poisson unless --constant-rate)")
+    p.add_argument("--constant-rate", action="store_true", help="constant gaps instead of Poisson arrivals")
+    p.add_argument("--requests", type=_n_requests, default=None, help="requests to simulate (default by scenario)")
+    p.add_argument("--seed", type=count, default=0, help="seed of arrivals and lengths (default 0)")
+    p.add_argument("--parallel", default=None, help="one layout: tp=4,pp=1,ep=8,dp=2 (omit to search)")
+    p.add_argument("--replicas", type=_whole, default=None, help="copies of the layout (default: fill --gpus)")
+    p.add_argument("--disagg", default=None,
+                   help="disaggregated prefill:decode workers, P:D (TP from --parallel) or PxTP:DxTP, e.g. 6x1:1x2")
+    p.add_argument("--no-disagg", action="store_true", help="search without disaggregated layouts")
+    p.add_argument("--slo-ttft-ms", type=_positive, default=None, help="TTFT limit (ms)")
+    p.add_argument("--slo-tpot-ms", type=_positive, default=None, help="TPOT limit (ms)")
+    p.add_argument("--slo-e2e-s", type=_positive, default=None, help="end-to-end latency limit (s)")
+    p.add_argument("--slo-percentile", type=float, choices=[50.0, 90.0, 99.0], default=50.0,
+                   help="percentile the SLOs hold at: 50, 90 or 99 (default 50)")
+    p.add_argument("--speculative", choices=["mtp", "draft"], default=None, help="speculative decoding")
+    p.add_argument("--spec-tokens", type=_whole, default=1, help="draft tokens per step (default 1)")
+    p.add_argument("--spec-acceptance", type=_fraction, default=None, help="per-token acceptance (default: published)")
+    p.add_argument("--draft-model", default=None, help="draft model for --speculative draft")
+    p.add_argument("--token-budget", type=_whole, default=None, help="tokens per step (max_num_batched_tokens ...)")
+    p.add_argument("--max-seqs", type=_whole, default=None, help="sequences in flight (max_num_seqs ...)")
+    p.add_argument("--memory-fraction", type=_fraction, default=None, help="gpu_memory_utilization")
+    p.add_argument("--top", type=_whole, default=10, help="layouts shown in the table (default 10)")
+    p.add_argument("--json", action="store_true", help="strict JSON (the serve contract)")
+    add_plot_option(p)
+    return p
+
+
+_PAR = re.compile(r"^(tp|pp|ep|dp)=(\d+)$")
+_DIS = re.compile(r"^(\d+)(?:x(\d+))?:(\d+)(?:x(\d+))?$")
+
+
+def parse_layout(text: str | None):
+    from ..serving.worker import Parallelism
+
+    if not text:
+        return None
+    deg = {}
+    for part in text.replace(" ", "").lower().split(","):
+        m = _PAR.match(part)
+        if not m or m.group(1) in deg:
+            raise UserError(f"cannot read --parallel {text!r}", "write tp=4,pp=1,ep=8,dp=2")
+        deg[m.group(1)] = int(m.group(2))
+    return Parallelism(**deg)
+
+
+def parse_disagg(text: str | None, tp: int):
+    from ..serving.run import Disagg
+
+    if not text:
+        return None
+    m = _DIS.match(text.replace(" ", "").lower())
+    if not m:
+        raise UserError(f"cannot read --disagg {text!r}", "write P:D or PxTP:DxTP, e.g. 6x1:1x2")
+    p, tp_p, d, tp_d = m.groups()
+    return Disagg(int(p), int(tp_p or tp), int(d), int(tp_d or tp))
+
+
+def run(args) -> int:
+    from ..serving.metrics import SLO
+    from ..serving.requests import read_trace
+    from ..serving.run import Setup, evaluate
+    from ..serving.search import best_per_layout, search
+    from ..serving.speculative import Speculation
+
+    check_plot(args)
+    hw = resolve_hardware(args)
+    par = parse_layout(args.parallel)
+    dis = parse_disagg(args.disagg, par.tp if par else 1)
+    if dis is not None and par is not None and (par.pp > 1 or par.ep > 1):
+        raise UserError("--disagg takes only tp from --parallel")
+    spec = None
+    if args.speculative:
+        spec = Speculation(args.speculative, args.spec_tokens, args.spec_acceptance, args.draft_model)
+    slo = SLO(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2e_s, args.slo_percentile)
+    setup = Setup(args.model, hw, args.engine, quant=args.quant, kv_dtype=args.kv_dtype, isl=args.isl,
+                  osl=args.osl, length_ratio=args.length_ratio, prefix_hit=args.prefix_hit,
+                  engine_version=args.engine_version, speculation=spec,
+                  sched_overrides={"token_budget": args.token_budget, "max_seqs": args.max_seqs,
+                                   "memory_fraction": args.memory_fraction})
+    load = _load(args, read_trace)
+    r0 = setup.group(1, 1)
+    single = par is not None or dis is not None
+    if single:
+        used = dis.gpus if dis else par.gpus
+        replicas = 1 if dis else (args.replicas or max(1, (args.gpus or used) // used))
+        gpus = args.gpus or used * replicas
+        if gpus != used * replicas:
+            raise UserError(f"the layout uses {used} GPUs x {replicas} replicas = {used * replicas}, but --gpus is {gpus}",
+                            f"use --gpus {used * replicas} or a layout that divides {gpus}")
+        configs = [evaluate(setup, par, replicas, load or _default_load(args), slo, dis)]
+        frontier = []
+        if not configs[0]["requests"]:
+            raise UserError(f"no request was served: {configs[0].get('stopped') or 'nothing finished'}",
+                            "use shorter requests, more GPUs or a smaller --quant")
+    else:
+        gpus = args.gpus or 1
+        rows, frontier = search(setup, gpus, load, slo, disagg=not args.no_disagg)
+        if not rows:
+            raise UserError(f"{r0.spec.id} fits no layout of {gpus} x {r0.hw.id} with room in the KV cache for a "
+                            f"request of {args.isl + args.osl:,} tokens", "add GPUs, shorten requests or use a smaller --quant")
+        configs = best_per_layout(rows)
+    scenario = (load or _default_load(args)).scenario if single or load else "concurrency"
+    doc = {"model": r0.spec.id, "hardware": r0.hw.id, "gpus": gpus, "engine": r0.profile.name,
+           "engine_version": getattr(r0.profile, "version", None) or None, "quant": r0.quant,
+           "kv_dtype": r0.kv_dtype, "isl": args.isl, "osl": args.osl,
+           "scenario": "rate" if scenario == "trace" else scenario, "slo": slo.to_dict() if slo.any else None,
+           "configs": configs, "frontier": frontier}
+    if args.json:
+        print_json(doc)
+    else:
+        _table(doc, args.top)
+    if args.plot:
+        from ..plots.canvas import save
+        from ..plots.frontier import frontier_figure
+
+        save(frontier_figure(doc), args.plot)
+    return 0
+
+
+def _load(args, read_trace):
+    from ..serving.run import Load
+
+    n = args.requests
+    if args.lengths:
+        return Load("trace", trace=tuple(read_trace(args.lengths)))
+    if args.offline:
+        return Load("offline", n_requests=n, seed=args.seed)
+    if args.concurrency is not None:
+        return Load("concurrency", concurrency=args.concurrency, n_requests=n, seed=args.seed)
+    if args.rate is not None:
+        return Load("rate", rate_rps=args.rate, n_requests=n, poisson=not args.constant_rate, seed=args.seed)
+    return None
+
+
+def _default_load(args):
+    from ..serving.run import Load
+
+    return Load("offline", n_requests=args.requests, seed=args.seed)
+
+
+def _ms(d, key="p50"):
+    v = d.get(key)
+    return "-" if v is None or not math.isfinite(v) else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
+
+
+def _layout_text(lay) -> str:
+    d = lay.get("disagg")
+    if d:
+        return f"disagg {d['prefill_workers']}xTP{d['prefill_tp']} prefill + {d['decode_workers']}xTP{d['decode_tp']} decode"
+    parts = [f"TP{lay['tp']}"]
+    if lay["pp"] > 1:
+        parts.append(f"PP{lay['pp']}")
+    if lay["ep"] > 1:
+        parts.append(f"EP{lay['ep']}")
+    if lay["dp"] > 1:
+        parts.append(f"attn-DP{lay['dp']}")
+    return "x".join(parts) + (f" x {lay['replicas']} replicas" if lay["replicas"] > 1 else "")
+
+
+def _table(doc, top: int):
+    out = sys.stdout
+    slo = doc["slo"]
+    want = "" if not slo else " within " + ", ".join(
+        f"{k.replace('_', ' ')} <= {v:g}" for k, v in slo.items() if v is not None and k != "percentile")
+    out.write(f"{doc['model']} on {doc['gpus']} x {doc['hardware']}, {doc['engine']} ({doc['quant']}, KV "
+              f"{doc['kv_dtype']}), ISL {doc['isl']} / OSL {doc['osl']}, {doc['scenario']}{want}\n")
+    out.write(f"{'layout':44} {'conc':>5} {'tok/s/GPU':>10} {'tok/s/user':>10} {'TTFT p50 ms':>12} "
+              f"{'TPOT p50 ms':>12} {'SLO':>4}\n")
+    for c in doc["configs"][:top]:
+        ok = {True: "yes", False: "no", None: "-"}[c["meets_slo"]]
+        user = c["tok_s_per_user"]
+        out.write(f"{_layout_text(c['layout']):44} {c['concurrency']:>5} {c['output_tok_s_per_gpu']:>10,.0f} "
+                  f"{(user or 0):>10,.1f} {_ms(c['ttft_ms']):>12} {_ms(c['tpot_ms']):>12} {ok:>4}\n")
+    if doc["frontier"]:
+        pts = ", ".join(f"{p['tok_s_per_gpu']:,.0f}@{p['tok_s_per_user']:,.0f}" for p in doc["frontier"][:8])
+        out.write(f"frontier (tok/s/GPU @ tok/s/user): {pts}\n")

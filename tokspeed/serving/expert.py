@@ -1,0 +1,65 @@
+"""Expert parallelism and attention data parallelism for MoE models (DeepSeek-V3, Mixtral, Qwen3-MoE...).
+
+A worker of ``ep`` GPUs: the routed experts are split ``ep`` ways (each GPU holds ``E / ep`` whole
+experts); attention, the dense layers, the shared experts, the router and the LM head run on ``dp`` groups
+of ``tp`` GPUs, each group on its own ``1/dp`` of the sequences with its own copy of those weights
+(``dp = 1``: TP attention over all of them, experts EP-sharded: "TP + EP").
+
+A pass over T tokens then takes:
+- the non-expert operators over ``T / dp`` tokens on a ``tp`` group (the setup's layout timer: TP
+  all-reduces included), their FLOPs, activations and KV traffic cut by ``dp``, weights not;
+- the routed-expert operators over all T tokens, FLOPs, activations and weight bytes cut by ``ep``
+  (experts touched are those of the whole batch: ``ledger.expected_experts(T)``, each on one GPU);
+- per MoE layer, an all-to-all dispatch (FP8 hidden states, 1 byte per value, as DeepEP sends them)
+  and combine (BF16, 2 bytes) of each token's ``k`` copies: a GPU sends ``T / (dp tp) x k x d_model x
+  3 bytes x (ep - 1) / ep`` over the device link, plus two link latencies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ledger import Role
+from ..scale.interconnect import SYNC_LATENCY_S, device_link
+from ..timing import pass_time
+
+EXPERT_ROLES = frozenset({Role.EXPERTS, Role.EXPERTS_ACT})
+DISPATCH_BYTES = 1.0      # FP8 dispatch (DeepEP low-latency / normal kernels)
+COMBINE_BYTES = 2.0       # BF16 combine
+
+
+def _cut(op, f: float, weights: bool):
+    return replace(op, flops=op.flops * f, act_bytes=op.act_bytes * f, kv_read_bytes=op.kv_read_bytes * f,
+                   kv_write_bytes=op.kv_write_bytes * f, weight_bytes=op.weight_bytes * (f if weights else 1.0))
+
+
+def all_to_all_s(spec, link, tokens: float, ep: int, senders: int) -> float:
+    """Dispatch + combine of ``tokens`` tokens' k copies over ``ep`` GPUs, ``senders`` GPUs sharing the sends."""
+    if ep <= 1 or link is None:
+        return 0.0
+    per_gpu = tokens / senders * spec.n_active_experts * spec.d_model * (DISPATCH_BYTES + COMBINE_BYTES)
+    moved = per_gpu * (ep - 1) / ep
+    return spec.n_moe_layers * (moved / link.per_direction_bytes_s + 2 * SYNC_LATENCY_S["peer-copy"])
+
+
+def expert_time_ops(r, par, link_scale: float = 1.0):
+    """``time_ops(ops, batch, n_tokens) -> seconds`` of a worker with experts over ``par.ep`` GPUs; its link
+    times x ``link_scale`` (the engine's fitted collective efficiency)."""
+    spec, hw, prof, quant = r.spec, r.hw, r.profile, r.quant
+    link = device_link(hw, par.ep)
+    dp, ep = par.dp, par.ep
+    memo: dict = {}
+
+    def time_ops(ops, batch, n):
+        tokens = batch * n
+        attn = [_cut(op, 1.0 / dp, False) if dp > 1 else op for op in ops if op.role not in EXPERT_ROLES]
+        experts = [_cut(op, 1.0 / ep, True) for op in ops if op.role in EXPERT_ROLES]
+        b_dp, n_dp = (max(1, -(-batch // dp)), n) if n == 1 else (batch, max(1, -(-n // dp)))
+        pt = r.timer(attn, prof, b_dp, n_dp)
+        t = pt.seconds + (link_scale - 1.0) * pt.link_s
+        if experts:
+            t += pass_time(experts, hw, prof, quant, tokens, memo).seconds - prof.fixed_s
+            t += link_scale * all_to_all_s(spec, link, tokens, ep, dp * par.tp)
+        return t
+
+    return time_ops

@@ -1,0 +1,118 @@
+"""What a simulated run reports, as serving benchmarks count it (vLLM ``benchmark_serving``, SGLang
+``bench_serving``, ``tokspeed bench-server``):
+
+- TTFT: arrival to first token; E2E: arrival to last token;
+- TPOT: per request ``(E2E - TTFT) / (output tokens - 1)`` (requests of one output token have none);
+- ITL: every gap between two tokens of a sequence (one per decode step and sequence);
+- percentiles p50/p90/p99 by linear interpolation between order statistics (numpy's default);
+- output tok/s: output tokens / (last token - first arrival); per GPU = that / GPUs; per user = the
+  median of 1 / TPOT (interactivity);
+- goodput: requests/s (and output tok/s) of the requests that meet every SLO given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+PCTS = (50, 90, 99)
+
+
+def percentile(values, q: float) -> float | None:
+    """Linear interpolation between order statistics (``numpy.percentile``'s default)."""
+    xs = sorted(values)
+    if not xs:
+        return None
+    pos = (len(xs) - 1) * q / 100
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def weighted_percentile(pairs, q: float) -> float | None:
+    """Percentile of values given as (value, count): the value below which ``q`` % of the count lies."""
+    items = sorted((v, w) for v, w in pairs if w > 0)
+    total = sum(w for _, w in items)
+    if not total:
+        return None
+    target, acc = total * q / 100, 0.0
+    for v, w in items:
+        acc += w
+        if acc >= target - 1e-9:
+            return v
+    return items[-1][0]
+
+
+def spread(values, scale: float = 1.0) -> dict:
+    return {f"p{q}": (None if (v := percentile(values, q)) is None else v * scale) for q in PCTS}
+
+
+@dataclass(frozen=True)
+class SLO:
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2e_s: float | None = None
+    percentile: float = 50.0
+
+    @property
+    def any(self) -> bool:
+        return any(v is not None for v in (self.ttft_ms, self.tpot_ms, self.e2e_s))
+
+    def to_dict(self) -> dict:
+        return {"ttft_ms": self.ttft_ms, "tpot_ms": self.tpot_ms, "e2e_s": self.e2e_s, "percentile": self.percentile}
+
+
+def tpot_of(ttft: float, e2e: float, osl: int) -> float | None:
+    return (e2e - ttft) / (osl - 1) if osl > 1 else None
+
+
+def summarize(out, gpus: int, slo: SLO | None = None) -> dict:
+    """The metrics of a simulation ``Outcome`` (``tokspeed.serving.simulate``)."""
+    reqs = out.requests
+    ttft = [r[1] for r in reqs]
+    e2e = [r[2] for r in reqs]
+    tpot = [x for r in reqs if (x := tpot_of(r[1], r[2], r[3])) is not None]
+    dur = out.end_s - out.start_s
+    total = out.output_tokens / dur if dur > 0 else 0.0
+    tpot_ms = spread(tpot, 1e3)
+    res = {"output_tok_s": total, "output_tok_s_per_gpu": total / gpus,
+           "tok_s_per_user": (1e3 / tpot_ms["p50"]) if tpot_ms["p50"] else None,
+           "ttft_ms": spread(ttft, 1e3), "tpot_ms": tpot_ms,
+           "itl_ms": {f"p{q}": (None if (v := weighted_percentile(out.itl, q)) is None else v * 1e3) for q in PCTS},
+           "e2e_s": spread(e2e), "requests": len(reqs), "duration_s": dur,
+           "request_rate_rps": len(reqs) / dur if dur > 0 else 0.0,
+           "mean_running": out.mean_running, "peak_running": out.peak_running, "preemptions": out.preemptions,
+           "steps": out.steps}
+    if slo is not None and slo.any:
+        res["meets_slo"] = meets(res, slo)
+        good = [r for r in reqs if _request_ok(r, slo)]
+        res["goodput_rps"] = len(good) / dur if dur > 0 else 0.0
+        res["goodput_tok_s"] = sum(r[3] for r in good) / dur if dur > 0 else 0.0
+    else:
+        res["meets_slo"] = None
+    if out.stopped:
+        res["stopped"] = out.stopped
+    return res
+
+
+def _pct(d: dict, q: float):
+    """A spread's value at ``q`` (one of PCTS; else the nearest above)."""
+    key = min((p for p in PCTS if p >= q), default=PCTS[-1])
+    return d[f"p{key}"]
+
+
+def meets(res: dict, slo: SLO) -> bool:
+    checks = ((slo.ttft_ms, res["ttft_ms"]), (slo.tpot_ms, res["tpot_ms"]), (slo.e2e_s, res["e2e_s"]))
+    for limit, spread_ in checks:
+        if limit is not None:
+            v = _pct(spread_, slo.percentile)
+            if v is None or v > limit:
+                return False
+    return True
+
+
+def _request_ok(r, slo: SLO) -> bool:
+    arrival, ttft, e2e, osl = r
+    tp = tpot_of(ttft, e2e, osl)
+    return ((slo.ttft_ms is None or ttft * 1e3 <= slo.ttft_ms) and (slo.e2e_s is None or e2e <= slo.e2e_s)
+            and (slo.tpot_ms is None or tp is None or tp * 1e3 <= slo.tpot_ms))

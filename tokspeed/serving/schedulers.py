@@ -1,0 +1,67 @@
+"""How an engine schedules its steps: token budget, sequences in flight, KV pool, mixing of prefill and decode.
+
+The defaults per engine live in ``schedulers.toml``, each with its source (engine version and file). A
+llama.cpp-family engine (llama.cpp backends, ollama, LM Studio) takes the ``llama.cpp`` entry.
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import UserError
+
+HERE = Path(__file__).parent
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    engine: str
+    token_budget: int           # tokens one step may carry (decode tokens + prefill chunk)
+    max_seqs: int               # sequences running at once
+    memory_fraction: float      # share of device memory the engine takes for weights + KV pool
+    mixed: bool                 # prefill chunks share a step with decodes (else prefill steps run alone)
+    reserve_output: float       # share of a request's output KV reserved when it is admitted (1 = no eviction)
+    source: str = ""
+
+    def __post_init__(self):
+        for name in ("token_budget", "max_seqs"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise UserError(f"scheduler {name} must be an integer >= 1, got {v!r}")
+        for name, lo, hi in (("memory_fraction", 0.0, 1.0), ("reserve_output", 0.0, 1.0)):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi or (
+                    name == "memory_fraction" and v == 0):
+                raise UserError(f"scheduler {name} must be in ({lo}, {hi}], got {v!r}")
+
+    def with_(self, **changes) -> "Scheduler":
+        """A copy with some values set (None leaves a value as it is)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict:
+    with open(HERE / "schedulers.toml", "rb") as f:
+        return tomllib.load(f)
+
+
+def scheduler_key(engine_name: str) -> str:
+    """The ``schedulers.toml`` entry of an engine profile name."""
+    from ..engines.compat import runtime_of
+
+    table = _table()
+    if engine_name in table:
+        return engine_name
+    if runtime_of(engine_name) == "llama.cpp":
+        return "llama.cpp"
+    return "default"
+
+
+def scheduler_for(engine_name: str) -> Scheduler:
+    key = scheduler_key(engine_name)
+    e = dict(_table()[key])
+    return Scheduler(engine=engine_name, **e)
