@@ -186,6 +186,27 @@ def _gemma3_text(cfg, kw):
         kw["n_sliding_layers"] = kw["n_layers"] - kw["n_layers"] // pattern
 
 
+def _gemma4_text(cfg, kw):
+    """Gemma 4: Gemma 3's layers, with full-attention layers of their own head shape (``global_head_dim``,
+    ``num_global_key_value_heads``, ``attention_k_eq_v``); with ``enable_moe_block`` every layer runs an MoE
+    block next to its dense MLP (entered as an always-on shared expert of ``intermediate_size``)."""
+    for f, what in (("hidden_size_per_layer_input", "per-layer input embeddings (Gemma 4 E2B/E4B)"),
+                    ("num_kv_shared_layers", "layers sharing another layer's KV cache"),
+                    ("use_double_wide_mlp", "double-wide MLP layers")):
+        if cfg.get(f):
+            raise UserError(f"gemma4 with {f} ({what}) is not modelled")
+    _gemma3_text(cfg, kw)
+    full = (cfg.get("rope_parameters") or {}).get("full_attention") or {}
+    kw["rope_theta"] = float(full.get("rope_theta", kw["rope_theta"]))
+    kw["global_head_dim"] = int(cfg.get("global_head_dim") or 0)
+    kw["global_kv_heads"] = int(cfg.get("num_global_key_value_heads") or 0)
+    kw["global_kv_shared"] = bool(cfg.get("attention_k_eq_v", False))
+    if cfg.get("enable_moe_block"):
+        kw.update(n_experts=int(cfg["num_experts"]), n_active_experts=int(cfg["top_k_experts"]),
+                  d_ff_expert=int(_get(cfg, "moe_intermediate_size", "expert_intermediate_size")),
+                  n_shared_experts=1, d_ff_shared=kw["d_ff"], d_ff=0)
+
+
 def _phi3(cfg, kw):
     _all_sliding(cfg, kw)
     factor = float(_get(cfg, "partial_rotary_factor", default=1.0))
@@ -414,6 +435,7 @@ _FAMILIES = {
 }
 _FAMILIES["llama4"] = _FAMILIES["llama4_text"]
 _FAMILIES["gemma3"] = _FAMILIES["gemma3_text"]
+_FAMILIES["gemma4"] = _FAMILIES["gemma4_text"] = ({"tie_word_embeddings": True}, _gemma4_text)
 _FAMILIES["qwen3_5"] = _FAMILIES["qwen3_5_moe"] = ({"tie_word_embeddings": False}, _qwen3_5)
 _FAMILIES["qwen3_vl"] = ({"tie_word_embeddings": False}, _qwen3_vl)
 _FAMILIES["seed_oss"] = ({"tie_word_embeddings": False}, _seed_oss)

@@ -14,6 +14,8 @@ def markers(m) -> list[str]:
         out.append("MLA")
     if m.n_sliding_layers and not m.chunked_attention:
         out.append(f"SWA {m.sliding_window} x{m.n_sliding_layers}")
+    if m.has_global_shape:
+        out.append(f"global {m.full_kv_heads}x{m.full_head_dim}" + (" K=V" if m.global_kv_shared else ""))
     if m.tied_embeddings:
         out.append("tied")
     if m.parallel_block:
