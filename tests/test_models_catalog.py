@@ -318,7 +318,7 @@ def test_record_config_reads_as_the_entry(config, mid):
 
 # configs of records left out for an attention or block kind tokspeed does not model -> the field it names
 REFUSED_CONFIGS = {
-    "deepseek-v3.2": "index_topk", "glm-5": "index_topk", "glm-5.1": "index_topk", "glm-5.2": "index_topk",
+    "glm-5.2": "indexer_types shared",
     "deepseek-v4-flash": "index_topk", "deepseek-v4-pro": "index_topk", "minimax-m3": "first_k_dense_replace", "kimi-k3": "kv_lora_rank",
     "nemotron-3-nano-30b-a3b": "hybrid_override_pattern", "nemotron-3-super-120b-a12b": "hybrid_override_pattern",
     "nemotron-3-ultra-550b-a55b": "layers_block_type", "nemotron-h-56b-base-8k": "hybrid_override_pattern",

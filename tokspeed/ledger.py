@@ -227,8 +227,13 @@ def _projections(spec) -> list[tuple[str, int, int]]:
         projs = [("attn_q_a", spec.q_lora_rank, d), ("attn_q_b", spec.n_heads * qk_head, spec.q_lora_rank)]
     else:
         projs = [("attn_q", spec.n_heads * qk_head, d)]
-    return projs + [("attn_kv_a_mqa", spec.kv_lora_rank + spec.qk_rope_head_dim, d),
-                    ("attn_kv_b", spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
+    projs += [("attn_kv_a_mqa", spec.kv_lora_rank + spec.qk_rope_head_dim, d),
+              ("attn_kv_b", spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
+    if spec.index_topk:
+        from .models.tensors import indexer_shapes
+
+        projs += indexer_shapes(spec)
+    return projs
 
 
 def _mlp_shapes(spec, d_ff) -> list[tuple[str, int, int]]:
@@ -417,6 +422,11 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
         if window and spec.chunked_attention:
             pairs = _attended_chunked(depth, n, window)
             cached = depth % window             # the chunk so far
+        elif spec.index_topk:
+            # sparse-indexed: query i attends min(depth + i + 1, topk) keys; the pass reads at most every
+            # cached row, and at most topk per query (decode: min(depth + 1, topk))
+            pairs = _attended(depth, n, spec.index_topk)
+            cached = min(depth + n, n * spec.index_topk) - n
         else:
             pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
             cached = min(depth, window) if window else depth
@@ -427,7 +437,23 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
                       kv_write_bytes=layers * B * n * kv_per_tok_layer,
                       act_bytes=layers * T * act_width * ACT_BYTES,
                       kernels=ATTENTION_KERNELS, query_heads_per_kv=share))
+    if spec.index_topk:
+        out.append(_indexer_op(spec, B, n, depth))
     return out
+
+
+def _indexer_op(spec, B, n, depth) -> Op:
+    """The lightning indexer over the whole cache (DeepSeek Sparse Attention): every query scores every cached
+    key with ``index_n_heads`` dot products of ``index_head_dim``, a ReLU and a weighted sum over the heads
+    (2·H·D + 3·H FLOPs per pair), then keeps the top ``index_topk`` (selection not counted). Its keys are read
+    once per pass (one key shared by the indexer heads) at ``index_key_bytes`` (FP8 + scale), whatever the KV
+    dtype; the new tokens' keys are written."""
+    La, H, D = spec.n_attn_layers, spec.index_n_heads, spec.index_head_dim
+    kb = spec.index_key_bytes
+    return Op("sparse-attention indexer scores (all cached keys)", Role.ATTN_CORE, Scope.DENSE, "tensor", La,
+              layers=(0, spec.n_layers), flops=La * B * _attended(depth, n, 0) * (2 * H * D + 3 * H),
+              kv_read_bytes=La * B * (depth + n) * kb, kv_write_bytes=La * B * n * kb,
+              act_bytes=La * B * n * (H * D + H) * ACT_BYTES, kernels=ATTENTION_KERNELS)
 
 
 _core_shapes: dict = {}
@@ -462,6 +488,8 @@ def depth_kinks(spec) -> tuple[int, ...]:
     if spec.n_sliding_layers and spec.sliding_window and spec.chunked_attention:
         # chunked attention restarts at every chunk boundary (Llama 4): up to 16M tokens of depth
         return tuple(range(spec.sliding_window, (1 << 24) + 1, spec.sliding_window))
+    if spec.index_topk:         # sparse-indexed attention reads min(depth + 1, topk) latents
+        return (spec.index_topk,)
     return (spec.sliding_window,) if spec.n_sliding_layers and spec.sliding_window else ()
 
 

@@ -249,6 +249,22 @@ def _deepseek_v2(cfg, kw):
     _deepseek_v3(cfg, kw)
 
 
+def _sparse_indexed(cfg, kw):
+    """DeepSeek-V3.2 (``deepseek_v32``) and GLM-5 (``glm_moe_dsa``): the DeepSeek-V3 layout plus DeepSeek Sparse
+    Attention's lightning indexer (``index_topk``, ``index_n_heads``, ``index_head_dim``). Layers that reuse
+    another layer's indexer (GLM-5.2 ``indexer_types`` "shared") are refused."""
+    shared = sorted({str(t) for t in cfg.get("indexer_types") or []} - {"full"})
+    if shared:
+        raise UserError(f"indexer_types {', '.join(shared)} (layers reusing another layer's indexer) is not modelled")
+    missing = [f for f in ("index_topk", "index_n_heads", "index_head_dim") if not cfg.get(f)]
+    if missing:
+        raise UserError(f"lacks {', '.join(missing)} (model_type {cfg.get('model_type', '?')!r})",
+                        "a sparse-attention config names its indexer's top-k, heads and head width")
+    _deepseek_v3(cfg, kw)
+    kw.update(index_topk=int(cfg["index_topk"]), index_n_heads=int(cfg["index_n_heads"]),
+              index_head_dim=int(cfg["index_head_dim"]))
+
+
 def _glm4_moe(cfg, kw):
     """GLM-4.5: routed + shared experts after ``first_k_dense_replace`` dense layers, bias on q/k/v only,
     QK-norm with ``use_qk_norm``."""
@@ -435,6 +451,8 @@ _FAMILIES = {
 }
 _FAMILIES["llama4"] = _FAMILIES["llama4_text"]
 _FAMILIES["gemma3"] = _FAMILIES["gemma3_text"]
+_FAMILIES["deepseek_v32"] = ({"tie_word_embeddings": False}, _sparse_indexed)
+_FAMILIES["glm_moe_dsa"] = ({"tie_word_embeddings": False}, _sparse_indexed)
 _FAMILIES["gemma4"] = _FAMILIES["gemma4_text"] = ({"tie_word_embeddings": True}, _gemma4_text)
 _FAMILIES["qwen3_5"] = _FAMILIES["qwen3_5_moe"] = ({"tie_word_embeddings": False}, _qwen3_5)
 _FAMILIES["qwen3_vl"] = ({"tie_word_embeddings": False}, _qwen3_vl)

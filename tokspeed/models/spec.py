@@ -77,6 +77,11 @@ class ModelSpec:
     global_kv_heads: int = 0        # KV heads of the full-attention layers (Gemma 4 31B: 4)
     global_kv_shared: bool = False  # the full-attention layers reuse keys as values (attention_k_eq_v): one
     #                                 projection and one cached vector per KV head
+    # Sparse-indexed attention (DeepSeek Sparse Attention: DeepSeek-V3.2, GLM-5; MLA only): a lightning indexer
+    # with its own small heads scores every cached key, each query attends the index_topk best
+    index_topk: int = 0             # keys each query attends (2048)
+    index_n_heads: int = 0          # indexer heads (V3.2: 64, GLM-5: 32)
+    index_head_dim: int = 0         # indexer head width (128); its key cache holds one such key per token-layer
     # Provenance
     source: str = ""                # where the numbers come from (HF config repo, paper)
     published_params: float = 0.0   # billions, as the authors state them (for the catalog test)
@@ -107,7 +112,7 @@ class ModelSpec:
                   "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
                   "qk_nope_head_dim", "v_head_dim", "rotary_dim", "n_linear_layers", "linear_k_heads",
                   "linear_k_dim", "linear_v_heads", "linear_v_dim", "linear_conv_kernel", "n_ffn_free_layers",
-                  "global_head_dim", "global_kv_heads"):
+                  "global_head_dim", "global_kv_heads", "index_topk", "index_n_heads", "index_head_dim"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**8:
                 bad(f"{f} must be a non-negative integer, got {v!r}")
@@ -164,6 +169,9 @@ class ModelSpec:
                     "and full layers only (not MLA, hybrid or chunked models)")
             if self.n_heads % self.full_kv_heads:
                 bad(f"n_heads {self.n_heads} must be a multiple of global_kv_heads {self.full_kv_heads}")
+        if (self.index_topk or self.index_n_heads or self.index_head_dim) and not (
+                self.index_topk and self.index_n_heads and self.index_head_dim and self.is_mla and self.q_lora_rank):
+            bad("sparse-indexed attention needs index_topk, index_n_heads and index_head_dim, on MLA with q_lora_rank")
         if self.is_mla and not (self.qk_rope_head_dim and self.qk_nope_head_dim and self.v_head_dim):
             bad("MLA (kv_lora_rank) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
 
@@ -260,6 +268,26 @@ class ModelSpec:
         return (self.n_full_layers * context * self.kv_elements_per_token_full_layer
                 + self.n_sliding_layers * sliding * self.kv_elements_per_token_layer)
 
+    # ---- sparse-indexed attention (DeepSeek Sparse Attention) ------------------------------------
+    @property
+    def index_key_bytes(self) -> float:
+        """Bytes of one cached indexer key: FP8 (e4m3) values and one FP32 scale per 128 (DeepSeek-V3.2's
+        inference/model.py Indexer: k_cache float8_e4m3fn, k_scale_cache float32, block_size 128; vLLM's
+        indexer cache: 128 + 4 = 132 bytes per token)."""
+        return self.index_head_dim + 4 * -(-self.index_head_dim // 128) if self.index_topk else 0
+
+    def index_cache_bytes(self, context: int) -> float:
+        """Bytes of one sequence's indexer key cache at a context length: one key per token and layer."""
+        return self.n_attn_layers * context * self.index_key_bytes if self.index_topk else 0
+
+    def indexer_params_per_layer(self) -> int:
+        """The lightning indexer (DeepSeek-V3.2 inference/model.py Indexer): wq_b (q_lora_rank -> heads x dim),
+        wk (d_model -> dim), k_norm (a LayerNorm over dim: weight and bias), weights_proj (d_model -> heads)."""
+        if not self.index_topk:
+            return 0
+        H, D = self.index_n_heads, self.index_head_dim
+        return self.q_lora_rank * H * D + self.d_model * D + 2 * D + self.d_model * H
+
     def kv_cached_tokens(self, context: int) -> int:
         """Token-layers held in the KV cache at a context length (sliding layers cap at the window,
         chunked layers at the chunk)."""
@@ -344,7 +372,7 @@ class ModelSpec:
             kv = (d * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
                   + self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim))
             o = self.attn_out_dim * d
-            return q + kv + o
+            return q + kv + o + self.indexer_params_per_layer()
         hd = self.full_head_dim if full else self.head_dim
         q_dim, kv_dim = self.n_heads * hd, (self.full_kv_heads if full else self.n_kv_heads) * hd
         kv_mats = 1 if full and self.global_kv_shared else 2

@@ -37,6 +37,9 @@ def _weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
             out += [("attn_kv_a_mqa", i, spec.kv_lora_rank + spec.qk_rope_head_dim, d),
                     ("norm", i, 1, spec.kv_lora_rank),
                     ("attn_kv_b", i, spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
+            if spec.index_topk:     # the lightning indexer's matrices and its key LayerNorm
+                out += [(role, i, rows, cols) for role, rows, cols in indexer_shapes(spec)]
+                out.append(("norm", i, 1, 2 * spec.index_head_dim))
         else:
             projs = attention_shapes(spec, spec.has_global_shape and spec.is_full_layer(i))
             out += [(role, i, rows, cols) for role, rows, cols in projs[:-1]]
@@ -68,6 +71,13 @@ def _weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
         if spec.lm_head_bias:
             out.append(("norm", None, 1, spec.vocab_size))
     return out
+
+
+def indexer_shapes(spec) -> list[tuple[str, int, int]]:
+    """(role, rows, cols) of a sparse-attention indexer's matrices: queries from the q latent, one key, and
+    the per-head weights (DeepSeek-V3.2 Indexer wq_b, wk, weights_proj)."""
+    H, D = spec.index_n_heads, spec.index_head_dim
+    return [("indexer_q", H * D, spec.q_lora_rank), ("indexer_k", D, spec.d_model), ("indexer_proj", H, spec.d_model)]
 
 
 def attention_shapes(spec, full: bool = False) -> list[tuple[str, int, int]]:

@@ -66,8 +66,8 @@ def system_memory(rows, layout, spec, storage, kvb, batch, tokens, prompt, overh
     unit_kv = {r.name: r.kv_bytes for r in unit}
     per_token_all = spec.kv_elements_per_token_layer * kvb           # kv_all(1, t) = per_token_all * cached(t)
     cached = spec.kv_cached_tokens
-    if spec.has_global_shape:   # two token-layer sizes (Gemma 4): count cached values instead
-        per_token_all, cached = kvb, spec.kv_cached_elements
+    if spec.has_global_shape or spec.index_topk:   # two kinds of cached row (Gemma 4, a DSA indexer): bytes
+        per_token_all, cached = 1.0, lambda t: spec.kv_cached_elements(t) * kvb + spec.index_cache_bytes(t)
 
     def device_fits(b, t):
         for r in rows:
