@@ -180,11 +180,15 @@ def _global_shape(path, by_name, n_layers: int, n_heads: int) -> dict:
     q0, k0 = rows(0, "attn_q"), rows(0, "attn_k")
     if not (q0 and k0 and rows(0, "attn_v")):
         return {}
-    full = [i for i in range(n_layers) if rows(i, "attn_q") != q0 or not rows(i, "attn_v")]
+    full = [i for i in range(n_layers) if rows(i, "attn_q") and (rows(i, "attn_q") != q0 or not rows(i, "attn_v"))]
     if not full:
         return {}
     j = full[0]
     hd, ghd = q0 // n_heads, rows(j, "attn_q") // n_heads
+    if not (hd and ghd and q0 == hd * n_heads and rows(j, "attn_q") == ghd * n_heads
+            and k0 % hd == 0 and rows(j, "attn_k") and rows(j, "attn_k") % ghd == 0):
+        raise UserError(f"{path}: the attention tensors of layers 0 and {j} do not split into {n_heads} heads",
+                        "the file is damaged or its head count is wrong")
     out = dict(head_dim=hd, n_kv_heads=k0 // hd, n_sliding_layers=n_layers - len(full), global_head_dim=ghd,
                global_kv_heads=rows(j, "attn_k") // ghd, global_kv_shared=not rows(j, "attn_v"))
     F = len(full)
