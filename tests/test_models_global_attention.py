@@ -115,3 +115,13 @@ def test_gemma4_per_layer_embeddings_are_refused_naming_the_field():
     cfg["text_config"]["hidden_size_per_layer_input"] = 256
     with pytest.raises(UserError, match="hidden_size_per_layer_input.* not modelled"):
         spec_from_hf_config(cfg)
+
+
+def test_an_engine_without_windows_keeps_the_layer_shapes():
+    """gpt-fast attends sliding layers over the whole context: Gemma 4's sliding layers then cache every token
+    at their own shape (16 KV heads x 256, K and V), the full layers keep theirs, and the weights do not change."""
+    from tokspeed.engines.compat import sliding_window_spec
+
+    full = sliding_window_spec("gpt-fast", G31)
+    assert full.n_params == G31.n_params
+    assert kv_bytes(full, F16, 1, 131_072) == 50 * 131_072 * 16_384 + 10 * 131_072 * 4_096
