@@ -125,3 +125,13 @@ def test_an_engine_without_windows_keeps_the_layer_shapes():
     full = sliding_window_spec("gpt-fast", G31)
     assert full.n_params == G31.n_params
     assert kv_bytes(full, F16, 1, 131_072) == 50 * 131_072 * 16_384 + 10 * 131_072 * 4_096
+
+
+@pytest.mark.parametrize("scale", [{}, {"gpus": 2, "parallel": "pp"}, {"gpus": 2, "parallel": "tp"}])
+def test_predicted_memory_holds_the_hand_kv(scale):
+    """The KV cache a prediction holds, on one device or split over two (scale layouts), is the hand count at
+    the run's total context: 131,072 cached + 1 prompt + 1 generated = 131,074 tokens."""
+    from tokspeed import predict
+
+    mem = predict("gemma-4-31b", "h100-sxm", context=131_072, prompt=1, gen=1, **scale).to_dict()["memory"]
+    assert mem["kv_bytes"] == 50 * 1024 * 16_384 + 10 * 131_074 * 4_096
