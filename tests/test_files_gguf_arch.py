@@ -87,3 +87,43 @@ def test_deepseek2_mla_moe(tmp_path):
             spec.n_dense_layers, spec.d_ff) == (E, k, 1, fe, fe, 1, f)
     # MLA caches the latent + the rope key: (32 + 16) x 2 layers x 2 bytes per context token
     assert spec.kv_elements_per_token_layer == kv_lora + rope
+
+
+def _gemma4_tensors(L, d, h, v, f, sliding_shape, full_shape, full_layers):
+    t = {"token_embd.weight": (v, d), "output_norm.weight": (d,)}
+    for i in range(L):
+        p = f"blk.{i}."
+        hd, kvh, has_v = full_shape if i in full_layers else sliding_shape
+        t.update({p + "attn_norm.weight": (d,), p + "post_attention_norm.weight": (d,), p + "ffn_norm.weight": (d,),
+                  p + "post_ffw_norm.weight": (d,), p + "attn_q_norm.weight": (hd,), p + "attn_k_norm.weight": (hd,),
+                  p + "attn_q.weight": (h * hd, d), p + "attn_k.weight": (kvh * hd, d),
+                  p + "attn_output.weight": (d, h * hd),
+                  p + "ffn_gate.weight": (f, d), p + "ffn_up.weight": (f, d), p + "ffn_down.weight": (d, f)})
+        if has_v:
+            t[p + "attn_v.weight"] = (kvh * hd, d)
+    return t
+
+
+def test_gemma4_full_layers_of_their_own_shape(tmp_path):
+    """Gemma 4's full-attention layers (every 6th) have wider heads, fewer KV heads and no v projection (K = V):
+    read from the tensors, the spec counts exactly the file's parameters and caches the right KV."""
+    d, h, v, f, L = 64, 4, 300, 128, 12
+    t = _gemma4_tensors(L, d, h, v, f, (16, 2, True), (32, 1, False), {5, 11})
+    kv = {"block_count": L, "embedding_length": d, "feed_forward_length": f, "attention.head_count": h,
+          "attention.head_count_kv": 2, "attention.sliding_window": 8, "context_length": 4096}
+    spec = _check_file(_write(tmp_path / "gemma4.gguf", "gemma4", kv, t))
+    assert (spec.head_dim, spec.n_kv_heads, spec.n_sliding_layers, spec.sliding_window) == (16, 2, 10, 8)
+    assert (spec.global_head_dim, spec.global_kv_heads, spec.global_kv_shared) == (32, 1, True)
+    # at 100 tokens: 10 sliding layers x 8 x (2 x 2 x 16) + 2 full layers x 100 x (1 x 32) values
+    assert spec.kv_cached_elements(100) == 10 * 8 * 64 + 2 * 100 * 32
+
+
+def test_full_layers_not_evenly_spread_are_refused(tmp_path):
+    from tokspeed.errors import UserError
+
+    d, h, v, f, L = 64, 4, 300, 128, 12
+    t = _gemma4_tensors(L, d, h, v, f, (16, 2, True), (32, 1, False), {3, 11})
+    kv = {"block_count": L, "embedding_length": d, "feed_forward_length": f, "attention.head_count": h,
+          "attention.head_count_kv": 2, "attention.sliding_window": 8}
+    with pytest.raises(UserError, match="not evenly spread"):
+        open_model_file(_write(tmp_path / "odd.gguf", "gemma4", kv, t))

@@ -127,10 +127,12 @@ def test_entry_matches_its_record(mid):
     n_exp = moe.get("num_local_experts") or moe.get("num_experts") or moe.get("n_routed_experts") or 0
     assert m.n_experts == n_exp
     if n_exp:
-        assert m.n_active_experts == moe["num_experts_per_tok"]
+        assert m.n_active_experts == (moe.get("num_experts_per_tok") or moe["top_k_experts"])
         assert m.d_ff_expert == (moe.get("moe_intermediate_size") or moe.get("expert_intermediate_size"))
     elif r["intermediate_size"]:
         assert m.d_ff == r["intermediate_size"]
+    if r.get("global_head_dim"):   # Gemma 4: the full-attention layers' own head shape
+        assert (m.global_head_dim, m.global_kv_heads) == (r["global_head_dim"], r["num_global_key_value_heads"])
     if r["mla"]:
         assert (m.kv_lora_rank, m.q_lora_rank or None) == (r["mla"]["kv_lora_rank"], r["mla"]["q_lora_rank"])
     if r["tie_word_embeddings"] is not None:
@@ -287,12 +289,13 @@ RECORD_CONFIGS = {
     "qwen3.5-27b": "qwen3.5-27b", "qwen3.5-35b-a3b": "qwen3.5-35b-a3b", "qwen3.5-122b-a10b": "qwen3.5-122b-a10b",
     "qwen3.5-397b-a17b": "qwen3.5-397b-a17b", "qwen3.6-27b": "qwen3.6-27b", "qwen3.6-35b-a3b": "qwen3.6-35b-a3b",
     "qwen3-vl-8b-instruct": "qwen3-vl-8b", "seed-oss-36b": "seed-oss-36b",
+    "gemma-4-31b": "gemma-4-31b", "gemma-4-26b-a4b": "gemma-4-26b-a4b",
 }
 # the other configs kept with the records: why reading one does not give a catalog entry exactly
 CONFIGS_NOT_AN_ENTRY = {
     "mixtral-8x22b": "base v0.1 vocabulary 32000; the entry has 32768 (the record notes the Instruct's)",
     **{c: "not in the catalog (docs/models.md, Records left out)" for c in (
-        "deepseek-v3.2", "deepseek-v4-flash", "deepseek-v4-pro", "gemma-4-26b-a4b", "gemma-4-31b", "glm-5", "glm-5.1", "glm-5.2",
+        "deepseek-v3.2", "deepseek-v4-flash", "deepseek-v4-pro", "glm-5", "glm-5.1", "glm-5.2",
         "kimi-k2.5", "kimi-k2.6", "kimi-k3", "lfm2-350m", "llama-3.3-nemotron-super-49b-v1", "minimax-m2.5", "minimax-m2.7",
         "minimax-m3", "ministral-3-3b-2512", "nemotron-3-super-120b-a12b", "nemotron-3-ultra-550b-a55b")},
     **{c: "no nemotron_h reader (the entry is written by hand from the record: n_ffn_free_layers)" for c in (
@@ -308,15 +311,15 @@ def test_record_config_reads_as_the_entry(config, mid):
     assert (spec.n_params, spec.n_active_params, spec.vision_params) == (ref.n_params, ref.n_active_params, ref.vision_params)
     assert spec.kv_elements_per_token_layer == ref.kv_elements_per_token_layer
     assert spec.kv_cached_tokens(100_000) == ref.kv_cached_tokens(100_000)
+    assert spec.kv_cached_elements(100_000) == ref.kv_cached_elements(100_000)
     assert (spec.n_linear_layers, spec.state_elements_per_layer) == (ref.n_linear_layers, ref.state_elements_per_layer)
     assert sorted(p.stem for p in (RECORDS_FILE.parent / "configs").glob("*.json")) == sorted(RECORD_CONFIGS | CONFIGS_NOT_AN_ENTRY)
 
 
 # configs of records left out for an attention or block kind tokspeed does not model -> the field it names
 REFUSED_CONFIGS = {
-    "deepseek-v3.2": "index_topk", "glm-5": "index_topk", "glm-5.1": "index_topk", "glm-5.2": "index_topk",
-    "deepseek-v4-flash": "index_topk", "deepseek-v4-pro": "index_topk", "gemma-4-31b": "global_head_dim",
-    "gemma-4-26b-a4b": "global_head_dim", "minimax-m3": "first_k_dense_replace", "kimi-k3": "kv_lora_rank",
+    "glm-5.2": "indexer_types shared",
+    "deepseek-v4-flash": "index_topk", "deepseek-v4-pro": "index_topk", "minimax-m3": "first_k_dense_replace", "kimi-k3": "kv_lora_rank",
     "nemotron-3-nano-30b-a3b": "hybrid_override_pattern", "nemotron-3-super-120b-a12b": "hybrid_override_pattern",
     "nemotron-3-ultra-550b-a55b": "layers_block_type", "nemotron-h-56b-base-8k": "hybrid_override_pattern",
     "llama-3.3-nemotron-super-49b-v1": "block_configs", "lfm2-350m": "layer_types conv",
@@ -325,8 +328,8 @@ REFUSED_CONFIGS = {
 
 @pytest.mark.parametrize("config, field", sorted(REFUSED_CONFIGS.items()))
 def test_left_out_architectures_are_refused_naming_the_field(config, field):
-    """A Gemma 4 config read as plain attention (its full-attention layers have head_dim 512, 2-4 KV heads and K = V)
-    gave a wrong KV cache; DeepSeek V4 and Nemotron NAS were refused for a missing field, not for what they are."""
+    """A config read as plain attention would give a wrong KV cache (Gemma 4, before global_head_dim was modelled:
+    its full-attention layers have head_dim 512, 2-4 KV heads and K = V); DeepSeek V4 and Nemotron NAS were refused for a missing field, not for what they are."""
     cfg = json.loads((RECORDS_FILE.parent / "configs" / f"{config}.json").read_text())
     with pytest.raises(UserError, match=f"{field}.* not modelled"):
         spec_from_hf_config(cfg)

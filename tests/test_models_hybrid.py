@@ -117,7 +117,8 @@ def test_llama4_vision_tower_by_hand():
 @pytest.mark.parametrize("cfg, field", [
     ({"model_type": "nemotron_h", "hybrid_override_pattern": "M-M*-"}, "hybrid_override_pattern"),
     ({"model_type": "jamba", "attn_layer_period": 8, "mamba_d_state": 16}, "attn_layer_period"),
-    ({"model_type": "deepseek_v32", "index_topk": 2048, "kv_lora_rank": 512}, "index_topk"),
+    ({"model_type": "deepseek_v4", "index_topk": 2048, "kv_lora_rank": 512}, "index_topk"),
+    ({"model_type": "deepseek_v32", "index_topk": 2048, "kv_lora_rank": 512}, "lacks index_n_heads, index_head_dim"),
     ({"model_type": "some_new", "layer_types": ["full_attention", "mamba"]}, "layer_types"),
 ])
 def test_unmodelled_architectures_are_refused_naming_the_field(cfg, field):

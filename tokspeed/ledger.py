@@ -29,6 +29,8 @@ Conventions (per pass, summed over the ``count`` layers an op stands for):
   only for the last position of each sequence (llama.cpp and vLLM compute logits for the last token).
 - MoE: a pass over T tokens with top-k of E experts reads the expected number of distinct experts
   E * (1 - (1 - k/E)**T) per layer; compute is T*k expert FFNs.
+- Full-attention layers with their own head shape (Gemma 4: ``global_head_dim``, ``global_kv_heads``, K = V) get
+  their own q/k/v/o, RoPE and attention-core rows, labelled "(full attention)" (``_attention_groups``).
 - Attention over the cache is exact for causal prefill: query i of n attends ``depth + i + 1`` tokens
   (capped at the window on sliding layers).
 - Ignored in the per-pass traffic (counted in resident memory, ``models.tensors``): the ledger reads two
@@ -197,8 +199,26 @@ def weight_ledger(spec, storage) -> WeightLedger:
     return led
 
 
+def _attention_groups(spec) -> list[tuple[str, list, list, int]]:
+    """(label, attention layers, input projections, output projection width) per attention shape: one group,
+    or the sliding and the full-attention layers of a model whose full layers have their own (Gemma 4)."""
+    from .models.tensors import attention_shapes
+
+    attn = [i for i in range(spec.n_layers) if not spec.is_linear_layer(i)]    # a hybrid's attention layers
+    if not spec.has_global_shape:
+        return [("", attn, _projections(spec), spec.attn_out_dim)]
+    out = []
+    for label, full in (("", False), (" (full attention)", True)):
+        layers = [i for i in attn if spec.is_full_layer(i) == full]
+        shapes = attention_shapes(spec, full)
+        if layers:
+            out.append((label, layers, shapes[:-1], shapes[-1][2]))
+    return out
+
+
 def _projections(spec) -> list[tuple[str, int, int]]:
-    """(tensor role, rows, cols) of the attention input projections."""
+    """(tensor role, rows, cols) of the attention input projections (of every layer, or of the sliding
+    layers when the full-attention layers have their own shape)."""
     d = spec.d_model
     if not spec.is_mla:
         return [("attn_q", spec.q_proj_rows, d), ("attn_k", spec.kv_dim, d), ("attn_v", spec.kv_dim, d)]
@@ -207,8 +227,13 @@ def _projections(spec) -> list[tuple[str, int, int]]:
         projs = [("attn_q_a", spec.q_lora_rank, d), ("attn_q_b", spec.n_heads * qk_head, spec.q_lora_rank)]
     else:
         projs = [("attn_q", spec.n_heads * qk_head, d)]
-    return projs + [("attn_kv_a_mqa", spec.kv_lora_rank + spec.qk_rope_head_dim, d),
-                    ("attn_kv_b", spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
+    projs += [("attn_kv_a_mqa", spec.kv_lora_rank + spec.qk_rope_head_dim, d),
+              ("attn_kv_b", spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
+    if spec.index_topk:
+        from .models.tensors import indexer_shapes
+
+        projs += indexer_shapes(spec)
+    return projs
 
 
 def _mlp_shapes(spec, d_ff) -> list[tuple[str, int, int]]:
@@ -237,9 +262,9 @@ def _build_weight_ledger(spec, storage) -> WeightLedger:
     wb = storage.tensor_bytes
     d, L = spec.d_model, spec.n_layers
     by_role = {}
-    attn_layers = [i for i in range(L) if not spec.is_linear_layer(i)]    # a hybrid's attention layers
-    for role, rows, cols in _projections(spec) + [("attn_output", d, spec.attn_out_dim)]:
-        by_role[role] = sum(wb(role, i, rows, cols) for i in attn_layers)
+    for label, layers, projs, out_dim in _attention_groups(spec):
+        for role, rows, cols in projs + [("attn_output", d, out_dim)]:
+            by_role[role + label] = sum(wb(role, i, rows, cols) for i in layers)
     if spec.n_linear_layers:
         by_role["ssm"] = sum(wb("ssm_in", i, spec.linear_in_rows, d) + wb("ssm_out", i, d, spec.linear_value_dim)
                              for i in range(L) if spec.is_linear_layer(i))
@@ -325,20 +350,28 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
     norm_flops = NORM_FLOPS_PER_ELEMENT * d * T
     before.append(Op("attention norm", Role.ATTN_NORM, Scope.DENSE, "vector", L, layers=span, flops=L * norm_flops,
                      weight_bytes=L * d * w.norm_elem, act_bytes=L * 2 * T * d * ACT_BYTES))
-    La = spec.n_attn_layers     # a hybrid model's linear layers have no q/k/v, RoPE or KV cache
-    for role, rows, cols in _projections(spec):
-        before.append(Op(f"{role} projection", Role.QKV, Scope.DENSE, "tensor", La, layers=span,
-                         flops=La * 2 * T * rows * cols, weight_bytes=w.by_role[role],
-                         act_bytes=La * T * (rows + cols) * ACT_BYTES))
-    rot = spec.qk_rope_head_dim if spec.is_mla else (spec.rotary_dim or spec.head_dim)
-    heads = spec.n_heads + spec.n_kv_heads
-    before.append(Op("RoPE", Role.ROPE, Scope.DENSE, "vector", La, layers=span,
-                     flops=La * ROPE_FLOPS_PER_ELEMENT * T * heads * rot,
-                     act_bytes=La * 2 * T * heads * rot * ACT_BYTES))
+    groups = _attention_groups(spec)    # a hybrid model's linear layers have no q/k/v, RoPE or KV cache
+    for label, layers, projs, _ in groups:
+        La = len(layers)
+        for role, rows, cols in projs:
+            before.append(Op(f"{role} projection{label}", Role.QKV, Scope.DENSE, "tensor", La, layers=span,
+                             flops=La * 2 * T * rows * cols, weight_bytes=w.by_role[role + label],
+                             act_bytes=La * T * (rows + cols) * ACT_BYTES))
+    for label, layers, _, _ in groups:
+        # RoPE: the full-attention layers of Gemma 4 rotate 1/4 of their head (partial_rotary_factor 0.25);
+        # counted whole here: an element-wise op that moves no prediction (module docstring)
+        La, hd = len(layers), spec.full_head_dim if label else spec.head_dim
+        rot = spec.qk_rope_head_dim if spec.is_mla else (spec.rotary_dim or hd)
+        heads = spec.n_heads + (spec.full_kv_heads if label else spec.n_kv_heads)
+        before.append(Op("RoPE" + label, Role.ROPE, Scope.DENSE, "vector", La, layers=span,
+                         flops=La * ROPE_FLOPS_PER_ELEMENT * T * heads * rot,
+                         act_bytes=La * 2 * T * heads * rot * ACT_BYTES))
     # (the attention core over the cache goes here: attention_core_ops)
-    after.append(Op("attn_output projection", Role.O_PROJ, Scope.DENSE, "tensor", La, layers=span,
-                    flops=La * 2 * T * d * spec.attn_out_dim, weight_bytes=w.by_role["attn_output"],
-                    act_bytes=La * T * (d + spec.attn_out_dim) * ACT_BYTES))
+    for label, layers, _, out_dim in groups:
+        La = len(layers)
+        after.append(Op("attn_output projection" + label, Role.O_PROJ, Scope.DENSE, "tensor", La, layers=span,
+                        flops=La * 2 * T * d * out_dim, weight_bytes=w.by_role["attn_output" + label],
+                        act_bytes=La * T * (d + out_dim) * ACT_BYTES))
     if spec.n_linear_layers:
         after.extend(_linear_mixer_ops(spec, w, B, T))
     after.append(Op("residual add (attention)", Role.ATTN_RESIDUAL, Scope.DENSE, "vector", L, layers=span,
@@ -383,14 +416,17 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
     if shape is None or shape[0] is not spec:
         if len(_core_shapes) > 256:
             _core_shapes.clear()
-        shape = _core_shapes[key] = (spec, *_core_shape(spec, kv_elem_bytes))
-    _, kv_per_tok_layer, score_dim, value_dim, act_width, groups = shape
-    share = 1.0 if spec.is_mla else spec.n_heads / spec.n_kv_heads   # MLA: the latent is read once (see Op)
+        shape = _core_shapes[key] = (spec, _core_shape(spec, kv_elem_bytes))
     out = []
-    for label, layers, window in groups:
+    for label, layers, window, kv_per_tok_layer, score_dim, value_dim, act_width, share in shape[1]:
         if window and spec.chunked_attention:
             pairs = _attended_chunked(depth, n, window)
             cached = depth % window             # the chunk so far
+        elif spec.index_topk:
+            # sparse-indexed: query i attends min(depth + i + 1, topk) keys; the pass reads at most every
+            # cached row, and at most topk per query (decode: min(depth + 1, topk))
+            pairs = _attended(depth, n, spec.index_topk)
+            cached = min(depth + n, n * spec.index_topk) - n
         else:
             pairs = _attended(depth, n, window)     # query-key pairs per sequence per head
             cached = min(depth, window) if window else depth
@@ -401,25 +437,50 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
                       kv_write_bytes=layers * B * n * kv_per_tok_layer,
                       act_bytes=layers * T * act_width * ACT_BYTES,
                       kernels=ATTENTION_KERNELS, query_heads_per_kv=share))
+    if spec.index_topk:
+        out.append(_indexer_op(spec, B, n, depth))
     return out
+
+
+def _indexer_op(spec, B, n, depth) -> Op:
+    """The lightning indexer over the whole cache (DeepSeek Sparse Attention): every query scores every cached
+    key with ``index_n_heads`` dot products of ``index_head_dim``, a ReLU and a weighted sum over the heads
+    (2·H·D + 3·H FLOPs per pair), then keeps the top ``index_topk`` (selection not counted). Its keys are read
+    once per pass (one key shared by the indexer heads) at ``index_key_bytes`` (FP8 + scale), whatever the KV
+    dtype; the new tokens' keys are written."""
+    La, H, D = spec.n_attn_layers, spec.index_n_heads, spec.index_head_dim
+    kb = spec.index_key_bytes
+    return Op("sparse-attention indexer scores (all cached keys)", Role.ATTN_CORE, Scope.DENSE, "tensor", La,
+              layers=(0, spec.n_layers), flops=La * B * _attended(depth, n, 0) * (2 * H * D + 3 * H),
+              kv_read_bytes=La * B * (depth + n) * kb, kv_write_bytes=La * B * n * kb,
+              act_bytes=La * B * n * (H * D + H) * ACT_BYTES, kernels=ATTENTION_KERNELS)
 
 
 _core_shapes: dict = {}
 
 
 def _core_shape(spec, kv_elem_bytes):
-    """Per-model constants of the attention core: KV bytes per token-layer, score and value widths,
-    activation width, and the (label, layers, window) groups of full and sliding layers."""
+    """Per-model constants of the attention core, per group of full and sliding layers: (label, layers,
+    window, KV bytes per token-layer, score and value widths, activation width, query heads per K/V head).
+    Full-attention layers with their own head shape (Gemma 4) use it; with K = V one cached vector per
+    KV head serves as key and value."""
     kv_per_tok_layer = spec.kv_elements_per_token_layer * kv_elem_bytes
     if spec.is_mla:
         # absorbed MLA decode: scores over (kv_lora + rope) dims, values over kv_lora dims, per head
         score_dim, value_dim = spec.kv_lora_rank + spec.qk_rope_head_dim, spec.kv_lora_rank
     else:
         score_dim, value_dim = spec.head_dim, spec.head_dim
+    share = 1.0 if spec.is_mla else spec.n_heads / spec.n_kv_heads   # MLA: the latent is read once (see Op)
+    act_width = spec.q_dim + spec.attn_out_dim
+    full = (kv_per_tok_layer, score_dim, value_dim, act_width, share)
+    if spec.has_global_shape:
+        hd = spec.full_head_dim
+        full = (spec.kv_elements_per_token_full_layer * kv_elem_bytes, hd, hd, 2 * spec.n_heads * hd,
+                spec.n_heads / spec.full_kv_heads)
     windowed = " (chunked)" if spec.chunked_attention else " (sliding window)"
-    groups = tuple(g for g in (("", spec.n_full_layers, 0),
-                               (windowed, spec.n_sliding_layers, spec.sliding_window)) if g[1])
-    return kv_per_tok_layer, score_dim, value_dim, spec.q_dim + spec.attn_out_dim, groups
+    return tuple(g for g in (("", spec.n_full_layers, 0, *full),
+                             (windowed, spec.n_sliding_layers, spec.sliding_window, kv_per_tok_layer, score_dim,
+                              value_dim, act_width, share)) if g[1])
 
 
 def depth_kinks(spec) -> tuple[int, ...]:
@@ -427,6 +488,8 @@ def depth_kinks(spec) -> tuple[int, ...]:
     if spec.n_sliding_layers and spec.sliding_window and spec.chunked_attention:
         # chunked attention restarts at every chunk boundary (Llama 4): up to 16M tokens of depth
         return tuple(range(spec.sliding_window, (1 << 24) + 1, spec.sliding_window))
+    if spec.index_topk:         # sparse-indexed attention reads min(depth + 1, topk) latents
+        return (spec.index_topk,)
     return (spec.sliding_window,) if spec.n_sliding_layers and spec.sliding_window else ()
 
 

@@ -27,11 +27,11 @@ class Memory:
 
 
 def kv_bytes(spec, kv_elem_bytes: float, batch: int, tokens: int) -> float:
-    """KV cache for ``batch`` sequences of ``tokens`` tokens (sliding layers hold at most the window),
-    plus a hybrid model's fixed-size recurrent state per sequence (F32, whatever ``tokens``)."""
+    """KV cache for ``batch`` sequences of ``tokens`` tokens (sliding layers hold at most the window; a
+    sparse-attention indexer's key cache at its own dtype), plus a hybrid model's fixed-size recurrent state per sequence (F32, whatever ``tokens``)."""
     from .ledger import STATE_BYTES
 
-    return batch * (spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
+    return batch * (spec.kv_cached_elements(tokens) * kv_elem_bytes + spec.index_cache_bytes(tokens)
                     + spec.n_linear_layers * spec.state_elements_per_layer * STATE_BYTES)
 
 
@@ -64,6 +64,12 @@ def _max_context(spec, kv_elem_bytes, batch, free, limit: int) -> int:
         return 0
     if kv_bytes(spec, kv_elem_bytes, batch, limit) <= free:
         return limit
+    if spec.has_global_shape or spec.index_topk:    # two kinds of cached row: bisect (the cache grows with t)
+        lo, hi = 0, limit           # kv(lo) <= free < kv(hi)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if kv_bytes(spec, kv_elem_bytes, batch, mid) <= free else (lo, mid)
+        return lo if kv_bytes(spec, kv_elem_bytes, batch, lo) <= free else 0
     per = batch * spec.kv_elements_per_token_layer * kv_elem_bytes      # bytes per cached token-layer
     if per <= 0:
         return limit

@@ -99,6 +99,8 @@ def sliding_window_spec(engine, spec):
     if not spec.n_sliding_layers or row is None:
         return spec
     if not row.get("sliding_window", True) or spec.family in row.get("full_attention_families", ()):
+        if spec.has_global_shape:   # the sliding layers keep their own shape: a window as wide as the context
+            return replace(spec, sliding_window=max(spec.max_context, spec.sliding_window))
         return replace(spec, sliding_window=0, n_sliding_layers=0)
     return spec
 

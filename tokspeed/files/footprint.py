@@ -39,7 +39,8 @@ def footprint(mf: ModelFile, kv_dtype: str = "f16") -> dict:
     if tied:
         comps["lm_head"]["read_bytes_per_token"] += embd_bytes
     kv_el = kv_bytes(kv_dtype)
-    kv_per_token = spec.n_layers * spec.kv_elements_per_token_layer * kv_el
+    kv_per_token = (spec.kv_cached_elements(1) if spec.has_global_shape
+                    else spec.n_layers * spec.kv_elements_per_token_layer) * kv_el + spec.index_cache_bytes(1)
     comps = {k: v for k, v in comps.items() if v["tensors"] or v["read_bytes_per_token"]}
     return {
         "model": spec.id,

@@ -128,6 +128,12 @@ def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
         n_sliding = n_layers // 2                       # every other layer (llama.cpp gemma2)
     elif sliding and arch == "gemma3":
         n_sliding = n_layers - n_layers // 6            # 5 local : 1 global
+    glob = {} if kv_lora else _global_shape(g.path, by_name, n_layers, n_heads)
+    if glob:
+        if not sliding:
+            raise UserError(f"{g.path}: layers of two attention shapes but no {arch}.attention.sliding_window",
+                            "tokspeed reads such files as sliding-window layers plus full-attention layers (Gemma 4)")
+        head_dim, n_kv, n_sliding = glob.pop("head_dim"), glob.pop("n_kv_heads"), glob.pop("n_sliding_layers")
     name = str(g.get("general.name", "") or "")
     return ModelSpec(
         id=id or name or g.path.stem,
@@ -160,5 +166,36 @@ def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
         expert_bias=has0("ffn_up_exps", "bias") or any(t.name.endswith("ffn_up_exps.bias") for t in g.tensors),
         shared_expert_gate=any(t.name.endswith("ffn_gate_inp_shexp.weight") for t in g.tensors),
         source=str(g.path),
-        **mla,
+        **mla, **glob,
     )
+
+
+def _global_shape(path, by_name, n_layers: int, n_heads: int) -> dict:
+    """Full-attention layers with their own head shape, seen in the tensors (Gemma 4): layers whose q projection
+    is wider than layer 0's, or that have no v projection (K = V). Empty when every layer has one shape."""
+    def rows(i, role):
+        t = by_name.get(f"blk.{i}.{role}.weight")
+        return t.rows if t is not None else 0
+
+    q0, k0 = rows(0, "attn_q"), rows(0, "attn_k")
+    if not (q0 and k0 and rows(0, "attn_v")):
+        return {}
+    full = [i for i in range(n_layers) if rows(i, "attn_q") and (rows(i, "attn_q") != q0 or not rows(i, "attn_v"))]
+    if not full:
+        return {}
+    j = full[0]
+    hd, ghd = q0 // n_heads, rows(j, "attn_q") // n_heads
+    if not (hd and ghd and q0 == hd * n_heads and rows(j, "attn_q") == ghd * n_heads
+            and k0 % hd == 0 and rows(j, "attn_k") and rows(j, "attn_k") % ghd == 0):
+        raise UserError(f"{path}: the attention tensors of layers 0 and {j} do not split into {n_heads} heads",
+                        "the file is damaged or its head count is wrong")
+    out = dict(head_dim=hd, n_kv_heads=k0 // hd, n_sliding_layers=n_layers - len(full), global_head_dim=ghd,
+               global_kv_heads=rows(j, "attn_k") // ghd, global_kv_shared=not rows(j, "attn_v"))
+    F = len(full)
+    spread = [i for i in range(n_layers) if (i + 1) * F // n_layers != i * F // n_layers]
+    same = all((rows(i, "attn_q"), rows(i, "attn_k"), rows(i, "attn_v")) == (rows(j, "attn_q"), rows(j, "attn_k"),
+                                                                             rows(j, "attn_v")) for i in full)
+    if full != spread or not same:
+        raise UserError(f"{path}: full-attention layers {full[:8]} of another head shape, not evenly spread "
+                        "(or not all alike) are not modelled", "tokspeed reads Gemma 4's every-n-th layout")
+    return out

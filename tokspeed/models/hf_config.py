@@ -208,6 +208,27 @@ def _gemma3_text(cfg, kw):
         kw["n_sliding_layers"] = kw["n_layers"] - kw["n_layers"] // pattern
 
 
+def _gemma4_text(cfg, kw):
+    """Gemma 4: Gemma 3's layers, with full-attention layers of their own head shape (``global_head_dim``,
+    ``num_global_key_value_heads``, ``attention_k_eq_v``); with ``enable_moe_block`` every layer runs an MoE
+    block next to its dense MLP (entered as an always-on shared expert of ``intermediate_size``)."""
+    for f, what in (("hidden_size_per_layer_input", "per-layer input embeddings (Gemma 4 E2B/E4B)"),
+                    ("num_kv_shared_layers", "layers sharing another layer's KV cache"),
+                    ("use_double_wide_mlp", "double-wide MLP layers")):
+        if cfg.get(f):
+            raise UserError(f"gemma4 with {f} ({what}) is not modelled")
+    _gemma3_text(cfg, kw)
+    full = (cfg.get("rope_parameters") or {}).get("full_attention") or {}
+    kw["rope_theta"] = float(full.get("rope_theta", kw["rope_theta"]))
+    kw["global_head_dim"] = int(cfg.get("global_head_dim") or 0)
+    kw["global_kv_heads"] = int(cfg.get("num_global_key_value_heads") or 0)
+    kw["global_kv_shared"] = bool(cfg.get("attention_k_eq_v", False))
+    if cfg.get("enable_moe_block"):
+        kw.update(n_experts=int(cfg["num_experts"]), n_active_experts=int(cfg["top_k_experts"]),
+                  d_ff_expert=int(_get(cfg, "moe_intermediate_size", "expert_intermediate_size")),
+                  n_shared_experts=1, d_ff_shared=kw["d_ff"], d_ff=0)
+
+
 def _phi3(cfg, kw):
     _all_sliding(cfg, kw)
     factor = float(_get(cfg, "partial_rotary_factor", default=1.0))
@@ -248,6 +269,22 @@ def _deepseek_v2(cfg, kw):
     if int(cfg.get("moe_layer_freq", 1) or 1) != 1:
         raise UserError(f"deepseek_v2 with moe_layer_freq {cfg.get('moe_layer_freq')} (MoE on every n-th layer) is not modelled")
     _deepseek_v3(cfg, kw)
+
+
+def _sparse_indexed(cfg, kw):
+    """DeepSeek-V3.2 (``deepseek_v32``) and GLM-5 (``glm_moe_dsa``): the DeepSeek-V3 layout plus DeepSeek Sparse
+    Attention's lightning indexer (``index_topk``, ``index_n_heads``, ``index_head_dim``). Layers that reuse
+    another layer's indexer (GLM-5.2 ``indexer_types`` "shared") are refused."""
+    shared = sorted({str(t) for t in cfg.get("indexer_types") or []} - {"full"})
+    if shared:
+        raise UserError(f"indexer_types {', '.join(shared)} (layers reusing another layer's indexer) is not modelled")
+    missing = [f for f in ("index_topk", "index_n_heads", "index_head_dim") if not cfg.get(f)]
+    if missing:
+        raise UserError(f"lacks {', '.join(missing)} (model_type {cfg.get('model_type', '?')!r})",
+                        "a sparse-attention config names its indexer's top-k, heads and head width")
+    _deepseek_v3(cfg, kw)
+    kw.update(index_topk=int(cfg["index_topk"]), index_n_heads=int(cfg["index_n_heads"]),
+              index_head_dim=int(cfg["index_head_dim"]))
 
 
 def _glm4_moe(cfg, kw):
@@ -436,6 +473,9 @@ _FAMILIES = {
 }
 _FAMILIES["llama4"] = _FAMILIES["llama4_text"]
 _FAMILIES["gemma3"] = _FAMILIES["gemma3_text"]
+_FAMILIES["deepseek_v32"] = ({"tie_word_embeddings": False}, _sparse_indexed)
+_FAMILIES["glm_moe_dsa"] = ({"tie_word_embeddings": False}, _sparse_indexed)
+_FAMILIES["gemma4"] = _FAMILIES["gemma4_text"] = ({"tie_word_embeddings": True}, _gemma4_text)
 _FAMILIES["qwen3_5"] = _FAMILIES["qwen3_5_moe"] = ({"tie_word_embeddings": False}, _qwen3_5)
 _FAMILIES["qwen3_vl"] = ({"tie_word_embeddings": False}, _qwen3_vl)
 _FAMILIES["seed_oss"] = ({"tie_word_embeddings": False}, _seed_oss)

@@ -1,5 +1,6 @@
 """The short markers of a model's architecture that the catalog's tables and search show: MoE layout, MLA, sliding
-windows, tied embeddings, parallel block, vision tower, hybrid layers, chunked attention."""
+windows, full layers of their own shape, sparse-indexed attention, tied embeddings, parallel block, vision tower, hybrid
+layers, chunked attention."""
 
 from __future__ import annotations
 
@@ -14,6 +15,10 @@ def markers(m) -> list[str]:
         out.append("MLA")
     if m.n_sliding_layers and not m.chunked_attention:
         out.append(f"SWA {m.sliding_window} x{m.n_sliding_layers}")
+    if m.has_global_shape:
+        out.append(f"global {m.full_kv_heads}x{m.full_head_dim}" + (" K=V" if m.global_kv_shared else ""))
+    if m.index_topk:
+        out.append(f"sparse top-{m.index_topk}")
     if m.tied_embeddings:
         out.append("tied")
     if m.parallel_block:

@@ -72,6 +72,16 @@ class ModelSpec:
     #                                  tokens (Llama 4 iRoPE), not a sliding window
     n_ffn_free_layers: int = 0      # layers with a token mixer but no FFN (Nemotron-H: a Mamba block not followed
     #                                 by an MLP/MoE block); counted as the last layers
+    # Full-attention (non-sliding) layers with their own head shape (Gemma 4); 0 / False: the same as the others
+    global_head_dim: int = 0        # head width of the full-attention layers (Gemma 4: 512)
+    global_kv_heads: int = 0        # KV heads of the full-attention layers (Gemma 4 31B: 4)
+    global_kv_shared: bool = False  # the full-attention layers reuse keys as values (attention_k_eq_v): one
+    #                                 projection and one cached vector per KV head
+    # Sparse-indexed attention (DeepSeek Sparse Attention: DeepSeek-V3.2, GLM-5; MLA only): a lightning indexer
+    # with its own small heads scores every cached key, each query attends the index_topk best
+    index_topk: int = 0             # keys each query attends (2048)
+    index_n_heads: int = 0          # indexer heads (V3.2: 64, GLM-5: 32)
+    index_head_dim: int = 0         # indexer head width (128); its key cache holds one such key per token-layer
     # Provenance
     source: str = ""                # where the numbers come from (HF config repo, paper)
     published_params: float = 0.0   # billions, as the authors state them (for the catalog test)
@@ -103,7 +113,8 @@ class ModelSpec:
                   "n_active_experts", "n_shared_experts", "d_ff_expert", "d_ff_shared",
                   "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
                   "qk_nope_head_dim", "v_head_dim", "rotary_dim", "n_linear_layers", "linear_k_heads",
-                  "linear_k_dim", "linear_v_heads", "linear_v_dim", "linear_conv_kernel", "n_ffn_free_layers"):
+                  "linear_k_dim", "linear_v_heads", "linear_v_dim", "linear_conv_kernel", "n_ffn_free_layers",
+                  "global_head_dim", "global_kv_heads", "index_topk", "index_n_heads", "index_head_dim"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**8:
                 bad(f"{f} must be a non-negative integer, got {v!r}")
@@ -152,6 +163,17 @@ class ModelSpec:
             bad("n_ffn_free_layers leaves no FFN layer (the mixer-only layers are the last ones)")
         if self.chunked_attention and not self.n_sliding_layers:
             bad("chunked_attention needs n_sliding_layers and sliding_window (the chunk)")
+        if not isinstance(self.global_kv_shared, bool):
+            bad(f"global_kv_shared must be true or false, got {self.global_kv_shared!r}")
+        if self.has_global_shape:
+            if self.is_mla or self.n_linear_layers or self.chunked_attention:
+                bad("global_head_dim / global_kv_heads / global_kv_shared apply to plain attention with sliding-window "
+                    "and full layers only (not MLA, hybrid or chunked models)")
+            if self.n_heads % self.full_kv_heads:
+                bad(f"n_heads {self.n_heads} must be a multiple of global_kv_heads {self.full_kv_heads}")
+        if (self.index_topk or self.index_n_heads or self.index_head_dim) and not (
+                self.index_topk and self.index_n_heads and self.index_head_dim and self.is_mla and self.q_lora_rank):
+            bad("sparse-indexed attention needs index_topk, index_n_heads and index_head_dim, on MLA with q_lora_rank")
         if self.is_mla and not (self.qk_rope_head_dim and self.qk_nope_head_dim and self.v_head_dim):
             bad("MLA (kv_lora_rank) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
 
@@ -212,6 +234,61 @@ class ModelSpec:
     @property
     def n_full_layers(self) -> int:
         return self.n_attn_layers - self.n_sliding_layers
+
+    # ---- full-attention layers with their own head shape (Gemma 4) ----------------------------
+    @property
+    def has_global_shape(self) -> bool:
+        return bool(self.global_head_dim or self.global_kv_heads or self.global_kv_shared)
+
+    @property
+    def full_head_dim(self) -> int:
+        return self.global_head_dim or self.head_dim
+
+    @property
+    def full_kv_heads(self) -> int:
+        return self.global_kv_heads or self.n_kv_heads
+
+    @property
+    def kv_elements_per_token_full_layer(self) -> int:
+        """Values cached per token on a full-attention layer: K and V, or K alone when K = V."""
+        if not self.has_global_shape:
+            return self.kv_elements_per_token_layer
+        return (1 if self.global_kv_shared else 2) * self.full_kv_heads * self.full_head_dim
+
+    def is_full_layer(self, i: int) -> bool:
+        """Whether layer i is a full-attention layer of a model with sliding layers: spread evenly, the last
+        one last (Gemma 4: every 6th, 5, 11, ..., 59)."""
+        F, L = self.n_full_layers, self.n_layers
+        return (i + 1) * F // L != i * F // L
+
+    def kv_cached_elements(self, context: int) -> int:
+        """Values held in one sequence's KV cache at a context length, over all layers (sliding layers
+        cap at the window; full layers with their own head shape count theirs)."""
+        if not self.has_global_shape:
+            return self.kv_cached_tokens(context) * self.kv_elements_per_token_layer
+        sliding = min(context, self.sliding_window) if self.sliding_window else context
+        return (self.n_full_layers * context * self.kv_elements_per_token_full_layer
+                + self.n_sliding_layers * sliding * self.kv_elements_per_token_layer)
+
+    # ---- sparse-indexed attention (DeepSeek Sparse Attention) ------------------------------------
+    @property
+    def index_key_bytes(self) -> float:
+        """Bytes of one cached indexer key: FP8 (e4m3) values and one FP32 scale per 128 (DeepSeek-V3.2's
+        inference/model.py Indexer: k_cache float8_e4m3fn, k_scale_cache float32, block_size 128; vLLM's
+        indexer cache: 128 + 4 = 132 bytes per token)."""
+        return self.index_head_dim + 4 * -(-self.index_head_dim // 128) if self.index_topk else 0
+
+    def index_cache_bytes(self, context: int) -> float:
+        """Bytes of one sequence's indexer key cache at a context length: one key per token and layer."""
+        return self.n_attn_layers * context * self.index_key_bytes if self.index_topk else 0
+
+    def indexer_params_per_layer(self) -> int:
+        """The lightning indexer (DeepSeek-V3.2 inference/model.py Indexer): wq_b (q_lora_rank -> heads x dim),
+        wk (d_model -> dim), k_norm (a LayerNorm over dim: weight and bias), weights_proj (d_model -> heads)."""
+        if not self.index_topk:
+            return 0
+        H, D = self.index_n_heads, self.index_head_dim
+        return self.q_lora_rank * H * D + self.d_model * D + 2 * D + self.d_model * H
 
     def kv_cached_tokens(self, context: int) -> int:
         """Token-layers held in the KV cache at a context length (sliding layers cap at the window,
@@ -285,7 +362,8 @@ class ModelSpec:
     def _norm_params(self, width: int) -> int:
         return width * (2 if self.norm == "layernorm" else 1)
 
-    def attention_params_per_layer(self) -> int:
+    def attention_params_per_layer(self, full: bool = False) -> int:
+        """One attention layer's parameters; ``full``: a full-attention layer with its own head shape."""
         d = self.d_model
         if self.is_mla:
             qk_head = self.qk_nope_head_dim + self.qk_rope_head_dim
@@ -296,14 +374,17 @@ class ModelSpec:
             kv = (d * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
                   + self.kv_lora_rank * self.n_heads * (self.qk_nope_head_dim + self.v_head_dim))
             o = self.attn_out_dim * d
-            return q + kv + o
-        p = d * self.q_proj_rows + 2 * d * self.kv_dim + self.attn_out_dim * d
+            return q + kv + o + self.indexer_params_per_layer()
+        hd = self.full_head_dim if full else self.head_dim
+        q_dim, kv_dim = self.n_heads * hd, (self.full_kv_heads if full else self.n_kv_heads) * hd
+        kv_mats = 1 if full and self.global_kv_shared else 2
+        p = d * q_dim * (2 if self.attn_output_gate else 1) + kv_mats * d * kv_dim + q_dim * d
         if self.qkv_bias:
-            p += self.q_dim + 2 * self.kv_dim
+            p += q_dim + kv_mats * kv_dim
         if self.o_bias:
             p += d
         if self.qk_norm:
-            p += 2 * self.head_dim
+            p += 2 * hd
         if self.attn_sinks:
             p += self.n_heads
         return p
@@ -336,7 +417,8 @@ class ModelSpec:
         L = self.n_layers
         counts = {
             "embedding": self.vocab_size * self.d_model,
-            "attention": self.n_attn_layers * self.attention_params_per_layer(),
+            "attention": self.n_sliding_layers * self.attention_params_per_layer()
+            + self.n_full_layers * self.attention_params_per_layer(full=True),
             "linear_mixer": self.n_linear_layers * self.linear_params_per_layer(),
             "ffn_dense": self.n_ffn_dense_layers * self.mlp_params(self.d_ff) if self.d_ff else 0,
             "moe_experts": self.n_moe_layers * self.n_experts * self.expert_params(),

@@ -37,13 +37,19 @@ def _weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
             out += [("attn_kv_a_mqa", i, spec.kv_lora_rank + spec.qk_rope_head_dim, d),
                     ("norm", i, 1, spec.kv_lora_rank),
                     ("attn_kv_b", i, spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
+            if spec.index_topk:     # the lightning indexer's matrices and its key LayerNorm
+                out += [(role, i, rows, cols) for role, rows, cols in indexer_shapes(spec)]
+                out.append(("norm", i, 1, 2 * spec.index_head_dim))
         else:
-            out += [("attn_q", i, spec.q_proj_rows, d), ("attn_k", i, spec.kv_dim, d), ("attn_v", i, spec.kv_dim, d)]
-            small = (spec.q_dim + 2 * spec.kv_dim if spec.qkv_bias else 0) + (2 * spec.head_dim if spec.qk_norm else 0) \
+            projs = attention_shapes(spec, spec.has_global_shape and spec.is_full_layer(i))
+            out += [(role, i, rows, cols) for role, rows, cols in projs[:-1]]
+            q_dim, kv_dim, hd = projs[-1][2], projs[1][1], projs[-1][2] // spec.n_heads
+            small = (q_dim + (len(projs) - 2) * kv_dim if spec.qkv_bias else 0) + (2 * hd if spec.qk_norm else 0) \
                 + (spec.n_heads if spec.attn_sinks else 0) + (d if spec.o_bias else 0)
             if small:
                 out.append(("norm", i, 1, small))
-        if not spec.is_linear_layer(i):
+            out.append(projs[-1][:1] + (i,) + projs[-1][1:])
+        if spec.is_mla:
             out.append(("attn_output", i, d, spec.attn_out_dim))
         dense = (not spec.is_moe) or i < spec.n_dense_layers
         if not spec.has_ffn(i):      # a mixer-only layer (Nemotron-H)
@@ -65,6 +71,23 @@ def _weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
         if spec.lm_head_bias:
             out.append(("norm", None, 1, spec.vocab_size))
     return out
+
+
+def indexer_shapes(spec) -> list[tuple[str, int, int]]:
+    """(role, rows, cols) of a sparse-attention indexer's matrices: queries from the q latent, one key, and
+    the per-head weights (DeepSeek-V3.2 Indexer wq_b, wk, weights_proj)."""
+    H, D = spec.index_n_heads, spec.index_head_dim
+    return [("indexer_q", H * D, spec.q_lora_rank), ("indexer_k", D, spec.d_model), ("indexer_proj", H, spec.d_model)]
+
+
+def attention_shapes(spec, full: bool = False) -> list[tuple[str, int, int]]:
+    """(role, rows, cols) of a plain attention layer's q, k, v (none when K = V) and output projections;
+    ``full``: a full-attention layer with its own head shape (Gemma 4)."""
+    d = spec.d_model
+    hd = spec.full_head_dim if full else spec.head_dim
+    q_dim, kv_dim = spec.n_heads * hd, (spec.full_kv_heads if full else spec.n_kv_heads) * hd
+    kv = [("attn_k", kv_dim, d)] + ([] if full and spec.global_kv_shared else [("attn_v", kv_dim, d)])
+    return [("attn_q", q_dim * (2 if spec.attn_output_gate else 1), d)] + kv + [("attn_output", d, q_dim)]
 
 
 def _mlp(spec, i, suffix, d_ff, stack, bias):

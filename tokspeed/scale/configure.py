@@ -65,11 +65,14 @@ def system_memory(rows, layout, spec, storage, kvb, batch, tokens, prompt, overh
     unit = device_memory(layout, spec, storage, kvb, 1, 1, prompt, overhead, host_hw=layout.cpu_hw)
     unit_kv = {r.name: r.kv_bytes for r in unit}
     per_token_all = spec.kv_elements_per_token_layer * kvb           # kv_all(1, t) = per_token_all * cached(t)
+    cached = spec.kv_cached_tokens
+    if spec.has_global_shape or spec.index_topk:   # two kinds of cached row (Gemma 4, a DSA indexer): bytes
+        per_token_all, cached = 1.0, lambda t: spec.kv_cached_elements(t) * kvb + spec.index_cache_bytes(t)
 
     def device_fits(b, t):
         for r in rows:
-            share = unit_kv[r.name] / (per_token_all * spec.kv_cached_tokens(1)) if unit_kv[r.name] else 0.0
-            kv = share * b * spec.kv_cached_tokens(t) * per_token_all
+            share = unit_kv[r.name] / (per_token_all * cached(1)) if unit_kv[r.name] else 0.0
+            kv = share * b * cached(t) * per_token_all
             if r.weights_bytes + r.activations_bytes + r.overhead_bytes + kv > r.capacity_bytes:
                 return False
         return True

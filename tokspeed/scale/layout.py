@@ -108,7 +108,7 @@ def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: in
 
     per_layer, embd, head = layer_weight_bytes(spec, storage)
     experts = layer_expert_bytes(spec, storage) if any(s.ops != "all" for s in layout.stages) else None
-    kv_all = batch * spec.kv_cached_tokens(tokens) * spec.kv_elements_per_token_layer * kv_elem_bytes
+    kv_all = batch * spec.kv_cached_elements(tokens) * kv_elem_bytes + batch * spec.index_cache_bytes(tokens)
     act = activation_bytes(spec, batch, prompt)
     rows: dict[str, DeviceMemory] = {}
 
