@@ -212,3 +212,18 @@ def test_cli_one_line_errors_and_json(hub):
         r = run_cli("predict", repo, "--hardware", "rtx-4090")
         assert r.returncode == 2 and word in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("shard", ["ABS", "sub/model.safetensors", "..\\model.safetensors"])
+def test_a_shard_named_by_a_path_is_refused_and_nothing_is_written_outside_the_cache(hub, tmp_path, shard):
+    """An index naming a shard by an absolute path made tokspeed write a file the hub chose (the '..' check
+    passed it): ``<cache>/... / '/abs/x.safetensors'`` is ``/abs/x.safetensors.json``."""
+    outside = tmp_path / "outside" / "evil.safetensors"
+    shard = str(outside) if shard == "ABS" else shard
+    repo = dict(hub.repos["org/tiny"])
+    repo["model.safetensors.index.json"] = json.dumps({"weight_map": {"model.embed_tokens.weight": shard}}).encode()
+    repo[shard.lstrip("/")] = repo["model-00001-of-00002.safetensors"]
+    hub.repos["org/evil"] = repo
+    with pytest.raises(UserError, match="not a plain file name"):
+        open_model_file("org/evil")
+    assert not (tmp_path / "outside").exists()

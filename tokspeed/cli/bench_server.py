@@ -235,9 +235,10 @@ def check_out_dir(out_dir: str) -> None:
     if (p / REQUESTS).exists() and (p / REQUESTS).stat().st_size > 0:
         raise UserError(f"{p / REQUESTS} already exists",
                         f"choose another -o, or rebuild its summary with `tokspeed bench-server --summarize {p}`")
-    parent = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
-    if parent is None or not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write the run directory {out_dir}", "choose a directory you can write to")
+    from ..guard.outputs import check_outputs
+    from ..serverbench.record import RUN_FILES
+
+    check_outputs(p, RUN_FILES, "run directory")
 
 
 def _capped(value, cap, what, notes):

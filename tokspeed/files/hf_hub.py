@@ -131,10 +131,9 @@ class _Hub:
                             "unset HF_HUB_OFFLINE and run once with network access")
         else:
             data = self._fetch_header(filename)
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(".tmp")
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            tmp.replace(cached)
+            from ..guard.outputs import write_file
+
+            write_file(cached, json.dumps(data), "header cache")
         return _tensors(f"{self.repo_id}/{filename}", data)
 
     def _fetch_header(self, filename: str) -> dict:
@@ -215,8 +214,12 @@ def open_hub_repo(repo_id: str, revision: str = "main"):
     if hub.has(INDEX):
         index = json.loads(hub.download(INDEX).read_text(encoding="utf-8"))
         files = sorted(set((index.get("weight_map") or {}).values()))
-        if not files or not all(isinstance(f, str) and f.endswith(".safetensors") and ".." not in f for f in files):
+        if not files or not all(isinstance(f, str) and f.endswith(".safetensors") for f in files):
             raise UserError(f"{repo_id}: {INDEX} lists no safetensors shards")
+        from ..guard.names import remote_name
+
+        for f in files:                 # a shard is a name in the repo, never a path the hub chooses
+            remote_name(f, f"{repo_id}: {INDEX} shard")
     else:
         files = [SINGLE]
     tensors = []

@@ -66,7 +66,9 @@ def compare_runs(dirs: list[str], output: str | None = None) -> Path:
     out = Path(output) if output else Path("bench-compare.html")
     if out.is_dir():
         out = out / "compare.html"
-    out.write_text(html, encoding="utf-8")
+    from ..guard.outputs import write_file
+
+    write_file(out, html, "comparison")
     for name, s in runs:
         best = max((p.get("output_tok_s") or 0 for p in s["phases"]), default=0)
         sys.stdout.write(f"{name}: best {best:,.0f} output tok/s; saturation {_sat(s)}\n")

@@ -21,17 +21,19 @@ from ..errors import UserError
 
 REQUESTS = "requests.jsonl"
 SUMMARY = "summary.json"
+RUN_FILES = (REQUESTS, SUMMARY, "requests.csv", "report.html")  # what a run writes in its directory
 
 
 class Recorder:
     def __init__(self, directory: Path, run_info: dict):
-        self.dir = Path(directory)
-        self.dir.mkdir(parents=True, exist_ok=True)
+        from ..guard.outputs import make_dir, open_append
+
+        self.dir = make_dir(directory, "run directory")
         self.path = self.dir / REQUESTS
         if self.path.exists() and self.path.stat().st_size > 0:
             raise UserError(f"{self.path} already exists",
                             f"choose another -o, or rebuild its summary with `tokspeed bench-server --summarize {self.dir}`")
-        self._f = open(self.path, "a", encoding="utf-8")
+        self._f = open_append(self.path, REQUESTS)
         self.write({"type": "run", **run_info})
 
     def write(self, record: dict) -> dict:
@@ -113,23 +115,27 @@ def write_csv(directory: Path, records: list[dict]) -> Path:
     """``requests.csv``: one row per request (the JSONL's scalar fields; the gaps as count/mean/max)."""
     import csv
 
-    out = Path(directory) / "requests.csv"
-    tmp = out.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for r in records:
-            gaps = r.get("itl_s") or []
-            w.writerow({**r, "itl_n": len(gaps), "itl_mean_s": (sum(gaps) / len(gaps)) if gaps else None,
-                        "itl_max_s": max(gaps) if gaps else None})
-    os.replace(tmp, out)
-    return out
+    import io
+
+    from ..guard.escape import csv_cell
+    from ..guard.outputs import write_file
+
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    w.writeheader()
+    for r in records:
+        gaps = r.get("itl_s") or []
+        row = {**r, "itl_n": r.get("itl_n", len(gaps)), "itl_mean_s": r.get("itl_mean_s"),
+               "itl_max_s": r.get("itl_max_s")}
+        if "itl_n" not in r:
+            row["itl_mean_s"] = (sum(gaps) / len(gaps)) if gaps else None
+            row["itl_max_s"] = max(gaps) if gaps else None
+        w.writerow({k: csv_cell(row.get(k)) for k in CSV_FIELDS})
+    return write_file(Path(directory) / "requests.csv", buf.getvalue(), "requests.csv")
 
 
 def write_summary(directory: Path, summary: dict) -> Path:
-    """Write atomically (temp file + rename) so a reader never sees half a summary."""
-    out = Path(directory) / SUMMARY
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+    """Write atomically (``guard.outputs.write_file``: temp file + rename) so a reader never sees half a summary."""
+    from ..guard.outputs import write_file
+
+    return write_file(Path(directory) / SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n", SUMMARY)

@@ -25,11 +25,9 @@ dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:0}dt{
 
 
 def write_report(directory: Path, summary: dict, records: list[dict]) -> Path:
-    out = Path(directory) / "report.html"
-    tmp = out.with_suffix(".html.tmp")
-    tmp.write_text(render(summary, records), encoding="utf-8")
-    tmp.replace(out)
-    return out
+    from ..guard.outputs import write_file
+
+    return write_file(Path(directory) / "report.html", render(summary, records), "report.html")
 
 
 def _g(ph: dict, metric: str, q: str):
