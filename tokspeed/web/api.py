@@ -126,12 +126,16 @@ def resolve_hardware(q):
         vals = {k: getattr(q, k) or 0.0 for k in CUSTOM_FIELDS}
         return Hardware.from_dict({"id": "custom", "name": "custom device", "kind": "gpu", "vendor": "custom",
                                    **vals, "source": "web form"})
-    if "/" in ref or "\\" in ref or ref.lower().endswith(".toml") or ref.lower() == "local":
-        raise ApiError(400, f"hardware must be a catalog id or 'custom', got {ref!r}", "hardware")
+    return catalog_hardware(ref)
+
+
+def catalog_hardware(ref: str):
+    """A catalog device by id or alias: never a file (``guard.names.catalog_ref`` before any lookup)."""
+    from ..guard.names import catalog_ref
     from ..hardware.catalog import get_hardware
 
     try:
-        return get_hardware(ref)
+        return get_hardware(catalog_ref(ref, "hardware"))
     except UserError as e:
         raise ApiError(400, e.message, "hardware", e.suggestion) from None
 
@@ -293,17 +297,13 @@ def fit_available() -> bool:
 
 def api_fit(q) -> dict:
     from ..fit import rank_models
-    from ..hardware.catalog import get_hardware
 
     if q.prompt > MAX_FIT_PROMPT:
         raise ApiError(400, f"the ranking takes prompts up to {MAX_FIT_PROMPT:,} tokens, got {q.prompt:,}", "prompt")
     if q.context > MAX_FIT_CONTEXT:
         raise ApiError(400, f"context {q.context:,} is above this server's limit of {MAX_FIT_CONTEXT:,}", "context")
 
-    try:
-        hw = get_hardware(q.hardware)
-    except UserError as e:
-        raise ApiError(400, e.message, "hardware", e.suggestion) from None
+    hw = catalog_hardware(q.hardware)
     rows = rank_models(hw, context=q.context, prompt=q.prompt, min_tok_s=q.min_tok_s, **engine_options(q), gpus=q.gpus,
                        offload=q.offload, family=q.family, max_params=q.max_params, moe=q.moe, use=q.use,
                        top=q.top)
