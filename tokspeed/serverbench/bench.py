@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ..guard.redact import Redactor
 from .apis import redact_url, request_body
 from .interrupt import CtrlC
 from .client import CANCELLED, RequestSpec, Timeouts, measure
@@ -115,7 +116,8 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     out = Path(cfg.out_dir)
     counter = load_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
     prompts = build_prompts(cfg, counter)
-    recorder = Recorder(out, cfg.run_info())
+    redact = Redactor.for_run(cfg.url, cfg.api_key)  # every record, the summary, the report, console lines
+    recorder = Recorder(out, cfg.run_info(), redact)
     records: list[dict] = []
     state: dict = {"aborted": None, "phases": {}, "server": None}
     try:
@@ -148,17 +150,18 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     if misses:
         summary["exact_prompt_misses"] = misses
     if aborted:
-        sys.stderr.write(f"tokspeed: stopped early: {aborted}\n")
+        sys.stderr.write(f"tokspeed: stopped early: {redact.text(aborted)}\n")
     hint = http_error_hint(records)
     if hint:
         summary["hint"] = hint
-        sys.stderr.write(f"tokspeed: {hint}\n")
+        sys.stderr.write(f"tokspeed: {redact.text(hint)}\n")
     for note in console_notes(summary):
-        sys.stderr.write(f"tokspeed: {note}\n")
+        sys.stderr.write(f"tokspeed: {redact.text(note)}\n")
     if cfg.hardware:
         attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine)
-    write_summary(out, summary)
-    write_outputs(out, summary, records, report=cfg.report)
+    summary = redact.obj(summary)
+    write_summary(out, summary, redact)
+    write_outputs(out, summary, records, report=cfg.report, redact=redact)
     return summary, interrupted
 
 
@@ -177,14 +180,15 @@ def console_notes(summary: dict) -> list[str]:
     return notes
 
 
-def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = True) -> None:
+def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = True, redact=None) -> None:
+    from ..guard.redact import PLAIN
     from .record import write_csv
 
-    write_csv(out, records)
+    write_csv(out, records, redact or PLAIN)
     if report:
         from .report_html import write_report
 
-        write_report(out, summary, records)
+        write_report(out, summary, records, redact or PLAIN)
 
 
 def build_prompts(cfg: BenchConfig, counter) -> PromptSource:

@@ -5,7 +5,8 @@ credentials, model, API, load plan, tokspeed version), then one ``{"type": "requ
 finished request, each flushed and fsynced as it is written: a Ctrl-C, a crash or a power cut loses at
 most the requests in flight. A run that ends (normally, by Ctrl-C, or aborted) adds ``{"type": "end",
 "interrupted": ..., "aborted": reason or null}``; without it the run was killed, and a rebuilt summary says ``partial``.
-The API key is never written: the run line only says where it came from.
+The API key is never written: the run line only says where it came from, and every line, the summary and
+the CSV go through the run's ``guard.redact.Redactor`` (a server echoing the key gets nothing into them).
 ``read_jsonl`` skips a torn last line (a crash mid-write) and says how many lines it skipped.
 """
 
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import UserError
+from ..guard.redact import PLAIN, Redactor
 
 REQUESTS = "requests.jsonl"
 SUMMARY = "summary.json"
@@ -25,7 +27,8 @@ RUN_FILES = (REQUESTS, SUMMARY, "requests.csv", "report.html")  # what a run wri
 
 
 class Recorder:
-    def __init__(self, directory: Path, run_info: dict):
+    def __init__(self, directory: Path, run_info: dict, redact: Redactor = PLAIN):
+        self.redact = redact
         from ..guard.outputs import make_dir, open_append
 
         self.dir = make_dir(directory, "run directory")
@@ -37,7 +40,9 @@ class Recorder:
         self.write({"type": "run", **run_info})
 
     def write(self, record: dict) -> dict:
-        """Append one line; returns the record as written (sanitized if it held a NaN or an odd type)."""
+        """Append one line; returns the record as written (secrets redacted; sanitized if it held a NaN or an
+        odd type)."""
+        record = self.redact.obj(record)
         try:
             line = json.dumps(record, separators=(",", ":"), allow_nan=False)
         except (ValueError, TypeError):  # a NaN or an odd type slipped through: keep the record, say so
@@ -111,7 +116,7 @@ CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "erro
               "itl_n", "itl_mean_s", "itl_max_s", "conversation", "turn", "error_detail")
 
 
-def write_csv(directory: Path, records: list[dict]) -> Path:
+def write_csv(directory: Path, records: list[dict], redact: Redactor = PLAIN) -> Path:
     """``requests.csv``: one row per request (the JSONL's scalar fields; the gaps as count/mean/max)."""
     import csv
 
@@ -124,6 +129,7 @@ def write_csv(directory: Path, records: list[dict]) -> Path:
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
     w.writeheader()
     for r in records:
+        r = redact.obj(r)
         gaps = r.get("itl_s") or []
         row = {**r, "itl_n": r.get("itl_n", len(gaps)), "itl_mean_s": r.get("itl_mean_s"),
                "itl_max_s": r.get("itl_max_s")}
@@ -134,8 +140,8 @@ def write_csv(directory: Path, records: list[dict]) -> Path:
     return write_file(Path(directory) / "requests.csv", buf.getvalue(), "requests.csv")
 
 
-def write_summary(directory: Path, summary: dict) -> Path:
+def write_summary(directory: Path, summary: dict, redact: Redactor = PLAIN) -> Path:
     """Write atomically (``guard.outputs.write_file``: temp file + rename) so a reader never sees half a summary."""
     from ..guard.outputs import write_file
 
-    return write_file(Path(directory) / SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n", SUMMARY)
+    return write_file(Path(directory) / SUMMARY, json.dumps(redact.obj(summary), indent=2, allow_nan=False) + "\n", SUMMARY)
