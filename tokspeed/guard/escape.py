@@ -5,6 +5,8 @@
   negative number stays a number.
 - ``markup``: rich console markup (``[bold]``, ``[/bold]``, ``[link=…]``) written literally.
 - ``mathtext``: matplotlib reads ``$…$`` as TeX and fails on unbalanced or unknown commands; ``$`` is escaped.
+  ``plain_figure`` does it for a whole figure at once (every title, label, legend and annotation is drawn
+  as typed): ``plots.canvas`` calls it before every save, so no chart depends on each call site.
 - ``html``: ``& < > " '`` as entities.
 """
 
@@ -32,6 +34,15 @@ def markup(text) -> str:
 def mathtext(text) -> str:
     """``text`` with matplotlib mathtext switched off: each ``$`` escaped."""
     return str(text).replace("$", r"\$")
+
+
+def plain_figure(fig):
+    """Every text already in ``fig`` drawn literally (no mathtext); returns ``fig``."""
+    from matplotlib.text import Text
+
+    for t in fig.findobj(Text):
+        t.set_parse_math(False)
+    return fig
 
 
 def html(text) -> str:

@@ -40,7 +40,10 @@ def new_figure(width: float = 8.0, height: float = 4.5, nrows: int = 1, ncols: i
 def save(fig, path) -> Path:
     from ..guard.outputs import write_file
 
+    from ..guard.escape import plain_figure
+
     p = check_path(path)
+    plain_figure(fig)                     # a `$…$` model or device name is text, not TeX
     buf = io.BytesIO()
     fig.savefig(buf, format=p.suffix.lower()[1:], dpi=150 if p.suffix.lower() == ".png" else None)
     return write_file(p, buf.getvalue(), "chart")
@@ -48,8 +51,10 @@ def save(fig, path) -> Path:
 
 def to_svg(fig) -> str:
     """The figure as an SVG element (no XML prolog, no DOCTYPE) to inline in HTML."""
+    from ..guard.escape import plain_figure
+
     buf = io.StringIO()
-    fig.savefig(buf, format="svg")
+    plain_figure(fig).savefig(buf, format="svg")
     text = buf.getvalue()
     start = text.find("<svg")
     return text[start:] if start >= 0 else text
