@@ -61,6 +61,8 @@ def test_the_redactor_removes_what_it_was_told_and_what_looks_like_a_credential(
     assert PLAIN.text("see http://u:p@x.example/a?x=1&api_key=zzz9&token=abc") == \
         "see http://***@x.example/a?x=1&api_key=***&token=***"
     assert PLAIN.text("Authorization: Bearer abcdef123") == "Authorization: Bearer ***"
+    prose = "no prompt token count and basic usage; Token counts differ"      # prose is left alone
+    assert PLAIN.text(prose) == prose
     doc = PLAIN.obj({"authorization": "xyz-123", "prompt_tokens": "128", "tokenizer": "/t/tokenizer.json",
                      "api_key": "from $TOKSPEED_API_KEY", "nested": [{"X-Api-Key": "k-999"}]})
     assert doc == {"authorization": "***", "prompt_tokens": "128", "tokenizer": "/t/tokenizer.json",

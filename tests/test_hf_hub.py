@@ -10,6 +10,8 @@ import hashlib
 import json
 import struct
 import threading
+import time
+import tracemalloc
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -71,6 +73,7 @@ class FakeHub:
         self.repos = _repos()
         self.weight_bytes_sent = 0
         self.requests = 0
+        self.mode = None          # a hostile hub: "500", "norange" (400 MB bodies), "drip" (config.json)
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,6 +86,8 @@ class FakeHub:
                 if len(parts) < 5 or parts[2] != "resolve":
                     return self._error(404, "RepoNotFound")
                 repo, fname = "/".join(parts[:2]), "/".join(parts[4:])
+                if hub.mode and hub.hostile(self, head, fname):
+                    return
                 if repo == "org/gated" and "authorization" not in {k.lower() for k in self.headers}:
                     return self._error(401, "GatedRepo", "Access to model org/gated is restricted.")
                 if repo not in hub.repos:
@@ -125,6 +130,40 @@ class FakeHub:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def hostile(self, h, head: bool, fname: str) -> bool:
+        """Answer as a hostile hub would; False to answer normally."""
+        if self.mode == "500":
+            h.send_response(500)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return True
+        if head:
+            return False
+        data = self.repos["org/tiny"].get(fname)
+        try:
+            if self.mode == "norange" and fname.endswith(".safetensors"):
+                h.send_response(200)
+                h.send_header("Content-Length", str(400 * 2**20))
+                h.end_headers()
+                h.wfile.write(data)
+                for _ in range(400):
+                    h.wfile.write(bytes(2**20))
+                return True
+            if self.mode == "drip" and fname == "config.json":
+                h.send_response(200)
+                h.send_header("X-Repo-Commit", COMMIT)
+                h.send_header("ETag", '"' + hashlib.sha1(data).hexdigest() + '"')
+                h.send_header("Content-Length", str(len(data)))
+                h.end_headers()
+                for b in data:
+                    h.wfile.write(bytes([b]))
+                    h.wfile.flush()
+                    time.sleep(1)
+                return True
+        except OSError:
+            return True
+        return False
 
     def stop(self):
         self.server.shutdown()
@@ -227,3 +266,37 @@ def test_a_shard_named_by_a_path_is_refused_and_nothing_is_written_outside_the_c
     with pytest.raises(UserError, match="not a plain file name"):
         open_model_file("org/evil")
     assert not (tmp_path / "outside").exists()
+
+
+def test_a_hub_answering_500_is_one_line_at_once(hub):
+    """It printed 12 retry lines and then blamed the network."""
+    hub.mode = "500"
+    t = time.perf_counter()
+    with pytest.raises(UserError, match="answered HTTP 500"):
+        open_model_file("org/tiny")
+    assert time.perf_counter() - t < 10
+
+
+def test_a_hub_ignoring_range_is_read_in_bounded_memory(hub):
+    """A hub ignoring Range (400 MB bodies) took 839 MB."""
+    hub.mode = "norange"
+    tracemalloc.start()
+    try:
+        mf = open_model_file("org/tiny")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert mf.spec.n_params == PARAMS
+    assert peak < 64 * 2**20
+
+
+def test_a_hub_dripping_config_json_ends(hub, monkeypatch):
+    """A hub sending config.json a byte a second never let tokspeed exit."""
+    from tokspeed.files import hf_hub
+
+    monkeypatch.setattr(hf_hub, "HUB_DEADLINE_S", 2.0)
+    hub.mode = "drip"
+    t = time.perf_counter()
+    with pytest.raises(UserError, match="no complete answer within 2 s"):
+        open_model_file("org/tiny")
+    assert time.perf_counter() - t < 10

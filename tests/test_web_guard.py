@@ -167,3 +167,37 @@ def _server():
     if "s" not in _SRV:
         _SRV["s"] = start_in_thread()
     return _SRV["s"]
+
+
+def test_an_upload_nested_100000_deep_is_a_400_not_a_500(client):
+    r = client.post("/api/upload", params={"kind": "config"}, content=b"[" * 100_000 + b"]" * 100_000,
+                    headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and "nested too deeply" in r.json()["error"]
+
+
+def test_an_upload_claiming_a_million_layers_is_refused_with_the_field_named(client):
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+           "num_attention_heads": 4, "num_hidden_layers": 10**6, "num_key_value_heads": 2, "vocab_size": 256}
+    t = time.perf_counter()
+    r = client.post("/api/upload", params={"kind": "config"}, content=json.dumps(cfg).encode(),
+                    headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and "n_layers 1,000,000 is beyond any real model" in r.json()["error"]
+    assert time.perf_counter() - t < 10
+
+
+def test_a_client_hanging_up_mid_upload_logs_no_traceback(capfd):
+    import socket
+
+    srv = _server()
+    h, port = srv.server_address[:2]
+    for _ in range(3):
+        s = socket.create_connection((h, port), timeout=10)
+        s.sendall(f"POST /api/upload?kind=config HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                  "Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"a\":".encode())
+        time.sleep(0.2)
+        s.close()
+    time.sleep(0.5)
+    status = json.loads(__import__("urllib.request").request.urlopen(srv.url + "api/options", timeout=30).read())
+    assert "quant" in status
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "ClientDisconnect" not in err

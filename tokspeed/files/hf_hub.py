@@ -24,6 +24,7 @@ from .safetensors_reader import MAX_HEADER, _tensor
 from .tensor import TensorInfo
 
 CONFIG, INDEX, SINGLE = "config.json", "model.safetensors.index.json", "model.safetensors"
+HUB_DEADLINE_S = 60.0  # one file or header, start to end (policy: a real one takes well under a second)
 
 
 def _env_true(name: str) -> bool:
@@ -87,20 +88,29 @@ class _Hub:
         from huggingface_hub.utils import get_session
 
         try:
-            get_session().head(hf_hub_url(self.repo_id, CONFIG, revision=self.revision, endpoint=_endpoint()),
-                               timeout=5)
+            r = get_session().head(hf_hub_url(self.repo_id, CONFIG, revision=self.revision, endpoint=_endpoint()),
+                                   timeout=5)
         except Exception as e:   # noqa: BLE001
             if _is_network(e):
                 return False
+            return True
+        if r.status_code >= 500:          # one line now, not a dozen retries and then "no network"
+            raise UserError(f"the Hugging Face hub at {_endpoint()} answered HTTP {r.status_code} for {self.repo_id}",
+                            "the hub is failing; try again later")
         return True
 
     def download(self, filename: str) -> Path:
         """A small file of the repo via the Hugging Face cache (config, shard index)."""
         from huggingface_hub import hf_hub_download
 
+        from ..guard.bounded import with_deadline
+
         try:
-            path = Path(hf_hub_download(self.repo_id, filename, revision=self.revision, cache_dir=_hub_cache(),
-                                        endpoint=_endpoint(), token=_token(), local_files_only=self.offline))
+            path = Path(with_deadline(lambda: hf_hub_download(
+                self.repo_id, filename, revision=self.revision, cache_dir=_hub_cache(), endpoint=_endpoint(),
+                token=_token(), local_files_only=self.offline), HUB_DEADLINE_S, f"{self.repo_id}/{filename}"))
+        except UserError:
+            raise
         except Exception as e:   # noqa: BLE001 - every hub failure becomes one line
             raise self._fail(e, filename) from None
         if not self.commit and path.parent.parent.name == "snapshots":
@@ -158,14 +168,25 @@ class _Hub:
         url = hf_hub_url(self.repo_id, filename, revision=self.commit or self.revision, endpoint=_endpoint())
         headers = build_hf_headers(token=_token())
         headers["Range"] = f"bytes={start}-{end - 1}"
+        from ..guard.bounded import BodyTooLarge, BodyTooSlow, read_body
+
         try:
-            r = get_session().get(url, headers=headers, follow_redirects=True, timeout=30)
-            hf_raise_for_status(r)
+            with get_session().stream("GET", url, headers=headers, follow_redirects=True, timeout=30) as r:
+                if r.status_code >= 400:  # its message from at most 64 kB of the error page
+                    import httpx
+
+                    page = read_body(r, 1 << 16, HUB_DEADLINE_S, keep_first=True)
+                    hf_raise_for_status(httpx.Response(r.status_code, headers=r.headers, content=page,
+                                                       request=r.request))
+                # a server that ignores Range sends the whole file from byte 0: read only what we need
+                body = read_body(r, end if r.status_code == 200 else end - start, HUB_DEADLINE_S,
+                                 keep_first=r.status_code == 200)
         except UserError:
             raise
+        except (BodyTooLarge, BodyTooSlow) as e:
+            raise UserError(f"{self.repo_id}/{filename}: {e}") from None
         except Exception as e:   # noqa: BLE001
             raise self._fail(e, filename) from None
-        body = r.content
         if r.status_code == 200 and len(body) > end - start:      # a server that ignores Range
             body = body[start:end]
         if len(body) != end - start:

@@ -23,7 +23,9 @@ SECRET_KEYS = re.compile(r"^(x-)?(proxy-)?(authori[sz]ation|api[_-]?key|access[_
                          r"secret|client[_-]?secret|password|passwd|(set-)?cookie|credentials?)$", re.I)
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/\s@?#\"'<>]+)@")
 _QUERY = re.compile(r"(?P<k>[?&;](?:%s)=)[^&#\s\"'<>]*" % "|".join(re.escape(p) for p in TOKEN_PARAMS), re.I)
-_SCHEME_VALUE = re.compile(r"\b(?P<s>Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{4,}", re.I)
+# an Authorization value: "Bearer <token>" (any case) or "Basic <base64>"; 8+ characters, so prose ("basic usage")
+# is left alone
+_SCHEME_VALUE = re.compile(r"\b(?P<s>[Bb]earer|BEARER|Basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 
 
 class Redactor:

@@ -70,6 +70,40 @@ def json_safe(obj):
     return repr(obj)[:200]
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number")
+
+
+# fields a summary computes with, and the type each must have; a run file someone sent may hold anything
+NUMBER_FIELDS = ("ttft_s", "tpot_s", "e2e_s", "decode_s", "prompt_tokens", "output_tokens", "target_prompt_tokens",
+                 "queued_s", "start_s", "end_s", "concurrency", "rate_rps", "max_tokens", "chunks", "http_status")
+
+
+def typed_request(rec: dict) -> dict:
+    """A request line read back: numbers that are not finite numbers, gaps that are not a list of numbers,
+    labels that are not text become None (a summary is computed from what is sound)."""
+    out = dict(rec)
+    for k in NUMBER_FIELDS:
+        v = out.get(k)
+        if v is not None and not _finite_number(v):
+            out[k] = None
+    gaps = out.get("itl_s")
+    if gaps is not None:
+        out["itl_s"] = [g if _finite_number(g) else None for g in gaps] if isinstance(gaps, list) else []
+    for k in ("phase", "error", "error_detail", "output_tokens_source", "prompt_tokens_source", "finish_reason"):
+        if out.get(k) is not None and not isinstance(out[k], str):
+            out[k] = str(out[k])[:200]
+    if not isinstance(out.get("server_timings"), (dict, type(None))):
+        out["server_timings"] = None
+    if "ok" in out and not isinstance(out["ok"], bool):
+        out["ok"] = False
+    return out
+
+
+def _finite_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 class RunLog(NamedTuple):
     run: dict  # the run line
     requests: list[dict]
@@ -93,8 +127,8 @@ def read_jsonl(path: Path) -> RunLog:
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except ValueError:
+                obj = json.loads(line, parse_constant=_no_constant)  # NaN / Infinity: not a line we wrote
+            except (ValueError, RecursionError):
                 bad += 1
                 continue
             if not isinstance(obj, dict):
@@ -102,7 +136,7 @@ def read_jsonl(path: Path) -> RunLog:
             elif obj.get("type") == "run" and not run:
                 run = obj
             elif obj.get("type") == "request":
-                requests.append(obj)
+                requests.append(typed_request(obj))
             elif obj.get("type") == "end":
                 end = obj
             else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from pathlib import Path
 
 from ..errors import UserError, did_you_mean
 from .errors import ApiError
@@ -331,10 +332,12 @@ def api_upload(q, data: bytes, uploads: Uploads) -> dict:
         size = q.size
     name = q.name
     if q.kind == "config":
-        try:
-            cfg = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ApiError(400, f"config.json is not valid JSON: {e}") from None
+        from ..userfile import parse_json
+
+        try:        # finite numbers, nesting and digits capped: 100,000 '[' is a 400, not a RecursionError
+            cfg = parse_json(Path("config.json"), data)
+        except UserError as e:
+            raise ApiError(400, e.message) from None
         if not isinstance(cfg, dict):
             raise ApiError(400, "config.json must be a JSON object")
         name = name or str(cfg.get("_name_or_path") or "").rstrip("/").rsplit("/", 1)[-1]

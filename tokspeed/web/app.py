@@ -17,6 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ..errors import UserError, did_you_mean
 from ..guard.names import host_header
@@ -118,6 +119,8 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
             else:
                 try:
                     resp = await call_next(request)
+                except ClientDisconnect:             # a client that hung up is not a bug
+                    resp = error_response(400, "the client disconnected")
                 except Exception as exc:             # a bug: say so without leaking a traceback to the client
                     traceback.print_exception(exc, file=sys.stderr)
                     resp = error_response(500, "internal error (a bug in tokspeed; the server log has the details)")
@@ -235,10 +238,13 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
             return error_response(413, f"upload too large: {n:,} bytes (limit for {q.kind}: {limit:,})",
                                   headers=close)
         data = bytearray()
-        async for chunk in request.stream():
-            data += chunk
-            if len(data) > limit:
-                return error_response(413, f"upload too large (limit for {q.kind}: {limit:,})", headers=close)
+        try:
+            async for chunk in request.stream():
+                data += chunk
+                if len(data) > limit:
+                    return error_response(413, f"upload too large (limit for {q.kind}: {limit:,})", headers=close)
+        except ClientDisconnect:             # the client hung up mid-upload: nothing to answer, nothing to log
+            return error_response(400, "the client disconnected before the upload ended", headers=close)
         return json_out(await run_in_threadpool(api.api_upload, q, bytes(data), uploads))
 
     return app
