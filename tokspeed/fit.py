@@ -268,6 +268,11 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
         raise UserError(f"--top must be at least 1, got {top}")
     if max_params is not None and max_params <= 0:
         raise UserError(f"--max-params must be positive (billions), got {max_params}")
+    if offload == "experts":         # only MoE models have expert tensors to put on the CPU: rank those
+        if moe is False:
+            raise UserError("offload experts moves MoE expert tensors to the CPU; it ranks only MoE models",
+                            "drop the dense-only filter, or use offload auto")
+        moe = True
     if not isinstance(hardware, Hardware):
         from .hardware.catalog import get_hardware
 

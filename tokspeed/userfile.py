@@ -40,6 +40,8 @@ def path_kind(path, what: str = "file") -> str | None:
     """'file', 'dir', or None when nothing is there; UserError for what cannot be a file or folder:
     a name too long, a symlink loop, a dangling link, no permission, a FIFO, a device, a socket."""
     p = Path(path).expanduser()
+    if "\x00" in str(path):
+        raise UserError(f"{what} name holds a NUL character: {_short(repr(str(path)))}")
     try:
         st = p.stat()
     except FileNotFoundError:

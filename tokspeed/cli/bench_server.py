@@ -251,10 +251,13 @@ def check_out_dir(out_dir: str) -> None:
 
     from ..serverbench.record import REQUESTS
 
+    from ..userfile import path_kind
+
     p = Path(out_dir)
-    if p.exists() and not p.is_dir():
+    kind = path_kind(p, "-o")                 # a FIFO, a loop, a name too long or a NUL: one line
+    if kind == "file":
         raise UserError(f"-o {out_dir} exists and is not a directory", "give a new directory for the run")
-    if (p / REQUESTS).exists() and (p / REQUESTS).stat().st_size > 0:
+    if kind == "dir" and path_kind(p / REQUESTS, REQUESTS) == "file" and (p / REQUESTS).stat().st_size > 0:
         raise UserError(f"{p / REQUESTS} already exists",
                         f"choose another -o, or rebuild its summary with `tokspeed bench-server --summarize {p}`")
     from ..guard.outputs import check_outputs

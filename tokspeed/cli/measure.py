@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 from ..errors import UserError
 from .options import add_plot_option, check_plot, count, counts, print_json
@@ -38,10 +40,17 @@ def add_parser(sub):
     return p
 
 
+MAX_THREADS = 1024  # policy: more threads than any CPU offers (4 x the cores of this one, if that is more)
+
+
 def run(args) -> int:
     from rich.console import Console
 
     err = Console(stderr=True)
+    most = max(MAX_THREADS, 4 * (os.cpu_count() or 1))
+    if args.threads > most:      # torch.set_num_threads(100000) segfaults; 1e30 overflows
+        raise UserError(f"--threads {args.threads:,} is more than this machine could run (at most {most:,})",
+                        "give the number of cores, or leave it out")
     check_plot(args)
     if args.output:
         from ..userfile import check_writable

@@ -8,13 +8,22 @@
   ``plain_figure`` does it for a whole figure at once (every title, label, legend and annotation is drawn
   as typed): ``plots.canvas`` calls it before every save, so no chart depends on each call site.
 - ``html``: ``& < > " '`` as entities.
+- ``control_free``: control characters shown escaped (one-line error messages, the terminal).
 """
 
 from __future__ import annotations
 
 import html as _html
+import re
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def control_free(text: str) -> str:
+    """``text`` with every control character (newline, carriage return, ESC, NUL...) written as an escape:
+    a value from data can neither break a one-line message nor drive the terminal."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
 
 
 def csv_cell(value):

@@ -32,13 +32,15 @@ def _short(path) -> str:
 
 
 def _lstat(p: Path):
+    if "\x00" in str(p):
+        raise UserError(f"{_short(repr(str(p)))}: a file name cannot hold a NUL character")
     try:
         return os.lstat(p)
     except FileNotFoundError:
         return None
     except NotADirectoryError:
         raise UserError(f"cannot write {_short(p)}: a part of its folder is a file, not a folder") from None
-    except OSError as e:
+    except OSError as e:        # a name too long, a link loop in the folders, no permission
         raise UserError(f"cannot look at {_short(p)}: {e.strerror}") from None
 
 

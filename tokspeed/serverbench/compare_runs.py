@@ -15,9 +15,10 @@ MAX_RUNS = 12
 
 
 def read_summary(d: str) -> dict:
-    p = Path(d)
-    p = p / "summary.json" if p.is_dir() else p
     from ..userfile import path_kind, read_json
+
+    p = Path(d)
+    p = p / "summary.json" if path_kind(p, "run") == "dir" else p
 
     if path_kind(p, "summary") is None:
         raise UserError(f"no summary.json at {d}", "give directories written by bench-server -o DIR")

@@ -22,6 +22,7 @@ from ..errors import UserError
 from ..guard.redact import PLAIN, Redactor
 
 REQUESTS = "requests.jsonl"
+MAX_LINE_CHARS = 16 * 2**20  # one record read back: ours are < 1 MB (32,768 gaps); longer is not ours
 SUMMARY = "summary.json"
 RUN_FILES = (REQUESTS, SUMMARY, "requests.csv", "report.html")  # what a run writes in its directory
 
@@ -116,32 +117,51 @@ class RunLog(NamedTuple):
 
 
 def read_jsonl(path: Path) -> RunLog:
+    from ..userfile import path_kind
+
     path = Path(path)
-    if path.is_dir():
+    if path_kind(path, "run") == "dir":       # a FIFO, a loop, a name too long or a NUL: one line
         path = path / REQUESTS
-    if not path.is_file():
+    if path_kind(path, REQUESTS) != "file":
         raise UserError(f"no {REQUESTS} at {path}", "give the directory a bench-server run wrote (-o DIR)")
     run, requests, end, bad = {}, [], None, 0
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line, parse_constant=_no_constant)  # NaN / Infinity: not a line we wrote
-            except (ValueError, RecursionError):
-                bad += 1
-                continue
-            if not isinstance(obj, dict):
-                bad += 1
-            elif obj.get("type") == "run" and not run:
-                run = obj
-            elif obj.get("type") == "request":
-                requests.append(typed_request(obj))
-            elif obj.get("type") == "end":
-                end = obj
-            else:
-                bad += 1
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in _bounded_lines(f):
+                if line is None:                # longer than MAX_LINE_CHARS: skipped, never held
+                    bad += 1
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line, parse_constant=_no_constant)  # NaN / Infinity: not a line we wrote
+                except (ValueError, RecursionError):
+                    bad += 1
+                    continue
+                if not isinstance(obj, dict):
+                    bad += 1
+                elif obj.get("type") == "run" and not run:
+                    run = obj
+                elif obj.get("type") == "request":
+                    requests.append(typed_request(obj))
+                elif obj.get("type") == "end":
+                    end = obj
+                else:
+                    bad += 1
+    except OSError as e:        # /proc/self/mem and other files that cannot be read
+        raise UserError(f"cannot read {path}: {e.strerror}") from None
     return RunLog(run, requests, end, bad)
+
+
+def _bounded_lines(f):
+    """The lines of ``f``; None for a line longer than MAX_LINE_CHARS (read past in pieces)."""
+    while line := f.readline(MAX_LINE_CHARS):
+        if len(line) == MAX_LINE_CHARS and not line.endswith("\n"):
+            while (rest := f.readline(MAX_LINE_CHARS)) and not rest.endswith("\n"):
+                pass
+            yield None
+        else:
+            yield line
 
 
 CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "error", "http_status", "start_s", "end_s",
