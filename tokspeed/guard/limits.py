@@ -80,3 +80,31 @@ def csv_dict_rows(raw: str, where: str) -> tuple[list[str], list[dict]]:
                         f"{MAX_FIELD_BYTES // 2**20} MiB)") from None
     finally:
         csv.field_size_limit(limit)
+
+
+def expected_tensor_shapes(spec) -> dict:
+    """role -> (rows, cols) every standard decoder tensor of ``spec`` must have (GGUF roles, HF layout)."""
+    d, L = spec.d_model, spec.n_layers
+    want = {"token_embd": (spec.vocab_size, d), "output": (spec.vocab_size, d)}
+    for i in range(L):
+        b = f"blk.{i}."
+        want.update({b + "attn_q": (spec.q_proj_rows, d), b + "attn_k": (spec.kv_dim, d),
+                     b + "attn_v": (spec.kv_dim, d), b + "attn_output": (d, spec.attn_out_dim)})
+        if not spec.is_moe and spec.d_ff:
+            want.update({b + "ffn_gate": (spec.d_ff, d), b + "ffn_up": (spec.d_ff, d), b + "ffn_down": (d, spec.d_ff)})
+    return want
+
+
+def check_tensor_shapes(spec, shapes: dict, where: str) -> None:
+    """A file whose tensors disagree with its own metadata is refused with the tensor named, before any
+    weight is read (a torch RuntimeError deep in a matmul otherwise). ``shapes``: role -> (shape, ...)."""
+    if spec.is_mla or getattr(spec, "n_linear_layers", 0):
+        return                                  # their projections are laid out otherwise; not checked here
+    for role, want in expected_tensor_shapes(spec).items():
+        got = shapes.get(role)
+        if got is None:
+            continue
+        shape = tuple(got[0])
+        if len(shape) == 2 and shape != want:
+            raise UserError(f"{where}: tensor {role} is {shape[0]}x{shape[1]} but the metadata implies "
+                            f"{want[0]}x{want[1]}", "the file is damaged or its metadata is wrong")
