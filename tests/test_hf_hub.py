@@ -300,3 +300,12 @@ def test_a_hub_dripping_config_json_ends(hub, monkeypatch):
     with pytest.raises(UserError, match="no complete answer within 2 s"):
         open_model_file("org/tiny")
     assert time.perf_counter() - t < 10
+
+
+@pytest.mark.parametrize("weight_map", [{"a": ["x.safetensors"]}, {"a": {"b": 1}}, {"a": 5}, [1, 2], "x"])
+def test_an_index_of_the_wrong_shape_is_one_line(hub, weight_map):
+    repo = dict(hub.repos["org/tiny"])
+    repo["model.safetensors.index.json"] = json.dumps({"weight_map": weight_map}).encode()
+    hub.repos["org/odd"] = repo
+    with pytest.raises(UserError, match="model.safetensors.index.json"):
+        open_model_file("org/odd")

@@ -135,7 +135,9 @@ class _Hub:
         """The tensors of one safetensors file from its header (cached after the first read)."""
         cached = self._cached_header(filename)
         if cached.is_file():
-            data = json.loads(cached.read_text(encoding="utf-8"))
+            from ..userfile import read_json_object
+
+            data = read_json_object(cached, "header cache")[1]
         elif self.offline:
             raise UserError(f"reading {self.repo_id} needs the network: the header of {filename} is not cached",
                             "unset HF_HUB_OFFLINE and run once with network access")
@@ -233,9 +235,14 @@ def open_hub_repo(repo_id: str, revision: str = "main"):
     config = read_config(cfg_path.parent)
     spec = ModelSpec.from_hf_config(config, id=repo_id)
     if hub.has(INDEX):
-        index = json.loads(hub.download(INDEX).read_text(encoding="utf-8"))
-        files = sorted(set((index.get("weight_map") or {}).values()))
-        if not files or not all(isinstance(f, str) and f.endswith(".safetensors") for f in files):
+        from ..userfile import read_json_object
+
+        _, index = read_json_object(hub.download(INDEX), INDEX)   # size, nesting and numbers capped
+        if not isinstance(index.get("weight_map") or {}, dict):
+            raise UserError(f"{repo_id}: {INDEX} has no weight_map object")
+        names = list((index.get("weight_map") or {}).values())
+        files = sorted(set(names)) if all(isinstance(f, str) for f in names) else []
+        if not files or not all(f.endswith(".safetensors") for f in files):
             raise UserError(f"{repo_id}: {INDEX} lists no safetensors shards")
         from ..guard.names import remote_name
 
