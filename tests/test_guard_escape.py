@@ -74,3 +74,21 @@ def test_a_dollar_name_does_not_crash_report_or_plot(tmp_path, math_hw):
     p = run_cli("predict", "llama-3-8b", "--hardware", math_hw, "--plot", png)
     assert p.returncode == 0, p.stderr
     assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_markup_in_run_files_is_printed_as_typed(tmp_path):
+    """compare-runs on run files whose model or label held '[/bold]' crashed the console (MarkupError)."""
+    import json
+
+    from tokspeed.measure.run_file import new_run
+
+    pt = {"batch": 1, "context": 0, "prompt": 8, "gen": 8, "prefill_tok_s": 100.0, "decode_tok_s": 10.0}
+    files = []
+    for i, name in enumerate(["[/bold]", "[link=http://evil.example]x"]):
+        f = tmp_path / f"run{i}.json"
+        f.write_text(json.dumps(new_run(model={"id": name, "source": "random"}, hardware={"id": "[/i]"},
+                                        backend="[/b]", device="cpu", quant="F32", points=[pt])))
+        files.append(f)
+    p = run_cli("compare-runs", *files)
+    assert p.returncode == 0, p.stderr
+    assert "[/bold]" in p.stdout and "Traceback" not in p.stderr

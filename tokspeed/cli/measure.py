@@ -44,6 +44,8 @@ MAX_THREADS = 1024  # policy: more threads than any CPU offers (4 x the cores of
 
 
 def run(args) -> int:
+    from ..guard.escape import markup
+
     from rich.console import Console
 
     err = Console(stderr=True)
@@ -92,18 +94,18 @@ def run(args) -> int:
         add_predictions(run_, hw, None)
         cal = calibrate_run(run_, hw, profile_path)
         add_predictions(run_, hw, cal)
-        err.print(f"calibration stored in {profile_path}: eta_memory {cal.eta_memory:.3f}, overhead "
+        err.print(f"calibration stored in {markup(profile_path)}: eta_memory {cal.eta_memory:.3f}, overhead "
                   f"{cal.overhead_s * 1e3:.2f} ms/token (fit rms error {cal.rms_rel_error:.1%} over {cal.n_points} points)")
     out = finished(run_)
     if args.output:
         path = write_run(out, args.output)
-        err.print(f"run written to {path}")
+        err.print(f"run written to {markup(path)}")
     if args.plot:
         from ..plots.verbs import plot_run
 
-        err.print(f"chart written to {plot_run(out, args.plot)}")
+        err.print(f"chart written to {markup(plot_run(out, args.plot))}")
     for w in out["warnings"]:
-        err.print(f"[yellow]warning:[/] {w}")
+        err.print(f"[yellow]warning:[/] {markup(w)}")
     if args.json:
         print_json(out, ensure_ascii=False)
     else:
@@ -144,8 +146,11 @@ def print_run(run: dict, console) -> None:
 
 
 def _generate(args, err) -> int:
-    """--text: stream generated tokens with their times, after the first step's top candidates."""
+    """--text: stream generated tokens with their times, after the first step's top candidates (the model's
+    text is printed as it is, never read as markup)."""
     from rich.console import Console
+
+    from ..guard.escape import markup
 
     out = Console()
     events = []
@@ -155,13 +160,13 @@ def _generate(args, err) -> int:
         if args.json:
             return
         if ev["kind"] == "prompt":
-            out.print(f"prompt: {ev['tokens']} tokens: " + " | ".join(repr(p) for p in ev["pieces"]))
+            out.print(f"prompt: {ev['tokens']} tokens: " + " | ".join(repr(p) for p in ev["pieces"]), markup=False)
         elif ev["kind"] == "candidates":
             out.print(f"prefill + first step: {ev['ms']:.1f} ms; next-token distribution (top {len(ev['top'])}):")
             for text, prob, tid in ev["top"]:
-                out.print(f"  {prob:6.1%}  {text!r} (#{tid})")
+                out.print(f"  {prob:6.1%}  {text!r} (#{tid})", markup=False)
         else:
-            out.print(f"[bold]{ev['text']!r}[/] (#{ev['id']}) [dim]{ev['ms']:.1f} ms[/]")
+            out.print(f"[bold]{markup(repr(ev['text']))}[/] (#{ev['id']}) [dim]{ev['ms']:.1f} ms[/]")
 
     if args.backend == "llama.cpp":
         from ..measure.backend_llamacpp import generate_text, load_llama
@@ -177,5 +182,5 @@ def _generate(args, err) -> int:
     if args.json:
         print_json({"text": text, "events": events}, ensure_ascii=False)
     else:
-        out.print(f"generated: {text}")
+        out.print(f"generated: {text}", markup=False)
     return 0
