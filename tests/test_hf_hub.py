@@ -7,6 +7,7 @@ of .safetensors files it sends, so the tests can check that no weights were down
 """
 
 import hashlib
+import os
 import json
 import struct
 import threading
@@ -73,6 +74,7 @@ class FakeHub:
         self.repos = _repos()
         self.weight_bytes_sent = 0
         self.requests = 0
+        self.commit = COMMIT      # what the hub says the commit is
         self.mode = None          # a hostile hub: "500", "norange" (400 MB bodies), "drip" (config.json)
         hub = self
 
@@ -102,7 +104,7 @@ class FakeHub:
                     start, end, status = int(a), min(int(b), len(data) - 1), 206
                 body = data[start:end + 1]
                 self.send_response(status)
-                self.send_header("X-Repo-Commit", COMMIT)
+                self.send_header("X-Repo-Commit", hub.commit)
                 self.send_header("ETag", '"' + hashlib.sha1(data).hexdigest() + '"')
                 self.send_header("Content-Length", str(len(data) if head else len(body)))
                 if status == 206:
@@ -309,3 +311,17 @@ def test_an_index_of_the_wrong_shape_is_one_line(hub, weight_map):
     hub.repos["org/odd"] = repo
     with pytest.raises(UserError, match="model.safetensors.index.json"):
         open_model_file("org/odd")
+
+
+@pytest.mark.parametrize("commit", ["..", "../../../outside", "/abs/outside"])
+def test_a_hub_naming_its_commit_by_a_path_writes_nothing_outside(hub, tmp_path, commit):
+    hub.commit = commit
+    before = set(os.listdir(tmp_path))
+    try:
+        open_model_file("org/tiny")
+    except UserError:
+        pass
+    assert set(os.listdir(tmp_path)) <= before | {"hf", "cache"}
+    assert not os.path.exists("/abs/outside") and not (tmp_path.parent / "outside").exists()
+    for root, _, names in os.walk(tmp_path / "cache"):
+        assert str(root).startswith(str(tmp_path / "cache" / "tokspeed" / "hf-headers")), root

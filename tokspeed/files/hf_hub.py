@@ -128,8 +128,11 @@ class _Hub:
             raise
 
     def _cached_header(self, filename: str) -> Path:
-        org_name = self.repo_id.replace("/", "--")
-        return _header_cache() / org_name / (self.commit or self.revision) / f"{filename}.json"
+        from ..guard.names import remote_name
+
+        org_name = remote_name(self.repo_id.replace("/", "--"), "repository id")
+        rev = remote_name(self.commit or self.revision, f"{self.repo_id}: revision")  # the hub names the commit
+        return _header_cache() / org_name / rev / f"{remote_name(filename, 'shard')}.json"
 
     def header(self, filename: str) -> list[TensorInfo]:
         """The tensors of one safetensors file from its header (cached after the first read)."""
