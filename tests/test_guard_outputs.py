@@ -109,6 +109,8 @@ def test_catalog_refs_never_name_a_file(ref):
 def test_measure_and_probe_refuse_an_unwritable_output_before_any_work(tmp_path):
     t = time.perf_counter()
     for argv in (["probe", "-o", "/proc/tokspeed/profile.toml"],
+                 ["measure", "llama-3-8b", "--hardware", "rtx-4090", "-o", "/proc/run.json"],
+                 ["report", "llama-3-8b", "--hardware", "rtx-4090", "-o", "/proc/r.html"],
                  ["bench-server", "http://127.0.0.1:9", "--model", "m", "-o", "/proc/tokspeed-run"]):
         p = run_cli(*argv, timeout=60)
         assert p.returncode == 2, p.stderr
