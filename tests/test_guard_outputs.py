@@ -85,6 +85,10 @@ def test_the_recorder_never_appends_through_a_link(tmp_path):
         Recorder(run, {"url": "http://x"})
     with pytest.raises(UserError, match="symbolic link"):
         open_append(run / "requests.jsonl")
+    (run / "requests.jsonl").unlink()
+    os.link(victim, run / "requests.jsonl")             # a hard link: no link to refuse by name
+    with pytest.raises(UserError, match="hard link"):
+        Recorder(run, {"url": "http://x"})
     assert victim.read_text() == ""
 
 

@@ -167,7 +167,8 @@ def open_append(path, what: str = "output"):
         if e.errno == errno.ELOOP:
             raise UserError(f"{what} {_short(p)} is a symbolic link; refused") from None
         raise UserError(f"cannot write {what} {_short(p)}: {e.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:   # a hard link planted there would append to its twin
         os.close(fd)
-        raise UserError(f"{what} {_short(p)} is not a regular file")
+        raise UserError(f"{what} {_short(p)} is not a regular file of its own (a device, or a hard link)")
     return os.fdopen(fd, "a", encoding="utf-8")
