@@ -7,9 +7,12 @@ of .safetensors files it sends, so the tests can check that no weights were down
 """
 
 import hashlib
+import os
 import json
 import struct
 import threading
+import time
+import tracemalloc
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -71,6 +74,8 @@ class FakeHub:
         self.repos = _repos()
         self.weight_bytes_sent = 0
         self.requests = 0
+        self.commit = COMMIT      # what the hub says the commit is
+        self.mode = None          # a hostile hub: "500", "norange" (400 MB bodies), "drip" (config.json)
         hub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,6 +88,8 @@ class FakeHub:
                 if len(parts) < 5 or parts[2] != "resolve":
                     return self._error(404, "RepoNotFound")
                 repo, fname = "/".join(parts[:2]), "/".join(parts[4:])
+                if hub.mode and hub.hostile(self, head, fname):
+                    return
                 if repo == "org/gated" and "authorization" not in {k.lower() for k in self.headers}:
                     return self._error(401, "GatedRepo", "Access to model org/gated is restricted.")
                 if repo not in hub.repos:
@@ -97,7 +104,7 @@ class FakeHub:
                     start, end, status = int(a), min(int(b), len(data) - 1), 206
                 body = data[start:end + 1]
                 self.send_response(status)
-                self.send_header("X-Repo-Commit", COMMIT)
+                self.send_header("X-Repo-Commit", hub.commit)
                 self.send_header("ETag", '"' + hashlib.sha1(data).hexdigest() + '"')
                 self.send_header("Content-Length", str(len(data) if head else len(body)))
                 if status == 206:
@@ -125,6 +132,40 @@ class FakeHub:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
+
+    def hostile(self, h, head: bool, fname: str) -> bool:
+        """Answer as a hostile hub would; False to answer normally."""
+        if self.mode == "500":
+            h.send_response(500)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return True
+        if head:
+            return False
+        data = self.repos["org/tiny"].get(fname)
+        try:
+            if self.mode == "norange" and fname.endswith(".safetensors"):
+                h.send_response(200)
+                h.send_header("Content-Length", str(400 * 2**20))
+                h.end_headers()
+                h.wfile.write(data)
+                for _ in range(400):
+                    h.wfile.write(bytes(2**20))
+                return True
+            if self.mode == "drip" and fname == "config.json":
+                h.send_response(200)
+                h.send_header("X-Repo-Commit", COMMIT)
+                h.send_header("ETag", '"' + hashlib.sha1(data).hexdigest() + '"')
+                h.send_header("Content-Length", str(len(data)))
+                h.end_headers()
+                for b in data:
+                    h.wfile.write(bytes([b]))
+                    h.wfile.flush()
+                    time.sleep(1)
+                return True
+        except OSError:
+            return True
+        return False
 
     def stop(self):
         self.server.shutdown()
@@ -212,3 +253,75 @@ def test_cli_one_line_errors_and_json(hub):
         r = run_cli("predict", repo, "--hardware", "rtx-4090")
         assert r.returncode == 2 and word in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("shard", ["ABS", "sub/model.safetensors", "..\\model.safetensors"])
+def test_a_shard_named_by_a_path_is_refused_and_nothing_is_written_outside_the_cache(hub, tmp_path, shard):
+    """An index naming a shard by an absolute path made tokspeed write a file the hub chose (the '..' check
+    passed it): ``<cache>/... / '/abs/x.safetensors'`` is ``/abs/x.safetensors.json``."""
+    outside = tmp_path / "outside" / "evil.safetensors"
+    shard = str(outside) if shard == "ABS" else shard
+    repo = dict(hub.repos["org/tiny"])
+    repo["model.safetensors.index.json"] = json.dumps({"weight_map": {"model.embed_tokens.weight": shard}}).encode()
+    repo[shard.lstrip("/")] = repo["model-00001-of-00002.safetensors"]
+    hub.repos["org/evil"] = repo
+    with pytest.raises(UserError, match="not a plain file name"):
+        open_model_file("org/evil")
+    assert not (tmp_path / "outside").exists()
+
+
+def test_a_hub_answering_500_is_one_line_at_once(hub):
+    """It printed 12 retry lines and then blamed the network."""
+    hub.mode = "500"
+    t = time.perf_counter()
+    with pytest.raises(UserError, match="answered HTTP 500"):
+        open_model_file("org/tiny")
+    assert time.perf_counter() - t < 10
+
+
+def test_a_hub_ignoring_range_is_read_in_bounded_memory(hub):
+    """A hub ignoring Range (400 MB bodies) took 839 MB."""
+    hub.mode = "norange"
+    tracemalloc.start()
+    try:
+        mf = open_model_file("org/tiny")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert mf.spec.n_params == PARAMS
+    assert peak < 64 * 2**20
+
+
+def test_a_hub_dripping_config_json_ends(hub, monkeypatch):
+    """A hub sending config.json a byte a second never let tokspeed exit."""
+    from tokspeed.files import hf_hub
+
+    monkeypatch.setattr(hf_hub, "HUB_DEADLINE_S", 2.0)
+    hub.mode = "drip"
+    t = time.perf_counter()
+    with pytest.raises(UserError, match="no complete answer within 2 s"):
+        open_model_file("org/tiny")
+    assert time.perf_counter() - t < 10
+
+
+@pytest.mark.parametrize("weight_map", [{"a": ["x.safetensors"]}, {"a": {"b": 1}}, {"a": 5}, [1, 2], "x"])
+def test_an_index_of_the_wrong_shape_is_one_line(hub, weight_map):
+    repo = dict(hub.repos["org/tiny"])
+    repo["model.safetensors.index.json"] = json.dumps({"weight_map": weight_map}).encode()
+    hub.repos["org/odd"] = repo
+    with pytest.raises(UserError, match="model.safetensors.index.json"):
+        open_model_file("org/odd")
+
+
+@pytest.mark.parametrize("commit", ["..", "../../../outside", "/abs/outside"])
+def test_a_hub_naming_its_commit_by_a_path_writes_nothing_outside(hub, tmp_path, commit):
+    hub.commit = commit
+    before = set(os.listdir(tmp_path))
+    try:
+        open_model_file("org/tiny")
+    except UserError:
+        pass
+    assert set(os.listdir(tmp_path)) <= before | {"hf", "cache"}
+    assert not os.path.exists("/abs/outside") and not (tmp_path.parent / "outside").exists()
+    for root, _, names in os.walk(tmp_path / "cache"):
+        assert str(root).startswith(str(tmp_path / "cache" / "tokspeed" / "hf-headers")), root

@@ -40,6 +40,8 @@ def path_kind(path, what: str = "file") -> str | None:
     """'file', 'dir', or None when nothing is there; UserError for what cannot be a file or folder:
     a name too long, a symlink loop, a dangling link, no permission, a FIFO, a device, a socket."""
     p = Path(path).expanduser()
+    if "\x00" in str(path):
+        raise UserError(f"{what} name holds a NUL character: {_short(repr(str(path)))}")
     try:
         st = p.stat()
     except FileNotFoundError:
@@ -160,26 +162,14 @@ def read_json_object(path, what: str = "file", hint: str | None = None) -> tuple
 
 
 def check_writable(path, what: str = "file") -> Path:
-    """Before a long run: the output path is a regular file or nothing yet (a FIFO would block the write
-    after the run, a folder would fail it), and no part of its folder is a file."""
-    p = Path(path).expanduser()
-    if path_kind(p, what) == "dir":
-        raise UserError(f"{what} {p} is a folder", "give a file name")
-    for parent in p.parents:
-        kind = path_kind(parent, "folder")
-        if kind == "file":
-            raise UserError(f"cannot write {what} {p}: {parent} is a file, not a folder")
-        if kind == "dir":
-            break
-    return p
+    """Before a long run: the output can be written (``tokspeed.guard.outputs.check_output``)."""
+    from .guard.outputs import check_output
+
+    return check_output(path, what)
 
 
 def write_text(path, text: str, what: str) -> Path:
-    """Write a file the user named, creating its folder."""
-    p = check_writable(path, what)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise UserError(f"cannot write {what} {_short(p)}: {e.strerror}") from None
-    return p
+    """Write a file the user named, creating its folder (``tokspeed.guard.outputs.write_file``)."""
+    from .guard.outputs import write_file
+
+    return write_file(path, text, what)

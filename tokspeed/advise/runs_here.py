@@ -312,6 +312,11 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
         raise UserError(f"top must be at least 1, got {top}", field="top")
     if max_params is not None and max_params <= 0:
         raise UserError(f"max_params must be positive (billions), got {max_params}", field="max_params")
+    if offload == "experts":         # only MoE models have expert tensors to put on the CPU: rank those
+        if moe is False:
+            raise UserError("offload experts moves MoE expert tensors to the CPU; it ranks only MoE models",
+                            "drop the dense-only filter, or use offload auto", field="moe")
+        moe = True
     if not isinstance(hardware, Hardware):
         from ..hardware.catalog import get_hardware
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
+from ..guard.limits import MIN_RATE_RPS  # one request per 100 s: slower is not a load test
 
 # Safety caps (policy, not physics): a typo must not start an hours-long flood. Larger values are
 # capped and the run says so on stderr.
@@ -28,6 +29,10 @@ MAX_WORKERS = 64  # load processes (policy: far more than cores is only overhead
 MAX_RAY_ACTORS = 1024  # Ray actors (policy: a typo must not start thousands of processes on a cluster)
 RATE_MAX_IN_FLIGHT = 64  # default cap on requests in flight in a --rate run
 KEY_ENV_VARS = ("TOKSPEED_API_KEY", "OPENAI_API_KEY")
+MIN_TIME_S = 1e-6  # the smallest time a flag takes (policy: below any latency a client can measure)
+DEFAULT_MAX_RUN_S = 24 * 3600.0  # a run ends after this long unless --max-duration says otherwise
+TIME_FLAGS = ("--duration", "--slo-e2e-s", "--warmup-s", "--cooldown-s", "--max-duration", "--connect-timeout",
+              "--first-token-timeout", "--idle-timeout", "--request-timeout")
 EXIT_SOME_FAILED = 3
 EXIT_INTERRUPTED = 130
 
@@ -67,7 +72,8 @@ def add_parser(sub):
     stop.add_argument("--cooldown-s", type=float, help="per phase: leave out requests ending in its last S seconds")
     stop.add_argument("--max-error-rate", type=float,
                       help="abort (exit 3) once more than this share (0-1) of requests failed, after 10")
-    stop.add_argument("--max-duration", type=float, help="end the whole run normally after S seconds")
+    stop.add_argument("--max-duration", type=float,
+                      help=f"end the whole run normally after S seconds (default {DEFAULT_MAX_RUN_S / 3600:g} h)")
     stop.add_argument("--max-requests", type=int, help="end the whole run normally after N requests")
     src = p.add_argument_group("prompts")
     src.add_argument("--prompts", help="prompt file: JSONL (prompt/text field, or chat transcripts with messages) or CSV")
@@ -119,9 +125,9 @@ def require_httpx() -> None:
 
 def run(args) -> int:
     if args.compare:
-        return _compare(args)
+        return _foreign(_compare, args, "--compare")
     if args.summarize:
-        return _resummarize(args)
+        return _foreign(_resummarize, args, "--summarize")
     from ..serverbench.bench import BenchConfig, run_bench
 
     cfg = _config(args, BenchConfig)
@@ -137,6 +143,17 @@ def run(args) -> int:
         sys.stderr.write("tokspeed: interrupted; the summary is partial\n")
         return EXIT_INTERRUPTED
     return EXIT_SOME_FAILED if summary["failed"] or summary.get("aborted") or _dead_workers(summary) else 0
+
+
+def _foreign(fn, args, flag: str) -> int:
+    """Run files may come from someone else: a field of a type no run writes is one line naming the flag."""
+    try:
+        return fn(args)
+    except (TypeError, KeyError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+        if isinstance(e, UserError):
+            raise
+        raise UserError(f"{flag}: a run file holds a field of the wrong type or value "
+                        f"({type(e).__name__}: {str(e)[:80]})", "was it written by bench-server?") from None
 
 
 def _dead_workers(summary: dict) -> bool:
@@ -213,13 +230,18 @@ def _compare(args) -> int:
 
 
 def _positive(name: str, v) -> None:
-    """A count or a length of time must be a finite number > 0 (nan and inf are refused, not run)."""
+    """A count or a length of time must be a finite number > 0 (nan and inf are refused, not run); a time
+    at least MIN_TIME_S (1e-321 ms would round to 0 s and silently drop an SLO), a rate at least MIN_RATE_RPS."""
     if v is None:
         return
     if isinstance(v, float) and not math.isfinite(v):
         raise UserError(f"{name} must be a finite number, got {v}", "give a positive number of seconds or requests")
     if v <= 0:
         raise UserError(f"{name} must be positive, got {v:g}")
+    smallest = (MIN_TIME_S * 1e3 if name.endswith("-ms") else MIN_RATE_RPS if name == "--rate"
+                else MIN_TIME_S if name in TIME_FLAGS else None)
+    if smallest is not None and v < smallest:
+        raise UserError(f"{name} must be at least {smallest:g}, got {v:g}")
 
 
 def _workers(text, flag: str = "--workers", most: int = MAX_WORKERS) -> int:
@@ -251,15 +273,19 @@ def check_out_dir(out_dir: str) -> None:
 
     from ..serverbench.record import REQUESTS
 
+    from ..userfile import path_kind
+
     p = Path(out_dir)
-    if p.exists() and not p.is_dir():
+    kind = path_kind(p, "-o")                 # a FIFO, a loop, a name too long or a NUL: one line
+    if kind == "file":
         raise UserError(f"-o {out_dir} exists and is not a directory", "give a new directory for the run")
-    if (p / REQUESTS).exists() and (p / REQUESTS).stat().st_size > 0:
+    if kind == "dir" and path_kind(p / REQUESTS, REQUESTS) == "file" and (p / REQUESTS).stat().st_size > 0:
         raise UserError(f"{p / REQUESTS} already exists",
                         f"choose another -o, or rebuild its summary with `tokspeed bench-server --summarize {p}`")
-    parent = p if p.exists() else next((a for a in p.absolute().parents if a.exists()), None)
-    if parent is None or not os.access(parent, os.W_OK | os.X_OK):
-        raise UserError(f"cannot write the run directory {out_dir}", "choose a directory you can write to")
+    from ..guard.outputs import check_outputs
+    from ..serverbench.record import RUN_FILES
+
+    check_outputs(p, RUN_FILES, "run directory")
 
 
 def _capped(value, cap, what, notes):
@@ -353,7 +379,7 @@ def _config(args, BenchConfig):
                        _capped(args.max_in_flight or RATE_MAX_IN_FLIGHT, MAX_CONCURRENCY, "--max-in-flight", notes)),
         sweep={"tolerance": args.sweep_tolerance / 100} if args.sweep else None,
         slo=_slo(args), window=_window(args), max_error_rate=args.max_error_rate,
-        max_run_s=args.max_duration, max_run_requests=args.max_requests,
+        max_run_s=args.max_duration or DEFAULT_MAX_RUN_S, max_run_requests=args.max_requests,
         prompts_file=args.prompts, prompt_column=args.prompt_column, shared_prefix=args.shared_prefix,
         report=not args.no_report,
         warmup=_capped(args.warmup, MAX_WARMUP, "--warmup", notes),

@@ -42,6 +42,7 @@ def run(args) -> int:
     from rich.table import Table
 
     from ..errors import UserError
+    from ..guard.escape import markup
     from ..measure.run_file import read_run
 
     if len(args.runs) < 2:
@@ -54,7 +55,7 @@ def run(args) -> int:
         return 0
     con = Console()
     for i, (p, r) in enumerate(zip(args.runs, runs)):
-        con.print(f"[bold]{chr(65 + i)}[/] = {p}: {_label(r)} ({r['created']})")
+        con.print(f"[bold]{chr(65 + i)}[/] = {markup(p)}: {markup(_label(r))} ({markup(r['created'])})")
     t = Table(title="decode tok/s (MBU) by point; × = speed-up over A")
     t.add_column("batch", justify="right")
     t.add_column("depth", justify="right")

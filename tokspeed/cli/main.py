@@ -34,11 +34,18 @@ COMMANDS = {
 }
 
 
+def one_line(text: str) -> str:
+    """An error made of data stays one line: control characters (a newline, ESC) shown escaped."""
+    from ..guard.escape import control_free
+
+    return control_free(text)
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line on stderr, exit 2."""
 
     def error(self, message):
-        sys.stderr.write(f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+        sys.stderr.write(f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
         sys.exit(2)
 
 
@@ -66,7 +73,7 @@ def main(argv=None) -> int:
     except UserError as e:
         from .flag_words import cli_message
 
-        sys.stderr.write(f"tokspeed: error: {cli_message(e, parser)}\n")
+        sys.stderr.write(f"tokspeed: error: {one_line(cli_message(e, parser))}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("tokspeed: interrupted\n")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 
 from ..errors import UserError
 from .options import add_plot_option, check_plot, count, counts, print_json
@@ -38,10 +40,19 @@ def add_parser(sub):
     return p
 
 
+MAX_THREADS = 1024  # policy: more threads than any CPU offers (4 x the cores of this one, if that is more)
+
+
 def run(args) -> int:
+    from ..guard.escape import markup
+
     from rich.console import Console
 
     err = Console(stderr=True)
+    most = max(MAX_THREADS, 4 * (os.cpu_count() or 1))
+    if args.threads > most:      # torch.set_num_threads(100000) segfaults; 1e30 overflows
+        raise UserError(f"--threads {args.threads:,} is more than this machine could run (at most {most:,})",
+                        "give the number of cores, or leave it out")
     check_plot(args)
     if args.output:
         from ..userfile import check_writable
@@ -82,18 +93,18 @@ def run(args) -> int:
         add_predictions(run_, hw, None)
         cal = calibrate_run(run_, hw, profile_path)
         add_predictions(run_, hw, cal)
-        err.print(f"calibration stored in {profile_path}: eta_memory {cal.eta_memory:.3f}, overhead "
+        err.print(f"calibration stored in {markup(profile_path)}: eta_memory {cal.eta_memory:.3f}, overhead "
                   f"{cal.overhead_s * 1e3:.2f} ms/token (fit rms error {cal.rms_rel_error:.1%} over {cal.n_points} points)")
     out = finished(run_)
     if args.output:
         path = write_run(out, args.output)
-        err.print(f"run written to {path}")
+        err.print(f"run written to {markup(path)}")
     if args.plot:
         from ..plots.verbs import plot_run
 
-        err.print(f"chart written to {plot_run(out, args.plot)}")
+        err.print(f"chart written to {markup(plot_run(out, args.plot))}")
     for w in out["warnings"]:
-        err.print(f"[yellow]warning:[/] {w}")
+        err.print(f"[yellow]warning:[/] {markup(w)}")
     if args.json:
         print_json(out, ensure_ascii=False)
     else:
@@ -164,8 +175,11 @@ def print_run(run: dict, console) -> None:
 
 
 def _generate(args, err) -> int:
-    """--text: stream generated tokens with their times, after the first step's top candidates."""
+    """--text: stream generated tokens with their times, after the first step's top candidates (the model's
+    text is printed as it is, never read as markup)."""
     from rich.console import Console
+
+    from ..guard.escape import markup
 
     out = Console()
     events = []
@@ -175,13 +189,13 @@ def _generate(args, err) -> int:
         if args.json:
             return
         if ev["kind"] == "prompt":
-            out.print(f"prompt: {ev['tokens']} tokens: " + " | ".join(repr(p) for p in ev["pieces"]))
+            out.print(f"prompt: {ev['tokens']} tokens: " + " | ".join(repr(p) for p in ev["pieces"]), markup=False)
         elif ev["kind"] == "candidates":
             out.print(f"prefill + first step: {ev['ms']:.1f} ms; next-token distribution (top {len(ev['top'])}):")
             for text, prob, tid in ev["top"]:
-                out.print(f"  {prob:6.1%}  {text!r} (#{tid})")
+                out.print(f"  {prob:6.1%}  {text!r} (#{tid})", markup=False)
         else:
-            out.print(f"[bold]{ev['text']!r}[/] (#{ev['id']}) [dim]{ev['ms']:.1f} ms[/]")
+            out.print(f"[bold]{markup(repr(ev['text']))}[/] (#{ev['id']}) [dim]{ev['ms']:.1f} ms[/]")
 
     if args.backend == "llama.cpp":
         from ..measure.backend_llamacpp import generate_text, load_llama
@@ -197,5 +211,5 @@ def _generate(args, err) -> int:
     if args.json:
         print_json({"text": text, "events": events}, ensure_ascii=False)
     else:
-        out.print(f"generated: {text}")
+        out.print(f"generated: {text}", markup=False)
     return 0

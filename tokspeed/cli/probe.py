@@ -24,6 +24,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     from ..hardware.catalog import local_profile_path
+    from ..guard.escape import markup
     from ..userfile import check_writable
 
     # every argument checked before torch is imported (seconds) and anything is measured
@@ -44,7 +45,7 @@ def run(args) -> int:
 
     err = Console(stderr=True)
     machine = detect()
-    err.print(f"[bold]{machine.cpu_model}[/] · {machine.physical_cores} cores · "
+    err.print(f"[bold]{markup(machine.cpu_model)}[/] · {machine.physical_cores} cores · "
               f"{machine.ram_bytes / 1e9:.1f} GB RAM · torch threads {torch.get_num_threads()}"
               + "".join(f" · GPU {g.name}" for g in machine.gpus))
     use_gpu = args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available())
@@ -62,7 +63,7 @@ def run(args) -> int:
     for r in results:
         w = instability_warning(r.name, r.timing)
         if w:
-            err.print(f"[yellow]warning:[/] {w}")
+            err.print(f"[yellow]warning:[/] {markup(w)}")
     if args.json:
         out = {"profile_path": str(path), "machine": machine.to_dict(),
                "hardware": {k: v for k, v in profile.items() if not isinstance(v, dict)},
@@ -77,5 +78,5 @@ def run(args) -> int:
                       f"{r.timing.spread:.0%}" + (" !" if r.timing.unstable else ""), r.what)
         Console().print(t)
     use = "--hardware local" if path == local_profile_path().expanduser() else f"--hardware {path}"
-    err.print(f"profile written to [bold]{path}[/] (use {use})")
+    err.print(f"profile written to [bold]{markup(path)}[/] (use {markup(use)})")
     return 0

@@ -34,12 +34,15 @@ def run(args) -> int:
         raise UserError(f"the report is HTML: name it FILE.html, not {args.output!r}")
     if not out.parent.exists():
         raise UserError(f"folder {out.parent} does not exist")
+    from ..guard.outputs import check_output, write_file
+
+    check_output(out, "report")
     if args.batch < 1:
         raise UserError("--batch must be at least 1")
     hw = resolve_hardware(args)
     text = render_report(args.model, hw, quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine,
                          prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
                          **engine_build_kwargs(args))
-    out.write_text(text, encoding="utf-8")
+    write_file(out, text, "report")
     sys.stderr.write(f"wrote {out} ({len(text.encode()) / 1e3:.0f} kB)\n")
     return 0

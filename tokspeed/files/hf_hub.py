@@ -24,6 +24,7 @@ from .safetensors_reader import MAX_HEADER, _tensor
 from .tensor import TensorInfo
 
 CONFIG, INDEX, SINGLE = "config.json", "model.safetensors.index.json", "model.safetensors"
+HUB_DEADLINE_S = 60.0  # one file or header, start to end (policy: a real one takes well under a second)
 
 
 def _env_true(name: str) -> bool:
@@ -87,20 +88,29 @@ class _Hub:
         from huggingface_hub.utils import get_session
 
         try:
-            get_session().head(hf_hub_url(self.repo_id, CONFIG, revision=self.revision, endpoint=_endpoint()),
-                               timeout=5)
+            r = get_session().head(hf_hub_url(self.repo_id, CONFIG, revision=self.revision, endpoint=_endpoint()),
+                                   timeout=5)
         except Exception as e:   # noqa: BLE001
             if _is_network(e):
                 return False
+            return True
+        if r.status_code >= 500:          # one line now, not a dozen retries and then "no network"
+            raise UserError(f"the Hugging Face hub at {_endpoint()} answered HTTP {r.status_code} for {self.repo_id}",
+                            "the hub is failing; try again later")
         return True
 
     def download(self, filename: str) -> Path:
         """A small file of the repo via the Hugging Face cache (config, shard index)."""
         from huggingface_hub import hf_hub_download
 
+        from ..guard.bounded import with_deadline
+
         try:
-            path = Path(hf_hub_download(self.repo_id, filename, revision=self.revision, cache_dir=_hub_cache(),
-                                        endpoint=_endpoint(), token=_token(), local_files_only=self.offline))
+            path = Path(with_deadline(lambda: hf_hub_download(
+                self.repo_id, filename, revision=self.revision, cache_dir=_hub_cache(), endpoint=_endpoint(),
+                token=_token(), local_files_only=self.offline), HUB_DEADLINE_S, f"{self.repo_id}/{filename}"))
+        except UserError:
+            raise
         except Exception as e:   # noqa: BLE001 - every hub failure becomes one line
             raise self._fail(e, filename) from None
         if not self.commit and path.parent.parent.name == "snapshots":
@@ -118,23 +128,27 @@ class _Hub:
             raise
 
     def _cached_header(self, filename: str) -> Path:
-        org_name = self.repo_id.replace("/", "--")
-        return _header_cache() / org_name / (self.commit or self.revision) / f"{filename}.json"
+        from ..guard.names import remote_name
+
+        org_name = remote_name(self.repo_id.replace("/", "--"), "repository id")
+        rev = remote_name(self.commit or self.revision, f"{self.repo_id}: revision")  # the hub names the commit
+        return _header_cache() / org_name / rev / f"{remote_name(filename, 'shard')}.json"
 
     def header(self, filename: str) -> list[TensorInfo]:
         """The tensors of one safetensors file from its header (cached after the first read)."""
         cached = self._cached_header(filename)
         if cached.is_file():
-            data = json.loads(cached.read_text(encoding="utf-8"))
+            from ..userfile import read_json_object
+
+            data = read_json_object(cached, "header cache")[1]
         elif self.offline:
             raise UserError(f"reading {self.repo_id} needs the network: the header of {filename} is not cached",
                             "unset HF_HUB_OFFLINE and run once with network access")
         else:
             data = self._fetch_header(filename)
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cached.with_suffix(".tmp")
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            tmp.replace(cached)
+            from ..guard.outputs import write_file
+
+            write_file(cached, json.dumps(data), "header cache")
         return _tensors(f"{self.repo_id}/{filename}", data)
 
     def _fetch_header(self, filename: str) -> dict:
@@ -159,14 +173,25 @@ class _Hub:
         url = hf_hub_url(self.repo_id, filename, revision=self.commit or self.revision, endpoint=_endpoint())
         headers = build_hf_headers(token=_token())
         headers["Range"] = f"bytes={start}-{end - 1}"
+        from ..guard.bounded import BodyTooLarge, BodyTooSlow, read_body
+
         try:
-            r = get_session().get(url, headers=headers, follow_redirects=True, timeout=30)
-            hf_raise_for_status(r)
+            with get_session().stream("GET", url, headers=headers, follow_redirects=True, timeout=30) as r:
+                if r.status_code >= 400:  # its message from at most 64 kB of the error page
+                    import httpx
+
+                    page = read_body(r, 1 << 16, HUB_DEADLINE_S, keep_first=True)
+                    hf_raise_for_status(httpx.Response(r.status_code, headers=r.headers, content=page,
+                                                       request=r.request))
+                # a server that ignores Range sends the whole file from byte 0: read only what we need
+                body = read_body(r, end if r.status_code == 200 else end - start, HUB_DEADLINE_S,
+                                 keep_first=r.status_code == 200)
         except UserError:
             raise
+        except (BodyTooLarge, BodyTooSlow) as e:
+            raise UserError(f"{self.repo_id}/{filename}: {e}") from None
         except Exception as e:   # noqa: BLE001
             raise self._fail(e, filename) from None
-        body = r.content
         if r.status_code == 200 and len(body) > end - start:      # a server that ignores Range
             body = body[start:end]
         if len(body) != end - start:
@@ -213,10 +238,19 @@ def open_hub_repo(repo_id: str, revision: str = "main"):
     config = read_config(cfg_path.parent)
     spec = spec_from_hf_config(config, id=repo_id)
     if hub.has(INDEX):
-        index = json.loads(hub.download(INDEX).read_text(encoding="utf-8"))
-        files = sorted(set((index.get("weight_map") or {}).values()))
-        if not files or not all(isinstance(f, str) and f.endswith(".safetensors") and ".." not in f for f in files):
+        from ..userfile import read_json_object
+
+        _, index = read_json_object(hub.download(INDEX), INDEX)   # size, nesting and numbers capped
+        if not isinstance(index.get("weight_map") or {}, dict):
+            raise UserError(f"{repo_id}: {INDEX} has no weight_map object")
+        names = list((index.get("weight_map") or {}).values())
+        files = sorted(set(names)) if all(isinstance(f, str) for f in names) else []
+        if not files or not all(f.endswith(".safetensors") for f in files):
             raise UserError(f"{repo_id}: {INDEX} lists no safetensors shards")
+        from ..guard.names import remote_name
+
+        for f in files:                 # a shard is a name in the repo, never a path the hub chooses
+            remote_name(f, f"{repo_id}: {INDEX} shard")
     else:
         files = [SINGLE]
     tensors = []

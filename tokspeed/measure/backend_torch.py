@@ -89,6 +89,9 @@ def load_model(model_arg: str, device: str, quant: str, max_seq: int, max_batch:
         require_file(p, "GGUF file")
         meta, shapes = gguf_tensor_shapes(p)
         spec, over = spec_from_gguf(meta, shapes, p.stem)
+        from ..guard.limits import check_tensor_shapes
+
+        check_tensor_shapes(spec, shapes, p.name)      # tensors that disagree with the metadata: one line
         check_fits(torch_run_bytes(spec, elt, max_seq, max_batch, prompt, from_file=True), device, f"{p.name} in {quant}")
         weights, _ = gguf_weights(p)
         source = "gguf"

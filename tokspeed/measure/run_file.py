@@ -44,9 +44,12 @@ def new_run(**fields) -> dict:
 
 
 def write_run(run: dict, path) -> Path:
+    """Through ``guard.redact`` (a model path or URL with credentials, an HF token in a URL) and
+    ``guard.outputs.write_file``."""
+    from ..guard.redact import PLAIN
     from ..userfile import write_text
 
-    return write_text(path, json.dumps(run, indent=2, ensure_ascii=False) + "\n", "run file")
+    return write_text(path, json.dumps(PLAIN.obj(run), indent=2, ensure_ascii=False) + "\n", "run file")
 
 
 def read_run(path) -> dict:

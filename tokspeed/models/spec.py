@@ -105,10 +105,13 @@ class ModelSpec:
         def bad(msg):
             raise UserError(f"model {self.id or '?'}: {msg}")
 
+        from ..guard.limits import check_shape
+
         for f in ("n_layers", "d_model", "n_heads", "n_kv_heads", "vocab_size"):
             v = getattr(self, f)
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0 or v > 10**7:
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 bad(f"{f} must be a positive integer, got {v!r}")
+            check_shape(f, v, f"model {self.id or '?'}")
         for f in ("d_ff", "head_dim", "sliding_window", "n_sliding_layers", "n_experts",
                   "n_active_experts", "n_shared_experts", "d_ff_expert", "d_ff_shared",
                   "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
@@ -116,8 +119,9 @@ class ModelSpec:
                   "linear_k_dim", "linear_v_heads", "linear_v_dim", "linear_conv_kernel", "n_ffn_free_layers",
                   "global_head_dim", "global_kv_heads", "index_topk", "index_n_heads", "index_head_dim"):
             v = getattr(self, f)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0 or v > 10**8:
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 bad(f"{f} must be a non-negative integer, got {v!r}")
+            check_shape(f, v, f"model {self.id or '?'}")
         if isinstance(self.use, (list, tuple)):
             object.__setattr__(self, "use", tuple(self.use))
         bad_use = [u for u in self.use if u not in USES] if isinstance(self.use, tuple) else [self.use]

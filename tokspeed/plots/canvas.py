@@ -20,7 +20,9 @@ def check_path(path) -> Path:
         raise UserError(f"cannot draw {path!r}: the file must end in .png or .svg")
     if p.parent and not p.parent.exists():
         raise UserError(f"cannot draw {path!r}: folder {p.parent} does not exist")
-    return p
+    from ..guard.outputs import check_output
+
+    return check_output(p, "chart")
 
 
 def new_figure(width: float = 8.0, height: float = 4.5, nrows: int = 1, ncols: int = 1, **kw):
@@ -36,15 +38,23 @@ def new_figure(width: float = 8.0, height: float = 4.5, nrows: int = 1, ncols: i
 
 
 def save(fig, path) -> Path:
+    from ..guard.outputs import write_file
+
+    from ..guard.escape import plain_figure
+
     p = check_path(path)
-    fig.savefig(p, dpi=150 if p.suffix.lower() == ".png" else None)
-    return p
+    plain_figure(fig)                     # a `$…$` model or device name is text, not TeX
+    buf = io.BytesIO()
+    fig.savefig(buf, format=p.suffix.lower()[1:], dpi=150 if p.suffix.lower() == ".png" else None)
+    return write_file(p, buf.getvalue(), "chart")
 
 
 def to_svg(fig) -> str:
     """The figure as an SVG element (no XML prolog, no DOCTYPE) to inline in HTML."""
+    from ..guard.escape import plain_figure
+
     buf = io.StringIO()
-    fig.savefig(buf, format="svg")
+    plain_figure(fig).savefig(buf, format="svg")
     text = buf.getvalue()
     start = text.find("<svg")
     return text[start:] if start >= 0 else text

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import math
+
 from ..errors import UserError
+from ..guard.limits import MIN_RATE_RPS
 
 
 @dataclass(frozen=True)
@@ -21,8 +24,11 @@ class ScaleOptions:
     def __post_init__(self):
         for name in ("users", "rate"):
             v = getattr(self, name)
-            if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
-                raise UserError(f"{name} must be a positive number, got {v!r}")
+            if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+                                      and math.isfinite(v)):
+                raise UserError(f"{name} must be a positive number, got {v!r}", field=name)
+        if self.rate is not None and self.rate < MIN_RATE_RPS:
+            raise UserError(f"rate must be at least {MIN_RATE_RPS} requests/s, got {self.rate!r}", field="rate")
 
     @property
     def wants_layout(self) -> bool:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
+from ..guard.redact import Redactor
 from .apis import redact_url
 from .client import CANCELLED
 from .engine_info import server_info
@@ -113,13 +114,14 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     out = Path(cfg.out_dir)
     counter = load_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
     prompts = build_prompts(cfg, counter)
+    redact = Redactor.for_run(cfg.url, cfg.api_key)  # every record, the summary, the report, console lines
     ray_load = None
     if cfg.ray:  # connect, place the actors, measure their clocks: before any file is written
         from .ray_driver import RayLoad
 
         ray_load = RayLoad.start(cfg)
     try:
-        recorder = Recorder(out, cfg.run_info())
+        recorder = Recorder(out, cfg.run_info(), redact)
     except BaseException:
         if ray_load:
             ray_load.close()
@@ -162,17 +164,18 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     if misses:
         summary["exact_prompt_misses"] = misses
     if aborted:
-        sys.stderr.write(f"tokspeed: stopped early: {aborted}\n")
+        sys.stderr.write(f"tokspeed: stopped early: {redact.text(aborted)}\n")
     hint = http_error_hint(records)
     if hint:
         summary["hint"] = hint
-        sys.stderr.write(f"tokspeed: {hint}\n")
+        sys.stderr.write(f"tokspeed: {redact.text(hint)}\n")
     for note in console_notes(summary):
-        sys.stderr.write(f"tokspeed: {note}\n")
+        sys.stderr.write(f"tokspeed: {redact.text(note)}\n")
     if cfg.hardware:
         attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine)
-    write_summary(out, summary)
-    write_outputs(out, summary, records, report=cfg.report)
+    summary = redact.obj(summary)
+    write_summary(out, summary, redact)
+    write_outputs(out, summary, records, report=cfg.report, redact=redact)
     return summary, interrupted
 
 
@@ -191,14 +194,15 @@ def console_notes(summary: dict) -> list[str]:
     return notes
 
 
-def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = True) -> None:
+def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = True, redact=None) -> None:
+    from ..guard.redact import PLAIN
     from .record import write_csv
 
-    write_csv(out, records)
+    write_csv(out, records, redact or PLAIN)
     if report:
         from .report_html import write_report
 
-        write_report(out, summary, records)
+        write_report(out, summary, records, redact or PLAIN)
 
 
 async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], counter, ctrl_c: CtrlC | None,

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from .apis import NDJSON_APIS, Chunk, read_chunk
+from .itl import Gaps
 from .sse import EventTooLong, LineReader, LineTooLong, NDJSONParser, SSEParser, decode_json
 
 ERROR_KINDS = ("connect", "http_4xx", "http_429", "http_5xx", "http_other", "timeout_first_token",
@@ -65,20 +66,45 @@ class _Failure(Exception):
 def timing_fields(chunk_offsets_s: list[float], chunk_tokens: list[int], output_tokens: int | None,
                   e2e_s: float) -> dict:
     """TTFT, every gap, decode time and TPOT from chunk arrival offsets and tokens per chunk."""
-    out: dict = {"e2e_s": e2e_s, "ttft_s": None, "decode_s": None, "tpot_s": None, "itl_s": []}
-    if not chunk_offsets_s:
+    t = _Timing()
+    for at, k in zip(chunk_offsets_s, chunk_tokens):
+        t.add(at, k)
+    return t.fields(output_tokens, e2e_s)
+
+
+class _Timing:
+    """Token chunks as they arrive, in bounded memory: the first and last arrival, the chunk and token
+    counts, and the gaps (``itl.Gaps``)."""
+
+    def __init__(self):
+        self.first: float | None = None
+        self.last: float | None = None
+        self.chunks = 0
+        self.tokens = 0
+        self.gaps = Gaps()
+
+    def add(self, at: float, k: int) -> None:
+        if self.first is None:
+            self.first = at
+            if k > 1:
+                self.gaps.add(0.0, k - 2)
+        else:
+            self.gaps.add(at - self.last, k - 1)
+        self.last = at
+        self.chunks += 1
+        self.tokens += k
+
+    def fields(self, output_tokens: int | None, e2e_s: float) -> dict:
+        out: dict = {"e2e_s": e2e_s, "ttft_s": None, "decode_s": None, "tpot_s": None, "itl_s": []}
+        if self.first is None:
+            return out
+        out["ttft_s"] = self.first
+        out.update(self.gaps.fields())
+        out["decode_s"] = self.last - self.first
+        n = output_tokens if output_tokens is not None else self.tokens
+        if n and n > 1:
+            out["tpot_s"] = out["decode_s"] / (n - 1)
         return out
-    out["ttft_s"] = chunk_offsets_s[0]
-    gaps = [0.0] * (chunk_tokens[0] - 1)
-    for prev, cur, k in zip(chunk_offsets_s, chunk_offsets_s[1:], chunk_tokens[1:]):
-        gaps.append(cur - prev)
-        gaps.extend([0.0] * (k - 1))
-    out["itl_s"] = gaps
-    out["decode_s"] = chunk_offsets_s[-1] - chunk_offsets_s[0]
-    n = output_tokens if output_tokens is not None else sum(chunk_tokens)
-    if n and n > 1:
-        out["tpot_s"] = out["decode_s"] / (n - 1)
-    return out
 
 
 async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict | None = None,
@@ -113,7 +139,7 @@ async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict |
     except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.CloseError) as e:
         rec["error"], rec["error_detail"] = "disconnected", _short(e)
     except httpx.TimeoutException as e:
-        rec["error"], rec["error_detail"] = "timeout_idle" if st.offsets else "timeout_first_token", _short(e)
+        rec["error"], rec["error_detail"] = "timeout_idle" if st.timing.chunks else "timeout_first_token", _short(e)
     except Exception as e:  # a bug or an exotic transport error must not end the run
         rec["error"], rec["error_detail"] = "client_error", f"{type(e).__name__}: {_short(e)}"
     e2e = time.perf_counter() - t0
@@ -159,7 +185,7 @@ async def _exchange(client, spec, timeouts, headers, st: "_StreamState", t0: flo
             raise _Failure("malformed_stream", f"HTTP 200 with an HTML page, not a stream: {body}")
         lines = LineReader(resp.aiter_bytes())
         while True:
-            if st.offsets:
+            if st.timing.chunks:
                 wait, kind = timeouts.idle_s, "timeout_idle"
             else:
                 wait = timeouts.first_token_s - (time.perf_counter() - t0)
@@ -221,10 +247,9 @@ class _StreamState:
         self.api = api
         self.parser = NDJSONParser() if api in NDJSON_APIS else SSEParser()
         self.count_tokens = count_tokens
-        self.offsets: list[float] = []
+        self.timing = _Timing()  # token chunks: bounded whatever the stream's length
         self.text: list[str] = []  # the answer (kept up to MAX_TEXT_CHARS, for multi-turn history)
         self._text_chars = 0
-        self.tokens: list[int] = []
         self.usage: dict | None = None
         self.timings: dict | None = None
         self.finish_reason: str | None = None
@@ -252,8 +277,7 @@ class _StreamState:
             self.text.append(c.text[:MAX_TEXT_CHARS - self._text_chars])
             self._text_chars += len(self.text[-1])
         if k > 0:
-            self.offsets.append(now)
-            self.tokens.append(k)
+            self.timing.add(now, k)
         if c.usage:
             self.usage = c.usage
         if c.timings:
@@ -301,11 +325,11 @@ class _StreamState:
         prompt_tokens, prompt_src = self._count("prompt_tokens", "prompt_tokens")
         rec = {"prompt_tokens": prompt_tokens, "prompt_tokens_source": prompt_src,
                "output_tokens": out_tokens, "output_tokens_source": out_src,
-               "chunks": len(self.offsets), "chunk_tokens": sum(self.tokens),
+               "chunks": self.timing.chunks, "chunk_tokens": self.timing.tokens,
                # True when the tokens placed in chunks add up to output_tokens, i.e. itl_s has every gap
-               "itl_complete": out_tokens is not None and sum(self.tokens) == out_tokens,
+               "itl_complete": out_tokens is not None and self.timing.tokens == out_tokens,
                "finish_reason": self.finish_reason, "malformed_lines": self.parser.framing.malformed_lines}
-        rec.update(timing_fields(self.offsets, self.tokens, out_tokens, e2e_s))
+        rec.update(self.timing.fields(out_tokens, e2e_s))
         rec["_text"] = "".join(self.text)  # popped before the record is written
         if self.timings:
             rec["server_timings"] = self.timings
@@ -318,6 +342,6 @@ class _StreamState:
         t = (self.timings or {}).get(timings_key)
         if isinstance(t, int):
             return t, self.timings["source"]
-        if usage_key == "completion_tokens" and self.offsets:
-            return sum(self.tokens), "tokenizer" if self.count_tokens else "chunks"
+        if usage_key == "completion_tokens" and self.timing.chunks:
+            return self.timing.tokens, "tokenizer" if self.count_tokens else "chunks"
         return None, None

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from html import escape
 from pathlib import Path
@@ -16,17 +15,16 @@ MAX_RUNS = 12
 
 
 def read_summary(d: str) -> dict:
+    from ..userfile import path_kind, read_json
+
     p = Path(d)
-    p = p / "summary.json" if p.is_dir() else p
-    try:
-        if p.stat().st_size > 64 * 1024 * 1024:
-            raise UserError(f"{p} is too large to be a summary")
-        obj = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UserError(f"no summary.json at {d}", "give directories written by bench-server -o DIR") from None
-    except (OSError, ValueError) as e:
-        raise UserError(f"cannot read {p}: {str(e)[:120]}") from None
-    if not isinstance(obj, dict) or not isinstance(obj.get("phases"), list):
+    p = p / "summary.json" if path_kind(p, "run") == "dir" else p
+
+    if path_kind(p, "summary") is None:
+        raise UserError(f"no summary.json at {d}", "give directories written by bench-server -o DIR")
+    _, obj = read_json(p, "summary")       # size cap, finite numbers only, nesting capped: one line each
+    if not isinstance(obj, dict) or not isinstance(obj.get("phases"), list) \
+            or not all(isinstance(ph, dict) for ph in obj["phases"]) or not isinstance(obj.get("run", {}), dict):
         raise UserError(f"{p} is not a bench-server summary")
     return obj
 
@@ -66,7 +64,9 @@ def compare_runs(dirs: list[str], output: str | None = None) -> Path:
     out = Path(output) if output else Path("bench-compare.html")
     if out.is_dir():
         out = out / "compare.html"
-    out.write_text(html, encoding="utf-8")
+    from ..guard.outputs import write_file
+
+    write_file(out, html, "comparison")
     for name, s in runs:
         best = max((p.get("output_tok_s") or 0 for p in s["phases"]), default=0)
         sys.stdout.write(f"{name}: best {best:,.0f} output tok/s; saturation {_sat(s)}\n")

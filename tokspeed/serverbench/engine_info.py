@@ -1,6 +1,7 @@
 """What engine and version the server says it runs, where it says so (recorded in summary.json ``server``).
 
-Read once before the run, each with a short timeout, only from the URL's own host, and never fatal:
+Read once before the run, each bounded in size and total time (``guard.bounded``), only from the URL's own
+host, and never fatal:
 - llama.cpp's server: ``GET /props`` (``build_info``, ``total_slots``, ``model_path``) and ``/health``;
 - Ollama: ``GET /api/version`` (``version``);
 - vLLM: ``GET /version`` (``version``); TGI: ``GET /info`` (``version``, ``model_id``).
@@ -9,11 +10,13 @@ Only a few short fields are kept (strings cut to 200 characters).
 
 from __future__ import annotations
 
+import asyncio
 from urllib.parse import urlsplit, urlunsplit
 
 from .apis import PATHS
 
-PROBE_TIMEOUT_S = 3.0
+PROBE_TIMEOUT_S = 3.0  # each probe, headers and body together
+PROBE_MAX_BYTES = 1 << 20  # a real /props is a few kB
 KEEP = {"/props": ("build_info", "total_slots", "model_path", "n_ctx"),
         "/api/version": ("version",), "/version": ("version",), "/info": ("version", "model_id", "max_batch_total_tokens")}
 ENGINE = {"/props": "llama.cpp", "/api/version": "ollama", "/version": "vllm", "/info": "tgi"}
@@ -37,11 +40,8 @@ async def server_info(client, endpoint: str, api: str, headers: dict | None = No
         ("/props", "/version", "/info", "/api/version")
     for path in order:
         try:
-            r = await client.get(root + path, headers=headers or {}, timeout=PROBE_TIMEOUT_S)
-            if r.status_code != 200 or len(r.content) > 1 << 20:
-                continue
-            obj = r.json()
-        except Exception:  # absent, not JSON, refused: not every server has every endpoint
+            obj = await _probe(client, root + path, headers)
+        except Exception:  # absent, not JSON, refused, too big, too slow: not every server has every endpoint
             continue
         if not isinstance(obj, dict):
             continue
@@ -50,6 +50,21 @@ async def server_info(client, endpoint: str, api: str, headers: dict | None = No
             continue
         return {"engine": ENGINE[path], "endpoint": path, **kept}
     return None
+
+
+async def _probe(client, url: str, headers: dict | None):
+    """The JSON of one probe, read through ``guard.bounded`` (at most PROBE_MAX_BYTES, PROBE_TIMEOUT_S in all)."""
+    import json
+
+    from ..guard.bounded import aread_body
+
+    async def go():
+        async with client.stream("GET", url, headers=headers or {}, timeout=PROBE_TIMEOUT_S) as r:
+            if r.status_code != 200:
+                return None
+            return json.loads(await aread_body(r, PROBE_MAX_BYTES, PROBE_TIMEOUT_S))
+
+    return await asyncio.wait_for(go(), PROBE_TIMEOUT_S)   # the headers too: a server may never send them
 
 
 def _short(v):

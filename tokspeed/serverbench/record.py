@@ -5,7 +5,8 @@ credentials, model, API, load plan, tokspeed version), then one ``{"type": "requ
 finished request, each flushed and fsynced as it is written: a Ctrl-C, a crash or a power cut loses at
 most the requests in flight. A run that ends (normally, by Ctrl-C, or aborted) adds ``{"type": "end",
 "interrupted": ..., "aborted": reason or null}``; without it the run was killed, and a rebuilt summary says ``partial``.
-The API key is never written: the run line only says where it came from.
+The API key is never written: the run line only says where it came from, and every line, the summary and
+the CSV go through the run's ``guard.redact.Redactor`` (a server echoing the key gets nothing into them).
 ``read_jsonl`` skips a torn last line (a crash mid-write) and says how many lines it skipped.
 """
 
@@ -18,25 +19,32 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import UserError
+from ..guard.redact import PLAIN, Redactor
 
 REQUESTS = "requests.jsonl"
+MAX_LINE_CHARS = 16 * 2**20  # one record read back: ours are < 1 MB (32,768 gaps); longer is not ours
 SUMMARY = "summary.json"
+RUN_FILES = (REQUESTS, SUMMARY, "requests.csv", "report.html")  # what a run writes in its directory
 
 
 class Recorder:
-    def __init__(self, directory: Path, run_info: dict):
-        self.dir = Path(directory)
-        self.dir.mkdir(parents=True, exist_ok=True)
+    def __init__(self, directory: Path, run_info: dict, redact: Redactor = PLAIN):
+        self.redact = redact
+        from ..guard.outputs import make_dir, open_append
+
+        self.dir = make_dir(directory, "run directory")
         self.path = self.dir / REQUESTS
         if self.path.exists() and self.path.stat().st_size > 0:
             raise UserError(f"{self.path} already exists",
                             f"choose another `output`, or rebuild its summary from it: summarize='{self.dir}'",
                             field="output")
-        self._f = open(self.path, "a", encoding="utf-8")
+        self._f = open_append(self.path, REQUESTS)
         self.write({"type": "run", **run_info})
 
     def write(self, record: dict) -> dict:
-        """Append one line; returns the record as written (sanitized if it held a NaN or an odd type)."""
+        """Append one line; returns the record as written (secrets redacted; sanitized if it held a NaN or an
+        odd type)."""
+        record = self.redact.obj(record)
         try:
             line = json.dumps(record, separators=(",", ":"), allow_nan=False)
         except (ValueError, TypeError):  # a NaN or an odd type slipped through: keep the record, say so
@@ -64,6 +72,40 @@ def json_safe(obj):
     return repr(obj)[:200]
 
 
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a number")
+
+
+# fields a summary computes with, and the type each must have; a run file someone sent may hold anything
+NUMBER_FIELDS = ("ttft_s", "tpot_s", "e2e_s", "decode_s", "prompt_tokens", "output_tokens", "target_prompt_tokens",
+                 "queued_s", "start_s", "end_s", "concurrency", "rate_rps", "max_tokens", "chunks", "http_status")
+
+
+def typed_request(rec: dict) -> dict:
+    """A request line read back: numbers that are not finite numbers, gaps that are not a list of numbers,
+    labels that are not text become None (a summary is computed from what is sound)."""
+    out = dict(rec)
+    for k in NUMBER_FIELDS:
+        v = out.get(k)
+        if v is not None and not _finite_number(v):
+            out[k] = None
+    gaps = out.get("itl_s")
+    if gaps is not None:
+        out["itl_s"] = [g if _finite_number(g) else None for g in gaps] if isinstance(gaps, list) else []
+    for k in ("phase", "error", "error_detail", "output_tokens_source", "prompt_tokens_source", "finish_reason"):
+        if out.get(k) is not None and not isinstance(out[k], str):
+            out[k] = str(out[k])[:200]
+    if not isinstance(out.get("server_timings"), (dict, type(None))):
+        out["server_timings"] = None
+    if "ok" in out and not isinstance(out["ok"], bool):
+        out["ok"] = False
+    return out
+
+
+def _finite_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 class RunLog(NamedTuple):
     run: dict  # the run line
     requests: list[dict]
@@ -76,32 +118,51 @@ class RunLog(NamedTuple):
 
 
 def read_jsonl(path: Path) -> RunLog:
+    from ..userfile import path_kind
+
     path = Path(path)
-    if path.is_dir():
+    if path_kind(path, "run") == "dir":       # a FIFO, a loop, a name too long or a NUL: one line
         path = path / REQUESTS
-    if not path.is_file():
+    if path_kind(path, REQUESTS) != "file":
         raise UserError(f"no {REQUESTS} at {path}", "give the directory a bench-server run wrote (-o DIR)")
     run, requests, end, bad = {}, [], None, 0
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError:
-                bad += 1
-                continue
-            if not isinstance(obj, dict):
-                bad += 1
-            elif obj.get("type") == "run" and not run:
-                run = obj
-            elif obj.get("type") == "request":
-                requests.append(obj)
-            elif obj.get("type") == "end":
-                end = obj
-            else:
-                bad += 1
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in _bounded_lines(f):
+                if line is None:                # longer than MAX_LINE_CHARS: skipped, never held
+                    bad += 1
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line, parse_constant=_no_constant)  # NaN / Infinity: not a line we wrote
+                except (ValueError, RecursionError):
+                    bad += 1
+                    continue
+                if not isinstance(obj, dict):
+                    bad += 1
+                elif obj.get("type") == "run" and not run:
+                    run = obj
+                elif obj.get("type") == "request":
+                    requests.append(typed_request(obj))
+                elif obj.get("type") == "end":
+                    end = obj
+                else:
+                    bad += 1
+    except OSError as e:        # /proc/self/mem and other files that cannot be read
+        raise UserError(f"cannot read {path}: {e.strerror}") from None
     return RunLog(run, requests, end, bad)
+
+
+def _bounded_lines(f):
+    """The lines of ``f``; None for a line longer than MAX_LINE_CHARS (read past in pieces)."""
+    while line := f.readline(MAX_LINE_CHARS):
+        if len(line) == MAX_LINE_CHARS and not line.endswith("\n"):
+            while (rest := f.readline(MAX_LINE_CHARS)) and not rest.endswith("\n"):
+                pass
+            yield None
+        else:
+            yield line
 
 
 CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "error", "http_status", "start_s", "end_s",
@@ -110,27 +171,32 @@ CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "erro
               "itl_n", "itl_mean_s", "itl_max_s", "conversation", "turn", "error_detail")
 
 
-def write_csv(directory: Path, records: list[dict]) -> Path:
+def write_csv(directory: Path, records: list[dict], redact: Redactor = PLAIN) -> Path:
     """``requests.csv``: one row per request (the JSONL's scalar fields; the gaps as count/mean/max)."""
     import csv
 
-    out = Path(directory) / "requests.csv"
-    tmp = out.with_suffix(".csv.tmp")
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
-        w.writeheader()
-        for r in records:
-            gaps = r.get("itl_s") or []
-            w.writerow({**r, "itl_n": len(gaps), "itl_mean_s": (sum(gaps) / len(gaps)) if gaps else None,
-                        "itl_max_s": max(gaps) if gaps else None})
-    os.replace(tmp, out)
-    return out
+    import io
+
+    from ..guard.escape import csv_cell
+    from ..guard.outputs import write_file
+
+    buf = io.StringIO(newline="")
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    w.writeheader()
+    for r in records:
+        r = redact.obj(r)
+        gaps = r.get("itl_s") or []
+        row = {**r, "itl_n": r.get("itl_n", len(gaps)), "itl_mean_s": r.get("itl_mean_s"),
+               "itl_max_s": r.get("itl_max_s")}
+        if "itl_n" not in r:
+            row["itl_mean_s"] = (sum(gaps) / len(gaps)) if gaps else None
+            row["itl_max_s"] = max(gaps) if gaps else None
+        w.writerow({k: csv_cell(row.get(k)) for k in CSV_FIELDS})
+    return write_file(Path(directory) / "requests.csv", buf.getvalue(), "requests.csv")
 
 
-def write_summary(directory: Path, summary: dict) -> Path:
-    """Write atomically (temp file + rename) so a reader never sees half a summary."""
-    out = Path(directory) / SUMMARY
-    tmp = out.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out)
-    return out
+def write_summary(directory: Path, summary: dict, redact: Redactor = PLAIN) -> Path:
+    """Write atomically (``guard.outputs.write_file``: temp file + rename) so a reader never sees half a summary."""
+    from ..guard.outputs import write_file
+
+    return write_file(Path(directory) / SUMMARY, json.dumps(redact.obj(summary), indent=2, allow_nan=False) + "\n", SUMMARY)

@@ -1,4 +1,6 @@
-"""The human view of a summary: one rich table row per phase, errors, and the prediction if any."""
+"""The human view of a summary: one rich table row per phase, errors, and the prediction if any.
+Every string from the run (model, URL, phase labels, messages) is markup-escaped (``guard.escape.markup``):
+a model called ``[/bold]`` is printed as typed."""
 
 from __future__ import annotations
 
@@ -17,9 +19,11 @@ def print_summary(summary: dict, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
+    from ..guard.escape import markup as esc
+
     console = console or Console()
     run = summary.get("run", {})
-    title = f"{run.get('model', '?')} @ {run.get('url', '?')} ({run.get('api', '?')})"
+    title = esc(f"{run.get('model', '?')} @ {run.get('url', '?')} ({run.get('api', '?')})")
     if summary.get("partial"):
         title += "  [partial: interrupted]"
     t = Table(title=title, caption="TTFT/TPOT/ITL in ms, e2e in s; tok/s/user = decode speed one request sees, all = aggregate")
@@ -30,11 +34,11 @@ def print_summary(summary: dict, console=None) -> None:
     for ph in summary.get("phases", []):
         st = ph.get("stats", {})
         g = lambda m, q: (st.get(m) or {}).get(q)  # noqa: E731
-        t.add_row(str(ph.get("phase")), f"{ph['ok']}/{ph['requests']}", _f(g("ttft_s", "p50"), scale=1e3),
+        t.add_row(esc(ph.get("phase")), f"{ph['ok']}/{ph['requests']}", _f(g("ttft_s", "p50"), scale=1e3),
                   _f(g("ttft_s", "p99"), scale=1e3), _f(g("tpot_s", "p50"), scale=1e3),
                   _f(g("itl_s", "p99"), scale=1e3), _f(g("e2e_s", "p50")),
                   _f(ph.get("per_user_decode_tok_s")), _f(ph.get("output_tok_s")), _f(ph.get("goodput_rps")),
-                  ",".join(ph.get("output_tokens_source") or []) or "-")
+                  esc(",".join(map(str, ph.get("output_tokens_source") or [])) or "-"))
     console.print(t)
     sat = summary.get("saturation")
     if sat:
@@ -42,19 +46,20 @@ def print_summary(summary: dict, console=None) -> None:
         console.print(f"saturation: {load}, {_f(sat.get('output_tok_s'))} output tok/s (limit: {sat.get('limit')})",
                       markup=False)
     if summary.get("errors"):
-        console.print("failed requests by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["errors"].items())))
+        console.print("failed requests by kind: " + ", ".join(f"{k} {v}" for k, v in sorted(summary["errors"].items())),
+                      markup=False)
     if summary.get("cancelled"):
         console.print(f"cancelled by Ctrl-C: {summary['cancelled']}")
     pred = summary.get("prediction")
     if pred and pred.get("phases"):
-        pt = Table(title=f"measured vs tokspeed prediction on {pred['hardware']}")
+        pt = Table(title=f"measured vs tokspeed prediction on {esc(pred['hardware'])}")
         for col in ("phase", "measured tok/s/user", "predicted", "bound", "measured/predicted", "MBU"):
             pt.add_column(col, justify="right")
         for r in pred["phases"]:
-            pt.add_row(str(r["phase"]), _f(r["measured_tok_s"]), _f(r["predicted_tok_s"]), _f(r["bound_tok_s"]),
+            pt.add_row(esc(r["phase"]), _f(r["measured_tok_s"]), _f(r["predicted_tok_s"]), _f(r["bound_tok_s"]),
                        _f(r["measured_over_predicted"], "{:.2f}"), _f(r["mbu"], "{:.0%}"))
         console.print(pt)
         for note in sorted({r["note"] for r in pred["phases"] if r.get("note")}):
-            console.print(f"[yellow]warning:[/] {note}")
+            console.print(f"[yellow]warning:[/] {esc(note)}")
     elif summary.get("prediction_error"):
-        console.print(f"no prediction: {summary['prediction_error']}")
+        console.print(f"no prediction: {summary['prediction_error']}", markup=False)

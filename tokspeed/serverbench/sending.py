@@ -61,5 +61,6 @@ def make_send(cfg, client, counter, cancel: asyncio.Event):
 def http_client(n_conn: int):
     import httpx
 
-    return httpx.AsyncClient(trust_env=False, follow_redirects=False,
+    # identity: a compressed body could expand a thousandfold past every size cap before it is counted
+    return httpx.AsyncClient(trust_env=False, follow_redirects=False, headers={"Accept-Encoding": "identity"},
                              limits=httpx.Limits(max_connections=n_conn, max_keepalive_connections=n_conn))

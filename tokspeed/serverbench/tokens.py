@@ -48,10 +48,12 @@ def _tokenizer_json(p: Path) -> TokenCounter:
     except ImportError:
         raise UserError("`tokenizer` needs the tokenizers package", "pip install 'tokspeed[files]'",
                         field="tokenizer") from None
-    if not p.is_file():
-        raise UserError(f"no such tokenizer file: {p}", "give a Hugging Face tokenizer.json")
+    from ..userfile import MAX_TOKENIZER_BYTES, read_bytes
+
+    # size checked before reading (a 2 GB file is refused at once); FIFOs, folders and links to them refused
+    _, data = read_bytes(p, "tokenizer", "give a Hugging Face tokenizer.json", cap=MAX_TOKENIZER_BYTES)
     try:
-        tok = Tokenizer.from_file(str(p))
+        tok = Tokenizer.from_str(data.decode("utf-8", errors="replace"))
     except Exception as e:  # the tokenizers package raises its own exception types
         raise UserError(f"cannot read tokenizer {p}: {str(e)[:120]}") from None
     return TokenCounter(str(p), lambda text: len(tok.encode(text, add_special_tokens=True).ids),

@@ -22,9 +22,6 @@ Caps: 64 MiB per file, 100,000 prompts.
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import random
 import re
 from dataclasses import dataclass, field
@@ -32,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UserError
+from ..guard.limits import csv_dict_rows, json_line
 
 WORDS = ("the of and to in is was for on are with as at be this have from or one had by word but not "
          "what all were we when your can said there use an each which she do how their if will up other "
@@ -188,10 +186,7 @@ def read_prompt_file(path: str, column: str = "prompt") -> tuple[list[str], list
     for n, line in enumerate(raw.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            raise UserError(f"{path}:{n}: not a JSON object", "one JSON object per line (JSONL)") from None
+        obj = json_line(line, f"{path}:{n}")  # nesting capped: 100,000 '[' is one line, not a RecursionError
         if isinstance(obj, str):
             texts.append(obj)
             continue
@@ -216,11 +211,11 @@ def read_prompt_file(path: str, column: str = "prompt") -> tuple[list[str], list
 
 
 def _read_csv(raw: str, path: str, column: str) -> list[str]:
-    rows = csv.DictReader(io.StringIO(raw))
-    if not rows.fieldnames or column not in rows.fieldnames:
-        raise UserError(f"{path}: no '{column}' column (columns: {', '.join(rows.fieldnames or [])[:200]})",
+    names, rows = csv_dict_rows(raw, path)  # a field over guard.limits.MAX_FIELD_BYTES is one line
+    if column not in names:
+        raise UserError(f"{path}: no '{column}' column (columns: {', '.join(names)[:200]})",
                         "name the column with `column`", field="column")
-    texts = [r[column] for r in rows if r.get(column)]
+    texts = [r[column] for r in rows if isinstance(r.get(column), str) and r.get(column)]
     if not texts:
         raise UserError(f"{path} holds no prompts in column '{column}'")
     return texts[:MAX_PROMPTS]

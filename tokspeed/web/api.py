@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+from pathlib import Path
 
 from ..errors import UserError, did_you_mean
 from .errors import ApiError
@@ -126,12 +127,16 @@ def resolve_hardware(q):
         vals = {k: getattr(q, k) or 0.0 for k in CUSTOM_FIELDS}
         return Hardware.from_dict({"id": "custom", "name": "custom device", "kind": "gpu", "vendor": "custom",
                                    **vals, "source": "web form"})
-    if "/" in ref or "\\" in ref or ref.lower().endswith(".toml") or ref.lower() == "local":
-        raise ApiError(400, f"hardware must be a catalog id or 'custom', got {ref!r}", "hardware")
+    return catalog_hardware(ref)
+
+
+def catalog_hardware(ref: str):
+    """A catalog device by id or alias: never a file (``guard.names.catalog_ref`` before any lookup)."""
+    from ..guard.names import catalog_ref
     from ..hardware.catalog import get_hardware
 
     try:
-        return get_hardware(ref)
+        return get_hardware(catalog_ref(ref, "hardware"))
     except UserError as e:
         raise ApiError(400, e.message, "hardware", e.suggestion) from None
 
@@ -293,17 +298,13 @@ def fit_available() -> bool:
 
 def api_fit(q) -> dict:
     from ..advise.runs_here import rank_models
-    from ..hardware.catalog import get_hardware
 
     if q.prompt > MAX_FIT_PROMPT:
         raise ApiError(400, f"the ranking takes prompts up to {MAX_FIT_PROMPT:,} tokens, got {q.prompt:,}", "prompt")
     if q.context > MAX_FIT_CONTEXT:
         raise ApiError(400, f"context {q.context:,} is above this server's limit of {MAX_FIT_CONTEXT:,}", "context")
 
-    try:
-        hw = get_hardware(q.hardware)
-    except UserError as e:
-        raise ApiError(400, e.message, "hardware", e.suggestion) from None
+    hw = catalog_hardware(q.hardware)
     rows = rank_models(hw, context=q.context, prompt=q.prompt, min_tok_s=q.min_tok_s, **engine_options(q), gpus=q.gpus,
                        offload=q.offload, family=q.family, max_params=q.max_params, moe=q.moe, use=q.use,
                        top=q.top)
@@ -331,10 +332,12 @@ def api_upload(q, data: bytes, uploads: Uploads) -> dict:
         size = q.size
     name = q.name
     if q.kind == "config":
-        try:
-            cfg = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ApiError(400, f"config.json is not valid JSON: {e}") from None
+        from ..userfile import parse_json
+
+        try:        # finite numbers, nesting and digits capped: 100,000 '[' is a 400, not a RecursionError
+            cfg = parse_json(Path("config.json"), data)
+        except UserError as e:
+            raise ApiError(400, e.message) from None
         if not isinstance(cfg, dict):
             raise ApiError(400, "config.json must be a JSON object")
         name = name or str(cfg.get("_name_or_path") or "").rstrip("/").rsplit("/", 1)[-1]

@@ -17,8 +17,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ..errors import UserError, did_you_mean
+from ..guard.names import host_header
 from . import api, schemas
 from .errors import ApiError, refusal
 from .uploads import UPLOAD_LIMITS, Uploads
@@ -32,7 +34,7 @@ PAGES = {"/": ("index.html", "text/html; charset=utf-8"),
          "/static/vendor/uPlot.iife.min.js": ("vendor/uPlot.iife.min.js", "text/javascript; charset=utf-8"),
          "/static/vendor/uPlot.min.css": ("vendor/uPlot.min.css", "text/css; charset=utf-8")}
 MAX_QUERY = 4096                     # bytes of query string
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")   # Host values (host[:port], checked exactly)
 # An upload must say it is a file: a cross-site page can only send text/plain or form types without a CORS
 # preflight (which this server never grants), so other origins cannot make it store anything.
 UPLOAD_TYPES = ("application/octet-stream", "application/json")
@@ -95,12 +97,12 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
-        scope_host = (request.headers.get("host") or "").strip().lower()
-        name = scope_host[1:scope_host.index("]")] if scope_host.startswith("[") and "]" in scope_host \
-            else scope_host.rsplit(":", 1)[0]
-        if loopback_only and name not in LOOPBACK_NAMES:
+        server = request.scope.get("server") or (None, None)
+        if not host_header(request.headers.get("host") or "", LOOPBACK_HOSTS if loopback_only else None,
+                           server[1]):
             # DNS rebinding: a web page whose name re-resolves to 127.0.0.1 still sends its own name as Host
-            resp = error_response(403, "this server answers only to 127.0.0.1 / localhost / [::1] (Host header)")
+            resp = error_response(403, "this server answers only to 127.0.0.1 / localhost / [::1] (Host header)"
+                                  if loopback_only else "malformed Host header: give host or host:port")
         elif request.url.path.startswith("/api/") and \
                 request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
             # a page on another site (or another port) the user visits: browsers say so in Sec-Fetch-Site, and
@@ -117,6 +119,8 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
             else:
                 try:
                     resp = await call_next(request)
+                except ClientDisconnect:             # a client that hung up is not a bug
+                    resp = error_response(400, "the client disconnected")
                 except Exception as exc:             # a bug: say so without leaking a traceback to the client
                     traceback.print_exception(exc, file=sys.stderr)
                     resp = error_response(500, "internal error (a bug in tokspeed; the server log has the details)")
@@ -235,10 +239,13 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
             return error_response(413, f"upload too large: {n:,} bytes (limit for {q.kind}: {limit:,})",
                                   headers=close)
         data = bytearray()
-        async for chunk in request.stream():
-            data += chunk
-            if len(data) > limit:
-                return error_response(413, f"upload too large (limit for {q.kind}: {limit:,})", headers=close)
+        try:
+            async for chunk in request.stream():
+                data += chunk
+                if len(data) > limit:
+                    return error_response(413, f"upload too large (limit for {q.kind}: {limit:,})", headers=close)
+        except ClientDisconnect:             # the client hung up mid-upload: nothing to answer, nothing to log
+            return error_response(400, "the client disconnected before the upload ended", headers=close)
         return json_out(await run_in_threadpool(api.api_upload, q, bytes(data), uploads))
 
     return app

@@ -12,6 +12,7 @@ import threading
 import uuid
 from pathlib import Path
 
+from ..guard.outputs import write_file
 from .errors import ApiError
 
 UPLOAD_LIMITS = {"config": 1 << 20, "gguf": 32 << 20}    # bytes: a config.json; the start of a GGUF (its header)
@@ -37,9 +38,8 @@ class Uploads:
             raise ApiError(413, f"{kind} upload too large: {len(data):,} bytes (limit {UPLOAD_LIMITS[kind]:,})")
         uid = uuid.uuid4().hex
         sub = self.dir / uid / safe_name(name)       # the model id is the folder name (config) or file stem
-        sub.mkdir(parents=True)
         path = sub / ("config.json" if kind == "config" else safe_name(name) + ".gguf")
-        path.write_bytes(data)
+        write_file(path, data, "upload")             # the one writer (guard.outputs): no link followed
         if size > len(data):
             os.truncate(path, size)
         with self.lock:

@@ -1,0 +1,160 @@
+"""Bounded by construction (tokspeed.guard.bounded, guard.limits): whatever a server, a hub or a file does,
+memory stays under 400 MB and every wait has an end. The client runs in a subprocess; its peak memory is
+read with resource.getrusage(RUSAGE_CHILDREN)."""
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hostile_server import HostileServer
+
+pytest.importorskip("httpx")
+
+ROOT = Path(__file__).resolve().parent.parent
+MAX_RSS_MB = 400
+
+
+def bench(url, *args, timeout=90):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKSPEED_API_KEY": ""}
+    t = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "tokspeed", "bench-server", url, *map(str, args)], env=env,
+                       capture_output=True, text=True, timeout=timeout)
+    return p, time.perf_counter() - t
+
+
+def child_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024      # kB on Linux
+
+
+def one_line_error(p):
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    return p.stderr
+
+
+def test_a_stream_past_request_timeout_is_cut_in_bounded_memory(tmp_path):
+    """A server streaming valid chunks forever, each claiming a million tokens: 11 GB and still running
+    after 80 s with --request-timeout 5."""
+    out = tmp_path / "run"
+    with HostileServer("none") as srv:
+        p, took = bench(srv.url, "--model", "fast_forever", "--requests", "1", "--warmup", "0",
+                        "--request-timeout", "3", "-o", out, "--quiet")
+    assert p.returncode == 3, p.stderr
+    line = [ln for ln in (out / "requests.jsonl").read_text().splitlines() if '"type":"request"' in ln][0]
+    rec = json.loads(line)
+    assert rec["error"] == "timeout_total" and 3 <= rec["e2e_s"] < 4.5
+    assert rec["output_tokens"] >= 10**6 and rec["itl_capped"] and len(rec["itl_s"]) <= 32_768
+    assert len(line) < 2 * 2**20                     # the record does not grow with the stream
+    assert took < 30 and child_rss_mb() < MAX_RSS_MB
+
+
+@pytest.mark.parametrize("props", ["huge", "drip"])
+def test_props_too_big_or_too_slow_is_skipped_in_bounded_time_and_memory(tmp_path, props):
+    """/props of 300 MB took 713 MB; /props dripping a byte a second never let the run start."""
+    with HostileServer(props) as srv:
+        p, took = bench(srv.url, "--model", "ok", "--requests", "1", "--warmup", "0", "-o", tmp_path / "run",
+                        "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["ok"] == 1
+    assert took < 30 and child_rss_mb() < MAX_RSS_MB
+
+
+def test_a_200_mb_line_is_dropped_at_the_cap(tmp_path):
+    with HostileServer("none") as srv:
+        p, took = bench(srv.url, "--model", "long_line", "--requests", "1", "--warmup", "0", "-o", tmp_path / "run",
+                        "--quiet")
+    assert p.returncode == 3, p.stderr
+    assert took < 30 and child_rss_mb() < MAX_RSS_MB
+
+
+@pytest.mark.parametrize("flag, value", [("--rate", "1e-300"), ("--slo-ttft-ms", "1e-321"), ("--slo-tpot-ms", "1e-321"),
+                                         ("--request-timeout", "1e-321"), ("--max-duration", "5e-324")])
+def test_tiny_rates_and_times_are_refused_not_run_forever_or_dropped(tmp_path, flag, value):
+    """--rate 1e-300 slept forever; --slo-ttft-ms 1e-321 silently dropped the SLO (it rounds to 0 s)."""
+    p, took = bench("http://127.0.0.1:9", "--model", "m", flag, value, "-o", tmp_path / "run", timeout=30)
+    assert flag in one_line_error(p) and "at least" in p.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_run_has_a_default_end(tmp_path):
+    from tokspeed.cli.bench_server import DEFAULT_MAX_RUN_S
+
+    with HostileServer("none") as srv:
+        p, _ = bench(srv.url, "--model", "ok", "--requests", "1", "--warmup", "0", "-o", tmp_path / "run", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["run"]["max_run_s"] == DEFAULT_MAX_RUN_S == 86400
+
+
+def test_a_2_gb_tokenizer_is_refused_before_reading(tmp_path):
+    pytest.importorskip("tokenizers")
+    big = tmp_path / "tokenizer.json"
+    with open(big, "wb") as f:
+        f.truncate(2 * 2**30)                          # sparse: no disk used
+    p, took = bench("http://127.0.0.1:9", "--model", "m", "--tokenizer", big, "-o", tmp_path / "run", timeout=60)
+    assert "larger than a tokenizer may be" in one_line_error(p)
+    assert took < 20 and child_rss_mb() < MAX_RSS_MB
+
+
+def test_prompt_files_nested_or_with_huge_fields(tmp_path):
+    """JSONL nested 100,000 deep was a RecursionError; a 200 KB CSV field a csv.Error traceback."""
+    from tokspeed.errors import UserError
+    from tokspeed.serverbench.workload import read_prompt_file
+
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(UserError, match="nested deeper than 64"):
+        read_prompt_file(str(deep))
+    wide = tmp_path / "wide.csv"
+    wide.write_text('prompt\n"' + "x" * 200_000 + '"\nhello\n')
+    assert [len(t) for t in read_prompt_file(str(wide))[0]] == [200_000, 5]      # a long prompt is fine
+    huge = tmp_path / "huge.csv"
+    huge.write_text('prompt\n"' + "x" * (5 * 2**20) + '"\n')
+    with pytest.raises(UserError, match="at most 4 MiB"):
+        read_prompt_file(str(huge))
+    p, _ = bench("http://127.0.0.1:9", "--model", "m", "--prompts", deep, "-o", tmp_path / "run", timeout=60)
+    assert "nested" in one_line_error(p)
+
+
+def test_a_million_layers_is_refused_with_the_field_named(tmp_path):
+    """A model claiming 10^6 layers took minutes and GBs (CLI or web upload)."""
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+           "num_attention_heads": 4, "num_hidden_layers": 10**6, "num_key_value_heads": 2, "vocab_size": 256}
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(cfg))
+    t = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "tokspeed", "predict", str(f), "--hardware", "rtx-4090"],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert "n_layers 1,000,000 is beyond any real model" in one_line_error(p)
+    assert time.perf_counter() - t < 20
+
+
+@pytest.mark.parametrize("line, ok", [('{"type":"request","index":0,"ok":true,"ttft_s":Infinity,"e2e_s":1}', True),
+                                      ('{"type":"request","index":0,"ok":true,"ttft_s":"fast","itl_s":"x",'
+                                       '"phase":[1],"e2e_s":{"a":1},"output_tokens":"9"}', True)])
+def test_summarize_a_run_file_with_wrong_types_or_infinity(tmp_path, line, ok):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "requests.jsonl").write_text('{"type":"run","model":"m","url":"http://x"}\n' + line + "\n")
+    p, _ = bench("--summarize", run, "--json", timeout=60)
+    assert "Traceback" not in p.stderr
+    assert p.returncode in (0, 2, 3), p.stderr
+
+
+def test_compare_summaries_with_wrong_types_or_infinity(tmp_path):
+    for name, text in (("a", '{"phases": [{"load": "x", "stats": 5, "output_tok_s": "fast"}], "run": {}}'),
+                       ("b", '{"phases": [{"concurrency": 1, "output_tok_s": Infinity}], "run": {}}'),
+                       ("c", '{"phases": [1, 2], "run": {}}')):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "summary.json").write_text(text)
+        p, _ = bench("--compare", d, d, "-o", tmp_path / "cmp.html", timeout=60)
+        assert "Traceback" not in p.stderr
+        assert p.returncode in (0, 2), p.stderr
+        if p.returncode == 2:
+            one_line_error(p)

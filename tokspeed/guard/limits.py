@@ -1,0 +1,112 @@
+"""Plausible ranges for what a file or a request describes, and caps on the documents that describe it.
+
+Model shapes: a model file, a config.json upload or a catalog entry may claim any number; tokspeed's work
+grows with layers, experts and vocabulary, so a claim beyond every real model is refused with the field
+named, before any work. The limits are policy, set an order of magnitude above the largest released models
+(docs/security.md): layers 126 (Llama 3.1 405B), width 18,432 (PaLM 540B), heads 128, experts 384
+(Kimi K2), vocabulary 262,144 (Gemma 3), FFN width 73,728 (PaLM).
+
+Documents read from files someone sent (prompt files, run files): nesting beyond ``MAX_JSON_DEPTH`` and a
+CSV field beyond ``MAX_FIELD_BYTES`` are one line each, never a RecursionError or a csv.Error traceback.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from ..errors import UserError
+
+MODEL_LIMITS = {                  # field -> the largest value accepted
+    "n_layers": 2_048, "d_model": 262_144, "n_heads": 4_096, "n_kv_heads": 4_096, "vocab_size": 4_194_304,
+    "d_ff": 2_097_152, "head_dim": 16_384, "n_experts": 16_384, "n_active_experts": 16_384,
+    "n_shared_experts": 1_024, "d_ff_expert": 2_097_152, "d_ff_shared": 2_097_152, "n_dense_layers": 2_048,
+    "n_sliding_layers": 2_048, "n_linear_layers": 2_048,
+}
+DEFAULT_FIELD_LIMIT = 10**8       # other shape fields (ranks, window sizes, state sizes)
+MAX_JSON_DEPTH = 64               # a prompt or run file line: real ones nest 3-5 levels
+MAX_FIELD_BYTES = 4 * 2**20       # one CSV field: a 131,072-token prompt is ~0.5 MB of text
+MIN_RATE_RPS = 0.01               # one request per 100 s: slower arrivals are no load (bench-server) and a
+                                  # simulated run of 1e-300 requests/s would never reach its second arrival
+
+
+def shape_limit(field: str) -> int:
+    return MODEL_LIMITS.get(field, DEFAULT_FIELD_LIMIT)
+
+
+def check_shape(field: str, value: int, where: str) -> None:
+    """UserError naming ``field`` when ``value`` is beyond every real model."""
+    limit = shape_limit(field)
+    if value > limit:
+        raise UserError(f"{where}: {field} {value:,} is beyond any real model (at most {limit:,})",
+                        "is the file damaged or made up?")
+
+
+def _depth_ok(text: str) -> bool:
+    """A quick upper bound on JSON nesting: brackets opened before any closes (strings may over-count,
+    which only refuses the absurd)."""
+    depth = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                return False
+        elif ch in "]}":
+            depth -= 1
+    return True
+
+
+def json_line(text: str, where: str):
+    """One JSON value from one line of a file, nesting capped, every failure one UserError."""
+    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and not _depth_ok(text):
+        raise UserError(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels", "is this the right file?")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise UserError(f"{where}: nested too deeply") from None
+    except ValueError as e:
+        raise UserError(f"{where}: not a JSON object ({str(e)[:80]})", "one JSON object per line (JSONL)") from None
+
+
+def csv_dict_rows(raw: str, where: str) -> tuple[list[str], list[dict]]:
+    """(field names, rows) of a CSV text; a field longer than MAX_FIELD_BYTES or a broken row is one line."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(MAX_FIELD_BYTES)
+    try:
+        reader = csv.DictReader(io.StringIO(raw))
+        rows = list(reader)
+        return list(reader.fieldnames or []), rows
+    except csv.Error as e:
+        raise UserError(f"{where}: not a readable CSV ({str(e)[:80]}; a field may hold at most "
+                        f"{MAX_FIELD_BYTES // 2**20} MiB)") from None
+    finally:
+        csv.field_size_limit(limit)
+
+
+def expected_tensor_shapes(spec) -> dict:
+    """role -> (rows, cols) every standard decoder tensor of ``spec`` must have (GGUF roles, HF layout)."""
+    d, L = spec.d_model, spec.n_layers
+    want = {"token_embd": (spec.vocab_size, d), "output": (spec.vocab_size, d)}
+    for i in range(L):
+        b = f"blk.{i}."
+        want.update({b + "attn_q": (spec.q_proj_rows, d), b + "attn_k": (spec.kv_dim, d),
+                     b + "attn_v": (spec.kv_dim, d), b + "attn_output": (d, spec.attn_out_dim)})
+        if not spec.is_moe and spec.d_ff:
+            want.update({b + "ffn_gate": (spec.d_ff, d), b + "ffn_up": (spec.d_ff, d), b + "ffn_down": (d, spec.d_ff)})
+    return want
+
+
+def check_tensor_shapes(spec, shapes: dict, where: str) -> None:
+    """A file whose tensors disagree with its own metadata is refused with the tensor named, before any
+    weight is read (a torch RuntimeError deep in a matmul otherwise). ``shapes``: role -> (shape, ...)."""
+    if spec.is_mla or getattr(spec, "n_linear_layers", 0):
+        return                                  # their projections are laid out otherwise; not checked here
+    for role, want in expected_tensor_shapes(spec).items():
+        got = shapes.get(role)
+        if got is None:
+            continue
+        shape = tuple(got[0])
+        if len(shape) == 2 and shape != want:
+            raise UserError(f"{where}: tensor {role} is {shape[0]}x{shape[1]} but the metadata implies "
+                            f"{want[0]}x{want[1]}", "the file is damaged or its metadata is wrong")
