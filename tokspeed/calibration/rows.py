@@ -170,8 +170,16 @@ def map_quant(text: str) -> str:
     return canonical(re.sub(r"\s*\(weight-only\)\s*$", "", text.strip(), flags=re.I))
 
 
+def sized_quant(quant: str, model_bytes: str) -> str:
+    """An Unsloth ``UD-*`` quant at the row's stated file size (``UD-Q4_K_XL@22827751178B``): its per-tensor mix is
+    not published as a rule, the file's size is (tokspeed.quant.dynamic); any other quant as given."""
+    size = _float(model_bytes)
+    return f"{quant}@{size:.0f}B" if quant.startswith("UD-") and size else quant
+
+
 def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
     from ..models.catalog import resolve_id
+    from ..quant.dynamic import split_size
     from ..quant.schemes import scheme_for
     from ..engines.profile import ENGINES
 
@@ -187,7 +195,7 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
     if resolve_id(r["model"], packaging=True) is None:
         return "model not in catalog"
     try:
-        scheme_for(quant)
+        scheme_for(split_size(quant)[0])          # the format alone: a stated size needs the model
     except ValueError:
         return f"quant {r['quant']} unknown"
     if r["metric"] == "prefill":
@@ -228,7 +236,7 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
     out = []
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
-            quant = map_quant(r["quant"])
+            quant = sized_quant(map_quant(r["quant"]), r.get("model_bytes", ""))
             decode = r["metric"] != "prefill"
             prompt = _int(r["prompt_tokens"], 0 if decode else None)   # unstated decode prompt: short
             gen = _int(r["gen_tokens"], DEFAULT_GEN if decode else 0)
