@@ -34,7 +34,10 @@ def _table() -> dict:
 ENGINE_SPELLINGS = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp",
                     "lmstudio": "lm-studio", "lm studio": "lm-studio", "trt-llm": "tensorrt-llm",
                     "trtllm": "tensorrt-llm", "hf transformers": "transformers",
-                    "huggingface transformers": "transformers", "exllama v2": "exllamav2", "exllama2": "exllamav2"}
+                    "huggingface transformers": "transformers", "exllama v2": "exllamav2", "exllama2": "exllamav2",
+                    "mlx-lm": "mlx", "mlx_lm": "mlx", "mlx lm": "mlx", "ik-llama.cpp-cpu": "ik_llama.cpp-cpu",
+                    "ik-llama.cpp-cuda": "ik_llama.cpp-cuda", "ik_llama.cpp (cpu)": "ik_llama.cpp-cpu",
+                    "ik_llama.cpp (cuda)": "ik_llama.cpp-cuda"}
 LLAMA_CPP_BACKEND = re.compile(r"(?:llama\.?cpp|llama[-_]cpp)\s*[-(\[/ ]\s*(\w+)\s*[)\]]?")
 # llama.cpp's build flags as older tables name the backend ("llama.cpp (cuBLAS)")
 BACKEND_SPELLINGS = {"hip": "rocm", "hipblas": "rocm", "cublas": "cuda"}
