@@ -55,11 +55,13 @@ sys.path.insert(0, str(REPO))
 from tokspeed.calibration import load_rows  # noqa: E402
 from tokspeed.calibration.evaluate import percentile  # noqa: E402
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
+from tokspeed.calibration.holdout import (KINDS, backend_table, bands_toml, pooled_summary,  # noqa: E402
+                                          unseen_vendor_band)
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
 
-BACKENDS = ["llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "gpt-fast"]
+BACKENDS = ["llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "llama.cpp-rocm", "llama.cpp-sycl", "gpt-fast"]
 FITTED = REPO / "tokspeed" / "engines" / "fitted.toml"
 ROBUST_SCALE = 0.1      # soft-L1 knee on the log error (~10 %)
 SIGMA_ETA = 0.5         # prior width on log(eta): a factor e^0.5 = 1.65
@@ -278,10 +280,18 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
             m = fam_arr != fam
             p_ho, _, _ = fit(rs, prior, m)
             held[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
+    vendors = sorted({r.hw.vendor for r in rows})
+    lovo = np.array(pri, dtype=float)          # one vendor only: without it the backend has its priors
+    ven_arr = np.array([r.hw.vendor for r in rows])
+    if len(vendors) > 1:
+        for ven in vendors:
+            m = ven_arr != ven
+            p_ho, _, _ = fit(rs, prior, m)
+            lovo[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
     if verbose:
         print(f"  fitted {engine} on {len(rows)} rows in {time.time() - t0:.1f} s", file=sys.stderr)
     return dict(engine=engine, rows=rows, profile=prof, space=space, x=x, insample=ins, heldout=held,
-                prior_err=pri, families=fams, version=prior.version)
+                prior_err=pri, families=fams, version=prior.version, lovo=lovo)
 
 
 def table(results) -> str:
@@ -454,6 +464,29 @@ def fitted_toml(results) -> str:
     return "\n".join(out)
 
 
+DOCS = REPO / "docs" / "calibration.md"
+BANDS = REPO / "tokspeed" / "engines" / "bands.toml"
+DOC_START, DOC_END = "<!-- held-out tables: start (scripts/fit_calibration.py --docs) -->", "<!-- held-out tables: end -->"
+
+
+def held_out_tables(results, bands) -> str:
+    """The coverage per backend and the leave-one-vendor-out / leave-one-backend-out tables (markdown)."""
+    rows = [r for res in results for r in res["rows"]]
+    return "\n".join([
+        f"Fitted on {len(rows)} single-device rows ({sum(r.id.startswith('c3-') for r in rows)} of them from "
+        "calibration-3.csv).", "",
+        backend_table(results, bands), "",
+        "Pooled over the llama.cpp backends: held out by vendor " + pooled_summary(results, "lovo")
+        + "; held out by backend " + pooled_summary(results, "prior_err")
+        + "; held out by device family " + pooled_summary(results, "heldout") + "."])
+
+
+def write_docs(tables: str) -> None:
+    text = DOCS.read_text()
+    a, b = text.index(DOC_START), text.index(DOC_END)
+    DOCS.write_text(text[:a + len(DOC_START)] + "\n\n" + tables + "\n\n" + text[b:])
+
+
 def scored_rows(path=None, engines=BACKENDS):
     rows = load_rows(path)
     return rows, {e: [r for r in rows if not r.skip and r.engine == e] for e in engines}
@@ -464,6 +497,7 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", help="calibration.csv (default: data/validation/calibration.csv)")
     ap.add_argument("--write", action="store_true", help="write tokspeed/engines/fitted.toml")
     ap.add_argument("--engines", nargs="*", default=BACKENDS)
+    ap.add_argument("--docs", action="store_true", help="rewrite the held-out tables in docs/calibration.md")
     args = ap.parse_args(argv)
     t0 = time.time()
     rows, by_engine = scored_rows(args.csv, args.engines)
@@ -487,9 +521,19 @@ def main(argv=None) -> int:
     print()
     print(coverage(results))
     print(coverage(results, "prefill"))
+    llama = [res for res in results if res["engine"].startswith("llama.cpp")]
+    bands = {res["engine"]: {f"{k}_unseen_vendor_pct": unseen_vendor_band(
+        res, k, getattr(prior_profile(res["engine"]), f"{k}_error_pct")) for k in KINDS} for res in llama}
+    tables = held_out_tables(llama, bands)
+    print()
+    print(tables)
     if args.write:
         FITTED.write_text(fitted_toml(results))
-        print(f"wrote {FITTED.relative_to(REPO)}")
+        BANDS.write_text(bands_toml(llama, prior_profile))
+        print(f"wrote {FITTED.relative_to(REPO)} and {BANDS.relative_to(REPO)}")
+    if args.docs:
+        write_docs(tables)
+        print(f"wrote the held-out tables into {DOCS.relative_to(REPO)}")
     print(f"total {time.time() - t0:.1f} s", file=sys.stderr)
     return 0
 

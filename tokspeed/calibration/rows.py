@@ -14,7 +14,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from ..engines.backends import backend_view
 from ..engines.compat import engine_key
+from ..engines.cpu import note_threads, with_threads
 from ..hardware.spec import Hardware
 from .families import device_family
 
@@ -240,7 +242,9 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
             decode = r["metric"] != "prefill"
             prompt = _int(r["prompt_tokens"], 0 if decode else None)   # unstated decode prompt: short
             gen = _int(r["gen_tokens"], DEFAULT_GEN if decode else 0)
-            hw = row_hardware(r)
+            hw = backend_view(engine_key(r["engine"]), row_hardware(r))   # as compat.runnable
+            if hw.kind == "cpu" or "cpu" in engine_key(r["engine"]):
+                hw = with_threads(hw, note_threads(r.get("note", "")))     # the row's -t
             out.append(CalibrationRow(
                 id=r["id"], source=r["source"], hw=hw, family=device_family(r["hardware"], r["vendor"]),
                 n_devices=_int(r["n_devices"], 1), model=_model_id(r["model"]), quant=quant,

@@ -50,6 +50,8 @@ def add_hardware_options(p, required: bool = True):
     p.add_argument("--bandwidth", type=byte_size, help="custom device: memory bandwidth, e.g. 1008GB/s (with --memory)")
     p.add_argument("--memory", type=byte_size, help="custom device: memory capacity, e.g. 24GB")
     p.add_argument("--tflops", type=tflops, help="custom device: dense FP16 TFLOPS (on a CPU: its FP32 SIMD rate)")
+    p.add_argument("--threads", "-t", type=int, default=None,
+                   help="CPU engines: threads llama.cpp runs (-t; default: the physical cores)")
 
 
 def add_model_options(p):
@@ -147,7 +149,10 @@ def resolve_hardware(args, name: str | None = None):
         raise UserError("which hardware?", "add --hardware ID (see `tokspeed hardware`) or --bandwidth and --memory")
     from ..hardware.catalog import get_hardware, with_tflops
 
-    return with_tflops(get_hardware(name), getattr(args, "tflops", None))  # --tflops overrides the catalog
+    from ..engines.cpu import with_threads
+
+    hw = with_tflops(get_hardware(name), getattr(args, "tflops", None))  # --tflops overrides the catalog
+    return with_threads(hw, getattr(args, "threads", None))
 
 
 def predict_kwargs(args) -> dict:

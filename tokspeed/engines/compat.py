@@ -235,7 +235,9 @@ def unmodelled_kernels(engine, spec, quant: str) -> int:
     k = row.get("kernels", {})
     if not k or spec is None:
         return 0
-    n = k.get("per_moe_layer", 0) * spec.n_moe_layers
+    from .moe_dispatch import dispatch_kernels
+
+    n = dispatch_kernels(k, spec)
     if (quant or "").strip().upper() == "FP8":
         attn = 5 if spec.is_mla and spec.q_lora_rank else 4
         gemms = spec.n_layers * (attn + (3 if spec.gated_mlp else 2)) + 2 * spec.n_moe_layers
@@ -253,7 +255,11 @@ def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None,
     import math
     from dataclasses import replace
 
-    row = _table()["engine"].get(check(profile, hw, quant, kv_dtype), {})   # the backend that runs: ollama -> cpu
+    from .backends import backend_view
+
+    backend = check(profile, hw, quant, kv_dtype)       # the backend that runs: ollama -> cpu
+    row = _table()["engine"].get(backend, {})
+    hw = backend_view(backend, hw)      # its prompt matmuls on the matrix units or the vector ALUs (backends.py)
     if row.get("cpu_cluster"):
         view = hw.cpu_engine_view()     # a SoC's CPU cluster; a CPU's SIMD view (not a probe's torch BF16 figure)
         if view.cpu_bandwidth_band_pct and view is not hw and hw.kind == "soc" and hasattr(profile, "decode_error_pct"):

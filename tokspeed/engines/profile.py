@@ -584,7 +584,11 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
                               else "")
                            + f"; {entry.get('source', '')}")
     profile = EngineProfile(name=e, version=label, **entry)
-    return calibrated(profile, hardware) if hardware is not None else profile
+    if hardware is None:
+        return profile
+    from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)
+
+    return calibrated(with_band(profile, hardware), hardware)
 
 
 def check_engine_build(engine: str, engine_version=None, flash_attention: bool | None = None) -> None:
