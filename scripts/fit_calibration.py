@@ -372,13 +372,16 @@ def coverage(results, kind: str = "decode") -> str:
 
 
 def band(res, kind, prior_pct: float) -> float:
-    """Stored error band: p90 |error|, the larger of in-sample and held-out; with fewer than
+    """Stored error band: p90 |error|, the larger of in-sample and held-out (by family; a backend of one family: by
+    vendor, i.e. its priors); with fewer than
     MIN_BAND_ROWS rows a p90 means little, so the prior's (wider) band stays the floor."""
     idx = [i for i, r in enumerate(res["rows"]) if r.kind == kind]
     if not idx:
         return prior_pct
     ins = percentile([abs(res["insample"][i]) for i in idx], 90)
     ho = [abs(res["heldout"][i]) for i in idx if not math.isnan(res["heldout"][i])]
+    if not ho and "lovo" in res:      # one device family only: nothing held out of the fit but the backend itself
+        ho = [abs(res["lovo"][i]) for i in idx]
     b = max(ins, percentile(ho, 90)) if ho else ins
     return max(b, prior_pct) if len(idx) < MIN_BAND_ROWS else b
 
@@ -478,7 +481,12 @@ def held_out_tables(results, bands) -> str:
         backend_table(results, bands), "",
         "Pooled over the llama.cpp backends: held out by vendor " + pooled_summary(results, "lovo")
         + "; held out by backend " + pooled_summary(results, "prior_err")
-        + "; held out by device family " + pooled_summary(results, "heldout") + "."])
+        + "; held out by device family " + pooled_summary(results, "heldout") + ".", "",
+        "calibration-3.csv's fitted rows alone: held out by vendor " + pooled_summary(results, "lovo", id_prefix="c3-")
+        + "; held out by backend " + pooled_summary(results, "prior_err", id_prefix="c3-") + ".", "",
+        "The families fitted before calibration-3.csv (CUDA and Metal rows), held out by device family: "
+        + pooled_summary([res for res in results if res["engine"] in ("llama.cpp-cuda", "llama.cpp-metal")],
+                         "heldout") + "."])
 
 
 def write_docs(tables: str) -> None:

@@ -76,3 +76,38 @@ def report(rows) -> str:
         for detail, ids in sorted(d.items(), key=lambda kv: (-len(kv[1]), kv[0])):
             lines.append(f"    {len(ids):4d}  {detail}  ({ids[0]}{' …' if len(ids) > 1 else ''})")
     return "\n".join(lines)
+
+
+def user_view(rows) -> list[dict]:
+    """Every answered row as a user gets it (the shipped fit, the band widened off the data): backend, vendor,
+    metric, signed % error, the stated band in % and whether the measurement lies inside it."""
+    from ..engines.profile import get_engine
+    from .evaluate import error_pct, predicted_tok_s
+
+    out = []
+    for row in rows:
+        if why_unanswered(row):
+            continue
+        prof = get_engine(row.engine, row.hw, version=row.era or None)
+        err = error_pct(predicted_tok_s(row, prof), row.tok_s)
+        band = prof.decode_error_pct if row.kind == "decode" else prof.prefill_error_pct
+        out.append({"id": row.id, "engine": row.engine, "vendor": row.hw.vendor, "kind": row.kind, "error": err,
+                    "band": band, "inside": abs(err) <= band})
+    return out
+
+
+def user_table(view) -> str:
+    """Markdown: per backend and metric, answered rows, median / p90 |error| %, signed median, band coverage."""
+    from ..stats import percentile
+
+    lines = ["| backend | metric | answered | median / p90 abs error % | signed median % | inside the stated band |",
+             "|---|---|---|---|---|---|"]
+    keys = sorted({(v["engine"], v["kind"]) for v in view}) + [("all", "decode"), ("all", "prefill")]
+    for eng, kind in keys:
+        vs = [v for v in view if v["kind"] == kind and eng in ("all", v["engine"])]
+        if not vs:
+            continue
+        a = [abs(v["error"]) for v in vs]
+        lines.append(f"| {eng} | {kind} | {len(vs)} | {percentile(a, 50):.0f} / {percentile(a, 90):.0f} | "
+                     f"{percentile([v['error'] for v in vs], 50):+.0f} | {100 * sum(v['inside'] for v in vs) / len(vs):.0f} % |")
+    return "\n".join(lines)

@@ -95,12 +95,13 @@ def band_coverage(res, kind: str, band: dict) -> float:
     return 100.0 * inside / len(idx)
 
 
-def pooled_summary(results, key: str, engines_prefix: str = "llama.cpp") -> str:
-    """One line per metric: median / p90 |error| of ``key`` (lovo, prior_err, heldout) over every llama.cpp row."""
+def pooled_summary(results, key: str, engines_prefix: str = "llama.cpp", id_prefix: str = "") -> str:
+    """One line per metric: median / p90 |error| of ``key`` (lovo, prior_err, heldout) over every llama.cpp row
+    (whose id starts with ``id_prefix``: ``c3-`` for calibration-3.csv's)."""
     out = []
     for kind in KINDS:
         errs = [e for res in results if res["engine"].startswith(engines_prefix)
-                for r, e in zip(res["rows"], res[key]) if r.kind == kind]
+                for r, e in zip(res["rows"], res[key]) if r.kind == kind and r.id.startswith(id_prefix)]
         n, m, q = p50_p90(errs)
         out.append(f"{kind} n={n} median {m:.1f} % p90 {q:.1f} %")
     return "; ".join(out)

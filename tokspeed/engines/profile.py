@@ -327,7 +327,6 @@ def format_group(quant: str) -> str:
     """Weight formats grouped by the kind of dequantisation their kernels do; an unknown format is an error
     (it used to fall through to "int4")."""
     from ..quant.dynamic import plain_format       # UD-*, ik_llama.cpp, MLX, NVFP4, NAME@size (issue 27)
-
     q = plain_format(quant)
     if q.lower() in FORMAT_GROUPS:          # already a group (the fit passes group names)
         return q.lower()
@@ -584,11 +583,8 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
                               else "")
                            + f"; {entry.get('source', '')}")
     profile = EngineProfile(name=e, version=label, **entry)
-    if hardware is None:
-        return profile
     from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)
-
-    return calibrated(with_band(profile, hardware), hardware)
+    return calibrated(with_band(profile, hardware), hardware) if hardware is not None else profile
 
 
 def check_engine_build(engine: str, engine_version=None, flash_attention: bool | None = None) -> None:
