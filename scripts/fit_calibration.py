@@ -401,6 +401,19 @@ ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop", "kv_reread")   # pe
 CORE_BOUNDS = ("bytes_per_core_cycle", "quant_flops_per_core_cycle", "pj_per_flop")   # written where the newest era has them
 
 
+def shared_eta_mem(results, engine: str) -> dict:
+    """eta_mem per memory technology fitted for the engine whose kernels ``engine`` compiles (its priors'
+    ``kernels_of``), without its default; {} if none or not fitted here."""
+    from tokspeed.engines.profile import load_table
+
+    of = load_table("priors.toml").get(engine, {}).get("kernels_of")
+    for res in results:
+        if res["engine"] == of:
+            prof = res["profile"][res["version"]] if isinstance(res["profile"], dict) else res["profile"]
+            return {k: v for k, v in prof.eta_mem.items() if k != "default"}
+    return {}
+
+
 def fitted_toml(results) -> str:
     out = ["# Written by scripts/fit_calibration.py from data/validation/calibration.csv: do not edit by hand.",
            "# Overlays priors.toml per engine; `version` is the newest engine era fitted (tokspeed/engines/",
@@ -422,6 +435,9 @@ def fitted_toml(results) -> str:
         kinds = [k for k in counts if k in p.eta_compute]
         top_kind = max(sorted(kinds), key=counts.get) if kinds else None
         eta_mem = {**{k: v for k, v in p.eta_mem.items() if k in counts}, "default": p.eta_mem[top]}
+        # a backend compiled from another's kernels (priors.toml kernels_of: ROCm from CUDA) keeps that engine's
+        # fitted value for a memory technology it has no rows of (HBM Instinct parts), not its GDDR rows' value
+        eta_mem = {**shared_eta_mem(results, res["engine"]), **eta_mem}
         eta_compute = {**p.eta_compute, "default": p.eta_compute[top_kind] if top_kind else p.compute_eff("")}
         prior = prior_profile(res["engine"])
         dec_band = band(res, "decode", prior.decode_error_pct)
@@ -456,7 +472,7 @@ def fitted_toml(results) -> str:
                 continue
             out.append("")
             out.append(f'["{res["engine"]}".eras."{era}"]')
-            era_mem = {k: ep.eta_mem[k] for k in eta_mem if k != "default"}
+            era_mem = {k: ep.eta_mem.get(k, v) for k, v in eta_mem.items() if k != "default"}   # shared: as is
             era_mem["default"] = ep.eta_mem[top]
             c = ep.eta_compute.get("default", 1.0) / p.eta_compute.get("default", 1.0)
             out.append(f"eta_mem = {_dict(era_mem)}")
