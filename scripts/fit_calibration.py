@@ -55,11 +55,13 @@ sys.path.insert(0, str(REPO))
 from tokspeed.calibration import load_rows  # noqa: E402
 from tokspeed.calibration.evaluate import percentile  # noqa: E402
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
+from tokspeed.calibration.holdout import (KINDS, backend_table, bands_toml, pooled_summary,  # noqa: E402
+                                          unseen_vendor_band)
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
 
-BACKENDS = ["llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "gpt-fast"]
+BACKENDS = ["llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "llama.cpp-rocm", "llama.cpp-sycl", "gpt-fast"]
 FITTED = REPO / "tokspeed" / "engines" / "fitted.toml"
 ROBUST_SCALE = 0.1      # soft-L1 knee on the log error (~10 %)
 SIGMA_ETA = 0.5         # prior width on log(eta): a factor e^0.5 = 1.65
@@ -101,7 +103,7 @@ def eras_of(rows) -> list[str]:
 def attn_prior(prior: EngineProfile, engine: str, era: str) -> float:
     """Prior of attn_bytes_per_flop in an era: none where the era runs FlashAttention by default (the
     scores stay in on-chip memory), else the engine's documented unfused-attention prior."""
-    return 0.0 if era_info(engine, era).get("flash_attention") else prior.attn_bytes_per_flop
+    return 0.0 if era_info(engine, era).get("flash_attention") else prior_profile(engine).attn_bytes_per_flop
 
 
 def param_space(prior: EngineProfile, rows) -> list[Param]:
@@ -125,7 +127,7 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
         out.append(Param("eta_format", g, _clip(prior.eta_format.get(g, 1.0), 0.2, 1.0), 0.2, 1.0))
     if dec:
         out.append(Param("eta_kv", None, _clip(prior.eta_kv, 0.1, 1.0), 0.1, 1.0))
-    abpf = bool(prior.attn_bytes_per_flop)
+    abpf = bool(prior_profile(prior.name).attn_bytes_per_flop)   # the engine's unfused prior (0 in a fused newest era)
     for era in eras:
         e = "" if era == newest else era
         er = [r for r in rows if r.era == era]
@@ -266,10 +268,15 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
     prior = replace(prior_profile(engine), version=newest)
     if newest and not unfused_attention(engine, newest):
         prior = replace(prior, kv_reread=0.0)     # as engine_entry: FlashAttention by default reads K/V once
+    pri_prof = prior          # the priors as the LOBO column scores them
+    if newest and not unfused_attention(engine, newest):
+        # and keeps the scores on chip (attn_prior: 0), also where the newest era has no prefill rows to fit the
+        # score traffic on (ROCm's 2025 rows are decode only); older eras fit their own from the unfused prior
+        prior = replace(prior, attn_bytes_per_flop=0.0)
     rs = build(rows)
     prof, space, x = fit(rs, prior)
     ins = (predict_rows(rs, prof) / rs.measured - 1) * 100
-    pri = (predict_rows(rs, prior) / rs.measured - 1) * 100
+    pri = (predict_rows(rs, pri_prof) / rs.measured - 1) * 100
     fams = sorted({r.family for r in rows})
     held = np.full(len(rows), np.nan)
     fam_arr = np.array([r.family for r in rows])
@@ -278,10 +285,18 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
             m = fam_arr != fam
             p_ho, _, _ = fit(rs, prior, m)
             held[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
+    vendors = sorted({r.hw.vendor for r in rows})
+    lovo = np.array(pri, dtype=float)          # one vendor only: without it the backend has its priors
+    ven_arr = np.array([r.hw.vendor for r in rows])
+    if len(vendors) > 1:
+        for ven in vendors:
+            m = ven_arr != ven
+            p_ho, _, _ = fit(rs, prior, m)
+            lovo[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
     if verbose:
         print(f"  fitted {engine} on {len(rows)} rows in {time.time() - t0:.1f} s", file=sys.stderr)
     return dict(engine=engine, rows=rows, profile=prof, space=space, x=x, insample=ins, heldout=held,
-                prior_err=pri, families=fams, version=prior.version)
+                prior_err=pri, families=fams, version=prior.version, lovo=lovo)
 
 
 def table(results) -> str:
@@ -362,13 +377,16 @@ def coverage(results, kind: str = "decode") -> str:
 
 
 def band(res, kind, prior_pct: float) -> float:
-    """Stored error band: p90 |error|, the larger of in-sample and held-out; with fewer than
+    """Stored error band: p90 |error|, the larger of in-sample and held-out (by family; a backend of one family: by
+    vendor, i.e. its priors); with fewer than
     MIN_BAND_ROWS rows a p90 means little, so the prior's (wider) band stays the floor."""
     idx = [i for i, r in enumerate(res["rows"]) if r.kind == kind]
     if not idx:
         return prior_pct
     ins = percentile([abs(res["insample"][i]) for i in idx], 90)
     ho = [abs(res["heldout"][i]) for i in idx if not math.isnan(res["heldout"][i])]
+    if not ho and "lovo" in res:      # one device family only: nothing held out of the fit but the backend itself
+        ho = [abs(res["lovo"][i]) for i in idx]
     b = max(ins, percentile(ho, 90)) if ho else ins
     return max(b, prior_pct) if len(idx) < MIN_BAND_ROWS else b
 
@@ -386,6 +404,19 @@ def _dict(d: dict) -> str:
 
 ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop", "kv_reread")   # per older era, with eta_mem, eta_compute
 CORE_BOUNDS = ("bytes_per_core_cycle", "quant_flops_per_core_cycle", "pj_per_flop")   # written where the newest era has them
+
+
+def shared_eta_mem(results, engine: str) -> dict:
+    """eta_mem per memory technology fitted for the engine whose kernels ``engine`` compiles (its priors'
+    ``kernels_of``), without its default; {} if none or not fitted here."""
+    from tokspeed.engines.profile import load_table
+
+    of = load_table("priors.toml").get(engine, {}).get("kernels_of")
+    for res in results:
+        if res["engine"] == of:
+            prof = res["profile"][res["version"]] if isinstance(res["profile"], dict) else res["profile"]
+            return {k: v for k, v in prof.eta_mem.items() if k != "default"}
+    return {}
 
 
 def fitted_toml(results) -> str:
@@ -409,6 +440,9 @@ def fitted_toml(results) -> str:
         kinds = [k for k in counts if k in p.eta_compute]
         top_kind = max(sorted(kinds), key=counts.get) if kinds else None
         eta_mem = {**{k: v for k, v in p.eta_mem.items() if k in counts}, "default": p.eta_mem[top]}
+        # a backend compiled from another's kernels (priors.toml kernels_of: ROCm from CUDA) keeps that engine's
+        # fitted value for a memory technology it has no rows of (HBM Instinct parts), not its GDDR rows' value
+        eta_mem = {**shared_eta_mem(results, res["engine"]), **eta_mem}
         eta_compute = {**p.eta_compute, "default": p.eta_compute[top_kind] if top_kind else p.compute_eff("")}
         prior = prior_profile(res["engine"])
         dec_band = band(res, "decode", prior.decode_error_pct)
@@ -443,7 +477,7 @@ def fitted_toml(results) -> str:
                 continue
             out.append("")
             out.append(f'["{res["engine"]}".eras."{era}"]')
-            era_mem = {k: ep.eta_mem[k] for k in eta_mem if k != "default"}
+            era_mem = {k: ep.eta_mem.get(k, v) for k, v in eta_mem.items() if k != "default"}   # shared: as is
             era_mem["default"] = ep.eta_mem[top]
             c = ep.eta_compute.get("default", 1.0) / p.eta_compute.get("default", 1.0)
             out.append(f"eta_mem = {_dict(era_mem)}")
@@ -452,6 +486,34 @@ def fitted_toml(results) -> str:
                 out.append(f"{k} = {_num(getattr(ep, k))}")
         out.append("")
     return "\n".join(out)
+
+
+DOCS = REPO / "docs" / "calibration.md"
+BANDS = REPO / "tokspeed" / "engines" / "bands.toml"
+DOC_START, DOC_END = "<!-- held-out tables: start (scripts/fit_calibration.py --docs) -->", "<!-- held-out tables: end -->"
+
+
+def held_out_tables(results, bands) -> str:
+    """The coverage per backend and the leave-one-vendor-out / leave-one-backend-out tables (markdown)."""
+    rows = [r for res in results for r in res["rows"]]
+    return "\n".join([
+        f"Fitted on {len(rows)} single-device rows ({sum(r.id.startswith('c3-') for r in rows)} of them from "
+        "calibration-3.csv).", "",
+        backend_table(results, bands), "",
+        "Pooled over the llama.cpp backends: held out by vendor " + pooled_summary(results, "lovo")
+        + "; held out by backend " + pooled_summary(results, "prior_err")
+        + "; held out by device family " + pooled_summary(results, "heldout") + ".", "",
+        "calibration-3.csv's fitted rows alone: held out by vendor " + pooled_summary(results, "lovo", id_prefix="c3-")
+        + "; held out by backend " + pooled_summary(results, "prior_err", id_prefix="c3-") + ".", "",
+        "The families fitted before calibration-3.csv (CUDA and Metal rows), held out by device family: "
+        + pooled_summary([res for res in results if res["engine"] in ("llama.cpp-cuda", "llama.cpp-metal")],
+                         "heldout") + "."])
+
+
+def write_docs(tables: str) -> None:
+    text = DOCS.read_text()
+    a, b = text.index(DOC_START), text.index(DOC_END)
+    DOCS.write_text(text[:a + len(DOC_START)] + "\n\n" + tables + "\n\n" + text[b:])
 
 
 def scored_rows(path=None, engines=BACKENDS):
@@ -464,6 +526,7 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", help="calibration.csv (default: data/validation/calibration.csv)")
     ap.add_argument("--write", action="store_true", help="write tokspeed/engines/fitted.toml")
     ap.add_argument("--engines", nargs="*", default=BACKENDS)
+    ap.add_argument("--docs", action="store_true", help="rewrite the held-out tables in docs/calibration.md")
     args = ap.parse_args(argv)
     t0 = time.time()
     rows, by_engine = scored_rows(args.csv, args.engines)
@@ -487,9 +550,19 @@ def main(argv=None) -> int:
     print()
     print(coverage(results))
     print(coverage(results, "prefill"))
+    llama = [res for res in results if res["engine"].startswith("llama.cpp")]
+    bands = {res["engine"]: {f"{k}_unseen_vendor_pct": unseen_vendor_band(
+        res, k, getattr(prior_profile(res["engine"]), f"{k}_error_pct")) for k in KINDS} for res in llama}
+    tables = held_out_tables(llama, bands)
+    print()
+    print(tables)
     if args.write:
         FITTED.write_text(fitted_toml(results))
-        print(f"wrote {FITTED.relative_to(REPO)}")
+        BANDS.write_text(bands_toml(llama, prior_profile))
+        print(f"wrote {FITTED.relative_to(REPO)} and {BANDS.relative_to(REPO)}")
+    if args.docs:
+        write_docs(tables)
+        print(f"wrote the held-out tables into {DOCS.relative_to(REPO)}")
     print(f"total {time.time() - t0:.1f} s", file=sys.stderr)
     return 0
 

@@ -225,20 +225,22 @@ def test_tensor_parallel_ranks_keep_their_own_group(tp, per_rank):
 
 
 def test_backends_without_fitted_2025_rows_drop_unfused_score_traffic_under_fa_auto():
-    # ROCm (priors for every era) and Vulkan (fitted on 2024 rows) carry unfused attention's score traffic; a
-    # 2025 build runs -fa auto there (capabilities.toml) and keeps the scores on chip. SYCL is assumed to have no
-    # FlashAttention kernel: unfused in every era. ollama leaves FlashAttention off on every backend.
+    # ROCm, SYCL and Vulkan carry unfused attention's score traffic in their 2024 era (fitted since
+    # calibration-3.csv; the unfused prior where a fit has no prefill rows to move it); a 2025 build runs -fa auto
+    # on ROCm and Vulkan (capabilities.toml) and keeps the scores on chip. SYCL is assumed to have no FlashAttention
+    # kernel: unfused in every era. ollama leaves FlashAttention off on every backend.
     from tokspeed.engines.profile import load_table
 
     prior = {e: load_table("priors.toml")[e]["attn_bytes_per_flop"] for e in ("llama.cpp-rocm", "llama.cpp-sycl")}
     assert min(prior.values()) > 0
     assert get_engine("llama.cpp-rocm").attn_bytes_per_flop == 0.0
-    assert get_engine("llama.cpp-rocm", version="2024").attn_bytes_per_flop == prior["llama.cpp-rocm"]
+    rocm_2024 = get_engine("llama.cpp-rocm", version="2024").attn_bytes_per_flop
+    assert rocm_2024 == pytest.approx(prior["llama.cpp-rocm"], rel=0.1)
     assert get_engine("llama.cpp-vulkan", version="b6500").attn_bytes_per_flop == 0.0
     assert get_engine("llama.cpp-vulkan", version="2024").attn_bytes_per_flop > 0
-    for v in (None, "2024", "b6500"):
-        assert get_engine("llama.cpp-sycl", version=v).attn_bytes_per_flop == prior["llama.cpp-sycl"]
-    assert get_engine("ollama", get_hardware("mi300x")).attn_bytes_per_flop == prior["llama.cpp-rocm"]
+    sycl = {get_engine("llama.cpp-sycl", version=v).attn_bytes_per_flop for v in (None, "2024", "b6500")}
+    assert len(sycl) == 1 and sycl.pop() == pytest.approx(prior["llama.cpp-sycl"], rel=0.1)
+    assert get_engine("ollama", get_hardware("mi300x")).attn_bytes_per_flop == rocm_2024
 
 
 def test_measure_predicts_the_attention_its_llama_cpp_run_had():

@@ -11,10 +11,12 @@ def predicted_tok_s(row, engine=None) -> float:
     row's engine as shipped for the row's era, i.e. priors overlaid with fitted.toml)."""
     from ..engines.profile import get_engine
     from ..predict import predict
+    from .answered import answer_kwargs
 
     engine = engine or get_engine(row.engine, row.hw, version=row.era or None)
     p = predict(row.model, row.hw, quant=row.quant, engine=engine, prompt=row.prompt,
-                gen=row.gen if row.kind == "decode" else 0, context=row.context, batch=row.batch)
+                gen=row.gen if row.kind == "decode" else 0, context=row.context, batch=row.batch,
+                **answer_kwargs(row))
     if row.metric == "prefill":
         return p.prefill.tok_s
     if row.metric == "decode_aggregate":

@@ -68,6 +68,7 @@ def _passes(row, spec, storage, kvb):
 
 def build(rows, kv_dtype: str = "f16") -> RowSet:
     """Flatten the ledgers of ``rows`` (scorable CalibrationRows)."""
+    from ..engines.compat import unmodelled_kernels
     from ..resolve import resolve_model
     from ..quant.kv import kv_bytes
     from ..quant.schemes import scheme_for
@@ -83,6 +84,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
             specs[row.model] = resolve_model(row.model)[0]
         spec = specs[row.model]
         storage = scheme_for(row.quant, spec)
+        extra = unmodelled_kernels(row.engine, spec, row.quant)   # as compat.runnable: MoE dispatch (moe_dispatch.py)
         measured.append(row.tok_s)
         numer.append(row.batch * row.prompt if row.kind == "prefill" else
                      (row.batch if row.metric == "decode_aggregate" else 1))
@@ -91,7 +93,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
             P["row"].append(i)
             P["w"].append(w)
             P["tok"].append(tokens)
-            P["kern"].append(sum(op.kernels * op.count for op in ops))
+            P["kern"].append(sum(op.kernels * op.count for op in ops) + extra)
             for op in ops:
                 if op.unit == "cpu":
                     continue

@@ -14,13 +14,18 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from ..engines.backends import backend_view
 from ..engines.compat import engine_key
+from ..engines.cpu import note_threads, with_threads
 from ..hardware.spec import Hardware
 from .families import device_family
 
 REPO = Path(__file__).resolve().parents[2]
 # the repository's copy of the published measurements (data/validation/README.md describes the columns)
 REPO_CSV = REPO / "data" / "validation" / "calibration.csv"
+# the third tranche (AMD, Intel, CPUs, ik_llama.cpp, MoE, depth sweeps): same columns, calibration-3-sources.md
+REPO_CSV3 = REPO / "data" / "validation" / "calibration-3.csv"
+CALIBRATION_CSVS = (REPO_CSV, REPO_CSV3)
 
 
 def default_csv() -> Path:
@@ -38,6 +43,9 @@ DEFAULT_GEN = 128
 UNSTATED_MEMORY_GB = 1e6
 
 SKIP_FLAGS = ("DUPLICATE_OF", "PARTIAL_CPU_OFFLOAD", "HOST_CONTENTION")
+# flags that describe the run without taking it out: flash attention on; several devices (n_devices says how many);
+# experts in host memory (always with PARTIAL_CPU_OFFLOAD, which skips the row)
+INFO_FLAGS = ("FA", "MULTI_GPU", "MOE_CPU")
 METRICS = ("decode", "prefill", "decode_aggregate")
 
 
@@ -63,6 +71,13 @@ class CalibrationRow:
     date: str = ""          # YYYY-MM of the measurement (or of its source)
     build: str = ""         # llama.cpp build number or commit, where printed
     era: str = ""           # the engine era the row measures (tokspeed/engines/eras.toml; "" = none)
+    parallel: str = "none"  # how n_devices > 1 split the model: layer-split | tp (data/validation/README.md)
+    model_bytes: float = 0.0   # the weight file's size where the source states it (bytes), else 0
+
+    @property
+    def flash_attention(self) -> bool | None:
+        """True where the row says flash attention was on (flag ``FA``), else None (the build's default)."""
+        return True if "FA" in row_flags(self.flags) else None
 
     @property
     def kind(self) -> str:
@@ -157,18 +172,24 @@ def map_quant(text: str) -> str:
     return canonical(re.sub(r"\s*\(weight-only\)\s*$", "", text.strip(), flags=re.I))
 
 
+def sized_quant(quant: str, model_bytes: str) -> str:
+    """An Unsloth ``UD-*`` quant at the row's stated file size (``UD-Q4_K_XL@22827751178B``): its per-tensor mix is
+    not published as a rule, the file's size is (tokspeed.quant.dynamic); any other quant as given."""
+    size = _float(model_bytes)
+    return f"{quant}@{size:.0f}B" if quant.startswith("UD-") and size else quant
+
+
 def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
     from ..models.catalog import resolve_id
+    from ..quant.dynamic import split_size
     from ..quant.schemes import scheme_for
     from ..engines.profile import ENGINES
 
-    flag = r["flags"].split("=")[0].strip()
-    if flag in SKIP_FLAGS:
-        return flag
-    if flag:
-        return f"unknown flag {flag}"
-    if _int(r["n_devices"], 1) > 1:
-        return "multi-device"
+    for flag in row_flags(r["flags"]):
+        if flag in SKIP_FLAGS:
+            return flag
+        if flag not in INFO_FLAGS:
+            return f"unknown flag {flag}"
     if r["metric"] not in METRICS:
         return f"metric {r['metric']}"
     if engine_key(r["engine"]) not in ENGINES:
@@ -176,7 +197,7 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
     if resolve_id(r["model"], packaging=True) is None:
         return "model not in catalog"
     try:
-        scheme_for(quant)
+        scheme_for(split_size(quant)[0])          # the format alone: a stated size needs the model
     except ValueError:
         return f"quant {r['quant']} unknown"
     if r["metric"] == "prefill":
@@ -184,7 +205,14 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
             return "prompt length unstated"
         if not _row_fp16_tflops(r):
             return "no FP16 peak (prefill not scored)"
+    if _int(r["n_devices"], 1) > 1:       # answered by predict (layer split), not fitted
+        return "multi-device"
     return ""
+
+
+def row_flags(text: str) -> list[str]:
+    """The flag names of a row's ``flags`` column (``MULTI_GPU|FA``; ``DUPLICATE_OF=r0123`` -> ``DUPLICATE_OF``)."""
+    return [f.split("=")[0].strip() for f in text.split("|") if f.strip()]
 
 
 def _model_id(name: str) -> str:
@@ -195,17 +223,28 @@ def _model_id(name: str) -> str:
     return resolve_id(name, packaging=True) or name.strip()
 
 
-def load_rows(path: str | Path | None = None) -> list[CalibrationRow]:
-    """Every line of the CSV as a CalibrationRow (unscorable ones with ``skip`` set)."""
-    path = Path(path) if path else DEFAULT_CSV
+def load_rows(path: str | Path | list | tuple | None = None) -> list[CalibrationRow]:
+    """Every line of the CSV(s) as a CalibrationRow (unscorable ones with ``skip`` set). ``path``: one CSV, a list of
+    them, or None for ``$TOKSPEED_CALIBRATION_CSV`` if set, else every file of ``CALIBRATION_CSVS``."""
+    if path is None:
+        paths = [Path(os.environ["TOKSPEED_CALIBRATION_CSV"])] if os.environ.get("TOKSPEED_CALIBRATION_CSV") \
+            else list(CALIBRATION_CSVS)
+    else:
+        paths = [Path(p) for p in path] if isinstance(path, (list, tuple)) else [Path(path)]
+    return [row for p in paths for row in _load_csv(p)]
+
+
+def _load_csv(path: Path) -> list[CalibrationRow]:
     out = []
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
-            quant = map_quant(r["quant"])
+            quant = sized_quant(map_quant(r["quant"]), r.get("model_bytes", ""))
             decode = r["metric"] != "prefill"
             prompt = _int(r["prompt_tokens"], 0 if decode else None)   # unstated decode prompt: short
             gen = _int(r["gen_tokens"], DEFAULT_GEN if decode else 0)
-            hw = row_hardware(r)
+            hw = backend_view(engine_key(r["engine"]), row_hardware(r))   # as compat.runnable
+            if hw.kind == "cpu" or "cpu" in engine_key(r["engine"]):
+                hw = with_threads(hw, note_threads(r.get("note", "")))     # the row's -t
             out.append(CalibrationRow(
                 id=r["id"], source=r["source"], hw=hw, family=device_family(r["hardware"], r["vendor"]),
                 n_devices=_int(r["n_devices"], 1), model=_model_id(r["model"]), quant=quant,
@@ -213,5 +252,6 @@ def load_rows(path: str | Path | None = None) -> list[CalibrationRow]:
                 context=_int(r["context_depth"], 0), batch=_int(r["batch"], 1), tok_s=float(r["tok_s"]),
                 confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen),
                 date=r.get("date", "").strip(), build=r.get("build", "").strip(),
-                era=row_era(engine_key(r["engine"]), r.get("date", ""), r.get("build", ""))))
+                era=row_era(engine_key(r["engine"]), r.get("date", ""), r.get("build", "")),
+                parallel=r.get("parallel", "").strip() or "none", model_bytes=_float(r.get("model_bytes", ""))))
     return out

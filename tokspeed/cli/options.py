@@ -50,6 +50,8 @@ def add_hardware_options(p, required: bool = True):
     p.add_argument("--bandwidth", type=byte_size, help="custom device: memory bandwidth, e.g. 1008GB/s (with --memory)")
     p.add_argument("--memory", type=byte_size, help="custom device: memory capacity, e.g. 24GB; with --hardware, that device with this much memory (a Mac of another configuration)")
     p.add_argument("--tflops", type=tflops, help="custom device: dense FP16 TFLOPS (on a CPU: its FP32 SIMD rate)")
+    p.add_argument("--threads", "-t", type=int, default=None,
+                   help="CPU engines: threads llama.cpp runs (-t; default: the physical cores)")
 
 
 def add_model_options(p):
@@ -170,10 +172,13 @@ def _named_hardware(args, name):
     from ..hardware.catalog import lookup_hardware, with_tflops
     from ..report.text import one_line
 
+    from ..engines.cpu import with_threads
+
     hw, note = lookup_hardware(name)
     if note:
         print(f"tokspeed: note: {one_line(note)}", file=sys.stderr)
-    return with_tflops(hw, getattr(args, "tflops", None))  # --tflops overrides the catalog
+    hw = with_tflops(hw, getattr(args, "tflops", None))  # --tflops overrides the catalog
+    return with_threads(hw, getattr(args, "threads", None))
 
 
 def predict_kwargs(args) -> dict:

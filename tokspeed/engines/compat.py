@@ -34,7 +34,10 @@ def _table() -> dict:
 ENGINE_SPELLINGS = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp",
                     "lmstudio": "lm-studio", "lm studio": "lm-studio", "trt-llm": "tensorrt-llm",
                     "trtllm": "tensorrt-llm", "hf transformers": "transformers",
-                    "huggingface transformers": "transformers", "exllama v2": "exllamav2", "exllama2": "exllamav2"}
+                    "huggingface transformers": "transformers", "exllama v2": "exllamav2", "exllama2": "exllamav2",
+                    "mlx-lm": "mlx", "mlx_lm": "mlx", "mlx lm": "mlx", "ik-llama.cpp-cpu": "ik_llama.cpp-cpu",
+                    "ik-llama.cpp-cuda": "ik_llama.cpp-cuda", "ik_llama.cpp (cpu)": "ik_llama.cpp-cpu",
+                    "ik_llama.cpp (cuda)": "ik_llama.cpp-cuda"}
 LLAMA_CPP_BACKEND = re.compile(r"(?:llama\.?cpp|llama[-_]cpp)\s*[-(\[/ ]\s*(\w+)\s*[)\]]?")
 # llama.cpp's build flags as older tables name the backend ("llama.cpp (cuBLAS)")
 BACKEND_SPELLINGS = {"hip": "rocm", "hipblas": "rocm", "cublas": "cuda"}
@@ -237,7 +240,9 @@ def unmodelled_kernels(engine, spec, quant: str) -> int:
     k = row.get("kernels", {})
     if not k or spec is None:
         return 0
-    n = k.get("per_moe_layer", 0) * spec.n_moe_layers
+    from .moe_dispatch import dispatch_kernels
+
+    n = dispatch_kernels(k, spec)
     if (quant or "").strip().upper() == "FP8":
         attn = 5 if spec.is_mla and spec.q_lora_rank else 4
         if k.get("fp8_quant_fused"):
@@ -261,7 +266,11 @@ def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None,
     import math
     from dataclasses import replace
 
-    row = _table()["engine"].get(check(profile, hw, quant, kv_dtype), {})   # the backend that runs: ollama -> cpu
+    from .backends import backend_view
+
+    backend = check(profile, hw, quant, kv_dtype)       # the backend that runs: ollama -> cpu
+    row = _table()["engine"].get(backend, {})
+    hw = backend_view(backend, hw)      # its prompt matmuls on the matrix units or the vector ALUs (backends.py)
     if row.get("cpu_cluster"):
         view = hw.cpu_engine_view()     # a SoC's CPU cluster; a CPU's SIMD view (not a probe's torch BF16 figure)
         if view.cpu_bandwidth_band_pct and view is not hw and hw.kind == "soc" and hasattr(profile, "decode_error_pct"):

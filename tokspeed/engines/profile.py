@@ -307,7 +307,8 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
                               else "")
                            + f"; {entry.get('source', '')}")
     profile = EngineProfile(name=e, version=label, **entry)
-    return calibrated(profile, hardware) if hardware is not None else profile
+    from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)
+    return calibrated(with_band(profile, hardware), hardware) if hardware is not None else profile
 
 
 def check_engine_build(engine: str, engine_version=None, flash_attention: bool | None = None) -> None:

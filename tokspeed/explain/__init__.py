@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..engines.bands import band_basis
 from ..workload import DEFAULT_ENGINE
 
 
@@ -24,7 +25,8 @@ class Explanation:
              "engine": p.engine, "batch": p.batch, "bandwidth_gbps": p.hw.bandwidth_gbps,
              "matmul_tflops": p.hw.matmul_flops / 1e12, **self.journey.to_dict(),
              "bound_tok_s": p.decode.bound_tok_s if self.journey.mode == "decode" else p.prefill.bound_tok_s,
-             "levers": [lv.to_dict() for lv in self.levers], "prediction": p.to_dict()}
+             "levers": [lv.to_dict() for lv in self.levers], "prediction": p.to_dict(),
+             "band": band_basis(p.engine_profile, p.hw)}
         if self.measured is not None:
             d["measured"] = self.measured.to_dict()
         return d

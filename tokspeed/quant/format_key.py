@@ -55,7 +55,9 @@ def format_key(quant) -> FormatKey:
 def format_group(quant: str) -> str:
     """Weight formats grouped by the kind of dequantisation their kernels do; an unknown format is an error
     (it used to fall through to "int4")."""
-    q = quant.strip().upper()
+    from .dynamic import plain_format       # UD-*, ik_llama.cpp, MLX, NVFP4, NAME@size (issue 27)
+
+    q = plain_format(quant)
     if q.lower() in FORMAT_GROUPS:          # already a group (the fit passes group names)
         return q.lower()
     if q in ("F32", "F16", "BF16", "FP16", "F64"):

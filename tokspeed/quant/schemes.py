@@ -16,10 +16,13 @@ from functools import lru_cache
 from ..errors import UserError
 from . import formats
 from .formats import Format
+from .dynamic import IK_FTYPES, UD_XL, ik_output_type, sized, split_size, ud_base
 from .llamacpp_mix import DEFAULT as GGUF_FTYPES, tensor_type
 
-NAMES = ["F32", "F16", "BF16", "FP8", "INT8", "INT4", "INT4-G32", "INT4-G128", *GGUF_FTYPES.keys(),
-         "MXFP4", "GPTQ-4B-G128", "AWQ-4B", "EXL2-<bpw>"]
+MLX_BITS = (3, 4, 6, 8)
+NAMES = ["F32", "F16", "BF16", "FP8", "FP8-BLOCK", "INT8", "INT4", "INT4-G32", "INT4-G128", *GGUF_FTYPES.keys(),
+         *("UD-" + q for q in UD_XL), *IK_FTYPES, *(f"MLX-{b}BIT" for b in MLX_BITS), "MXFP4", "NVFP4",
+         "GPTQ-4B-G128", "GPTQ-<bits>B-G<group>", "AWQ-4B", "AWQ-4B-G<group>", "EXL2-<bpw>", "<name>@<size>GB"]
 LINEAR_ROLES = {"attn_q", "attn_k", "attn_v", "attn_output", "attn_q_a", "attn_q_b", "attn_kv_a_mqa",
                 "attn_kv_b", "ffn_gate", "ffn_up", "ffn_down", "ffn_gate_exps", "ffn_up_exps",
                 "ffn_down_exps", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"}
@@ -36,6 +39,7 @@ class QuantScheme:
     small: Format = formats.GGML["F32"]  # norms, biases, router
     experts: Format | None = None       # MXFP4: expert stacks differ from the rest
     ftype: str = ""                      # llama.cpp mixed ftype
+    ik_ftype: str = ""                   # ik_llama.cpp ftype (its own type on every matrix; tokspeed.quant.dynamic)
     row_scale_bytes: float = 0.0         # per output row (INT8 per-channel scale)
     n_layers: int = 0
     n_gqa: int = 1
@@ -44,12 +48,11 @@ class QuantScheme:
     tied: bool = False                   # tied embeddings: llama.cpp gives token_embd the output's type
 
     def format_for(self, role: str, layer: int | None, cols: int) -> Format:
+        if role == "token_embd" and self.tied:
+            role = "output"
+        if self.ik_ftype and role not in ("norm", "ffn_gate_inp"):
+            return formats.ggml(ik_output_type(self.ik_ftype, cols) if role == "output" else self.ik_ftype)
         if self.ftype:
-            if role == "token_embd" and self.tied:
-                role = "output"
-            elif role == "token_embd":
-                t = tensor_type(self.ftype, "ffn_gate", 0, self.n_layers, cols)  # the ftype default
-                return formats.ggml(t)
             return formats.ggml(tensor_type(self.ftype, role, layer, self.n_layers, cols, n_gqa=self.n_gqa,
                                             n_experts=self.n_experts, is_70b=self.is_70b))
         if role in ("norm", "ffn_gate_inp"):
@@ -95,11 +98,23 @@ def canonical(name: str) -> str:
     m = re.fullmatch(r"EXL2[ _-]?(\d+(?:\.\d+)?) ?BPW", q)
     if m:
         q = f"EXL2-{m.group(1)}"
+    m = re.fullmatch(r"(?:MLX[ _-]?)?Q?([3468])[ _-]?BITS?(?: ?\(?MLX\)?)?", q)
+    if m and ("MLX" in q or "BIT" in q):      # mlx-community repos: "4bit", "MLX 4-bit", "mlx-q8"
+        q = f"MLX-{m.group(1)}BIT"
+    m = re.fullmatch(r"MLX[ _-]?Q([3468])", q)
+    if m:
+        q = f"MLX-{m.group(1)}BIT"
+    q = re.sub(r"^FP8[ _](BLOCK)$", r"FP8-\1", q)
+    q = re.sub(r"^(IQ[1-6]_K[A-Z]*)_R4$", r"\1", q)     # ik_llama.cpp's row-interleaved repack: the same bytes
     return "AWQ-4B" if q == "AWQ" else q
 
 
 def scheme_for(name: str, spec=None) -> QuantScheme:
-    """The QuantScheme for a ``--quant`` name, specialised to a model (layer count, GQA, experts)."""
+    """The QuantScheme for a ``--quant`` name, specialised to a model (layer count, GQA, experts); ``NAME@<size>``
+    scales that scheme to the stated file size (tokspeed.quant.dynamic)."""
+    base, size = split_size(name)
+    if size:
+        return sized(scheme_for(base, spec), size, spec, canonical(name))
     try:
         return _scheme_for(name, spec)
     except TypeError:          # an unhashable spec
@@ -120,6 +135,20 @@ def _scheme_for(name: str, spec=None) -> QuantScheme:
         return QuantScheme(q, linear=f[q], small=f["F32"], **ctx)
     if q in GGUF_FTYPES:
         return QuantScheme(q, ftype=q, **ctx)
+    if ud_base(q) in GGUF_FTYPES:           # Unsloth dynamic: its base ftype's mix (a size scales it)
+        return QuantScheme(q, ftype=ud_base(q), **ctx)
+    if q in IK_FTYPES:
+        return QuantScheme(q, ik_ftype=q, **ctx)
+    m = re.fullmatch(r"MLX-(\d)BIT", q)
+    if m and int(m.group(1)) in MLX_BITS:
+        # mlx-lm quantizes every Linear and the Embedding (nn.quantize), norms stay FP16
+        fmt = formats.mlx_affine(int(m.group(1)))
+        return QuantScheme(q, linear=fmt, embedding=fmt, lm_head=fmt, small=f["F16"], **ctx)
+    if q == "NVFP4":      # ModelOpt NVFP4 checkpoints: linear layers NVFP4, embedding and LM head BF16
+        return QuantScheme(q, linear=formats.NVFP4, embedding=f["BF16"], lm_head=f["BF16"], small=f["BF16"], **ctx)
+    if q == "FP8-BLOCK":
+        return QuantScheme(q, linear=formats.FP8_BLOCK, embedding=f["BF16"], lm_head=f["BF16"], small=f["BF16"],
+                           **ctx)
     if q == "MXFP4":
         # ggml-org gpt-oss GGUFs: expert stacks MXFP4, every other matrix Q8_0, norms/router F32.
         return QuantScheme(q, linear=f["Q8_0"], experts=f["MXFP4"], **ctx)
@@ -133,6 +162,11 @@ def _scheme_for(name: str, spec=None) -> QuantScheme:
         return QuantScheme(q, linear=formats.int4_group(g), embedding=f["BF16"], small=f["BF16"], **ctx)
     if q in ("GPTQ-4B-G128", "AWQ-4B", "AWQ-4B-G128", "GPTQ"):
         fmt = formats.int4_group(128, 2.0, 0.5, q)
+        return QuantScheme(q, linear=fmt, embedding=f["F16"], lm_head=f["F16"], small=f["F16"], **ctx)
+    m = re.fullmatch(r"(GPTQ|AWQ)-([48])B-G(32|64|128)", q)
+    if m:      # GPTQ/AWQ at another width or group: packed ints + fp16 scale + packed zero of the same width
+        bits, g = int(m.group(2)), int(m.group(3))
+        fmt = formats.Format(q, g, g * bits / 8 + 2.0 + bits / 8, f"{bits}-bit, group {g}: fp16 scale + zero")
         return QuantScheme(q, linear=fmt, embedding=f["F16"], lm_head=f["F16"], small=f["F16"], **ctx)
     m = re.fullmatch(r"EXL2-(\d+(?:\.\d+)?)", q)
     if m:

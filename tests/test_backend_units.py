@@ -1,0 +1,48 @@
+"""Which units a llama.cpp backend's prompt matmuls use (engines/backends.py, from ggml-vulkan's
+ggml_vk_khr_cooperative_matrix_support and ggml-cuda's amd_wmma/mfma_available), and MoE dispatch kernels
+(engines/moe_dispatch.py, from llama-graph.cpp build_moe_ffn)."""
+
+from dataclasses import replace
+
+from tokspeed.engines.backends import backend_view, gpu_arch, uses_matrix_units
+from tokspeed.engines.compat import unmodelled_kernels
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.resolve import resolve_model
+
+
+def test_arch_family_from_the_arch_field():
+    assert gpu_arch(get_hardware("arc-a770")) == "xe1"
+    assert gpu_arch(get_hardware("radeon-pro-w7900")) == "rdna3"
+    a770 = get_hardware("arc-a770")
+    assert gpu_arch(get_hardware("arc-a770")) == "xe1" and get_hardware("arc-a770").arch == "xe-hpg"
+    assert gpu_arch(replace(a770, arch="xe2")) == "xe2"                      # the arch field, never the name
+    assert gpu_arch(replace(a770, name="Intel Arc Pro B70", id="arc-pro-b70")) == "xe1"
+    assert gpu_arch(replace(a770, vendor="AMD", arch="gcn5")) == "gcn"
+    assert gpu_arch(replace(a770, arch="xe-hpc")) == ""                       # no family: the catalog figure
+
+
+def test_vulkan_on_alchemist_runs_on_the_vector_alus():
+    a770 = get_hardware("arc-a770")
+    assert uses_matrix_units("llama.cpp-vulkan", a770) is False
+    assert uses_matrix_units("llama.cpp-sycl", a770) is True            # oneDNN on XMX
+    view = backend_view("llama.cpp-vulkan", a770)
+    # packed half precision on the Xe vector engines: 2 x the FP32 figure
+    assert view.fp16_tflops == 2 * a770.fp32_tflops < a770.fp16_tflops
+    assert backend_view("llama.cpp-vulkan", view) == view                # idempotent
+    assert backend_view("llama.cpp-sycl", a770) is a770
+
+
+def test_rdna3_and_nvidia_keep_their_matrix_figure():
+    for name in ("radeon-pro-w7900", "rtx-4090"):
+        hw = get_hardware(name)
+        assert backend_view("llama.cpp-vulkan", hw) is hw
+        assert backend_view("llama.cpp-rocm", hw) is hw
+
+
+def test_moe_dispatch_kernels_per_layer():
+    spec = resolve_model("qwen3-30b-a3b")[0]
+    assert spec.n_active_experts == 8 and spec.n_moe_layers == 48
+    # gating, top-k, get_rows, three for the weight normalisation, the weighting mul = 7, and 8 - 1 adds
+    assert unmodelled_kernels("llama.cpp-cuda", spec, "Q4_K_M") == (7 + 7) * 48
+    dense = resolve_model("llama-3.1-8b")[0]
+    assert unmodelled_kernels("llama.cpp-cuda", dense, "Q4_K_M") == 0

@@ -1,0 +1,36 @@
+"""--threads: a CPU engine's share of the cores' SIMD units (engines/cpu.py)."""
+
+import pytest
+
+import tokspeed
+from tokspeed.engines.cpu import note_threads, with_threads
+from tokspeed.errors import UserError
+from tokspeed.hardware.catalog import get_hardware
+
+
+def test_threads_scale_the_simd_peaks():
+    hw = get_hardware("ddr5-6000-2ch")
+    cores = hw.cpu_threads
+    assert cores >= 4
+    half = with_threads(hw, cores // 2)
+    assert half.fp32_tflops == pytest.approx(hw.fp32_tflops * (cores // 2) / cores)
+    assert half.cpu_threads == cores // 2
+    # SMT: more threads than cores add no FMA units
+    assert with_threads(hw, 4 * cores).fp32_tflops == hw.fp32_tflops
+    assert with_threads(hw, None) is hw
+    with pytest.raises(UserError):
+        with_threads(hw, 0)
+
+
+def test_two_threads_make_a_q8_decode_compute_bound():
+    hw = get_hardware("ddr5-6000-2ch")
+    full = tokspeed.predict("llama-3.1-8b", hw, quant="Q8_0", engine="llama.cpp-cpu", prompt=0, gen=16)
+    two = tokspeed.predict("llama-3.1-8b", with_threads(hw, 2), quant="Q8_0", engine="llama.cpp-cpu", prompt=0, gen=16)
+    assert two.decode.tok_s < full.decode.tok_s
+    assert two.decode.bound == "compute"
+
+
+def test_threads_from_a_row_note():
+    assert note_threads("Ryzen-7950X, table labelled AVX2; 16 threads; LLaMA") == 16
+    assert note_threads("llama-bench --numa distribute -t 32 -r 20") == 32
+    assert note_threads("thread count not stated") is None

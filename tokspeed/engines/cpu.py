@@ -1,0 +1,43 @@
+"""A CPU engine's threads (``--threads``, llama.cpp's ``-t``): the share of the cores' SIMD units it computes on.
+
+ggml's CPU backend splits every graph node's rows over its threads, one thread per core being llama.cpp's default
+(``cpu_threads`` in the catalog: the physical cores). A thread runs on one core's FMA / dot-product units, so with
+``t`` threads of ``c`` cores the compute peaks (the FP32 SIMD rate, the int8 dot-product rate, a SoC's CPU-cluster
+rate) are ``min(t, c) / c`` of the device's: SMT siblings share a core's units and add none. The barrier after each
+node counts ``t`` arrivals (priors.toml [BARRIER]). The bandwidth a few threads pull is left at the device's: a
+core's own limit (its outstanding cache misses over the memory latency) is not in the catalog, so a memory-bound
+decode on 1-4 threads is optimistic (the ik_llama.cpp#164 rows decode on 2 threads of a 7950X).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from ..errors import UserError
+
+NOTE_THREADS = re.compile(r"(?:\b(\d+) threads\b|-t (\d+)\b)")
+
+
+def with_threads(hw, threads: int | None):
+    """``hw`` as a CPU engine running ``threads`` threads sees it (None: llama.cpp's default, unchanged)."""
+    if threads is None:
+        return hw
+    if int(threads) < 1:
+        raise UserError(f"threads must be at least 1, got {threads}")
+    if hw.kind not in ("cpu", "soc"):
+        return hw
+    cores = hw.cpu_threads
+    if not cores:
+        return replace(hw, cpu_threads=int(threads))
+    share = min(int(threads), cores) / cores
+    return replace(hw, cpu_threads=int(threads), fp32_tflops=hw.fp32_tflops * (share if hw.kind == "cpu" else 1.0),
+                   int8_tops=hw.int8_tops * (share if hw.kind == "cpu" else 1.0),
+                   cpu_fp32_tflops=hw.cpu_fp32_tflops * share,
+                   derived=hw.derived + (f"{threads} threads of {cores} cores: {share:.2g} of the SIMD peaks",))
+
+
+def note_threads(note: str) -> int | None:
+    """The thread count a calibration row's note states ("16 threads", "-t 32"), else None."""
+    m = NOTE_THREADS.search(note or "")
+    return int(m.group(1) or m.group(2)) if m else None
