@@ -1,12 +1,14 @@
 """Bounded by construction (tokspeed.guard.bounded, guard.limits): whatever a server, a hub or a file does,
-memory stays under 400 MB and every wait has an end. The client runs in a subprocess; its peak memory is
-read with resource.getrusage(RUSAGE_CHILDREN)."""
+memory stays under 400 MB and every wait has an end. The client runs in a subprocess; its own peak memory is
+read from os.wait4's resource usage of that one child (RUSAGE_CHILDREN would be the largest of every child the
+test process ever waited for, other tests' included)."""
 
 import json
 import os
-import resource
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -20,16 +22,36 @@ ROOT = Path(__file__).resolve().parent.parent
 MAX_RSS_MB = 400
 
 
+LAST_RSS_MB = [0.0]      # the peak memory of the last client run by bench()
+
+
+def run_measured(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """Run ``cmd`` (killed after ``timeout`` s) and keep its own peak RSS in LAST_RSS_MB."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        timer = threading.Timer(timeout, p.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        LAST_RSS_MB[0] = usage.ru_maxrss / 1024                              # kB on Linux
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(cmd, p.returncode, out.read().decode(errors="replace"),
+                                           err.read().decode(errors="replace"))
+
+
 def bench(url, *args, timeout=90):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKSPEED_API_KEY": ""}
     t = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "tokspeed", "bench-server", url, *map(str, args)], env=env,
-                       capture_output=True, text=True, timeout=timeout)
+    p = run_measured([sys.executable, "-m", "tokspeed", "bench-server", url, *map(str, args)], env, timeout)
     return p, time.perf_counter() - t
 
 
 def child_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024      # kB on Linux
+    return LAST_RSS_MB[0]
 
 
 def one_line_error(p):

@@ -224,7 +224,7 @@ def test_tensor_parallel_ranks_keep_their_own_group(tp, per_rank):
     assert _tp_shard(core, spec, tp).query_heads_per_kv == per_rank
 
 
-def test_backends_without_fitted_2025_rows_drop_unfused_score_traffic_under_fa_auto():
+def test_fused_2025_builds_drop_unfused_score_traffic_under_fa_auto():
     # ROCm, SYCL and Vulkan carry unfused attention's score traffic in their 2024 era (fitted since
     # calibration-3.csv; the unfused prior where a fit has no prefill rows to move it); a 2025 build runs -fa auto
     # on ROCm and Vulkan (capabilities.toml) and keeps the scores on chip. SYCL is assumed to have no FlashAttention
@@ -236,8 +236,11 @@ def test_backends_without_fitted_2025_rows_drop_unfused_score_traffic_under_fa_a
     assert get_engine("llama.cpp-rocm").attn_bytes_per_flop == 0.0
     rocm_2024 = get_engine("llama.cpp-rocm", version="2024").attn_bytes_per_flop
     assert rocm_2024 == pytest.approx(prior["llama.cpp-rocm"], rel=0.1)
-    assert get_engine("llama.cpp-vulkan", version="b6500").attn_bytes_per_flop == 0.0
-    assert get_engine("llama.cpp-vulkan", version="2024").attn_bytes_per_flop > 0
+    # Vulkan's 2025 era has fitted prefill rows since calibration-3.csv: the fit starts it at 0 (fused) and the
+    # rows leave it two orders of magnitude below the unfused 2024 era
+    vk_2025 = get_engine("llama.cpp-vulkan", version="b6500").attn_bytes_per_flop
+    vk_2024 = get_engine("llama.cpp-vulkan", version="2024").attn_bytes_per_flop
+    assert vk_2024 > 0 and 0 <= vk_2025 < vk_2024 / 100
     sycl = {get_engine("llama.cpp-sycl", version=v).attn_bytes_per_flop for v in (None, "2024", "b6500")}
     assert len(sycl) == 1 and sycl.pop() == pytest.approx(prior["llama.cpp-sycl"], rel=0.1)
     assert get_engine("ollama", get_hardware("mi300x")).attn_bytes_per_flop == rocm_2024

@@ -16,13 +16,6 @@ SKIP_GROUPS = (("model not in catalog", "model"), ("quant ", "quant"), ("engine 
 NOT_SCORED = ("DUPLICATE_OF", "PARTIAL_CPU_OFFLOAD", "HOST_CONTENTION", "unknown flag", "metric ")
 
 
-def answer_kwargs(row) -> dict:
-    """``predict`` options for a row beyond model/device/quant/engine/workload: its devices as a layer split."""
-    if row.n_devices > 1:
-        return {"gpus": row.n_devices, "parallel": "tp" if row.parallel == "tp" else "split"}
-    return {}
-
-
 def why_unanswered(row) -> tuple[str, str] | None:
     """(group, detail) of why ``row`` gets no prediction, None where it is answered. Groups: model, quant, engine,
     device, workload (what the row lacks), excluded (flags that keep a row out of scoring), error (predict refused)."""

@@ -6,12 +6,18 @@ from __future__ import annotations
 from ..stats import percentile  # noqa: F401  (re-exported; one definition: tokspeed.stats)
 
 
+def answer_kwargs(row) -> dict:
+    """``predict`` options for a row beyond model/device/quant/engine/workload: its devices as a layer split."""
+    if row.n_devices > 1:
+        return {"gpus": row.n_devices, "parallel": "tp" if row.parallel == "tp" else "split"}
+    return {}
+
+
 def predicted_tok_s(row, engine=None) -> float:
     """What ``predict`` says for this row's metric. ``engine``: a name or EngineProfile (default: the
     row's engine as shipped for the row's era, i.e. priors overlaid with fitted.toml)."""
     from ..engines.profile import get_engine
     from ..predict import predict
-    from .answered import answer_kwargs
 
     engine = engine or get_engine(row.engine, row.hw, version=row.era or None)
     p = predict(row.model, row.hw, quant=row.quant, engine=engine, prompt=row.prompt,

@@ -232,6 +232,11 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
     return actual
 
 
+# FP8 weights whose GEMMs take FP8 activations, quantised before each GEMM: per tensor (FP8) or per 1x128 token
+# group for 128x128 block-scaled weights (FP8-BLOCK: vLLM's per_token_group_quant_fp8, fused the same way)
+FP8_ACTIVATION_FORMATS = ("FP8", "FP8-BLOCK")
+
+
 def unmodelled_kernels(engine, spec, quant: str) -> int:
     """Kernels per forward pass the operator ledger does not list but the engine launches (capabilities
     ``kernels``): MoE dispatch (routing top-k, block alignment/permutation, weighted sum) per MoE layer, and
@@ -243,7 +248,7 @@ def unmodelled_kernels(engine, spec, quant: str) -> int:
     from .moe_dispatch import dispatch_kernels
 
     n = dispatch_kernels(k, spec)
-    if (quant or "").strip().upper() == "FP8":
+    if (quant or "").strip().upper() in FP8_ACTIVATION_FORMATS:
         attn = 5 if spec.is_mla and spec.q_lora_rank else 4
         if k.get("fp8_quant_fused"):
             # the quantisation of a GEMM input made by an RMSNorm or SiLU-and-mul is fused into that kernel
