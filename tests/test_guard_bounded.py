@@ -1,14 +1,13 @@
 """Bounded by construction (tokspeed.guard.bounded, guard.limits): whatever a server, a hub or a file does,
 memory stays under 400 MB and every wait has an end. The client runs in a subprocess; its own peak memory is
-read from os.wait4's resource usage of that one child (RUSAGE_CHILDREN would be the largest of every child the
-test process ever waited for, other tests' included)."""
+its own VmHWM, written at exit (getrusage would carry the forked test process's
+high-water mark from before exec)."""
 
 import json
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -23,30 +22,33 @@ MAX_RSS_MB = 400
 
 
 LAST_RSS_MB = [0.0]      # the peak memory of the last client run by bench()
+# The child reports its own peak at exit: VmHWM of its address space (/proc/self/status). getrusage's ru_maxrss
+# (RUSAGE_CHILDREN, os.wait4, even RUSAGE_SELF) keeps the high-water mark of the forked test process from before
+# exec, hundreds of MB late in a full test run.
+PEAK_AT_EXIT = ("import atexit, runpy, sys\n"
+                "out = sys.argv.pop(1)\n"
+                "def peak():\n"
+                "    with open('/proc/self/status') as f, open(out, 'w') as o:\n"
+                "        o.write(next(x for x in f if x.startswith('VmHWM:')).split()[1])\n"
+                "atexit.register(peak)\n"
+                "sys.argv[0] = 'tokspeed'\n"
+                "runpy.run_module('tokspeed', run_name='__main__', alter_sys=True)\n")
 
 
-def run_measured(cmd: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
-    """Run ``cmd`` (killed after ``timeout`` s) and keep its own peak RSS in LAST_RSS_MB."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
-        timer = threading.Timer(timeout, p.kill)
-        timer.start()
-        try:
-            _, status, usage = os.wait4(p.pid, 0)
-        finally:
-            timer.cancel()
-        p.returncode = os.waitstatus_to_exitcode(status)
-        LAST_RSS_MB[0] = usage.ru_maxrss / 1024                              # kB on Linux
-        out.seek(0)
-        err.seek(0)
-        return subprocess.CompletedProcess(cmd, p.returncode, out.read().decode(errors="replace"),
-                                           err.read().decode(errors="replace"))
+def run_measured(args: list[str], env: dict, timeout: float) -> subprocess.CompletedProcess:
+    """``python -m tokspeed ARGS`` (killed after ``timeout`` s), its own peak RSS kept in LAST_RSS_MB."""
+    with tempfile.TemporaryDirectory() as d:
+        peak = Path(d) / "peak_kb"
+        p = subprocess.run([sys.executable, "-c", PEAK_AT_EXIT, str(peak), *args], env=env, capture_output=True,
+                           text=True, timeout=timeout)
+        LAST_RSS_MB[0] = int(peak.read_text()) / 1024 if peak.exists() else float("inf")
+        return p
 
 
 def bench(url, *args, timeout=90):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TOKSPEED_API_KEY": ""}
     t = time.perf_counter()
-    p = run_measured([sys.executable, "-m", "tokspeed", "bench-server", url, *map(str, args)], env, timeout)
+    p = run_measured(["bench-server", url, *map(str, args)], env, timeout)
     return p, time.perf_counter() - t
 
 
