@@ -27,6 +27,7 @@ from .quant.format_key import format_key
 from .quant.kv import kv_bytes as kv_dtype_bytes
 from .scale.configure import configure
 from .scale.options import ScaleOptions
+from .scale.parallel import ROW_SPLIT_PREFILL
 from .scale.sections import scale_sections
 from .scale.timing import LayoutTimer
 from .timing import PassTime, RooflineTimer, Timer, depth_sum, op_time, pass_time  # noqa: F401  (re-exported)
@@ -351,6 +352,9 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
                      f"{work.tokens:,}: the numbers assume the engine extends the window (RoPE scaling)")
     # a device whose file states no arch: the engine rules read the one its name implies -- said, not silent
     notes += [f"hardware {r.hw.id}: {d}" for d in r.hw.derived if d.startswith("arch: ") and "ASSUMED" in d]
+    layout = r.setup.layout if r.setup else None
+    if layout is not None and layout.row_split and work.prompt:
+        notes.append(ROW_SPLIT_PREFILL)
     sections = scale_sections(r, mem, dec, pre, first, work)
     ttft = None if pre.seconds is None else pre.seconds + r.profile.fixed_s
     return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,
