@@ -34,3 +34,16 @@ def test_threads_from_a_row_note():
     assert note_threads("Ryzen-7950X, table labelled AVX2; 16 threads; LLaMA") == 16
     assert note_threads("llama-bench --numa distribute -t 32 -r 20") == 32
     assert note_threads("thread count not stated") is None
+
+
+def test_an_apple_socs_cpu_only_row_runs_on_its_cpu_cluster():
+    # ik_llama.cpp#164: "M2-Max CPU only (ARM_NEON), GPU not used; 8 threads". The row says hardware_kind "cpu",
+    # but the device is the M2 Max SoC: its CPU engine sees the CPU cluster, not the GPU's 400 GB/s and 13.6 TFLOPS.
+    from tokspeed.calibration.rows import load_rows
+
+    row = next(r for r in load_rows() if r.id == "c3-0193")
+    assert row.hw.kind == "soc"
+    view = row.hw.cpu_engine_view()
+    assert view.bandwidth_gbps == pytest.approx(row.hw.cpu_bandwidth_gbps) and view.bandwidth_gbps < 400
+    # 8 P-cores x 3.5 GHz x 4 NEON FMA pipes x 4 FP32 lanes x 2 FLOPs (Avalanche; the catalog's derivation)
+    assert view.fp32_tflops == pytest.approx(8 * 3.5e9 * 4 * 4 * 2 / 1e12, rel=0.05)

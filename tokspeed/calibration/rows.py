@@ -109,7 +109,10 @@ def row_hardware(r: dict) -> Hardware:
     from ..engines.memory import memory_class
 
     known = {f: _catalog_value(r, f) for f in CATALOG_FIELDS}
-    hw = Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=r["hardware_kind"].strip(),
+    # the device's kind is the catalog's: an Apple SoC run CPU-only (a row's hardware_kind "cpu") is still a SoC,
+    # whose CPU cluster (``Hardware.cpu_cluster``: its bandwidth and SIMD figures) the CPU engine runs on
+    kind = _catalog_value(r, "kind") or r["hardware_kind"].strip()
+    hw = Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=kind,
                   vendor=r["vendor"].strip(), memory_gb=_float(r["memory_GB"], UNSTATED_MEMORY_GB),
                   bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_row_fp16_tflops(r),
                   source=f"calibration.csv row {r['id']}", **{f: v for f, v in known.items() if v})
