@@ -47,3 +47,16 @@ def test_an_apple_socs_cpu_only_row_runs_on_its_cpu_cluster():
     assert view.bandwidth_gbps == pytest.approx(row.hw.cpu_bandwidth_gbps) and view.bandwidth_gbps < 400
     # 8 P-cores x 3.5 GHz x 4 NEON FMA pipes x 4 FP32 lanes x 2 FLOPs (Avalanche; the catalog's derivation)
     assert view.fp32_tflops == pytest.approx(8 * 3.5e9 * 4 * 4 * 2 / 1e12, rel=0.05)
+
+
+def test_a_cpus_prefill_rows_are_scored_on_its_simd_peak():
+    # a CPU lists no FP16 peak; llama.cpp's CPU kernels compute on its SIMD FP32 (and int8) units, so its prefill rows
+    # are answered: the 7950X's 16 cores x 4.5 GHz x 32 FP32 FLOPs per cycle (two 256-bit FMA pipes, Zen 4)
+    from tokspeed.calibration.answered import why_unanswered
+    from tokspeed.calibration.rows import load_rows
+
+    rows = {r.id: r for r in load_rows()}
+    for rid in ("c3-0161", "c3-0225", "c3-0283"):       # Ryzen 9 7950X, EPYC 9274F, dual Xeon Gold 6138
+        assert rows[rid].metric == "prefill" and rows[rid].skip == ""
+        assert why_unanswered(rows[rid]) is None
+    assert rows["c3-0161"].hw.fp32_tflops == pytest.approx(16 * 4.5e9 * 32 / 1e12, rel=0.02)

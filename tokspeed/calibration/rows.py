@@ -132,6 +132,16 @@ def _row_fp16_tflops(r: dict) -> float:
     return max(fp16, float(_catalog_value(r, "fp32_tflops") or 0.0)) if fp16 else 0.0
 
 
+def _cpu_simd_peak(r: dict) -> float:
+    """A CPU's (or a CPU engine's) matmul peak: the catalog's SIMD FP32 figure (cores x clock x FLOPs per cycle), what
+    llama.cpp's CPU kernels compute with (``Hardware.simd_view``); a CPU lists no FP16 peak, 0 for anything else."""
+    if r["hardware_kind"].strip() != "cpu" and "cpu" not in engine_key(r["engine"]):
+        return 0.0
+    if _catalog_value(r, "kind") == "soc":     # a SoC's own FP32 figure is its GPU's
+        return float(_catalog_value(r, "cpu_fp32_tflops") or 0.0)
+    return float(_catalog_value(r, "fp32_tflops") or 0.0)
+
+
 def row_era(engine: str, date: str, build: str) -> str:
     """The engine era of a row: from its date, else its build number, else "" (and "" for engines
     without eras)."""
@@ -206,7 +216,7 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
     if r["metric"] == "prefill":
         if not prompt:
             return "prompt length unstated"
-        if not _row_fp16_tflops(r):
+        if not _row_fp16_tflops(r) and not _cpu_simd_peak(r):
             return "no FP16 peak (prefill not scored)"
     if _int(r["n_devices"], 1) > 1:       # answered by predict (layer split), not fitted
         return "multi-device"
