@@ -1,5 +1,7 @@
 """--threads: a CPU engine's share of the cores' SIMD units (engines/cpu.py)."""
 
+from dataclasses import replace
+
 import pytest
 
 import tokspeed
@@ -60,3 +62,17 @@ def test_a_cpus_prefill_rows_are_scored_on_its_simd_peak():
         assert rows[rid].metric == "prefill" and rows[rid].skip == ""
         assert why_unanswered(rows[rid]) is None
     assert rows["c3-0161"].hw.fp32_tflops == pytest.approx(16 * 4.5e9 * 32 / 1e12, rel=0.02)
+
+
+def test_a_dual_socket_cpu_engine_streams_from_one_sockets_memory():
+    # 2 x Xeon Gold 6138, 6 channels of DDR4-2666 each: 2 x 6 x 8 B x 2.666 GT/s = 255.9 GB/s for the machine; without
+    # --numa llama.cpp's mmap'd weights sit on one node: a CPU engine reaches one socket's 6 x 8 x 2.666 = 128 GB/s
+    hw = get_hardware("xeon-gold-6138-2s")
+    assert hw.bandwidth_gbps == pytest.approx(2 * 6 * 8 * 2.666, rel=0.01)
+    view = hw.cpu_engine_view()
+    assert view.bandwidth_gbps == pytest.approx(6 * 8 * 2.666, rel=0.01)
+    assert view.cpu_engine_view().bandwidth_gbps == view.bandwidth_gbps          # a view of a view is the same
+    assert get_hardware("ryzen-9-7950x").cpu_engine_view().bandwidth_gbps == get_hardware("ryzen-9-7950x").bandwidth_gbps
+    one = tokspeed.predict("qwen3-235b-a22b", hw, quant="Q8_0", engine="llama.cpp-cpu", prompt=0, gen=16)
+    assert one.decode.tok_s < tokspeed.predict("qwen3-235b-a22b", replace(hw, cpu_bandwidth_gbps=0.0), quant="Q8_0",
+                                                engine="llama.cpp-cpu", prompt=0, gen=16).decode.tok_s / 1.5
