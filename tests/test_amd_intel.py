@@ -103,7 +103,8 @@ def test_sycl_prior_reproduces_the_arc_a770_figure_it_was_solved_from():
     arc = get_hardware("arc-a770")
     assert get_engine("llama.cpp", arc).name == "llama.cpp-sycl"
     assert core_cycles_per_s(arc) == pytest.approx(32 * 2.1e9, rel=0.01)
-    assert 40 < decode(arc).tok_s < 55
+    # the prior as solved (SYCL now has fitted rows, so get_engine ships the fit, not the prior)
+    assert 40 < decode(arc, engine=prior_profile("llama.cpp-sycl")).tok_s < 55
 
 
 def test_a_big_instinct_part_is_no_longer_capped_at_one_tb_s():
