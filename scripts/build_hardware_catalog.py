@@ -41,7 +41,8 @@ from tokspeed.hardware.links import Link, parse_host_link  # noqa: E402
 from hardware_catalog_arch import CAL_ARCH  # noqa: E402
 from hardware_catalog_ids import CALIBRATION_IDS, IDS  # noqa: E402
 from hardware_catalog_cpu import (APPLE_CPU_SHARE, APPLE_P_CORES, APPLE_P_GHZ, APPLE_P_GHZ_BASIS,  # noqa: E402
-                                  CITES, CPU_FLOPS, CPU_INT8_PER_FP32, CPU_NAMED, LLAMA_THREADS, SOC_CPU, SOC_CPU_FLOPS, SOC_CPU_THREADS)
+                                  CITES, CPU_FLOPS, CPU_INT8_PER_FP32, CPU_NAMED, CPU_SOCKETS, LLAMA_THREADS,
+                                  NUMA_BASIS, SOC_CPU, SOC_CPU_FLOPS, SOC_CPU_THREADS)
 
 OUT = REPO / "tokspeed" / "hardware" / "data" / "hardware.toml"
 
@@ -230,6 +231,11 @@ def fill_derived(d: dict, devices: list[dict]) -> None:
     for table, assumed in ((CPU_FLOPS, True), (CPU_NAMED, False)):
         if d["id"] in table and not d.get("fp32_tflops"):
             cpu_flops(d, *table[d["id"]], assumed)
+    if d["id"] in CPU_SOCKETS:
+        n = CPU_SOCKETS[d["id"]]
+        d["cpu_bandwidth_gbps"], d["cpu_bandwidth_band_pct"] = round(d["bandwidth_gbps"] / n, 1), 40
+        d["derived"].append(f"cpu_bandwidth_gbps: {d['bandwidth_gbps']:g} / {n} = {d['cpu_bandwidth_gbps']:g} GB/s "
+                            f"(+-40 %): " + NUMA_BASIS.format(n=n))
     if d["kind"] == "soc":
         am = re.match(r"^Apple M\d(?: (Pro|Max|Ultra))?\b", d["name"])
         if am:

@@ -131,8 +131,9 @@ def evaluate(path, keep=None):
     def sp(xs):
         return summarize([x["speedup_error_pct"] for x in xs if x["speedup_error_pct"] is not None])
 
-    modelled = [x for x in results if not (x["parallel"] == "tp" and x["engine"].startswith("llama.cpp")
-                                           and x["metric"] == "prefill")]
+    from tokspeed.scale.parallel import row_split_prefill
+
+    modelled = [x for x in results if not row_split_prefill(x["engine"], x["parallel"], x["n"], x["metric"])]
     return {"all": summarize([x["error_pct"] for x in results]), "multi_gpu": summarize([x["error_pct"] for x in multi]),
             "modelled": summarize([x["error_pct"] for x in modelled]),
             "batched": summarize([x["error_pct"] for x in batched]),

@@ -41,6 +41,16 @@ CPU_NAMED = {
                                    "2.4 GHz"),
 }
 
+# Multi-socket CPU rows (one catalog device for the whole machine): the sockets, each with its own memory channels.
+# llama.cpp reads its weights through mmap, so they sit in the page cache on the NUMA node that first read the file;
+# without ``--numa`` (its default; common/arg.cpp: "distribute: spread execution evenly over all nodes ... it is
+# recommended to drop the system page cache before using this") every thread streams them from that one socket's
+# memory, the other socket's over its inter-socket link: the bandwidth a CPU engine reaches is one socket's.
+CPU_SOCKETS = {"xeon-gold-6138-2s": 2}
+NUMA_BASIS = ("one of {n} sockets' memory: llama.cpp's mmap'd weights sit on the NUMA node that read the file, and "
+              "without --numa (its default) every thread streams them from there (common/arg.cpp --numa help; "
+              "ASSUMED: no row measures both settings)")
+
 # Int8 dot products per FP32 FLOP of each row's ASSUMED processor (llama.cpp's CPU matrix-vector kernels
 # over quantized weights run on them): AVX-512 VNNI / AVX-VNNI vpdpbusd and Arm sdot do 4 int8
 # multiply-adds per 32-bit lane in one instruction (4 x the FP32 FMA rate in ops); AVX2 needs vpmaddubsw +

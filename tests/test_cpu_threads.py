@@ -1,5 +1,7 @@
 """--threads: a CPU engine's share of the cores' SIMD units (engines/cpu.py)."""
 
+from dataclasses import replace
+
 import pytest
 
 import tokspeed
@@ -34,3 +36,43 @@ def test_threads_from_a_row_note():
     assert note_threads("Ryzen-7950X, table labelled AVX2; 16 threads; LLaMA") == 16
     assert note_threads("llama-bench --numa distribute -t 32 -r 20") == 32
     assert note_threads("thread count not stated") is None
+
+
+def test_an_apple_socs_cpu_only_row_runs_on_its_cpu_cluster():
+    # ik_llama.cpp#164: "M2-Max CPU only (ARM_NEON), GPU not used; 8 threads". The row says hardware_kind "cpu",
+    # but the device is the M2 Max SoC: its CPU engine sees the CPU cluster, not the GPU's 400 GB/s and 13.6 TFLOPS.
+    from tokspeed.calibration.rows import load_rows
+
+    row = next(r for r in load_rows() if r.id == "c3-0193")
+    assert row.hw.kind == "soc"
+    view = row.hw.cpu_engine_view()
+    assert view.bandwidth_gbps == pytest.approx(row.hw.cpu_bandwidth_gbps) and view.bandwidth_gbps < 400
+    # 8 P-cores x 3.5 GHz x 4 NEON FMA pipes x 4 FP32 lanes x 2 FLOPs (Avalanche; the catalog's derivation)
+    assert view.fp32_tflops == pytest.approx(8 * 3.5e9 * 4 * 4 * 2 / 1e12, rel=0.05)
+
+
+def test_a_cpus_prefill_rows_are_scored_on_its_simd_peak():
+    # a CPU lists no FP16 peak; llama.cpp's CPU kernels compute on its SIMD FP32 (and int8) units, so its prefill rows
+    # are answered: the 7950X's 16 cores x 4.5 GHz x 32 FP32 FLOPs per cycle (two 256-bit FMA pipes, Zen 4)
+    from tokspeed.calibration.answered import why_unanswered
+    from tokspeed.calibration.rows import load_rows
+
+    rows = {r.id: r for r in load_rows()}
+    for rid in ("c3-0161", "c3-0225", "c3-0283"):       # Ryzen 9 7950X, EPYC 9274F, dual Xeon Gold 6138
+        assert rows[rid].metric == "prefill" and rows[rid].skip == ""
+        assert why_unanswered(rows[rid]) is None
+    assert rows["c3-0161"].hw.fp32_tflops == pytest.approx(16 * 4.5e9 * 32 / 1e12, rel=0.02)
+
+
+def test_a_dual_socket_cpu_engine_streams_from_one_sockets_memory():
+    # 2 x Xeon Gold 6138, 6 channels of DDR4-2666 each: 2 x 6 x 8 B x 2.666 GT/s = 255.9 GB/s for the machine; without
+    # --numa llama.cpp's mmap'd weights sit on one node: a CPU engine reaches one socket's 6 x 8 x 2.666 = 128 GB/s
+    hw = get_hardware("xeon-gold-6138-2s")
+    assert hw.bandwidth_gbps == pytest.approx(2 * 6 * 8 * 2.666, rel=0.01)
+    view = hw.cpu_engine_view()
+    assert view.bandwidth_gbps == pytest.approx(6 * 8 * 2.666, rel=0.01)
+    assert view.cpu_engine_view().bandwidth_gbps == view.bandwidth_gbps          # a view of a view is the same
+    assert get_hardware("ryzen-9-7950x").cpu_engine_view().bandwidth_gbps == get_hardware("ryzen-9-7950x").bandwidth_gbps
+    one = tokspeed.predict("qwen3-235b-a22b", hw, quant="Q8_0", engine="llama.cpp-cpu", prompt=0, gen=16)
+    assert one.decode.tok_s < tokspeed.predict("qwen3-235b-a22b", replace(hw, cpu_bandwidth_gbps=0.0), quant="Q8_0",
+                                                engine="llama.cpp-cpu", prompt=0, gen=16).decode.tok_s / 1.5

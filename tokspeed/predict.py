@@ -27,10 +27,11 @@ from .quant.format_key import format_key
 from .quant.kv import kv_bytes as kv_dtype_bytes
 from .scale.configure import configure
 from .scale.options import ScaleOptions
+from .scale.parallel import ROW_SPLIT_PREFILL
 from .scale.sections import scale_sections
-from .scale.timing import LayoutTimer
+from .scale.timing import LayoutTimer, pipelined_s, pipelines_prompt
 from .timing import PassTime, RooflineTimer, Timer, depth_sum, op_time, pass_time  # noqa: F401  (re-exported)
-from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, UBATCH, Workload
+from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, NBATCH, UBATCH, Workload
 
 if TYPE_CHECKING:
     from .hardware.spec import Hardware
@@ -324,11 +325,14 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
         return Prefill(tok_s=None, seconds=None, bound="unknown (no FLOP/s figure for this device)")
     seconds = ideal = 0.0
     bounds = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
-    for ops, _, chunk in prefill_passes(r.spec, r.storage, r.kv_elem_bytes, work):
+    pipe = pipelines_prompt(r.setup.layout if r.setup else None, r.profile)
+    for k, (ops, _, chunk) in enumerate(prefill_passes(r.spec, r.storage, r.kv_elem_bytes, work)):
+        first = not pipe or k % (NBATCH // UBATCH) == 0        # a new llama_decode call refills the pipeline
         pt = r.timer(ops, r.profile, work.batch, chunk)
-        seconds += pt.seconds
-        ideal += r.timer(ops, IDEAL, work.batch, chunk).seconds
-        bounds[pt.bound] = bounds.get(pt.bound, 0.0) + pt.seconds
+        s = pipelined_s(pt, first)
+        seconds += s
+        ideal += pipelined_s(r.timer(ops, IDEAL, work.batch, chunk), first)
+        bounds[pt.bound] = bounds.get(pt.bound, 0.0) + s
     tok_s = work.batch * work.prompt / seconds
     band = r.profile.prefill_error_pct / 100
     bound_tok_s = work.batch * work.prompt / ideal
@@ -351,6 +355,9 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
                      f"{work.tokens:,}: the numbers assume the engine extends the window (RoPE scaling)")
     # a device whose file states no arch: the engine rules read the one its name implies -- said, not silent
     notes += [f"hardware {r.hw.id}: {d}" for d in r.hw.derived if d.startswith("arch: ") and "ASSUMED" in d]
+    layout = r.setup.layout if r.setup else None
+    if layout is not None and layout.row_split and work.prompt:
+        notes.append(ROW_SPLIT_PREFILL)
     sections = scale_sections(r, mem, dec, pre, first, work)
     ttft = None if pre.seconds is None else pre.seconds + r.profile.fixed_s
     return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,

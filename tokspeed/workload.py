@@ -17,6 +17,7 @@ DEFAULT_PROMPT = 512
 DEFAULT_GEN = 128
 DEFAULT_ENGINE = "llama.cpp"
 UBATCH = 512      # tokens per prefill micro-batch (llama.cpp -ub default, vLLM chunked prefill ~512)
+NBATCH = 2048     # tokens per llama_decode call of a prompt (llama.cpp -b default, common/common.h n_batch)
 MAX_TOKENS = 1 << 31
 # llama.cpp's -fa as the CLI and the web page take it: auto is the build's and front end's own default
 FLASH_ATTN = {"auto": None, "on": True, "off": False}

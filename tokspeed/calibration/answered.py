@@ -13,12 +13,13 @@ from collections import defaultdict
 # a row's ``skip`` text -> the group it falls in (what would have to be added to answer it)
 SKIP_GROUPS = (("model not in catalog", "model"), ("quant ", "quant"), ("engine ", "engine"),
                ("no FP16 peak", "device"), ("prompt length unstated", "workload"))
+ROW_SPLIT_DETAIL = "llama.cpp row-split prefill not modelled (docs/scale.md)"
 NOT_SCORED = ("DUPLICATE_OF", "PARTIAL_CPU_OFFLOAD", "HOST_CONTENTION", "unknown flag", "metric ")
 
 
 def why_unanswered(row) -> tuple[str, str] | None:
     """(group, detail) of why ``row`` gets no prediction, None where it is answered. Groups: model, quant, engine,
-    device, workload (what the row lacks), excluded (flags that keep a row out of scoring), error (predict refused)."""
+    device, workload (what the row lacks), parallel (a multi-device setup tokspeed does not model), excluded (flags that keep a row out of scoring), error (predict refused)."""
     skip = row.skip if row.skip != "multi-device" else ""
     if skip:
         if skip.startswith(NOT_SCORED):
@@ -27,7 +28,11 @@ def why_unanswered(row) -> tuple[str, str] | None:
             if skip.startswith(prefix):
                 return group, _detail(group, row, skip)
         return "other", skip
+    from ..scale.parallel import row_split_prefill
     from .evaluate import predicted_tok_s
+
+    if row_split_prefill(row.engine, row.parallel, row.n_devices, row.metric):
+        return "parallel", ROW_SPLIT_DETAIL    # predict says so in its warnings (``ROW_SPLIT_PREFILL``)
 
     try:
         tok_s = predicted_tok_s(row)

@@ -109,7 +109,10 @@ def row_hardware(r: dict) -> Hardware:
     from ..engines.memory import memory_class
 
     known = {f: _catalog_value(r, f) for f in CATALOG_FIELDS}
-    hw = Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=r["hardware_kind"].strip(),
+    # the device's kind is the catalog's: an Apple SoC run CPU-only (a row's hardware_kind "cpu") is still a SoC,
+    # whose CPU cluster (``Hardware.cpu_cluster``: its bandwidth and SIMD figures) the CPU engine runs on
+    kind = _catalog_value(r, "kind") or r["hardware_kind"].strip()
+    hw = Hardware(id=_slug(r["hardware"]), name=r["hardware"], kind=kind,
                   vendor=r["vendor"].strip(), memory_gb=_float(r["memory_GB"], UNSTATED_MEMORY_GB),
                   bandwidth_gbps=_float(r["bandwidth_GBps"]), fp16_tflops=_row_fp16_tflops(r),
                   source=f"calibration.csv row {r['id']}", **{f: v for f, v in known.items() if v})
@@ -127,6 +130,16 @@ def _row_fp16_tflops(r: dict) -> float:
     multiplies F16 weights in FP32 there: the matmul peak is the FP32 one)."""
     fp16 = _float(r["fp16_TFLOPS"]) or float(_catalog_value(r, "fp16_tflops") or 0.0)
     return max(fp16, float(_catalog_value(r, "fp32_tflops") or 0.0)) if fp16 else 0.0
+
+
+def _cpu_simd_peak(r: dict) -> float:
+    """A CPU's (or a CPU engine's) matmul peak: the catalog's SIMD FP32 figure (cores x clock x FLOPs per cycle), what
+    llama.cpp's CPU kernels compute with (``Hardware.simd_view``); a CPU lists no FP16 peak, 0 for anything else."""
+    if r["hardware_kind"].strip() != "cpu" and "cpu" not in engine_key(r["engine"]):
+        return 0.0
+    if _catalog_value(r, "kind") == "soc":     # a SoC's own FP32 figure is its GPU's
+        return float(_catalog_value(r, "cpu_fp32_tflops") or 0.0)
+    return float(_catalog_value(r, "fp32_tflops") or 0.0)
 
 
 def row_era(engine: str, date: str, build: str) -> str:
@@ -203,7 +216,7 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
     if r["metric"] == "prefill":
         if not prompt:
             return "prompt length unstated"
-        if not _row_fp16_tflops(r):
+        if not _row_fp16_tflops(r) and not _cpu_simd_peak(r):
             return "no FP16 peak (prefill not scored)"
     if _int(r["n_devices"], 1) > 1:       # answered by predict (layer split), not fitted
         return "multi-device"

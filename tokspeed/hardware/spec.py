@@ -35,7 +35,8 @@ class Hardware:
     memory_type: str = ""
     # the catalog FP16/FP8 figures are the FP32-accumulate rate, half the FP16-accumulate rate (GeForce, L40)
     fp16_accumulate_2x: bool = False
-    # SoC: read bandwidth its CPU cluster reaches (the GPU reaches bandwidth_gbps); 0 = unknown / not a SoC
+    # SoC: read bandwidth its CPU cluster reaches (the GPU reaches bandwidth_gbps); a multi-socket CPU: the one socket's
+    # a NUMA-unaware CPU engine streams its weights from; 0 = unknown / neither
     cpu_bandwidth_gbps: float = 0.0
     cpu_bandwidth_band_pct: float = 0.0   # uncertainty of that figure (measured ~15 %, assumed ~40 %)
     cpu_fp32_tflops: float = 0.0   # SoC: its CPU cores' SIMD FP32 peak (what llama.cpp-cpu computes with)
@@ -197,9 +198,16 @@ class Hardware:
 
     def cpu_engine_view(self) -> "Hardware":
         """This device as a CPU engine (llama.cpp-cpu) sees it: a SoC's CPU cluster (``cpu_cluster``), a CPU's
-        SIMD view (``simd_view``); anything else unchanged."""
+        SIMD view (``simd_view``) -- on a multi-socket CPU at the one socket's bandwidth its weights sit in
+        (``cpu_bandwidth_gbps``: llama.cpp without ``--numa``); anything else unchanged."""
         if self.kind == "soc" and self.cpu_bandwidth_gbps:
             return self.cpu_cluster()
+        if self.kind == "cpu" and self.cpu_bandwidth_gbps and self.cpu_bandwidth_gbps < self.bandwidth_gbps:
+            from dataclasses import replace      # a multi-socket CPU: the one socket's memory its weights sit in
+
+            return replace(self.simd_view(), bandwidth_gbps=self.cpu_bandwidth_gbps,
+                           derived=self.derived + (f"bandwidth_gbps: the {self.cpu_bandwidth_gbps:g} GB/s a CPU engine "
+                                                   f"reaches (the machine's {self.bandwidth_gbps:g}: NUMA)",))
         return self.simd_view()
 
     @classmethod

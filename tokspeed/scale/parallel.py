@@ -44,6 +44,20 @@ def default_style(engine_name: str) -> str:
     return "split" if runtime_of(engine_name) == "llama.cpp" else "tp"
 
 
+# llama.cpp's row split (``-sm row``) prefill is not modelled: the 2023 builds measured 3-35x below one GPU
+# (6x RTX 3090, llama-2-7b F16: 88 tok/s against 3,169 on one card, data/validation/calibration.csv), of which
+# moving each matmul's activations over PCIe explains about 0.13 s of the 5.6 s (docs/scale.md).
+ROW_SPLIT_PREFILL = ("llama.cpp row split (parallel='tp') prefill is not modelled: 2023 builds measured 3-35x "
+                     "below one GPU, the link time explains a few % of it (docs/scale.md); use parallel='split'")
+
+
+def row_split_prefill(engine_name: str, style: str, n_devices: int, metric: str) -> bool:
+    """True for a llama.cpp prefill over several devices in row split (``tp``): the case ``ROW_SPLIT_PREFILL``
+    says is not modelled."""
+    return (metric == "prefill" and n_devices > 1 and style == "tp"
+            and runtime_of(engine_name) == "llama.cpp")
+
+
 def parse_parallel(text: str | None, gpus: int, engine_name: str = "llama.cpp") -> Parallel:
     if not isinstance(gpus, int) or isinstance(gpus, bool) or gpus < 1:
         raise UserError(f"gpus must be a whole number >= 1, got {gpus!r}", field="gpus")

@@ -131,6 +131,25 @@ def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, 
     return layout.syncs_per_layer * stage.n_layers * link.allreduce_s(msg, n, ideal)
 
 
+def pipelines_prompt(layout: Layout | None, prof) -> bool:
+    """Whether the prompt's micro-batches flow through the layout's stages together: llama.cpp's layer split with
+    every layer on the GPUs (llama-context.cpp ``pipeline_parallel``: several devices, split mode layer, all layers
+    offloaded, no tensor overrides; ggml_backend_sched keeps up to GGML_SCHED_MAX_COPIES = 4 micro-batches in flight,
+    as many as one ``NBATCH`` call holds). From llama.cpp PR #6017 (2024-03); not the 2023 era."""
+    if layout is None or layout.parallel.style != "split" or layout.offload != "none" or len(layout.stages) < 2:
+        return False
+    return getattr(prof, "runtime", "") == "llama.cpp" and getattr(prof, "version", None) != "2023"
+
+
+def pipelined_s(pt: PassTime, first: bool) -> float:
+    """A prompt micro-batch's share of a pipelined call: the first fills the pipeline (every stage in turn), each
+    later one adds its slowest stage (the stages work on different micro-batches at once)."""
+    if first or not pt.stages:
+        return pt.seconds
+    times = [s["seconds"] for s in pt.stages]
+    return pt.seconds - sum(times) + max(times)
+
+
 def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int,
                 memo: dict | None = None) -> PassTime:
     """Time of one pass of ``ops`` (batch x n_tokens new tokens) over the layout. ``prof`` is the
