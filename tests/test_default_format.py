@@ -1,4 +1,4 @@
-"""The weight format assumed when none is named (tokspeed.quant.default): released for server engines, the GGUF
+"""The weight format assumed when none is named (tokspeed.engines.default_format): released for server engines, the GGUF
 people download for llama.cpp-family engines; the output says which was assumed."""
 
 import json

@@ -89,7 +89,7 @@ class Resolved:
     setup: ScaleSetup | None = None   # when the options ask for a layout
     timer: Timer | None = None
     weights_bytes: float = 0.0
-    quant_assumed: str | None = None  # why this format, when none was named (``quant.default``)
+    quant_assumed: str | None = None  # why this format, when none was named (``engines.default_format``)
 
 
 @dataclass
@@ -195,7 +195,7 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
     assumed = None
     if storage is None:
         if not quant:            # the format people run: released (servers) or downloaded (llama.cpp)
-            from .quant.default import default_quant
+            from .engines.default_format import default_quant
 
             quant, assumed = default_quant(spec, prof, hw)
         quant = canonical(quant)

@@ -343,7 +343,7 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
     cheap, guess = _memory_check(hardware, engine, context, prompt) if gpus == 1 else (None, None)
     floor = _floor_bits(min_quality, allow_low_bits, formats)
     from ..engines.compat import supported_formats as runs_on_device
-    from ..quant.default import released_format
+    from ..engines.default_format import released_format
 
     runnable = set(runs_on_device(engine, hardware))
     rows = []

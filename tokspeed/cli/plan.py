@@ -60,7 +60,7 @@ def run(args) -> int:
 
     spec = resolve_model(args.model)[0]
     if not args.quant:      # what predict assumes for this engine (a device without it may fall back to BF16)
-        from ..quant.default import default_quant
+        from ..engines.default_format import default_quant
 
         fmt = f"{default_quant(spec, args.engine, None)[0]} (assumed)"
     else:

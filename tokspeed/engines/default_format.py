@@ -25,7 +25,7 @@ def released_format(spec) -> str:
 
 def _weights(spec, quant: str) -> float:
     from ..ledger import resident_weight_bytes
-    from .schemes import scheme_for
+    from ..quant.schemes import scheme_for
 
     return resident_weight_bytes(spec, scheme_for(quant, spec))
 
@@ -34,7 +34,7 @@ def default_quant(spec, engine, hw) -> tuple[str, str]:
     """(format, why) for a model given without ``quant``: see the module docstring. ``engine`` is a name or
     an EngineProfile (its name), ``hw`` the device (what the engine runs there; None: any device, the released
     format taken as runnable)."""
-    from ..engines.compat import runtime_of, supported_formats
+    from .compat import runtime_of, supported_formats
     from ..errors import UserError
 
     released = released_format(spec)
