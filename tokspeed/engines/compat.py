@@ -151,8 +151,14 @@ def _excluded(row: dict, hw) -> bool:
 
 
 def _loads(row: dict, quant: str) -> bool:
-    q = quant.strip().upper()
-    return any(fnmatchcase(q, w.upper()) for w in row["weights"])
+    return _matches(quant.strip().upper(), tuple(row["weights"]))
+
+
+@lru_cache(maxsize=4096)
+def _matches(q: str, patterns: tuple[str, ...]) -> bool:
+    """Whether the format name ``q`` matches one of an engine's ``weights`` patterns (memoised: ``supported_formats``
+    asks every format of every engine on each prediction that names none)."""
+    return any(fnmatchcase(q, w.upper()) for w in patterns)
 
 
 def _missing_feature(quant: str, hw) -> str:
@@ -185,16 +191,23 @@ def engines_for(hw, quant: str | None = None) -> list[str]:
 def supported_formats(engine, hw) -> list[str]:
     """The ``--quant`` names ``engine`` can run on ``hw`` (in ``tokspeed.quant.schemes.NAMES`` order; EXL2 as
     ``EXL2-4.0/6.0/8.0``); [] when the engine does not run on the device at all."""
-    from ..quant.schemes import NAMES
-
     backend = _backend(capabilities(getattr(engine, "name", engine)), hw)
     if backend is None:
         return []
+    return list(_formats_of(backend, hw))
+
+
+@lru_cache(maxsize=1024)
+def _formats_of(backend: str, hw) -> tuple[str, ...]:
+    """``supported_formats`` of one backend on one device (a frozen Hardware): memoised, as a prediction that names
+    no format asks it every time."""
+    from ..quant.schemes import NAMES
+
     row = capabilities(backend)
     if not _runs_on(row, hw):
-        return []
+        return ()
     names = [n for n in NAMES if n != "EXL2-<bpw>"] + list(EXL2_LISTED)
-    return [n for n in names if _loads(row, n) and not _missing_feature(n, hw)]
+    return tuple(n for n in names if _loads(row, n) and not _missing_feature(n, hw))
 
 
 def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> str:
