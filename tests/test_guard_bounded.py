@@ -113,6 +113,7 @@ def test_a_200_mb_line_between_valid_chunks_is_dropped_and_the_stream_goes_on(tm
     assert rec["chunks"] == 4                                 # 1 before the line, 3 after it
     assert rec["sse_lines_dropped"] == 1 and rec["sse_bytes_dropped"] == len(b"data: ") + 200 * 2**20
     assert rec["malformed_lines"] == 0 and len(rec["itl_s"]) == 3
+    assert json.loads((out / "summary.json").read_text())["sse_lines_dropped"] == 1
     assert took < 30 and child_rss_mb() < MAX_RSS_MB and MAX_LINE_BYTES < 200 * 2**20
 
 

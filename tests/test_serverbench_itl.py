@@ -65,3 +65,14 @@ def test_the_summary_weights_a_sampled_request_by_its_count():
     assert st["mean"] == pytest.approx(0.091) and st["min"] == 0.01 and st["max"] == 0.2
     plain = phase_summary([a, {**b, "itl_capped": None}])["stats"]["itl_s"]      # no sample: as before
     assert "weighted" not in plain and plain["n"] == 1100 and plain["p50"] == pytest.approx(0.01)
+
+
+def test_weighted_percentile_is_type_7_on_the_expanded_sample():
+    from tokspeed.stats import percentile, weighted_percentile
+
+    xs = [0.5, 0.1, 0.9, 0.3, 0.7]
+    for q in (0, 25, 50, 90, 100):
+        assert weighted_percentile([(x, 1) for x in xs], q) == pytest.approx(percentile(xs, q))
+    # [(1, 3), (2, 1)] is [1, 1, 1, 2]: p90 at rank 0.9 x 3 = 2.7, between 1 (rank 2) and 2 (rank 3): 1.7
+    assert weighted_percentile([(1, 3), (2, 1)], 90) == pytest.approx(1.7)
+    assert weighted_percentile([(1, 3), (2, 1)], 50) == 1

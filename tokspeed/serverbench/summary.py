@@ -265,6 +265,8 @@ def summarize(run: dict, records: list[dict], *, partial: bool = False, skipped_
         "cancelled": sum(1 for r in records if r.get("error") == CANCELLED),
         "errors": errors,
         "unreadable_lines": skipped_lines,
+        # SSE lines over the 4 MiB cap, dropped unread (their requests may still be ok; their tokens uncounted)
+        "sse_lines_dropped": sum(n for r in records if isinstance(n := r.get("sse_lines_dropped"), int) and n > 0),
         "phases": [phase_summary(rs, slo, window) for rs in phases.values()],
     }
     for ph in out["phases"]:
