@@ -92,13 +92,18 @@ class HostileServer:
                         done += 10**6
                         if not self._send(event("t", usage={"prompt_tokens": 1, "completion_tokens": done})):
                             return
-                elif mode == "long_line":   # one 200 MB line (no newline), in 1 MiB pieces
+                elif mode in ("long_line", "long_line_between"):  # one 200 MB line, in 1 MiB pieces
                     self._send(event("t"))
                     piece = b"x" * 2**20
                     self._send(b"data: ")
                     for _ in range(200):
                         if not self._send(piece):
                             return
+                    if mode == "long_line_between":  # ...ended, then a valid answer goes on
+                        self._send(b"\n\n")
+                        for i in range(3):
+                            self._send(event("u", "length" if i == 2 else None))
+                        self._send(b"data: [DONE]\n\n")
 
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.http.daemon_threads = True

@@ -53,18 +53,30 @@ def test_request_timeout_fires_against_a_server_that_streams_forever(server, tmp
     assert took < 30
 
 
-@pytest.mark.parametrize("mode, what", [("huge_line", "a line longer than 4 MiB"),
-                                        ("huge_event", "an event longer than 8 MiB")])
-def test_an_endless_line_or_event_is_capped_and_the_run_moves_on(server, tmp_path, mode, what):
+def flood_then_ok(server, tmp_path, mode: str, request_timeout: float) -> list[dict]:
+    """Two requests, the first of them flooded by ``mode``: the run fails (exit 3); the records in order."""
     out = tmp_path / "run"
-    p, took = cli(server.url, "--model", f"mix:{mode},ok", "--requests", "2", "--warmup", "0",
-                  "--request-timeout", "40", "-o", out, "--quiet")
+    p, _ = cli(server.url, "--model", f"mix:{mode},ok", "--requests", "2", "--warmup", "0",
+               "--request-timeout", request_timeout, "-o", out, "--quiet")
     assert p.returncode == 3, p.stderr
     recs = sorted(records(out), key=lambda r: r["index"])
-    assert recs[0]["error"] == "malformed_stream" and what in recs[0]["error_detail"]
     assert recs[0]["chunks"] == 1  # the token before the flood is kept
     assert recs[1]["ok"]  # the next request ran normally
+    return recs
+
+
+def test_an_endless_event_is_capped_and_the_run_moves_on(server, tmp_path):
+    recs = flood_then_ok(server, tmp_path, "huge_event", 40)
+    assert recs[0]["error"] == "malformed_stream" and "an event longer than 8 MiB" in recs[0]["error_detail"]
     assert recs[0]["e2e_s"] < 30  # stopped by the cap, not by the 40 s request timeout
+
+
+def test_an_endless_line_is_dropped_unheld_until_the_request_timeout(server, tmp_path):
+    """A line that never ends is dropped as it streams (never held past 4 MiB); the request timeout ends it."""
+    recs = flood_then_ok(server, tmp_path, "huge_line", 4)
+    assert recs[0]["error"] == "timeout_total" and recs[0]["sse_lines_dropped"] == 1
+    assert recs[0]["sse_bytes_dropped"] > 4 * 2**20 and recs[1]["sse_lines_dropped"] == 0
+    assert 4 <= recs[0]["e2e_s"] < 10
 
 
 @pytest.mark.parametrize("mode", ["nan_timings", "negative_usage"])

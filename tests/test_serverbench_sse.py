@@ -75,12 +75,38 @@ def test_line_reader_splits_every_sse_line_ending_across_chunk_boundaries():
     assert _lines([b"x" + e[:1], e[1:] + b"\n"]) == ["xé"]
 
 
-def test_line_reader_refuses_a_line_over_its_cap():
-    from tokspeed.serverbench.sse import LineTooLong
-
-    with pytest.raises(LineTooLong):
-        _lines([b"x" * 6, b"y" * 6])  # 12 bytes without an ending, cap 10
+def test_line_reader_drops_a_line_over_its_cap_and_goes_on():
+    """A line over the cap was an error ending the stream; now it is dropped and the next lines are read."""
+    assert _lines([b"a\n", b"x" * 6, b"y" * 6, b"z\nb\n"]) == ["a", "b"]  # 13 bytes in one line, cap 10
+    assert _lines([b"a\n" + b"x" * 11 + b"\r\nb"]) == ["a", "b"]            # within one chunk, \r\n ending
     assert _lines([b"x" * 10 + b"\n"]) == ["x" * 10]  # exactly the cap is fine
+    assert _lines([b"x" * 6, b"y" * 6]) == []        # a line over the cap that never ends: nothing
+
+
+def test_line_reader_counts_what_it_dropped_and_never_holds_past_the_cap():
+    import asyncio
+
+    from tokspeed.serverbench.sse import LineReader
+
+    held = []
+
+    async def gen():
+        yield b"a\n"
+        for _ in range(100):                 # 100 x 1000 bytes of one line, cap 2500
+            held.append(len(r._buf))
+            yield b"x" * 1000
+        yield b"\nb\n\n"
+
+    async def go():
+        out = []
+        while (line := await r.next_line()) is not None:
+            out.append(line)
+        return out
+
+    r = LineReader(gen(), 2500)
+    assert asyncio.run(go()) == ["a", "b", ""]
+    assert r.lines_dropped == 1 and r.bytes_dropped == 100_000
+    assert max(held) <= 2500 and held[-1] == 0   # the 2,000 bytes held before the cap were let go
 
 
 def test_sse_parser_refuses_an_event_over_its_cap():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 
 
@@ -20,3 +21,23 @@ def percentile(values, q: float) -> float:
 def median(values) -> float:
     """The 50th percentile (the mean of the two middle values for an even count)."""
     return percentile(values, 50)
+
+
+def weighted_percentile(pairs, q: float) -> float:
+    """``percentile`` of a sample in which each ``(value, weight)`` stands for ``weight`` values equal to it:
+    rank q/100 x (W - 1) over the total weight W, the value at a rank being the first whose cumulative
+    weight passes it, linear between neighbouring ranks. With every weight 1 this is ``percentile``."""
+    xs = sorted((v, w) for v, w in pairs if w > 0)
+    if not xs:
+        return math.nan
+    cum, total = [], 0.0
+    for _, w in xs:
+        total += w
+        cum.append(total)
+    pos = q / 100 * max(total - 1, 0.0)
+    lo = math.floor(pos)
+
+    def at(rank: float) -> float:
+        return xs[min(bisect.bisect_right(cum, rank), len(xs) - 1)][0]
+
+    return at(lo) + (at(lo + 1) - at(lo)) * (pos - lo)

@@ -28,7 +28,7 @@ from typing import Callable
 
 from .apis import NDJSON_APIS, Chunk, read_chunk
 from .itl import Gaps
-from .sse import EventTooLong, LineReader, LineTooLong, NDJSONParser, SSEParser, decode_json
+from .sse import EventTooLong, LineReader, NDJSONParser, SSEParser, decode_json
 
 ERROR_KINDS = ("connect", "http_4xx", "http_429", "http_5xx", "http_other", "timeout_first_token",
                "timeout_idle", "timeout_total", "malformed_stream", "stream_error", "truncated", "disconnected",
@@ -183,7 +183,7 @@ async def _exchange(client, spec, timeouts, headers, st: "_StreamState", t0: flo
         if ctype.lower().startswith("text/html"):
             body = await _read_some(resp, min(timeouts.idle_s, total_left()))
             raise _Failure("malformed_stream", f"HTTP 200 with an HTML page, not a stream: {body}")
-        lines = LineReader(resp.aiter_bytes())
+        lines = st.reader = LineReader(resp.aiter_bytes())
         while True:
             if st.timing.chunks:
                 wait, kind = timeouts.idle_s, "timeout_idle"
@@ -199,8 +199,6 @@ async def _exchange(client, spec, timeouts, headers, st: "_StreamState", t0: flo
                 if kind == "timeout_total":
                     raise _Failure(kind, f"no end of stream after {timeouts.total_s:g} s") from None
                 raise _Failure(kind, f"no token within {wait:g} s") from None
-            except LineTooLong as e:
-                raise _Failure("malformed_stream", str(e)) from None
             if line is None:
                 break
             now = time.perf_counter() - t0
@@ -248,6 +246,7 @@ class _StreamState:
         self.parser = NDJSONParser() if api in NDJSON_APIS else SSEParser()
         self.count_tokens = count_tokens
         self.timing = _Timing()  # token chunks: bounded whatever the stream's length
+        self.reader: LineReader | None = None  # its lines_dropped: lines past the cap, dropped unread
         self.text: list[str] = []  # the answer (kept up to MAX_TEXT_CHARS, for multi-turn history)
         self._text_chars = 0
         self.usage: dict | None = None
@@ -328,7 +327,11 @@ class _StreamState:
                "chunks": self.timing.chunks, "chunk_tokens": self.timing.tokens,
                # True when the tokens placed in chunks add up to output_tokens, i.e. itl_s has every gap
                "itl_complete": out_tokens is not None and self.timing.tokens == out_tokens,
-               "finish_reason": self.finish_reason, "malformed_lines": self.parser.framing.malformed_lines}
+               "finish_reason": self.finish_reason, "malformed_lines": self.parser.framing.malformed_lines,
+               # lines over sse.MAX_LINE_BYTES, dropped unread: tokens in them are in no count above
+               "sse_lines_dropped": self.reader.lines_dropped if self.reader else 0}
+        if self.reader and self.reader.lines_dropped:
+            rec["sse_bytes_dropped"] = self.reader.bytes_dropped
         rec.update(self.timing.fields(out_tokens, e2e_s))
         rec["_text"] = "".join(self.text)  # popped before the record is written
         if self.timings:

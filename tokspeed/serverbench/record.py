@@ -168,7 +168,7 @@ def _bounded_lines(f):
 CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "error", "http_status", "start_s", "end_s",
               "queued_s", "ttft_s", "tpot_s", "e2e_s", "decode_s", "prompt_tokens", "prompt_tokens_source",
               "target_prompt_tokens", "output_tokens", "output_tokens_source", "max_tokens", "chunks",
-              "itl_n", "itl_mean_s", "itl_max_s", "conversation", "turn", "error_detail")
+              "sse_lines_dropped", "itl_n", "itl_mean_s", "itl_max_s", "conversation", "turn", "error_detail")
 
 
 def write_csv(directory: Path, records: list[dict], redact: Redactor = PLAIN) -> Path:

@@ -7,8 +7,9 @@ known field name) is counted as malformed and skipped, so one bad line never sto
 the caller decides what a malformed line means for the request (tokspeed records it as
 ``malformed_stream``). Ollama streams NDJSON instead: one JSON object per line.
 
-Memory is bounded whatever the server sends: a line longer than ``MAX_LINE_BYTES`` raises
-``LineTooLong`` and an event whose data lines add up to more than ``MAX_EVENT_BYTES`` raises
+Memory is bounded whatever the server sends: a line longer than ``MAX_LINE_BYTES`` is dropped as it
+streams, never held past the cap (``LineReader.lines_dropped`` counts it; the stream goes on with the
+next line), and an event whose data lines add up to more than ``MAX_EVENT_BYTES`` raises
 ``EventTooLong`` (the client records the request as ``malformed_stream`` and the run moves on).
 A real token chunk is well under a kilobyte; these caps are three orders of magnitude above any.
 """
@@ -26,17 +27,18 @@ MAX_EVENT_BYTES = 8 * 1024 * 1024
 _EOL = re.compile(rb"\r\n|\r|\n")
 
 
-class LineTooLong(ValueError):
-    pass
-
-
 class EventTooLong(ValueError):
     pass
 
 
 class LineReader:
     """Split an async byte stream into lines (``\n``, ``\r\n`` or ``\r`` endings, as SSE allows),
-    decoded as UTF-8, holding at most ``max_line`` bytes of an unfinished line."""
+    decoded as UTF-8, holding at most ``max_line`` bytes of an unfinished line.
+
+    A line that grows past ``max_line`` is dropped as it streams: what was held is let go, the bytes up
+    to its end are discarded as they arrive, and reading goes on with the next line. ``lines_dropped``
+    counts such lines (from the moment they pass the cap, so a line that never ends counts too) and
+    ``bytes_dropped`` their bytes."""
 
     def __init__(self, chunks, max_line: int = MAX_LINE_BYTES):
         self._chunks = chunks.__aiter__()
@@ -45,6 +47,9 @@ class LineReader:
         self._eof = False
         self._max = max_line
         self._cr = False  # the last chunk ended in \r: a following \n belongs to it
+        self._dropping = False  # inside a line past the cap: discard up to its end
+        self.lines_dropped = 0
+        self.bytes_dropped = 0
 
     async def next_line(self) -> str | None:
         """The next line without its ending; None at the end of the stream."""
@@ -68,18 +73,24 @@ class LineReader:
         self._cr = chunk.endswith(b"\r")
         parts = _EOL.split(chunk)
         for part in parts[:-1]:  # each ends a line
-            self._buf += part
-            self._check()
-            self._lines.append(bytes(self._buf))
+            if self._hold(part):
+                self._lines.append(bytes(self._buf))
             self._buf = bytearray()
-        self._buf += parts[-1]
-        self._check()
+            self._dropping = False
+        self._hold(parts[-1])
 
-    def _check(self) -> None:
-        if len(self._buf) > self._max:
-            size = len(self._buf)
+    def _hold(self, part: bytes) -> bool:
+        """Add ``part`` to the unfinished line unless that passes the cap; False once the line is dropped."""
+        if not self._dropping and len(self._buf) + len(part) > self._max:
+            self._dropping = True
+            self.lines_dropped += 1
+            self.bytes_dropped += len(self._buf)
             self._buf = bytearray()
-            raise LineTooLong(f"a line longer than {self._max // (1024 * 1024)} MiB ({size:,} bytes and counting)")
+        if self._dropping:
+            self.bytes_dropped += len(part)
+            return False
+        self._buf += part
+        return True
 
 
 @dataclass

@@ -4,6 +4,9 @@ Per phase (one concurrency level, or the rate phase), warm-up excluded:
 - ``stats``: for each metric, n / mean / p50 / p90 / p99 / min / max over successful requests.
   Percentiles interpolate linearly between order statistics (NumPy's default, "type 7").
   ``itl_s`` pools every inter-token gap of every request; the other metrics are one value per request.
+  A request past 32,768 gaps recorded a uniform sample of them (``itl.Gaps``): each of its samples
+  counts ``itl_n / len(itl_s)`` times in the ``itl_s`` percentiles, and ``n``/``mean``/``min``/``max``
+  are the exact ones it recorded (the stats then say ``"weighted": true``).
   ``decode_tok_s`` per request = (output_tokens - 1) / decode_s: the speed one user sees once tokens flow.
 - ``wall_s``: first request start to last request end in the phase (failed ones included).
 - ``output_tok_s``: aggregate throughput = output tokens of successful requests / wall_s.
@@ -21,7 +24,9 @@ Per phase (one concurrency level, or the rate phase), warm-up excluded:
 
 from __future__ import annotations
 
-from ..stats import percentile
+import math
+
+from ..stats import percentile, weighted_percentile
 from .client import CANCELLED
 
 METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "decode_s", "decode_tok_s", "prompt_tokens", "output_tokens",
@@ -41,6 +46,33 @@ def decode_tok_s(rec: dict) -> float | None:
     if n is None or d is None or n < 2 or d <= 0:
         return None
     return (n - 1) / d
+
+
+def itl_stats(recs: list[dict]) -> dict | None:
+    """``stats`` of every gap pooled; a sampled request's gaps weighted by ``itl_n / len(itl_s)``."""
+    pairs, n, total, lo, hi, weighted = [], 0, 0.0, math.inf, -math.inf, False
+    for r in recs:
+        gaps = [float(g) for g in (r.get("itl_s") or []) if _real(g)]
+        if not gaps:
+            continue
+        k, mean = r.get("itl_n"), r.get("itl_mean_s")
+        if r.get("itl_capped") and isinstance(k, int) and k > len(gaps) and _real(mean):
+            weighted = True
+            pairs += [(g, k / len(gaps)) for g in gaps]
+            n, total = n + k, total + mean * k
+            lo = min(lo, r["itl_min_s"] if _real(r.get("itl_min_s")) else min(gaps))
+            hi = max(hi, r["itl_max_s"] if _real(r.get("itl_max_s")) else max(gaps))
+        else:
+            pairs += [(g, 1) for g in gaps]
+            n, total, lo, hi = n + len(gaps), total + sum(gaps), min(lo, *gaps), max(hi, *gaps)
+    if not weighted:
+        return stats([g for g, _ in pairs])
+    return {"n": n, "mean": total / n, "p50": weighted_percentile(pairs, 50), "p90": weighted_percentile(pairs, 90),
+            "p99": weighted_percentile(pairs, 99), "min": lo, "max": hi, "weighted": True}
+
+
+def _real(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _metric_values(recs: list[dict], name: str) -> list:
@@ -157,7 +189,8 @@ def phase_summary(recs: list[dict], slo: dict | None = None, window: dict | None
         "output_tokens_source": sources,
         "prompt_tokens_source": prompt_sources,
         "goodput_rps": (n_good / wall) if wall else None,
-        "stats": {m: s for m in METRICS if (s := stats(_metric_values(ok, m))) is not None},
+        "stats": {m: s for m in METRICS
+                  if (s := itl_stats(ok) if m == "itl_s" else stats(_metric_values(ok, m))) is not None},
     }
     if slo:
         out["slo"] = slo_report(recs, slo)
@@ -232,6 +265,8 @@ def summarize(run: dict, records: list[dict], *, partial: bool = False, skipped_
         "cancelled": sum(1 for r in records if r.get("error") == CANCELLED),
         "errors": errors,
         "unreadable_lines": skipped_lines,
+        # SSE lines over the 4 MiB cap, dropped unread (their requests may still be ok; their tokens uncounted)
+        "sse_lines_dropped": sum(n for r in records if isinstance(n := r.get("sse_lines_dropped"), int) and n > 0),
         "phases": [phase_summary(rs, slo, window) for rs in phases.values()],
     }
     for ph in out["phases"]:
