@@ -128,10 +128,10 @@ def parse_disagg(text: str | None, tp: int):
 
 
 def run(args) -> int:
+    from ..serving.document import search_document, serve_document
     from ..serving.metrics import SLO
     from ..serving.requests import read_trace
     from ..serving.run import Setup, evaluate
-    from ..serving.search import best_per_layout, search
     from ..serving.speculative import Speculation
 
     check_plot(args)
@@ -150,7 +150,7 @@ def run(args) -> int:
                   sched_overrides={"token_budget": args.token_budget, "max_seqs": args.max_seqs,
                                    "memory_fraction": args.memory_fraction})
     load = _load(args, read_trace)
-    r0 = setup.group(1, 1)
+    setup.group(1, 1)          # resolve (and refuse a bad model or device) before any layout
     single = par is not None or dis is not None
     if single:
         used = dis.gpus if dis else par.gpus
@@ -164,19 +164,9 @@ def run(args) -> int:
         if not configs[0]["requests"]:
             raise UserError(f"no request was served: {configs[0].get('stopped') or 'nothing finished'}",
                             "use shorter requests, more GPUs or a smaller --quant")
+        doc = serve_document(setup, gpus, (load or _default_load(args)).scenario, slo, configs, frontier)
     else:
-        gpus = args.gpus or 1
-        rows, frontier = search(setup, gpus, load, slo, disagg=not args.no_disagg)
-        if not rows:
-            raise UserError(f"{r0.spec.id} fits no layout of {gpus} x {r0.hw.id} with room in the KV cache for a "
-                            f"request of {args.isl + args.osl:,} tokens", "add GPUs, shorten requests or use a smaller --quant")
-        configs = best_per_layout(rows)
-    scenario = (load or _default_load(args)).scenario if single or load else "concurrency"
-    doc = {"model": r0.spec.id, "hardware": r0.hw.id, "gpus": gpus, "engine": r0.profile.name,
-           "engine_version": getattr(r0.profile, "version", None) or None, "quant": r0.quant,
-           "kv_dtype": r0.kv_dtype, "isl": args.isl, "osl": args.osl,
-           "scenario": "rate" if scenario == "trace" else scenario, "slo": slo.to_dict() if slo.any else None,
-           "configs": configs, "frontier": frontier}
+        doc = search_document(setup, args.gpus or 1, slo, load, disagg=not args.no_disagg)
     if args.json:
         print_json(doc)
     else:
