@@ -205,21 +205,9 @@ def _ms(d, key="p50"):
     return "-" if v is None or not math.isfinite(v) else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
 
 
-def _layout_text(lay) -> str:
-    d = lay.get("disagg")
-    if d:
-        return f"disagg {d['prefill_workers']}xTP{d['prefill_tp']} prefill + {d['decode_workers']}xTP{d['decode_tp']} decode"
-    parts = [f"TP{lay['tp']}"]
-    if lay["pp"] > 1:
-        parts.append(f"PP{lay['pp']}")
-    if lay["ep"] > 1:
-        parts.append(f"EP{lay['ep']}")
-    if lay["dp"] > 1:
-        parts.append(f"attn-DP{lay['dp']}")
-    return "x".join(parts) + (f" x {lay['replicas']} replicas" if lay["replicas"] > 1 else "")
-
-
 def _table(doc, top: int):
+    from ..serving.document import layout_text
+
     out = sys.stdout
     slo = doc["slo"]
     want = "" if not slo else " within " + ", ".join(
@@ -231,7 +219,7 @@ def _table(doc, top: int):
     for c in doc["configs"][:top]:
         ok = {True: "yes", False: "no", None: "-"}[c["meets_slo"]]
         user = c["tok_s_per_user"]
-        out.write(f"{_layout_text(c['layout']):44} {c['concurrency']:>5} {c['output_tok_s_per_gpu']:>10,.0f} "
+        out.write(f"{layout_text(c['layout']):44} {c['concurrency']:>5} {c['output_tok_s_per_gpu']:>10,.0f} "
                   f"{(user or 0):>10,.1f} {_ms(c['ttft_ms']):>12} {_ms(c['tpot_ms']):>12} {ok:>4}\n")
     if doc["frontier"]:
         pts = ", ".join(f"{p['tok_s_per_gpu']:,.0f}@{p['tok_s_per_user']:,.0f}" for p in doc["frontier"][:8])

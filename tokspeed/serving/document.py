@@ -28,3 +28,18 @@ def search_document(setup, gpus: int, slo=None, load=None, disagg: bool = True) 
         raise UserError(f"{r0.spec.id} fits no layout of {gpus} x {r0.hw.id} with room in the KV cache for a "
                         f"request of {setup.isl + setup.osl:,} tokens", "add GPUs, shorten requests or use a smaller quant")
     return serve_document(setup, gpus, load.scenario if load else "concurrency", slo, best_per_layout(rows), frontier)
+
+
+def layout_text(lay) -> str:
+    """A config's layout in words: "TP1xEP8xattn-DP8", "TP4 x 2 replicas", "disagg 6xTP1 prefill + 1xTP2 decode"."""
+    d = lay.get("disagg")
+    if d:
+        return f"disagg {d['prefill_workers']}xTP{d['prefill_tp']} prefill + {d['decode_workers']}xTP{d['decode_tp']} decode"
+    parts = [f"TP{lay['tp']}"]
+    if lay["pp"] > 1:
+        parts.append(f"PP{lay['pp']}")
+    if lay["ep"] > 1:
+        parts.append(f"EP{lay['ep']}")
+    if lay["dp"] > 1:
+        parts.append(f"attn-DP{lay['dp']}")
+    return "x".join(parts) + (f" x {lay['replicas']} replicas" if lay["replicas"] > 1 else "")
