@@ -32,3 +32,13 @@ def test_recorded_lengths_change_the_answer():
     short = simulate_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(64, 100)], concurrency=4)
     long = simulate_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(4000, 100)], concurrency=4)
     assert long["output_tok_s"] < short["output_tok_s"] and long["ttft_ms_p50"] > short["ttft_ms_p50"]
+
+
+def test_a_servers_impossible_lengths_are_dropped_and_the_replay_bounded():
+    records = [{"phase": "x", "ok": True, "prompt_tokens": p, "output_tokens": o}
+               for p, o in ((True, 5), ("100", 5), (100, 1 << 30), (100.5, 5), (-3, 5), (100, 5))]
+    assert phase_lengths(records, "x") == [(100, 5)]
+    from tokspeed.errors import UserError
+
+    with pytest.raises(UserError, match="beyond the simulation"):
+        simulate_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(100, 1 << 20)], concurrency=1)

@@ -115,10 +115,10 @@ def _simulated(row: dict, ph: dict, records, model, hw, quant, engine) -> dict:
     """``row`` with the scheduler simulation of its level (``serving.overlay``)."""
     from ..serving.overlay import phase_lengths, simulate_phase
 
-    sizes = phase_lengths(records, ph.get("phase"))
-    row["simulated_lengths"] = "recorded" if sizes else "mean"
-    sizes = sizes or [(row["prompt"], row["gen"])]
     try:
+        sizes = phase_lengths(records, ph.get("phase"))
+        row["simulated_lengths"] = "recorded" if sizes else "mean"
+        sizes = sizes or [(row["prompt"], row["gen"])]
         sim = simulate_phase(model, hw, quant, engine, sizes, concurrency=int(ph.get("concurrency") or 1),
                              rate_rps=float(ph.get("rate_rps") or 0.0))
     except Exception as e:  # the simulation must not cost the run its other figures

@@ -4,17 +4,24 @@ run's records), at its concurrency (closed loop) or its request rate (constant a
 
 from __future__ import annotations
 
+from ..errors import UserError
 from .requests import Arrivals, make_requests
 
 MIN_REQUESTS = 64          # a level with fewer recorded requests is repeated to this many (a steady state)
+MAX_LENGTH = 1 << 24       # tokens of one request (as ``requests.check_length``); a server's claim beyond it is dropped
+MAX_REPLAY_OUTPUT = 1 << 21   # output tokens of one replay: at most ~2M scheduler steps, a second or two of CPU
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_LENGTH
 
 
 def phase_lengths(records, phase: str | None) -> list[tuple[int, int]]:
     """(prompt, output) tokens of the level's answered requests that report both."""
     out = []
     for r in records or ():
-        if r.get("phase") == phase and r.get("ok") and r.get("prompt_tokens") and r.get("output_tokens"):
-            out.append((int(r["prompt_tokens"]), int(r["output_tokens"])))
+        if r.get("phase") == phase and r.get("ok") and _count(r.get("prompt_tokens")) and _count(r.get("output_tokens")):
+            out.append((r["prompt_tokens"], r["output_tokens"]))
     return out
 
 
@@ -29,6 +36,9 @@ def simulate_phase(model, hardware, quant, engine, sizes: list[tuple[int, int]],
 
     reps = -(-MIN_REQUESTS // len(sizes))
     sizes = (list(sizes) * reps)[:max(len(sizes), MIN_REQUESTS)]
+    if sum(s[1] for s in sizes) > MAX_REPLAY_OUTPUT:
+        raise UserError(f"{sum(s[1] for s in sizes):,} output tokens to replay: beyond the simulation's "
+                        f"{MAX_REPLAY_OUTPUT:,}")
     isl = max(1, round(sum(s[0] for s in sizes) / len(sizes)))
     osl = max(1, round(sum(s[1] for s in sizes) / len(sizes)))
     setup = Setup(model, hardware, engine or DEFAULT_ENGINE, quant=quant, isl=isl, osl=osl)
