@@ -51,7 +51,9 @@ def test_prediction_gap_in_the_report_is_measured_over_predicted(run_dir):
     for ph in s["phases"]:
         r = rows[ph["phase"]]
         assert r["predicted_output_tok_s"] == pytest.approx(ph["concurrency"] * r["predicted_tok_s"])
-        assert f"(measured/predicted {ph['output_tok_s'] / r['predicted_output_tok_s']:.2f})" in html
+        # the report states (and draws) the scheduler simulation, run with the lengths the requests had
+        assert r["simulated_lengths"] == "recorded"
+        assert f"(measured/predicted {ph['output_tok_s'] / r['simulated_output_tok_s']:.2f})" in html
 
 
 def test_csv_has_one_row_per_request(run_dir):

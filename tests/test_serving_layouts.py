@@ -110,3 +110,36 @@ def test_fitted_constants_by_engine_and_vendor(tmp_path, monkeypatch):
     finally:
         monkeypatch.undo()
         fitted.reload()
+
+
+def test_attention_dp_step_reads_by_hand(monkeypatch):
+    # One DeepSeek-V3 decode step at DP8 + EP8, 256 sequences (32 per attention rank): each GPU runs
+    # attention on its own 32 rows, reading ALL non-expert weights (671B - 58 x 256 x 3 x 7168 x 2048 =
+    # 17.0B, FP8) once, and the experts of all 256 tokens that land on it: 256 x (1 - (1 - 8/256)^256)
+    # = 255.9 experts touched per layer, 1/8 of them per GPU, 3 x 7168 x 2048 bytes each, 58 layers = 81.7 GB.
+    # Nothing is read twice: neither the batch (32, not 256) nor the experts (1/8, not all).
+    import tokspeed.serving.expert as expert
+    from tokspeed.serving.steptime import StepCost
+
+    s = Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000)
+    r = s.group(1, 1)
+    seen = {}
+
+    def timer(ops, prof, batch, n):
+        seen["attn"] = (batch, sum(o.weight_bytes for o in ops))
+        return SimpleNamespace(seconds=0.0, link_s=0.0)
+
+    def pass_time(ops, hw, prof, quant, tokens, memo):
+        seen["experts"] = (tokens, sum(o.weight_bytes for o in ops))
+        return SimpleNamespace(seconds=prof.fixed_s)
+
+    monkeypatch.setattr(expert, "pass_time", pass_time)
+    time_ops = expert.expert_time_ops(SimpleNamespace(**{**vars(r), "timer": timer}), Parallelism(tp=1, ep=8, dp=8))
+    cost = StepCost(r.spec, r.storage, r.kv_elem_bytes, time_ops)
+    time_ops(cost._depth_free(256, 1), 256, 1)
+    rows, attn_bytes = seen["attn"]
+    tokens, expert_bytes = seen["experts"]
+    assert rows == 32 and tokens == 256
+    assert attn_bytes == pytest.approx(671e9 - 58 * 256 * 3 * 7168 * 2048, rel=0.05)
+    touched = 256 * (1 - (1 - 8 / 256) ** 256)
+    assert expert_bytes == pytest.approx(58 * touched / 8 * 3 * 7168 * 2048, rel=0.02)

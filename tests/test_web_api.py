@@ -290,7 +290,7 @@ def test_upload_kind_is_checked(server):
 
 
 def test_page_is_offline():
-    for name in ("index.html", "app.js", "charts.js", "style.css"):
+    for name in ("index.html", "app.js", "charts.js", "serving.js", "style.css"):
         text = (STATIC / name).read_text(encoding="utf-8")
         assert "http://" not in text and "https://" not in text and "//cdn" not in text
 

@@ -392,3 +392,20 @@ def test_tables_csv_download(env, tmp_path):
     assert "stage,runs on,data from" in text
     assert not errors
     page.close()
+
+
+def test_serving_panel_draws_the_frontier(env):
+    srv, _, _, _, browser = env
+    page, errors = open_at(browser, srv, 1400)
+    page.fill("#gpus", "2")
+    page.click("#serve-run")
+    page.wait_for_selector("#serve tbody tr td.n", timeout=120000)
+    page.wait_for_selector("#chart-frontier canvas", timeout=30000)
+    doc = api(srv, "/api/serve", {"model": "llama-3-8b", "hardware": "rtx-4090", "gpus": "2", "engine": "llama.cpp",
+                                  "kv_dtype": "f16", "quant": "F16", "isl": "1024", "osl": "256"})
+    assert page.locator("#serve tbody tr").count() == len(doc["configs"])
+    best = doc["configs"][0]["output_tok_s_per_gpu"]
+    assert page.locator("#serve tbody tr").first.locator("td").nth(2).text_content() == f"{best:,.0f}"
+    page.screenshot(path=str(ARTIFACTS / "web-serve.png"), full_page=True)
+    assert not errors
+    page.close()

@@ -179,7 +179,8 @@ def _resummarize(args) -> int:
     hw = args.hardware or run_info.get("hardware")
     if hw:
         pm = args.predict_model or run_info.get("predict_model") or run_info.get("model")
-        attach_prediction(summary, pm, hw, args.quant or run_info.get("quant"), args.engine or run_info.get("engine"))
+        attach_prediction(summary, pm, hw, args.quant or run_info.get("quant"), args.engine or run_info.get("engine"),
+                          log.requests)
     from ..serverbench.bench import write_outputs
 
     d = args.summarize if os.path.isdir(args.summarize) else os.path.dirname(args.summarize)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .options import (add_engine_build_options, add_hardware_options, add_model_options, add_run_options,
-                      engine_build_kwargs, resolve_hardware)
+                      engine_build_kwargs, positive_int, resolve_hardware)
 
 
 def add_parser(sub):
@@ -15,6 +15,9 @@ def add_parser(sub):
     add_model_options(p)
     add_engine_build_options(p)
     add_run_options(p)
+    p.add_argument("--gpus", type=positive_int, default=1,
+                   help="with N > 1: a serving section, the `serve` layout search of N devices and its frontier "
+                        "(--prompt and --gen as ISL and OSL; default 1: none)")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html", help="where to write the report")
     return p
 
@@ -41,7 +44,7 @@ def run(args) -> int:
         raise UserError("--batch must be at least 1")
     hw = resolve_hardware(args)
     text = render_report(args.model, hw, quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine,
-                         prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
+                         prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch, gpus=args.gpus,
                          **engine_build_kwargs(args))
     write_file(out, text, "report")
     sys.stderr.write(f"wrote {out} ({len(text.encode()) / 1e3:.0f} kB)\n")

@@ -128,10 +128,10 @@ def parse_disagg(text: str | None, tp: int):
 
 
 def run(args) -> int:
+    from ..serving.document import search_document, serve_document
     from ..serving.metrics import SLO
     from ..serving.requests import read_trace
     from ..serving.run import Setup, evaluate
-    from ..serving.search import best_per_layout, search
     from ..serving.speculative import Speculation
 
     check_plot(args)
@@ -150,7 +150,7 @@ def run(args) -> int:
                   sched_overrides={"token_budget": args.token_budget, "max_seqs": args.max_seqs,
                                    "memory_fraction": args.memory_fraction})
     load = _load(args, read_trace)
-    r0 = setup.group(1, 1)
+    setup.group(1, 1)          # resolve (and refuse a bad model or device) before any layout
     single = par is not None or dis is not None
     if single:
         used = dis.gpus if dis else par.gpus
@@ -164,19 +164,9 @@ def run(args) -> int:
         if not configs[0]["requests"]:
             raise UserError(f"no request was served: {configs[0].get('stopped') or 'nothing finished'}",
                             "use shorter requests, more GPUs or a smaller --quant")
+        doc = serve_document(setup, gpus, (load or _default_load(args)).scenario, slo, configs, frontier)
     else:
-        gpus = args.gpus or 1
-        rows, frontier = search(setup, gpus, load, slo, disagg=not args.no_disagg)
-        if not rows:
-            raise UserError(f"{r0.spec.id} fits no layout of {gpus} x {r0.hw.id} with room in the KV cache for a "
-                            f"request of {args.isl + args.osl:,} tokens", "add GPUs, shorten requests or use a smaller --quant")
-        configs = best_per_layout(rows)
-    scenario = (load or _default_load(args)).scenario if single or load else "concurrency"
-    doc = {"model": r0.spec.id, "hardware": r0.hw.id, "gpus": gpus, "engine": r0.profile.name,
-           "engine_version": getattr(r0.profile, "version", None) or None, "quant": r0.quant,
-           "kv_dtype": r0.kv_dtype, "isl": args.isl, "osl": args.osl,
-           "scenario": "rate" if scenario == "trace" else scenario, "slo": slo.to_dict() if slo.any else None,
-           "configs": configs, "frontier": frontier}
+        doc = search_document(setup, args.gpus or 1, slo, load, disagg=not args.no_disagg)
     if args.json:
         print_json(doc)
     else:
@@ -215,21 +205,9 @@ def _ms(d, key="p50"):
     return "-" if v is None or not math.isfinite(v) else f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
 
 
-def _layout_text(lay) -> str:
-    d = lay.get("disagg")
-    if d:
-        return f"disagg {d['prefill_workers']}xTP{d['prefill_tp']} prefill + {d['decode_workers']}xTP{d['decode_tp']} decode"
-    parts = [f"TP{lay['tp']}"]
-    if lay["pp"] > 1:
-        parts.append(f"PP{lay['pp']}")
-    if lay["ep"] > 1:
-        parts.append(f"EP{lay['ep']}")
-    if lay["dp"] > 1:
-        parts.append(f"attn-DP{lay['dp']}")
-    return "x".join(parts) + (f" x {lay['replicas']} replicas" if lay["replicas"] > 1 else "")
-
-
 def _table(doc, top: int):
+    from ..serving.document import layout_text
+
     out = sys.stdout
     slo = doc["slo"]
     want = "" if not slo else " within " + ", ".join(
@@ -241,7 +219,7 @@ def _table(doc, top: int):
     for c in doc["configs"][:top]:
         ok = {True: "yes", False: "no", None: "-"}[c["meets_slo"]]
         user = c["tok_s_per_user"]
-        out.write(f"{_layout_text(c['layout']):44} {c['concurrency']:>5} {c['output_tok_s_per_gpu']:>10,.0f} "
+        out.write(f"{layout_text(c['layout']):44} {c['concurrency']:>5} {c['output_tok_s_per_gpu']:>10,.0f} "
                   f"{(user or 0):>10,.1f} {_ms(c['ttft_ms']):>12} {_ms(c['tpot_ms']):>12} {ok:>4}\n")
     if doc["frontier"]:
         pts = ", ".join(f"{p['tok_s_per_gpu']:,.0f}@{p['tok_s_per_user']:,.0f}" for p in doc["frontier"][:8])

@@ -207,7 +207,8 @@ def _engine_label(pred) -> str:
 
 def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_ENGINE, prompt=DEFAULT_PROMPT, gen=DEFAULT_GEN, context=0,
                   batch=1, charts: bool = True, engine_version: str | None = None,
-                  flash_attention: bool | None = None) -> str:
+                  flash_attention: bool | None = None, gpus: int = 1) -> str:
+    """The report's HTML; with ``gpus`` > 1 it adds the serving section (layouts, frontier) of ``serve``."""
     from .. import __version__
     from ..explain import explain
     from ..predict import predict
@@ -251,6 +252,11 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_EN
                   _figure(to_svg(context_figure(rows, chosen=pred.to_dict())),
                           "The KV cache grows with context; at long context it rivals the weights and speed falls. "
                           "The star is this setup; hollow red points do not fit (hypothetical).")]
+    if gpus > 1:
+        from .serving_section import serving_section
+
+        parts.append(serving_section(model, hw, gpus, quant=quant, kv_dtype=kv_dtype, engine=engine, isl=prompt,
+                                     osl=gen, engine_version=engine_version, charts=charts))
     parts.append(citations(hw, pred))
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts.append(f"<footer>tokspeed {esc(__version__)} · {esc(stamp)} · every figure is computed by tokspeed from "

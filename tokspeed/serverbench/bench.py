@@ -172,7 +172,7 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     for note in console_notes(summary):
         sys.stderr.write(f"tokspeed: {redact.text(note)}\n")
     if cfg.hardware:
-        attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine)
+        attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine, records)
     summary = redact.obj(summary)
     write_summary(out, summary, redact)
     write_outputs(out, summary, records, report=cfg.report, redact=redact)
@@ -244,13 +244,16 @@ def http_error_hint(records: list[dict]) -> str | None:
             "check the URL and --api (openai-completions, openai-chat, ollama)")
 
 
-def attach_prediction(summary: dict, model: str, hardware: str, quant: str | None, engine: str | None) -> None:
-    """Add ``prediction`` to the summary, or ``prediction_error`` saying why there is none."""
+def attach_prediction(summary: dict, model: str, hardware: str, quant: str | None, engine: str | None,
+                      records=None) -> None:
+    """Add ``prediction`` to the summary, or ``prediction_error`` saying why there is none; ``records``: the
+    run's requests, whose lengths the scheduler simulation replays."""
     from ..errors import UserError
     from .compare import compare_phases
 
     try:
-        summary["prediction"] = compare_phases(summary, model, hardware, quant=quant, engine=engine)
+        summary["prediction"] = compare_phases(summary, model, hardware, quant=quant, engine=engine,
+                                               records=records)
     except (UserError, ImportError) as e:
         summary["prediction_error"] = str(e)
     except Exception as e:  # a bug in the prediction must not cost the run its summary

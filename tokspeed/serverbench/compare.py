@@ -15,13 +15,19 @@ Aggregate output throughput (what the report draws over the measured curve), fro
 model: a concurrency phase c is batch c, ``predicted_output_tok_s`` = c x per-sequence tok/s (the
 batch curve of ``tokspeed.scale.serving``); a rate phase R is ``continuous_batching`` at R requests/s
 (steady state: R x output tokens per request, or none when the rate is beyond the setup).
+
+``simulated_*`` (what the report draws over the measured curve when present): the step-level scheduler
+simulation (``tokspeed.serving.overlay``) of the level, one engine instance on one device, with the prompt and
+output lengths the run's requests actually had (``records``; the level's means when there are none):
+``simulated_output_tok_s``, ``simulated_ttft_ms_p50``, ``simulated_tpot_ms_p50``; ``simulation_error`` says why
+there is none.
 """
 
 from __future__ import annotations
 
 
 def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | None = None,
-                   engine: str | None = None) -> dict:
+                   engine: str | None = None, records=None) -> dict:
     from ..hardware.catalog import get_hardware
     from ..predict import predict
 
@@ -35,7 +41,7 @@ def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | Non
         if ph.get("rate_rps"):
             row = _rate_row(ph, model, hw, opts)
             if row:
-                rows.append(row)
+                rows.append(_simulated(row, ph, records, model, hw, quant, engine))
             continue
         if not c:
             continue
@@ -64,7 +70,7 @@ def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | Non
                                    "it is not running this model/quant on this hardware")
         if measured and d.get("tok_s"):
             row["measured_over_predicted"] = measured / d["tok_s"]
-        rows.append(row)
+        rows.append(_simulated(row, ph, records, model, hw, quant, engine))
     return {"model": model, "hardware": hw.id, "quant": p_quant, "engine": p_engine, "phases": rows}
 
 
@@ -103,3 +109,20 @@ def _rate_row(ph: dict, model: str, hw, opts: dict) -> dict | None:
             "bound_tok_s": None, "mbu": None, "measured_over_predicted": None,
             "stable": cb["stable"], "reason": cb.get("reason")}
 
+
+
+def _simulated(row: dict, ph: dict, records, model, hw, quant, engine) -> dict:
+    """``row`` with the scheduler simulation of its level (``serving.overlay``)."""
+    from ..serving.overlay import phase_lengths, simulate_phase
+
+    try:
+        sizes = phase_lengths(records, ph.get("phase"))
+        row["simulated_lengths"] = "recorded" if sizes else "mean"
+        sizes = sizes or [(row["prompt"], row["gen"])]
+        sim = simulate_phase(model, hw, quant, engine, sizes, concurrency=int(ph.get("concurrency") or 1),
+                             rate_rps=float(ph.get("rate_rps") or 0.0))
+    except Exception as e:  # the simulation must not cost the run its other figures
+        row["simulation_error"] = f"{type(e).__name__}: {e}"
+        return row
+    row.update({f"simulated_{k}": v for k, v in sim.items() if k != "requests"})
+    return row

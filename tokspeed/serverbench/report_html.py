@@ -132,11 +132,17 @@ def _pred_by_phase(summary: dict) -> dict:
     return {r["phase"]: r for r in (summary.get("prediction") or {}).get("phases", [])}
 
 
+def _predicted_output(row: dict):
+    """The level's predicted output tok/s: the scheduler simulation with the run's lengths, else the batch curve."""
+    sim = row.get("simulated_output_tok_s")
+    return sim if sim is not None else row.get("predicted_output_tok_s")
+
+
 def _throughput(summary, phases, xlabel, logx) -> str:
     series = [{"name": "measured", "points": [(p.get("load"), p.get("output_tok_s")) for p in phases]}]
     pred = _pred_by_phase(summary)
     if pred:
-        pts = [(p.get("load"), (pred.get(p.get("phase")) or {}).get("predicted_output_tok_s")) for p in phases]
+        pts = [(p.get("load"), _predicted_output(pred.get(p.get("phase")) or {})) for p in phases]
         series.append({"name": "tokspeed prediction", "points": pts, "dash": True, "color": "#555"})
     sat = summary.get("saturation")
     vlines = [(sat.get("concurrency", sat.get("rate_rps")), f"saturation ({sat.get('limit')})")] if sat else None
@@ -168,7 +174,7 @@ def _gap_text(summary: dict) -> str:
         return f"<p class='note'>No tokspeed prediction: {escape(str(why))}.</p>"
     parts = []
     for r in rows:
-        m, p = r.get("measured_output_tok_s"), r.get("predicted_output_tok_s")
+        m, p = r.get("measured_output_tok_s"), _predicted_output(r)
         if m and p:
             parts.append(f"{escape(str(r['phase']))}: measured {m:,.0f} vs predicted {p:,.0f} output tok/s "
                          f"(measured/predicted {m / p:.2f})")

@@ -7,6 +7,7 @@ a path a client names: models are catalog ids or ``upload:<id>``, hardware is a 
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import threading
@@ -318,6 +319,37 @@ def api_report(q, uploads: Uploads) -> str:
     model, hw, _ = make_prediction(q, uploads)       # validates and bounds the request first
     return render_report(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, **engine_options(q), prompt=q.prompt,
                          gen=q.gen, context=q.context, batch=q.batch, charts=False)
+
+
+def api_serve(q) -> dict:
+    """`tokspeed serve --json` (search mode) for catalog names: the layouts of ``q.gpus`` devices and the frontier."""
+    from ..guard.names import catalog_ref
+
+    try:
+        ref = catalog_ref(q.model, "model")
+    except UserError as e:
+        raise ApiError(400, e.message, "model", e.suggestion) from None
+    if ref.startswith("upload:"):
+        raise ApiError(400, "the serving search takes catalog models only, not uploads", "model")
+    model, spec = resolve_model(ref, None)
+    hw = catalog_hardware(q.hardware)
+    window = spec.max_context or token_limit(spec)       # a served request stays within the model's window
+    if q.isl + q.osl > window:
+        raise ApiError(400, f"ISL + OSL = {q.isl + q.osl:,} tokens is beyond {spec.id}'s {window:,}-token window", "isl",
+                       f"at most {max(window - q.osl, 1):,} prompt tokens with this OSL")
+    return _serve_doc(model, hw.id, q.engine, q.quant or None, q.kv_dtype, q.engine_version, q.gpus, q.isl, q.osl,
+                      q.slo_ttft_ms, q.slo_tpot_ms)
+
+
+@functools.lru_cache(maxsize=32)
+def _serve_doc(model, hw, engine, quant, kv_dtype, engine_version, gpus, isl, osl, ttft_ms, tpot_ms) -> dict:
+    """A search is ~1 s of CPU: the page asks again for the same setting as its form changes elsewhere."""
+    from ..serving.document import search_document
+    from ..serving.metrics import SLO
+    from ..serving.run import Setup
+
+    return search_document(Setup(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=isl, osl=osl,
+                                 engine_version=engine_version), gpus, SLO(ttft_ms=ttft_ms, tpot_ms=tpot_ms))
 
 
 def api_upload(q, data: bytes, uploads: Uploads) -> dict:

@@ -30,6 +30,7 @@ PAGES = {"/": ("index.html", "text/html; charset=utf-8"),
          "/index.html": ("index.html", "text/html; charset=utf-8"),
          "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
          "/static/charts.js": ("charts.js", "text/javascript; charset=utf-8"),
+         "/static/serving.js": ("serving.js", "text/javascript; charset=utf-8"),
          "/static/style.css": ("style.css", "text/css; charset=utf-8"),
          "/static/vendor/uPlot.iife.min.js": ("vendor/uPlot.iife.min.js", "text/javascript; charset=utf-8"),
          "/static/vendor/uPlot.min.css": ("vendor/uPlot.min.css", "text/css; charset=utf-8")}
@@ -207,6 +208,11 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
                  summary="what runs here: catalog models ranked on one device (`tokspeed fit --json`)")
         def fit(q: Annotated[schemas.FitQuery, Query()]):
             return json_out(api.api_fit(q))
+
+    @app.get("/api/serve", response_model=schemas.Serve, responses=ERRORS,
+             summary="serving search: the best configuration of each layout and the frontier (tokspeed serve --json)")
+    def serve(q: Annotated[schemas.ServeQuery, Query()]):
+        return json_out(api.api_serve(q))
 
     @app.get("/api/report.html", responses=ERRORS, response_class=Response,
              summary="the `tokspeed report` HTML page for one setting (a download)")

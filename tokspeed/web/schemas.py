@@ -302,3 +302,49 @@ class FitRow(Open):
 class FitList(BaseModel):
     hardware: str
     rows: list[FitRow]
+
+
+MAX_SERVE_GPUS = 16        # a search over 16 devices takes ~1-2 s of CPU (benchmarks/RESULTS_serving.md: 8 GPUs)
+
+
+class ServeQuery(BaseModel):
+    """A serving search (`tokspeed serve --json`): catalog names only (never a file or an upload), sizes bounded."""
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+    model: str = Field(max_length=128, description="a catalog id (see /api/models)")
+    hardware: str = Field(max_length=128, description="a catalog id (see /api/hardware)")
+    quant: Optional[str] = Field(None, max_length=32, description="weight format; default F16")
+    kv_dtype: str = Field("f16", max_length=16, description="KV-cache dtype")
+    engine: str = Field("vllm", max_length=32, description="serving engine: vllm, sglang, tensorrt-llm, llama.cpp ...")
+    engine_version: Optional[str] = Field(None, max_length=32, description="engine era (year-month)")
+    gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS, description="devices the layouts share")
+    isl: int = Field(1024, ge=1, le=32768, description="prompt tokens per request")
+    osl: int = Field(256, ge=1, le=8192, description="output tokens per request")
+    slo_ttft_ms: Optional[float] = _f(lo_gt=0, hi=1e6, desc="time to first token SLO (p50), ms")
+    slo_tpot_ms: Optional[float] = _f(lo_gt=0, hi=1e5, desc="time per output token SLO (p50), ms")
+
+
+class FrontierPoint(BaseModel):
+    tok_s_per_gpu: float
+    tok_s_per_user: float
+
+
+class ServeConfig(Open):
+    """One configuration of `tokspeed serve --json` (docs/serving.md: layout, concurrency, rates, percentiles)."""
+    layout: dict
+    concurrency: int
+    output_tok_s_per_gpu: float
+    tok_s_per_user: Optional[float]
+    meets_slo: Optional[bool]
+
+
+class Serve(Open):
+    """`tokspeed serve --json` in search mode: the best configuration of each layout, best first, and the frontier."""
+    model: str
+    hardware: str
+    gpus: int
+    engine: str
+    isl: int
+    osl: int
+    configs: list[ServeConfig]
+    frontier: list[FrontierPoint]

@@ -102,5 +102,24 @@ const Charts = (() => {
       : "This device has no published FLOP/s figure: only the memory roof is drawn, and prefill is unknown.";
   }
 
-  return { context, roofline };
+  // `tokspeed serve`: output tok/s per GPU against tok/s per user, the best configuration of each layout as
+  // points (filled: meets the SLOs) and the frontier through the undominated configurations
+  function frontier(target, doc) {
+    const pts = doc.configs.filter((c) => c.tok_s_per_user), line = doc.frontier || [];
+    const xs = [...new Set([...pts.map((c) => c.tok_s_per_user), ...line.map((p) => p.tok_s_per_user)])].sort((a, b) => a - b);
+    const at = (list, x, y) => { const m = new Map(list.map((p) => [x(p), y(p)])); return xs.map((v) => (m.has(v) ? m.get(v) : null)); };
+    const ok = pts.filter((c) => c.meets_slo !== false), miss = pts.filter((c) => c.meets_slo === false);
+    const gpu = (c) => c.output_tok_s_per_gpu, user = (c) => c.tok_s_per_user;
+    return draw(target, {
+      scales: { y: { range: (u, lo, hi) => [0, hi * 1.08] } },
+      axes: [axis("tok/s per user (1 / TPOT p50)", (u, v) => v.map(si)), axis("output tok/s per GPU", (u, v) => v.map(si))],
+      series: [{ label: "tok/s per user", value: (u, v) => (v === null ? "" : si(v)) },
+        { label: "frontier", stroke: css("--blue"), width: 2, spanGaps: true, value: (u, v) => si(v) },
+        { label: "meets the SLOs", stroke: css("--mem"), paths: () => null, points: { show: true, size: 8, stroke: css("--mem"), fill: css("--mem") }, value: (u, v) => si(v) },
+        { label: "misses them", stroke: css("--red"), paths: () => null, points: { show: true, size: 8, stroke: css("--red"), fill: css("--bg") }, value: (u, v) => si(v) }],
+      legend: { live: true },
+    }, [xs, at(line, (p) => p.tok_s_per_user, (p) => p.tok_s_per_gpu), at(ok, user, gpu), at(miss, user, gpu)]);
+  }
+
+  return { context, roofline, frontier };
 })();
