@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tokspeed.cli.main import main
+from test_serverbench_llamaserver import llama_server  # noqa: F401 (the real llama-server fixture)
 from test_serverbench_workers import server  # noqa: F401 (the fake server fixture)
 from tokspeed.serverbench.workers import EXIT_AFTER_ENV
 
@@ -102,28 +103,15 @@ def test_two_actors_on_two_nodes_send_the_load_asked(cluster, server, tmp_path, 
 
 
 @pytest.mark.slow
-def test_two_actors_against_the_real_llama_server(cluster, tmp_path, tmp_path_factory, capsys):
+def test_two_actors_against_the_real_llama_server(cluster, llama_server, tmp_path, capsys):
     """(Before the tests that kill actors and nodes of the shared cluster.) The same client on Ray actors against
-    llama.cpp's own llama-server (test_serverbench_llamaserver's tiny
-    random-weight GGUF: every request for N tokens streams N tokens, EOS never comes): every request is recorded
-    once, by the actor that sent it, with the token count the server itself reports."""
-    from serverbench_gguf import free_port, running_server, write_tiny_llama
-    from test_serverbench_llamaserver import llama_server_binary
-
-    binary = llama_server_binary()
-    if binary is None:
-        pytest.skip("no llama-server: run scripts/build_llama_server.sh (scripts/test.sh does)")
-    d = tmp_path_factory.mktemp("llamaserver-ray")
-    model = write_tiny_llama(d / "tiny.gguf")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    cmd = [str(binary), "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-np", "2",
-           "--cont-batching", "-c", "512", "-t", "1", "--no-webui"]
-    with running_server(cmd, url, "/health", d / "server.log", "llama-server", 120):
-        out = tmp_path / "ray-llama"
-        rc = main(["bench-server", url, "--model", "tiny", "-o", str(out), "--quiet", "--max-duration", "120",
-                   "--ray", cluster.address, "--ray-actors", "2", "--concurrency", "2", "--requests", "6",
-                   "--warmup", "0", "--max-tokens", "8", "--prompt-tokens", "8", "--ignore-eos"])
+    llama.cpp's own llama-server (test_serverbench_llamaserver's fixture: a tiny random-weight GGUF, every request
+    for N tokens streams N tokens, EOS never comes): every request is recorded once, by the actor that sent it,
+    with the token count the server itself reports."""
+    out = tmp_path / "ray-llama"
+    rc = main(["bench-server", llama_server, "--model", "tiny", "-o", str(out), "--quiet", "--max-duration", "120",
+               "--ray", cluster.address, "--ray-actors", "2", "--concurrency", "2", "--requests", "6",
+               "--warmup", "0", "--max-tokens", "8", "--prompt-tokens", "8", "--ignore-eos"])
     assert rc == 0, capsys.readouterr().err
     recs = requests_of(out)
     assert len(recs) == 6 and len({r["index"] for r in recs}) == 6 and all(r["ok"] for r in recs)
@@ -131,6 +119,7 @@ def test_two_actors_against_the_real_llama_server(cluster, tmp_path, tmp_path_fa
     assert {r["actor"] for r in recs} <= {0, 1} and most_at_once(recs) <= 2
     s = json.loads((out / "summary.json").read_text())
     assert s["partial"] is False and [a["actor"] for a in s["ray"]["actors"]] == [0, 1]
+
 
 @pytest.mark.slow
 def test_a_lost_actor_ends_partial_with_every_finished_request_kept(cluster, server, tmp_path, monkeypatch, capsys):
