@@ -1,12 +1,11 @@
 """Fewer bytes never slower, all else equal (issue 29): over formats x engines x devices x models, a format that
-reads fewer bytes per token decodes at least as fast as one of the same kernel family (format_group: the same
-kernels, only the bytes differ); under the ideal engine (the roofline) across every format."""
+reads fewer bytes per token decodes at least as fast as one of the same kernel family (kernel_family: one base
+type, only how many tensors are wider differs); under the ideal engine (the roofline) across every format."""
 
 import itertools
+import re
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import tokspeed
 from tokspeed.engines.compat import supported_formats
@@ -20,11 +19,14 @@ MODELS = ["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-4b"]
 
 
 def kernel_family(q: str) -> str:
-    """format_group, with llama.cpp's codebook (IQ*) and ternary (TQ*) types apart from the K-quants: their
-    dequantisation is other core work per weight (ggml-cuda vecdotq.cuh: grid lookups, base-3 unpacking), so where
-    the kernel bound (cores x clock) binds, fewer bytes of them need not be faster."""
-    up = q.strip().upper()
-    return format_group(q) + (":iq" if up.startswith("IQ") else ":tq" if up.startswith("TQ") else "")
+    """The kernels a format runs: format_group and its base type. llama.cpp's ftypes of one base type (Q4_K_S,
+    Q4_K_M, UD-Q4_K_XL) differ only in how many tensors take a wider type; across base types (Q2_K against Q3_K, the
+    codebook IQ* and ternary TQ* types) the dequantisation is other core work per weight (ggml-cuda vecdotq.cuh), so
+    where the kernel bound (cores x clock) binds, fewer bytes need not be faster (Q2_K on a Strix Halo decodes
+    0.25 % slower than Q3_K_S). Block-scaled variants keep their base (FP8-BLOCK is FP8, INT4-G32 is INT4)."""
+    up = re.sub(r"^UD-", "", q.strip().upper())
+    m = re.match(r"^(I?Q\d_K|IQ\d|TQ\d|Q\d_\d)", up)
+    return format_group(q) + ":" + (m.group(1) if m else up.split("-")[0])
 
 
 def _runs(engine, device, model, context):
@@ -42,14 +44,15 @@ def _runs(engine, device, model, context):
     return out
 
 
-@settings(max_examples=25)
-@given(engine=st.sampled_from(ENGINES), device=st.sampled_from(DEVICES), model=st.sampled_from(MODELS),
-       context=st.sampled_from([0, 4096, 32768]))
-def test_fewer_bytes_never_slower(engine, device, model, context):
-    runs = _runs(engine, device, model, context)
-    for (q1, b1, t1), (q2, b2, t2) in itertools.permutations(runs, 2):
-        if b1 < b2 and (engine == "ideal" or kernel_family(q1) == kernel_family(q2)):
-            assert t1 >= t2 * (1 - 1e-6), (engine, device, model, context, q1, q2, b1, b2, t1, t2)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_fewer_bytes_never_slower(engine):
+    # every device x model x context of the grid (not a random draw of it: a violation must not hide from one run
+    # and show in the next)
+    for device, model, context in itertools.product(DEVICES, MODELS, [0, 4096, 32768]):
+        runs = _runs(engine, device, model, context)
+        for (q1, b1, t1), (q2, b2, t2) in itertools.permutations(runs, 2):
+            if b1 < b2 and (engine == "ideal" or kernel_family(q1) == kernel_family(q2)):
+                assert t1 >= t2 * (1 - 1e-6), (engine, device, model, context, q1, q2, b1, b2, t1, t2)
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
