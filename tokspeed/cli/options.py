@@ -167,16 +167,13 @@ def resolve_hardware(args, name: str | None = None):
 def _named_hardware(args, name):
     """The --hardware device (a note on stderr when the name was read loosely or was a shared name's default
     variant), with --tflops over the catalog's figure."""
-    import sys
-
     from ..hardware.catalog import lookup_hardware, with_tflops
-    from ..report.text import one_line
-
     from ..engines.cpu import with_threads
+    from ..report.text import say
 
     hw, note = lookup_hardware(name)
     if note:
-        print(f"tokspeed: note: {one_line(note)}", file=sys.stderr)
+        say(note, "note")
     hw = with_tflops(hw, getattr(args, "tflops", None))  # --tflops overrides the catalog
     return with_threads(hw, getattr(args, "threads", None))
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import sys
 
+from ..report.text import say
 from .options import add_plot_option, add_predict_options, check_plot, predict_kwargs, print_json, resolve_hardware
 
 
@@ -35,13 +35,11 @@ def run(args) -> int:
             raise UserError(f"no sequence of {kwargs['context'] + kwargs['prompt'] + kwargs['gen']} tokens fits the "
                             "KV cache left after the weights", "use fewer tokens, more GPUs or a smaller --quant")
         kwargs["batch"] = mb["batch"]
-        print(f"tokspeed: batch max = {mb['batch']:,} (limited by the {mb['limit']}: KV pool "
-              f"{mb['kv_pool_tokens']:,.0f} tokens, max sequences {mb['max_seqs']:,})", file=sys.stderr)
+        say(f"batch max = {mb['batch']:,} (limited by the {mb['limit']}: KV pool {mb['kv_pool_tokens']:,.0f} tokens, "
+            f"max sequences {mb['max_seqs']:,})")
     pred = predict(args.model, hw, **kwargs)
-    from ..report.text import one_line
-
     for note in pred.warnings:      # e.g. a context past the trained window: numbers follow, flagged
-        print(f"tokspeed: warning: {one_line(note)}", file=sys.stderr)
+        say(note, "warning")
     if args.json:
         print_json(pred.to_dict())
     else:

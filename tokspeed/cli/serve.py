@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import math
 import re
-import sys
 
 from ..errors import UserError
 from .options import add_hardware_options, add_plot_option, check_plot, count, number, print_json, resolve_hardware
@@ -206,21 +205,27 @@ def _ms(d, key="p50"):
 
 
 def _table(doc, top: int):
+    """The configurations as a table sized to the console (``report.text.FitTable``: the title, caption and
+    frontier line wrap at COLUMNS; the least needed columns go first when it is narrow)."""
+    from ..report.console import make_console
+    from ..report.text import FitTable, markup_safe
     from ..serving.document import layout_text
 
-    out = sys.stdout
     slo = doc["slo"]
     want = "" if not slo else " within " + ", ".join(
         f"{k.replace('_', ' ')} <= {v:g}" for k, v in slo.items() if v is not None and k != "percentile")
-    out.write(f"{doc['model']} on {doc['gpus']} x {doc['hardware']}, {doc['engine']} ({doc['quant']}, KV "
-              f"{doc['kv_dtype']}), ISL {doc['isl']} / OSL {doc['osl']}, {doc['scenario']}{want}\n")
-    out.write(f"{'layout':44} {'conc':>5} {'tok/s/GPU':>10} {'tok/s/user':>10} {'TTFT p50 ms':>12} "
-              f"{'TPOT p50 ms':>12} {'SLO':>4}\n")
+    title = (f"{doc['model']} on {doc['gpus']} x {doc['hardware']}, {doc['engine']} ({doc['quant']}, KV "
+             f"{doc['kv_dtype']}), ISL {doc['isl']} / OSL {doc['osl']}, {doc['scenario']}{want}")
+    t = FitTable(title=title)
+    t.column("layout", min_width=16).column("conc", numeric=True).column("tok/s/GPU", numeric=True)
+    t.column("tok/s/user", numeric=True).column("TTFT p50 ms", numeric=True, drop=2)
+    t.column("TPOT p50 ms", numeric=True, drop=1).column("SLO", numeric=True, drop=3)
     for c in doc["configs"][:top]:
         ok = {True: "yes", False: "no", None: "-"}[c["meets_slo"]]
-        user = c["tok_s_per_user"]
-        out.write(f"{layout_text(c['layout']):44} {c['concurrency']:>5} {c['output_tok_s_per_gpu']:>10,.0f} "
-                  f"{(user or 0):>10,.1f} {_ms(c['ttft_ms']):>12} {_ms(c['tpot_ms']):>12} {ok:>4}\n")
+        t.row(layout_text(c["layout"]), f"{c['concurrency']}", f"{c['output_tok_s_per_gpu']:,.0f}",
+              f"{(c['tok_s_per_user'] or 0):,.1f}", _ms(c["ttft_ms"]), _ms(c["tpot_ms"]), ok)
+    console = make_console()
+    t.print(console)
     if doc["frontier"]:
         pts = ", ".join(f"{p['tok_s_per_gpu']:,.0f}@{p['tok_s_per_user']:,.0f}" for p in doc["frontier"][:8])
-        out.write(f"frontier (tok/s/GPU @ tok/s/user): {pts}\n")
+        console.print(markup_safe(f"frontier (tok/s/GPU @ tok/s/user): {pts}"), soft_wrap=False, overflow="fold")

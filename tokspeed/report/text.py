@@ -59,6 +59,18 @@ def console_width() -> int | None:
     return None
 
 
+def say(text: str, kind: str = "") -> None:
+    """One message on stderr (``tokspeed: [kind: ]text``), made safe (``one_line``) and wrapped at COLUMNS, or at
+    the terminal's width when stderr is one (piped without COLUMNS: one line, for logs and greps)."""
+    import shutil
+    import sys
+
+    line = f"tokspeed: {kind + ': ' if kind else ''}{one_line(text)}"
+    width = console_width() or (shutil.get_terminal_size().columns if sys.stderr.isatty() else None)
+    sys.stderr.write((textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False)
+                      if width and len(line) > width else line) + "\n")
+
+
 class FitTable:
     """A table whose numbers are never cut: ``column(name, numeric=True)`` never wraps; columns with a
     ``drop`` rank are left out, highest rank first, when the console is too narrow for all of them."""
