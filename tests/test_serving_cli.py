@@ -127,3 +127,32 @@ def test_a_request_larger_than_the_pool_is_one_line():
     r = run_cli("serve", "llama-3.1-8b", "--hw", "h100-sxm", "--parallel", "tp=1", "--concurrency", "1",
                 "--isl", "10M", "--osl", "10")
     assert r.returncode == 2 and "does not fit the KV pool" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo", "deep", "long_line"])
+def test_a_hostile_lengths_file_is_one_line_and_bounded(tmp_path, capsys, kind):
+    """`--lengths` is read as a stream of bounded lines from a regular file: /dev/zero (size 0, endless), a FIFO,
+    a line nested 200,000 deep (was a RecursionError), a 5 MiB line: one line each, exit 2."""
+    import os
+
+    if kind == "device":
+        path = "/dev/zero"
+    elif kind == "fifo":
+        path = str(tmp_path / "fifo")
+        os.mkfifo(path)
+    else:
+        path = str(tmp_path / "trace.jsonl")
+        with open(path, "w") as f:
+            f.write("[" * 200_000 + "\n" if kind == "deep" else '{"start": 0, "pad": "' + "x" * (5 << 20) + '"}\n')
+    rc = main(["serve", "llama-3.1-8b", "--hardware", "h100-sxm", "--engine", "vllm", "--lengths", path,
+               "--parallel", "tp=1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+
+
+def test_a_search_beyond_a_rack_is_refused_up_front(capsys):
+    # the layouts grow with the GPU count (22,637 at 4,096 GPUs, each simulated at several levels)
+    rc = main(["serve", "llama-3.1-8b", "--hardware", "h100-sxm", "--gpus", "4096", "--engine", "vllm",
+               "--isl", "100", "--osl", "10"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "at most 64 GPUs" in err and "--gpus 4096" in err

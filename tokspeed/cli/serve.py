@@ -40,11 +40,12 @@ def _clients(text):
 
 
 def _n_requests(text):
-    return _whole(text, MAX_REQUESTS)
+    from ..serving.requests import MAX_TRACE_REQUESTS
+
+    return _whole(text, MAX_TRACE_REQUESTS)     # requests one simulation runs, drawn or replayed
 
 
 MAX_CLIENTS = 65536         # requests in flight (the largest engine pools hold a few thousand sequences)
-MAX_REQUESTS = 200_000      # requests one simulation runs
 
 
 def add_parser(sub):

@@ -9,20 +9,17 @@ its prior's wide band. ``band_basis`` says which, for ``explain``.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import replace
 from functools import lru_cache
-from pathlib import Path
 
-TABLE = Path(__file__).parent / "bands.toml"
+from .tables import HERE, load_table
+
+TABLE = HERE / "bands.toml"
 
 
 @lru_cache(maxsize=1)
 def _bands() -> dict:
-    if not TABLE.exists():
-        return {}
-    with open(TABLE, "rb") as f:
-        return tomllib.load(f)
+    return load_table(TABLE.name)
 
 
 def band_basis(profile, hw) -> dict:

@@ -12,7 +12,6 @@ Lengths are fixed (ISL/OSL) or drawn uniformly from [ratio x nominal, nominal] (
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -22,6 +21,7 @@ from ..errors import UserError
 
 KINDS = ("offline", "concurrency", "rate", "trace")
 MAX_TRACE_BYTES = 256 << 20      # a requests.jsonl of a million requests is ~200 MB
+MAX_TRACE_REQUESTS = 200_000     # requests one simulation replays (tokspeed serve's --requests cap)
 
 
 @dataclass
@@ -88,40 +88,45 @@ def make_requests(arr: Arrivals, sizes: list[tuple[int, int]]) -> list[Request]:
 
 def read_trace(path) -> list[Request]:
     """Requests of a recorded run: one JSON object per line with a start time (``start``/``t``/``sent_at``,
-    seconds; bench-server writes ``start_unix_s``) and token counts (``prompt_tokens``/``isl``, ``output_tokens``/``completion_tokens``/``osl``).
-    Times are shifted so the first request arrives at 0."""
-    rows = []
+    seconds; bench-server writes ``start_unix_s``) and token counts (``prompt_tokens``/``isl``,
+    ``output_tokens``/``completion_tokens``/``osl``). Times are shifted so the first request arrives at 0.
+    Read as a stream of bounded lines from a regular file (``guard.limits``: a line at most ``MAX_FIELD_BYTES``,
+    nesting capped), at most ``MAX_TRACE_REQUESTS`` requests: memory holds one line and the small requests."""
+    from ..guard.limits import MAX_FIELD_BYTES, json_line
+    from ..userfile import require_file
+
+    p = require_file(path, "requests file", "a bench-server requests.jsonl")
+    out = []
     try:
-        if os.path.getsize(path) > MAX_TRACE_BYTES:
-            raise UserError(f"{path}: larger than {MAX_TRACE_BYTES >> 20} MiB: not a requests file")
-        with open(path, encoding="utf-8") as f:
-            for n, line in enumerate(f, 1):
-                if n > 1_000_000:
-                    raise UserError(f"{path}: more than 1,000,000 requests")
-                line = line.strip()
+        with open(p, "rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_TRACE_BYTES:
+                raise UserError(f"{p}: larger than {MAX_TRACE_BYTES >> 20} MiB: not a requests file")
+            for n, raw in enumerate(iter(lambda: f.readline(MAX_FIELD_BYTES + 1), b""), 1):
+                if len(raw) > MAX_FIELD_BYTES:
+                    raise UserError(f"{p}: line {n} is longer than {MAX_FIELD_BYTES >> 20} MiB")
+                line = raw.decode("utf-8").strip()
                 if not line:
                     continue
-                rows.append(json.loads(line))
+                r = json_line(line, f"{p}: line {n}")
+                if not isinstance(r, dict):
+                    raise UserError(f"{p}: line {n} is not a JSON object")
+                if r.get("type") == "run" or r.get("error"):
+                    continue            # bench-server's header line; failed requests carry no lengths
+                t = _first(r, ("start", "t", "sent_at", "start_s", "start_unix_s"), float)
+                isl = _first(r, ("prompt_tokens", "isl", "input_tokens"), int)
+                osl = _first(r, ("output_tokens", "completion_tokens", "osl"), int)
+                if t is None or isl is None or osl is None:
+                    continue
+                if len(out) >= MAX_TRACE_REQUESTS:
+                    raise UserError(f"{p}: more than {MAX_TRACE_REQUESTS:,} requests", "replay a part of the run")
+                out.append(Request(n - 1, t, check_length("prompt_tokens", isl, 0),
+                                   check_length("output_tokens", max(osl, 1), 1)))
     except OSError as e:
-        raise UserError(f"cannot read requests file {path}: {e.strerror}") from None
+        raise UserError(f"cannot read requests file {p}: {e.strerror}") from None
     except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    except json.JSONDecodeError as e:
-        raise UserError(f"{path}: line {n} is not JSON ({e.msg})") from None
-    out = []
-    for i, r in enumerate(rows):
-        if not isinstance(r, dict):
-            raise UserError(f"{path}: line {i + 1} is not a JSON object")
-        if r.get("type") == "run" or r.get("error"):
-            continue            # bench-server's header line; failed requests carry no lengths
-        t = _first(r, ("start", "t", "sent_at", "start_s", "start_unix_s"), float)
-        isl = _first(r, ("prompt_tokens", "isl", "input_tokens"), int)
-        osl = _first(r, ("output_tokens", "completion_tokens", "osl"), int)
-        if t is None or isl is None or osl is None:
-            continue
-        out.append(Request(i, t, check_length("prompt_tokens", isl, 0), check_length("output_tokens", max(osl, 1), 1)))
+        raise UserError(f"{p}: not UTF-8 text") from None
     if not out:
-        raise UserError(f"{path}: no request with a start time and token counts",
+        raise UserError(f"{p}: no request with a start time and token counts",
                         "each line needs start (or start_unix_s), prompt_tokens and output_tokens")
     t0 = min(r.arrival for r in out)
     for r in out:

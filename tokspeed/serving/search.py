@@ -18,6 +18,10 @@ from .run import Disagg, Load, Setup, evaluate
 from .worker import Parallelism
 
 MAX_CONCURRENCY = 4096
+# the layouts grow with the GPU count (69 at 16 GPUs, 22,637 at 4,096) and each is simulated at several
+# concurrency levels (~25 ms a layout): a search stops at a rack of 64 (~300 layouts, tens of seconds);
+# one stated layout (`--parallel`, `--disagg`) is a single simulation and has no such cap
+MAX_SEARCH_GPUS = 64
 SEARCH_CLOSED_LOOP = 4        # requests per client in the search (the single-layout mode uses more)
 
 
@@ -61,6 +65,9 @@ def _fits(setup: Setup, par, d) -> bool:
 
 def search(setup: Setup, gpus: int, load: Load | None, slo: SLO | None, disagg: bool = True) -> tuple[list, list]:
     """(configs best first, frontier points). ``load`` None sweeps concurrency levels."""
+    if gpus > MAX_SEARCH_GPUS:
+        raise UserError(f"a layout search covers at most {MAX_SEARCH_GPUS} GPUs, got gpus={gpus}",
+                        "state one layout (parallel, disagg) for a larger cluster", field="gpus")
     spec = setup.group(1, 1).spec
     rows = []
     for par, replicas, d in layouts(spec, gpus, disagg):
