@@ -60,13 +60,14 @@ def console_width() -> int | None:
 
 
 def say(text: str, kind: str = "") -> None:
-    """One message on stderr (``tokspeed: [kind: ]text``), made safe (``one_line``) and wrapped at COLUMNS, or at
-    the terminal's width when stderr is one (piped without COLUMNS: one line, for logs and greps)."""
+    """One message on stderr (``tokspeed: [kind: ]text``), made safe (``one_line``). On a terminal it wraps at
+    COLUMNS (or the terminal's width); piped it stays one line, whatever COLUMNS says: a log line to grep, as the
+    errors are."""
     import shutil
     import sys
 
     line = f"tokspeed: {kind + ': ' if kind else ''}{one_line(text)}"
-    width = console_width() or (shutil.get_terminal_size().columns if sys.stderr.isatty() else None)
+    width = (console_width() or shutil.get_terminal_size().columns) if sys.stderr.isatty() else None
     sys.stderr.write((textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False)
                       if width and len(line) > width else line) + "\n")
 
