@@ -24,3 +24,10 @@ def test_time_call_runs_warmup_then_repeats():
     calls = []
     t = time_call(lambda: calls.append(1), repeats=5, warmup=2)
     assert len(calls) == 7 and t.repeats == 5 and t.warmup == 2
+
+
+def test_is_real_takes_finite_numbers_only():
+    from tokspeed.stats import is_real
+
+    assert is_real(0) and is_real(-1.5) and is_real(10**30)
+    assert not any(is_real(v) for v in (True, False, float("nan"), float("inf"), -float("inf"), "1", None, [1]))

@@ -6,6 +6,11 @@ import bisect
 import math
 
 
+def is_real(v) -> bool:
+    """``v`` is a finite int or float (not a bool, not NaN or infinite): a number a record may carry."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def percentile(values, q: float) -> float:
     """Linear interpolation between closest ranks, rank = q/100 x (n - 1) (numpy's default method);
     ``nan`` for no values (callers that need a number check for emptiness first)."""

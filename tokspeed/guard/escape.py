@@ -4,10 +4,10 @@
   or a carriage return gets a leading ``'`` (OWASP "CSV injection"); numbers are left as they are, so a
   negative number stays a number.
 - ``markup``: rich console markup (``[bold]``, ``[/bold]``, ``[link=…]``) written literally.
-- ``mathtext``: matplotlib reads ``$…$`` as TeX and fails on unbalanced or unknown commands; ``$`` is escaped.
-  ``plain_figure`` does it for a whole figure at once (every title, label, legend and annotation is drawn
-  as typed): ``plots.canvas`` calls it before every save, so no chart depends on each call site.
-- ``html``: ``& < > " '`` as entities.
+- ``plain_figure``: matplotlib reads ``$…$`` as TeX and fails on unbalanced or unknown commands; every title,
+  label, legend and annotation of a figure is drawn as typed: ``plots.canvas`` calls it before every save, so no
+  chart depends on each call site.
+- ``html``: ``& < > " '`` as entities (the bench-server HTML report writes every text through it).
 - ``control_free``: control characters shown escaped (one-line error messages, the terminal).
 """
 
@@ -40,11 +40,6 @@ def markup(text) -> str:
     return escape(str(text))
 
 
-def mathtext(text) -> str:
-    """``text`` with matplotlib mathtext switched off: each ``$`` escaped."""
-    return str(text).replace("$", r"\$")
-
-
 def plain_figure(fig):
     """Every text already in ``fig`` drawn literally (no mathtext); returns ``fig``."""
     from matplotlib.text import Text
@@ -55,4 +50,5 @@ def plain_figure(fig):
 
 
 def html(text) -> str:
+    """``text`` for HTML text or a quoted attribute: ``& < > " '`` as entities."""
     return _html.escape(str(text), quote=True)

@@ -3,9 +3,9 @@ journey of one token with its levers. No scripts, no fonts, no network: it opens
 
 from __future__ import annotations
 
-import html
 from datetime import datetime, timezone
 
+from ..guard.escape import html as esc
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
 from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, engine_build
 from .explain_table import fmt_flops, headline
@@ -41,10 +41,6 @@ tr.now td{color:#5b6b7c;font-style:italic}.tw{overflow-x:auto;border-radius:8px}
 """
 
 PHASE_TITLE = {"cpu": "CPU", "embedding": "GPU · embedding", "layer": "GPU · every layer", "head": "GPU · head"}
-
-
-def esc(x) -> str:
-    return html.escape(str(x))
 
 
 def _cards(pred) -> str:

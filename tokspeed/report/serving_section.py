@@ -4,9 +4,8 @@ output tok/s per GPU against tok/s per user (``plots.frontier``)."""
 
 from __future__ import annotations
 
-from html import escape as esc
-
 from ..errors import UserError
+from ..guard.escape import html as esc
 
 TOP = 8          # configurations listed
 

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import sys
-from html import escape
 from pathlib import Path
 
 from ..errors import UserError
+from ..guard.escape import html as escape
 from .report_html import CSS, load_axis
 from .svg import line_chart
 

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from ..errors import UserError
 from ..guard.redact import PLAIN, Redactor
+from ..stats import is_real
 
 REQUESTS = "requests.jsonl"
 MAX_LINE_CHARS = 16 * 2**20  # one record read back: ours are < 1 MB (32,768 gaps); longer is not ours
@@ -87,11 +88,11 @@ def typed_request(rec: dict) -> dict:
     out = dict(rec)
     for k in NUMBER_FIELDS:
         v = out.get(k)
-        if v is not None and not _finite_number(v):
+        if v is not None and not is_real(v):
             out[k] = None
     gaps = out.get("itl_s")
     if gaps is not None:
-        out["itl_s"] = [g if _finite_number(g) else None for g in gaps] if isinstance(gaps, list) else []
+        out["itl_s"] = [g if is_real(g) else None for g in gaps] if isinstance(gaps, list) else []
     for k in ("phase", "error", "error_detail", "output_tokens_source", "prompt_tokens_source", "finish_reason"):
         if out.get(k) is not None and not isinstance(out[k], str):
             out[k] = str(out[k])[:200]
@@ -100,10 +101,6 @@ def typed_request(rec: dict) -> dict:
     if "ok" in out and not isinstance(out["ok"], bool):
         out["ok"] = False
     return out
-
-
-def _finite_number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 class RunLog(NamedTuple):

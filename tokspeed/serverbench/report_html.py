@@ -10,7 +10,7 @@ failed requests by kind over time. Every text from the server or the user is HTM
 
 from __future__ import annotations
 
-from html import escape
+from ..guard.escape import html as escape
 from pathlib import Path
 
 from ..guard.redact import PLAIN

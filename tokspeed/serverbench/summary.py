@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 
-from ..stats import percentile, weighted_percentile
+from ..stats import is_real, percentile, weighted_percentile
 from .client import CANCELLED
 
 METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "decode_s", "decode_tok_s", "prompt_tokens", "output_tokens",
@@ -52,16 +52,16 @@ def itl_stats(recs: list[dict]) -> dict | None:
     """``stats`` of every gap pooled; a sampled request's gaps weighted by ``itl_n / len(itl_s)``."""
     pairs, n, total, lo, hi, weighted = [], 0, 0.0, math.inf, -math.inf, False
     for r in recs:
-        gaps = [float(g) for g in (r.get("itl_s") or []) if _real(g)]
+        gaps = [float(g) for g in (r.get("itl_s") or []) if is_real(g)]
         if not gaps:
             continue
         k, mean = r.get("itl_n"), r.get("itl_mean_s")
-        if r.get("itl_capped") and isinstance(k, int) and k > len(gaps) and _real(mean):
+        if r.get("itl_capped") and isinstance(k, int) and k > len(gaps) and is_real(mean):
             weighted = True
             pairs += [(g, k / len(gaps)) for g in gaps]
             n, total = n + k, total + mean * k
-            lo = min(lo, r["itl_min_s"] if _real(r.get("itl_min_s")) else min(gaps))
-            hi = max(hi, r["itl_max_s"] if _real(r.get("itl_max_s")) else max(gaps))
+            lo = min(lo, r["itl_min_s"] if is_real(r.get("itl_min_s")) else min(gaps))
+            hi = max(hi, r["itl_max_s"] if is_real(r.get("itl_max_s")) else max(gaps))
         else:
             pairs += [(g, 1) for g in gaps]
             n, total, lo, hi = n + len(gaps), total + sum(gaps), min(lo, *gaps), max(hi, *gaps)
@@ -69,10 +69,6 @@ def itl_stats(recs: list[dict]) -> dict | None:
         return stats([g for g, _ in pairs])
     return {"n": n, "mean": total / n, "p50": weighted_percentile(pairs, 50), "p90": weighted_percentile(pairs, 90),
             "p99": weighted_percentile(pairs, 99), "min": lo, "max": hi, "weighted": True}
-
-
-def _real(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _metric_values(recs: list[dict], name: str) -> list:

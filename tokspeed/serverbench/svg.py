@@ -4,7 +4,8 @@ markers and horizontal limit lines, and stacked bars. Every text is escaped."""
 from __future__ import annotations
 
 import math
-from html import escape
+
+from ..guard.escape import html as escape
 
 W, H = 640, 330
 LEFT, RIGHT, TOP, BOTTOM = 64, 165, 34, 46
