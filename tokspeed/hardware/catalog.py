@@ -94,17 +94,12 @@ def lookup_hardware(name) -> tuple[Hardware, str | None]:
 def _loose(name: str) -> tuple[Hardware, str] | None:
     """(device, why) for a name the index knows or whose words match one device (with a model number), or
     several among which a default variant is (``why`` then says why that one and names the rest); None otherwise."""
-    key = name_key(name)
     try:
-        eid, _ = _index().resolve_note(name)
+        eid, why, others = _index().pick(name)
     except UserError:
         pass
     else:
-        default = _index().default_of(key)
-        if default is None or key in _index().exact or key in _index().unique:
-            return _catalog()[eid], ""
-        others = [e for e in _index().ambiguous.get(key, ()) if e != eid]
-        return _catalog()[eid], default[1] + (f"; also: {', '.join(others)}" if others else "")
+        return _catalog()[eid], (why or "") + (f"; also: {', '.join(others)}" if why and others else "")
     if not any(ch.isdigit() for ch in name):
         return None           # no model number: a name like "NVIDIA Laptop GPU" is no one device
     from .match import closest_devices

@@ -51,17 +51,24 @@ class NameIndex:
     def resolve_note(self, name: str) -> tuple[str, str | None]:
         """(id, note): the note, when the name was shared by several entries, says which one was taken, why,
         and which others it could have meant."""
+        eid, why, others = self.pick(name)
+        if why is None:
+            return eid, None
+        also = f"; also: {', '.join(others)}" if others else ""
+        return eid, f"{self.what} {name!r} taken as {eid} ({why}){also}"
+
+    def pick(self, name: str) -> tuple[str, str | None, list[str]]:
+        """(id, why, others): ``why`` is None for an id, full name or unique alias; for a name shared by several
+        entries it is why the default variant was taken, and ``others`` the entries it could have meant."""
         key = name_key(name)
         if key in self.exact:
-            return self.exact[key], None
+            return self.exact[key], None, []
         if key in self.unique:
-            return self.unique[key], None
+            return self.unique[key], None, []
         default = self.default_of(key)
         if default is not None:
             eid, why = default
-            others = [e for e in self.ambiguous.get(key, ()) if e != eid]
-            also = f"; also: {', '.join(others)}" if others else ""
-            return eid, f"{self.what} {name!r} taken as {eid} ({why}){also}"
+            return eid, why, [e for e in self.ambiguous.get(key, ()) if e != eid]
         if key in self.ambiguous:
             raise UserError(f"{self.what} {name!r} is ambiguous", "one of " + ", ".join(self.ambiguous[key]))
         hint = did_you_mean(str(name), self.choices)
