@@ -57,3 +57,16 @@ def test_the_page_loads_the_serving_panel(client):
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/javascript")
     assert "/api/serve?" in r.text and "Charts.frontier(" in r.text
     assert "function frontier(" in client.get("/static/charts.js").text
+
+
+def test_one_serving_search_at_a_time(client):
+    """A second search while one runs is refused (503, one line) instead of queueing on a worker thread."""
+    from tokspeed.web import api
+
+    assert api._SEARCH.acquire(blocking=False)          # as if a search were running
+    try:
+        r = client.get("/api/serve", params={**Q, "slo_tpot_ms": "51.25"})
+    finally:
+        api._SEARCH.release()
+    assert r.status_code == 503 and "already running" in r.json()["error"], r.text
+    assert client.get("/api/serve", params={**Q, "slo_tpot_ms": "51.25"}).status_code == 200

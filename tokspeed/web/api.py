@@ -337,8 +337,18 @@ def api_serve(q) -> dict:
     if q.isl + q.osl > window:
         raise ApiError(400, f"ISL + OSL = {q.isl + q.osl:,} tokens is beyond {spec.id}'s {window:,}-token window", "isl",
                        f"at most {max(window - q.osl, 1):,} prompt tokens with this OSL")
-    return _serve_doc(model, hw.id, q.engine, q.quant or None, q.kv_dtype, q.engine_version, q.gpus, q.isl, q.osl,
-                      q.slo_ttft_ms, q.slo_tpot_ms)
+    if not _SEARCH.acquire(blocking=False):
+        raise ApiError(503, "a serving search is already running; ask again when it has answered", "gpus")
+    try:
+        return _serve_doc(model, hw.id, q.engine, q.quant or None, q.kv_dtype, q.engine_version, q.gpus, q.isl, q.osl,
+                          q.slo_ttft_ms, q.slo_tpot_ms)
+    finally:
+        _SEARCH.release()
+
+
+# One serving search at a time (each is bounded to ~1-4 s of CPU by the query's limits, but several in parallel, or
+# the same query with other SLO floats that miss the cache, would hold every worker thread): the others get a 503.
+_SEARCH = threading.Lock()
 
 
 @functools.lru_cache(maxsize=32)

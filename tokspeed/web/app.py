@@ -44,7 +44,8 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
                                                "script-src 'self'; connect-src 'self'; frame-ancestors 'none'"}
 ERRORS = {400: {"model": schemas.Error, "description": "a value over the API's limits, or unknown"},
           404: {"model": schemas.Error, "description": "no such upload"},
-          422: {"model": schemas.Error, "description": "a malformed field (named in `field`)"}}
+          422: {"model": schemas.Error, "description": "a malformed field (named in `field`)"},
+          503: {"model": schemas.Error, "description": "a serving search is already running (one at a time)"}}
 
 
 def error_response(status: int, message: str, field=None, suggestion=None, headers=None) -> JSONResponse:
