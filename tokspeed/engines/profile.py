@@ -145,6 +145,11 @@ class EngineProfile:
     source: str = ""
     runtime: str = ""                 # code underneath: "llama.cpp" for every llama.cpp backend, ollama, lm-studio
     flash_attention: bool | None = None   # attention fused or not, where the engine has the choice (llama.cpp)
+    # the GPU driver the backend runs under on the device (engines/driver.py; "" = no driver choice), why it was
+    # assumed (None: named), and whether the fit has rows under it: unfitted, it sets the kernel path only
+    driver: str = ""
+    driver_assumed: str | None = None
+    driver_fitted: bool = True
 
     def __post_init__(self):
         if not self.runtime:
@@ -307,8 +312,22 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
                               else "")
                            + f"; {entry.get('source', '')}")
     profile = EngineProfile(name=e, version=label, **entry)
+    if hardware is None:
+        return profile
     from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)
-    return calibrated(with_band(profile, hardware), hardware) if hardware is not None else profile
+    return calibrated(with_band(with_driver(profile, hardware), hardware), hardware)
+
+
+def with_driver(profile: EngineProfile, hardware) -> EngineProfile:
+    """``profile`` saying which GPU driver its backend runs under on ``hardware`` (``driver.resolve``: named, else
+    the OS default and why) and whether its fit has rows under that driver (``driver_fitted``). The driver's
+    features act on the device view (``backends.backend_view``), not here."""
+    from .driver import driver_fitted, resolve
+
+    d = resolve(profile.name, hardware)
+    if d is None:
+        return profile
+    return replace(profile, driver=d.name, driver_assumed=d.assumed, driver_fitted=driver_fitted(profile.name, d.name))
 
 
 def check_engine_build(engine: str, engine_version=None, flash_attention: bool | None = None) -> None:
