@@ -122,6 +122,8 @@ class Prediction:
     cost: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)   # e.g. a context past the trained window
     quant_assumed: str | None = None   # no format named: which one was assumed and why (None: named)
+    driver: str | None = None          # the GPU driver the backend runs under (engines.driver; None: no choice)
+    driver_assumed: str | None = None  # no driver named: which one was assumed and why
 
     @property
     def hypothetical(self) -> bool:
@@ -143,7 +145,8 @@ class Prediction:
         return {
             "model": self.model, "hardware": self.hardware, "quant": self.quant, "quant_assumed": self.quant_assumed,
             "kv_dtype": self.kv_dtype,
-            "engine": self.engine, "engine_version": self.engine_version,
+            "engine": self.engine, "engine_version": self.engine_version, "driver": self.driver,
+            "driver_assumed": self.driver_assumed,
             "flash_attention": self.flash_attention, "batch": self.batch,
             "prompt": self.prompt, "gen": self.gen, "context": self.context, "memory": self.memory.to_dict(),
             "hypothetical": self.hypothetical, "decode": self.decode.to_dict(), "prefill": self.prefill.to_dict(),
@@ -367,7 +370,8 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
                       flash_attention=getattr(r.profile, "flash_attention", None), spec=r.spec, hw=r.hw,
                       storage=r.storage,
                       engine_profile=r.profile, layout=r.setup.layout if r.setup else None, warnings=notes,
-                      quant_assumed=r.quant_assumed,
+                      quant_assumed=r.quant_assumed, driver=getattr(r.profile, "driver", "") or None,
+                      driver_assumed=getattr(r.profile, "driver_assumed", None),
                       **sections)
 
 

@@ -73,6 +73,7 @@ class CalibrationRow:
     era: str = ""           # the engine era the row measures (tokspeed/engines/eras.toml; "" = none)
     parallel: str = "none"  # how n_devices > 1 split the model: layer-split | tp (data/validation/README.md)
     model_bytes: float = 0.0   # the weight file's size where the source states it (bytes), else 0
+    driver: str = ""        # the GPU driver it ran under: named in its note, else the OS default ("" = no choice)
 
     @property
     def flash_attention(self) -> bool | None:
@@ -140,6 +141,43 @@ def _cpu_simd_peak(r: dict) -> float:
     if _catalog_value(r, "kind") == "soc":     # a SoC's own FP32 figure is its GPU's
         return float(_catalog_value(r, "cpu_fp32_tflops") or 0.0)
     return float(_catalog_value(r, "fp32_tflops") or 0.0)
+
+
+# a row note's words for the driver and the OS it ran under (data/validation/calibration-3-sources.md): the first
+# match of each list wins; a note that names none runs under the OS default (tokspeed.engines.driver)
+NOTE_DRIVERS = (("amdvlk", r"\bAMDVLK\b"), ("radv", r"\bRADV\b"), ("anv", r"\bANV\b"), ("nvk", r"\bNVK\b"),
+                ("moltenvk", r"\bMoltenVK\b"), ("rocm-7", r"\bROCm 7\b"), ("rocm-6", r"\bROCm 6\b"),
+                ("level-zero", r"\blevel_zero\b"))
+NOTE_OSES = (("windows", r"\bWindows\b(?!/)"), ("linux", r"(?<!/)\bLinux\b|\bFedora\b|\bUbuntu\b"),
+             ("macos", r"\bmacOS\b"))
+
+
+def with_row_driver(hw: Hardware, note: str) -> Hardware:
+    """``hw`` with the driver and OS a row's note names ("Vulkan RADV (Mesa)", "Vulkan AMDVLK", "ROCm 7.1.1",
+    "Windows"), where they fit the device's vendor ("Windows/Linux driver not stated" names neither)."""
+    from ..engines.driver import VENDOR_OS, entry
+
+    os_name = next((o for o, pat in NOTE_OSES if re.search(pat, note or "")), "")
+    if VENDOR_OS.get((hw.vendor or "").lower(), os_name) != os_name:   # a table's "Linux" over a Mac's row
+        os_name = ""
+    drv = next((d for d, pat in NOTE_DRIVERS if re.search(pat, note or "")), "")
+    if drv and (hw.vendor or "").lower() not in entry(drv)["vendors"]:
+        drv = ""
+    if drv and os_name and os_name not in entry(drv)["os"]:
+        os_name = ""
+    return replace(hw, driver=drv, os=os_name) if drv or os_name else hw
+
+
+def row_driver(engine: str, hw: Hardware) -> str:
+    """The driver a row's backend ran under (``tokspeed.engines.driver.resolve``), "" where it has no choice."""
+    from ..engines.driver import resolve
+    from ..errors import UserError
+
+    try:
+        d = resolve(engine, hw)
+    except UserError:               # a driver its note names that the row's backend does not use
+        return ""
+    return d.name if d else ""
 
 
 def row_era(engine: str, date: str, build: str) -> str:
@@ -255,7 +293,8 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
             decode = r["metric"] != "prefill"
             prompt = _int(r["prompt_tokens"], 0 if decode else None)   # unstated decode prompt: short
             gen = _int(r["gen_tokens"], DEFAULT_GEN if decode else 0)
-            hw = backend_view(engine_key(r["engine"]), row_hardware(r))   # as compat.runnable
+            hw = with_row_driver(row_hardware(r), r.get("note", ""))          # the driver and OS its note names
+            hw = backend_view(engine_key(r["engine"]), hw, quant)   # as compat.runnable
             if hw.kind == "cpu" or "cpu" in engine_key(r["engine"]):
                 hw = with_threads(hw, note_threads(r.get("note", "")))     # the row's -t
             out.append(CalibrationRow(
@@ -266,5 +305,6 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
                 confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen),
                 date=r.get("date", "").strip(), build=r.get("build", "").strip(),
                 era=row_era(engine_key(r["engine"]), r.get("date", ""), r.get("build", "")),
-                parallel=r.get("parallel", "").strip() or "none", model_bytes=_float(r.get("model_bytes", ""))))
+                parallel=r.get("parallel", "").strip() or "none", model_bytes=_float(r.get("model_bytes", "")),
+                driver=row_driver(engine_key(r["engine"]), hw)))
     return out

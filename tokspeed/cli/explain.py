@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .options import (add_engine_build_options, add_hardware_options, add_model_options, engine_build_kwargs,
-                      positive_int, print_json, resolve_hardware)
+                      note_driver, positive_int, print_json, resolve_hardware)
 
 
 def add_parser(sub):
@@ -38,6 +38,7 @@ def run(args) -> int:
     hw = resolve_hardware(args)
     expl = explain(args.model, hw, prefill=args.prefill, context=args.context, batch=args.batch, quant=args.quant,
                    kv_dtype=args.kv_dtype, engine=args.engine, measured=args.measured, **engine_build_kwargs(args))
+    note_driver(expl.prediction.driver, expl.prediction.driver_assumed)
     if args.json:
         print_json(expl.to_dict())
     else:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sys
 
-from .options import (add_engine_build_options, add_hardware_options, engine_build_kwargs, number, positive_int,
-                      print_json, resolve_hardware)
+from .options import (add_engine_build_options, add_hardware_options, engine_build_kwargs, note_driver, number,
+                      positive_int, print_json, resolve_hardware)
 
 RULE = ("Ranking: models that fit in memory at --context and decode at least --min-tok-s come first, "
         "largest parameter count first, then fastest expected decode; then models that fit but are slower; "
@@ -64,6 +64,10 @@ def run(args) -> int:
     if args.top == 0:
         raise UserError("--top must be at least 1")
     hw = resolve_hardware(args)
+    from ..engines.profile import get_engine
+
+    prof = get_engine(args.engine, hw)      # the backend's driver on this device: checked and said once
+    note_driver(prof.driver, prof.driver_assumed)
     try:
         rows = rank_models(hw, context=args.context, prompt=args.prompt, min_tok_s=args.min_tok_s,
                            engine=args.engine, gpus=args.gpus or 1, offload=args.offload, family=args.family,

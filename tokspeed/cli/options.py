@@ -52,6 +52,11 @@ def add_hardware_options(p, required: bool = True):
     p.add_argument("--tflops", type=tflops, help="custom device: dense FP16 TFLOPS (on a CPU: its FP32 SIMD rate)")
     p.add_argument("--threads", "-t", type=int, default=None,
                    help="CPU engines: threads llama.cpp runs (-t; default: the physical cores)")
+    p.add_argument("--driver", default=None,
+                   help="GPU driver under the llama.cpp backend: radv amdvlk amd-windows anv intel-windows nvidia nvk "
+                        "moltenvk (Vulkan), cuda, rocm-7 rocm-6, level-zero opencl (SYCL), metal (default: the --os "
+                        "default; the output says which was assumed)")
+    p.add_argument("--os", default=None, help="operating system: linux, windows, macos (default linux; macos on Apple)")
 
 
 def add_model_options(p):
@@ -141,6 +146,21 @@ def check_plot(args):
 
 
 def resolve_hardware(args, name: str | None = None):
+    """The device named by --hardware, or a custom one from --bandwidth/--memory, under --driver / --os."""
+    from ..engines.driver import on_driver
+
+    return on_driver(_device(args, name), getattr(args, "driver", None), getattr(args, "os", None))
+
+
+def note_driver(driver: str | None, assumed: str | None) -> None:
+    """The stderr note of a driver assumed (no --driver named), as the other assumed inputs have."""
+    if driver and assumed:
+        from ..report.text import say
+
+        say(f"driver assumed (no --driver): {assumed}", "note")
+
+
+def _device(args, name: str | None = None):
     """The device named by --hardware, or a custom one from --bandwidth/--memory."""
     name = name if name is not None else args.hardware
     if name and getattr(args, "memory", None) and not getattr(args, "bandwidth", None):

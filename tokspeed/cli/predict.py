@@ -4,7 +4,8 @@ from __future__ import annotations
 
 
 from ..report.text import say
-from .options import add_plot_option, add_predict_options, check_plot, predict_kwargs, print_json, resolve_hardware
+from .options import (add_plot_option, add_predict_options, check_plot, note_driver, predict_kwargs, print_json,
+                      resolve_hardware)
 
 
 def add_parser(sub):
@@ -38,6 +39,7 @@ def run(args) -> int:
         say(f"batch max = {mb['batch']:,} (limited by the {mb['limit']}: KV pool {mb['kv_pool_tokens']:,.0f} tokens, "
             f"max sequences {mb['max_seqs']:,})")
     pred = predict(args.model, hw, **kwargs)
+    note_driver(pred.driver, pred.driver_assumed)
     for note in pred.warnings:      # e.g. a context past the trained window: numbers follow, flagged
         say(note, "warning")
     if args.json:

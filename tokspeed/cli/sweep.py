@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from .options import (add_engine_build_options, add_hardware_options, add_model_options, add_plot_option,
-                      add_scale_options, check_plot, engine_build_kwargs, int_list, positive_int, print_json,
-                      resolve_hardware, scale_kwargs)
+                      add_scale_options, check_plot, engine_build_kwargs, int_list, note_driver, positive_int,
+                      print_json, resolve_hardware, scale_kwargs)
 
 
 def add_parser(sub):
@@ -39,6 +39,7 @@ def run(args) -> int:
     check_plot(args)
     hw = resolve_hardware(args)
     rows = sweep_rows(args, hw)
+    note_driver(rows[0].get("driver"), rows[0].get("driver_assumed"))
     if args.plot:
         from ..plots.verbs import plot_sweep
 

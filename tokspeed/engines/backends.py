@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .driver import bf16_fallback, gate_matrix_units
+
 # hw.arch (tokspeed.hardware.arch's words) -> the architecture family a backend's kernel choice keys on
 ARCH_FAMILY = {
     **{a: "nvidia" for a in ("fermi", "kepler", "maxwell", "pascal-gp100", "pascal", "volta", "turing",
@@ -59,12 +61,16 @@ def gpu_arch(hw) -> str:
 def uses_matrix_units(backend: str, hw) -> bool | None:
     """Whether ``backend``'s prompt matmuls run on ``hw``'s matrix units (None: the table does not say)."""
     arch = gpu_arch(hw)
-    return MATRIX_UNITS.get((backend, arch), MATRIX_UNITS.get((backend, (hw.vendor or "").lower())))
+    table = MATRIX_UNITS.get((backend, arch), MATRIX_UNITS.get((backend, (hw.vendor or "").lower())))
+    return gate_matrix_units(backend, hw, arch, table)     # the driver's cooperative matrices (engines/driver.py)
 
 
-def backend_view(backend: str, hw):
+def backend_view(backend: str, hw, quant=None):
     """``hw`` as ``backend``'s kernels use it: where its matmuls run on the vector ALUs, the FP16 figure is the vector
-    rate (FP32 x packed-half factor), not the matrix units' (idempotent: a view of a view is the same)."""
+    rate (FP32 x packed-half factor), not the matrix units' (idempotent: a view of a view is the same). ``quant``:
+    BF16 weights under a driver without BF16 cooperative matrices run FP32 math (engines/driver.py)."""
+    if hw.kind in ("gpu", "soc") and hw.fp32_tflops and bf16_fallback(backend, hw, gpu_arch(hw), quant):
+        return replace(hw, fp16_tflops=min(hw.fp16_tflops or hw.fp32_tflops, hw.fp32_tflops), fp16_accumulate_2x=False)
     if hw.kind not in ("gpu", "soc") or not hw.fp32_tflops or uses_matrix_units(backend, hw) is not False:
         return hw
     vector = hw.fp32_tflops * VECTOR_FP16_PER_FP32.get((hw.vendor or "").lower(), 1.0)

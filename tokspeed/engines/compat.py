@@ -288,7 +288,7 @@ def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None,
 
     backend = check(profile, hw, quant, kv_dtype)       # the backend that runs: ollama -> cpu
     row = _table()["engine"].get(backend, {})
-    hw = backend_view(backend, hw)      # its prompt matmuls on the matrix units or the vector ALUs (backends.py)
+    hw = backend_view(backend, hw, quant)   # its prompt matmuls on the matrix units or the vector ALUs (backends.py)
     if row.get("cpu_cluster"):
         view = hw.cpu_engine_view()     # a SoC's CPU cluster; a CPU's SIMD view (not a probe's torch BF16 figure)
         if view.cpu_bandwidth_band_pct and view is not hw and hw.kind == "soc" and hasattr(profile, "decode_error_pct"):

@@ -145,6 +145,10 @@ class EngineProfile:
     source: str = ""
     runtime: str = ""                 # code underneath: "llama.cpp" for every llama.cpp backend, ollama, lm-studio
     flash_attention: bool | None = None   # attention fused or not, where the engine has the choice (llama.cpp)
+    # the GPU driver the backend runs under on the device (engines/driver.py; "" = no driver choice) and why it was
+    # assumed (None: named); whether the fit has rows under it is ``driver_fitted``
+    driver: str = ""
+    driver_assumed: str | None = None
 
     def __post_init__(self):
         if not self.runtime:
@@ -176,6 +180,15 @@ class EngineProfile:
         if not (self.sync_s_per_thread and threads):
             return self
         return replace(self, launch_s=self.launch_s + threads * self.sync_s_per_thread)
+
+    @property
+    def driver_fitted(self) -> bool:
+        """Whether this engine's fit has scored rows run under its ``driver`` (True where there is no driver choice):
+        an unfitted driver sets the kernel path (units) only, and the band says so (``engines/bands.py``). Read when
+        asked: without bands.toml's ``drivers`` lists it scans the calibration rows once (``driver.fitted_drivers``)."""
+        from .driver import driver_fitted
+
+        return driver_fitted(self.name, self.driver)
 
     def format_eff(self, quant: str) -> float:
         """eta_format of a weight format's kernel group (1 where not listed)."""
@@ -307,8 +320,19 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
                               else "")
                            + f"; {entry.get('source', '')}")
     profile = EngineProfile(name=e, version=label, **entry)
+    if hardware is None:
+        return profile
     from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)
-    return calibrated(with_band(profile, hardware), hardware) if hardware is not None else profile
+    return calibrated(with_band(with_driver(profile, hardware), hardware), hardware)
+
+
+def with_driver(profile: EngineProfile, hardware) -> EngineProfile:
+    """``profile`` saying which GPU driver its backend runs under on ``hardware`` (``driver.resolve``: named, else
+    the OS default and why). The driver's features act on the device view (``backends.backend_view``), not here."""
+    from .driver import resolve
+
+    d = resolve(profile.name, hardware)
+    return profile if d is None else replace(profile, driver=d.name, driver_assumed=d.assumed)
 
 
 def check_engine_build(engine: str, engine_version=None, flash_attention: bool | None = None) -> None:

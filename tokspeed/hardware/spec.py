@@ -58,6 +58,10 @@ class Hardware:
     # the accepted words); engine rules read these, never the name. None: read from the name (derived says so)
     arch: str | None = None
     matrix_units: tuple = ()
+    # the GPU driver a llama.cpp backend runs under and the OS (tokspeed.engines.driver, drivers.toml); "" = the
+    # OS default (linux; macos for Apple), said in the output as assumed
+    driver: str = ""
+    os: str = ""
     # this machine's fitted decode efficiency per measuring backend (`tokspeed measure --calibrate`),
     # carried by a probed profile: {"torch": {"eta_memory": ..., "overhead_s": ...}, ...}
     calibration: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -77,7 +81,7 @@ class Hardware:
             # 0 = not known; else at least one unit per second (1 FLOP/s, 1 B/s): no infinite times
             if not isinstance(v, (int, float)) or isinstance(v, bool) or not (v == 0 or 1e-12 <= v < 1e8):
                 raise UserError(f"hardware {self.id}: {f} must be a non-negative number (0 if unknown, else at least 1e-12), got {v!r}")
-        for f in ("id", "name", "vendor", "memory_type", "host_link", "source", "notes", "confidence"):
+        for f in ("id", "name", "vendor", "memory_type", "host_link", "source", "notes", "confidence", "driver", "os"):
             if not isinstance(getattr(self, f), str):
                 raise UserError(f"hardware {self.id}: {f} must be a string, got {getattr(self, f)!r}")
         if isinstance(self.cpu_threads, bool) or not isinstance(self.cpu_threads, int) or not 0 <= self.cpu_threads < 100_000:
@@ -95,6 +99,11 @@ class Hardware:
                 raise UserError(f"hardware {self.id}: {f} must be a list of strings")
             object.__setattr__(self, f, tuple(v))
         self._settle_arch()
+        from ..engines.driver import check_hardware_driver      # here: engines imports hardware at module level
+
+        drv, os_name = check_hardware_driver(self.driver, self.os, self.vendor, f"hardware {self.id}")
+        object.__setattr__(self, "driver", drv)
+        object.__setattr__(self, "os", os_name)
 
     def _settle_arch(self) -> None:
         """Check a stated ``arch`` / ``matrix_units``; where none is stated, take what the name implies and the
