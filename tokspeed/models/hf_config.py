@@ -92,7 +92,9 @@ def _standard(cfg: dict, need_ff: bool = True) -> dict:
     kw["n_kv_heads"] = _get(cfg, "num_key_value_heads", "n_head_kv", default=kw["n_heads"])
     kw["head_dim"] = _get(cfg, "head_dim", default=0)
     kw["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", True))  # PretrainedConfig default
-    kw["rope_theta"] = float(_get(cfg, "rope_theta", default=10000.0))
+    rope = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
+    # transformers 5 configs nest it: "rope_parameters": {"rope_theta": ...} (GLM-5's config)
+    kw["rope_theta"] = float(_get(cfg, "rope_theta", default=rope.get("rope_theta", 10000.0)))
     kw["max_context"] = int(_get(cfg, "max_position_embeddings", "n_positions", "seq_length", default=4096))
     kw["qkv_bias"] = bool(cfg.get("attention_bias", False))
     kw["o_bias"] = bool(cfg.get("attention_bias", False))
@@ -475,6 +477,9 @@ _FAMILIES["llama4"] = _FAMILIES["llama4_text"]
 _FAMILIES["gemma3"] = _FAMILIES["gemma3_text"]
 _FAMILIES["deepseek_v32"] = ({"tie_word_embeddings": False}, _sparse_indexed)
 _FAMILIES["glm_moe_dsa"] = ({"tie_word_embeddings": False}, _sparse_indexed)
+# GLM-4.7-Flash (Glm4MoeLiteForCausalLM): the DeepSeek-V3 layout (MLA, leading dense layers, shared expert);
+# llama.cpp converts it as its DEEPSEEK2 architecture (conversion/glm.py Glm4MoeLiteModel(DeepseekV2Model))
+_FAMILIES["glm4_moe_lite"] = ({"tie_word_embeddings": False}, _deepseek_v3)
 _FAMILIES["gemma4"] = _FAMILIES["gemma4_text"] = ({"tie_word_embeddings": True}, _gemma4_text)
 _FAMILIES["qwen3_5"] = _FAMILIES["qwen3_5_moe"] = ({"tie_word_embeddings": False}, _qwen3_5)
 _FAMILIES["qwen3_vl"] = ({"tie_word_embeddings": False}, _qwen3_vl)
