@@ -43,6 +43,8 @@ def test_entry_loads_with_provenance(mid):
         assert raw.get(key), f"{mid} lacks {key}"
     if raw.get("record"):      # made from a model-configs record: its source URL and how sure it is
         assert raw["source"].startswith("https://") and raw.get("source_status") and raw.get("hf_repo")
+    elif raw["source"].endswith(".gguf"):   # a GGUF's own metadata (Falcon 7B: llama.cpp's vocab-only file)
+        assert raw["source"].startswith("https://github.com/ggml-org/llama.cpp/") and raw.get("hf_repo")
     else:
         assert raw["source"].startswith("https://huggingface.co/") and raw["source"].endswith("config.json")
     m = get_model(mid)
@@ -416,3 +418,13 @@ def test_glm_counts_active_without_both_embedding_tables(mid):
     tables = 2 * m.vocab_size * m.d_model
     assert round((m.n_active_params - tables) / 1e9, 2) == bare
     assert round(bare) == stated != round((m.n_active_params - tables / 2) / 1e9)
+
+
+def test_falcon_7b_by_hand_from_its_gguf_metadata():
+    """llama.cpp's models/ggml-vocab-falcon.gguf (converted from tiiuae/falcon-7b): 32 blocks of 4544, FFN 18176,
+    71 query heads of 64 and one K/V head, 65,024 tokens; one LayerNorm (weight + bias) per block, no linear biases,
+    the output matrix tied to the embedding."""
+    m, d = get_model("falcon-7b"), 4544
+    block = d * (71 * 64 + 2 * 64) + 71 * 64 * d + 2 * d * 18176 + 2 * d
+    assert m.n_params == 32 * block + 2 * d + 65024 * d == 6_921_720_704
+    assert m.kv_elements_per_token_layer == 2 * 64                  # multi-query: one key and one value of 64
