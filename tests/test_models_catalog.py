@@ -428,3 +428,14 @@ def test_falcon_7b_by_hand_from_its_gguf_metadata():
     block = d * (71 * 64 + 2 * 64) + 71 * 64 * d + 2 * d * 18176 + 2 * d
     assert m.n_params == 32 * block + 2 * d + 65024 * d == 6_921_720_704
     assert m.kv_elements_per_token_layer == 2 * 64                  # multi-query: one key and one value of 64
+
+
+@pytest.mark.parametrize("name", ["gemma-4-12b", "qwen3.5-9b", "ministral-3-8b", "gemma-3n-e4b", "zzzz"])
+def test_a_model_without_an_entry_says_how_to_predict_it_anyway(name):
+    """Models people run that have no record (so no entry): one line saying it is not in the catalog and which inputs
+    predict it anyway (a config.json, a GGUF file, a Hugging Face repository id), never a guessed shape."""
+    with pytest.raises(UserError) as e:
+        get_model(name)
+    text = str(e.value)
+    assert "\n" not in text and f"unknown model {name!r}: not in the catalog" in text
+    assert all(w in text for w in ("config.json", "GGUF file", "Hugging Face repository id"))

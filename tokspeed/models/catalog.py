@@ -90,11 +90,22 @@ def other_version(name: str, mid: str) -> bool:
 def get_model(name: str) -> ModelSpec:
     mid = resolve_id(name)
     if mid is None:
-        raise UserError(f"unknown model {name!r}", did_you_mean(name, model_ids()) or "see `tokspeed models`")
+        raise UserError(f"unknown model {name!r}: not in the catalog", not_in_catalog_hint(name))
     raw = dict(load_entry_raw(_entries()[mid]))
     raw.pop("aliases", None)
     raw.setdefault("id", mid)
     return ModelSpec.from_dict(raw)
+
+
+# how to predict a model the catalog lacks: tokspeed reads its shape from these (docs/models.md)
+PREDICT_ANYWAY = ("to predict it anyway, give its config.json or GGUF file path, or its Hugging Face repository id "
+                  "ORG/NAME: the shape is read from them")
+
+
+def not_in_catalog_hint(name: str) -> str:
+    """The hint of an unknown model: the closest catalog ids, and the inputs that predict it without an entry."""
+    close = did_you_mean(name, model_ids())
+    return f"{close} Or {PREDICT_ANYWAY}" if close else PREDICT_ANYWAY[0].upper() + PREDICT_ANYWAY[1:]
 
 
 def all_models() -> list[ModelSpec]:
