@@ -439,3 +439,13 @@ def test_a_model_without_an_entry_says_how_to_predict_it_anyway(name):
     text = str(e.value)
     assert "\n" not in text and f"unknown model {name!r}: not in the catalog" in text
     assert all(w in text for w in ("config.json", "GGUF file", "Hugging Face repository id"))
+
+
+def test_gemma_3n_per_layer_embeddings_are_refused_naming_the_field():
+    """Gemma 3n (no record) stores a per-layer input embedding table beside the usual one: read as a plain decoder its
+    bytes per token would be wrong, so its config is refused for that field."""
+    cfg = {"model_type": "gemma3n", "text_config": {
+        "model_type": "gemma3n_text", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 100, "hidden_size_per_layer_input": 16}}
+    with pytest.raises(UserError, match="hidden_size_per_layer_input .* not modelled"):
+        spec_from_hf_config(cfg)

@@ -425,6 +425,8 @@ COST_FIELDS = {
     "linear_attn_config": "Kimi Delta Attention linear layers (Kimi Linear / K3)",
     "moe_latent_size": "experts in a latent space (Nemotron 3 LatentMoE)",
     "block_configs": "per-layer heterogeneous blocks (Nemotron NAS)",
+    "hidden_size_per_layer_input": "per-layer input embeddings (Gemma 3n)",
+    "altup_num_inputs": "AltUp's parallel hidden streams (Gemma 3n)",
 }
 
 
