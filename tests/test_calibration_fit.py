@@ -70,7 +70,10 @@ def test_fast_evaluator_equals_predict(scored):
         profs = {r.era: get_engine(engine, version=r.era or None) for r in rows}   # each row's own era
         fast = predict_rows(build(rows), profs)
         slow = np.array([predicted_tok_s(r) for r in rows])
-        assert np.allclose(fast, slow, rtol=1e-9), engine
+        # predict sums the decode steps in closed form (timing.depth_sum, exact for piecewise-linear steps); the fit
+        # samples 33 of them (trapezoid), exact only where no operator changes bound within the range: a decode
+        # attention core turning compute-bound mid-way (r0291, gpt-oss-20b on an M1 Pro over 128 steps) leaves 2e-7
+        assert np.allclose(fast, slow, rtol=1e-6), engine
 
 
 def _gpu(name="NVIDIA GeForce RTX 4090", bw=1000.0, tflops=100.0):

@@ -103,3 +103,63 @@ def test_every_device_of_calibration_3_resolves():
         seen = {(r["hardware"], float(r["bandwidth_GBps"] or 0), float(r["memory_GB"] or 0)) for r in csv.DictReader(f)}
     missing = [name for name, bw, mem in seen if closest_device(name, bw, mem) is None]
     assert not missing
+
+
+# every device name of calibration-3 (with the row's bandwidth and memory) -> the catalog entry it must be
+CALIBRATION_3_DEVICES = {
+    ("AMD EPYC 9274F (24-core Zen 4 Genoa)", 460.8, 0): "epyc-9274f",
+    ("AMD EPYC 9374F (32-core Zen 4 Genoa)", 460.8, 0): "epyc-9374f",
+    ("AMD Instinct MI50 16GB / Radeon Pro VII (gfx906)", 1024, 16): "mi50-16g",
+    ("AMD Instinct MI50 32GB (gfx906)", 1024, 32): "mi50",
+    ("AMD Radeon 780M (Phoenix iGPU)", 89.6, 0): "radeon-780m",
+    ("AMD Radeon AI PRO R9700", 640, 32): "radeon-ai-pro-r9700",
+    ("AMD Ryzen 9 7950X", 83.2, 0): "ryzen-9-7950x",
+    ("Apple M2 Max (GPU cores unstated)", 400, 0): "m2-max-unstated",        # CPU-only rows: its CPU cluster
+    ("Intel Arc Pro B70", 608, 32): "arc-pro-b70",
+    ("Intel Core Ultra 7 258V (Lunar Lake, Arc 140V iGPU)", 136.5, 32): "core-ultra-7-258v",   # the Arc 140V iGPU
+    ("Intel Xeon Gold 6138 x2 (dual-socket 20-core Skylake-SP)", 256, 512): "xeon-gold-6138-2s",
+    ("NVIDIA GeForce RTX 3050 6GB", 168, 6): "rtx-3050-6g",
+}
+
+
+@pytest.mark.parametrize("row, expect", sorted(CALIBRATION_3_DEVICES.items()))
+def test_calibration_3_devices_map_to_their_entry(row, expect):
+    hw = closest_device(*row)
+    assert hw is not None and hw.id == expect
+
+
+def test_the_dual_xeon_is_both_sockets_and_streams_from_one():
+    hw = get_hardware("xeon-gold-6138-2s")
+    # Intel: 20 cores at 2.0 GHz, 6 channels of DDR4-2666 per socket; two AVX-512 FMA units (Gold 6xxx): 64 FLOPs/cycle
+    assert hw.bandwidth_gbps == pytest.approx(2 * 6 * 8 * 2.666, abs=0.05)
+    assert hw.fp32_tflops == pytest.approx(2 * 20 * 64 * 2.0 / 1e3, abs=0.001) and hw.cpu_threads == 40
+    assert hw.cpu_bandwidth_gbps == pytest.approx(hw.bandwidth_gbps / 2, abs=0.1)   # without --numa: one node's memory
+
+
+@pytest.mark.parametrize("hw_id, units, flops_per_unit_clock, ghz, fp16_per_unit_clock, bus_bits, gbps_per_pin", [
+    ("mi50-16g", 60, 128, 1.725, 256, 4096, 2.0),           # GCN: 64 lanes x FMA; packed FP16 2x; HBM2 2.0 Gbps
+    ("radeon-780m", 12, 256, 2.7, 512, 128, 5.6),           # RDNA 3: dual-issue FP32, WMMA FP16; DDR5-5600 x 2 ch
+    ("radeon-ai-pro-r9700", 64, 256, 2.92, 1024, 256, 20),  # RDNA 4 WMMA FP16 1024 per CU per clock; GDDR6 20 Gbps
+    ("arc-pro-b60", 20, 256, 2.4, 2048, 192, 19),           # Xe2: 8 x 16-lane vector engines, 8 XMX per Xe-core
+    ("core-ultra-7-258v", 8, 256, 1.95, 2048, 128, 8.533),  # Arc 140V; LPDDR5X-8533
+])
+def test_gpu_figures_are_units_times_clock_and_bus_times_rate(hw_id, units, flops_per_unit_clock, ghz,
+                                                             fp16_per_unit_clock, bus_bits, gbps_per_pin):
+    """The catalog keeps the vendor's figure where it states one; AMD's MI50 13.3 TF FP32 is 60 x 128 x 1.725 GHz =
+    13.248 rounded up (its 26.5 FP16 = 2 x 13.248): within 0.5 %."""
+    hw = get_hardware(hw_id)
+    assert hw.fp32_tflops == pytest.approx(units * flops_per_unit_clock * ghz / 1e3, rel=0.005)
+    assert hw.fp16_tflops == pytest.approx(units * fp16_per_unit_clock * ghz / 1e3, rel=0.005)
+    assert hw.bandwidth_gbps == pytest.approx(bus_bits / 8 * gbps_per_pin, abs=0.1)
+
+
+@pytest.mark.parametrize("hw_id, bus_bits, mtps, stated", [
+    ("m5", 128, 9600, 153), ("m4-pro-16", 256, 8533, 273), ("m3-ultra-60", 1024, 6400, 819),
+    ("m2-max-unstated", 512, 6400, 400), ("arc-pro-b70", 256, 19000, 608), ("rtx-pro-4500", 256, 28000, 896),
+    ("epyc-9274f", 12 * 64, 4800, 460.8), ("rx-9070", 256, 20000, 640),
+])
+def test_bandwidth_is_the_bus_times_its_data_rate(hw_id, bus_bits, mtps, stated):
+    """The vendors round down (Apple's M2 Max 400 of 409.6): the catalog keeps the stated figure, within 2.5 %."""
+    hw = get_hardware(hw_id)
+    assert hw.bandwidth_gbps == stated
+    assert bus_bits / 8 * mtps / 1e3 == pytest.approx(stated, rel=0.025)

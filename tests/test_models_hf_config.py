@@ -145,7 +145,7 @@ CONFIGS = {
 
 # Provenance differs between a catalog entry and a bare config; everything else must agree.
 _PROVENANCE = {"id", "name", "source", "published_params", "published_active_params",
-               "published_active_excludes_embedding", "notes", "use", "hf_repo", "source_status", "record",
+               "published_active_excludes_embedding", "published_active_excludes_output", "notes", "use", "hf_repo", "source_status", "record",
                "published_params_tol", "published_active_tol", "released_format_source"}
 
 

@@ -19,7 +19,8 @@ A weight matmul over ``tokens`` tokens (0 = unknown) on ``hw`` under ``engine``:
    ``matmul_eff``) and the board-power bound (``power_flops``, x ``INT8_OPS_PER_FP16_ENERGY`` on INT8 tensor cores).
 
 The attention core over the KV cache runs at the tensor figure x eta_compute x eta_attn (its usable multiple
-too, not for an F32 model), with the board-power bound in a tiled pass; elementwise operators at the FP32
+too, not for an F32 model), x eta_matvec in a decode pass (its vector kernel is a matrix-vector product over the
+cache), with the board-power bound in a tiled pass; elementwise operators at the FP32
 figure x eta_compute. Every figure is at most its listed peak.
 
 The ``unit`` names the kernel the engine runs, after llama.cpp's CUDA dispatch (ggml-cuda.cu,
@@ -213,8 +214,12 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     tiled = tokens > MATVEC_MAX_TOKENS
     if attn:        # the FP16-accumulate doubling is of the tensor figure: an F32 model's attention runs in FP32
         peak = hw.vector_flops if fmt.f32 else hw.matmul_flops
-        eta = min(engine.compute_eff_for(hw) * engine.eta_attn * (1.0 if fmt.f32 else tensor_peak_scale(engine, hw)),
-                  1.0)
+        # a decode pass (up to MATVEC_MAX_TOKENS queries) runs the attention core as a matrix-vector kernel (ggml-cuda
+        # fattn-vec, ggml-metal kernel_flash_attn_ext_vec: one query row against the cached keys), at the pass's
+        # matrix-vector efficiency as the weight matvecs are; a tiled pass's FlashAttention tiles at eta_attn alone
+        vec = engine.eta_matvec if 0 < tokens <= MATVEC_MAX_TOKENS else 1.0
+        eta = min(engine.compute_eff_for(hw) * engine.eta_attn * vec *
+                  (1.0 if fmt.f32 else tensor_peak_scale(engine, hw)), 1.0)
         value = peak * eta
         pmax = power_flops(engine, hw) if tiled and value else 0.0
         bounds = (Bound(BOARD_POWER, pmax),) if pmax else ()

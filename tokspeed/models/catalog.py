@@ -90,11 +90,48 @@ def other_version(name: str, mid: str) -> bool:
 def get_model(name: str) -> ModelSpec:
     mid = resolve_id(name)
     if mid is None:
-        raise UserError(f"unknown model {name!r}", did_you_mean(name, model_ids()) or "see `tokspeed models`")
+        why = left_out(name)
+        if why and why["kind"] == "architecture":
+            raise UserError(f"unknown model {name!r}: not in the catalog: {why['reason']}",
+                            "tokspeed refuses rather than guess; see docs/models.md, Records left out")
+        raise UserError(f"unknown model {name!r}: not in the catalog" + (f": {why['reason']}" if why else ""),
+                        not_in_catalog_hint(name))
     raw = dict(load_entry_raw(_entries()[mid]))
     raw.pop("aliases", None)
     raw.setdefault("id", mid)
     return ModelSpec.from_dict(raw)
+
+
+# how to predict a model the catalog lacks: tokspeed reads its shape from these (docs/models.md)
+PREDICT_ANYWAY = ("to predict it anyway, give its config.json or GGUF file path, or its Hugging Face repository id "
+                  "ORG/NAME: the shape is read from them")
+
+
+LEFT_OUT = Path(__file__).parent / "left_out.toml"
+
+
+def _key(name: str) -> str:
+    """A name as the left-out table keys it: lower case, no org, spaces and underscores as dashes."""
+    return re.sub(r"[\s_]+", "-", str(name).strip().lower().rsplit("/", 1)[-1])
+
+
+@lru_cache(maxsize=1)
+def _left_out() -> dict[str, dict]:
+    with open(LEFT_OUT, "rb") as f:
+        return {_key(i): m for m in tomllib.load(f)["model"] for i in m["ids"]}
+
+
+def left_out(name: str) -> dict | None:
+    """The record a name refers to that is left out of the catalog (``left_out.toml``: its ``kind`` and ``reason``),
+    with a fine-tune's suffix dropped ("Kimi-K2-Instruct"); None otherwise."""
+    key = _key(name)
+    return _left_out().get(key) or _left_out().get(VARIANT_SUFFIX.sub("", key))
+
+
+def not_in_catalog_hint(name: str) -> str:
+    """The hint of an unknown model: the closest catalog ids, and the inputs that predict it without an entry."""
+    close = did_you_mean(name, model_ids())
+    return f"{close} Or {PREDICT_ANYWAY}" if close else PREDICT_ANYWAY[0].upper() + PREDICT_ANYWAY[1:]
 
 
 def all_models() -> list[ModelSpec]:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from .spec import ModelSpec
+from .unmodelled import COST_FIELDS, refuse_unmodelled as _refuse_unmodelled  # noqa: F401  (COST_FIELDS: docs)
 
 
 def spec_from_path(path) -> ModelSpec:
@@ -92,7 +93,9 @@ def _standard(cfg: dict, need_ff: bool = True) -> dict:
     kw["n_kv_heads"] = _get(cfg, "num_key_value_heads", "n_head_kv", default=kw["n_heads"])
     kw["head_dim"] = _get(cfg, "head_dim", default=0)
     kw["tied_embeddings"] = bool(cfg.get("tie_word_embeddings", True))  # PretrainedConfig default
-    kw["rope_theta"] = float(_get(cfg, "rope_theta", default=10000.0))
+    rope = cfg.get("rope_parameters") if isinstance(cfg.get("rope_parameters"), dict) else {}
+    # transformers 5 configs nest it: "rope_parameters": {"rope_theta": ...} (GLM-5's config)
+    kw["rope_theta"] = float(_get(cfg, "rope_theta", default=rope.get("rope_theta", 10000.0)))
     kw["max_context"] = int(_get(cfg, "max_position_embeddings", "n_positions", "seq_length", default=4096))
     kw["qkv_bias"] = bool(cfg.get("attention_bias", False))
     kw["o_bias"] = bool(cfg.get("attention_bias", False))
@@ -393,51 +396,6 @@ def _llama4(cfg, kw):
     kw["d_ff"] = int(cfg.get("intermediate_size_mlp", 16384)) if kw["n_dense_layers"] else 0
 
 
-# Fields that change a token's bytes or FLOPs in ways a reader must model. A config that carries one
-# and whose model_type has no reader for it is refused, naming the field (never read as Llama).
-COST_FIELDS = {
-    "hybrid_override_pattern": "per-layer Mamba / attention / MLP-only blocks (Nemotron-H)",
-    "layers_block_type": "state-space (Mamba) layers between attention layers",
-    "attn_layer_period": "Mamba-1 layers between attention layers (Jamba)",
-    "mamba_d_state": "Mamba state-space layers",
-    "ssm_state_size": "state-space layers",
-    "linear_num_key_heads": "linear-attention layers",
-    "full_attention_interval": "linear-attention layers between full-attention layers",
-    "attention_chunk_size": "chunked attention",
-    "index_topk": "sparse attention with an indexer (DeepSeek V3.2 DSA)",
-    "kv_lora_rank": "multi-head latent attention",
-    "first_k_dense_replace": "dense leading layers in an MoE model",
-    "n_shared_experts": "shared experts",
-    "shared_expert_intermediate_size": "a shared expert",
-    "interleave_moe_layer_step": "MoE on every n-th layer",
-    "expert_layer_period": "MoE on every n-th layer",
-    "moe_layer_freq": "MoE on every n-th layer",
-    "block_sparse_moe": "MoE",
-    "global_head_dim": "full-attention layers with their own head width (Gemma 4)",
-    "num_global_key_value_heads": "full-attention layers with their own KV-head count (Gemma 4)",
-    "attention_k_eq_v": "keys reused as values (Gemma 4)",
-    "swa_num_key_value_heads": "sliding-window layers with their own KV-head count (MiMo-V2)",
-    "compress_ratios": "compressed KV attention (DeepSeek V4)",
-    "o_lora_rank": "a grouped low-rank output projection (DeepSeek V4)",
-    "sparse_attention_config": "block-sparse attention with an indexer (MiniMax M3)",
-    "linear_attn_config": "Kimi Delta Attention linear layers (Kimi Linear / K3)",
-    "moe_latent_size": "experts in a latent space (Nemotron 3 LatentMoE)",
-    "block_configs": "per-layer heterogeneous blocks (Nemotron NAS)",
-}
-
-
-def _refuse_unmodelled(cfg: dict, model_type: str) -> None:
-    for f, what in COST_FIELDS.items():
-        if cfg.get(f) not in (None, 0, False, [], ""):
-            raise UserError(f"model_type {model_type!r} with {f} ({what}) is not modelled",
-                            "tokspeed refuses rather than guess; see docs/models.md for the architectures it reads")
-    types = {str(t) for t in cfg.get("layer_types") or []}
-    other = sorted(t for t in types if t not in ("full_attention", "sliding_attention", "attention"))
-    if other:
-        raise UserError(f"model_type {model_type!r}: layer_types {', '.join(other)} are not modelled",
-                        "tokspeed refuses rather than guess")
-
-
 # model_type -> (defaults of the transformers config class for fields real configs omit, reader)
 _FAMILIES = {
     "llama": ({"tie_word_embeddings": False, "max_position_embeddings": 2048}, _llama),
@@ -475,6 +433,9 @@ _FAMILIES["llama4"] = _FAMILIES["llama4_text"]
 _FAMILIES["gemma3"] = _FAMILIES["gemma3_text"]
 _FAMILIES["deepseek_v32"] = ({"tie_word_embeddings": False}, _sparse_indexed)
 _FAMILIES["glm_moe_dsa"] = ({"tie_word_embeddings": False}, _sparse_indexed)
+# GLM-4.7-Flash (Glm4MoeLiteForCausalLM): the DeepSeek-V3 layout (MLA, leading dense layers, shared expert);
+# llama.cpp converts it as its DEEPSEEK2 architecture (conversion/glm.py Glm4MoeLiteModel(DeepseekV2Model))
+_FAMILIES["glm4_moe_lite"] = ({"tie_word_embeddings": False}, _deepseek_v3)
 _FAMILIES["gemma4"] = _FAMILIES["gemma4_text"] = ({"tie_word_embeddings": True}, _gemma4_text)
 _FAMILIES["qwen3_5"] = _FAMILIES["qwen3_5_moe"] = ({"tie_word_embeddings": False}, _qwen3_5)
 _FAMILIES["qwen3_vl"] = ({"tie_word_embeddings": False}, _qwen3_vl)

@@ -88,6 +88,8 @@ class ModelSpec:
     published_active_params: float = 0.0
     published_active_excludes_embedding: bool = False  # the authors' active figure leaves out the
     #                                                      input embedding table (gpt-oss model card)
+    published_active_excludes_output: bool = False  # ... and the output head too (GLM's A-figures: see
+    #                                                 docs/models.md, "How authors count active parameters")
     vision_params: int = 0          # vision encoder + projector stored with the checkpoint (Gemma 3):
     #                                 not part of the text decoder, so not in n_params
     notes: str = ""
