@@ -4,21 +4,30 @@ ggml_vk_khr_cooperative_matrix_support and ggml-cuda's amd_wmma/mfma_available),
 
 from dataclasses import replace
 
-from tokspeed.engines.backends import backend_view, gpu_arch, uses_matrix_units
+from tokspeed.engines.backends import backend_view, uses_matrix_units
 from tokspeed.engines.compat import unmodelled_kernels
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.resolve import resolve_model
 
 
-def test_arch_family_from_the_arch_field():
-    assert gpu_arch(get_hardware("arc-a770")) == "xe1"
-    assert gpu_arch(get_hardware("radeon-pro-w7900")) == "rdna3"
+def test_the_units_come_from_matrix_units_and_the_kernel_rule():
     a770 = get_hardware("arc-a770")
-    assert gpu_arch(get_hardware("arc-a770")) == "xe1" and get_hardware("arc-a770").arch == "xe-hpg"
-    assert gpu_arch(replace(a770, arch="xe2")) == "xe2"                      # the arch field, never the name
-    assert gpu_arch(replace(a770, name="Intel Arc Pro B70", id="arc-pro-b70")) == "xe1"
-    assert gpu_arch(replace(a770, vendor="AMD", arch="gcn5")) == "gcn"
-    assert gpu_arch(replace(a770, arch="xe-hpc")) == ""                       # no family: the catalog figure
+    # the catalog says Alchemist exposes cooperative matrix; ggml-vulkan declines it there (one rule, cited)
+    assert "coopmat" in a770.matrix_units and a770.arch == "xe-hpg"
+    assert uses_matrix_units("llama.cpp-vulkan", a770) is False
+    # the same part as Xe2 (the arch field, never the name): ggml-vulkan allows INTEL_XE2
+    assert uses_matrix_units("llama.cpp-vulkan", replace(a770, arch="xe2")) is True
+    assert uses_matrix_units("llama.cpp-vulkan", replace(a770, name="Intel Arc Pro B70", id="arc-pro-b70")) is False
+    # a device's units decide: no coopmat listed (a driver without VK_KHR_cooperative_matrix) -> vector ALUs
+    assert uses_matrix_units("llama.cpp-vulkan", replace(a770, arch="xe2", matrix_units=("xmx", "dp4a"))) is False
+    # ROCm needs WMMA or MFMA: gfx906 (dp4a only) no, CDNA3 and RDNA4 yes
+    assert uses_matrix_units("llama.cpp-rocm", get_hardware("mi50")) is False
+    assert uses_matrix_units("llama.cpp-rocm", get_hardware("mi300x")) is True
+    assert uses_matrix_units("llama.cpp-rocm", get_hardware("radeon-ai-pro-r9700")) is True
+    # SYCL on XMX; a backend of one vendor says nothing of another's part; neither arch nor units: no say
+    assert uses_matrix_units("llama.cpp-sycl", get_hardware("arc-pro-b70")) is True
+    assert uses_matrix_units("llama.cpp-sycl", get_hardware("rtx-4090")) is None
+    assert uses_matrix_units("llama.cpp-vulkan", replace(a770, name="Intel GPU", id="x", aliases=(), arch=None, matrix_units=())) is None
 
 
 def test_vulkan_on_alchemist_runs_on_the_vector_alus():
