@@ -55,3 +55,25 @@ def test_moe_dispatch_kernels_per_layer():
     assert unmodelled_kernels("llama.cpp-cuda", spec, "Q4_K_M") == (7 + 7) * 48
     dense = resolve_model("llama-3.1-8b")[0]
     assert unmodelled_kernels("llama.cpp-cuda", dense, "Q4_K_M") == 0
+
+
+def test_rocm_mmq_on_sdot4_where_a_part_has_no_mfma_or_wmma():
+    from tokspeed.engines.profile import get_engine
+    from tokspeed.engines.rates import matmul_rate
+
+    rocm = get_engine("llama.cpp-rocm")
+    mi50 = backend_view("llama.cpp-rocm", get_hardware("mi50"))        # gfx906: dp4a only
+    assert mi50.arch == "gcn5" and mi50.matrix_units == ("dp4a",)
+    # ggml_cuda_should_use_mmq: not CDNA -> MMQ at any batch; ggml_cuda_dp4a: __builtin_amdgcn_sdot4 on gfx906,
+    # 4 int8 products (8 ops) per lane and clock where an FMA is 2: 4 x the FP32 figure
+    rate = matmul_rate(mi50, rocm, "Q4_0", 512)
+    assert rate.kernel == "dp4a" and rate.listed == "DP4A"
+    assert rate.peak == 4 * mi50.fp32_tflops * 1e12
+    assert rate.unit == "GPU vector ALUs (DP4A, MMQ)"
+    # F16 weights: hipBLAS on the vector ALUs at packed half precision: the data sheet's 26.5 TFLOPS (2 x 13.3 FP32
+    # rounded down there), no MMQ
+    assert matmul_rate(mi50, rocm, "F16", 512).peak == 26.5e12 and matmul_rate(mi50, rocm, "F16", 512).kernel == ""
+    # RDNA4 has WMMA: the engine's MMQ path as before (no MMQ bound in the ROCm priors: the FP16 WMMA figure)
+    r9700 = get_hardware("radeon-ai-pro-r9700")
+    assert matmul_rate(r9700, rocm, "Q4_0", 512).kernel == "" and \
+        matmul_rate(r9700, rocm, "Q4_0", 512).peak == r9700.fp16_tflops * 1e12

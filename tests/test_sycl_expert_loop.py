@@ -95,3 +95,19 @@ def test_fast_evaluator_equals_predict_on_sycl_rows():
     assert np.allclose(fast[pre], slow[pre], rtol=1e-9)
     # decode: the loop and the copy do not apply (one token); a 1.2e-8 gap on hybrid-attention rows predates them
     assert np.allclose(fast[~pre], slow[~pre], rtol=1e-7)
+
+
+def test_a_routed_experts_gemm_ramps_over_its_own_tokens():
+    from tokspeed.engines.rates import matmul_eff
+
+    # ggml-vulkan sizes mul_mat_id's tile for n_per_expert, ggml-cuda's MMQ (HIP) optimises mmq_x for ncols_opt,
+    # ggml-sycl runs one GEMM per expert: the ramp T / (T + half) takes T = the tokens routed to the expert
+    for name in ("llama.cpp-vulkan", "llama.cpp-rocm", "llama.cpp-sycl"):
+        eng = replace(get_engine(name), gemm_half_tokens=32.0)
+        assert eng.expert_tiles
+        assert math.isclose(matmul_eff(eng, 512, 32.0), 32 / 64)        # top-8 of 128 experts, 512 tokens: 32 each
+        assert math.isclose(matmul_eff(eng, 512), 512 / 544)              # a dense matmul: the pass's tokens
+        assert matmul_eff(eng, 8, 4.0) == eng.eta_matvec                  # matrix-vector pass: unchanged
+    spec = resolve_model("qwen3-30b-a3b")[0]
+    gate = _routed(forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 1, 512, 0))[0]
+    assert math.isclose(gate.pairs_per_expert, 512 * 8 / (128 * (1 - (1 - 8 / 128) ** 512)))   # 32.0

@@ -133,6 +133,7 @@ class EngineProfile:
     expert_pairs_below_tokens: int = 0   # MoE: below this many tokens per pass each (token, expert) pair re-reads
     expert_loop_kernels: float = 0.0     # MoE, > 1 token: launches per touched expert of a host loop (moe_dispatch)
     dequant_f16_prefill: bool = False    # tiled passes write quantized weights out as F16 before the GEMM
+    expert_tiles: bool = False           # a routed expert's GEMM ramps over its own tokens (rates.matmul_eff)
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False
     eta_matvec: float = 1.0
