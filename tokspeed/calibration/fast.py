@@ -70,7 +70,8 @@ def _passes(row, spec, storage, kvb):
 def build(rows, kv_dtype: str = "f16") -> RowSet:
     """Flatten the ledgers of ``rows`` (scorable CalibrationRows)."""
     from ..engines.compat import unmodelled_kernels
-    from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels, loop_flags
+    from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
+    from ..engines.profile import prior_profile
     from ..quant.format_key import format_key
     from ..resolve import resolve_model
     from ..quant.kv import kv_bytes
@@ -81,14 +82,17 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
     O = {k: [] for k in ("pass", "row", "flops", "key", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe", "f16")}
     kinds: dict = {}
     measured, numer = [], []
-    specs = {}
+    specs, priors = {}, {}
     for i, row in enumerate(rows):
         if row.model not in specs:
             specs[row.model] = resolve_model(row.model)[0]
         spec = specs[row.model]
         storage = scheme_for(row.quant, spec)
         extra = unmodelled_kernels(row.engine, spec, row.quant)   # as compat.runnable: MoE dispatch (moe_dispatch.py)
-        flags, quantized = loop_flags(row.engine), format_key(row.quant).quantized     # as timing.PassRates
+        # as timing.PassRates: the expert loop and the F16 copy are priors read from the kernels, never fitted
+        if row.engine not in priors:
+            priors[row.engine] = prior_profile(row.engine)
+        flags, quantized = priors[row.engine], format_key(row.quant).quantized
         measured.append(row.tok_s)
         numer.append(row.batch * row.prompt if row.kind == "prefill" else
                      (row.batch if row.metric == "decode_aggregate" else 1))

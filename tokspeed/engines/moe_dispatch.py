@@ -23,8 +23,6 @@ Vendor engines list their own (``per_moe_layer`` of vLLM's fused_moe: 4).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
 
 
 def dispatch_kernels(kernels: dict, spec) -> int:
@@ -80,19 +78,3 @@ def dequant_bytes(engine, op, quantized: bool, tokens: int) -> float:
         return 0.0
     return 2 * F16_BYTES * op.flops / (2 * (op.pairs_per_expert or tokens))
 
-
-@dataclass(frozen=True)
-class LoopFlags:
-    """The two priors the functions above read, for an evaluator that has no EngineProfile (calibration.fast): they
-    are read from the kernels' code, never fitted, so every trial profile of the fit has the prior's values."""
-    expert_loop_kernels: float = 0.0
-    dequant_f16_prefill: bool = False
-
-
-@lru_cache(maxsize=64)
-def loop_flags(engine: str) -> LoopFlags:
-    """``engine``'s ``LoopFlags`` from priors.toml (none for an engine not listed)."""
-    from .tables import load_table
-
-    entry = load_table("priors.toml").get(engine, {})
-    return LoopFlags(float(entry.get("expert_loop_kernels", 0.0)), bool(entry.get("dequant_f16_prefill", False)))
