@@ -77,3 +77,22 @@ def test_rocm_mmq_on_sdot4_where_a_part_has_no_mfma_or_wmma():
     r9700 = get_hardware("radeon-ai-pro-r9700")
     assert matmul_rate(r9700, rocm, "Q4_0", 512).kernel == "" and \
         matmul_rate(r9700, rocm, "Q4_0", 512).peak == r9700.fp16_tflops * 1e12
+
+
+def test_rocm_bf16_as_f32_without_fast_bf16():
+    from tokspeed.engines.backends import bf16_as_f32
+    from tokspeed.engines.profile import get_engine
+    from tokspeed.engines.rates import matmul_rate
+
+    rocm = get_engine("llama.cpp-rocm")
+    mi50 = backend_view("llama.cpp-rocm", get_hardware("mi50"))
+    # ggml_cuda_mul_mat_cublas: AMD without fast_bf16_hardware_available (not RDNA3+, not CDNA) and more than 32
+    # tokens -> compute type F32: the FP32 figure, 13.3 TFLOPS on the MI50 (its data sheet), not its 26.5 FP16
+    assert bf16_as_f32("llama.cpp-rocm", mi50, "BF16", 512)
+    rate = matmul_rate(mi50, rocm, "BF16", 512)
+    assert rate.peak == 13.3e12 and rate.listed == "FP32"
+    assert matmul_rate(mi50, rocm, "BF16", 32).peak == 26.5e12           # 32 tokens: BF16 compute type kept
+    assert matmul_rate(mi50, rocm, "F16", 512).peak == 26.5e12           # F16: fast FP16 hardware on gfx906
+    r9700 = get_hardware("radeon-ai-pro-r9700")                          # RDNA4: fast BF16
+    assert not bf16_as_f32("llama.cpp-rocm", r9700, "BF16", 512)
+    assert not bf16_as_f32("llama.cpp-vulkan", mi50, "BF16", 512)

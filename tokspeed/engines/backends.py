@@ -17,6 +17,11 @@ the kernels (llama.cpp as vendored by llama-cpp-python 0.3.36, ggml/src):
 - CUDA and Metal: tensor cores / simdgroup matrices as the catalog counts them (tokspeed.engines.mmq for CUDA's
   MMQ units); not in this table.
 
+BF16 weights on ROCm where the part has no fast BF16 (``fast_bf16_hardware_available``: RDNA3+ or CDNA, the parts
+listing ``wmma-fp16`` or ``mfma``) are multiplied in F32 above ``BF16_F32_ABOVE_TOKENS`` tokens
+(``ggml_cuda_mul_mat_cublas``: ``compute_type = GGML_TYPE_F32`` for AMD when ``src1->ne[1] > 32``): the FP32 figure
+(``bf16_as_f32``; GCN gfx906 such as the MI50, RDNA1/2).
+
 On the vector ALUs the FP16 rate is the FP32 figure times ``VECTOR_FP16_PER_FP32`` (packed half precision: 2 on
 AMD GCN/RDNA and Intel Xe, 1 on NVIDIA since Ampere's GA10x). A device that states neither an arch nor units (a
 hardware file without them, its ``derived`` list says so) keeps the catalog's figure.
@@ -37,6 +42,7 @@ BACKEND_VENDORS = {"llama.cpp-rocm": "amd", "llama.cpp-sycl": "intel"}
 # (backend, hw.arch) where the backend's kernels decline a unit the part exposes: ggml-vulkan's
 # ggml_vk_khr_cooperative_matrix_support keeps Intel Xe1 discrete parts (Alchemist, xe-hpg) off cooperative matrix
 COOPMAT_DECLINED = {("llama.cpp-vulkan", "xe-hpg")}
+BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD without fast BF16
 VECTOR_FP16_PER_FP32 = {"amd": 2.0, "intel": 2.0, "nvidia": 1.0}
 
 
@@ -65,3 +71,10 @@ def backend_view(backend: str, hw):
     if not hw.fp16_tflops or hw.fp16_tflops <= vector:
         return hw
     return replace(hw, fp16_tflops=vector, fp16_accumulate_2x=False)
+
+
+def bf16_as_f32(backend: str, hw, fmt, tokens: int) -> bool:
+    """Whether ``backend`` multiplies ``fmt`` (BF16) weights in F32 in a pass of ``tokens`` tokens on ``hw``: ROCm on
+    a part without BF16 matrix units (the module docstring), above ``BF16_F32_ABOVE_TOKENS`` tokens."""
+    return (backend == "llama.cpp-rocm" and str(fmt).upper() == "BF16" and tokens > BF16_F32_ABOVE_TOKENS
+            and uses_matrix_units(backend, hw) is False)

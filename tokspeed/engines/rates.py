@@ -8,7 +8,8 @@ side is ``tokspeed.engines.rates_stream``.
 
 A weight matmul over ``tokens`` tokens (0 = unknown) on ``hw`` under ``engine``:
 
-1. the listed peak its math runs at: the vector FP32 figure for an F32 model (its matmuls are FP32 GEMMs); DP4A's,
+1. the listed peak its math runs at: the vector FP32 figure for an F32 model (its matmuls are FP32 GEMMs) and for BF16
+   weights a backend multiplies in F32 (``backends.bf16_as_f32``); DP4A's,
    ``DP4A_OPS_PER_FP32_FLOP`` x the FP32 figure, where the engine's MMQ kernels run on int8 dot products
    (``mmq_kernel``: Pascal, Volta below 64 tokens; the ideal bound takes DP4A where it beats the tensor figure);
    else the FP16 (tensor) figure, whose usable multiple is 2 on GeForce for FP16-accumulating engines
@@ -38,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
+from .backends import bf16_as_f32
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
 
@@ -190,7 +192,7 @@ def int8_rates(engine, hw, fmt, tokens: int = 1) -> tuple[float, float, float]:
 
 def _weight_peak(hw, engine, fmt: FormatKey, tokens: int, kernel: str) -> tuple[float, float, str]:
     """(listed peak, usable multiple, which figure) of a weight matmul: step 1 of the module docstring."""
-    if fmt.f32:
+    if fmt.f32 or bf16_as_f32(engine.name, hw, fmt, tokens):      # an F32 GEMM (backends.bf16_as_f32: ROCm's BF16)
         return hw.vector_flops, 1.0, "FP32"
     if kernel == "dp4a":
         return DP4A_OPS_PER_FP32_FLOP * hw.vector_flops, 1.0, "DP4A"
