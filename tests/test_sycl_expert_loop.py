@@ -111,3 +111,16 @@ def test_a_routed_experts_gemm_ramps_over_its_own_tokens():
     spec = resolve_model("qwen3-30b-a3b")[0]
     gate = _routed(forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 1, 512, 0))[0]
     assert math.isclose(gate.pairs_per_expert, 512 * 8 / (128 * (1 - (1 - 8 / 128) ** 512)))   # 32.0
+
+
+def test_explain_counts_the_loop_and_the_copy():
+    import tokspeed
+    from tokspeed.explain.journey import build_journey
+
+    p = tokspeed.predict("qwen3-30b-a3b", "arc-pro-b70", quant="Q4_K_M", engine="llama.cpp-sycl", prompt=512, gen=1)
+    stages = {st.key: st for st in build_journey(p, "prefill").stages}
+    experts = next(st for st in stages.values() if "experts gate/up/down" in st.label)
+    # (3 x 128 + 5) launches per mul_mat_id (rounded expected count), 3 per layer, 48 layers
+    assert "389 launches per layer" in experts.note
+    assert experts.kernels - 3 * 48 == 3 * 389 * 48                   # beside the ledger's own launch per layer
+    assert "F16" in experts.note and experts.act_bytes > 4 * 128 * 768 * 2048 * 48 * 3 * 0.999
