@@ -27,7 +27,8 @@ def test_the_units_come_from_matrix_units_and_the_kernel_rule():
     # SYCL on XMX; a backend of one vendor says nothing of another's part; neither arch nor units: no say
     assert uses_matrix_units("llama.cpp-sycl", get_hardware("arc-pro-b70")) is True
     assert uses_matrix_units("llama.cpp-sycl", get_hardware("rtx-4090")) is None
-    assert uses_matrix_units("llama.cpp-vulkan", replace(a770, name="Intel GPU", id="x", aliases=(), arch=None, matrix_units=())) is None
+    unknown = replace(a770, name="Intel GPU", id="x", aliases=(), arch=None, matrix_units=())
+    assert uses_matrix_units("llama.cpp-vulkan", unknown) is None
 
 
 def test_vulkan_on_alchemist_runs_on_the_vector_alus():

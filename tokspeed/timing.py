@@ -67,9 +67,9 @@ def op_time(op: Op, hw, engine: EngineProfile, quant, tokens: int = 0) -> tuple[
     experts under per-pair kernels) at the rate the engine streams their format
     (``tokspeed.engines.rates_stream.stream_bytes_s``), activations at that rate without a format, KV cache at it x
     eta_kv (where the engine's attention is unfused, re-read by each query head, the share ``kv_reread`` from
-    memory: ``kv_reads``), unfused attention's score matrix at attn_bytes_per_flop x the attention FLOPs. Where an engine first writes
-    quantized weights out as F16 (``moe_dispatch.dequant_bytes``), that kernel's bytes / bandwidth add to the time:
-    it runs before the GEMM, not beside it.
+    memory: ``kv_reads``), unfused attention's score matrix at attn_bytes_per_flop x the attention FLOPs. Where an
+    engine first writes quantized weights out as F16 (``moe_dispatch.dequant_bytes``), that kernel's bytes /
+    bandwidth add to the time: it runs before the GEMM, not beside it.
     ``tokspeed.calibration.fast`` takes the same rates for the fit; a test holds the two equal."""
     return PassRates(hw, engine, quant, tokens).time(op)
 
