@@ -22,10 +22,11 @@ def _routed(ops):
 def test_the_kernel_constants_are_the_sources():
     sycl = get_engine("llama.cpp-sycl")
     # to_fp16(src0), to_fp16(src1), the GEMM per expert; ids to host + wait, row map, gather, scatter per call
-    assert sycl.expert_loop_kernels == 3 and EXPERT_LOOP_CALL_KERNELS == 5
+    assert sycl.expert_loop_kernels == 3 and sycl.expert_loop == "multi-token" and EXPERT_LOOP_CALL_KERNELS == 5
     assert sycl.dequant_f16_prefill and F16_BYTES == 2
-    for other in ("llama.cpp-cuda", "llama.cpp-vulkan", "llama.cpp-rocm", "llama.cpp-metal"):
+    for other in ("llama.cpp-cuda", "llama.cpp-vulkan", "llama.cpp-metal"):
         assert not get_engine(other).expert_loop_kernels and not get_engine(other).dequant_f16_prefill
+    assert not get_engine("llama.cpp-rocm").dequant_f16_prefill      # MMQ: no F16 copy (its loop: float experts)
 
 
 def test_expert_loop_launches_by_hand():
@@ -124,3 +125,26 @@ def test_explain_counts_the_loop_and_the_copy():
     assert "389 launches per layer" in experts.note
     assert experts.kernels - 3 * 48 == 3 * 389 * 48                   # beside the ledger's own launch per layer
     assert "F16" in experts.note and experts.act_bytes > 4 * 128 * 768 * 2048 * 48 * 3 * 0.999
+
+
+def test_rocm_loops_over_float_experts_mmf_declines():
+    # ggml_cuda_mul_mat_id (HIP build): float experts past the matrix-vector kernels (8 tokens) go to MMF unless
+    # mmf.cu declines the shape (<= 1,024 output rows: above 512 tokens; more rows: above 128), then to the host loop
+    spec = resolve_model("qwen3-coder-30b-a3b")[0]
+    assert (spec.n_experts, spec.d_ff_expert, spec.d_model, spec.n_moe_layers) == (128, 768, 2048, 48)
+    rocm = get_engine("llama.cpp-rocm")
+    assert rocm.expert_loop == "float-no-mmf" and rocm.expert_loop_kernels == 3
+
+    def loop(quant, tokens):
+        ops = _routed(forward_ops(spec, scheme_for(quant, spec), 2.0, 1, tokens, 0))
+        return {op.name.split()[0]: expert_loop_kernels(rocm, op, tokens, quant not in ("BF16", "F16")) for op in ops}
+
+    at512 = loop("BF16", 512)
+    # gate/up: 768 rows, 512 tokens is not above 512 -> MMF; down: 2,048 rows, above 128 tokens -> the loop
+    assert at512["ffn_gate_exps"] == at512["ffn_up_exps"] == 0
+    touched = 128 * (1 - (1 - 8 / 128) ** 512)
+    assert math.isclose(at512["ffn_down_exps"], (3 * touched + 5) * 48) and round(at512["ffn_down_exps"]) == 18672
+    assert sum(loop("BF16", 128).values()) == 0                       # 128 tokens: MMF takes every shape
+    assert sum(loop("Q4_K_M", 512).values()) == 0                     # quantized experts: MMQ, one launch
+    assert sum(expert_loop_kernels(get_engine("llama.cpp-cuda"), op, 512, False)
+               for op in _routed(forward_ops(spec, scheme_for("BF16", spec), 2.0, 1, 512, 0))) == 0

@@ -110,6 +110,7 @@ class Op:
     # pair on its own (matrix-vector kernels with expert ids) reads each touched expert's weights; 0 otherwise
     pairs_per_expert: float = 0.0
     experts_touched: float = 0.0      # routed experts: distinct experts the pass multiplies, per layer (else 0)
+    out_rows: int = 0                 # routed experts: output rows of each expert's matrix (ggml src0 ne[1])
     query_heads_per_kv: float = 1.0   # attention core: query heads sharing each cached K/V head
 
     def __post_init__(self):
@@ -524,7 +525,7 @@ def _mlp_ops(spec, w: WeightLedger, suffix, d_ff, layers, tokens, fraction_read,
         out.append(Op(f"{role}{suffix} projection", role_mm, scope, "tensor", n, layers=span,
                       flops=2 * tokens * rows * cols * n, weight_bytes=w.by_role[role + suffix] * fraction_read,
                       act_bytes=n * tokens * (rows + cols) * ACT_BYTES, pairs_per_expert=pairs_per_expert,
-                      experts_touched=experts_touched))
+                      experts_touched=experts_touched, out_rows=rows if experts_touched else 0))
     out.append(Op(f"activation{suffix} ({'SwiGLU' if spec.gated_mlp else 'GELU'})", role_act, scope, "vector", n,
                   layers=span, flops=n * tokens * d_ff * ACTIVATION_FLOPS_PER_ELEMENT,
                   act_bytes=n * 3 * tokens * d_ff * ACT_BYTES))

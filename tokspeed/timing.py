@@ -165,7 +165,7 @@ def _segment(ops, rates: PassRates) -> tuple:
             comp += t
         else:
             mem += t
-        kernels += op.kernels * op.count + expert_loop_kernels(rates.engine, op, rates.tokens)
+        kernels += op.kernels * op.count + expert_loop_kernels(rates.engine, op, rates.tokens, rates.quantized)
         op_kv = op.kv_read_bytes + op.kv_write_bytes
         nbytes += op.weight_bytes + op.act_bytes + op_kv
         wbytes += op.weight_bytes

@@ -101,7 +101,8 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
             P["row"].append(i)
             P["w"].append(w)
             P["tok"].append(tokens)
-            P["kern"].append(sum(op.kernels * op.count + expert_loop_kernels(flags, op, tokens) for op in ops) + extra)
+            loops = sum(expert_loop_kernels(flags, op, tokens, quantized) for op in ops)
+            P["kern"].append(sum(op.kernels * op.count for op in ops) + loops + extra)
             for op in ops:
                 if op.unit == "cpu":
                     continue

@@ -48,16 +48,35 @@ def dispatch_kernels(kernels: dict, spec) -> int:
 # dense or expert (priors.toml ``dequant_f16_prefill``): 2 x ``F16_BYTES`` per weight the pass multiplies, a cost
 # the prompt's tokens share -- all of them for a dense matmul, only the tokens routed to it for an expert (about
 # 32 of a 512-token chunk at top-8 of 128), which is why MoE prefill pays it many times over.
+#
+# ggml-cuda, and so the HIP build (``ggml-cuda.cu``, ``ggml_cuda_mul_mat_id``), takes the same host loop for float
+# (F16/BF16) experts where neither its matrix-vector kernels (at most ``MMVQ_MAX_BATCH_SIZE`` = 8 tokens) nor MMF
+# take them: ``ggml_cuda_should_use_mmf(..., mul_mat_id=true)`` declines an expert matrix of at most
+# ``MMF_ID_ROWS`` = 1,024 output rows above 512 tokens and a larger one above 128 (mmf.cu). Each expert then goes
+# through ``ggml_cuda_mul_mat_cublas``: its rows converted to the compute type, the GEMM, the result converted
+# back: 3 launches (priors.toml ``expert_loop = "float-no-mmf"``; quantized experts take MMQ, one launch).
 EXPERT_LOOP_CALL_KERNELS = 5
 F16_BYTES = 2
+MMF_ID_ROWS = 1024
+MMF_ID_MAX_TOKENS = {True: 512, False: 128}     # expert matrix of at most MMF_ID_ROWS rows: 512, else 128
 
 
-def expert_loop_kernels(engine, op, tokens: int) -> float:
-    """Launches of the routed-expert matmul ``op`` in a pass of ``tokens`` tokens under an engine that loops over
-    the touched experts on the host (``engine.expert_loop_kernels`` per expert, ``EXPERT_LOOP_CALL_KERNELS`` per
-    call), over its ``op.count`` layers; 0 for one token, other operators or other engines."""
+def expert_loop_kernels(engine, op, tokens: int, quantized: bool = True) -> float:
+    """Launches of the routed-expert matmul ``op`` (weights ``quantized`` or float) in a pass of ``tokens`` tokens
+    under an engine that loops over the touched experts on the host (``engine.expert_loop_kernels`` per expert,
+    ``EXPERT_LOOP_CALL_KERNELS`` per call), over its ``op.count`` layers, when its ``expert_loop`` rule says the
+    loop runs: ``multi-token`` (ggml-sycl: more than one token), ``float-no-mmf`` (ggml-cuda/HIP: float weights,
+    more than 8 tokens, MMF declining the shape); 0 otherwise."""
     per_expert = getattr(engine, "expert_loop_kernels", 0.0)
     if not (per_expert and op.experts_touched and tokens > 1):
+        return 0.0
+    rule = getattr(engine, "expert_loop", "")
+    if rule == "float-no-mmf":
+        from .rates import MATVEC_MAX_TOKENS
+
+        if quantized or tokens <= MATVEC_MAX_TOKENS or tokens <= MMF_ID_MAX_TOKENS[op.out_rows <= MMF_ID_ROWS]:
+            return 0.0
+    elif rule != "multi-token":
         return 0.0
     return (per_expert * op.experts_touched + EXPERT_LOOP_CALL_KERNELS) * op.count
 

@@ -131,7 +131,8 @@ class EngineProfile:
     mmq_dp4a: bool = False       # quantized tiled matmuls as DP4A int8 dot products on parts without tensor cores
     pj_per_flop: float = 0.0     # tiled passes: FLOP/s <= board power (tdp_w) / this energy per FLOP (0 = none)
     expert_pairs_below_tokens: int = 0   # MoE: below this many tokens per pass each (token, expert) pair re-reads
-    expert_loop_kernels: float = 0.0     # MoE, > 1 token: launches per touched expert of a host loop (moe_dispatch)
+    expert_loop_kernels: float = 0.0     # MoE: launches per touched expert of a host loop (moe_dispatch)
+    expert_loop: str = ""                # when that loop runs: "multi-token" (ggml-sycl) | "float-no-mmf" (ggml-cuda)
     dequant_f16_prefill: bool = False    # tiled passes write quantized weights out as F16 before the GEMM
     expert_tiles: bool = False           # a routed expert's GEMM ramps over its own tokens (rates.matmul_eff)
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)

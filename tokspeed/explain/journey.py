@@ -216,7 +216,7 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                            f"re-reads from memory: {kv_reads(op, eng):.3g}x the cache counted here (FlashAttention "
                            f"reads it once)")
             f16 = dequant_bytes(eng, op, quantized, tokens)     # the engine's F16 copy of the weights, if it makes one
-            loop = round(expert_loop_kernels(eng, op, tokens))   # launches of a host loop over the experts
+            loop = round(expert_loop_kernels(eng, op, tokens, quantized))   # launches of a host loop over the experts
             if f16 or loop:
                 st.note = (f"{eng.name} writes the weights out as F16 before each GEMM (counted in the bytes)"
                            if f16 else "") + ("; " if f16 and loop else "") + (
