@@ -19,10 +19,13 @@ ms at the CUDA fit's 4 us per kernel, next to ~3.5 ms of weight reads on an RTX 
 fuse the selection and normalisation (``topk-moe.cu``, ``topk_moe.comp``) and chains of adds; each era's fitted
 ``launch_s`` absorbs what its builds fused (a per-build count would need the fusion's build number as data).
 Vendor engines list their own (``per_moe_layer`` of vLLM's fused_moe: 4).
+
+How a backend runs ``mul_mat_id`` over a prompt is below ``dispatch_kernels``: ggml-sycl's host loop over the
+experts and its F16 copy of quantized weights (``expert_loop_kernels``, ``dequant_bytes``), and ggml-cuda's (HIP)
+host loop for float experts MMF declines. How each expert's GEMM ramps over its own tokens: ``rates.matmul_eff``.
 """
 
 from __future__ import annotations
-
 
 
 def dispatch_kernels(kernels: dict, spec) -> int:
