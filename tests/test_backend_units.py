@@ -4,21 +4,31 @@ ggml_vk_khr_cooperative_matrix_support and ggml-cuda's amd_wmma/mfma_available),
 
 from dataclasses import replace
 
-from tokspeed.engines.backends import backend_view, gpu_arch, uses_matrix_units
+from tokspeed.engines.backends import backend_view, uses_matrix_units
 from tokspeed.engines.compat import unmodelled_kernels
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.resolve import resolve_model
 
 
-def test_arch_family_from_the_arch_field():
-    assert gpu_arch(get_hardware("arc-a770")) == "xe1"
-    assert gpu_arch(get_hardware("radeon-pro-w7900")) == "rdna3"
+def test_the_units_come_from_matrix_units_and_the_kernel_rule():
     a770 = get_hardware("arc-a770")
-    assert gpu_arch(get_hardware("arc-a770")) == "xe1" and get_hardware("arc-a770").arch == "xe-hpg"
-    assert gpu_arch(replace(a770, arch="xe2")) == "xe2"                      # the arch field, never the name
-    assert gpu_arch(replace(a770, name="Intel Arc Pro B70", id="arc-pro-b70")) == "xe1"
-    assert gpu_arch(replace(a770, vendor="AMD", arch="gcn5")) == "gcn"
-    assert gpu_arch(replace(a770, arch="xe-hpc")) == ""                       # no family: the catalog figure
+    # the catalog says Alchemist exposes cooperative matrix; ggml-vulkan declines it there (one rule, cited)
+    assert "coopmat" in a770.matrix_units and a770.arch == "xe-hpg"
+    assert uses_matrix_units("llama.cpp-vulkan", a770) is False
+    # the same part as Xe2 (the arch field, never the name): ggml-vulkan allows INTEL_XE2
+    assert uses_matrix_units("llama.cpp-vulkan", replace(a770, arch="xe2")) is True
+    assert uses_matrix_units("llama.cpp-vulkan", replace(a770, name="Intel Arc Pro B70", id="arc-pro-b70")) is False
+    # a device's units decide: no coopmat listed (a driver without VK_KHR_cooperative_matrix) -> vector ALUs
+    assert uses_matrix_units("llama.cpp-vulkan", replace(a770, arch="xe2", matrix_units=("xmx", "dp4a"))) is False
+    # ROCm needs WMMA or MFMA: gfx906 (dp4a only) no, CDNA3 and RDNA4 yes
+    assert uses_matrix_units("llama.cpp-rocm", get_hardware("mi50")) is False
+    assert uses_matrix_units("llama.cpp-rocm", get_hardware("mi300x")) is True
+    assert uses_matrix_units("llama.cpp-rocm", get_hardware("radeon-ai-pro-r9700")) is True
+    # SYCL on XMX; a backend of one vendor says nothing of another's part; neither arch nor units: no say
+    assert uses_matrix_units("llama.cpp-sycl", get_hardware("arc-pro-b70")) is True
+    assert uses_matrix_units("llama.cpp-sycl", get_hardware("rtx-4090")) is None
+    unknown = replace(a770, name="Intel GPU", id="x", aliases=(), arch=None, matrix_units=())
+    assert uses_matrix_units("llama.cpp-vulkan", unknown) is None
 
 
 def test_vulkan_on_alchemist_runs_on_the_vector_alus():
@@ -46,3 +56,44 @@ def test_moe_dispatch_kernels_per_layer():
     assert unmodelled_kernels("llama.cpp-cuda", spec, "Q4_K_M") == (7 + 7) * 48
     dense = resolve_model("llama-3.1-8b")[0]
     assert unmodelled_kernels("llama.cpp-cuda", dense, "Q4_K_M") == 0
+
+
+def test_rocm_mmq_on_sdot4_where_a_part_has_no_mfma_or_wmma():
+    from tokspeed.engines.profile import get_engine
+    from tokspeed.engines.rates import matmul_rate
+
+    rocm = get_engine("llama.cpp-rocm")
+    mi50 = backend_view("llama.cpp-rocm", get_hardware("mi50"))        # gfx906: dp4a only
+    assert mi50.arch == "gcn5" and mi50.matrix_units == ("dp4a",)
+    # ggml_cuda_should_use_mmq: not CDNA -> MMQ at any batch; ggml_cuda_dp4a: __builtin_amdgcn_sdot4 on gfx906,
+    # 4 int8 products (8 ops) per lane and clock where an FMA is 2: 4 x the FP32 figure
+    rate = matmul_rate(mi50, rocm, "Q4_0", 512)
+    assert rate.kernel == "dp4a" and rate.listed == "DP4A"
+    assert rate.peak == 4 * mi50.fp32_tflops * 1e12
+    assert rate.unit == "GPU vector ALUs (DP4A, MMQ)"
+    # F16 weights: hipBLAS on the vector ALUs at packed half precision: the data sheet's 26.5 TFLOPS (2 x 13.3 FP32
+    # rounded down there), no MMQ
+    assert matmul_rate(mi50, rocm, "F16", 512).peak == 26.5e12 and matmul_rate(mi50, rocm, "F16", 512).kernel == ""
+    # RDNA4 has WMMA: the engine's MMQ path as before (no MMQ bound in the ROCm priors: the FP16 WMMA figure)
+    r9700 = get_hardware("radeon-ai-pro-r9700")
+    assert matmul_rate(r9700, rocm, "Q4_0", 512).kernel == "" and \
+        matmul_rate(r9700, rocm, "Q4_0", 512).peak == r9700.fp16_tflops * 1e12
+
+
+def test_rocm_bf16_as_f32_without_fast_bf16():
+    from tokspeed.engines.backends import bf16_as_f32
+    from tokspeed.engines.profile import get_engine
+    from tokspeed.engines.rates import matmul_rate
+
+    rocm = get_engine("llama.cpp-rocm")
+    mi50 = backend_view("llama.cpp-rocm", get_hardware("mi50"))
+    # ggml_cuda_mul_mat_cublas: AMD without fast_bf16_hardware_available (not RDNA3+, not CDNA) and more than 32
+    # tokens -> compute type F32: the FP32 figure, 13.3 TFLOPS on the MI50 (its data sheet), not its 26.5 FP16
+    assert bf16_as_f32("llama.cpp-rocm", mi50, "BF16", 512)
+    rate = matmul_rate(mi50, rocm, "BF16", 512)
+    assert rate.peak == 13.3e12 and rate.listed == "FP32"
+    assert matmul_rate(mi50, rocm, "BF16", 32).peak == 26.5e12           # 32 tokens: BF16 compute type kept
+    assert matmul_rate(mi50, rocm, "F16", 512).peak == 26.5e12           # F16: fast FP16 hardware on gfx906
+    r9700 = get_hardware("radeon-ai-pro-r9700")                          # RDNA4: fast BF16
+    assert not bf16_as_f32("llama.cpp-rocm", r9700, "BF16", 512)
+    assert not bf16_as_f32("llama.cpp-vulkan", mi50, "BF16", 512)

@@ -116,7 +116,8 @@ def test_a_driver_without_cooperative_matrices_takes_the_scalar_path(r9700):
 def test_the_driver_never_adds_units_the_part_lacks():
     """The Windows Intel driver runs coopmat shaders on integrated Xe-LP/LPG GPUs, which have no XMX: the matmuls
     stay on the vector ALUs (the backends table holds the units, the driver only the path)."""
-    hw = replace(get_hardware("arc-a770"), arch="xe-lpg", driver="intel-windows", os="windows")
+    hw = replace(get_hardware("arc-a770"), arch="xe-lpg", matrix_units=("dp4a",), driver="intel-windows",
+                 os="windows")          # as an Xe-LPG iGPU: int8 dot products, no XMX, no cooperative-matrix units
     f = driver.features(driver.resolve("llama.cpp-vulkan", hw), "xe-lp")
     assert f.coopmat and uses_matrix_units("llama.cpp-vulkan", hw) is False
 

@@ -233,9 +233,11 @@ def test_fused_2025_builds_drop_unfused_score_traffic_under_fa_auto():
 
     prior = {e: load_table("priors.toml")[e]["attn_bytes_per_flop"] for e in ("llama.cpp-rocm", "llama.cpp-sycl")}
     assert min(prior.values()) > 0
-    assert get_engine("llama.cpp-rocm").attn_bytes_per_flop == 0.0
     rocm_2024 = get_engine("llama.cpp-rocm", version="2024").attn_bytes_per_flop
     assert rocm_2024 == pytest.approx(prior["llama.cpp-rocm"], rel=0.1)
+    # fitted from 0 (fused) on the 2025 rows (calibration-3.csv's R9700 rows at 16-32K depth): it stays at about
+    # 1 % of the unfused era's traffic, far from the unfused figure
+    assert 0 <= get_engine("llama.cpp-rocm").attn_bytes_per_flop < rocm_2024 / 20
     # Vulkan's 2025 era has fitted prefill rows since calibration-3.csv: the fit starts it at 0 (fused) and the
     # rows leave it two orders of magnitude below the unfused 2024 era
     vk_2025 = get_engine("llama.cpp-vulkan", version="b6500").attn_bytes_per_flop

@@ -109,6 +109,8 @@ class Op:
     # routed experts: (token, expert) pairs / experts touched = how many times an engine that multiplies each
     # pair on its own (matrix-vector kernels with expert ids) reads each touched expert's weights; 0 otherwise
     pairs_per_expert: float = 0.0
+    experts_touched: float = 0.0      # routed experts: distinct experts the pass multiplies, per layer (else 0)
+    out_rows: int = 0                 # routed experts: output rows of each expert's matrix (ggml src0 ne[1])
     query_heads_per_kv: float = 1.0   # attention core: query heads sharing each cached K/V head
 
     def __post_init__(self):
@@ -389,7 +391,7 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
                             act_bytes=Lm * T * (d + spec.n_experts) * ACT_BYTES))
             touched = expected_experts(spec.n_experts, spec.n_active_experts, T)
             after.extend(_mlp_ops(spec, w, suffix, d_ff, layers, T * spec.n_active_experts, touched / spec.n_experts,
-                                  pairs_per_expert=T * spec.n_active_experts / touched))
+                                  pairs_per_expert=T * spec.n_active_experts / touched, experts_touched=touched))
         else:
             after.extend(_mlp_ops(spec, w, suffix, d_ff, layers, T, 1.0))
     after.append(Op("residual add (FFN)", Role.FFN_RESIDUAL, Scope.DENSE, "vector", Lf, layers=(0, Lf),
@@ -509,10 +511,11 @@ def _linear_mixer_ops(spec, w: WeightLedger, B, T) -> list[Op]:
     return [proj, scan]
 
 
-def _mlp_ops(spec, w: WeightLedger, suffix, d_ff, layers, tokens, fraction_read, pairs_per_expert: float = 0.0):
+def _mlp_ops(spec, w: WeightLedger, suffix, d_ff, layers, tokens, fraction_read, pairs_per_expert: float = 0.0,
+             experts_touched: float = 0.0):
     """gate/up/down and activation of a (gated) MLP over ``layers``: dense (suffix ""), routed experts
     (``_exps``: the stack of all experts, ``fraction_read`` of it read) or shared experts (``_shexp``).
-    ``tokens``: token-rows computed; ``pairs_per_expert``: see ``Op``."""
+    ``tokens``: token-rows computed; ``pairs_per_expert``, ``experts_touched``: see ``Op``."""
     role_mm, role_act = _MLP_ROLES[suffix]
     scope = Scope.DENSE if suffix == "" else Scope.MOE
     span = (layers.start, layers.stop)
@@ -521,7 +524,8 @@ def _mlp_ops(spec, w: WeightLedger, suffix, d_ff, layers, tokens, fraction_read,
     for role, rows, cols in _mlp_shapes(spec, d_ff):
         out.append(Op(f"{role}{suffix} projection", role_mm, scope, "tensor", n, layers=span,
                       flops=2 * tokens * rows * cols * n, weight_bytes=w.by_role[role + suffix] * fraction_read,
-                      act_bytes=n * tokens * (rows + cols) * ACT_BYTES, pairs_per_expert=pairs_per_expert))
+                      act_bytes=n * tokens * (rows + cols) * ACT_BYTES, pairs_per_expert=pairs_per_expert,
+                      experts_touched=experts_touched, out_rows=rows if experts_touched else 0))
     out.append(Op(f"activation{suffix} ({'SwiGLU' if spec.gated_mlp else 'GELU'})", role_act, scope, "vector", n,
                   layers=span, flops=n * tokens * d_ff * ACTIVATION_FLOPS_PER_ELEMENT,
                   act_bytes=n * 3 * tokens * d_ff * ACT_BYTES))

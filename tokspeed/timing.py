@@ -21,10 +21,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from .engines.profile import EngineProfile
 from .engines.rates import op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
-from .quant.format_key import F32_NAMES  # noqa: F401  (re-exported)
+from .quant.format_key import F32_NAMES, format_key  # noqa: F401  (F32_NAMES re-exported)
 from .ledger import Op
 
 
@@ -66,7 +67,9 @@ def op_time(op: Op, hw, engine: EngineProfile, quant, tokens: int = 0) -> tuple[
     experts under per-pair kernels) at the rate the engine streams their format
     (``tokspeed.engines.rates_stream.stream_bytes_s``), activations at that rate without a format, KV cache at it x
     eta_kv (where the engine's attention is unfused, re-read by each query head, the share ``kv_reread`` from
-    memory: ``kv_reads``), unfused attention's score matrix at attn_bytes_per_flop x the attention FLOPs.
+    memory: ``kv_reads``), unfused attention's score matrix at attn_bytes_per_flop x the attention FLOPs. Where an
+    engine first writes quantized weights out as F16 (``moe_dispatch.dequant_bytes``), that kernel's bytes /
+    bandwidth add to the time: it runs before the GEMM, not beside it.
     ``tokspeed.calibration.fast`` takes the same rates for the fit; a test holds the two equal."""
     return PassRates(hw, engine, quant, tokens).time(op)
 
@@ -75,12 +78,13 @@ class PassRates:
     """The rates of one pass shape (device, engine, format, tokens), each worked out once: the Rate of each kind
     of operator (ledger unit, attention or not, tokens per routed expert) and the two streams."""
 
-    __slots__ = ("hw", "engine", "quant", "tokens", "rates", "bw", "wbw")
+    __slots__ = ("hw", "engine", "quant", "tokens", "rates", "bw", "wbw", "quantized")
 
     def __init__(self, hw, engine: EngineProfile, quant, tokens: int):
         self.hw, self.engine, self.quant, self.tokens = hw, engine, quant, tokens
         self.rates = {}
         self.bw = self.wbw = None
+        self.quantized = format_key(quant).quantized if quant else False
 
     def time(self, op: Op) -> tuple[float, str]:
         """``op_time`` of ``op`` in this pass."""
@@ -102,7 +106,8 @@ class PassRates:
                + op.act_bytes / bw
                + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes) / (bw * engine.eta_kv)
                + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
-        return (t_c, "compute") if t_c > t_m else (t_m, "memory")
+        t_f16 = dequant_bytes(engine, op, self.quantized, tokens) / bw     # its own kernel, before the GEMM
+        return (t_c + t_f16, "compute") if t_c > t_m else (t_m + t_f16, "memory")
 
 
 def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0, memo: dict | None = None
@@ -160,7 +165,7 @@ def _segment(ops, rates: PassRates) -> tuple:
             comp += t
         else:
             mem += t
-        kernels += op.kernels * op.count
+        kernels += op.kernels * op.count + expert_loop_kernels(rates.engine, op, rates.tokens, rates.quantized)
         op_kv = op.kv_read_bytes + op.kv_write_bytes
         nbytes += op.weight_bytes + op.act_bytes + op_kv
         wbytes += op.weight_bytes

@@ -46,6 +46,7 @@ class RowSet:
     kv_reread: np.ndarray   # KV bytes read again by the other query heads of each group (unfused attention)
     bw: np.ndarray
     pairs_per_expert: np.ndarray   # routed experts: weight reads per pass under per-pair kernels (else 0)
+    f16_bytes: np.ndarray          # an engine's F16 copy of quantized weights, a kernel before the GEMM (else 0)
 
 
 def _passes(row, spec, storage, kvb):
@@ -69,22 +70,29 @@ def _passes(row, spec, storage, kvb):
 def build(rows, kv_dtype: str = "f16") -> RowSet:
     """Flatten the ledgers of ``rows`` (scorable CalibrationRows)."""
     from ..engines.compat import unmodelled_kernels
+    from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
+    from ..engines.profile import prior_profile
+    from ..quant.format_key import format_key
     from ..resolve import resolve_model
     from ..quant.kv import kv_bytes
     from ..quant.schemes import scheme_for
 
     kvb = kv_bytes(kv_dtype)
     P = {k: [] for k in ("row", "w", "kern", "tok")}
-    O = {k: [] for k in ("pass", "row", "flops", "key", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe")}
+    O = {k: [] for k in ("pass", "row", "flops", "key", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe", "f16")}
     kinds: dict = {}
     measured, numer = [], []
-    specs = {}
+    specs, priors = {}, {}
     for i, row in enumerate(rows):
         if row.model not in specs:
             specs[row.model] = resolve_model(row.model)[0]
         spec = specs[row.model]
         storage = scheme_for(row.quant, spec)
         extra = unmodelled_kernels(row.engine, spec, row.quant)   # as compat.runnable: MoE dispatch (moe_dispatch.py)
+        # as timing.PassRates: the expert loop and the F16 copy are priors read from the kernels, never fitted
+        if row.engine not in priors:
+            priors[row.engine] = prior_profile(row.engine)
+        flags, quantized = priors[row.engine], format_key(row.quant).quantized
         measured.append(row.tok_s)
         numer.append(row.batch * row.prompt if row.kind == "prefill" else
                      (row.batch if row.metric == "decode_aggregate" else 1))
@@ -93,7 +101,8 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
             P["row"].append(i)
             P["w"].append(w)
             P["tok"].append(tokens)
-            P["kern"].append(sum(op.kernels * op.count for op in ops) + extra)
+            loops = sum(expert_loop_kernels(flags, op, tokens, quantized) for op in ops)
+            P["kern"].append(sum(op.kernels * op.count for op in ops) + loops + extra)
             for op in ops:
                 if op.unit == "cpu":
                     continue
@@ -106,6 +115,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                 O["tensor"].append(op.unit == "tensor")
                 O["wb"].append(op.weight_bytes)
                 O["ab"].append(op.act_bytes)
+                O["f16"].append(dequant_bytes(flags, op, quantized, tokens))
                 O["kv"].append(op.kv_read_bytes + op.kv_write_bytes)
                 O["kvx"].append(op.kv_read_bytes * (op.query_heads_per_kv - 1))
                 O["bw"].append(row.hw.bandwidth_bytes_s)
@@ -118,7 +128,7 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                   rate_key=a(O["key"], int), kinds=list(kinds), attn=a(O["attn"], bool), tensor=a(O["tensor"], bool),
                   wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
                   kv_reread=a(O["kvx"], float),
-                  bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float))
+                  bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float), f16_bytes=a(O["f16"], float))
 
 
 def profile_for(prof, row):
@@ -161,7 +171,7 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     kv = rs.kvbytes + rs.kv_reread * v["per_head"][o]      # as timing.kv_reads: the re-reads reaching memory
     t_m = (rs.wbytes * reads / np.where(rs.tensor, v["bw_w"][o], bw) + rs.abytes / bw
            + kv / (bw * v["kv"][o]) + np.where(rs.attn, rs.flops * v["abpf"][o], 0.0) / bw)
-    t_op = np.maximum(t_c, t_m)
+    t_op = np.maximum(t_c, t_m) + rs.f16_bytes / bw      # as PassRates.time: the F16 copy runs before the GEMM
     t_pass = np.bincount(rs.op_pass, weights=t_op, minlength=len(rs.pass_row))
     pr = rs.pass_row
     t_pass = t_pass + rs.pass_kernels * v["launch"][pr] + v["fixed"][pr]

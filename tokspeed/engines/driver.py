@@ -141,8 +141,26 @@ class Features:
         return self.coopmat or self.coopmat2
 
 
+# hw.arch (tokspeed.hardware.arch's words) -> the architecture family drivers.toml lists a Vulkan feature for
+ARCH_FAMILY = {
+    **{a: "nvidia" for a in ("fermi", "kepler", "maxwell", "pascal-gp100", "pascal", "volta", "turing",
+                             "ampere-ga100", "ampere", "ada", "hopper", "blackwell")},
+    "gcn4": "gcn", "gcn5": "gcn", "cdna": "cdna", "cdna2": "cdna", "cdna3": "cdna", "cdna4": "cdna",
+    "rdna1": "rdna2", "rdna2": "rdna2",            # RDNA1/2: no WMMA, the same vector paths
+    "rdna3": "rdna3", "rdna3.5": "rdna3", "rdna4": "rdna4",
+    "xe-lp": "xe-lp", "xe-lpg": "xe-lp",           # integrated Xe without XMX
+    "xe-hpg": "xe1", "xe2": "xe2", "xe3": "xe2",
+}
+
+
+def driver_family(hw) -> str:
+    """The architecture family drivers.toml keys a driver's features on, from ``hw.arch`` ("" when the device
+    states none or the table has no family for it)."""
+    return ARCH_FAMILY.get(str(getattr(hw, "arch", "") or "").lower(), "")
+
+
 def features(driver: Driver | None, family: str) -> Features | None:
-    """A Vulkan driver's features on an architecture family (backends.ARCH_FAMILY values); None for a driver of
+    """A Vulkan driver's features on an architecture family (ARCH_FAMILY values); None for a driver of
     another API, no driver, or a family the table does not name (nothing known: the caller keeps its default)."""
     if driver is None or driver.api != "vulkan" or not family:
         return None
@@ -151,7 +169,7 @@ def features(driver: Driver | None, family: str) -> Features | None:
 
 
 def gate_matrix_units(backend: str, hw, family: str, table: bool | None) -> bool | None:
-    """``table`` (backends.MATRIX_UNITS: the part's matrix units run the backend's cooperative-matrix shaders)
+    """``table`` (backends.uses_matrix_units before the driver: the part's matrix units run the backend's shaders)
     held to the driver: on Vulkan the prompt matmuls reach the matrix units only where the driver exposes
     cooperative matrices on that family and ggml-vulkan.cpp accepts them. Other backends: ``table`` unchanged."""
     if api_of(backend) != "vulkan" or table is None:

@@ -18,9 +18,11 @@ energy of the board-power bound (``EngineProfile.power_flops``) is that of INT8 
 it. Whether an engine runs these kernels at all is its profile's: ``runs_int8_mma`` (INT8 tensor cores, newest
 llama.cpp era) and ``mmq_dp4a`` (DP4A, every llama.cpp-cuda era): ``EngineProfile.mmq_unit``.
 
-Other vendors keep the engine's MMQ path as its profile describes it (``mma``): llama.cpp's HIP build of these
-kernels uses MFMA/WMMA where the part has them and a DP4A equivalent elsewhere (RDNA 2, GCN), which the
-priors of ``llama.cpp-rocm`` do not separate; Intel, Apple and CPU engines have no MMQ bound.
+AMD parts, under llama.cpp's HIP build of the same kernels (``ggml_cuda_should_use_mmq``, common.cuh
+``ggml_cuda_dp4a``): MMQ on MFMA (CDNA) or WMMA (RDNA3/4) -- ``mma``, where the engine has an MMQ bound, else the
+float GEMM on those units --, and on the parts with neither (GCN gfx906: MI50/MI60/Radeon VII; RDNA2) MMQ with
+int8 dot products at any batch (``__builtin_amdgcn_sdot4``): ``dp4a``, 4 x the FP32 figure, as on Pascal. Intel,
+Apple and CPU engines have no MMQ bound; other parts keep the engine's MMQ path as its profile describes it.
 
     ``mmq_unit(hw, tokens)`` -> ``"mma"`` | ``"dp4a"`` | ``""`` (no MMQ: dequantise and multiply)
     ``has_tensor_cores(hw)`` -> False for NVIDIA parts before Volta
@@ -38,12 +40,15 @@ MMQ_DP4A_MAX_BATCH_SIZE = 64   # ggml-cuda mmq.cuh: above it a part with FP16 te
 
 def mmq_unit(hw, tokens: int) -> str:
     """The units llama.cpp-style MMQ kernels run a pass of ``tokens`` tokens on, on ``hw``: ``mma`` (INT8 tensor
-    cores; also every non-NVIDIA or unknown part, as the engine's profile has it), ``dp4a`` (int8 dot products on
-    the CUDA cores: Pascal cc 6.1 at any batch, Volta below 64 tokens), or ``""`` (the engine dequantises and
-    multiplies with its float GEMM: GP100, Volta from 64 tokens, Maxwell and older)."""
+    cores, AMD MFMA/WMMA; also every other or unknown part, as the engine's profile has it), ``dp4a`` (int8 dot
+    products on the vector lanes: Pascal cc 6.1 and AMD GCN gfx906 / RDNA2 at any batch, Volta below 64 tokens), or
+    ``""`` (the engine dequantises and multiplies with its float GEMM: GP100, Volta from 64 tokens, Maxwell and
+    older, an AMD part listing no dot product)."""
+    units = hw.matrix_units
+    if _amd_known(hw):      # MFMA / WMMA where the part has them, else sdot4 (gfx906, RDNA2) at any batch
+        return "mma" if {"mfma", "wmma-int8"} & set(units) else "dp4a" if "dp4a" in units else ""
     if not _nvidia_known(hw):
         return "mma"
-    units = hw.matrix_units
     if "tensor-int8" in units:
         return "mma"
     if "dp4a" in units:     # from 64 tokens a part with FP16 tensor cores dequantises to them instead
@@ -55,6 +60,12 @@ def has_tensor_cores(hw) -> bool:
     """Whether ``hw``'s FP16 figure is a matrix-unit rate: not on NVIDIA parts before Volta (GP100's FP16 is half2 on
     the CUDA cores; GP102's is 1/64); every other part as its catalog entry has it."""
     return not _nvidia_known(hw) or "tensor-fp16" in hw.matrix_units
+
+
+def _amd_known(hw) -> bool:
+    """An AMD GPU (or SoC's GPU) whose arch is known (stated, or read from its name)."""
+    return (hw.vendor or "").strip().lower().startswith(("amd", "advanced micro")) and hw.kind in ("gpu", "soc") \
+        and hw.arch is not None
 
 
 def _nvidia_known(hw) -> bool:

@@ -19,6 +19,10 @@ ms at the CUDA fit's 4 us per kernel, next to ~3.5 ms of weight reads on an RTX 
 fuse the selection and normalisation (``topk-moe.cu``, ``topk_moe.comp``) and chains of adds; each era's fitted
 ``launch_s`` absorbs what its builds fused (a per-build count would need the fusion's build number as data).
 Vendor engines list their own (``per_moe_layer`` of vLLM's fused_moe: 4).
+
+How a backend runs ``mul_mat_id`` over a prompt is below ``dispatch_kernels``: ggml-sycl's host loop over the
+experts and its F16 copy of quantized weights (``expert_loop_kernels``, ``dequant_bytes``), and ggml-cuda's (HIP)
+host loop for float experts MMF declines. How each expert's GEMM ramps over its own tokens: ``rates.matmul_eff``.
 """
 
 from __future__ import annotations
@@ -31,3 +35,68 @@ def dispatch_kernels(kernels: dict, spec) -> int:
     per_layer = kernels.get("per_moe_layer", 0)
     per_layer += kernels.get("per_moe_expert_used", 0) * max(getattr(spec, "n_active_experts", 1) - 1, 0)
     return int(per_layer * spec.n_moe_layers)
+
+
+# -- an engine whose multi-token mul_mat_id loops over the experts on the host (ggml-sycl) --------------------------
+#
+# ggml-sycl (``ggml-sycl.cpp``, ``ggml_sycl_mul_mat_id``; llama.cpp as vendored by llama-cpp-python 0.3.36): one
+# token goes to the fused ``ggml_sycl_mul_mat_id_mmvq_fused``; more tokens (``ne12 > 1``) copy the expert ids to the
+# host and wait for the queue, copy a row map back, gather the rows (``k_copy_src1_to_contiguous``), then call
+# ``ggml_sycl_mul_mat`` once per expert that has rows, and scatter (``k_copy_dst_from_contiguous``):
+# ``EXPERT_LOOP_CALL_KERNELS`` = 5 launches per call (the wait counted as one) plus, per touched expert, those of
+# ``ggml_sycl_mul_mat`` -- for more than 8 rows ``ggml_sycl_op_mul_mat_sycl``: dequantise the expert to F16
+# (``to_fp16_sycl`` on src0), convert its rows to F16 (on src1), the oneDNN/oneMKL GEMM: 3
+# (priors.toml ``expert_loop_kernels``; its MMQ is off, ``ggml_sycl_supports_mmq`` returns false).
+# That F16 copy of the weights is written to memory and read back by the GEMM in every quantized prompt matmul,
+# dense or expert (priors.toml ``dequant_f16_prefill``): 2 x ``F16_BYTES`` per weight the pass multiplies, a cost
+# the prompt's tokens share -- all of them for a dense matmul, only the tokens routed to it for an expert (about
+# 32 of a 512-token chunk at top-8 of 128), which is why MoE prefill pays it many times over.
+#
+# ggml-cuda, and so the HIP build (``ggml-cuda.cu``, ``ggml_cuda_mul_mat_id``), takes the same host loop for float
+# (F16/BF16) experts where neither its matrix-vector kernels (at most ``MMVQ_MAX_BATCH_SIZE`` = 8 tokens) nor MMF
+# take them: ``ggml_cuda_should_use_mmf(..., mul_mat_id=true)`` declines an expert matrix of at most
+# ``MMF_ID_ROWS`` = 1,024 output rows above 512 tokens and a larger one above 128 (mmf.cu). Each expert then goes
+# through ``ggml_cuda_mul_mat_cublas``: its rows converted to the compute type, the GEMM, the result converted
+# back: 3 launches (priors.toml ``expert_loop = "float-no-mmf"``; quantized experts take MMQ, one launch).
+EXPERT_LOOP_CALL_KERNELS = 5
+F16_BYTES = 2
+MMF_ID_ROWS = 1024
+MMF_ID_MAX_TOKENS = {True: 512, False: 128}     # expert matrix of at most MMF_ID_ROWS rows: 512, else 128
+
+
+def expert_loop_kernels(engine, op, tokens: int, quantized: bool = True) -> float:
+    """Launches of the routed-expert matmul ``op`` (weights ``quantized`` or float) in a pass of ``tokens`` tokens
+    under an engine that loops over the touched experts on the host (``engine.expert_loop_kernels`` per expert,
+    ``EXPERT_LOOP_CALL_KERNELS`` per call), over its ``op.count`` layers, when its ``expert_loop`` rule says the
+    loop runs: ``multi-token`` (ggml-sycl: more than one token), ``float-no-mmf`` (ggml-cuda/HIP: float weights,
+    more than 8 tokens, MMF declining the shape); 0 otherwise."""
+    per_expert = getattr(engine, "expert_loop_kernels", 0.0)
+    if not (per_expert and op.experts_touched and tokens > 1):
+        return 0.0
+    rule = getattr(engine, "expert_loop", "")
+    if rule == "float-no-mmf":
+        from .rates import MATVEC_MAX_TOKENS
+
+        if quantized or tokens <= MATVEC_MAX_TOKENS or tokens <= MMF_ID_MAX_TOKENS[op.out_rows <= MMF_ID_ROWS]:
+            return 0.0
+    elif rule != "multi-token":
+        return 0.0
+    return (per_expert * op.experts_touched + EXPERT_LOOP_CALL_KERNELS) * op.count
+
+
+def dequant_bytes(engine, op, quantized: bool, tokens: int) -> float:
+    """Bytes the weight matmul ``op`` (weights ``quantized`` or not) moves, beyond its ledger's, in a tiled pass of
+    ``tokens`` tokens under an engine that dequantises to F16 in memory first: each weight the pass multiplies
+    written as F16 and read back, 2 x ``F16_BYTES``. The weights multiplied are FLOPs / (2 x the tokens each meets:
+    the pass's, or for a routed expert ``op.pairs_per_expert``). 0 for the router (F32 weights), the LM head (the
+    sequences' last positions only: a matrix-vector product), attention, float weights, matrix-vector passes and
+    other engines."""
+    from ..ledger import Role
+    from .rates import MATVEC_MAX_TOKENS
+
+    if not (getattr(engine, "dequant_f16_prefill", False) and quantized and tokens > MATVEC_MAX_TOKENS
+            and op.unit == "tensor" and op.weight_bytes and op.role not in (Role.ROUTER, Role.LM_HEAD)
+            and not (op.kv_read_bytes or op.kv_write_bytes)):
+        return 0.0
+    return 2 * F16_BYTES * op.flops / (2 * (op.pairs_per_expert or tokens))
+

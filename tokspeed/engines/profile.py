@@ -40,6 +40,9 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   multiplies every (token, expert) pair with its own matrix-vector kernel, so each touched expert's weights
   are read once per pair, not once per pass (llama.cpp Metal: ``mul_mv_id`` below 32 rows, ``mul_mm_id``
   from 32).
+- ``expert_loop_kernels`` / ``dequant_f16_prefill``: an engine whose multi-token ``mul_mat_id`` loops over the
+  touched experts on the host (launches per expert) and whose quantized prompt matmuls dequantise the weights to
+  F16 in memory before the GEMM (ggml-sycl): ``tokspeed.engines.moe_dispatch``.
 - ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
   (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1): a factor on
@@ -128,6 +131,10 @@ class EngineProfile:
     mmq_dp4a: bool = False       # quantized tiled matmuls as DP4A int8 dot products on parts without tensor cores
     pj_per_flop: float = 0.0     # tiled passes: FLOP/s <= board power (tdp_w) / this energy per FLOP (0 = none)
     expert_pairs_below_tokens: int = 0   # MoE: below this many tokens per pass each (token, expert) pair re-reads
+    expert_loop_kernels: float = 0.0     # MoE: launches per touched expert of a host loop (moe_dispatch)
+    expert_loop: str = ""                # when that loop runs: "multi-token" (ggml-sycl) | "float-no-mmf" (ggml-cuda)
+    dequant_f16_prefill: bool = False    # tiled passes write quantized weights out as F16 before the GEMM
+    expert_tiles: bool = False           # a routed expert's GEMM ramps over its own tokens (rates.matmul_eff)
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False
     eta_matvec: float = 1.0

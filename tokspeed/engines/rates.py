@@ -8,7 +8,8 @@ side is ``tokspeed.engines.rates_stream``.
 
 A weight matmul over ``tokens`` tokens (0 = unknown) on ``hw`` under ``engine``:
 
-1. the listed peak its math runs at: the vector FP32 figure for an F32 model (its matmuls are FP32 GEMMs); DP4A's,
+1. the listed peak its math runs at: the vector FP32 figure for an F32 model (its matmuls are FP32 GEMMs) and for BF16
+   weights a backend multiplies in F32 (``backends.bf16_as_f32``); DP4A's,
    ``DP4A_OPS_PER_FP32_FLOP`` x the FP32 figure, where the engine's MMQ kernels run on int8 dot products
    (``mmq_kernel``: Pascal, Volta below 64 tokens; the ideal bound takes DP4A where it beats the tensor figure);
    else the FP16 (tensor) figure, whose usable multiple is 2 on GeForce for FP16-accumulating engines
@@ -39,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
+from .backends import bf16_as_f32
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
 
@@ -99,14 +101,18 @@ def compute_class(hw) -> str:
     return "geforce" if getattr(hw, "fp16_accumulate_2x", False) else hw.kind
 
 
-def matmul_eff(engine, tokens: int) -> float:
+def matmul_eff(engine, tokens: int, pairs_per_expert: float = 0.0) -> float:
     """Matmul efficiency for a pass over ``tokens`` tokens (0 = unknown: 1): ``eta_matvec`` up to
-    MATVEC_MAX_TOKENS, then the tiled GEMMs' ramp T / (T + gemm_half_tokens)."""
+    MATVEC_MAX_TOKENS, then the tiled GEMMs' ramp T / (T + gemm_half_tokens): each weight tile's load and dequantising
+    is shared by the T tokens of the tile. For a routed expert of an engine whose ``mul_mat_id`` tiles each expert's
+    own rows (``expert_tiles``: ggml-vulkan sizes the tile for ``n_per_expert``, ggml-sycl runs a GEMM per expert)
+    T is the tokens routed to it, ``pairs_per_expert``."""
     if not tokens:
         return 1.0
     if tokens <= MATVEC_MAX_TOKENS:
         return engine.eta_matvec
-    return tokens / (tokens + engine.gemm_half_tokens)
+    t = min(tokens, pairs_per_expert) if pairs_per_expert and engine.expert_tiles else tokens
+    return t / (t + engine.gemm_half_tokens)
 
 
 def tensor_peak_scale(engine, hw) -> float:
@@ -187,7 +193,7 @@ def int8_rates(engine, hw, fmt, tokens: int = 1) -> tuple[float, float, float]:
 
 def _weight_peak(hw, engine, fmt: FormatKey, tokens: int, kernel: str) -> tuple[float, float, str]:
     """(listed peak, usable multiple, which figure) of a weight matmul: step 1 of the module docstring."""
-    if fmt.f32:
+    if fmt.f32 or bf16_as_f32(engine.name, hw, fmt, tokens):      # an F32 GEMM (backends.bf16_as_f32: ROCm's BF16)
         return hw.vector_flops, 1.0, "FP32"
     if kernel == "dp4a":
         return DP4A_OPS_PER_FP32_FLOP * hw.vector_flops, 1.0, "DP4A"
@@ -228,7 +234,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     kernel = mmq_kernel(engine, hw, fmt, tokens)
     peak, scale, listed = _weight_peak(hw, engine, fmt, tokens, kernel)
     # eta_compute x (the format's x the pass's) x the usable multiple: the fit's evaluator multiplies in this order
-    eta = min(engine.compute_eff_for(hw) * (engine.compute_format_eff(fmt) * matmul_eff(engine, tokens)) * scale, 1.0)
+    ramp = matmul_eff(engine, tokens, pairs_per_expert)
+    eta = min(engine.compute_eff_for(hw) * (engine.compute_format_eff(fmt) * ramp) * scale, 1.0)
     value = peak * eta
     bounds = []
     int8 = bool(engine.int8_matvec and tokens)          # a CPU's int8 kernels (llama.cpp-cpu)
@@ -238,7 +245,7 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
             bounds.append(Bound(INT8_KERNELS, ramp))
             value = ramp
     if tiled and value:
-        qmax = quant_matmul_flops(engine, hw, fmt, tokens) * matmul_eff(engine, tokens)
+        qmax = quant_matmul_flops(engine, hw, fmt, tokens) * ramp
         pmax = power_flops(engine, hw, int8=kernel == "mma")
         bounds += [Bound(n, v) for n, v in ((MMQ_BOUND, qmax), (BOARD_POWER, pmax)) if v]
         value = soft_min(value, qmax, pmax)
@@ -294,7 +301,7 @@ def _weight_unit(hw, engine, fmt: FormatKey, tokens: int, kernel: str, listed: s
     if kernel == "mma":
         return "INT8 tensor cores (MMQ)" if nvidia else "INT8 matrix units (MMQ)"
     if kernel == "dp4a":
-        return "CUDA cores (DP4A, MMQ)"
+        return f"{_vector_unit(hw)} (DP4A, MMQ)"
     if listed == "DP4A":                      # the ideal bound on a part whose fastest units for it are DP4A
         return "CUDA cores (DP4A)"
     if nvidia and engine.mmq_dp4a and 0 < tokens <= MATVEC_MAX_TOKENS:     # ggml-cuda's matrix-vector kernels

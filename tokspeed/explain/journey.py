@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from ..engines.rates import int8_rates, matmul_rate, op_rate
 from ..engines.rates_stream import stream_rate, weight_reads
 from ..ledger import Role, Scope
+from ..quant.format_key import format_key
 from ..timing import kv_reads, pass_time
 from ..units import fmt_seconds
 from .rates_text import matmul_how, stream_how
@@ -191,6 +193,7 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                            "(not modelled: microseconds)") if mode == "decode" else
                      "the prompt is tokenized once before the prefill (not modelled: microseconds)")
     n_pass, int8_how, first_tokens = 0, "", 0
+    quantized = format_key(pred.quant).quantized if pred.quant else False
     for ops, tokens in passes(pred, mode):
         n_pass += 1
         first_tokens = first_tokens or tokens
@@ -212,12 +215,18 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                 st.note = (f"unfused attention: each query head reads its K/V head, {eng.kv_reread:.0%} of the "
                            f"re-reads from memory: {kv_reads(op, eng):.3g}x the cache counted here (FlashAttention "
                            f"reads it once)")
-            st.act_bytes += op.act_bytes
-            st.kernels += op.kernels * op.count
+            f16 = dequant_bytes(eng, op, quantized, tokens)     # the engine's F16 copy of the weights, if it makes one
+            loop = round(expert_loop_kernels(eng, op, tokens, quantized))   # launches of a host loop over the experts
+            if f16 or loop:
+                st.note = (f"{eng.name} writes the weights out as F16 before each GEMM (counted in the bytes)"
+                           if f16 else "") + ("; " if f16 and loop else "") + (
+                    f"one GEMM per touched expert: {loop / op.count:,.0f} launches per layer" if loop else "")
+            st.act_bytes += op.act_bytes + f16
+            st.kernels += op.kernels * op.count + loop
             st.seconds += t
             if bound == "compute":
                 st.compute_s += t
-            kernels += op.kernels * op.count
+            kernels += op.kernels * op.count + loop
         cpu_launch.seconds += pt.overhead_s - eng.fixed_s
         rows["sampling"].seconds += eng.fixed_s
     cpu_launch.kernels = kernels
