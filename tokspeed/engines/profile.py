@@ -97,6 +97,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import UserError, did_you_mean
 from ..quant.format_key import FORMAT_GROUPS, format_key, format_group  # noqa: F401  (re-exported)
 from .compat import backend_for, engine_defaults, engine_key, engine_names, runtime_of, sliding_window_spec
+from .cpu_kernels import build_month_of
 from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
 from .memory import memory_class
 from .rates import (CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, compute_class,  # noqa: F401
@@ -117,6 +118,7 @@ CALIBRATION_MIN_BAND_PCT = 5.0   # floor: a handful of points on one machine nev
 class EngineProfile:
     name: str
     version: str = ""                                                    # era label ("" = unversioned)
+    build_month: str = ""         # the build's year-month where one was asked ("" = today's): CPU kernel paths
     eta_mem: dict = field(default_factory=lambda: {"default": 1.0})      # by memory class, else kind
     eta_compute: dict = field(default_factory=lambda: {"default": 1.0})  # by hardware kind
     eta_format: dict = field(default_factory=dict)                       # by format group
@@ -306,7 +308,7 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
                            + (f", FlashAttention {'on' if flash_attention else 'off'}" if flash_attention is not None
                               else "")
                            + f"; {entry.get('source', '')}")
-    profile = EngineProfile(name=e, version=label, **entry)
+    profile = EngineProfile(name=e, version=label, build_month=build_month_of(version), **entry)
     from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)
     return calibrated(with_band(profile, hardware), hardware) if hardware is not None else profile
 
