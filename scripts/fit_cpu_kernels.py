@@ -8,10 +8,14 @@ llamafile tinyBLAS, per-row vec_dot, float, 16-bit float, ik_llama.cpp's iqk_mul
 share of that peak each path reaches is one number per engine and path, ``eta_compute_format[path]``: here the value
 that makes the median over devices of each device's median log error zero on the path's prefill rows (a fixed-point
 iteration on ``predict`` as a user calls it: each row's engine, era and device view). Medians, and one vote per
-device, so that a machine measured under conditions its rows do not state cannot drag the value. A path without rows keeps its prior (priors.toml, with its measurement).
+device, so that a machine measured under conditions its rows do not state cannot drag the value. Each starts from its measured value (``MEASURED``); a path without rows keeps it.
+
+Decode rows (``int8_matvec`` by ``cpu_kernels.matvec_key``: the repacked gemv, ik_llama.cpp's, a format group's
+vec_dot) vote only where 10 % less int8 rate moves their prediction: a memory-bound row says nothing of the kernels.
 
 Held out by vendor: each vendor's rows predicted from the values fitted without them (the user with a CPU from a
-vendor the file has no rows for). ``--write`` puts the fitted values into the engines' ``eta_compute_format`` line
+vendor the file has no rows for). A key whose rows' held-out median error is no better than under its measured value
+keeps the measured value: a fit that does not transfer across vendors is not written. ``--write`` puts the fitted values into the engines' ``eta_compute_format`` line
 of tokspeed/engines/priors.toml (deterministic: rounded to 3 significant digits).
 """
 
@@ -21,7 +25,7 @@ import math
 import re
 import statistics
 import sys
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,37 +34,90 @@ sys.path.insert(0, str(REPO))
 from tokspeed.calibration.answered import why_unanswered  # noqa: E402
 from tokspeed.calibration.evaluate import percentile, predicted_tok_s  # noqa: E402
 from tokspeed.calibration.rows import load_rows  # noqa: E402
-from tokspeed.engines.profile import get_engine, prior_profile  # noqa: E402
-from tokspeed.engines.rates import cpu_gemm_path  # noqa: E402
+from tokspeed.engines.profile import get_engine  # noqa: E402
+from tokspeed.engines.cpu_kernels import matvec_key  # noqa: E402
+from tokspeed.engines.rates import cpu_gemm_path, int8_matvec_flops  # noqa: E402
 
 ENGINES = ("llama.cpp-cpu", "ik_llama.cpp-cpu")
 PRIORS = REPO / "tokspeed" / "engines" / "priors.toml"
 ITERATIONS = 6
 
 
-def prefill_rows(rows, engine):
-    """The answered prefill rows of ``engine``, each with its shipped profile and kernel path."""
+@dataclass(frozen=True)
+class Part:
+    """What is fitted: the prompt kernels (prefill rows, ``eta_compute_format`` by path) or one token's
+    (decode rows, ``int8_matvec`` by ``cpu_kernels.matvec_key``)."""
+    kind: str
+    field: str
+
+
+PARTS = (Part("prefill", "eta_compute_format"), Part("decode", "int8_matvec"))
+
+# Where each value starts, and what stays where the rows cannot improve on it held out: the measured values
+# (benchmarks/RESULTS-cpu-prefill.md, priors.toml [CPUPP] [CPUMV]: llama-cpp-python 0.3.36 on a 2-core AVX2 Zen 3,
+# as fractions of the path's unit -- x86 repack = 2 x FP32, llamafile / vec_dot = FP32 at 256 bits) and the
+# ASSUMED ones for paths nothing measured. Prefill: F32 0.725 .. F16 1.00 -> float 0.85; Q8_0 (tinyBLAS) 0.73;
+# Q4_0 (q4_0_8x8) 0.835 / 2; Q4_K_M (q4_K_8x8 in that build) 0.74 / 2 -- its vec_dot ASSUMED 0.74 of FP32; float16
+# ASSUMED half of float's (its 2 x unit, the same conversion and FMA work); amx measured on this project's AMX VM
+# (benchmarks/bench_cpu_paths.py); iqk ASSUMED as mainline's repack. Decode: Q4_0 0.26 / 2, Q4_K_M 0.22 / 2,
+# Q8_0 0.145 / 2 (streaming, median of runs), the repacked gemv as Q4_0's, ik's as mainline's.
+MEASURED = {
+    "eta_compute_format": {"float": 0.85, "llamafile": 0.73, "repack": 0.42, "vec_dot": 0.74, "float16": 0.42,
+                           "amx": 0.1, "iqk": 0.42},
+    "int8_matvec": {"legacy": 0.13, "kquant": 0.11, "q8": 0.07, "mxfp4": 0.11, "repack": 0.13, "iqk": 0.13},
+}
+OWN = {"llama.cpp-cpu": ("float", "llamafile", "repack", "vec_dot", "float16", "amx", "legacy", "kquant", "q8",
+                         "mxfp4"),
+       "ik_llama.cpp-cpu": ("float", "float16", "iqk", "legacy", "kquant", "q8", "mxfp4")}
+
+
+def measured(engine: str, field: str) -> dict:
+    """The measured (or stated ASSUMED) values of ``field`` for the keys ``engine``'s kernels have."""
+    return {k: v for k, v in MEASURED[field].items() if k in OWN[engine]}
+SENSITIVE = 0.03      # a decode row votes if 10 % less int8 rate moves its prediction by more than this
+
+
+def key_of(part: Part, prof, r) -> str:
+    hw = r.hw.cpu_engine_view()
+    if part.field == "eta_compute_format":
+        return cpu_gemm_path(prof, hw, r.quant)
+    return matvec_key(prof, hw, r.quant, prof.build_month) if int8_matvec_flops(prof, hw, r.quant) else ""
+
+
+def with_effs(prof, part: Part, effs: dict):
+    return replace(prof, **{part.field: {**getattr(prof, part.field), **effs}})
+
+
+def part_rows(rows, engine, part: Part):
+    """The answered rows of ``engine`` the part is fitted on, each with its shipped profile and key: prefill rows;
+    decode rows on int8 kernels whose prediction moves with their rate (a memory-bound row cannot say it)."""
     out = []
     for r in rows:
-        if r.engine != engine or r.kind != "prefill" or why_unanswered(r):
+        if r.engine != engine or r.kind != part.kind or why_unanswered(r):
             continue
         prof = get_engine(r.engine, r.hw, version=r.era or None)
-        out.append((r, prof, cpu_gemm_path(prof, r.hw.cpu_engine_view(), r.quant)))
+        key = key_of(part, prof, r)
+        if not key:
+            continue
+        if part.kind == "decode":
+            slower = with_effs(prof, part, {key: getattr(prof, part.field)[key] * 0.9})
+            if predicted_tok_s(r, slower) > predicted_tok_s(r, prof) * (1 - SENSITIVE):
+                continue
+        out.append((r, prof, key))
     return out
 
 
-def predict(items, effs):
-    """(row, path, predicted tok/s) with ``effs`` as the engine's path efficiencies."""
-    return [(r, path, predicted_tok_s(r, replace(p, eta_compute_format={**p.eta_compute_format, **effs})))
-            for r, p, path in items]
+def predict(items, part: Part, effs):
+    """(row, key, predicted tok/s) with ``effs`` as the engine's values of the part's field."""
+    return [(r, key, predicted_tok_s(r, with_effs(p, part, effs))) for r, p, key in items]
 
 
-def fit(items, prior: dict) -> dict:
-    """Per path, the efficiency whose rows' median log error is 0 (paths without rows keep the prior)."""
+def fit(items, part: Part, prior: dict) -> dict:
+    """Per key, the value whose rows' median (over devices) log error is 0 (keys without rows keep the prior)."""
     effs = {k: v for k, v in prior.items()}
     paths = sorted({path for _, _, path in items})
     for _ in range(ITERATIONS):
-        got = predict(items, effs)
+        got = predict(items, part, effs)
         for path in paths:
             by_device = {}
             for r, pa, pred in got:
@@ -72,8 +129,8 @@ def fit(items, prior: dict) -> dict:
     return {k: float(f"{v:.3g}") for k, v in effs.items()}
 
 
-def errors(items, effs):
-    return [(r, path, (pred - r.tok_s) / r.tok_s * 100) for r, path, pred in predict(items, effs)]
+def errors(items, part, effs):
+    return [(r, path, (pred - r.tok_s) / r.tok_s * 100) for r, path, pred in predict(items, part, effs)]
 
 
 def stats(errs) -> str:
@@ -81,13 +138,13 @@ def stats(errs) -> str:
     return f"{len(a):3d} rows  {percentile(a, 50):5.0f} / {percentile(a, 90):5.0f} %" if a else "  0 rows"
 
 
-def write(engine: str, effs: dict) -> None:
+def write(engine: str, field: str, effs: dict) -> None:
     text = PRIORS.read_text()
     head = f'["{engine}"]\n'
     a = text.index(head)
     b = text.index("\n[", a + len(head))
-    body = re.sub(r"^eta_compute_format = .*$",
-                  "eta_compute_format = { " + ", ".join(f"{k} = {v:g}" for k, v in sorted(effs.items())) + " }",
+    body = re.sub(rf"^{field} = .*$",
+                  f"{field} = {{ " + ", ".join(f"{k} = {v:g}" for k, v in sorted(effs.items())) + " }",
                   text[a:b], count=1, flags=re.M)
     PRIORS.write_text(text[:a] + body + text[b:])
 
@@ -97,25 +154,34 @@ def main(argv=None) -> int:
     do_write = "--write" in args
     rows = load_rows([a for a in args if a != "--write"] or None)
     for engine in ENGINES:
-        items = prefill_rows(rows, engine)
-        prior = dict(prior_profile(engine).eta_compute_format)
-        effs = fit(items, prior)
-        print(f"## {engine}: {len(items)} prefill rows")
-        for path in sorted(effs):
-            n = sum(1 for _, _, pa in items if pa == path)
-            print(f"  {path:10s} {effs[path]:<6g} ({n} rows{'' if n else ': prior kept'}; prior {prior.get(path, '-')})")
-        print(f"  in sample      {stats([e for _, _, e in errors(items, effs)])}")
-        held = []
-        for vendor in sorted({r.hw.vendor for r, _, _ in items}):
-            rest = [it for it in items if it[0].hw.vendor != vendor]
-            mine = [it for it in items if it[0].hw.vendor == vendor]
-            errs = [e for _, _, e in errors(mine, fit(rest, prior))]
-            held += errs
-            print(f"  held out {vendor:12s} {stats(errs)}")
-        print(f"  held out by vendor, all {stats(held)}")
-        if do_write and items:
-            write(engine, effs)
-            print(f"  wrote {PRIORS.relative_to(REPO)} [{engine}] eta_compute_format")
+        for part in PARTS:
+            items = part_rows(rows, engine, part)
+            prior = measured(engine, part.field)
+            effs = fit(items, part, prior)
+            print(f"## {engine} {part.kind} ({part.field}): {len(items)} rows")
+            for key in sorted(effs):
+                n = sum(1 for _, _, k in items if k == key)
+                print(f"  {key:10s} {effs[key]:<6g} ({n} rows{'' if n else ': prior kept'}; prior {prior.get(key, '-')})")
+            print(f"  measured       {stats([e for _, _, e in errors(items, part, prior)])}")
+            print(f"  in sample      {stats([e for _, _, e in errors(items, part, effs)])}")
+            held = []
+            for vendor in sorted({r.hw.vendor for r, _, _ in items}):
+                rest = [it for it in items if it[0].hw.vendor != vendor]
+                mine = [it for it in items if it[0].hw.vendor == vendor]
+                errs = errors(mine, part, fit(rest, part, prior))
+                held += errs
+                print(f"  held out {vendor:12s} {stats([e for _, _, e in errs])}")
+            print(f"  held out by vendor, all {stats([e for _, _, e in held])}")
+            base = errors(items, part, prior)
+            for key in sorted({k for _, _, k in items}):      # each key: the fit only where it transfers
+                mine = lambda errs: percentile([abs(e) for _, k, e in errs if k == key], 50)  # noqa: E731
+                if mine(held) >= mine(base):
+                    print(f"  {key}: held out {mine(held):.0f} % is no better than the measured value's "
+                          f"{mine(base):.0f} %: it stays")
+                    effs[key] = prior[key]
+            if do_write:
+                write(engine, part.field, effs)
+                print(f"  wrote {PRIORS.relative_to(REPO)} [{engine}] {part.field}")
     return 0
 
 

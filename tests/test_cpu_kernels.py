@@ -111,3 +111,20 @@ def test_build_month(version, month):
     """An era label stands for its last month (2024 -> 2024-12); the open newest era for today's build."""
     assert build_month_of(parse_version("llama.cpp-cpu", version)) == month
     assert get_engine("llama.cpp-cpu", version=version).build_month == month
+
+
+def test_one_tokens_kernels_and_their_units_by_hand():
+    """Decode: a repacked type's gemv (repack.cpp), ik_llama.cpp's own, else the format group's vec_dot. x86 runs
+    them as 256-bit code: the vec_dot at the int8 rate (Zen 4 VNNI: 4 x 2.304 TF; a Zen 5 EPYC 9355 issues half its
+    512-bit 4 x 7.27 TF), the repacked gemv at vpmaddubsw + vpmaddwd's 2 x FP32 (Zen 5: 2 x 7.27 / 2); Arm at sdot's
+    4 x (M2 Max: 4 x 0.896 TF); ik_llama.cpp on Skylake-SP (no VNNI: its AVX2 code) at 2 x 5.12 / 2."""
+    from tokspeed.engines.cpu_kernels import matvec_key, matvec_peak
+
+    z4, z5, m2, sk = hw("ryzen-9-7950x"), hw("epyc-9355"), hw("m2-max"), hw("xeon-gold-6138-2s")
+    assert matvec_key(CPU, z4, "Q6_K") == "kquant" and matvec_key(CPU, z4, "Q4_0") == "repack"
+    assert matvec_key(CPU, z4, "Q4_0", "2024-11") == "legacy" and matvec_key(IK, z4, "Q4_0") == "iqk"
+    assert matvec_peak(z4, "kquant") == pytest.approx(4 * 2.304e12)
+    assert matvec_peak(z5, "kquant") == pytest.approx(4 * 7.27e12 / 2)
+    assert matvec_peak(z5, "repack") == pytest.approx(2 * 7.27e12 / 2)
+    assert matvec_peak(m2, "repack") == pytest.approx(4 * 0.896e12)
+    assert matvec_peak(sk, "iqk") == pytest.approx(2 * 5.12e12 / 2)

@@ -176,3 +176,27 @@ def path_peak(hw, path: str) -> UnitPeak:
     bits = 512 if "avx512" in (hw.matrix_units or ()) else 256
     return UnitPeak(AVX2_INT8_PER_FP32 * fp32 * width_share(hw, bits),
                     "CPU cores (int8 vpmaddubsw + vpmaddwd, repacked GEMM)")
+
+
+def matvec_key(engine, hw, fmt, month: str = "") -> str:
+    """The key of a CPU engine's ``int8_matvec`` for one token's matmul over ``fmt``: ``repack`` (the repacked
+    type's gemv, repack.cpp), ``iqk`` (ik_llama.cpp), else the format group (its type's vec_dot, arch/*/quants.c;
+    an AMX build's matrix-vector products are AVX-512 VNNI code, amx/mmq.cpp, counted here too)."""
+    from ..quant.format_key import format_key
+
+    path = gemm_path(engine, hw, fmt, month)
+    return path if path in ("repack", "iqk") else format_key(fmt).group
+
+
+def matvec_peak(hw, key: str) -> float:
+    """The int8 ops/s one token's matmul of ``key`` runs on: x86's 256-bit vec_dot / gemv code at the int8 rate
+    (a 512-bit core issues half its listed lanes; the repacked gemv multiplies with vpmaddubsw + vpmaddwd, 2 x FP32),
+    ik_llama.cpp's at its GEMM width, Arm's at the sdot rate."""
+    if key == "iqk":
+        return path_peak(hw, "iqk").flops
+    if isa(hw) == "arm":
+        return hw.cpu_int8_ops
+    if key == "repack":
+        return AVX2_INT8_PER_FP32 * hw.vector_flops * width_share(hw, 256)
+    return hw.cpu_int8_ops * width_share(hw, 256)
+

@@ -38,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
-from .cpu_kernels import gemm_path, path_peak
+from .cpu_kernels import gemm_path, matvec_key, matvec_peak, path_peak
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
 
@@ -164,9 +164,16 @@ def cpu_gemm_path(engine, hw, fmt) -> str:
 
 def int8_matvec_flops(engine, hw, fmt) -> float:
     """FLOP/s of one token's matmuls over ``fmt`` weights where the engine runs them as int8 dot products on a CPU:
-    the CPU's int8 rate x ``int8_matvec`` of the format's group; 0 where it does not."""
-    frac = engine.int8_matvec.get(format_key(fmt).group, 0.0) if engine.int8_matvec else 0.0
-    return hw.cpu_int8_ops * frac if frac else 0.0
+    ``int8_matvec`` of its kernel (``cpu_kernels.matvec_key``: the repacked gemv, ik_llama.cpp's, else the format
+    group's vec_dot) x the int8 rate that kernel runs at (``cpu_kernels.matvec_peak``); 0 where it does not."""
+    if not engine.int8_matvec:
+        return 0.0
+    if not cpu_gemm_path(engine, hw, fmt):          # not on a CPU: the format group's fraction of the int8 rate
+        frac = engine.int8_matvec.get(format_key(fmt).group, 0.0)
+        return hw.cpu_int8_ops * frac if frac else 0.0
+    key = matvec_key(engine, hw, fmt, getattr(engine, "build_month", ""))
+    frac = engine.int8_matvec.get(key, 0.0)
+    return matvec_peak(hw, key) * frac if frac else 0.0
 
 
 def int8_bound(engine, hw, fmt, tokens: int, gemm_rate: float, pairs_per_expert: float = 0.0) -> float:
