@@ -58,16 +58,15 @@ PARTS = (Part("prefill", "eta_compute_format"), Part("decode", "int8_matvec"))
 # as fractions of the path's unit -- x86 repack = 2 x FP32, llamafile / vec_dot = FP32 at 256 bits) and the
 # ASSUMED ones for paths nothing measured. Prefill: F32 0.725 .. F16 1.00 -> float 0.85; Q8_0 (tinyBLAS) 0.73;
 # Q4_0 (q4_0_8x8) 0.835 / 2; Q4_K_M (q4_K_8x8 in that build) 0.74 / 2 -- its vec_dot ASSUMED 0.74 of FP32; float16
-# ASSUMED half of float's (its 2 x unit, the same conversion and FMA work); amx measured on this project's AMX VM
-# (benchmarks/bench_cpu_paths.py); iqk ASSUMED as mainline's repack. Decode: Q4_0 0.26 / 2, Q4_K_M 0.22 / 2,
+# ASSUMED half of float's (its 2 x unit, the same conversion and FMA work); iqk ASSUMED as mainline's repack; amx
+# has no value (not measured: ggml's AMX code faults on this project's VM), so no engine takes that path. Decode: Q4_0 0.26 / 2, Q4_K_M 0.22 / 2,
 # Q8_0 0.145 / 2 (streaming, median of runs), the repacked gemv as Q4_0's, ik's as mainline's.
 MEASURED = {
     "eta_compute_format": {"float": 0.85, "llamafile": 0.73, "repack": 0.42, "vec_dot": 0.74, "float16": 0.42,
-                           "amx": 0.1, "iqk": 0.42},
+                           "iqk": 0.42},
     "int8_matvec": {"legacy": 0.13, "kquant": 0.11, "q8": 0.07, "mxfp4": 0.11, "repack": 0.13, "iqk": 0.13},
 }
-OWN = {"llama.cpp-cpu": ("float", "llamafile", "repack", "vec_dot", "float16", "amx", "legacy", "kquant", "q8",
-                         "mxfp4"),
+OWN = {"llama.cpp-cpu": ("float", "llamafile", "repack", "vec_dot", "float16", "legacy", "kquant", "q8", "mxfp4"),
        "ik_llama.cpp-cpu": ("float", "float16", "iqk", "legacy", "kquant", "q8", "mxfp4")}
 
 
@@ -163,7 +162,6 @@ def main(argv=None) -> int:
                 n = sum(1 for _, _, k in items if k == key)
                 print(f"  {key:10s} {effs[key]:<6g} ({n} rows{'' if n else ': prior kept'}; prior {prior.get(key, '-')})")
             print(f"  measured       {stats([e for _, _, e in errors(items, part, prior)])}")
-            print(f"  in sample      {stats([e for _, _, e in errors(items, part, effs)])}")
             held = []
             for vendor in sorted({r.hw.vendor for r, _, _ in items}):
                 rest = [it for it in items if it[0].hw.vendor != vendor]
@@ -179,6 +177,7 @@ def main(argv=None) -> int:
                     print(f"  {key}: held out {mine(held):.0f} % is no better than the measured value's "
                           f"{mine(base):.0f} %: it stays")
                     effs[key] = prior[key]
+            print(f"  as written     {stats([e for _, _, e in errors(items, part, effs)])}")
             if do_write:
                 write(engine, part.field, effs)
                 print(f"  wrote {PRIORS.relative_to(REPO)} [{engine}] {part.field}")

@@ -36,8 +36,8 @@ def test_the_tensor_type_behind_a_file_type(fmt, base):
     ("ryzen-9-7950x", "BF16", "", "float16"), ("ryzen-9-7950x", "F16", "", "float"),
     ("xeon-gold-6138-2s", "BF16", "", "float"),          # Skylake-SP: AVX-512 without BF16
     ("xeon-gold-6138-2s", "Q2_K_S", "", "repack"),       # ... but with AVX-512 F: q2_K_8x8
-    # Sapphire Rapids: AMX tiles for the types amx/common.h lists, not IQ4_NL (repack) or Q5_0 (llamafile)
-    ("xeon-spr-ddr5-4800-8ch", "Q4_K_M", "", "amx"), ("xeon-spr-ddr5-4800-8ch", "Q8_0", "", "amx"),
+    # Sapphire Rapids without an AMX efficiency (none measured): the AVX paths
+    ("xeon-spr-ddr5-4800-8ch", "Q4_K_M", "", "repack"), ("xeon-spr-ddr5-4800-8ch", "Q8_0", "", "llamafile"),
     ("xeon-spr-ddr5-4800-8ch", "IQ4_NL", "", "repack"), ("xeon-spr-ddr5-4800-8ch", "Q5_0", "", "llamafile"),
     # Arm (an M2 Max's CPU cluster, dotprod): Q4_0 and IQ4_NL repacked from late 2024, Q8_0 later; tinyBLAS_Q0_ARM
     # takes only Q8_0 / Q4_0, so Q5_0 is vec_dot; F16 on the FP16 vector units
@@ -47,6 +47,18 @@ def test_the_tensor_type_behind_a_file_type(fmt, base):
 ])
 def test_mainline_dispatch(device, fmt, month, path):
     assert gemm_path(CPU, hw(device), fmt, month) == path
+
+
+def test_amx_tiles_take_the_types_amx_common_h_lists_once_an_engine_has_their_efficiency():
+    """An engine with an ``amx`` efficiency on Sapphire Rapids: Q4_K / Q8_0 / IQ4_XS on the tiles; IQ4_NL (repack) and
+    Q5_0 (llamafile) not; a Zen 4 (no AMX) never."""
+    from dataclasses import replace
+
+    amx = replace(CPU, eta_compute_format={**CPU.eta_compute_format, "amx": 0.5})
+    spr = hw("xeon-spr-ddr5-4800-8ch")
+    assert [gemm_path(amx, spr, f) for f in ("Q4_K_M", "Q8_0", "IQ4_XS", "IQ4_NL", "Q5_0")] == \
+        ["amx", "amx", "amx", "repack", "llamafile"]
+    assert gemm_path(amx, hw("ryzen-9-7950x"), "Q8_0") == "llamafile"
 
 
 def test_ik_llama_runs_every_quantized_type_through_iqk():

@@ -11,7 +11,9 @@ vendored copy, read for this file):
   where the build has AVX-512 (arch/x86/repack.cpp ``__AVX512F__``, ``_mm512_dpbusd_epi32``), else 256-bit.
 - ``amx``: on a CPU with AMX (Sapphire Rapids and later) an AMX build puts Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K/IQ4_XS
   weights in its own buffer (amx/common.h ``qtype_has_amx_kernels``) and multiplies prompts on the AMX tiles
-  (amx/mmq.cpp): 2048 int8 ops per cycle per core, 8 x AVX-512 VNNI's 256 (Intel's AMX overview).
+  (amx/mmq.cpp): 2048 int8 ops per cycle per core, 8 x AVX-512 VNNI's 256 (Intel's AMX overview). Taken only by an
+  engine with an ``amx`` efficiency: none is measured (this project's AMX VM faults in ggml's AMX code, a general
+  protection fault in libggml-cpu.so) and no calibration row runs it, so AMX CPUs predict as the other paths.
 - ``llamafile``: tinyBLAS (llamafile/sgemm.cpp ``llamafile_sgemm``) for Q8_0/Q4_0/Q5_0/IQ4_NL on x86
   (``tinyBLAS_Q0_AVX``, 256-bit ``__m256i`` whatever the CPU's widest SIMD) and Q8_0/Q4_0 on Arm dotprod
   (``tinyBLAS_Q0_ARM``). Per 32-weight block it unpacks, fixes signs, converts and scales: SIMD issue binds, not the
@@ -143,7 +145,7 @@ def gemm_path(engine, hw, fmt, month: str = "") -> str:
         return "float16" if sixteen and t != "F32" else "float"
     if str(engine.name).startswith("ik_llama"):
         return "iqk"
-    if "amx" in units and t in AMX_TYPES and not before(month, AMX_SINCE):
+    if "amx" in units and t in AMX_TYPES and not before(month, AMX_SINCE) and "amx" in engine.eta_compute_format:
         return "amx"
     if any(t == rt and has(hw, test) and not before(month, since) for rt, test, since in REPACK):
         return "repack"
