@@ -16,7 +16,9 @@ vec_dot) vote only where 10 % less int8 rate moves their prediction: a memory-bo
 Held out by vendor: each vendor's rows predicted from the values fitted without them (the user with a CPU from a
 vendor the file has no rows for). A key whose rows' held-out median error is no better than under its measured value
 keeps the measured value: a fit that does not transfer across vendors is not written. ``--write`` puts the fitted values into the engines' ``eta_compute_format`` line
-of tokspeed/engines/priors.toml (deterministic: rounded to 3 significant digits).
+of tokspeed/engines/priors.toml (deterministic: rounded to 3 significant digits), and each engine's
+``decode_error_pct`` / ``prefill_error_pct``: the p90 error of all its answered rows of the metric (the fitted ones
+held out by vendor), never below the prior's band.
 """
 
 from __future__ import annotations
@@ -153,6 +155,7 @@ def main(argv=None) -> int:
     do_write = "--write" in args
     rows = load_rows([a for a in args if a != "--write"] or None)
     for engine in ENGINES:
+        written, held_by_id = {}, {}
         for part in PARTS:
             items = part_rows(rows, engine, part)
             prior = measured(engine, part.field)
@@ -178,10 +181,52 @@ def main(argv=None) -> int:
                           f"{mine(base):.0f} %: it stays")
                     effs[key] = prior[key]
             print(f"  as written     {stats([e for _, _, e in errors(items, part, effs)])}")
+            written[part.field] = effs
+            held_by_id.update({r.id: e for r, _, e in held})
             if do_write:
                 write(engine, part.field, effs)
                 print(f"  wrote {PRIORS.relative_to(REPO)} [{engine}] {part.field}")
+        for kind, pct in bands(rows, engine, written, held_by_id).items():
+            print(f"## {engine} {kind} band: {pct:g} % (p90 of every answered row, the fitted ones held out by vendor; "
+                  f"at least the prior's {BAND_PRIOR[engine][kind]:g})")
+            if do_write:
+                write_scalar(engine, f"{kind}_error_pct", pct)
     return 0
+
+
+# The error band each engine had before any row (priors.toml): the floor of the band written from the rows.
+BAND_PRIOR = {"llama.cpp-cpu": {"decode": 50, "prefill": 60}, "ik_llama.cpp-cpu": {"decode": 60, "prefill": 80}}
+BAND_STEP = 5
+
+
+def bands(rows, engine: str, written: dict, held_by_id: dict) -> dict:
+    """{decode|prefill: band %}: the p90 |error| of the engine's answered rows of that metric under the written
+    values -- a row a part was fitted on counts with its held-out (by vendor) error --, rounded up to BAND_STEP and
+    never below the prior's band."""
+    out = {}
+    for kind in ("decode", "prefill"):
+        errs = []
+        for r in rows:
+            if r.engine != engine or r.kind != kind or why_unanswered(r):
+                continue
+            if r.id in held_by_id:
+                errs.append(abs(held_by_id[r.id]))
+                continue
+            prof = get_engine(r.engine, r.hw, version=r.era or None)
+            prof = replace(prof, **{f: {**getattr(prof, f), **v} for f, v in written.items()})
+            errs.append(abs(predicted_tok_s(r, prof) - r.tok_s) / r.tok_s * 100)
+        if errs:
+            p90 = math.ceil(percentile(errs, 90) / BAND_STEP) * BAND_STEP
+            out[kind] = float(max(BAND_PRIOR[engine][kind], p90))
+    return out
+
+
+def write_scalar(engine: str, field: str, value: float) -> None:
+    text = PRIORS.read_text()
+    a = text.index(f'["{engine}"]\n')
+    b = text.index("\n[", a + 1)
+    body = re.sub(rf"^{field} = .*$", f"{field} = {value:g}", text[a:b], count=1, flags=re.M)
+    PRIORS.write_text(text[:a] + body + text[b:])
 
 
 if __name__ == "__main__":
