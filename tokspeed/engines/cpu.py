@@ -37,6 +37,26 @@ def with_threads(hw, threads: int | None):
                    derived=hw.derived + (f"{threads} threads of {cores} cores: {share:.2g} of the SIMD peaks",))
 
 
+NUMA_MODES = ("distribute",)
+
+
+def with_numa(hw, numa: str | None):
+    """``hw`` as llama.cpp ``--numa distribute`` runs on it (None: llama.cpp's default, unchanged): its threads are
+    spread over every NUMA node, and with the page cache dropped first (common/arg.cpp's --numa help) each node's
+    threads first-touch, hence hold, their share of the mmap'd weights, so a multi-socket CPU streams from every
+    socket's memory (``bandwidth_gbps``) instead of one's (``cpu_bandwidth_gbps``). ASSUMED: the cross-socket
+    traffic of the activations costs nothing next to the weights' (no row measures both settings)."""
+    if numa is None:
+        return hw
+    if numa not in NUMA_MODES:
+        raise UserError(f"numa must be one of {', '.join(NUMA_MODES)}, got {numa!r}")
+    if hw.kind != "cpu" or not hw.cpu_bandwidth_gbps or hw.cpu_bandwidth_gbps >= hw.bandwidth_gbps:
+        return hw
+    return replace(hw, cpu_bandwidth_gbps=0.0, cpu_bandwidth_band_pct=0.0,
+                   derived=hw.derived + (f"numa {numa}: the weights spread over every socket's memory, "
+                                         f"{hw.bandwidth_gbps:g} GB/s (one socket's {hw.cpu_bandwidth_gbps:g})",))
+
+
 def note_threads(note: str) -> int | None:
     """The thread count a calibration row's note states ("16 threads", "-t 32"), else None."""
     m = NOTE_THREADS.search(note or "")

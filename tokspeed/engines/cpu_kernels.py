@@ -39,7 +39,7 @@ units: its listed peak is already the 256-bit one.
 Which types a build repacks moved over time: ``REPACK`` holds each entry of today's dispatch with the month it is
 ASSUMED to have arrived (recalled from the llama.cpp pull requests, not re-read here: no network); a build before
 it runs the type through llamafile or vec_dot. The efficiency of each path (its share of its unit's peak) is the
-engine's ``eta_compute_format`` keyed by path (``cpu_fitted.toml``, scripts/fit_cpu_kernels.py).
+engine's ``eta_compute_format`` keyed by path (priors.toml [CPUPATH], written by scripts/fit_cpu_kernels.py).
 """
 
 from __future__ import annotations
