@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit the CPU engines' prompt-kernel efficiencies per kernel path on the calibration rows, and hold them out by vendor.
+"""Fit the CPU engines' kernel efficiencies per kernel path on the calibration rows, and hold them out by vendor.
 
     python scripts/fit_cpu_kernels.py [--write] [CSV ...]
 
@@ -8,17 +8,20 @@ llamafile tinyBLAS, per-row vec_dot, float, 16-bit float, ik_llama.cpp's iqk_mul
 share of that peak each path reaches is one number per engine and path, ``eta_compute_format[path]``: here the value
 that makes the median over devices of each device's median log error zero on the path's prefill rows (a fixed-point
 iteration on ``predict`` as a user calls it: each row's engine, era and device view). Medians, and one vote per
-device, so that a machine measured under conditions its rows do not state cannot drag the value. Each starts from its measured value (``MEASURED``); a path without rows keeps it.
+device, so that a machine measured under conditions its rows do not state cannot drag the value. Each starts from
+its measured value (``MEASURED``); a path without rows keeps it.
 
 Decode rows (``int8_matvec`` by ``cpu_kernels.matvec_key``: the repacked gemv, ik_llama.cpp's, a format group's
 vec_dot) vote only where 10 % less int8 rate moves their prediction: a memory-bound row says nothing of the kernels.
 
 Held out by vendor: each vendor's rows predicted from the values fitted without them (the user with a CPU from a
-vendor the file has no rows for). A key whose rows' held-out median error is no better than under its measured value
-keeps the measured value: a fit that does not transfer across vendors is not written. ``--write`` puts the fitted values into the engines' ``eta_compute_format`` line
-of tokspeed/engines/priors.toml (deterministic: rounded to 3 significant digits), and each engine's
-``decode_error_pct`` / ``prefill_error_pct``: the p90 error of all its answered rows of the metric (the fitted ones
-held out by vendor), never below the prior's band.
+vendor the file has no rows for). A key whose rows' held-out median error is no better than under its measured
+value keeps the measured value: a fit that does not transfer across vendors is not written.
+
+``--write`` puts the values into the engines' ``eta_compute_format`` and ``int8_matvec`` lines of
+tokspeed/engines/priors.toml (deterministic: 3 significant digits), and each engine's ``decode_error_pct`` /
+``prefill_error_pct``: the p90 error of all its answered rows of the metric (the fitted ones held out by vendor),
+never below the prior's band.
 """
 
 from __future__ import annotations
