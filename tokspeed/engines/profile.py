@@ -51,13 +51,16 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   tensor cores, so on NVIDIA GeForce cards - whose catalog FP16 figure is the FP32-accumulate rate, half
   the FP16-accumulate rate - the tensor peak it can reach is twice the listed one (``tensor_peak_scale``).
 - ``eta_compute_format``: relative matmul throughput of a weight format in prefill (F16 = 1): dequantising
-  tiles costs ALU work, quantized kernels may use INT8 tensor cores.
+  tiles costs ALU work, quantized kernels may use INT8 tensor cores. CPU engines key it by kernel path (repack,
+  llamafile, vec_dot, float, float16, iqk: ``engines.cpu_kernels``), the share of that path's units' peak; the
+  path depends on the build (``build_month``, from the asked ``engine_version``; "" = today's build).
 - ``eta_matvec`` / ``gemm_half_tokens``: matmul efficiency by tokens in the pass. Up to
   ``MATVEC_MAX_TOKENS`` tokens (decode, small batches) engines run matrix-vector kernels (dequantise and
   dot on the SIMD ALUs) at ``eta_matvec`` of the matmul efficiency; above, tiled GEMMs whose efficiency
   ramps as ``T / (T + gemm_half_tokens)`` (a 32-token batch cannot fill the machine as a 512-token
   prefill chunk does).
-- ``int8_matvec``: by format group, the fraction of a CPU's int8 dot-product rate (``Hardware.cpu_int8_ops``)
+- ``int8_matvec``: by format group (CPU engines: by ``cpu_kernels.matvec_key``), the fraction of a CPU's int8
+  dot-product rate (``Hardware.cpu_int8_ops``; ``cpu_kernels.matvec_peak``)
   the engine's kernels reach on one token over quantized weights (llama.cpp's CPU backend quantizes the
   token's activations to 8 bits and takes an integer dot product per weight row). The per-weight-block work
   is shared by the pass's tokens that use the block (all T, or a routed expert's pairs), the multiply-adds
@@ -118,7 +121,6 @@ CALIBRATION_MIN_BAND_PCT = 5.0   # floor: a handful of points on one machine nev
 class EngineProfile:
     name: str
     version: str = ""                                                    # era label ("" = unversioned)
-    build_month: str = ""         # the build's year-month where one was asked ("" = today's): CPU kernel paths
     eta_mem: dict = field(default_factory=lambda: {"default": 1.0})      # by memory class, else kind
     eta_compute: dict = field(default_factory=lambda: {"default": 1.0})  # by hardware kind
     eta_format: dict = field(default_factory=dict)                       # by format group
@@ -147,6 +149,7 @@ class EngineProfile:
     source: str = ""
     runtime: str = ""                 # code underneath: "llama.cpp" for every llama.cpp backend, ollama, lm-studio
     flash_attention: bool | None = None   # attention fused or not, where the engine has the choice (llama.cpp)
+    build_month: str = ""         # the build's year-month where one was asked ("" = today's): CPU kernel paths
 
     def __post_init__(self):
         if not self.runtime:
