@@ -146,7 +146,7 @@ IDS: dict[str, tuple[str, list[str]]] = {
     "AMD Ryzen Threadripper PRO 5975WX (32-core Zen 3), 8ch DDR4-3200": ("threadripper-pro-5975wx", ["5975wx"]),
     "AMD Ryzen Threadripper PRO 7995WX (96-core Zen 4), 8ch DDR5-5200": ("threadripper-pro-7995wx", ["7995wx"]),
     "Intel Xeon w9-3495X (56-core Sapphire Rapids), 8ch DDR5-4800": ("xeon-w9-3495x", ["w9-3495x"]),
-    "Ampere Altra Q80-30 (80-core Neoverse N1), 8ch DDR4-3200": ("ampere-altra-q80-30", ["altra-q80-30", "altra"]),
+    "Ampere Altra Q80-30 (80-core Neoverse N1), 8ch DDR4-3200": ("ampere-altra-q80-30", ["altra-q80-30", "altra", "ampere-altra"]),
     "AWS Graviton4 (96-core Neoverse V2), 12ch DDR5-5600": ("graviton4", ["aws-graviton4"]),
     # interconnects
     "PCIe 3.0 x16": ("pcie-3-x16", ["PCIe 3.0 x16", "pcie3"]),
