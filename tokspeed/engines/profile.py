@@ -176,11 +176,14 @@ class EngineProfile:
 
     def with_barrier(self, hw) -> "EngineProfile":
         """This profile on ``hw``'s threads: a CPU engine's per-node barrier (``sync_s_per_thread`` x the
-        device's ``cpu_threads``) joins ``launch_s``; unchanged for other engines or an unknown thread count."""
+        device's ``cpu_threads`` x ``cpu.barrier_scale``: more across CCDs) joins ``launch_s``; unchanged for other
+        engines or an unknown thread count."""
+        from .cpu import barrier_scale
+
         threads = getattr(hw, "cpu_threads", 0)
         if not (self.sync_s_per_thread and threads):
             return self
-        return replace(self, launch_s=self.launch_s + threads * self.sync_s_per_thread)
+        return replace(self, launch_s=self.launch_s + threads * self.sync_s_per_thread * barrier_scale(hw))
 
     def format_eff(self, quant: str) -> float:
         """eta_format of a weight format's kernel group (1 where not listed)."""
