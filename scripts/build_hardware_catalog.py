@@ -51,7 +51,7 @@ KIND = {"gpu": "gpu", "soc": "soc", "cpu": "cpu", "tpu": "accelerator", "acceler
 
 # CPU memory systems: the CSV gives bandwidth only. Capacity assumed = channels x one module of
 # this size (a common configuration, not a limit); users write their own in a custom TOML.
-CPU_MODULE_GB = {"DDR4": 32, "DDR5": 32, "DDR5 RDIMM": 64, "MRDIMM (MCR DIMM)": 64}
+CPU_MODULE_GB = {"DDR4": 32, "DDR5": 32, "DDR4 RDIMM": 64, "DDR5 RDIMM": 64, "MRDIMM (MCR DIMM)": 64}
 
 # ---- FLOP/s the reference table leaves blank (#11 item 6) -------------------------------------------
 # Derived as units x clock x FLOPs per unit per cycle; the formula goes into the entry's `derived` list.

@@ -39,6 +39,18 @@ CPU_NAMED = {
                                        "FLOPs/cycle, 2.0 GHz base (AVX-512 clocks run lower)"),
     "raspberry-pi-5": (4, 16, 2.4, "Broadcom BCM2712: 4 Arm Cortex-A76 cores, 2 x 128-bit NEON FMA = 16 FLOPs/cycle, "
                                    "2.4 GHz"),
+    "ryzen-9-9950x": (16, 64, 4.3, "AMD Ryzen 9 9950X: 16 Zen 5 cores, 2 x 512-bit FMA = 64 FLOPs/cycle, 4.3 GHz base"),
+    "ryzen-7-9800x3d": (8, 64, 4.7, "AMD Ryzen 7 9800X3D: 8 Zen 5 cores, 2 x 512-bit FMA = 64 FLOPs/cycle, 4.7 GHz base"),
+    "threadripper-pro-5975wx": (32, 32, 3.6, "AMD Threadripper PRO 5975WX: 32 Zen 3 cores, 2 x 256-bit FMA = 32 "
+                                            "FLOPs/cycle, 3.6 GHz base"),
+    "threadripper-pro-7995wx": (96, 32, 2.5, "AMD Threadripper PRO 7995WX: 96 Zen 4 cores, AVX-512 on 2 x 256-bit FMA "
+                                            "= 32 FLOPs/cycle, 2.5 GHz base"),
+    "xeon-w9-3495x": (56, 64, 1.9, "Intel Xeon w9-3495X: 56 Golden Cove cores, 2 x AVX-512 FMA = 64 FLOPs/cycle, "
+                                   "1.9 GHz base; its AMX tiles not counted"),
+    "ampere-altra-q80-30": (80, 16, 3.0, "Ampere Altra Q80-30: 80 Neoverse N1 cores, 2 x 128-bit NEON FMA = 16 "
+                                         "FLOPs/cycle, 3.0 GHz"),
+    "graviton4": (96, 32, 2.8, "AWS Graviton4: 96 Neoverse V2 cores, 4 x 128-bit SVE2/NEON FMA = 32 FLOPs/cycle, "
+                               "2.8 GHz"),
 }
 
 # Multi-socket CPU rows (one catalog device for the whole machine): the sockets, each with its own memory channels.
@@ -66,6 +78,11 @@ CPU_INT8_PER_FP32 = {
     **{i: (4, "Zen 4 AVX-512 VNNI vpdpbusd") for i in ("epyc-9274f", "epyc-9374f", "ryzen-9-7950x")},
     **{i: (4, "Zen 5 AVX-512 VNNI vpdpbusd") for i in ("epyc-9355", "epyc-9755", "epyc-9965")},
     "raspberry-pi-5": (4, "Cortex-A76 sdot (Armv8.2 dot product)"),
+    **{i: (4, "Zen 5 AVX-512 VNNI vpdpbusd") for i in ("ryzen-9-9950x", "ryzen-7-9800x3d")},
+    "threadripper-pro-7995wx": (4, "Zen 4 AVX-512 VNNI vpdpbusd"),
+    "xeon-w9-3495x": (4, "AVX-512 VNNI vpdpbusd (AMX not counted)"),
+    "ampere-altra-q80-30": (4, "Neoverse N1 sdot (Armv8.2 dot product)"),
+    "graviton4": (4, "Neoverse V2 sdot (i8mm's smmla, 8x, serves prompt GEMMs, not the matrix-vector kernels)"),
     "grace-lpddr5x": (4, "Neoverse V2 sdot (i8mm's smmla, 8x, serves prompt GEMMs, not the matrix-vector kernels)"),
 }
 

@@ -141,6 +141,13 @@ IDS: dict[str, tuple[str, list[str]]] = {
     "AMD Ryzen 9 7950X, dual-channel DDR5-5200": ("ryzen-9-7950x", ["7950x"]),
     "Intel Xeon Gold 6138 x2 (dual-socket 20-core Skylake-SP), 2 x 6ch DDR4-2666": ("xeon-gold-6138-2s", ["xeon-6138-x2"]),
     "Raspberry Pi 5 (BCM2712, 16GB LPDDR4X-4267)": ("raspberry-pi-5", ["rpi5", "pi5", "bcm2712"]),
+    "AMD Ryzen 9 9950X, dual-channel DDR5-5600": ("ryzen-9-9950x", ["9950x"]),
+    "AMD Ryzen 7 9800X3D, dual-channel DDR5-5600": ("ryzen-7-9800x3d", ["9800x3d"]),
+    "AMD Ryzen Threadripper PRO 5975WX (32-core Zen 3), 8ch DDR4-3200": ("threadripper-pro-5975wx", ["5975wx"]),
+    "AMD Ryzen Threadripper PRO 7995WX (96-core Zen 4), 8ch DDR5-5200": ("threadripper-pro-7995wx", ["7995wx"]),
+    "Intel Xeon w9-3495X (56-core Sapphire Rapids), 8ch DDR5-4800": ("xeon-w9-3495x", ["w9-3495x"]),
+    "Ampere Altra Q80-30 (80-core Neoverse N1), 8ch DDR4-3200": ("ampere-altra-q80-30", ["altra-q80-30", "altra", "ampere-altra"]),
+    "AWS Graviton4 (96-core Neoverse V2), 12ch DDR5-5600": ("graviton4", ["aws-graviton4"]),
     # interconnects
     "PCIe 3.0 x16": ("pcie-3-x16", ["PCIe 3.0 x16", "pcie3"]),
     "PCIe 4.0 x16": ("pcie-4-x16", ["PCIe 4.0 x16", "pcie4"]),

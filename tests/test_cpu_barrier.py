@@ -14,6 +14,9 @@ from tokspeed.hardware.catalog import get_hardware
 from tokspeed.hardware.spec import Hardware
 
 SYNC = 60e-9      # priors.toml llama.cpp-cpu sync_s_per_thread
+# Genoa's 96 Zen 4 threads span 12 eight-core CCDs: 11/12 of the arrivals take the line from another CCD (~100 ns
+# instead of ~30 inside one): (30 + 11/12 x 70) / 30 = 3.14 x the prior's per-thread cost
+GENOA = 96 * SYNC * (30 + 11 / 12 * 70) / 30
 
 
 def decode_ms(hw, model="llama-3.1-8b", quant="Q4_K_M", engine="llama.cpp"):
@@ -40,13 +43,13 @@ def test_each_graph_node_costs_threads_times_the_line_transfer():
     genoa = get_hardware("epyc-genoa-ddr5-4800-12ch")
     p, ms = decode_ms(genoa)
     assert p.engine == "llama.cpp-cpu"
-    assert p.engine_profile.launch_s == pytest.approx(96 * SYNC, rel=1e-12)      # 5.76 us per node
+    assert p.engine_profile.launch_s == pytest.approx(GENOA, rel=1e-12)      # 18.1 us per node
     nodes = next(st for st in build_journey(p).stages if st.key == "launch").kernels
     # the ledger's kernels of a 32-layer Llama: the per-layer count times 32, plus the embedding, final norm
     # and LM head: the explain table lists them (516 for llama-3.1-8b)
     assert nodes == 516
     _, ms0 = decode_ms(replace(genoa, cpu_threads=0))                             # thread count unknown: no term
-    assert ms - ms0 == pytest.approx(nodes * 96 * SYNC * 1e3, rel=1e-9)
+    assert ms - ms0 == pytest.approx(nodes * GENOA * 1e3, rel=1e-9)
 
 
 def test_it_matters_on_a_many_core_server_and_not_on_a_desktop():
@@ -68,7 +71,7 @@ def test_a_socs_cpu_cluster_syncs_its_p_cores_and_its_gpu_engine_does_not():
 def test_explain_says_sync_threads_for_a_cpu_engine():
     p, _ = decode_ms(get_hardware("epyc-genoa-ddr5-4800-12ch"))
     st = next(st for st in build_journey(p).stages if st.key == "launch")
-    assert st.label == "sync threads" and "96 threads × 60 ns" in st.note
+    assert st.label == "sync threads" and "96 threads × 188 ns" in st.note
     # a CPU without a thread count has no barrier term, and explain does not claim one
     p, _ = decode_ms(replace(get_hardware("epyc-genoa-ddr5-4800-12ch"), cpu_threads=0))
     assert next(st for st in build_journey(p).stages if st.key == "launch").label == "launch kernels"
@@ -86,7 +89,7 @@ def test_a_calibrated_machine_has_its_barriers_in_the_measured_overhead():
 def test_ollama_on_a_cpu_pays_the_barrier_once():
     genoa = get_hardware("epyc-genoa-ddr5-4800-12ch")
     p, _ = decode_ms(genoa, engine="ollama")
-    assert p.engine_profile.launch_s == pytest.approx(96 * SYNC, rel=1e-12)
+    assert p.engine_profile.launch_s == pytest.approx(GENOA, rel=1e-12)
 
 
 def test_cpu_stages_of_an_offload_pay_the_barrier_too():
@@ -99,7 +102,7 @@ def test_cpu_stages_of_an_offload_pay_the_barrier_too():
         stages = p.layout.stages
         assert any(st.kind == "cpu" for st in stages), offload
         for st in stages:
-            want = 96 * SYNC if st.kind == "cpu" else get_engine("llama.cpp-cuda").launch_s
+            want = GENOA if st.kind == "cpu" else get_engine("llama.cpp-cuda").launch_s
             assert st.engine.launch_s == pytest.approx(want, rel=1e-12), (offload, st.name)
 
 
@@ -128,3 +131,15 @@ def test_cpu_threads_load_from_a_hardware_file(tmp_path):
 def test_a_bad_thread_count_is_refused(bad):
     with pytest.raises(UserError):
         Hardware(id="x", name="x", kind="cpu", vendor="AMD", memory_gb=64, bandwidth_gbps=100, cpu_threads=bad)
+
+
+def test_threads_on_one_ccx_pay_the_local_transfer_and_other_archs_the_prior():
+    """Up to 8 Zen 4 threads share one CCD's L3: 60 ns per thread; 16 span two: (30 + 1/2 x 70) / 30 = 2.17 x;
+    a Xeon's mesh (no CCX listed) keeps the prior's 60 ns."""
+    from tokspeed.engines.cpu import barrier_scale, with_threads
+
+    z4 = get_hardware("ryzen-9-7950x")
+    assert barrier_scale(with_threads(z4, 8)) == 1.0
+    assert barrier_scale(z4) == pytest.approx((30 + 35) / 30)
+    assert barrier_scale(get_hardware("xeon-spr-ddr5-4800-8ch")) == 1.0
+    assert get_engine("llama.cpp-cpu").with_barrier(z4).launch_s == pytest.approx(16 * SYNC * 65 / 30)

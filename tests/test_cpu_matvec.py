@@ -68,10 +68,13 @@ def test_desktop_decode_stays_bound_by_its_memory(hw_id, int8_per_fp32):
 
 
 def test_float_weights_and_gpu_engines_do_not_take_the_int8_path():
+    """F16 has no int8 kernel; Q4_0 on a Zen 4 desktop is repacked (q4_0_8x8) and its gemv multiplies with
+    vpmaddubsw + vpmaddwd: 2 x 1.152 TFLOP/s x 0.13; Q6_K's vec_dot runs at the VNNI int8 rate, 4 x 1.152 x 0.11."""
     prof = get_engine("llama.cpp-cpu")
     hw = get_hardware("ddr5-6000-2ch")
     assert int8_matvec_flops(prof, hw, "F16") == 0.0
-    assert int8_matvec_flops(prof, hw, "Q4_0") == pytest.approx(4 * 1.152e12 * 0.13)
+    assert int8_matvec_flops(prof, hw, "Q4_0") == pytest.approx(2 * 1.152e12 * 0.13)
+    assert int8_matvec_flops(prof, hw, "Q6_K") == pytest.approx(4 * 1.152e12 * 0.11)
     assert get_engine("llama.cpp-cuda").int8_matvec == {}
 
 
@@ -99,8 +102,12 @@ def test_a_machine_calibration_drops_it():
 def test_explain_says_the_matmuls_run_on_int8_and_the_stages_still_sum():
     """The M1 Max CPU cluster's FFN is compute bound below the FP32 ridge (4 FLOP/B): explain says why, with the
     rate by hand (4 x 0.819 TFLOP/s x 0.13 = 426 GFLOP/s), and its stages sum to the predicted step; at batch 4
-    the 4 tokens share the blocks: 4 / (4 / 655 + 1 / 426 - 1 / 655) = 577 GFLOP/s."""
+    the 4 tokens share the blocks: 4 / (4 / G + 1 / 426 - 1 / G) with G the repacked GEMM's rate (Arm sdot:
+    eta[repack] x 4 x 0.819 TFLOP/s)."""
     from tokspeed.explain import explain
+
+    gemm = get_engine("llama.cpp-cpu").eta_compute_format["repack"] * 4 * 819
+    four = 4 / (4 / gemm + 1 / 426.0 - 1 / gemm)
 
     e = explain("llama-2-7b", "m1-max-32", quant="Q4_0", engine="llama.cpp-cpu", with_levers=False)
     ffn = next(s for s in e.journey.stages if s.key == "ffn")
@@ -108,15 +115,15 @@ def test_explain_says_the_matmuls_run_on_int8_and_the_stages_still_sum():
     assert "int8 dot products at 426 GFLOP/s" in ffn.note and "3.28 int8 TOPS" in ffn.note
     assert sum(s.seconds for s in e.journey.stages) == pytest.approx(e.prediction.decode.ms_per_token / 1e3, rel=1e-12)
     e4 = explain("llama-2-7b", "m1-max-32", quant="Q4_0", engine="llama.cpp-cpu", batch=4, with_levers=False)
-    assert "4 tokens share each weight block's int8 work: 577 GFLOP/s" in next(s for s in e4.journey.stages
-                                                                             if s.key == "ffn").note
+    assert f"4 tokens share each weight block's int8 work: {four:,.0f} GFLOP/s" in next(
+        s for s in e4.journey.stages if s.key == "ffn").note
 
 
 def test_a_routed_experts_block_is_shared_only_by_the_tokens_routed_to_it():
     """qwen3-30b-a3b at 8 tokens: 128 experts, 8 active -> 128 x (1 - (120/128)^8) = 51.6 experts touched by 64
     (token, expert) pairs: 1.24 tokens share each expert's weight blocks, not 8. On the M1 Max CPU cluster the
-    expert projection runs at T / (a + b T) with T = 1.24, 1 / (a + b) = one token's 4 x 0.819 x 0.11 TFLOP/s and
-    1 / b = the GEMM rate 0.819 x 0.75."""
+    expert projection runs at T / (a + b T) with T = 1.24; Q4_K is repacked on Arm dotprod (q4_K_8x4): 1 / (a + b) =
+    one token's gemv, 4 x 0.819 x int8_matvec[repack] TFLOP/s, and 1 / b = the GEMM's, eta[repack] x 4 x 0.819."""
     from tokspeed.ledger import forward_ops
     from tokspeed.quant.schemes import scheme_for
     from tokspeed.resolve import resolve_model
@@ -127,7 +134,8 @@ def test_a_routed_experts_block_is_shared_only_by_the_tokens_routed_to_it():
     pairs = 64 / (128 * (1 - (120 / 128) ** 8))
     assert op.pairs_per_expert == pytest.approx(pairs, rel=1e-9)
     hw = get_hardware("m1-max-32").cpu_cluster()
-    gemm, mv = 0.819e12 * 0.75, 4 * 0.819e12 * 0.11
+    prof = get_engine("llama.cpp-cpu")
+    gemm, mv = 4 * 0.819e12 * prof.eta_compute_format["repack"], 4 * 0.819e12 * prof.int8_matvec["repack"]
     rate = pairs / (pairs / gemm + 1 / mv - 1 / gemm)
     t, bound = op_time(op, hw, get_engine("llama.cpp-cpu"), "Q4_K_M", tokens=8)
     assert bound == "compute" and t == pytest.approx(op.flops / rate, rel=1e-9)

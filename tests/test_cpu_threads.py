@@ -76,3 +76,34 @@ def test_a_dual_socket_cpu_engine_streams_from_one_sockets_memory():
     one = tokspeed.predict("qwen3-235b-a22b", hw, quant="Q8_0", engine="llama.cpp-cpu", prompt=0, gen=16)
     assert one.decode.tok_s < tokspeed.predict("qwen3-235b-a22b", replace(hw, cpu_bandwidth_gbps=0.0), quant="Q8_0",
                                                 engine="llama.cpp-cpu", prompt=0, gen=16).decode.tok_s / 1.5
+
+
+def test_numa_distribute_streams_from_every_socket():
+    """--numa distribute on the dual Xeon Gold 6138: both sockets' 2 x 6 x 8 B x 2.666 GT/s = 255.9 GB/s, not one's
+    128; a qwen3-235b-a22b Q8_0 decode bound by its memory runs ~2x faster; a one-socket CPU is unchanged."""
+    from tokspeed.engines.cpu import with_numa
+
+    hw = get_hardware("xeon-gold-6138-2s")
+    both = with_numa(hw, "distribute")
+    assert both.cpu_engine_view().bandwidth_gbps == pytest.approx(2 * 6 * 8 * 2.666, rel=0.01)
+    assert with_numa(get_hardware("ryzen-9-7950x"), "distribute") == get_hardware("ryzen-9-7950x")
+    assert with_numa(hw, None) is hw
+    with pytest.raises(UserError):
+        with_numa(hw, "interleave")
+    one = tokspeed.predict("qwen3-235b-a22b", hw, quant="Q8_0", engine="llama.cpp-cpu", prompt=0, gen=16)
+    two = tokspeed.predict("qwen3-235b-a22b", both, quant="Q8_0", engine="llama.cpp-cpu", prompt=0, gen=16)
+    assert one.decode.bound == two.decode.bound == "memory"
+    assert two.decode.tok_s / one.decode.tok_s > 1.5
+
+
+def test_numa_on_the_command_line(capsys):
+    import json
+
+    from tokspeed.cli.main import main
+
+    args = ["predict", "qwen3-30b-a3b", "--hardware", "xeon-gold-6138-2s", "--engine", "llama.cpp-cpu", "--json"]
+    assert main(args) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert main(args + ["--numa", "distribute"]) == 0
+    two = json.loads(capsys.readouterr().out)
+    assert two["decode"]["tok_s"] > 1.3 * one["decode"]["tok_s"]     # memory-bound on one socket's 128 GB/s

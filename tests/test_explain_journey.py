@@ -118,9 +118,9 @@ def test_unified_memory_and_cpu_roles():
     assert "no copy" in stage(mac, "sampling").data_from                 # logits never cross a bus
     assert stage(mac, "launch").data_from == "Metal command buffer"
     cpu = explain("llama-3-8b", "ddr5-5600-2ch", quant="F16", with_levers=False)
-    assert stage(cpu, "ffn").unit == "CPU cores (SIMD)" and "system RAM" in stage(cpu, "ffn").data_from
-    # the default llama.cpp file (Q4_K_M): ggml-cpu's vec_dot_q4_K_q8_K quantises the activations to Q8_K and
-    # multiplies in int8 SIMD dot products
+    assert stage(cpu, "ffn").unit == "CPU cores (FP32 SIMD FMA, tinyBLAS)" and "system RAM" in stage(cpu, "ffn").data_from
+    # the default llama.cpp file (Q4_K_M): ggml-cpu repacks Q4_K on AVX2 (repack.cpp q4_K_8x8), quantises the
+    # activations to Q8_K and multiplies in int8 SIMD dot products (engines/cpu_kernels.py)
     assert stage(explain("llama-3-8b", "ddr5-5600-2ch", quant="Q4_K_M", with_levers=False), "ffn").unit == \
-        "CPU cores (int8 SIMD dot products)"
+        "CPU cores (int8 vpmaddubsw + vpmaddwd, repacked GEMM)"
     assert "one table row" in stage(cpu, "embedding").data_from

@@ -57,6 +57,9 @@ def add_hardware_options(p, required: bool = True):
                         "moltenvk (Vulkan), cuda, rocm-7 rocm-6, level-zero opencl (SYCL), metal (default: the --os "
                         "default; the output says which was assumed)")
     p.add_argument("--os", default=None, help="operating system: linux, windows, macos (default linux; macos on Apple)")
+    p.add_argument("--numa", choices=("distribute",), default=None,
+                   help="CPU engines on a multi-socket CPU: llama.cpp's --numa distribute, the weights spread over "
+                        "every socket's memory (default: one socket's, where the mmap'd file was first read)")
 
 
 def add_model_options(p):
@@ -188,14 +191,14 @@ def _named_hardware(args, name):
     """The --hardware device (a note on stderr when the name was read loosely or was a shared name's default
     variant), with --tflops over the catalog's figure."""
     from ..hardware.catalog import lookup_hardware, with_tflops
-    from ..engines.cpu import with_threads
+    from ..engines.cpu import with_numa, with_threads
     from ..report.text import say
 
     hw, note = lookup_hardware(name)
     if note:
         say(note, "note")
     hw = with_tflops(hw, getattr(args, "tflops", None))  # --tflops overrides the catalog
-    return with_threads(hw, getattr(args, "threads", None))
+    return with_numa(with_threads(hw, getattr(args, "threads", None)), getattr(args, "numa", None))
 
 
 def predict_kwargs(args) -> dict:

@@ -67,9 +67,7 @@ def entry(name: str) -> dict:
 def api_of(backend: str) -> str | None:
     """The API a llama.cpp-family backend's kernels call (``llama.cpp-vulkan`` -> vulkan), else None (the CPU
     backend, the ideal bound and engines with kernels of their own: no driver choice modelled)."""
-    from .compat import runtime_of
-
-    if runtime_of(backend) != "llama.cpp" or "-" not in backend:
+    if not str(backend).startswith("llama.cpp-"):      # the backend names of engines/capabilities.toml
         return None
     api = backend.rsplit("-", 1)[1]
     return api if api in APIS else None
@@ -210,24 +208,11 @@ def check_hardware_driver(driver: str, os_name: str, vendor: str, where: str) ->
 
 @lru_cache(maxsize=1)
 def _fitted() -> dict:
-    """{backend: drivers of its scored calibration rows}: bands.toml's ``drivers`` lists where the fit wrote them,
-    else the rows themselves (``tokspeed.calibration.rows``, read once)."""
-    from .tables import load_table
-
-    bands = load_table("bands.toml")
-    if any("drivers" in v for v in bands.values() if isinstance(v, dict)):
-        return {k: set(v.get("drivers", [])) for k, v in bands.items() if isinstance(v, dict)}
-    out: dict = {}
-    try:
-        from ..calibration.rows import load_rows
-
-        rows = load_rows()
-    except (OSError, ValueError):         # an installed package without its data/validation copies
-        return out
-    for r in rows:
-        if not r.skip and r.driver:
-            out.setdefault(r.engine, set()).add(r.driver)
-    return out
+    """{backend: drivers of its scored calibration rows}: the ``drivers`` lists scripts/fit_calibration.py writes into
+    bands.toml (read here directly: engines.tables sits above this module, which hardware.spec imports)."""
+    with open(Path(__file__).with_name("bands.toml"), "rb") as f:
+        bands = tomllib.load(f)
+    return {k: set(v.get("drivers", [])) for k, v in bands.items() if isinstance(v, dict)}
 
 
 def fitted_drivers(backend: str) -> set[str]:

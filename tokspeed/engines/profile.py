@@ -54,13 +54,16 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   tensor cores, so on NVIDIA GeForce cards - whose catalog FP16 figure is the FP32-accumulate rate, half
   the FP16-accumulate rate - the tensor peak it can reach is twice the listed one (``tensor_peak_scale``).
 - ``eta_compute_format``: relative matmul throughput of a weight format in prefill (F16 = 1): dequantising
-  tiles costs ALU work, quantized kernels may use INT8 tensor cores.
+  tiles costs ALU work, quantized kernels may use INT8 tensor cores. CPU engines key it by kernel path (repack,
+  llamafile, vec_dot, float, float16, iqk: ``engines.cpu_kernels``), the share of that path's units' peak; the
+  path depends on the build (``build_month``, from the asked ``engine_version``; "" = today's build).
 - ``eta_matvec`` / ``gemm_half_tokens``: matmul efficiency by tokens in the pass. Up to
   ``MATVEC_MAX_TOKENS`` tokens (decode, small batches) engines run matrix-vector kernels (dequantise and
   dot on the SIMD ALUs) at ``eta_matvec`` of the matmul efficiency; above, tiled GEMMs whose efficiency
   ramps as ``T / (T + gemm_half_tokens)`` (a 32-token batch cannot fill the machine as a 512-token
   prefill chunk does).
-- ``int8_matvec``: by format group, the fraction of a CPU's int8 dot-product rate (``Hardware.cpu_int8_ops``)
+- ``int8_matvec``: by format group (CPU engines: by ``cpu_kernels.matvec_key``), the fraction of a CPU's int8
+  dot-product rate (``Hardware.cpu_int8_ops``; ``cpu_kernels.matvec_peak``)
   the engine's kernels reach on one token over quantized weights (llama.cpp's CPU backend quantizes the
   token's activations to 8 bits and takes an integer dot product per weight row). The per-weight-block work
   is shared by the pass's tokens that use the block (all T, or a routed expert's pairs), the multiply-adds
@@ -100,6 +103,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import UserError, did_you_mean
 from ..quant.format_key import FORMAT_GROUPS, format_key, format_group  # noqa: F401  (re-exported)
 from .compat import backend_for, engine_defaults, engine_key, engine_names, runtime_of, sliding_window_spec
+from .cpu_kernels import build_month_of
 from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
 from .memory import memory_class
 from .rates import (CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, compute_class,  # noqa: F401
@@ -156,6 +160,7 @@ class EngineProfile:
     # assumed (None: named); whether the fit has rows under it is ``driver_fitted``
     driver: str = ""
     driver_assumed: str | None = None
+    build_month: str = ""         # the build's year-month where one was asked ("" = today's): CPU kernel paths
 
     def __post_init__(self):
         if not self.runtime:
@@ -182,11 +187,14 @@ class EngineProfile:
 
     def with_barrier(self, hw) -> "EngineProfile":
         """This profile on ``hw``'s threads: a CPU engine's per-node barrier (``sync_s_per_thread`` x the
-        device's ``cpu_threads``) joins ``launch_s``; unchanged for other engines or an unknown thread count."""
+        device's ``cpu_threads`` x ``cpu.barrier_scale``: more across CCDs) joins ``launch_s``; unchanged for other
+        engines or an unknown thread count."""
+        from .cpu import barrier_scale
+
         threads = getattr(hw, "cpu_threads", 0)
         if not (self.sync_s_per_thread and threads):
             return self
-        return replace(self, launch_s=self.launch_s + threads * self.sync_s_per_thread)
+        return replace(self, launch_s=self.launch_s + threads * self.sync_s_per_thread * barrier_scale(hw))
 
     @property
     def driver_fitted(self) -> bool:
@@ -326,7 +334,7 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
                            + (f", FlashAttention {'on' if flash_attention else 'off'}" if flash_attention is not None
                               else "")
                            + f"; {entry.get('source', '')}")
-    profile = EngineProfile(name=e, version=label, **entry)
+    profile = EngineProfile(name=e, version=label, build_month=build_month_of(version), **entry)
     if hardware is None:
         return profile
     from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)

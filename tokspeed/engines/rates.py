@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
 from .backends import bf16_as_f32
+from .cpu_kernels import gemm_path, matvec_key, matvec_peak, path_peak
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
 
@@ -160,11 +161,26 @@ def power_flops(engine, hw, int8: bool = False) -> float:
     return hw.tdp_w / (engine.pj_per_flop * 1e-12) * (INT8_OPS_PER_FP16_ENERGY if int8 else 1.0)
 
 
+def cpu_gemm_path(engine, hw, fmt) -> str:
+    """The kernel path of a CPU engine's weight matmul on a CPU (or a SoC's CPU cluster): ``cpu_kernels.gemm_path``
+    for the engine's build month; "" for other engines and devices."""
+    if hw.kind not in ("cpu", "soc") or not (engine.int8_matvec or str(engine.name).endswith("-cpu")):
+        return ""
+    return gemm_path(engine, hw, fmt, getattr(engine, "build_month", ""))
+
+
 def int8_matvec_flops(engine, hw, fmt) -> float:
     """FLOP/s of one token's matmuls over ``fmt`` weights where the engine runs them as int8 dot products on a CPU:
-    the CPU's int8 rate x ``int8_matvec`` of the format's group; 0 where it does not."""
-    frac = engine.int8_matvec.get(format_key(fmt).group, 0.0) if engine.int8_matvec else 0.0
-    return hw.cpu_int8_ops * frac if frac else 0.0
+    ``int8_matvec`` of its kernel (``cpu_kernels.matvec_key``: the repacked gemv, ik_llama.cpp's, else the format
+    group's vec_dot) x the int8 rate that kernel runs at (``cpu_kernels.matvec_peak``); 0 where it does not."""
+    if not engine.int8_matvec:
+        return 0.0
+    if not cpu_gemm_path(engine, hw, fmt):          # not on a CPU: the format group's fraction of the int8 rate
+        frac = engine.int8_matvec.get(format_key(fmt).group, 0.0)
+        return hw.cpu_int8_ops * frac if frac else 0.0
+    key = matvec_key(engine, hw, fmt, getattr(engine, "build_month", ""))
+    frac = engine.int8_matvec.get(key, 0.0)
+    return matvec_peak(hw, key) * frac if frac else 0.0
 
 
 def int8_bound(engine, hw, fmt, tokens: int, gemm_rate: float, pairs_per_expert: float = 0.0) -> float:
@@ -233,9 +249,15 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         return Rate(_matrix_unit(hw, listed), peak, eta, bounds, soft_min(value, pmax) if pmax else value, listed)
     kernel = mmq_kernel(engine, hw, fmt, tokens)
     peak, scale, listed = _weight_peak(hw, engine, fmt, tokens, kernel)
+    fmt_eff, cpu_unit = engine.compute_format_eff(fmt), ""
+    path = cpu_gemm_path(engine, hw, fmt)
+    if path:            # a CPU engine: the kernel ggml-cpu / ik_llama.cpp picks, on its units (engines.cpu_kernels)
+        up = path_peak(hw, path)
+        peak, scale, listed, cpu_unit = up.flops, 1.0, "FP32" if path.startswith("float") else "INT8", up.label
+        fmt_eff = engine.eta_compute_format.get(path, fmt_eff)
     # eta_compute x (the format's x the pass's) x the usable multiple: the fit's evaluator multiplies in this order
     ramp = matmul_eff(engine, tokens, pairs_per_expert)
-    eta = min(engine.compute_eff_for(hw) * (engine.compute_format_eff(fmt) * ramp) * scale, 1.0)
+    eta = min(engine.compute_eff_for(hw) * (fmt_eff * ramp) * scale, 1.0)
     value = peak * eta
     bounds = []
     int8 = bool(engine.int8_matvec and tokens)          # a CPU's int8 kernels (llama.cpp-cpu)
@@ -249,8 +271,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         pmax = power_flops(engine, hw, int8=kernel == "mma")
         bounds += [Bound(n, v) for n, v in ((MMQ_BOUND, qmax), (BOARD_POWER, pmax)) if v]
         value = soft_min(value, qmax, pmax)
-    return Rate(_weight_unit(hw, engine, fmt, tokens, kernel, listed, int8), peak, eta, tuple(bounds), value, listed,
-                scale, kernel)
+    return Rate(cpu_unit or _weight_unit(hw, engine, fmt, tokens, kernel, listed, int8), peak, eta, tuple(bounds),
+                value, listed, scale, kernel)
 
 
 def matmul_rate(hw, engine, fmt, tokens: int, pairs_per_expert: float = 0.0) -> Rate:

@@ -232,9 +232,12 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     cpu_launch.kernels = kernels
     per = f" × {n_pass} passes" if n_pass > 1 else ""
     if barrier:
-        own = eng.launch_s - threads * eng.sync_s_per_thread          # what the engine has besides the barrier
+        from ..engines.cpu import barrier_scale
+
+        per_thread = eng.sync_s_per_thread * barrier_scale(hw)         # more where the threads span CCDs
+        own = eng.launch_s - threads * per_thread                      # what the engine has besides the barrier
         cpu_launch.note = (f"{kernels // n_pass:,} graph nodes per pass × {fmt_seconds(eng.launch_s)} "
-                           f"({threads} threads × {eng.sync_s_per_thread * 1e9:.0f} ns at the barrier"
+                           f"({threads} threads × {per_thread * 1e9:.0f} ns at the barrier"
                            + (f" + {fmt_seconds(own)} launch" if own > 1e-12 else "") + f"){per}")
     else:
         cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass × {fmt_seconds(eng.launch_s)}{per}"

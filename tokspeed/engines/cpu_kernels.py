@@ -1,0 +1,204 @@
+"""Which kernel runs a CPU engine's weight matmul over a prompt, and on which of the cores' units.
+
+ggml's CPU backend (llama.cpp-cpu) picks, per weight tensor and ISA (ggml/src/ggml-cpu/, llama-cpp-python 0.3.36's
+vendored copy, read for this file):
+
+- ``repack``: the tensor is repacked at load into row-interleaved blocks (repack.cpp
+  ``ggml_repack_get_optimal_repack_type``: Q4_0 -> q4_0_8x8 on AVX2 / 4x8 on Arm i8mm / 4x4 on Arm dotprod, IQ4_NL,
+  Q4_K, Q2_K (AVX-512), MXFP4, Q8_0 / Q5_K / Q6_K on Arm). One broadcast activation block meets 4-8 weight rows, so
+  the block's unpacking is shared and the int8 dot-product instructions bind: the rate is a share of the CPU's int8
+  peak (``Hardware.cpu_int8_ops``: AVX2 maddubs/madd 2 x the FP32 rate, VNNI / sdot 4 x). x86's GEMM runs 512-bit
+  where the build has AVX-512 (arch/x86/repack.cpp ``__AVX512F__``, ``_mm512_dpbusd_epi32``), else 256-bit.
+- ``amx``: on a CPU with AMX (Sapphire Rapids and later) an AMX build puts Q4_0/Q4_1/Q8_0/Q4_K/Q5_K/Q6_K/IQ4_XS
+  weights in its own buffer (amx/common.h ``qtype_has_amx_kernels``) and multiplies prompts on the AMX tiles
+  (amx/mmq.cpp): 2048 int8 ops per cycle per core, 8 x AVX-512 VNNI's 256 (Intel's AMX overview). Taken only by an
+  engine with an ``amx`` efficiency: none is measured (this project's AMX VM faults in ggml's AMX code, a general
+  protection fault in libggml-cpu.so) and no calibration row runs it, so AMX CPUs predict as the other paths.
+- ``llamafile``: tinyBLAS (llamafile/sgemm.cpp ``llamafile_sgemm``) for Q8_0/Q4_0/Q5_0/IQ4_NL on x86
+  (``tinyBLAS_Q0_AVX``, 256-bit ``__m256i`` whatever the CPU's widest SIMD) and Q8_0/Q4_0 on Arm dotprod
+  (``tinyBLAS_Q0_ARM``). Per 32-weight block it unpacks, fixes signs, converts and scales: SIMD issue binds, not the
+  int8 multiply (a VNNI ``dpbusd`` saves one of ~6 instructions), so its unit is the FP32 SIMD rate at 256 bits.
+- ``vec_dot``: everything else -- a dot product per (weight row, token) pair through the type's ``vec_dot``
+  (arch/x86/quants.c: 256-bit AVX2 code; arch/arm/quants.c: NEON), unpacking each block again for every token;
+  same unit as llamafile's.
+- ``float`` / ``float16``: F32/F16/BF16 through tinyBLAS on the FP32 FMA units (512-bit ``__m512`` with AVX-512),
+  or on 16-bit units where the ISA multiplies 16-bit values itself (``float16``: Arm FP16 vector arithmetic for F16,
+  ``float16x8_t``; AVX-512 BF16 ``vdpbf16ps`` for BF16, ``__m512bh``): 2 x the FP32 rate.
+
+ik_llama.cpp (``iqk``): its ``iqk_mul_mat`` (ggml/src/iqk/iqk_mul_mat.cpp) multiplies every quantized type, after
+``-rtr`` run-time repacking into its row-interleaved ``_R4``/``_R8`` layouts, as int8 dot products on the full-width
+SIMD (its README: prompt processing "2-3x faster than mainline" on CPUs, for all quant types), 512-bit where its
+``HAVE_FANCY_SIMD`` holds (iqk_config.h: AVX-512 F, BW, DQ, VL and VNNI, as recalled: Zen 4/5, Ice Lake and later),
+its AVX2 code elsewhere (Skylake-SP has AVX-512 but no VNNI); its 16-bit weights run on the 16-bit units as
+``float16`` above.
+
+A core whose FMA datapath is 512 bits wide (Intel server cores with two AVX-512 FMA units, Zen 5) lists its FP32 peak
+at 512 bits; a 256-bit kernel there issues half as many lanes (``width_share``). Zen 4 runs AVX-512 on 256-bit
+units: its listed peak is already the 256-bit one.
+
+Which types a build repacks moved over time: ``REPACK`` holds each entry of today's dispatch with the month it is
+ASSUMED to have arrived (recalled from the llama.cpp pull requests, not re-read here: no network); a build before
+it runs the type through llamafile or vec_dot. The efficiency of each path (its share of its unit's peak) is the
+engine's ``eta_compute_format`` keyed by path (priors.toml [CPUPATH], written by scripts/fit_cpu_kernels.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PATHS = ("repack", "amx", "llamafile", "vec_dot", "float", "float16", "iqk")
+
+# x86 cores whose FP32 FMA datapath is 512 bits wide (two 512-bit FMA pipes per core): Intel's server cores from
+# Skylake-SP (Xeon Scalable product briefs: Gold 6xxx / Platinum with two AVX-512 FMA units) and AMD Zen 5 (EPYC 9005
+# product brief: "full 512-bit datapath"). Zen 4 executes AVX-512 on 256-bit units.
+FULL_512_ARCHS = frozenset({"skylake-sp", "cascade-lake", "ice-lake-sp", "sapphire-rapids", "emerald-rapids",
+                            "granite-rapids", "zen5"})
+AMX_INT8_PER_VNNI = 8.0   # Intel AMX overview: 2048 int8 ops/cycle/core on the tiles vs 256 with AVX-512 VNNI
+# x86's repacked GEMMs multiply with vpmaddubsw + vpmaddwd, two instructions per 32 int8 multiply-adds: 2 x the FP32
+# FMA rate in ops (Hardware's AVX2 figure). Today's arch/x86/repack.cpp has a dpbusd form for some of them under
+# AVX512-VNNI (mul_sum_us8_pairs_acc_int32x16); not counted: the Q4_K kernels still use maddubs, and the rows' builds
+# (late 2024) are ASSUMED to predate it.
+AVX2_INT8_PER_FP32 = 2.0
+F16_PER_FP32 = 2.0        # a 16-bit multiply-add fills twice the lanes of an FP32 FMA (vdpbf16ps, NEON FP16 fmla)
+
+# repack.cpp ggml_repack_get_optimal_repack_type: (ggml type, ISA test, ASSUMED month it arrived)
+REPACK = (
+    ("Q4_0", "arm-dotprod", "2024-11"),   # runtime repack of Q4_0 for Arm (4x4 dotprod, 4x8 i8mm)
+    ("Q4_0", "x86-avx2", "2024-12"),      # q4_0_8x8 on AVX2 / AVX-512
+    ("IQ4_NL", "arm-dotprod", "2024-12"),  # iq4_nl_4x4
+    ("Q4_K", "x86-avx2", "2025-03"),      # q4_K_8x8
+    ("IQ4_NL", "x86-avx2", "2025-06"),    # iq4_nl_8x8
+    ("Q2_K", "x86-avx512", "2025-08"),    # q2_K_8x8
+    ("MXFP4", "x86-avx2", "2025-09"), ("MXFP4", "arm-dotprod", "2025-09"),
+    ("Q4_K", "arm-i8mm", "2025-09"), ("Q4_K", "arm-dotprod", "2025-12"),
+    ("Q8_0", "arm-dotprod", "2025-11"),
+    ("Q5_K", "arm-dotprod", "2026-01"), ("Q6_K", "arm-dotprod", "2026-01"),
+)
+AMX_TYPES = frozenset({"Q4_0", "Q4_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "IQ4_XS"})   # amx/common.h
+AMX_SINCE = "2024-11"     # ASSUMED: the AMX buffer type joined the CPU backend's extra buffers (ggml-cpu.cpp)
+LLAMAFILE = {"x86": frozenset({"Q8_0", "Q4_0", "Q5_0", "IQ4_NL"}), "arm": frozenset({"Q8_0", "Q4_0"})}
+
+
+def isa(hw) -> str:
+    """``x86`` or ``arm``: the instruction set of the cores (their ``matrix_units``, else the vendor)."""
+    units = set(hw.matrix_units or ())
+    if units & {"neon", "neon-dotprod", "i8mm", "sve", "sme"}:
+        return "arm"
+    if any(u.startswith(("avx", "amx")) for u in units):
+        return "x86"
+    return "x86" if (hw.vendor or "").strip().lower().startswith(("amd", "intel", "advanced micro")) else "arm"
+
+
+def has(hw, test: str) -> bool:
+    """Whether ``hw`` passes one of REPACK's ISA tests."""
+    units, kind = set(hw.matrix_units or ()), isa(hw)
+    if test == "x86-avx2":
+        return kind == "x86"
+    if test == "x86-avx512":
+        return kind == "x86" and "avx512" in units
+    if test == "arm-i8mm":
+        return kind == "arm" and "i8mm" in units
+    return kind == "arm"          # arm-dotprod: every Armv8.2+ core llama.cpp's CPU rows run on (Apple M, A76, V2)
+
+
+def width_share(hw, bits: int) -> float:
+    """The share of ``hw``'s listed FP32 SIMD peak a ``bits``-wide x86 kernel issues (1 on Arm and 256-bit cores)."""
+    full = 512 if isa(hw) == "x86" and hw.arch in FULL_512_ARCHS and "avx512" in (hw.matrix_units or ()) else 256
+    return min(bits, full) / full if isa(hw) == "x86" else 1.0
+
+
+def ggml_type(fmt: str) -> str:
+    """The ggml tensor type that carries most of a format's weights: ``Q4_K_M`` -> ``Q4_K``, ``UD-Q4_K_XL`` -> ``Q4_K``."""
+    from ..quant.dynamic import plain_format
+
+    q = plain_format(str(fmt)).upper()
+    for base in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"):
+        if q.startswith(base):
+            return base
+    return q
+
+
+def build_month_of(version) -> str:
+    """The year-month of a parsed engine version (``eras.EngineVersion``): its own, else the last month of its era
+    (an era label: "2024" -> "2024-12"), "" for none or the open newest era (today's build)."""
+    if version is None:
+        return ""
+    if version.month:
+        return version.month
+    from .eras import _table
+
+    era = next((e for e in _table().get(version.family, {}).get("eras", []) if e["label"] == version.label), None)
+    return era["until"] if era else ""
+
+
+def before(month: str, since: str) -> bool:
+    return bool(month) and month < since
+
+
+def gemm_path(engine, hw, fmt, month: str = "") -> str:
+    """The path (``PATHS``) of a prompt matmul over ``fmt`` weights on ``hw`` under a CPU ``engine`` built in
+    ``month`` ("" = today's build)."""
+    t = ggml_type(fmt)
+    units, kind = set(hw.matrix_units or ()), isa(hw)
+    if t in ("F32", "F16", "BF16", "FP16"):
+        sixteen = (t in ("F16", "FP16") and kind == "arm") or (t == "BF16" and "avx512-bf16" in units)
+        return "float16" if sixteen and t != "F32" else "float"
+    if str(engine.name).startswith("ik_llama"):
+        return "iqk"
+    if "amx" in units and t in AMX_TYPES and not before(month, AMX_SINCE) and "amx" in engine.eta_compute_format:
+        return "amx"
+    if any(t == rt and has(hw, test) and not before(month, since) for rt, test, since in REPACK):
+        return "repack"
+    return "llamafile" if t in LLAMAFILE[kind] else "vec_dot"
+
+
+@dataclass(frozen=True)
+class UnitPeak:
+    flops: float      # ops/s of the units the path runs on
+    label: str        # which units, for explain
+
+
+def path_peak(hw, path: str) -> UnitPeak:
+    """The peak of the units a path runs on (module docstring)."""
+    fp32 = hw.vector_flops
+    if path == "float":
+        return UnitPeak(fp32 * width_share(hw, 512), "CPU cores (FP32 SIMD FMA, tinyBLAS)")
+    if path == "float16":
+        return UnitPeak(F16_PER_FP32 * fp32, "CPU cores (16-bit SIMD multiply-add)")
+    if path in ("llamafile", "vec_dot"):
+        what = "llamafile tinyBLAS" if path == "llamafile" else "vec_dot per row"
+        return UnitPeak(fp32 * width_share(hw, 256), f"CPU cores (int8 SIMD, {what}: issue-bound, FP32-lane rate)")
+    if path == "amx":
+        return UnitPeak(AMX_INT8_PER_VNNI * hw.cpu_int8_ops, "CPU cores (AMX int8 tiles)")
+    if path == "iqk":    # 512-bit only with its HAVE_FANCY_SIMD set (AVX-512 F/BW/DQ/VL + VNNI), else its AVX2 code
+        bits = 512 if "avx512-vnni" in (hw.matrix_units or ()) else 256
+        return UnitPeak(hw.cpu_int8_ops * width_share(hw, bits), "CPU cores (int8 dot products, ik_llama.cpp iqk_mul_mat)")
+    if isa(hw) == "arm":
+        return UnitPeak(hw.cpu_int8_ops, "CPU cores (int8 sdot / smmla, repacked GEMM)")
+    bits = 512 if "avx512" in (hw.matrix_units or ()) else 256
+    return UnitPeak(AVX2_INT8_PER_FP32 * fp32 * width_share(hw, bits),
+                    "CPU cores (int8 vpmaddubsw + vpmaddwd, repacked GEMM)")
+
+
+def matvec_key(engine, hw, fmt, month: str = "") -> str:
+    """The key of a CPU engine's ``int8_matvec`` for one token's matmul over ``fmt``: ``repack`` (the repacked
+    type's gemv, repack.cpp), ``iqk`` (ik_llama.cpp), else the format group (its type's vec_dot, arch/*/quants.c;
+    an AMX build's matrix-vector products are AVX-512 VNNI code, amx/mmq.cpp, counted here too)."""
+    from ..quant.format_key import format_key
+
+    path = gemm_path(engine, hw, fmt, month)
+    return path if path in ("repack", "iqk") else format_key(fmt).group
+
+
+def matvec_peak(hw, key: str) -> float:
+    """The int8 ops/s one token's matmul of ``key`` runs on: x86's 256-bit vec_dot / gemv code at the int8 rate
+    (a 512-bit core issues half its listed lanes; the repacked gemv multiplies with vpmaddubsw + vpmaddwd, 2 x FP32),
+    ik_llama.cpp's at its GEMM width, Arm's at the sdot rate."""
+    if key == "iqk":
+        return path_peak(hw, "iqk").flops
+    if isa(hw) == "arm":
+        return hw.cpu_int8_ops
+    if key == "repack":
+        return AVX2_INT8_PER_FP32 * hw.vector_flops * width_share(hw, 256)
+    return hw.cpu_int8_ops * width_share(hw, 256)
+
