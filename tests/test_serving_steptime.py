@@ -81,3 +81,59 @@ def test_fp8_checkpoints_run_fp8_gemms_in_server_engines():
     assert gemm_hardware("h100-sxm", "F16", "vllm").fp16_tflops == 989
     assert gemm_hardware("a100-80g-sxm", "FP8", "vllm").fp16_tflops == 312    # Ampere: no FP8 units
     assert gemm_hardware("h100-sxm", "FP8", "llama.cpp").fp16_tflops == 989
+
+
+def _bytes_cost(model):
+    """A StepCost whose 'time' of a pass is its KV bytes read / 1e12 (and FLOPs / 1e18: kept apart)."""
+    from tokspeed.models.catalog import get_model
+    from tokspeed.quant.schemes import scheme_for
+    from tokspeed.serving.steptime import StepCost
+
+    spec = get_model(model)
+
+    def time_ops(ops, batch, n):
+        return sum(o.kv_read_bytes for o in ops) / 1e12 + sum(o.flops for o in ops) / 1e18
+
+    return spec, StepCost(spec, scheme_for("F16", spec), 2.0, time_ops)
+
+
+@pytest.mark.parametrize("depth", [2_000, 10_000])
+def test_sliding_layer_reads_at_most_its_window(depth):
+    # Gemma 2 27B: 46 layers, 23 of them sliding over 4,096 tokens; 16 KV heads x 128 x 2 (K, V) x 2 bytes =
+    # 8,192 bytes per token and layer. 4 rows at depth d read (d + the new token) on the 23 full layers and
+    # (min(d, 4,096) + 1) on the 23 sliding ones, not d + 1 on all 46; 32 query heads score as many keys
+    spec, cost = _bytes_cost("gemma-2-27b")
+    keys = 23 * (depth + 1) + 23 * (min(depth, 4096) + 1)
+    want = 4 * keys * 8192 / 1e12 + 4 * 32 * keys * (2 * 128 + 2 * 128 + 5) / 1e18
+    assert cost.attn_decode(4, 4 * depth) == pytest.approx(want, rel=1e-9)
+
+
+def test_chunked_layer_reads_its_chunk():
+    # Llama 4 Maverick: 36 of 48 layers attend within 8,192-token chunks; at depth 20,000 a row is 20,000 -
+    # 2 x 8,192 = 3,616 tokens into its chunk. 8 KV heads x 128 x 2 x 2 bytes = 4,096 bytes a token and layer
+    spec, cost = _bytes_cost("llama-4-maverick")
+    keys = 12 * 20_001 + 36 * 3_617
+    want = 2 * keys * 4096 / 1e12 + 2 * 40 * keys * (2 * 128 + 2 * 128 + 5) / 1e18
+    assert cost.attn_decode(2, 2 * 20_000) == pytest.approx(want, rel=1e-9)
+
+
+def test_sliding_layer_prefill_pairs_by_hand():
+    # a 512-token prompt chunk from position 0 on a 128-token window: query i attends min(i + 1, 128) keys,
+    # 128 x 129 / 2 + (512 - 128) x 128 = 57,408 pairs on a sliding layer; 512 x 513 / 2 = 131,328 on a full one
+    spec, cost = _bytes_cost("gpt-oss-20b")
+    assert cost.prefill_pairs([(512, 0)]) == (131_328, 57_408)
+    flops = 64 * 12 * (131_328 + 57_408) * (2 * 64 + 2 * 64 + 5) / 1e18
+    kv = 12 * (512 + 512) * 2048 / 1e12        # a chunk reads its own keys (cached 0 + 512 new) on every layer
+    assert cost.attn_prefill(512, cost.prefill_pairs([(512, 0)])) == pytest.approx(flops + kv, rel=1e-6)
+
+
+def test_kv_pool_holds_a_sliding_layer_at_its_window():
+    # Gemma 2 27B on an H100 (vLLM): a 10,000-token sequence keeps 10,000 tokens on its 23 full layers and
+    # 4,096 on its 23 sliding ones (vLLM V1 frees blocks outside the window), 8,192 bytes a token and layer:
+    # the pool's tokens are the free bytes over (23 x 10,000 + 23 x 4,096) x 8,192 / 10,000 a token
+    from tokspeed.memory import activation_bytes
+
+    r = resolve_group("gemma-2-27b", "h100-sxm", "vllm", "F16", "f16", 1, 1)
+    w = build_worker(r, Parallelism(), scheduler_for("vllm"), {}, 10_000)
+    free = 0.9 * r.hw.usable_bytes - r.weights_bytes - activation_bytes(r.spec, 1, 512) - 2**30
+    assert w.kv_tokens == pytest.approx(free / ((23 * 10_000 + 23 * 4096) * 8192 / 10_000), rel=1e-9)
