@@ -33,6 +33,7 @@ sys.path.insert(0, str(ROOT))
 from tokspeed.hardware.catalog import get_hardware  # noqa: E402
 from tokspeed.serving.fitted import fitted_key  # noqa: E402
 from tokspeed.serving.rows import CSV, evaluate_case, load_cases  # noqa: E402
+from tokspeed.stats import percentile  # noqa: E402
 
 MIN_GROUP = 10          # rows an engine needs on one vendor's devices for a pair of its own
 
@@ -155,13 +156,7 @@ def rel_errors(idx, cases, sims, params) -> dict:
 
 
 def pct(xs, q):
-    if not xs:
-        return None
-    xs = sorted(xs)
-    pos = (len(xs) - 1) * q / 100
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    return percentile(xs, q) if xs else None
 
 
 def fmt(errs) -> str:

@@ -119,8 +119,12 @@ def test_slo_and_goodput():
 def test_percentiles_by_hand():
     assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
     assert percentile([0, 10], 90) == pytest.approx(9.0)
-    assert weighted_percentile([(1.0, 9), (5.0, 1)], 90) == 1.0
-    assert weighted_percentile([(1.0, 9), (5.0, 1)], 99) == 5.0
+    # nine gaps of 1 and one of 5, as numpy.percentile([1] * 9 + [5], q) interpolates them (rank q/100 x 9):
+    # p90 at rank 8.1 = 1 + 0.1 x 4, p99 at rank 8.91 = 1 + 0.91 x 4; bench-server's summary gives the same
+    assert weighted_percentile([(1.0, 9), (5.0, 1)], 90) == pytest.approx(1.4)
+    assert weighted_percentile([(1.0, 9), (5.0, 1)], 99) == pytest.approx(4.64)
+    assert weighted_percentile([(0.01, 1), (0.03, 1)], 50) == pytest.approx(0.02)
+    assert weighted_percentile([], 50) is None and percentile([], 50) is None
 
 
 def test_poisson_arrivals_are_seeded():

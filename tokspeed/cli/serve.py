@@ -97,22 +97,21 @@ def add_parser(sub):
     return p
 
 
-_PAR = re.compile(r"^(tp|pp|ep|dp)=(\d+)$")
 _DIS = re.compile(r"^(\d+)(?:x(\d+))?:(\d+)(?:x(\d+))?$")
 
 
 def parse_layout(text: str | None):
+    from ..scale.parallel import read_degrees
     from ..serving.worker import Parallelism
 
     if not text:
         return None
-    deg = {}
-    for part in text.replace(" ", "").lower().split(","):
-        m = _PAR.match(part)
-        if not m or m.group(1) in deg:
-            raise UserError(f"cannot read --parallel {text!r}", "write tp=4,pp=1,ep=8,dp=2")
-        deg[m.group(1)] = int(m.group(2))
-    return Parallelism(**deg)
+    hint = "write tp=4,pp=1,ep=8,dp=2"
+    try:
+        degrees = read_degrees(text, ("tp", "pp", "ep", "dp"), hint)
+    except UserError as e:          # the library's words (parallel=...) as the flag says them
+        raise UserError(f"cannot read --parallel {text!r}", hint) from e
+    return Parallelism(**degrees)
 
 
 def parse_disagg(text: str | None, tp: int):
