@@ -155,3 +155,23 @@ def test_watermark_holds_a_request_back_without_stalling():
         assert out.stopped is None and len(out.requests) == 2
         ttft2 = max(r[1] for r in out.requests)
         assert ttft2 == pytest.approx(0.01 * 11)        # after the first's 10 steps, one prefill step
+
+
+def test_cuda_graph_batch_sizes_by_hand():
+    # SGLang v0.5.6 captures [1, 2, 4, 8, 12] + range(16, 257, 8); vLLM v0.10 [1, 2, 4] + range(8, 513, 8):
+    # a decode batch is padded to the next captured size, a larger one runs eagerly as it is
+    sg, vl = scheduler_for("sglang"), scheduler_for("vllm")
+    assert [sg.graph_batch(b) for b in (1, 3, 5, 9, 12, 13, 250, 256, 257)] == [1, 4, 8, 12, 12, 16, 256, 256, 257]
+    assert [vl.graph_batch(b) for b in (3, 5, 9, 100, 512, 513)] == [4, 8, 16, 104, 512, 513]
+    assert scheduler_for("tensorrt-llm").graph_batch(13) == 13
+
+
+def test_decode_step_runs_the_padded_batch():
+    # a vLLM decode step of 9 sequences runs its matmuls over 16 rows (the captured size), attention over 9
+    from tokspeed.serving.worker import Parallelism, build_worker, resolve_group
+
+    r = resolve_group("llama-3.1-8b", "h100-sxm", "vllm", "F16", "f16", 1, 1)
+    cost = build_worker(r, Parallelism(), scheduler_for("vllm"), {}, 2048).cost
+    dense9 = cost.step(9, 0, 9 * 1000, 0) - cost.attn_decode(9, 9 * 1000)
+    assert dense9 == pytest.approx(cost.decode_dense(16), rel=1e-9)
+    assert cost.decode_dense(16) > cost.decode_dense(9)

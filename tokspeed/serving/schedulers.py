@@ -26,6 +26,9 @@ class Scheduler:
     mixed: bool                 # prefill chunks share a step with decodes (else prefill steps run alone)
     reserve_output: float       # share of a request's output KV reserved when it is admitted (1 = no eviction)
     source: str = ""
+    graph_sizes: tuple = ()     # CUDA-graph batch sizes captured first (a decode batch is padded up to one)
+    graph_step: int = 0         # then every multiple of this ...
+    graph_max: int = 0          # ... up to this; a larger decode batch runs eagerly, unpadded (0: no graphs)
 
     def __post_init__(self):
         for name in ("token_budget", "max_seqs"):
@@ -37,6 +40,17 @@ class Scheduler:
             if not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi or (
                     name == "memory_fraction" and v == 0):
                 raise UserError(f"scheduler {name} must be in ({lo}, {hi}], got {v!r}")
+
+    def graph_batch(self, b: int) -> int:
+        """The rows a decode-only step of ``b`` sequences runs: the smallest captured CUDA-graph batch size
+        that holds them (the engine pads the batch to it), or ``b`` past the largest (eager)."""
+        if b <= 0 or not self.graph_max or b > self.graph_max:
+            return b
+        head = [s for s in self.graph_sizes if s >= b]
+        if head:
+            return min(head)
+        step = self.graph_step or 1
+        return min(self.graph_max, -(-b // step) * step)
 
     def with_(self, **changes) -> "Scheduler":
         """A copy with some values set (None leaves a value as it is)."""
@@ -64,4 +78,7 @@ def scheduler_key(engine_name: str) -> str:
 def scheduler_for(engine_name: str) -> Scheduler:
     key = scheduler_key(engine_name)
     e = dict(_table()[key])
+    e.pop("graph_source", None)
+    if "graph_sizes" in e:
+        e["graph_sizes"] = tuple(e["graph_sizes"])
     return Scheduler(engine=engine_name, **e)

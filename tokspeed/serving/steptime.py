@@ -21,6 +21,9 @@ each (a sliding group's at depths inside its window, where it is linear).
 The timer's fixed per-pass time (``fixed_s``, links that depend on tokens) is counted once per step: the
 attention parts are differences against an empty pass.
 
+CUDA graphs: a decode-only step runs the depth-free operators over the captured batch size that holds its
+rows (``Scheduler.graph_batch``: vLLM and SGLang pad the batch up to it); the padded rows attend to nothing.
+
 Speculative decoding (``tokspeed.serving.speculative``) verifies ``k + 1`` tokens per decode row: the dense
 part runs over ``b (k + 1)`` rows (LM head over all of them) and the drafter's time is added.
 
@@ -84,6 +87,7 @@ class StepCost:
         self._attn_dec = None
         self._attn_pf = None
         self.extra_decode = None      # speculative decoding: (rows per sequence, drafter(b) -> seconds)
+        self.pad = None               # CUDA graphs: rows a decode-only step of b sequences runs (b -> rows)
 
     # -- the three parts -------------------------------------------------------------------------------
     def _depth_free(self, batch: int, n_tokens: int) -> PassOps:
@@ -177,7 +181,8 @@ class StepCost:
         """Seconds of a step with ``b`` decode rows over ``kv_tokens`` cached tokens and ``c`` prefill
         tokens with ``pairs`` query-key pairs."""
         rows, drafter = self.extra_decode or (1, None)
-        t = self.dense(b * rows, c) + self.attn_decode(b, kv_tokens) + self.attn_prefill(c, pairs)
+        padded = self.pad(b) if (self.pad is not None and not c and b) else b    # graph padding: dense rows
+        t = self.dense(padded * rows, c) + self.attn_decode(b, kv_tokens) + self.attn_prefill(c, pairs)
         if drafter is not None and b:
             t += drafter(b)
         return self.gpu_scale * t + self.step_s

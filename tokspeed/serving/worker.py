@@ -111,6 +111,9 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
     time_ops = expert_time_ops(r, par, link_scale) if par.ep > 1 else plain
     cost = StepCost(spec, r.storage, r.kv_elem_bytes, time_ops, gpu_scale=fitted.get("gpu_scale", 1.0),
                     step_s=fitted.get("step_s", 0.0))
+    if getattr(sched, "graph_max", 0):       # each attention rank pads its own rows to a captured size
+        dp = par.dp
+        cost.pad = lambda b: sched.graph_batch(-(-b // dp)) * dp
     led = weight_ledger(spec, r.storage)
     experts = sum(led.experts_per_layer)
     other = r.weights_bytes - experts
