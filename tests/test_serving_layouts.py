@@ -175,3 +175,22 @@ def test_attention_dp_trades_the_moe_all_reduce_for_the_all_to_all(monkeypatch):
     a2a = 58 * (32 * 8 * 7168 * 3 * 7 / 8 / 450e9 + 2 * SYNC_LATENCY_S["peer-copy"])
     got = _link_only(monkeypatch, Parallelism(tp=2, ep=8, dp=4), 1e-3)
     assert got == pytest.approx(1e-3 * 64 / 122 + a2a)
+
+
+def test_sglang_attention_dp_before_deepep_is_not_modelled():
+    # SGLang 0.4.5 is the first release with DeepEP; before it attention DP gathered every rank's tokens for
+    # TP-sharded experts: such a configuration carries the warning, a row of it is not scored
+    from tokspeed.serving.rows import load_cases
+    from tokspeed.serving.unmodelled import SGLANG_DP_BEFORE_DEEPEP, not_modelled, version_tuple
+
+    dp8 = Parallelism(tp=1, ep=8, dp=8)
+    assert version_tuple("0.5.5.post3") == (0, 5, 5) and version_tuple("v0.4.1") == (0, 4, 1)
+    assert not_modelled("sglang", "0.4.1", dp8) == [SGLANG_DP_BEFORE_DEEPEP]
+    assert not_modelled("sglang", "0.4.5", dp8) == not_modelled("sglang", "0.4.1", Parallelism(tp=8)) == []
+    assert not_modelled("sglang", None, dp8) == not_modelled("vllm", "0.4.1", dp8) == []
+    s = Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=256, osl=64, engine_version="0.4.1")
+    from tokspeed.serving.run import Load, evaluate
+    cfg = evaluate(s, dp8, 1, Load("concurrency", concurrency=8, n_requests=8))
+    assert "DeepEP" in cfg["warnings"][0]
+    _, skipped = load_cases()
+    assert skipped[f"not modelled ({SGLANG_DP_BEFORE_DEEPEP})"] == 8     # datacrunch's eight v0.4.1 rows

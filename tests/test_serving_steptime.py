@@ -137,3 +137,16 @@ def test_kv_pool_holds_a_sliding_layer_at_its_window():
     w = build_worker(r, Parallelism(), scheduler_for("vllm"), {}, 10_000)
     free = 0.9 * r.hw.usable_bytes - r.weights_bytes - activation_bytes(r.spec, 1, 512) - 2**30
     assert w.kv_tokens == pytest.approx(free / ((23 * 10_000 + 23 * 4096) * 8192 / 10_000), rel=1e-9)
+
+
+def test_tensorrt_llm_pool_is_a_share_of_free_memory_at_full_attention():
+    # TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 of the memory the weights, workspace and runtime leave
+    # (not 0.9 of the device), and no sliding window unless max_attention_window_size is set: Mistral 7B v0.1
+    # caches all 32 layers x 8 KV heads x 128 x 2 (K, V) x 1 byte (FP8) = 65,536 bytes a token at any length
+    from tokspeed.memory import activation_bytes
+
+    r = resolve_group("mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
+    w = build_worker(r, Parallelism(), scheduler_for("tensorrt-llm"), {}, 22_000)
+    rest = activation_bytes(r.spec, 1, 512) + r.profile.runtime_overhead_gib * 2**30
+    assert w.kv_tokens == pytest.approx(0.9 * (r.hw.usable_bytes - r.weights_bytes - rest) / 65_536, rel=1e-9)
+    assert resolve_group("mistral-7b", "h100-sxm", "vllm", "FP8", "fp8", 1, 1).spec.sliding_window == 4096

@@ -166,6 +166,10 @@ def run(args) -> int:
         doc = serve_document(setup, gpus, (load or _default_load(args)).scenario, slo, configs, frontier)
     else:
         doc = search_document(setup, args.gpus or 1, slo, load, disagg=not args.no_disagg)
+    from ..report.text import say
+
+    for note in dict.fromkeys(w for c in doc["configs"][:args.top] for w in c.get("warnings", ())):
+        say(note, "warning")           # what the simulation does not model (serving.unmodelled)
     if args.json:
         print_json(doc)
     else:

@@ -27,6 +27,7 @@ from .requests import Arrivals, Request, lengths, make_requests
 from .schedulers import Scheduler, scheduler_for
 from .simulate import simulate
 from .speculative import Speculation, attach
+from .unmodelled import WARNINGS, not_modelled
 from .worker import Parallelism, build_worker, resolve_group
 
 DEFAULT_REQUESTS = {"offline": 1000, "rate": 500}
@@ -174,7 +175,11 @@ def evaluate(setup: Setup, par: Parallelism, replicas: int, load: Load, slo: SLO
             m[k] *= replicas
     conc = load.concurrency if load.scenario == "concurrency" else round(m["mean_running"] * replicas)
     layout = {**par.to_dict(), "replicas": replicas, "disagg": None}
-    return _config(layout, gpus, conc, load, m, w)
+    cfg = _config(layout, gpus, conc, load, m, w)
+    flags = not_modelled(setup.engine, setup.engine_version, par)
+    if flags:
+        cfg["warnings"] = [WARNINGS[f] for f in flags]
+    return cfg
 
 
 def _config(layout, gpus, conc, load, m, w) -> dict:
