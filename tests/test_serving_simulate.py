@@ -175,3 +175,13 @@ def test_decode_step_runs_the_padded_batch():
     dense9 = cost.step(9, 0, 9 * 1000, 0) - cost.attn_decode(9, 9 * 1000)
     assert dense9 == pytest.approx(cost.decode_dense(16), rel=1e-9)
     assert cost.decode_dense(16) > cost.decode_dense(9)
+
+
+def test_closed_loop_request_waits_for_the_running_step():
+    # two clients, 10 ms steps: A (3 tokens) and B (100) prefill in step 1 (0-10 ms), A decodes in steps 2-3 and
+    # is done at 30 ms. Its client's next request reaches the engine after step 4 (30-40 ms) has started with
+    # B's decode, so it prefills in step 5: first token at 50 ms, TTFT 20 ms (two steps), not 10
+    reqs = make_requests(Arrivals("offline", 3), [(10, 3), (10, 100), (10, 3)])
+    out = simulate(Fixed(0.01), sched(), float("inf"), reqs, concurrency=2)
+    third = min((r for r in out.requests if r[3] == 3), key=lambda r: -r[0])
+    assert third[0] == pytest.approx(0.030) and third[1] == pytest.approx(0.020)

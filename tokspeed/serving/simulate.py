@@ -30,6 +30,9 @@ from .requests import Request
 from .schedulers import Scheduler
 
 MAX_STEPS = 2_000_000
+CLIENT_TURN_S = 1e-9  # a closed-loop client's next request reaches the engine after its next step began: the
+#                       engine launches that step as the last one ends, while the response and the new request
+#                       cross to the client and back; the request waits for that step (any turnaround > 0)
 WATERMARK = 0.01      # share of the KV pool kept free when admitting (vLLM's watermark); no admission in a
 #                       step that preempted (vLLM V1 scheduler): a preempted sequence is not re-admitted at once
 
@@ -66,7 +69,8 @@ class Outcome:
 def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request], *, concurrency: int = 0,
              prefix_hit: float = 0.0, tokens_per_step: float = 1.0, rows_per_seq: int = 1) -> Outcome:
     """Serve ``requests`` (arrival order) with ``cost.step(b, c, kv_tokens, pairs)``; ``concurrency`` > 0
-    issues them closed-loop (a new one as soon as one finishes, ``concurrency`` at a time). Speculative
+    issues them closed-loop (a new one as soon as one finishes, ``concurrency`` at a time, reaching the engine
+    after the step it is already running: ``CLIENT_TURN_S``). Speculative
     decoding: each decoder takes ``rows_per_seq`` budget tokens a step and makes ``tokens_per_step``."""
     pending = deque(requests)
     if concurrency:
@@ -234,7 +238,7 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
                 _finish(s, t, done)
                 if pending:
                     nr = pending.popleft()
-                    nr.arrival = t
+                    nr.arrival = t + CLIENT_TURN_S
                     arrivals.append(nr)
         for s, c in chunks:
             s.prompt_left -= c
@@ -250,7 +254,7 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
                     _finish(s, t, done)
                     if pending:
                         nr = pending.popleft()
-                        nr.arrival = t
+                        nr.arrival = t + CLIENT_TURN_S
                         arrivals.append(nr)
                 else:
                     enter_decode(s)
