@@ -58,7 +58,8 @@ def add_parser(sub):
     add_hardware_options(p)
     p.add_argument("--gpus", type=_whole, default=None, help="GPUs in all (default: what the layout uses, else 1)")
     p.add_argument("--engine", "-e", default="vllm", help="vllm, sglang, tensorrt-llm, llama.cpp ... (default vllm)")
-    p.add_argument("--engine-version", default=None, help="engine era (as predict)")
+    p.add_argument("--engine-version", default=None,
+                   help="llama.cpp: the build era (as predict); vLLM, SGLang, TensorRT-LLM: the release, e.g. 0.4.1")
     p.add_argument("--quant", "-q", default=None, help="weight format (default F16)")
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 (default f16)")
     p.add_argument("--isl", type=count, default=1024, help="prompt tokens per request (default 1024)")
