@@ -150,3 +150,16 @@ def test_tensorrt_llm_pool_is_a_share_of_free_memory_at_full_attention():
     rest = activation_bytes(r.spec, 1, 512) + r.profile.runtime_overhead_gib * 2**30
     assert w.kv_tokens == pytest.approx(0.9 * (r.hw.usable_bytes - r.weights_bytes - rest) / 65_536, rel=1e-9)
     assert resolve_group("mistral-7b", "h100-sxm", "vllm", "FP8", "fp8", 1, 1).spec.sliding_window == 4096
+
+
+def test_batch_max_takes_the_engines_window_and_pool():
+    # predict --batch max on TensorRT-LLM sizes Mistral 7B v0.1 as the serving worker does: 65,536 bytes a token
+    # at any length (no window), 0.9 of what the weights leave; 22,000-token sequences: pool // 22,000 of them
+    from tokspeed.memory import activation_bytes
+    from tokspeed.serving.batch import max_batch
+
+    r = resolve_group("mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
+    rest = activation_bytes(r.spec, 1, 512) + r.profile.runtime_overhead_gib * 2**30
+    pool = 0.9 * (r.hw.usable_bytes - r.weights_bytes - rest) / 65_536
+    got = max_batch("mistral-7b", "h100-sxm", 22_000, quant="FP8", kv_dtype="fp8", engine="tensorrt-llm")
+    assert got["kv_pool_tokens"] == pytest.approx(pool, rel=1e-9) and got["batch"] == int(pool // 22_000)
