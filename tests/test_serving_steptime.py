@@ -163,3 +163,16 @@ def test_batch_max_takes_the_engines_window_and_pool():
     pool = 0.9 * (r.hw.usable_bytes - r.weights_bytes - rest) / 65_536
     got = max_batch("mistral-7b", "h100-sxm", 22_000, quant="FP8", kv_dtype="fp8", engine="tensorrt-llm")
     assert got["kv_pool_tokens"] == pytest.approx(pool, rel=1e-9) and got["batch"] == int(pool // 22_000)
+
+
+def test_sglang_overlap_scheduler_hides_the_host_step():
+    # SGLang's overlap scheduler (disable_overlap_schedule = False by default) builds step N+1 on the CPU while
+    # the GPU runs step N: a fitted 2 ms of host time per step is not paid there, but is by vLLM, and by SGLang
+    # with pipeline parallelism (which turns the overlap off)
+    fit = {"gpu_scale": 1.0, "step_s": 0.002}
+    sg = resolve_group(LLAMA3_8B, "h100-sxm", "sglang", "F16", "f16", 1, 1)
+    assert build_worker(sg, Parallelism(), scheduler_for("sglang"), fit, 2048).cost.step_s == 0.0
+    _, vl = _worker()
+    assert build_worker(vl.resolved, Parallelism(), scheduler_for("vllm"), fit, 2048).cost.step_s == 0.002
+    sg2 = resolve_group(LLAMA3_8B, "h100-sxm", "sglang", "F16", "f16", 1, 2)
+    assert build_worker(sg2, Parallelism(pp=2), scheduler_for("sglang"), fit, 2048).cost.step_s == 0.002

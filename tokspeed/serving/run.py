@@ -122,6 +122,7 @@ class Setup:
                                                        self.engine_version), Parallelism(par.tp, par.pp),
                                          self.scheduler(r), fitted_for(r.profile.name, r.hw.vendor), self.isl + self.osl).cost
                 tps = attach(w.cost, self.speculation, r.spec, draft)
+                w.cost.step_s = fit.get("step_s", 0.0)       # speculative decoding turns SGLang's overlap off
             self._workers[par] = (w, tps)
         return self._workers[par]
 

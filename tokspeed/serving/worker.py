@@ -61,6 +61,12 @@ class Worker:
     weights_per_gpu: float
 
 
+def host_hidden(sched, par, speculative: bool = False) -> bool:
+    """Whether the engine's host time per step hides behind the device's (SGLang's overlap scheduler; not with
+    pipeline parallelism or speculative decoding, which turn it off)."""
+    return bool(getattr(sched, "overlap_host", False)) and par.pp == 1 and not speculative
+
+
 FP8_GEMM_FORMATS = frozenset({"FP8"})
 
 
@@ -129,7 +135,7 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
 
     time_ops = expert_time_ops(r, par, link_scale) if par.ep > 1 else plain
     cost = StepCost(spec, r.storage, r.kv_elem_bytes, time_ops, gpu_scale=fitted.get("gpu_scale", 1.0),
-                    step_s=fitted.get("step_s", 0.0))
+                    step_s=0.0 if host_hidden(sched, par) else fitted.get("step_s", 0.0))
     if getattr(sched, "graph_max", 0):       # each attention rank pads its own rows to a captured size
         dp = par.dp
         cost.pad = lambda b: sched.graph_batch(-(-b // dp)) * dp
