@@ -136,3 +136,11 @@ def test_no_file_over_600_lines():
         if n > (PROFILE_MAX_LINES if rel == "engines/profile.py" else MAX_LINES):
             over[rel] = n
     assert not over, f"files over {MAX_LINES} lines: {over}"
+
+
+def test_the_serving_simulation_stands_below_predict():
+    """The simulation resolves a setup through ``tokspeed.resolved`` (below predict), never through predict."""
+    graph = import_graph()
+    up = {m for m, deps in graph.items() if _under(m, ["tokspeed.serving"]) and "tokspeed.predict" in deps}
+    assert not up, f"serving modules importing predict: {sorted(up)}"
+    assert "tokspeed.predict" not in reach(graph, "tokspeed.resolved")

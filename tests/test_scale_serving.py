@@ -74,3 +74,19 @@ def test_rate_gives_ttft_and_tpot():
     over = predict(LLAMA3_8B, "h100-sxm", quant="F16", engine="vllm", prompt=1000, gen=200,
                    rate=cb["max_rate_rps"] * 1.5)
     assert not over.extra["serving"]["continuous"]["stable"]
+
+
+def test_continuous_batching_carries_its_capacity():
+    # a fixed 10 ms decode step and 0.1 ms a prompt token: continuous_batching states the max_rate it checked
+    # against (no cache keyed on the step function's identity); an overloaded rate is refused at that figure
+    from tokspeed.scale.serving import continuous_batching, max_rate
+
+    step = lambda b: 0.01                  # noqa: E731
+    cap = max_rate(step, 1e-4, 100, 10, 8, "vllm")
+    # a request costs its 100 prompt tokens (10 ms, the first token with them) and 9 decode steps of 10 ms
+    # shared by at most 8 sequences: at most 1 / (0.01 + 9 x 0.01 / 8) = 47.06 requests/s
+    assert 0.9 * 47.06 < cap <= 47.06
+    cb = continuous_batching(step, 1e-4, 100, 10, 2 * cap, 8, "vllm")
+    assert cb["max_rate_rps"] == pytest.approx(cap) and cb["stable"] is False
+    assert continuous_batching(step, 1e-4, 100, 0, 1.0, 8, "vllm")["max_rate_rps"] == pytest.approx(
+        max_rate(step, 1e-4, 100, 1, 8, "vllm"))

@@ -7,6 +7,8 @@ import sys
 import pytest
 
 from tokspeed.cli.main import main
+from tokspeed.errors import UserError
+from tokspeed.serving.worker import Parallelism
 
 CONFIG_KEYS = {"layout", "concurrency", "rate_rps", "output_tok_s", "output_tok_s_per_gpu", "tok_s_per_user",
                "ttft_ms", "tpot_ms", "itl_ms", "e2e_s", "meets_slo", "band"}
@@ -156,3 +158,20 @@ def test_a_search_beyond_a_rack_is_refused_up_front(capsys):
                "--isl", "100", "--osl", "10"])
     err = capsys.readouterr().err
     assert rc == 2 and "at most 64 GPUs" in err and "--gpus 4096" in err
+
+
+def test_serve_layout_reads_with_predicts_parser():
+    # one parser for both: predict's parallel= and serve's --parallel read "tp=4,pp=2" the same way, and both
+    # refuse a degree given twice (serve's own regex refused it, predict's loop took the last)
+    from tokspeed.cli.serve import parse_layout
+    from tokspeed.scale.parallel import parse_parallel
+
+    p = parse_parallel("tp=4,pp=2", 8, "vllm")
+    lay = parse_layout("tp=4,pp=2")
+    assert (p.tp, p.pp) == (lay.tp, lay.pp) == (4, 2)
+    assert parse_layout("ep=8, dp=8") == Parallelism(tp=1, ep=8, dp=8)
+    for bad in ("tp=2,tp=4", "tp=0", "tp=x", "tp=2,"):
+        with pytest.raises(UserError):
+            parse_parallel(bad, 4, "vllm")
+        with pytest.raises(UserError, match="--parallel"):
+            parse_layout(bad)

@@ -143,3 +143,54 @@ def test_attention_dp_step_reads_by_hand(monkeypatch):
     assert attn_bytes == pytest.approx(671e9 - 58 * 256 * 3 * 7168 * 2048, rel=0.05)
     touched = 256 * (1 - (1 - 8 / 256) ** 256)
     assert expert_bytes == pytest.approx(58 * touched / 8 * 3 * 7168 * 2048, rel=0.02)
+
+
+def _link_only(monkeypatch, par, link_s):
+    """The link time a DeepSeek-V3 worker under ``par`` charges for a 256-row decode pass when the attention
+    group's timer reports ``link_s`` of TP all-reduces and every operator takes no time."""
+    import tokspeed.serving.expert as expert
+    from tokspeed.serving.steptime import StepCost
+
+    s = Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000)
+    r = s.group(1, 1)
+    timer = lambda ops, prof, batch, n: SimpleNamespace(seconds=link_s, link_s=link_s)    # noqa: E731
+    monkeypatch.setattr(expert, "pass_time", lambda ops, hw, prof, q, t, m: SimpleNamespace(seconds=prof.fixed_s))
+    time_ops = expert.expert_time_ops(SimpleNamespace(**{**vars(r), "timer": timer, "setup": None}), par)
+    cost = StepCost(r.spec, r.storage, r.kv_elem_bytes, time_ops)
+    return time_ops(cost._depth_free(256, 1), 256, 1)
+
+
+def test_tp_ep_combines_experts_by_the_tp_all_reduce(monkeypatch):
+    # TP8 + EP8: after attention's all-reduce every rank holds all 256 tokens; each runs its own experts and
+    # the MLP's all-reduce sums the layer (vLLM: all-to-all kernels only with dp_size > 1). The worker pays
+    # the timer's all-reduces (here 1 ms) and no all-to-all
+    assert _link_only(monkeypatch, Parallelism(tp=8, ep=8), 1e-3) == pytest.approx(1e-3)
+
+
+def test_attention_dp_trades_the_moe_all_reduce_for_the_all_to_all(monkeypatch):
+    # TP2 x DP4 + EP8 over NVLink (H200: 450 GB/s a direction): attention keeps its all-reduce on all 61
+    # layers, the 58 MoE layers lose their MLP all-reduce: of 2 x 61 = 122 all-reduces (1 ms), 64 remain.
+    # Each GPU dispatches 256 / 8 tokens x 8 experts x 7,168 x (1 FP8 + 2 BF16) bytes x 7/8 per MoE layer
+    # = 150,528 bytes a token (x 32 tokens), plus two copy latencies
+    a2a = 58 * (32 * 8 * 7168 * 3 * 7 / 8 / 450e9 + 2 * SYNC_LATENCY_S["peer-copy"])
+    got = _link_only(monkeypatch, Parallelism(tp=2, ep=8, dp=4), 1e-3)
+    assert got == pytest.approx(1e-3 * 64 / 122 + a2a)
+
+
+def test_sglang_attention_dp_before_deepep_is_not_modelled():
+    # SGLang 0.4.5 is the first release with DeepEP; before it attention DP gathered every rank's tokens for
+    # TP-sharded experts: such a configuration carries the warning, a row of it is not scored
+    from tokspeed.serving.rows import load_cases
+    from tokspeed.serving.unmodelled import SGLANG_DP_BEFORE_DEEPEP, not_modelled, version_tuple
+
+    dp8 = Parallelism(tp=1, ep=8, dp=8)
+    assert version_tuple("0.5.5.post3") == (0, 5, 5) and version_tuple("v0.4.1") == (0, 4, 1)
+    assert not_modelled("sglang", "0.4.1", dp8) == [SGLANG_DP_BEFORE_DEEPEP]
+    assert not_modelled("sglang", "0.4.5", dp8) == not_modelled("sglang", "0.4.1", Parallelism(tp=8)) == []
+    assert not_modelled("sglang", None, dp8) == not_modelled("vllm", "0.4.1", dp8) == []
+    s = Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=256, osl=64, engine_version="0.4.1")
+    from tokspeed.serving.run import Load, evaluate
+    cfg = evaluate(s, dp8, 1, Load("concurrency", concurrency=8, n_requests=8))
+    assert "DeepEP" in cfg["warnings"][0]
+    _, skipped = load_cases()
+    assert skipped[f"not modelled ({SGLANG_DP_BEFORE_DEEPEP})"] == 8     # datacrunch's eight v0.4.1 rows

@@ -119,8 +119,12 @@ def test_slo_and_goodput():
 def test_percentiles_by_hand():
     assert percentile([1, 2, 3, 4], 50) == pytest.approx(2.5)
     assert percentile([0, 10], 90) == pytest.approx(9.0)
-    assert weighted_percentile([(1.0, 9), (5.0, 1)], 90) == 1.0
-    assert weighted_percentile([(1.0, 9), (5.0, 1)], 99) == 5.0
+    # nine gaps of 1 and one of 5, as numpy.percentile([1] * 9 + [5], q) interpolates them (rank q/100 x 9):
+    # p90 at rank 8.1 = 1 + 0.1 x 4, p99 at rank 8.91 = 1 + 0.91 x 4; bench-server's summary gives the same
+    assert weighted_percentile([(1.0, 9), (5.0, 1)], 90) == pytest.approx(1.4)
+    assert weighted_percentile([(1.0, 9), (5.0, 1)], 99) == pytest.approx(4.64)
+    assert weighted_percentile([(0.01, 1), (0.03, 1)], 50) == pytest.approx(0.02)
+    assert weighted_percentile([], 50) is None and percentile([], 50) is None
 
 
 def test_poisson_arrivals_are_seeded():
@@ -151,3 +155,33 @@ def test_watermark_holds_a_request_back_without_stalling():
         assert out.stopped is None and len(out.requests) == 2
         ttft2 = max(r[1] for r in out.requests)
         assert ttft2 == pytest.approx(0.01 * 11)        # after the first's 10 steps, one prefill step
+
+
+def test_cuda_graph_batch_sizes_by_hand():
+    # SGLang v0.5.6 captures [1, 2, 4, 8, 12] + range(16, 257, 8); vLLM v0.10 [1, 2, 4] + range(8, 513, 8):
+    # a decode batch is padded to the next captured size, a larger one runs eagerly as it is
+    sg, vl = scheduler_for("sglang"), scheduler_for("vllm")
+    assert [sg.graph_batch(b) for b in (1, 3, 5, 9, 12, 13, 250, 256, 257)] == [1, 4, 8, 12, 12, 16, 256, 256, 257]
+    assert [vl.graph_batch(b) for b in (3, 5, 9, 100, 512, 513)] == [4, 8, 16, 104, 512, 513]
+    assert scheduler_for("tensorrt-llm").graph_batch(13) == 13
+
+
+def test_decode_step_runs_the_padded_batch():
+    # a vLLM decode step of 9 sequences runs its matmuls over 16 rows (the captured size), attention over 9
+    from tokspeed.serving.worker import Parallelism, build_worker, resolve_group
+
+    r = resolve_group("llama-3.1-8b", "h100-sxm", "vllm", "F16", "f16", 1, 1)
+    cost = build_worker(r, Parallelism(), scheduler_for("vllm"), {}, 2048).cost
+    dense9 = cost.step(9, 0, 9 * 1000, 0) - cost.attn_decode(9, 9 * 1000)
+    assert dense9 == pytest.approx(cost.decode_dense(16), rel=1e-9)
+    assert cost.decode_dense(16) > cost.decode_dense(9)
+
+
+def test_closed_loop_request_waits_for_the_running_step():
+    # two clients, 10 ms steps: A (3 tokens) and B (100) prefill in step 1 (0-10 ms), A decodes in steps 2-3 and
+    # is done at 30 ms. Its client's next request reaches the engine after step 4 (30-40 ms) has started with
+    # B's decode, so it prefills in step 5: first token at 50 ms, TTFT 20 ms (two steps), not 10
+    reqs = make_requests(Arrivals("offline", 3), [(10, 3), (10, 100), (10, 3)])
+    out = simulate(Fixed(0.01), sched(), float("inf"), reqs, concurrency=2)
+    third = min((r for r in out.requests if r[3] == 3), key=lambda r: -r[0])
+    assert third[0] == pytest.approx(0.030) and third[1] == pytest.approx(0.020)

@@ -81,3 +81,98 @@ def test_fp8_checkpoints_run_fp8_gemms_in_server_engines():
     assert gemm_hardware("h100-sxm", "F16", "vllm").fp16_tflops == 989
     assert gemm_hardware("a100-80g-sxm", "FP8", "vllm").fp16_tflops == 312    # Ampere: no FP8 units
     assert gemm_hardware("h100-sxm", "FP8", "llama.cpp").fp16_tflops == 989
+
+
+def _bytes_cost(model):
+    """A StepCost whose 'time' of a pass is its KV bytes read / 1e12 (and FLOPs / 1e18: kept apart)."""
+    from tokspeed.models.catalog import get_model
+    from tokspeed.quant.schemes import scheme_for
+    from tokspeed.serving.steptime import StepCost
+
+    spec = get_model(model)
+
+    def time_ops(ops, batch, n):
+        return sum(o.kv_read_bytes for o in ops) / 1e12 + sum(o.flops for o in ops) / 1e18
+
+    return spec, StepCost(spec, scheme_for("F16", spec), 2.0, time_ops)
+
+
+@pytest.mark.parametrize("depth", [2_000, 10_000])
+def test_sliding_layer_reads_at_most_its_window(depth):
+    # Gemma 2 27B: 46 layers, 23 of them sliding over 4,096 tokens; 16 KV heads x 128 x 2 (K, V) x 2 bytes =
+    # 8,192 bytes per token and layer. 4 rows at depth d read (d + the new token) on the 23 full layers and
+    # (min(d, 4,096) + 1) on the 23 sliding ones, not d + 1 on all 46; 32 query heads score as many keys
+    spec, cost = _bytes_cost("gemma-2-27b")
+    keys = 23 * (depth + 1) + 23 * (min(depth, 4096) + 1)
+    want = 4 * keys * 8192 / 1e12 + 4 * 32 * keys * (2 * 128 + 2 * 128 + 5) / 1e18
+    assert cost.attn_decode(4, 4 * depth) == pytest.approx(want, rel=1e-9)
+
+
+def test_chunked_layer_reads_its_chunk():
+    # Llama 4 Maverick: 36 of 48 layers attend within 8,192-token chunks; at depth 20,000 a row is 20,000 -
+    # 2 x 8,192 = 3,616 tokens into its chunk. 8 KV heads x 128 x 2 x 2 bytes = 4,096 bytes a token and layer
+    spec, cost = _bytes_cost("llama-4-maverick")
+    keys = 12 * 20_001 + 36 * 3_617
+    want = 2 * keys * 4096 / 1e12 + 2 * 40 * keys * (2 * 128 + 2 * 128 + 5) / 1e18
+    assert cost.attn_decode(2, 2 * 20_000) == pytest.approx(want, rel=1e-9)
+
+
+def test_sliding_layer_prefill_pairs_by_hand():
+    # a 512-token prompt chunk from position 0 on a 128-token window: query i attends min(i + 1, 128) keys,
+    # 128 x 129 / 2 + (512 - 128) x 128 = 57,408 pairs on a sliding layer; 512 x 513 / 2 = 131,328 on a full one
+    spec, cost = _bytes_cost("gpt-oss-20b")
+    assert cost.prefill_pairs([(512, 0)]) == (131_328, 57_408)
+    flops = 64 * 12 * (131_328 + 57_408) * (2 * 64 + 2 * 64 + 5) / 1e18
+    kv = 12 * (512 + 512) * 2048 / 1e12        # a chunk reads its own keys (cached 0 + 512 new) on every layer
+    assert cost.attn_prefill(512, cost.prefill_pairs([(512, 0)])) == pytest.approx(flops + kv, rel=1e-6)
+
+
+def test_kv_pool_holds_a_sliding_layer_at_its_window():
+    # Gemma 2 27B on an H100 (vLLM): a 10,000-token sequence keeps 10,000 tokens on its 23 full layers and
+    # 4,096 on its 23 sliding ones (vLLM V1 frees blocks outside the window), 8,192 bytes a token and layer:
+    # the pool's tokens are the free bytes over (23 x 10,000 + 23 x 4,096) x 8,192 / 10,000 a token
+    from tokspeed.memory import activation_bytes
+
+    r = resolve_group("gemma-2-27b", "h100-sxm", "vllm", "F16", "f16", 1, 1)
+    w = build_worker(r, Parallelism(), scheduler_for("vllm"), {}, 10_000)
+    free = 0.9 * r.hw.usable_bytes - r.weights_bytes - activation_bytes(r.spec, 1, 512) - 2**30
+    assert w.kv_tokens == pytest.approx(free / ((23 * 10_000 + 23 * 4096) * 8192 / 10_000), rel=1e-9)
+
+
+def test_tensorrt_llm_pool_is_a_share_of_free_memory_at_full_attention():
+    # TensorRT-LLM: kv_cache_free_gpu_mem_fraction 0.9 of the memory the weights, workspace and runtime leave
+    # (not 0.9 of the device), and no sliding window unless max_attention_window_size is set: Mistral 7B v0.1
+    # caches all 32 layers x 8 KV heads x 128 x 2 (K, V) x 1 byte (FP8) = 65,536 bytes a token at any length
+    from tokspeed.memory import activation_bytes
+
+    r = resolve_group("mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
+    w = build_worker(r, Parallelism(), scheduler_for("tensorrt-llm"), {}, 22_000)
+    rest = activation_bytes(r.spec, 1, 512) + r.profile.runtime_overhead_gib * 2**30
+    assert w.kv_tokens == pytest.approx(0.9 * (r.hw.usable_bytes - r.weights_bytes - rest) / 65_536, rel=1e-9)
+    assert resolve_group("mistral-7b", "h100-sxm", "vllm", "FP8", "fp8", 1, 1).spec.sliding_window == 4096
+
+
+def test_batch_max_takes_the_engines_window_and_pool():
+    # predict --batch max on TensorRT-LLM sizes Mistral 7B v0.1 as the serving worker does: 65,536 bytes a token
+    # at any length (no window), 0.9 of what the weights leave; 22,000-token sequences: pool // 22,000 of them
+    from tokspeed.memory import activation_bytes
+    from tokspeed.serving.batch import max_batch
+
+    r = resolve_group("mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
+    rest = activation_bytes(r.spec, 1, 512) + r.profile.runtime_overhead_gib * 2**30
+    pool = 0.9 * (r.hw.usable_bytes - r.weights_bytes - rest) / 65_536
+    got = max_batch("mistral-7b", "h100-sxm", 22_000, quant="FP8", kv_dtype="fp8", engine="tensorrt-llm")
+    assert got["kv_pool_tokens"] == pytest.approx(pool, rel=1e-9) and got["batch"] == int(pool // 22_000)
+
+
+def test_sglang_overlap_scheduler_hides_the_host_step():
+    # SGLang's overlap scheduler (disable_overlap_schedule = False by default) builds step N+1 on the CPU while
+    # the GPU runs step N: a fitted 2 ms of host time per step is not paid there, but is by vLLM, and by SGLang
+    # with pipeline parallelism (which turns the overlap off)
+    fit = {"gpu_scale": 1.0, "step_s": 0.002}
+    sg = resolve_group(LLAMA3_8B, "h100-sxm", "sglang", "F16", "f16", 1, 1)
+    assert build_worker(sg, Parallelism(), scheduler_for("sglang"), fit, 2048).cost.step_s == 0.0
+    _, vl = _worker()
+    assert build_worker(vl.resolved, Parallelism(), scheduler_for("vllm"), fit, 2048).cost.step_s == 0.002
+    sg2 = resolve_group(LLAMA3_8B, "h100-sxm", "sglang", "F16", "f16", 1, 2)
+    assert build_worker(sg2, Parallelism(pp=2), scheduler_for("sglang"), fit, 2048).cost.step_s == 0.002

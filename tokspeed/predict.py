@@ -18,18 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from .engines.compat import runnable
-from .engines.profile import IDEAL, EngineProfile, attention_spec, get_engine
-from .engines import profile as _profile
-from .ledger import Op, depth_kinks, forward_ops, resident_weight_bytes
+from .engines.profile import IDEAL, EngineProfile
+from .ledger import Op, depth_kinks, forward_ops
 from .memory import Memory, memory_budget
-from .quant.format_key import format_key
+from .resolved import Resolved, resolve  # noqa: F401  (the first step; ``predict.resolve`` for callers above)
 from .quant.kv import kv_bytes as kv_dtype_bytes
-from .scale.configure import configure
 from .scale.options import ScaleOptions
 from .scale.parallel import ROW_SPLIT_PREFILL
 from .scale.sections import scale_sections
-from .scale.timing import LayoutTimer, pipelined_s, pipelines_prompt
+from .scale.timing import pipelined_s, pipelines_prompt
 from .timing import PassTime, RooflineTimer, Timer, depth_sum, op_time, pass_time  # noqa: F401  (re-exported)
 from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, NBATCH, UBATCH, Workload
 
@@ -37,7 +34,6 @@ if TYPE_CHECKING:
     from .hardware.spec import Hardware
     from .models.spec import ModelSpec
     from .quant.storage import WeightStorage
-    from .scale.configure import ScaleSetup
     from .scale.layout import Layout
 
 MAX_SAMPLES = 33   # the sampled decode steps of ``decode_steps`` (kept for the numpy fit, calibration.fast)
@@ -73,23 +69,6 @@ class Prefill:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
-
-
-@dataclass
-class Resolved:
-    """What a prediction is about, resolved once: model, weights, device, engine, how passes are timed."""
-    spec: ModelSpec           # as the engine runs it
-    storage: WeightStorage    # a quant scheme or a real file
-    quant: str
-    kv_dtype: str
-    kv_elem_bytes: float
-    hw: Hardware
-    profile: EngineProfile
-    scale: ScaleOptions
-    setup: ScaleSetup | None = None   # when the options ask for a layout
-    timer: Timer | None = None
-    weights_bytes: float = 0.0
-    quant_assumed: str | None = None  # why this format, when none was named (``engines.default_format``)
 
 
 @dataclass
@@ -179,84 +158,6 @@ def decode_steps(context: int, prompt: int, gen: int) -> list[tuple[int, float]]
 
 
 # -- the five steps --------------------------------------------------------------------------------
-
-def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_version: str | None,
-            scale: ScaleOptions, work: Workload, flash_attention: bool | None = None) -> Resolved:
-    """Model, weights, device and engine; the layout when the scale options ask for one."""
-    from .hardware.spec import Hardware
-    from .quant.schemes import canonical, scheme_for
-    from .resolve import resolve_model
-
-    spec, storage = resolve_model(model)
-    if isinstance(hardware, Hardware):
-        hw = hardware
-    else:
-        from .hardware.catalog import get_hardware
-
-        hw = get_hardware(hardware)
-    prof = _engine(engine, hw, engine_version, flash_attention)
-    assumed = None
-    if storage is None:
-        if not quant:            # the format people run: released (servers) or downloaded (llama.cpp)
-            from .engines.default_format import default_quant
-
-            quant, assumed = default_quant(spec, prof, hw)
-        quant = canonical(quant)
-        storage = scheme_for(quant, spec)
-    else:
-        quant = getattr(storage, "name", "file")
-    kvb = kv_dtype_bytes(kv_dtype)
-    spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
-    prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
-    quant = format_key(quant)                     # parsed once: its kernel group rides along (quant.format_key)
-    # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
-    weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
-    r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights,
-                 quant_assumed=assumed)
-    if scale.wants_layout:
-        r.setup = configure(spec, storage, hw, prof, kvb, work.batch, work.tokens, work.prompt,
-                            prof.runtime_overhead_gib * 2**30, gpus=scale.gpus, parallel=scale.parallel,
-                            gpu_layers=scale.gpu_layers, offload=scale.offload, cpu=scale.cpu)
-        r.timer = LayoutTimer(r.setup.layout, spec, quant)
-    else:
-        r.timer = _roofline_timer(hw, quant)
-    return r
-
-
-_TIMERS: dict = {}
-_ENGINES: dict = {}
-
-
-def _engine_tables():
-    """The loaded engine tables (``engines.profile``'s cached read of priors + fit), or None."""
-    tables = getattr(_profile, "_tables", None)
-    return tables() if callable(tables) else None
-
-
-def _engine(engine, hw, version, flash_attention=None) -> EngineProfile:
-    """``get_engine``, remembered per (name, device, version, attention): profiles are read-only."""
-    if isinstance(engine, EngineProfile):
-        return get_engine(engine, hw, version=version, flash_attention=flash_attention)
-    tables = _engine_tables()          # a reloaded engine table (tests, a refit) starts afresh
-    key = (engine, id(hw), version, flash_attention, id(tables))
-    hit = _ENGINES.get(key)
-    if hit is None or hit[0] is not hw or hit[1] is not tables:
-        if len(_ENGINES) > 1024:
-            _ENGINES.clear()
-        hit = _ENGINES[key] = (hw, tables, get_engine(engine, hw, version=version, flash_attention=flash_attention))
-    return hit[2]
-
-
-def _roofline_timer(hw, quant) -> RooflineTimer:
-    """One timer (and its memo of operator times) per device and format, reused across predictions."""
-    key = (id(hw), quant)
-    t = _TIMERS.get(key)
-    if t is None or t.hw is not hw:
-        if len(_TIMERS) > 256:
-            _TIMERS.clear()
-        t = _TIMERS[key] = RooflineTimer(hw, quant)
-    return t
-
 
 def memory(r: Resolved, work: Workload) -> Memory:
     """The memory budget (memory.memory_budget); the largest context never exceeds the model's trained window."""

@@ -58,7 +58,8 @@ def add_parser(sub):
     add_hardware_options(p)
     p.add_argument("--gpus", type=_whole, default=None, help="GPUs in all (default: what the layout uses, else 1)")
     p.add_argument("--engine", "-e", default="vllm", help="vllm, sglang, tensorrt-llm, llama.cpp ... (default vllm)")
-    p.add_argument("--engine-version", default=None, help="engine era (as predict)")
+    p.add_argument("--engine-version", default=None,
+                   help="llama.cpp: the build era (as predict); vLLM, SGLang, TensorRT-LLM: the release, e.g. 0.4.1")
     p.add_argument("--quant", "-q", default=None, help="weight format (default F16)")
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 (default f16)")
     p.add_argument("--isl", type=count, default=1024, help="prompt tokens per request (default 1024)")
@@ -97,22 +98,21 @@ def add_parser(sub):
     return p
 
 
-_PAR = re.compile(r"^(tp|pp|ep|dp)=(\d+)$")
 _DIS = re.compile(r"^(\d+)(?:x(\d+))?:(\d+)(?:x(\d+))?$")
 
 
 def parse_layout(text: str | None):
+    from ..scale.parallel import read_degrees
     from ..serving.worker import Parallelism
 
     if not text:
         return None
-    deg = {}
-    for part in text.replace(" ", "").lower().split(","):
-        m = _PAR.match(part)
-        if not m or m.group(1) in deg:
-            raise UserError(f"cannot read --parallel {text!r}", "write tp=4,pp=1,ep=8,dp=2")
-        deg[m.group(1)] = int(m.group(2))
-    return Parallelism(**deg)
+    hint = "write tp=4,pp=1,ep=8,dp=2"
+    try:
+        degrees = read_degrees(text, ("tp", "pp", "ep", "dp"), hint)
+    except UserError as e:          # the library's words (parallel=...) as the flag says them
+        raise UserError(f"cannot read --parallel {text!r}", hint) from e
+    return Parallelism(**degrees)
 
 
 def parse_disagg(text: str | None, tp: int):
@@ -167,6 +167,10 @@ def run(args) -> int:
         doc = serve_document(setup, gpus, (load or _default_load(args)).scenario, slo, configs, frontier)
     else:
         doc = search_document(setup, args.gpus or 1, slo, load, disagg=not args.no_disagg)
+    from ..report.text import say
+
+    for note in dict.fromkeys(w for c in doc["configs"][:args.top] for w in c.get("warnings", ())):
+        say(note, "warning")           # what the simulation does not model (serving.unmodelled)
     if args.json:
         print_json(doc)
     else:

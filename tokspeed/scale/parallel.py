@@ -75,17 +75,24 @@ def parse_parallel(text: str | None, gpus: int, engine_name: str = "llama.cpp") 
     if t in ("pp", "split", "layer", "layer-split"):
         style = "split" if t != "pp" else "pp"
         return Parallel(pp=gpus, style=style if gpus > 1 else "none")
-    degrees = {"tp": 1, "pp": 1}
-    for part in t.split(","):
-        key, _, val = part.partition("=")
-        if key not in degrees or not val.isdigit() or int(val) < 1:
-            raise UserError(f"cannot read parallel={text!r}", "write tp, pp, split, or tp=4,pp=2", field="parallel")
-        degrees[key] = int(val)
-    tp, pp = degrees["tp"], degrees["pp"]
+    degrees = read_degrees(text, ("tp", "pp"), "write tp, pp, split, or tp=4,pp=2")
+    tp, pp = degrees.get("tp", 1), degrees.get("pp", 1)
     if gpus != 1 and tp * pp != gpus:
         raise UserError(f"parallel={text!r} uses {tp * pp} GPUs but gpus={gpus}", f"use gpus={tp * pp}", field="parallel")
     style = "tp+pp" if tp > 1 and pp > 1 else "tp" if tp > 1 else "pp" if pp > 1 else "none"
     return Parallel(tp=tp, pp=pp, style=style)
+
+
+def read_degrees(text: str, keys: tuple[str, ...], hint: str) -> dict[str, int]:
+    """``tp=4,pp=2``-style degrees as {key: int >= 1}, each of ``keys`` at most once (``tokspeed serve`` reads
+    ``tp,pp,ep,dp`` with it)."""
+    out: dict[str, int] = {}
+    for part in (text or "").strip().lower().replace(" ", "").split(","):
+        key, _, val = part.partition("=")
+        if key not in keys or key in out or not val.isdigit() or int(val) < 1:
+            raise UserError(f"cannot read parallel={text!r}", hint, field="parallel")
+        out[key] = int(val)
+    return out
 
 
 def check_tp(spec, tp: int):

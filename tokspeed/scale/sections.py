@@ -7,7 +7,7 @@ from ..ledger import forward_ops
 from ..workload import UBATCH
 from .interconnect import ring_allreduce_bytes
 from .offload import vram_vs_host_ratio, weights_in_ram_bytes
-from .serving import (batch_curve, continuous_batching, cost, default_batches, max_rate, ridge_batch,
+from .serving import (batch_curve, continuous_batching, cost, default_batches, ridge_batch,
                       weight_matmul_bound)
 
 
@@ -57,7 +57,6 @@ def scale_sections(r, mem, decode, prefill, first, work) -> dict:
                                      "reason": f"{hw.id} has no FLOP/s figure: prefill time unknown"}
         elif rate is not None:
             cb = continuous_batching(step_s, t_pf, prompt, gen, float(rate), mem.max_batch, prof.name)
-            cb["max_rate_rps"] = max_rate(step_s, t_pf, prompt, gen, mem.max_batch, prof.name)
             serving["continuous"] = cb
             if cb.get("stable"):
                 aggregate = cb["aggregate_tok_s"]

@@ -103,29 +103,33 @@ def continuous_batching(step_s, prefill_s_per_token: float, prompt: int, gen: in
     ``step_s(b)`` one decode step of b sequences and ``prefill_s_per_token`` each prompt token's cost;
     at most ``max_batch`` sequences at once. Stable when the rate is within what the engine serves at full
     batch (``max_rate``) and the requests finish as fast as they arrive (the last third's median TTFT under
-    twice the first third's plus one second)."""
+    twice the first third's plus one second). ``max_rate_rps`` rides along in every answer (simulated once)."""
     from ..serving.metrics import percentile, tpot_of
 
+    cap = max_rate(step_s, prefill_s_per_token, prompt, gen, max_batch, engine)
     rho = rate * prompt * prefill_s_per_token
     base = {"rate_rps": rate, "prompt": prompt, "gen": gen, "prefill_share": rho}
+
+    def answer(**kw) -> dict:
+        return {**base, **kw, "max_rate_rps": cap}
+
     if gen < 1:
-        return {**base, "stable": False, "reason": "no output tokens"}
+        return answer(stable=False, reason="no output tokens")
     if rho >= 1:
-        return {**base, "stable": False, "reason": "prefill alone needs more than the whole device"}
-    cap = max_rate(step_s, prefill_s_per_token, prompt, gen, max_batch, engine)
+        return answer(stable=False, reason="prefill alone needs more than the whole device")
     if rate > cap:
-        return {**base, "stable": False, "reason": f"beyond the {cap:.3g} requests/s the engine serves at full batch"}
+        return answer(stable=False, reason=f"beyond the {cap:.3g} requests/s the engine serves at full batch")
     out = _rate_run(step_s, prefill_s_per_token, prompt, gen, rate, max_batch, engine)
     reqs = sorted(out.requests)
     third = max(1, len(reqs) // 3)
     early = percentile([r[1] for r in reqs[:third]], 50)
     late = percentile([r[1] for r in reqs[-third:]], 50)
     if late > 2 * early + 1.0:
-        return {**base, "stable": False, "reason": "no steady state (queue grows)"}
+        return answer(stable=False, reason="no steady state (queue grows)")
     tpots = [x for r in reqs if (x := tpot_of(r[1], r[2], r[3])) is not None]
     tpot = percentile(tpots, 50) if tpots else step_s(1)
-    return {**base, "stable": True, "running_sequences": out.mean_running, "tpot_s": tpot,
-            "ttft_s": percentile([r[1] for r in reqs], 50), "per_user_tok_s": 1 / tpot, "aggregate_tok_s": rate * gen}
+    return answer(stable=True, running_sequences=out.mean_running, tpot_s=tpot,
+                  ttft_s=percentile([r[1] for r in reqs], 50), per_user_tok_s=1 / tpot, aggregate_tok_s=rate * gen)
 
 
 def max_rate(step_s, prefill_s_per_token: float, prompt: int, gen: int, max_batch: int,
@@ -133,20 +137,9 @@ def max_rate(step_s, prefill_s_per_token: float, prompt: int, gen: int, max_batc
     """Largest sustainable request rate: the request throughput of an offline run (every request queued
     at once: the engine never idles) of four times as many requests as run at once (ramp and drain a
     small share of it)."""
-    key = (id(step_s), prefill_s_per_token, prompt, gen, max_batch, engine)
-    hit = _CAPACITY.get(key)
-    if hit is not None and hit[0] is step_s:
-        return hit[1]
     out = _rate_run(step_s, prefill_s_per_token, prompt, max(gen, 1), 1.0, max_batch, engine, offline=True)
     dur = out.end_s - out.start_s
-    cap = len(out.requests) / dur if dur > 0 else 0.0
-    if len(_CAPACITY) > 64:
-        _CAPACITY.clear()
-    _CAPACITY[key] = (step_s, cap)
-    return cap
-
-
-_CAPACITY: dict = {}     # (step function, inputs) -> max_rate, so predict's two calls simulate once
+    return len(out.requests) / dur if dur > 0 else 0.0
 
 
 def cost(aggregate_tok_s: float, power_w: float, price_per_hour: float | None) -> dict:

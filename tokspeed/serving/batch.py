@@ -11,13 +11,13 @@ from ..scale.options import ScaleOptions
 from ..workload import Workload
 from .fitted import fitted_for
 from .schedulers import scheduler_for
-from .worker import Parallelism, build_worker
+from .worker import Parallelism, build_worker, full_attention
 
 
 def max_batch(model, hardware, tokens: int, *, quant=None, kv_dtype="f16", engine="vllm", engine_version=None,
               gpus: int = 1, parallel: str | None = None, flash_attention=None) -> dict:
     """{"batch", "kv_pool_tokens", "max_seqs", "limit"} for sequences of ``tokens`` tokens."""
-    from ..predict import resolve
+    from ..resolved import resolve
 
     opts = ScaleOptions(gpus=gpus, parallel=parallel)
     r = resolve(model, hardware, quant, kv_dtype, engine, engine_version, opts, Workload(prompt=0, gen=1),
@@ -25,6 +25,8 @@ def max_batch(model, hardware, tokens: int, *, quant=None, kv_dtype="f16", engin
     lay = r.setup.layout.parallel if r.setup is not None else None
     par = Parallelism(tp=lay.tp, pp=lay.pp) if lay is not None else Parallelism()
     sched = scheduler_for(r.profile.name)
+    if not sched.sliding_window:           # TensorRT-LLM caches a sliding layer's whole context
+        r = full_attention(r)
     w = build_worker(r, par, sched, fitted_for(r.profile.name, r.hw.vendor), max(tokens, 1))
     by_kv = int(w.kv_tokens // max(tokens, 1))
     batch = min(sched.max_seqs, by_kv)

@@ -10,7 +10,7 @@ def serve_document(setup, gpus: int, scenario: str, slo, configs: list, frontier
     """The document of configurations ``configs`` (best first) of ``setup`` on ``gpus`` devices."""
     r0 = setup.group(1, 1)
     return {"model": r0.spec.id, "hardware": r0.hw.id, "gpus": gpus, "engine": r0.profile.name,
-            "engine_version": getattr(r0.profile, "version", None) or None, "quant": r0.quant,
+            "engine_version": getattr(r0.profile, "version", None) or setup.engine_version or None, "quant": r0.quant,
             "kv_dtype": r0.kv_dtype, "isl": setup.isl, "osl": setup.osl,
             "scenario": "rate" if scenario == "trace" else scenario,
             "slo": slo.to_dict() if slo is not None and slo.any else None,

@@ -5,14 +5,22 @@ experts); attention, the dense layers, the shared experts, the router and the LM
 of ``tp`` GPUs, each group on its own ``1/dp`` of the sequences with its own copy of those weights
 (``dp = 1``: TP attention over all of them, experts EP-sharded: "TP + EP").
 
-A pass over T tokens then takes:
+A pass over T tokens then takes, as vLLM, SGLang and TensorRT-LLM run it:
 - the non-expert operators over ``T / dp`` tokens on a ``tp`` group (the setup's layout timer: TP
   all-reduces included), their FLOPs, activations and KV traffic cut by ``dp``, weights not;
 - the routed-expert operators over all T tokens, FLOPs, activations and weight bytes cut by ``ep``
   (experts touched are those of the whole batch: ``ledger.expected_experts(T)``, each on one GPU);
-- per MoE layer, an all-to-all dispatch (FP8 hidden states, 1 byte per value, as DeepEP sends them)
-  and combine (BF16, 2 bytes) of each token's ``k`` copies: a GPU sends ``T / (dp tp) x k x d_model x
-  3 bytes x (ep - 1) / ep`` over the device link, plus two link latencies.
+- how a MoE layer's tokens reach their experts and come back:
+  - ``ep = tp`` (TP + EP, ``dp = 1``): after attention's all-reduce every rank of the group holds every
+    token, so each runs its own experts on the tokens routed to them and the layer's output is summed by the
+    TP all-reduce that follows the MLP (vLLM ``FusedMoEParallelConfig.use_all2all_kernels`` is ``dp_size > 1 and
+    use_ep``; SGLang's EP MoE without DeepEP; TensorRT-LLM without attention DP). That all-reduce is the
+    second of the layout timer's two per layer: no all-to-all;
+  - ``ep > tp`` (attention DP + EP): the tokens of each attention group are dispatched to their experts by an
+    all-to-all (FP8 hidden states, 1 byte per value, as DeepEP sends them) and combined back (BF16, 2 bytes):
+    a GPU sends ``T / (dp tp) x k x d_model x 3 bytes x (ep - 1) / ep`` over the device link, plus two link
+    latencies, per MoE layer; no all-reduce after the expert GEMMs on those layers (``moe_link_share``: the
+    timer's all-reduces of a MoE layer's MLP are taken off), attention keeps its TP all-reduce.
 """
 
 from __future__ import annotations
@@ -42,12 +50,21 @@ def all_to_all_s(spec, link, tokens: float, ep: int, senders: int) -> float:
     return spec.n_moe_layers * (moved / link.per_direction_bytes_s + 2 * SYNC_LATENCY_S["peer-copy"])
 
 
+def moe_link_share(spec, syncs_per_layer: int = 2) -> float:
+    """Share of a TP layout's all-reduces (``syncs_per_layer`` a layer, the last after the MLP) that combine
+    a MoE layer's MLP: the ones an all-to-all's combine replaces."""
+    return spec.n_moe_layers / (syncs_per_layer * spec.n_layers) if spec.n_layers else 0.0
+
+
 def expert_time_ops(r, par, link_scale: float = 1.0):
     """``time_ops(ops, batch, n_tokens) -> seconds`` of a worker with experts over ``par.ep`` GPUs; its link
     times x ``link_scale`` (the engine's fitted collective efficiency)."""
     spec, hw, prof, quant = r.spec, r.hw, r.profile, r.quant
     link = device_link(hw, par.ep)
     dp, ep = par.dp, par.ep
+    setup = getattr(r, "setup", None)
+    syncs = setup.layout.syncs_per_layer if setup is not None else 2
+    a2a = ep > par.tp            # tokens not on every EP rank already (attention DP): dispatched to their experts
     memo: dict = {}
 
     def time_ops(ops, batch, n):
@@ -57,9 +74,12 @@ def expert_time_ops(r, par, link_scale: float = 1.0):
         b_dp, n_dp = (max(1, -(-batch // dp)), n) if n == 1 else (batch, max(1, -(-n // dp)))
         pt = r.timer(attn, prof, b_dp, n_dp)
         t = pt.seconds + (link_scale - 1.0) * pt.link_s
+        if a2a:              # the MoE layers' MLP all-reduces give way to the all-to-all
+            t -= link_scale * pt.link_s * moe_link_share(spec, syncs)
         if experts:
             t += pass_time(experts, hw, prof, quant, tokens, memo).seconds - prof.fixed_s
-            t += link_scale * all_to_all_s(spec, link, tokens, ep, dp * par.tp)
+            if a2a:
+                t += link_scale * all_to_all_s(spec, link, tokens, ep, dp * par.tp)
         return t
 
     return time_ops

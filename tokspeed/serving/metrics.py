@@ -4,7 +4,8 @@
 - TTFT: arrival to first token; E2E: arrival to last token;
 - TPOT: per request ``(E2E - TTFT) / (output tokens - 1)`` (requests of one output token have none);
 - ITL: every gap between two tokens of a sequence (one per decode step and sequence);
-- percentiles p50/p90/p99 by linear interpolation between order statistics (numpy's default);
+- percentiles p50/p90/p99 by linear interpolation between order statistics (numpy's default), ITL's
+  weighted by the tokens a gap stands for: ``tokspeed.stats``, the functions bench-server's summary uses;
 - output tok/s: output tokens / (last token - first arrival); per GPU = that / GPUs; per user = the
   median of 1 / TPOT (interactivity);
 - goodput: requests/s (and output tok/s) of the requests that meet every SLO given.
@@ -12,35 +13,24 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from .. import stats
 
 PCTS = (50, 90, 99)
 
 
 def percentile(values, q: float) -> float | None:
-    """Linear interpolation between order statistics (``numpy.percentile``'s default)."""
-    xs = sorted(values)
-    if not xs:
-        return None
-    pos = (len(xs) - 1) * q / 100
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+    """``stats.percentile`` (linear between order statistics), None for no values."""
+    xs = list(values)
+    return stats.percentile(xs, q) if xs else None
 
 
 def weighted_percentile(pairs, q: float) -> float | None:
-    """Percentile of values given as (value, count): the value below which ``q`` % of the count lies."""
-    items = sorted((v, w) for v, w in pairs if w > 0)
-    total = sum(w for _, w in items)
-    if not total:
-        return None
-    target, acc = total * q / 100, 0.0
-    for v, w in items:
-        acc += w
-        if acc >= target - 1e-9:
-            return v
-    return items[-1][0]
+    """``stats.weighted_percentile`` of (value, count) pairs (ITL gaps weighted by the tokens they stand
+    for, as bench-server's summary weights its sampled gaps), None for no weight."""
+    xs = [(v, w) for v, w in pairs if w > 0]
+    return stats.weighted_percentile(xs, q) if xs else None
 
 
 def spread(values, scale: float = 1.0) -> dict:

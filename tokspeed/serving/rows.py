@@ -7,7 +7,8 @@ the printed concurrency (``STATIC_BATCH``: one wave of that many requests); ``se
 at the printed rate. ``ISL_OSL_RANDOM_0.8-1.0`` lengths are uniform in [0.8, 1] x nominal,
 ``..._UP_TO_NOMINAL`` in [0, 1] x nominal. FP8 rows cache KV in FP8 (TensorRT-LLM doc note; MLPerf harness).
 Layout: ``TPn`` (replicas = devices / n); ``DP-attn`` = attention data parallel over the devices with
-experts over all of them. What was measured: output tok/s per GPU, TPOT p50, TTFT p50 (blank = not printed).
+experts over all of them. A row meeting a mechanism ``serving.unmodelled`` lists is left out, its flag the
+reason. What was measured: output tok/s per GPU, TPOT p50, TTFT p50 (blank = not printed).
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
     """(cases, {reason: rows skipped})."""
     from ..hardware.match import closest_device
     from ..resolve import resolve_model
+    from .unmodelled import not_modelled
+    from .worker import Parallelism
 
     out, skipped = [], {}
 
@@ -109,6 +112,11 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
                 tp = 1
             if n % tp:
                 skip("layout")
+                continue
+            par = Parallelism(tp=1, ep=n, dp=n) if dp_attn else Parallelism(tp=tp)
+            flags = not_modelled(engine, r["engine_version"], par)
+            if flags:                  # a mechanism the simulation lacks (serving.unmodelled): not scored
+                skip(f"not modelled ({flags[0]})")
                 continue
             per_gpu = _num(r["output_tok_s_per_gpu"])
             if per_gpu is None and _num(r["output_tok_s_total"]):

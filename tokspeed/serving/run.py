@@ -27,6 +27,7 @@ from .requests import Arrivals, Request, lengths, make_requests
 from .schedulers import Scheduler, scheduler_for
 from .simulate import simulate
 from .speculative import Speculation, attach
+from .unmodelled import WARNINGS, not_modelled
 from .worker import Parallelism, build_worker, resolve_group
 
 DEFAULT_REQUESTS = {"offline": 1000, "rate": 500}
@@ -121,6 +122,7 @@ class Setup:
                                                        self.engine_version), Parallelism(par.tp, par.pp),
                                          self.scheduler(r), fitted_for(r.profile.name, r.hw.vendor), self.isl + self.osl).cost
                 tps = attach(w.cost, self.speculation, r.spec, draft)
+                w.cost.step_s = fit.get("step_s", 0.0)       # speculative decoding turns SGLang's overlap off
             self._workers[par] = (w, tps)
         return self._workers[par]
 
@@ -174,7 +176,11 @@ def evaluate(setup: Setup, par: Parallelism, replicas: int, load: Load, slo: SLO
             m[k] *= replicas
     conc = load.concurrency if load.scenario == "concurrency" else round(m["mean_running"] * replicas)
     layout = {**par.to_dict(), "replicas": replicas, "disagg": None}
-    return _config(layout, gpus, conc, load, m, w)
+    cfg = _config(layout, gpus, conc, load, m, w)
+    flags = not_modelled(setup.engine, setup.engine_version, par)
+    if flags:
+        cfg["warnings"] = [WARNINGS[f] for f in flags]
+    return cfg
 
 
 def _config(layout, gpus, conc, load, m, w) -> dict:

@@ -26,6 +26,12 @@ class Scheduler:
     mixed: bool                 # prefill chunks share a step with decodes (else prefill steps run alone)
     reserve_output: float       # share of a request's output KV reserved when it is admitted (1 = no eviction)
     source: str = ""
+    graph_sizes: tuple = ()     # CUDA-graph batch sizes captured first (a decode batch is padded up to one)
+    graph_step: int = 0         # then every multiple of this ...
+    graph_max: int = 0          # ... up to this; a larger decode batch runs eagerly, unpadded (0: no graphs)
+    sliding_window: bool = True  # attends (and caches) only a sliding layer's window by default
+    memory_fraction_of: str = "total"   # memory_fraction of the whole device, or of what the weights leave ("free")
+    overlap_host: bool = False  # the host prepares step N+1 while the device runs step N: no host time per step
 
     def __post_init__(self):
         for name in ("token_budget", "max_seqs"):
@@ -37,6 +43,20 @@ class Scheduler:
             if not isinstance(v, (int, float)) or not math.isfinite(v) or not lo <= v <= hi or (
                     name == "memory_fraction" and v == 0):
                 raise UserError(f"scheduler {name} must be in ({lo}, {hi}], got {v!r}")
+
+        if self.memory_fraction_of not in ("total", "free"):
+            raise UserError(f"scheduler memory_fraction_of must be 'total' or 'free', got {self.memory_fraction_of!r}")
+
+    def graph_batch(self, b: int) -> int:
+        """The rows a decode-only step of ``b`` sequences runs: the smallest captured CUDA-graph batch size
+        that holds them (the engine pads the batch to it), or ``b`` past the largest (eager)."""
+        if b <= 0 or not self.graph_max or b > self.graph_max:
+            return b
+        head = [s for s in self.graph_sizes if s >= b]
+        if head:
+            return min(head)
+        step = self.graph_step or 1
+        return min(self.graph_max, -(-b // step) * step)
 
     def with_(self, **changes) -> "Scheduler":
         """A copy with some values set (None leaves a value as it is)."""
@@ -64,4 +84,8 @@ def scheduler_key(engine_name: str) -> str:
 def scheduler_for(engine_name: str) -> Scheduler:
     key = scheduler_key(engine_name)
     e = dict(_table()[key])
+    for k in ("graph_source", "sliding_source", "overlap_source"):
+        e.pop(k, None)
+    if "graph_sizes" in e:
+        e["graph_sizes"] = tuple(e["graph_sizes"])
     return Scheduler(engine=engine_name, **e)

@@ -12,7 +12,8 @@ The KV pool grows by one token per decoding sequence and step past its reservati
 newest sequence is preempted (its blocks freed; it re-prefills prompt + generated tokens later).
 
 Decode-only stretches run as one leap to the next event (a finish, a reservation outgrown, a full pool,
-an arrival): their step times are affine in the cached tokens, so the stretch's time is k x its mean step.
+an arrival): their step times are affine in the cached tokens (up to a sliding window's edge), so the
+stretch's time is k x the mean of its first and last step.
 Per-sequence state is O(1) per step: a global decode-step counter ``G``; a sequence that entered
 decode at ``G0`` has made ``(G - G0) x tokens_per_step`` tokens and finishes at a step known in advance
 (a heap of finish steps); the cached tokens of all decoders are ``sum(base) + n x G x tokens_per_step``.
@@ -29,6 +30,9 @@ from .requests import Request
 from .schedulers import Scheduler
 
 MAX_STEPS = 2_000_000
+CLIENT_TURN_S = 1e-9  # a closed-loop client's next request reaches the engine after its next step began: the
+#                       engine launches that step as the last one ends, while the response and the new request
+#                       cross to the client and back; the request waits for that step (any turnaround > 0)
 WATERMARK = 0.01      # share of the KV pool kept free when admitting (vLLM's watermark); no admission in a
 #                       step that preempted (vLLM V1 scheduler): a preempted sequence is not re-admitted at once
 
@@ -65,7 +69,8 @@ class Outcome:
 def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request], *, concurrency: int = 0,
              prefix_hit: float = 0.0, tokens_per_step: float = 1.0, rows_per_seq: int = 1) -> Outcome:
     """Serve ``requests`` (arrival order) with ``cost.step(b, c, kv_tokens, pairs)``; ``concurrency`` > 0
-    issues them closed-loop (a new one as soon as one finishes, ``concurrency`` at a time). Speculative
+    issues them closed-loop (a new one as soon as one finishes, ``concurrency`` at a time, reaching the engine
+    after the step it is already running: ``CLIENT_TURN_S``). Speculative
     decoding: each decoder takes ``rows_per_seq`` budget tokens a step and makes ``tokens_per_step``."""
     pending = deque(requests)
     if concurrency:
@@ -202,15 +207,16 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
             stopped = stopped or "requests wait for KV blocks no running sequence will free"
             break
         c_tok = sum(c for _, c in chunks)
-        pairs = sum(c * s.cached + c * (c + 1) / 2 for s, c in chunks)
+        pairs = (cost.prefill_pairs([(c, s.cached) for s, c in chunks]) if hasattr(cost, "prefill_pairs")
+                 else sum(c * s.cached + c * (c + 1) / 2 for s, c in chunks))
         kv_dec = base_sum + n_dec * G * tps if b else 0.0
         dt = cost.step(b, c_tok, kv_dec, pairs)
         k = 1
         if b and not chunks:          # decode-only: leap to the next event (a finish, growth, arrival, full pool)
             k = _leap(finish_heap, grow_heap, G, arrivals, t, dt, kv_capacity - kv_used, growing * tps)
-        if k > 1:                     # step times are affine in the cached tokens, which grow by b x tps a step
-            slope = cost.step(b, 0, kv_dec + b * tps, 0.0) - dt
-            mean = dt + slope * (k - 1) / 2
+        if k > 1:                     # step times are affine in the cached tokens (up to a window's edge),
+            last = cost.step(b, 0, kv_dec + b * tps * (k - 1), 0.0)     # which grow by b x tps a step
+            mean = (dt + last) / 2
             dt = k * mean
             itl.append((mean / tps, b * tps * k))
         elif b:
@@ -232,7 +238,7 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
                 _finish(s, t, done)
                 if pending:
                     nr = pending.popleft()
-                    nr.arrival = t
+                    nr.arrival = t + CLIENT_TURN_S
                     arrivals.append(nr)
         for s, c in chunks:
             s.prompt_left -= c
@@ -248,7 +254,7 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
                     _finish(s, t, done)
                     if pending:
                         nr = pending.popleft()
-                        nr.arrival = t
+                        nr.arrival = t + CLIENT_TURN_S
                         arrivals.append(nr)
                 else:
                     enter_decode(s)

@@ -21,7 +21,7 @@ from ..memory import activation_bytes, kv_bytes
 from ..scale.layout import kv_share
 from ..scale.options import ScaleOptions
 from ..workload import UBATCH, Workload
-from .schedulers import Scheduler
+from .schedulers import Scheduler, scheduler_for
 from .steptime import StepCost
 
 
@@ -61,6 +61,12 @@ class Worker:
     weights_per_gpu: float
 
 
+def host_hidden(sched, par, speculative: bool = False) -> bool:
+    """Whether the engine's host time per step hides behind the device's (SGLang's overlap scheduler; not with
+    pipeline parallelism or speculative decoding, which turn it off)."""
+    return bool(getattr(sched, "overlap_host", False)) and par.pp == 1 and not speculative
+
+
 FP8_GEMM_FORMATS = frozenset({"FP8"})
 
 
@@ -83,13 +89,32 @@ def gemm_hardware(hardware, quant: str | None, engine: str):
 
 def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, engine_version=None):
     """The ``predict`` resolution of one tp x pp group (model, device, engine, layout timer), on the device
-    as the engine computes on it (``gemm_hardware``)."""
-    from ..predict import resolve
+    as the engine computes on it (``gemm_hardware``). ``engine_version`` picks a llama.cpp era; a serving
+    engine's release (SGLang ``0.4.1``) only says which of its behaviours apply (``serving.unmodelled``)."""
+    from ..engines.compat import runtime_of
+    from ..resolved import resolve
+    from .unmodelled import version_tuple
 
     n = tp * pp
     opts = ScaleOptions(gpus=n, parallel=f"tp={tp},pp={pp}" if n > 1 else None)
     hw = gemm_hardware(hardware, quant, engine)
-    return resolve(model, hw, quant, kv_dtype, engine, engine_version, opts, Workload(prompt=0, gen=1))
+    era = engine_version
+    if engine_version is not None and isinstance(engine, str) and runtime_of(engine) != "llama.cpp":
+        if version_tuple(engine_version) is None:
+            raise UserError(f"engine_version {engine_version!r} is not a release number of {engine}",
+                            "write it as the release is numbered, e.g. 0.4.1", field="engine_version")
+        era = None
+    r = resolve(model, hw, quant, kv_dtype, engine, era, opts, Workload(prompt=0, gen=1))
+    return full_attention(r) if not scheduler_for(r.profile.name).sliding_window else r
+
+
+def full_attention(r):
+    """``r`` with its sliding-window layers attending (and caching) the full context: an engine that applies
+    no window by default (``schedulers.toml``: TensorRT-LLM). A chunked-attention model keeps its chunks."""
+    spec = r.spec
+    if spec.n_sliding_layers and not spec.chunked_attention:
+        r.spec = replace(spec, n_sliding_layers=0, sliding_window=0)
+    return r
 
 
 def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: int) -> Worker:
@@ -110,7 +135,10 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
 
     time_ops = expert_time_ops(r, par, link_scale) if par.ep > 1 else plain
     cost = StepCost(spec, r.storage, r.kv_elem_bytes, time_ops, gpu_scale=fitted.get("gpu_scale", 1.0),
-                    step_s=fitted.get("step_s", 0.0))
+                    step_s=0.0 if host_hidden(sched, par) else fitted.get("step_s", 0.0))
+    if getattr(sched, "graph_max", 0):       # each attention rank pads its own rows to a captured size
+        dp = par.dp
+        cost.pad = lambda b: sched.graph_batch(-(-b // dp)) * dp
     led = weight_ledger(spec, r.storage)
     experts = sum(led.experts_per_layer)
     other = r.weights_bytes - experts
@@ -119,7 +147,7 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
     hw = r.hw
     cap = hw.usable_bytes
     rest = activation_bytes(spec, 1, UBATCH) + r.profile.runtime_overhead_gib * 2**30
-    if getattr(sched, "memory_fraction_of", "total") == "free":
+    if sched.memory_fraction_of == "free":
         free = sched.memory_fraction * (cap - w_gpu - rest)
     else:
         free = sched.memory_fraction * cap - w_gpu - rest
