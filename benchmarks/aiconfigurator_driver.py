@@ -15,8 +15,8 @@ that failed is ``{"error": "..."}``). Functions:
   multiples of ISL); the point of most output tok/s per GPU;
 - ``rate``: the smallest batch on the ladder whose throughput (seq/s x ``replicas``) reaches ``rate_rps``
   (Little's law: AIConfigurator has no arrival process), else the max-throughput point (``meets_rate`` false);
-- ``slo_best``: up the batch ladder of one agg layout, the point of most output tok/s per GPU whose TPOT (and
-  TTFT) stay within ``tpot_ms`` (``ttft_ms``);
+- ``slo_best``: up the batch ladder of one agg layout (at each context budget of ``ctx_options``), the point of
+  most output tok/s per GPU whose TPOT (and TTFT) stay within ``tpot_ms`` (``ttft_ms``);
 - ``default``: ``cli_default`` (its agg vs disagg search), the top configurations of each mode.
 
 A model whose config AIConfigurator ships (``aiconfigurator_core/model_configs``) but no longer lists among its
@@ -126,16 +126,18 @@ def rate(kw: dict, rate_rps: float, replicas: int, max_bs: int) -> dict:
     return {**best, "meets_rate": False} if best is not None else {"error": "no batch fits"}
 
 
-def slo_best(kw: dict, max_bs: int, tpot_ms: float, ttft_ms: float | None) -> dict:
-    best, n = None, 0
-    for p in _ladder(kw, max_bs):
-        if "error" in p:
-            return best or p
-        n += 1
-        ok = p["tpot_ms"] <= tpot_ms and (ttft_ms is None or p["ttft_ms"] <= ttft_ms) and not p["kv_full"]
-        if ok and (best is None or p["tok_s_per_gpu"] > best["tok_s_per_gpu"]):
-            best = p
-    return best or {"error": f"no batch of the layout meets the SLO ({n} tried)"}
+def slo_best(kw: dict, max_bs: int, ctx_options: list, tpot_ms: float, ttft_ms: float | None) -> dict:
+    best, n, err = None, 0, None
+    for ctx in ctx_options:
+        for p in _ladder({**kw, "ctx_tokens": ctx}, max_bs):
+            if "error" in p:
+                err = p
+                break
+            n += 1
+            ok = p["tpot_ms"] <= tpot_ms and (ttft_ms is None or p["ttft_ms"] <= ttft_ms) and not p["kv_full"]
+            if ok and (best is None or p["tok_s_per_gpu"] > best["tok_s_per_gpu"]):
+                best = {**p, "ctx_tokens": ctx}
+    return best or err or {"error": f"no batch of the layout meets the SLO ({n} tried)"}
 
 
 def _clean(v):
@@ -185,7 +187,8 @@ def answer(q: dict) -> dict:
     if fn == "rate":
         return rate(kw, q["rate_rps"], q.get("replicas", 1), q.get("max_bs", LADDER[-1]))
     if fn == "slo_best":
-        return slo_best(kw, q.get("max_bs", LADDER[-1]), q["tpot_ms"], q.get("ttft_ms"))
+        return slo_best(kw, q.get("max_bs", LADDER[-1]), q.get("ctx_options") or [kw.get("isl", 1024)], q["tpot_ms"],
+                        q.get("ttft_ms"))
     if fn == "default":
         return default(kw)
     return {"error": f"unknown fn {fn!r}"}

@@ -40,7 +40,8 @@ METRICS = (("tok_s_per_gpu", "output tok/s per GPU"), ("tpot_ms", "TPOT p50"), (
 
 
 def err(pred, meas) -> float | None:
-    return pred / meas - 1 if pred and meas else None
+    """pred / meas - 1; a prediction of 0 (no KV room: nothing served) is -100 %."""
+    return pred / meas - 1 if pred is not None and meas else None
 
 
 def quantiles(errs: list) -> tuple:
@@ -161,7 +162,8 @@ def summary_lines(rows: list) -> list[str]:
     for key, label in METRICS:
         for scen in ("all", "offline", "concurrency", "rate"):
             both = [r for r in rows if r["tokspeed"] and r["aic"] and getattr(r["case"], key)
-                    and r["tokspeed"].get(key) and r["aic"].get(key) and (scen == "all" or r["case"].scenario == scen)]
+                    and r["tokspeed"].get(key) is not None and r["aic"].get(key) is not None
+                    and (scen == "all" or r["case"].scenario == scen)]
             if not both:
                 continue
             ts = quantiles([err(r["tokspeed"][key], getattr(r["case"], key)) for r in both])
