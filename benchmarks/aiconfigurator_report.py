@@ -134,7 +134,10 @@ def _ds_layouts(q: dict) -> list:
         kw = {"model_path": q["aic_model"], "system_name": "h200_sxm", "backend_name": "sglang", "isl": q["isl"],
               "osl": q["osl"], "tp_size": tp, "attention_dp_size": dp, "moe_ep_size": 8,
               **quant_kw("deepseek-v3", "FP8", "fp8")}
-        out.append((label, lambda lay, tp=tp, dp=dp: not lay["disagg"] and lay["tp"] == tp and lay["dp"] == dp and lay["ep"] == 8,
+        def pick(lay, tp=tp, dp=dp):
+            return not lay["disagg"] and lay["tp"] == tp and lay["dp"] == dp and lay["ep"] == 8
+
+        out.append((label, pick,
                     {"fn": "slo_best", "kw": kw, "max_bs": max_bs, "ctx_options": ctx, "tpot_ms": q["tpot"],
                      "ttft_ms": q["ttft"]}))
     return out
@@ -200,7 +203,8 @@ def _versions(aic) -> str:
                              timeout=10).stdout.strip()
     except OSError:
         rev = "?"
-    return f"tokspeed {rev} (git), AIConfigurator {v} (its own venv: `{aic.python}`), Python {platform.python_version()}"
+    return (f"tokspeed {rev} (git), AIConfigurator {v} (its own venv: `{aic.python}`), "
+            f"Python {platform.python_version()}")
 
 
 def report(aic, serve) -> str:
@@ -285,10 +289,10 @@ def report(aic, serve) -> str:
         "- tokspeed: `tokspeed serve MODEL --hardware DEV --gpus N --engine E --quant Q --kv-dtype fp8 --isl I --osl O "
         "[--slo-ttft-ms T] --slo-tpot-ms P --json` (b), `... --offline --parallel tp=1` (b, 8B), `... --concurrency B "
         "--requests B` (c), `tokspeed.serving.rows.evaluate_case` (a);",
-        "- AIConfigurator (Python API of `aiconfigurator cli`): `cli_default` = `aiconfigurator cli default --model-path "
-        "M --total-gpus 8 --system h200_sxm --backend B --isl I --osl O --ttft T --tpot P`; `cli_estimate` = "
-        "`aiconfigurator cli estimate ... --batch-size B --tp-size T [--attention-dp-size D --moe-ep-size E] "
-        "[--ctx-tokens C] [--estimate-mode static]`.",
+        "- AIConfigurator (Python API of `aiconfigurator cli`): `cli_default` = `aiconfigurator cli default "
+        "--model-path M --total-gpus 8 --system h200_sxm --backend B --isl I --osl O --ttft T --tpot P`; "
+        "`cli_estimate` = `aiconfigurator cli estimate ... --batch-size B --tp-size T "
+        "[--attention-dp-size D --moe-ep-size E] [--ctx-tokens C] [--estimate-mode static]`.",
         "",
     ]
     return "\n".join(lines) + "\n## Every row\n\n" + "\n".join(row_lines(rows)) + "\n"
