@@ -96,7 +96,7 @@ def _search_question(aic, serve, q: dict, extra_aic: list) -> list[str]:
         lines.append(f"| {label} | {_ts_cell(_best(cfgs, pred))} | {cell} |")
     if aic_agg and "parallel" in aic_agg:
         lines.append(_recheck(aic, q, aic_agg))
-    lines.append(f"| search wall time | {ts_wall:.1f} s ({len(cfgs)} layouts' best shown of the search) | "
+    lines.append(f"| search wall time | {ts_wall:.1f} s ({len(cfgs)} layouts) | "
                  f"{num(ans.get('wall_s'), 1)} s |")
     if aic_note:
         lines.append(f"\n{aic_note}")

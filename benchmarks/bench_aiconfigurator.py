@@ -70,13 +70,24 @@ def load_cache(path: Path) -> dict:
         return {}
     block = text[at:].split("```json", 1)[-1].split("```", 1)[0]
     try:
-        return {k: v for k, v in (json.loads(line) for line in block.splitlines() if line.strip())}
+        return {_key(q): a for q, a in (json.loads(line) for line in block.splitlines() if line.strip())}
     except (ValueError, TypeError):
         return {}
 
 
+def _rounded(v):
+    """Floats to 3 decimals (ms, tok/s: far below what the tools resolve) to keep the results file small."""
+    if isinstance(v, float):
+        return round(v, 3)
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_rounded(x) for x in v]
+    return v
+
+
 def cache_text(cache: dict) -> str:
-    lines = "\n".join(json.dumps([k, cache[k]], separators=(",", ":")) for k in sorted(cache))
+    lines = "\n".join(json.dumps([json.loads(k), _rounded(cache[k])], separators=(",", ":")) for k in sorted(cache))
     return (f"{CACHE_HEAD}\n\nOne line per question: [question, answer] (read back by the script; `--refresh` asks "
             f"again).\n\n```json\n{lines}\n```\n")
 
