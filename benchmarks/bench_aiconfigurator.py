@@ -151,7 +151,7 @@ def main() -> int:
         if not a.no_write:       # keep what AIConfigurator answered so far for the next run
             out.write_text("# Incomplete run (the report failed)\n\n" + cache_text(aic.cache), encoding="utf-8")
         raise
-    print(text)
+    print(text.split("\n## Every row", 1)[0])        # the per-row table is in the file only
     if not a.no_write:
         out.write_text(text + "\n" + cache_text(aic.used), encoding="utf-8")     # the answers this run used
         print(f"wrote {out}")
