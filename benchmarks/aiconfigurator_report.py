@@ -224,7 +224,8 @@ def report(aic, serve) -> str:
     failed = {}
     for r in rows:
         if r["aic"] is None:
-            failed[r["aic_raw"].get("error", "no answer")[:90]] = failed.get(r["aic_raw"].get("error", "")[:90], 0) + 1
+            why = r["aic_raw"].get("error", "no answer")[:90]
+            failed[why] = failed.get(why, 0) + 1
     lines = [
         "# tokspeed and AIConfigurator, side by side",
         "",

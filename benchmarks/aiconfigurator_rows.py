@@ -110,9 +110,9 @@ def question(c) -> tuple[dict | None, str]:
 
 def aic_prediction(c, q: dict, a: dict) -> dict | None:
     """{tok_s_per_gpu, tpot_ms, ttft_ms} of AIConfigurator's answer ``a`` to case ``c``."""
-    if "error" in a or not a.get("tok_s_per_gpu"):
+    if "error" in a:
         return None
-    tok = a["tok_s_per_gpu"]
+    tok = a.get("tok_s_per_gpu") or None        # OSL 1: no output rate, the TTFT still counts
     if q["fn"] == "rate" and a.get("meets_rate"):
         tok = c.rate_rps * q["kw"]["osl"] / c.gpus       # a steady state delivers the offered load
     return {"tok_s_per_gpu": tok, "tpot_ms": a["tpot_ms"], "ttft_ms": a["ttft_ms"]}
@@ -174,12 +174,13 @@ def summary_lines(rows: list) -> list[str]:
 
 
 def row_lines(rows: list) -> list[str]:
-    out = ["| row | model | device | engine | layout | load | ISL/OSL | tok/s/GPU measured | tokspeed | AIC | "
-           "TPOT ms meas. | tokspeed | AIC | TTFT ms meas. | tokspeed | AIC |",
-           "|" + "---|" * 16]
+    out = ["| row | model | weights/KV | device | engine | layout | load | ISL/OSL | tok/s/GPU measured | tokspeed | "
+           "AIC | TPOT ms meas. | tokspeed | AIC | TTFT ms meas. | tokspeed | AIC |",
+           "|" + "---|" * 17]
     for r in rows:
         c, ts, ai = r["case"], r["tokspeed"] or {}, r["aic"] or {}
-        cells = [c.id, c.model, c.hardware, c.engine, layout_of(c), load_of(c), f"{c.isl}/{c.osl}"]
+        cells = [c.id, c.model, f"{c.quant}/{c.kv_dtype}", c.hardware, c.engine, layout_of(c), load_of(c),
+                 f"{c.isl}/{c.osl}"]
         for key, _ in METRICS:
             meas = getattr(c, key)
             cells.append(num(meas, 1 if key != "tok_s_per_gpu" else 0))
