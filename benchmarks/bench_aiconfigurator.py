@@ -144,7 +144,7 @@ def main() -> int:
     from aiconfigurator_report import report          # noqa: PLC0415  tokspeed is imported only from here on
 
     out = Path(a.out)
-    aic = Aic(python, {} if a.refresh else load_cache(out))
+    aic = Aic(python, {} if a.refresh else {**load_cache(RESULTS), **load_cache(out)})
     try:
         text = report(aic, tokspeed_serve)
     except BaseException:
@@ -152,6 +152,8 @@ def main() -> int:
             out.write_text("# Incomplete run (the report failed)\n\n" + cache_text(aic.cache), encoding="utf-8")
         raise
     print(text.split("\n## Every row", 1)[0])        # the per-row table is in the file only
+    print(f"AIConfigurator: {aic.asked} questions asked ({aic.wall_s:.0f} s), {len(aic.used) - aic.asked} from the "
+          "cache", file=sys.stderr)
     if not a.no_write:
         out.write_text(text + "\n" + cache_text(aic.used), encoding="utf-8")     # the answers this run used
         print(f"wrote {out}")
