@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from .engines.bands import question_of, stated_pct
 from .engines.compat import runnable
 from .engines.profile import IDEAL, EngineProfile, attention_spec, get_engine
 from .engines import profile as _profile
@@ -291,7 +292,7 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     pt0 = passes[r.profile.name, first]
     # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
     cpu = [o for o in ledgers[first] if o.unit == "cpu"]
-    band = r.profile.decode_error_pct / 100
+    band = stated_pct(r.profile, "decode", **question_of(r.spec, r.quant, work.context, r.scale.gpus)) / 100
     tok_s = 1 / step_s               # per sequence: one token for each of the batch every step
     bound_tok_s = 1 / ideal_s
     return Decode(bytes_per_token=(pt0.bytes - sum(o.bytes for o in cpu)) / B,
@@ -334,7 +335,7 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
         ideal += pipelined_s(r.timer(ops, IDEAL, work.batch, chunk), first)
         bounds[pt.bound] = bounds.get(pt.bound, 0.0) + s
     tok_s = work.batch * work.prompt / seconds
-    band = r.profile.prefill_error_pct / 100
+    band = stated_pct(r.profile, "prefill", **question_of(r.spec, r.quant, work.context, r.scale.gpus)) / 100
     bound_tok_s = work.batch * work.prompt / ideal
     return Prefill(tok_s=tok_s, seconds=seconds, bound=max(bounds, key=bounds.get),
                    bound_tok_s=bound_tok_s, tok_s_low=tok_s * (1 - band),
