@@ -123,21 +123,24 @@ def test_coverage_by_hand_on_synthetic_residuals():
 def test_bands_data_writes_the_factors_through_one_toml_writer():
     import tomllib
 
-    rows = [_Row("A", "decode") for _ in range(10)] + [_Row("B", "decode") for _ in range(10)]
+    rows = [_Row("AB"[i % 2], "decode") for i in range(90)]
     for r in rows:
         r.family, r.quant, r.context = r.hw.vendor, "Q4_0", 512
-    fit = {"engine": "llama.cpp-x", "fitted": True, "rows": rows, "lovo": [float(i) for i in range(1, 21)],
-           "band": {"decode": 10.0, "prefill": 10.0}, "moe": [False] * 20,
-           "prior_err": [40.0] * 20, "prior_band": {"decode": 20.0, "prefill": 20.0},
-           "loco": {t: [math.nan] * 20 for t in holdout.CONDITIONS}, "multi_rows": [], "multi_err": [],
+    # a fitted backend x: held out by vendor 15 % off against its fitted band of 10 %; its priors 40 % against 20 %
+    fit = {"engine": "llama.cpp-x", "fitted": True, "rows": rows, "lovo": [15.0] * 90,
+           "band": {"decode": 10.0, "prefill": 10.0}, "moe": [False] * 90,
+           "prior_err": [40.0] * 90, "prior_band": {"decode": 20.0, "prefill": 20.0},
+           "loco": {t: [math.nan] * 90 for t in holdout.CONDITIONS}, "multi_rows": [], "multi_err": [],
            "multi_base": []}
-    cpu_rows = [_Row("C", "decode") for _ in range(10)]
-    cpu = {"engine": "llama.cpp-y", "fitted": False, "rows": cpu_rows, "prior_err": [30.0] * 10,
-           "prior_band": {"decode": 10.0, "prefill": 10.0}}
+    # an engine y without a fit: 9 rows (too few for a factor of its own), its priors 30 % off against 10 %
+    cpu = {"engine": "llama.cpp-y", "fitted": False, "rows": [_Row("C", "decode") for _ in range(9)],
+           "prior_err": [30.0] * 9, "prior_band": {"decode": 10.0, "prefill": 10.0}}
     data = tomllib.loads(holdout.bands_toml([fit, cpu]))
-    assert data["llama.cpp-x"]["decode_unseen_vendor"] == pytest.approx(1.81)
+    assert data["llama.cpp-x"]["decode_unseen_vendor"] == pytest.approx(1.5)
+    assert "prefill_unseen_vendor" not in data["llama.cpp-x"]           # no prefill rows
     assert data["llama.cpp-x"]["formats"] == ["legacy"] and data["llama.cpp-x"]["max_context"] == 512
-    # the unseen-backend factor of y: x's priors, 40 % against a prior band of 20 %: 2.0 (y's own rows left out)
+    # y's unseen-backend factor: the other engine's priors, 40 / 20 = 2.0 (its own 9 rows are too few)
     assert data["llama.cpp-y"]["decode_unseen_backend"] == pytest.approx(2.0)
-    # pooled over both: ratios 2.0 (x 20) and 3.0 (y 10): p90 = 3.0
+    # pooled, each engine weighing the same: 90 ratios of 2.0 and 9 of 3.0 -> p90 3.0 (unweighted it would be 2.0)
     assert data["terms"]["decode"]["unseen_backend"] == pytest.approx(3.0)
+    assert holdout.ratio_factor([40.0] * 90 + [30.0] * 9, [20.0] * 90 + [10.0] * 9) == pytest.approx(2.0)

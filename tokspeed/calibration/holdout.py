@@ -7,20 +7,23 @@ covers nine rows in ten. ``tokspeed.engines.bands`` multiplies an answer's band 
 - by vendor (LOVO, per backend): the backend refitted without one vendor's rows predicts them; a backend of one
   vendor has nothing left to fit, so its rows are predicted by its priors, as a user would get them;
 - by backend (LOBO, pooled): every llama.cpp-family engine's rows predicted by its priors alone, over its prior band;
-  an engine with rows of its own gets the factor of the other engines' rows (leave-one-backend-out);
+  an engine without a fit but with rows gets the larger of the other engines' factor and its own rows' (the fitted
+  band's recipe: the p90 of the rows' own errors); the tables score it with the other engines' only;
 - by format group, by depth, by MoE (pooled over the backends): the backend refitted without a format group's rows,
   without the rows deeper than its median depth, without its MoE rows, predicts them;
 - several devices (pooled): the fit is single-device, so its multi-device rows are all held out.
 
-A factor resting on fewer than MIN_ROWS rows is not written: the engine falls back to the pooled one, a pooled one
-to 1 (no evidence either way; the table says so).
+Pooled factors weigh each engine the same. A fitted backend with MIN_ROWS held-out rows of a term has its own factor
+(narrow where its evidence allows); a factor resting on fewer rows is not written: the engine falls back to the
+pooled one, a pooled one to 1 (no evidence either way; the table says so).
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 
-from ..stats import percentile
+from ..stats import percentile, weighted_percentile
 
 KINDS = ("decode", "prefill")
 MIN_ROWS = 10        # below this many held-out rows a p90 means little
@@ -37,43 +40,51 @@ def p50_p90(xs) -> tuple[int, float, float]:
     return (len(a), percentile(a, 50), percentile(a, 90)) if a else (0, float("nan"), float("nan"))
 
 
-def ratio_factor(errs, bases) -> float | None:
-    """p90 of |error| / band over the pairs with an error (at least 1: a term never narrows a band); None below
-    MIN_ROWS pairs."""
-    r = [abs(e) / b for e, b in zip(errs, bases) if not math.isnan(e) and b > 0]
-    return max(1.0, percentile(r, COVER)) if len(r) >= MIN_ROWS else None
+def ratio_factor(errs, bases, groups=None) -> float | None:
+    """p90 of |error| / band over the rows with an error (at least 1: a term never narrows a band); None below
+    MIN_ROWS rows. ``groups`` (the rows' engines): each group weighs the same, so a factor pooled over the backends is
+    not the largest backend's alone (an unseen backend is one more backend, not one more CUDA row)."""
+    groups = groups if groups is not None else [""] * len(errs)
+    r = [(abs(e) / b, g) for e, b, g in zip(errs, bases, groups) if not math.isnan(e) and b > 0]
+    if len(r) < MIN_ROWS:
+        return None
+    count = Counter(g for _, g in r)
+    weight = {g: len(r) / (len(count) * c) for g, c in count.items()}     # equal weights: ``percentile``
+    return max(1.0, weighted_percentile([(x, weight[g]) for x, g in r], COVER))
 
 
 # ---- the held-out pairs (error, band without the term) of each term --------------------------------------------
 
 
 def vendor_pairs(res, kind: str, skip_vendor: str | None = None):
-    """(LOVO error, fitted band) of a fitted backend's ``kind`` rows (without ``skip_vendor``'s)."""
-    return [(e, res["band"][kind]) for r, e in zip(res["rows"], res["lovo"])
+    """(LOVO error, fitted band, engine) of a fitted backend's ``kind`` rows (without ``skip_vendor``'s)."""
+    return [(e, res["band"][kind], res["engine"]) for r, e in zip(res["rows"], res["lovo"])
             if r.kind == kind and r.hw.vendor != skip_vendor]
 
 
 def backend_pairs(results, kind: str, skip_engine: str | None = None):
-    """(error of the priors, prior band) of every engine's ``kind`` rows (without ``skip_engine``'s)."""
-    return [(e, res["prior_band"][kind]) for res in results if res["engine"] != skip_engine
+    """(error of the priors, prior band, engine) of every engine's ``kind`` rows (without ``skip_engine``'s)."""
+    return [(e, res["prior_band"][kind], res["engine"]) for res in results if res["engine"] != skip_engine
             for r, e in zip(res["rows"], res["prior_err"]) if r.kind == kind]
 
 
 def condition_pairs(results, term: str, kind: str, skip_engine: str | None = None):
-    """(error with the condition held out, the row's band without the term) pooled over the fitted backends."""
+    """(error with the condition held out, the row's band without the term, engine) over the fitted backends."""
     out = []
     for res in results:
         if res["engine"] == skip_engine or not res.get("fitted"):
             continue
         if term == "multi_device":
-            out += [(e, b) for r, e, b in zip(res["multi_rows"], res["multi_err"], res["multi_base"]) if r.kind == kind]
+            out += [(e, b, res["engine"]) for r, e, b in zip(res["multi_rows"], res["multi_err"], res["multi_base"])
+                    if r.kind == kind]
         else:
-            out += [(e, res["band"][kind]) for r, e in zip(res["rows"], res["loco"][term]) if r.kind == kind]
+            out += [(e, res["band"][kind], res["engine"]) for r, e in zip(res["rows"], res["loco"][term])
+                    if r.kind == kind]
     return out
 
 
 def _factor(pairs):
-    return ratio_factor([e for e, _ in pairs], [b for _, b in pairs])
+    return ratio_factor([p[0] for p in pairs], [p[1] for p in pairs], [p[2] for p in pairs])
 
 
 def vendor_factor(res, kind: str) -> float | None:
@@ -118,15 +129,16 @@ def bands_data(results) -> dict:
             e.update(vendors=sorted({r.hw.vendor for r in rows}), families=sorted({r.family for r in rows}),
                      formats=sorted({format_group(r.quant) for r in rows}), max_context=max(r.context for r in rows),
                      moe=any(res["moe"]))
-            for k in KINDS:
-                f = vendor_factor(res, k)
-                if f is not None:
-                    e[f"{k}_unseen_vendor"] = round(f, 2)
+            for k in KINDS:       # the backend's own factors where it has enough held-out rows (else pooled)
+                own = {"unseen_vendor": vendor_factor(res, k)}
+                own.update({t: _factor(condition_pairs([res], t, k)) for t in CONDITIONS + ("multi_device",)})
+                e.update({f"{k}_{t}": round(f, 2) for t, f in own.items() if f is not None})
         else:
-            for k in KINDS:
-                f = _factor(backend_pairs(results, k, skip_engine=res["engine"]))
-                if f is not None:
-                    e[f"{k}_unseen_backend"] = round(f, 2)
+            for k in KINDS:       # the other engines' priors, and this engine's own rows where they are enough
+                fs = [f for f in (_factor(backend_pairs(results, k, skip_engine=res["engine"])),
+                                  _factor(backend_pairs([res], k))) if f is not None]
+                if fs:
+                    e[f"{k}_unseen_backend"] = round(max(fs), 2)
         data[res["engine"]] = e
     return data
 
@@ -141,8 +153,8 @@ def bands_toml(results) -> str:
 
 
 def _cover(pairs) -> tuple[int, float, float]:
-    """(n, % of |error| <= band, median band %) over (error, band) pairs with an error."""
-    ok = [(e, b) for e, b in pairs if not math.isnan(e)]
+    """(n, % of |error| <= band, median band %) over (error, band, ...) pairs with an error."""
+    ok = [(p[0], p[1]) for p in pairs if not math.isnan(p[0])]
     if not ok:
         return 0, float("nan"), float("nan")
     return len(ok), 100.0 * sum(abs(e) <= b for e, b in ok) / len(ok), percentile([b for _, b in ok], 50)
@@ -213,7 +225,7 @@ def terms_table(results) -> str:
              "|---|---|---|---|---|"]
     for term in ("unseen_vendor", "unseen_backend") + CONDITIONS + ("multi_device",):
         for kind in KINDS:
-            pairs, nested = [], []
+            nested = []
             for res in results:
                 if term == "unseen_vendor":
                     own = vendor_pairs(res, kind) if res.get("fitted") else []
@@ -224,8 +236,7 @@ def terms_table(results) -> str:
                     own = condition_pairs([res], term, kind)
                     other = condition_pairs(results, term, kind, skip_engine=res["engine"])
                 f = _fallback(_factor(other), None)
-                pairs += own
-                nested += [(e, b * f) for e, b in own]
+                nested += [(p[0], p[1] * f) for p in own]
             n, cov, width = _cover(nested)
             fac = pooled[term][kind]
             lines.append(f"| {term.replace('_', ' ')} | {kind} | {'1 (too few rows)' if fac is None else f'{fac:.2f}'} "

@@ -82,16 +82,16 @@ def workload_terms(profile, kind: str, *, moe: bool = False, format_group: str =
     out = []
     if entry.get("fitted", False) and getattr(profile, "fitted", False):
         if format_group and format_group not in entry.get("formats", [format_group]):
-            out.append(("unseen_format", _factor(kind, "unseen_format"),
+            out.append(("unseen_format", _factor(kind, "unseen_format", entry),
                         f"no {format_group} rows in {name}'s fit"))
         deepest = entry.get("max_context")
         if deepest is not None and context > deepest:
-            out.append(("deep_context", _factor(kind, "deep_context"),
+            out.append(("deep_context", _factor(kind, "deep_context", entry),
                         f"context {context:,} beyond the fit's deepest row ({deepest:,})"))
         if moe and not entry.get("moe", True):
-            out.append(("moe_unseen", _factor(kind, "moe_unseen"), f"no MoE rows in {name}'s fit"))
+            out.append(("moe_unseen", _factor(kind, "moe_unseen", entry), f"no MoE rows in {name}'s fit"))
     if n_devices > 1:
-        out.append(("multi_device", _factor(kind, "multi_device"), f"{n_devices} devices; the fit is single-device"))
+        out.append(("multi_device", _factor(kind, "multi_device", entry), f"{n_devices} devices; the fit is single-device"))
     return out
 
 
