@@ -67,7 +67,8 @@ def device_terms(profile, hw, kind: str) -> list[tuple[str, float, str]]:
                      f"no {hw.vendor} rows in {name}'s fit ({', '.join(entry.get('vendors', []))})")]
         return []
     if _unfitted_llama(profile):
-        return [("unseen_backend", _factor(kind, "unseen_backend", entry), f"{name} has no fit: its priors")]
+        return [("unseen_backend", _factor(kind, "unseen_backend", entry),
+                 f"no fit for {name}: its priors, as far off as other backends' priors")]
     return []
 
 
@@ -91,7 +92,8 @@ def workload_terms(profile, kind: str, *, moe: bool = False, format_group: str =
         if moe and not entry.get("moe", True):
             out.append(("moe_unseen", _factor(kind, "moe_unseen", entry), f"no MoE rows in {name}'s fit"))
     if n_devices > 1:
-        out.append(("multi_device", _factor(kind, "multi_device", entry), f"{n_devices} devices; the fit is single-device"))
+        out.append(("multi_device", _factor(kind, "multi_device", entry),
+                    f"{n_devices} devices; the fit is single-device"))
     return out
 
 
