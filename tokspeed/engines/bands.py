@@ -116,11 +116,12 @@ def question_of(spec, quant, context: int, n_devices: int) -> dict:
     """``workload_terms``' keywords for a prediction's model spec, weight format, context depth and devices."""
     group = getattr(quant, "group", "")
     if not group and quant:
+        from ..errors import UserError
         from ..quant.format_key import format_group
 
         try:
             group = format_group(str(quant))
-        except Exception:          # noqa: BLE001  -- a file's own format: no group, no term
+        except UserError:          # a file's own format: no group, no term
             group = ""
     return {"moe": bool(getattr(spec, "n_experts", 0)), "format_group": group, "context": int(context or 0),
             "n_devices": int(n_devices or 1)}
