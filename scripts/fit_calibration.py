@@ -34,7 +34,11 @@ but 316 of its 365 rows are from May 2024: a simplification). The fit uses:
 
 Prints a table per engine x family (n, median and p90 absolute % error for decode and prefill, in-sample
 and held-out), the held-out errors against issue 11's targets, and the coverage of the error bands.
-``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band.
+``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band, and
+tokspeed/engines/bands.toml: the factors that widen that band off the data (tokspeed/calibration/holdout.py), from
+the errors of rows held out by vendor and by backend (the priors), of each backend refitted without a weight-format
+group, without its deeper rows, without its MoE rows (``leave_condition_out``), and of its multi-device rows.
+``--docs`` writes the coverage (in band, median band) per engine at each distance into docs/calibration.md.
 Needs numpy and scipy (the tokspeed package itself does not).
 """
 

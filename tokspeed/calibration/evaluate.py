@@ -35,9 +35,9 @@ def metric_tok_s(p, row) -> float:
 
 
 def stated_band_pct(p, row) -> float:
-    """The band (%) prediction ``p`` states for ``row``'s metric: its range's low end is tok/s x (1 - band)."""
+    """The band (%) prediction ``p`` states for ``row``'s metric: its range's low end is tok/s / (1 + band)."""
     part = p.prefill if row.metric == "prefill" else p.decode
-    return (1 - part.tok_s_low / part.tok_s) * 100 if part.tok_s else float("nan")
+    return (part.tok_s / part.tok_s_low - 1) * 100 if part.tok_s_low else float("nan")
 
 
 def predicted_tok_s(row, engine=None) -> float:
