@@ -49,7 +49,6 @@ import math
 import sys
 import time
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -60,9 +59,8 @@ sys.path.insert(0, str(REPO))
 from tokspeed.calibration import load_rows  # noqa: E402
 from tokspeed.calibration.evaluate import percentile  # noqa: E402
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
-from tokspeed.calibration.holdout import (CONDITIONS, KINDS, backend_table, bands_toml,  # noqa: E402
-                                          coverage_table, pooled_summary, pooled_vendor_factor,
-                                          terms_table, vendor_factor)
+from tokspeed.calibration.holdout import (CONDITIONS, band_results, bands_toml, held_out_tables,  # noqa: E402
+                                          is_moe)
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
@@ -307,13 +305,6 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
                 prior_err=pri, families=fams, version=prior.version, lovo=lovo, fitted=True, moe=moe, loco=loco)
 
 
-@lru_cache(maxsize=None)
-def is_moe(model: str) -> bool:
-    from tokspeed.resolve import resolve_model
-
-    return bool(resolve_model(model)[0].n_experts)
-
-
 def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe) -> dict:
     """{term: signed % error of each row held out that way (NaN where not)} for holdout.CONDITIONS: the backend
     refitted without one weight-format group's rows, without the rows deeper than its median context depth, without
@@ -328,40 +319,6 @@ def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe) -> dict:
             p_ho, _, _ = fit(rs, prior, ~out_rows)
             out[term][out_rows] = (predict_rows(rs, p_ho)[out_rows] / rs.measured[out_rows] - 1) * 100
     return out
-
-
-def multi_device_errors(res, rows) -> tuple[list, list]:
-    """The backend's multi-device rows (held out: the fit is single-device) and the signed % error of the fitted
-    profile on them, as predict lays them out (row-split prefill is not modelled and left out)."""
-    from tokspeed.calibration.evaluate import error_pct, predicted_tok_s
-    from tokspeed.scale.parallel import row_split_prefill
-
-    prof = res["profile"]
-    out_rows, errs = [], []
-    for r in rows:
-        if row_split_prefill(r.engine, r.parallel, r.n_devices, r.metric):
-            continue
-        p = prof.get(r.era, prof[res["version"]]) if isinstance(prof, dict) else prof
-        try:
-            errs.append(error_pct(predicted_tok_s(r, p), r.tok_s))
-        except Exception:        # noqa: BLE001  -- a row predict refuses is no evidence either way
-            continue
-        out_rows.append(r)
-    return out_rows, errs
-
-
-def unfitted_engine(engine: str, rows) -> dict:
-    """A llama.cpp-family engine without a fit (its priors, as a user gets them): its rows' errors."""
-    from tokspeed.calibration.evaluate import error_pct, predicted_tok_s
-
-    ok, errs = [], []
-    for r in rows:
-        try:
-            errs.append(error_pct(predicted_tok_s(r), r.tok_s))
-        except Exception:        # noqa: BLE001
-            continue
-        ok.append(r)
-    return dict(engine=engine, rows=ok, prior_err=np.array(errs, float), fitted=False)
 
 
 def table(results) -> str:
@@ -558,62 +515,6 @@ BANDS = REPO / "tokspeed" / "engines" / "bands.toml"
 DOC_START, DOC_END = "<!-- held-out tables: start (scripts/fit_calibration.py --docs) -->", "<!-- held-out tables: end -->"
 
 
-def held_out_tables(results) -> str:
-    """Band coverage per engine held out at each distance, the band factors, and the leave-one-vendor-out /
-    leave-one-backend-out error tables (markdown)."""
-    rows = [r for res in results if res.get("fitted") for r in res["rows"]]
-    fitted = [res for res in results if res.get("fitted")]
-    return "\n".join([
-        f"Fitted on {len(rows)} single-device rows ({sum(r.id.startswith('c3-') for r in rows)} of them from "
-        "calibration-3.csv).", "",
-        "Band coverage: the share of rows whose measured value lies inside the band a user at that distance from the "
-        "data is given, and the median band (±%). Same family: the fitted band on the fitted rows. Held out by "
-        "family / vendor / backend: the row predicted by a fit without its device family / vendor / backend (the "
-        "priors), its band built without the row's own group (nested).", "",
-        coverage_table(results), "",
-        "The band's distance terms (tokspeed/engines/bands.py): each factor is the p90 of |held-out error| / band "
-        "over the rows held out that way, pooled over the engines; the last column scores each engine's rows with "
-        "the factor of the other engines' rows.", "",
-        terms_table(results), "",
-        backend_table(results), "",
-        "Pooled over the llama.cpp backends: held out by vendor " + pooled_summary(fitted, "lovo")
-        + "; held out by backend " + pooled_summary(fitted, "prior_err")
-        + "; held out by device family " + pooled_summary(fitted, "heldout") + ".", "",
-        "calibration-3.csv's fitted rows alone: held out by vendor " + pooled_summary(fitted, "lovo", id_prefix="c3-")
-        + "; held out by backend " + pooled_summary(fitted, "prior_err", id_prefix="c3-") + ".", "",
-        "The families fitted before calibration-3.csv (CUDA and Metal rows), held out by device family: "
-        + pooled_summary([res for res in fitted if res["engine"] in ("llama.cpp-cuda", "llama.cpp-metal")],
-                         "heldout") + "."])
-
-
-def band_results(results, rows) -> list[dict]:
-    """The llama.cpp-family engines for the bands: the fitted backends with their bands and multi-device rows, and
-    every engine of the rows without a fit (its priors)."""
-    from tokspeed.engines.compat import runtime_of
-
-    llama = [res for res in results if res["engine"].startswith("llama.cpp")]
-    for res in llama:
-        prior = prior_profile(res["engine"])
-        res["prior_band"] = {k: getattr(prior, f"{k}_error_pct") for k in KINDS}
-        res["band"] = {k: float(round(band(res, k, res["prior_band"][k]))) for k in KINDS}
-        res["multi_rows"], res["multi_err"] = multi_device_errors(
-            res, [r for r in rows if r.skip == "multi-device" and r.engine == res["engine"]])
-    done = {res["engine"] for res in results}
-    for e in sorted({r.engine for r in rows if not r.skip and runtime_of(r.engine) == "llama.cpp"} - done):
-        res = unfitted_engine(e, [r for r in rows if not r.skip and r.engine == e])
-        prior = prior_profile(e)
-        res["prior_band"] = {k: getattr(prior, f"{k}_error_pct") for k in KINDS}
-        llama.append(res)
-    pooled = {k: pooled_vendor_factor(llama, k) for k in KINDS}
-    for res in llama:       # a multi-device row's band without the term: its device terms in (an unseen vendor)
-        if res.get("fitted"):
-            seen = {r.hw.vendor for r in res["rows"]}
-            own = {k: vendor_factor(res, k) or pooled[k] or 1.0 for k in KINDS}
-            res["multi_base"] = [res["band"][r.kind] * (own[r.kind] if r.hw.vendor not in seen else 1.0)
-                                 for r in res["multi_rows"]]
-    return llama
-
-
 def write_docs(tables: str) -> None:
     text = DOCS.read_text()
     a, b = text.index(DOC_START), text.index(DOC_END)
@@ -654,7 +555,7 @@ def main(argv=None) -> int:
     print()
     print(coverage(results))
     print(coverage(results, "prefill"))
-    llama = band_results(results, rows)
+    llama = band_results(results, rows, band)
     tables = held_out_tables(llama)
     print()
     print(tables)

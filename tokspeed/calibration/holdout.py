@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from functools import lru_cache
 
 from ..stats import percentile, weighted_percentile
 
@@ -104,6 +105,108 @@ def factors(results) -> dict:
     for term in CONDITIONS + ("multi_device",):
         out[term] = {k: _factor(condition_pairs(results, term, k)) for k in KINDS}
     return out
+
+
+# ---- the rows beyond the fit's: multi-device rows, engines without a fit ----------------------------------------
+
+
+@lru_cache(maxsize=None)
+def is_moe(model: str) -> bool:
+    from ..resolve import resolve_model
+
+    return bool(resolve_model(model)[0].n_experts)
+
+
+def multi_device_errors(res, rows) -> tuple[list, list]:
+    """The backend's multi-device rows (held out: the fit is single-device) and the signed % error of the fitted
+    profile on them, as predict lays them out (row-split prefill is not modelled and left out)."""
+    from .evaluate import error_pct, predicted_tok_s
+    from ..scale.parallel import row_split_prefill
+
+    prof = res["profile"]
+    out_rows, errs = [], []
+    for r in rows:
+        if row_split_prefill(r.engine, r.parallel, r.n_devices, r.metric):
+            continue
+        p = prof.get(r.era, prof[res["version"]]) if isinstance(prof, dict) else prof
+        try:
+            errs.append(error_pct(predicted_tok_s(r, p), r.tok_s))
+        except Exception:        # noqa: BLE001  -- a row predict refuses is no evidence either way
+            continue
+        out_rows.append(r)
+    return out_rows, errs
+
+
+def unfitted_engine(engine: str, rows) -> dict:
+    """A llama.cpp-family engine without a fit (its priors, as a user gets them): its rows' errors."""
+    from .evaluate import error_pct, predicted_tok_s
+
+    ok, errs = [], []
+    for r in rows:
+        try:
+            errs.append(error_pct(predicted_tok_s(r), r.tok_s))
+        except Exception:        # noqa: BLE001
+            continue
+        ok.append(r)
+    return dict(engine=engine, rows=ok, prior_err=errs, fitted=False)
+
+
+def held_out_tables(results) -> str:
+    """Band coverage per engine held out at each distance, the band factors, and the leave-one-vendor-out /
+    leave-one-backend-out error tables (markdown)."""
+    rows = [r for res in results if res.get("fitted") for r in res["rows"]]
+    fitted = [res for res in results if res.get("fitted")]
+    return "\n".join([
+        f"Fitted on {len(rows)} single-device rows ({sum(r.id.startswith('c3-') for r in rows)} of them from "
+        "calibration-3.csv).", "",
+        "Band coverage: the share of rows whose measured value lies inside the band a user at that distance from the "
+        "data is given, and the median band (±%). Same family: the fitted band on the fitted rows. Held out by "
+        "family / vendor / backend: the row predicted by a fit without its device family / vendor / backend (the "
+        "priors), its band built without the row's own group (nested).", "",
+        coverage_table(results), "",
+        "The band's distance terms (tokspeed/engines/bands.py): each factor is the p90 of |held-out error| / band "
+        "over the rows held out that way, pooled over the engines; the last column scores each engine's rows with "
+        "the factor of the other engines' rows.", "",
+        terms_table(results), "",
+        backend_table(results), "",
+        "Pooled over the llama.cpp backends: held out by vendor " + pooled_summary(fitted, "lovo")
+        + "; held out by backend " + pooled_summary(fitted, "prior_err")
+        + "; held out by device family " + pooled_summary(fitted, "heldout") + ".", "",
+        "calibration-3.csv's fitted rows alone: held out by vendor " + pooled_summary(fitted, "lovo", id_prefix="c3-")
+        + "; held out by backend " + pooled_summary(fitted, "prior_err", id_prefix="c3-") + ".", "",
+        "The families fitted before calibration-3.csv (CUDA and Metal rows), held out by device family: "
+        + pooled_summary([res for res in fitted if res["engine"] in ("llama.cpp-cuda", "llama.cpp-metal")],
+                         "heldout") + "."])
+
+
+def band_results(results, rows, band) -> list[dict]:
+    """The llama.cpp-family engines for the bands: the fitted backends with their bands and multi-device rows, and
+    every engine of the rows without a fit (its priors). ``band(res, kind, prior_pct)``: the fit's band recipe."""
+    from ..engines.compat import runtime_of
+    from ..engines.profile import prior_profile
+
+    llama = [res for res in results if res["engine"].startswith("llama.cpp")]
+    for res in llama:
+        prior = prior_profile(res["engine"])
+        res["prior_band"] = {k: getattr(prior, f"{k}_error_pct") for k in KINDS}
+        res["band"] = {k: float(round(band(res, k, res["prior_band"][k]))) for k in KINDS}
+        res["multi_rows"], res["multi_err"] = multi_device_errors(
+            res, [r for r in rows if r.skip == "multi-device" and r.engine == res["engine"]])
+    done = {res["engine"] for res in results}
+    for e in sorted({r.engine for r in rows if not r.skip and runtime_of(r.engine) == "llama.cpp"} - done):
+        res = unfitted_engine(e, [r for r in rows if not r.skip and r.engine == e])
+        prior = prior_profile(e)
+        res["prior_band"] = {k: getattr(prior, f"{k}_error_pct") for k in KINDS}
+        llama.append(res)
+    pooled = {k: pooled_vendor_factor(llama, k) for k in KINDS}
+    for res in llama:       # a multi-device row's band without the term: its device terms in (an unseen vendor)
+        if res.get("fitted"):
+            seen = {r.hw.vendor for r in res["rows"]}
+            own = {k: vendor_factor(res, k) or pooled[k] or 1.0 for k in KINDS}
+            res["multi_base"] = [res["band"][r.kind] * (own[r.kind] if r.hw.vendor not in seen else 1.0)
+                                 for r in res["multi_rows"]]
+    return llama
+
 
 
 # ---- bands.toml --------------------------------------------------------------------------------------------------
