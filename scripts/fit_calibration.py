@@ -34,7 +34,11 @@ but 316 of its 365 rows are from May 2024: a simplification). The fit uses:
 
 Prints a table per engine x family (n, median and p90 absolute % error for decode and prefill, in-sample
 and held-out), the held-out errors against issue 11's targets, and the coverage of the error bands.
-``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band.
+``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band, and
+tokspeed/engines/bands.toml: the factors that widen that band off the data (tokspeed/calibration/holdout.py), from
+the errors of rows held out by vendor and by backend (the priors), of each backend refitted without a weight-format
+group, without its deeper rows, without its MoE rows (``leave_condition_out``), and of its multi-device rows.
+``--docs`` writes the coverage (in band, median band) per engine at each distance into docs/calibration.md.
 Needs numpy and scipy (the tokspeed package itself does not).
 """
 
@@ -55,8 +59,8 @@ sys.path.insert(0, str(REPO))
 from tokspeed.calibration import load_rows  # noqa: E402
 from tokspeed.calibration.evaluate import percentile  # noqa: E402
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
-from tokspeed.calibration.holdout import (KINDS, backend_table, bands_toml, pooled_summary,  # noqa: E402
-                                          unseen_vendor_band)
+from tokspeed.calibration.holdout import (CONDITIONS, band_results, bands_toml, held_out_tables,  # noqa: E402
+                                          is_moe)
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
@@ -293,10 +297,28 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
             m = ven_arr != ven
             p_ho, _, _ = fit(rs, prior, m)
             lovo[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
+    moe = [is_moe(r.model) for r in rows]
+    loco = leave_condition_out(rs, prior, rows, moe)
     if verbose:
         print(f"  fitted {engine} on {len(rows)} rows in {time.time() - t0:.1f} s", file=sys.stderr)
     return dict(engine=engine, rows=rows, profile=prof, space=space, x=x, insample=ins, heldout=held,
-                prior_err=pri, families=fams, version=prior.version, lovo=lovo)
+                prior_err=pri, families=fams, version=prior.version, lovo=lovo, fitted=True, moe=moe, loco=loco)
+
+
+def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe) -> dict:
+    """{term: signed % error of each row held out that way (NaN where not)} for holdout.CONDITIONS: the backend
+    refitted without one weight-format group's rows, without the rows deeper than its median context depth, without
+    its MoE rows, predicts them (the distance terms of tokspeed/engines/bands.py)."""
+    out = {t: np.full(len(rows), np.nan) for t in CONDITIONS}
+    groups = np.array([format_group(r.quant) for r in rows])
+    ctx = np.array([r.context for r in rows])
+    tests = [("unseen_format", groups == g) for g in sorted(set(groups))]
+    tests += [("deep_context", ctx > np.median(ctx)), ("moe_unseen", np.array(moe, bool))]
+    for term, out_rows in tests:
+        if out_rows.any() and not out_rows.all():
+            p_ho, _, _ = fit(rs, prior, ~out_rows)
+            out[term][out_rows] = (predict_rows(rs, p_ho)[out_rows] / rs.measured[out_rows] - 1) * 100
+    return out
 
 
 def table(results) -> str:
@@ -493,23 +515,6 @@ BANDS = REPO / "tokspeed" / "engines" / "bands.toml"
 DOC_START, DOC_END = "<!-- held-out tables: start (scripts/fit_calibration.py --docs) -->", "<!-- held-out tables: end -->"
 
 
-def held_out_tables(results, bands) -> str:
-    """The coverage per backend and the leave-one-vendor-out / leave-one-backend-out tables (markdown)."""
-    rows = [r for res in results for r in res["rows"]]
-    return "\n".join([
-        f"Fitted on {len(rows)} single-device rows ({sum(r.id.startswith('c3-') for r in rows)} of them from "
-        "calibration-3.csv).", "",
-        backend_table(results, bands), "",
-        "Pooled over the llama.cpp backends: held out by vendor " + pooled_summary(results, "lovo")
-        + "; held out by backend " + pooled_summary(results, "prior_err")
-        + "; held out by device family " + pooled_summary(results, "heldout") + ".", "",
-        "calibration-3.csv's fitted rows alone: held out by vendor " + pooled_summary(results, "lovo", id_prefix="c3-")
-        + "; held out by backend " + pooled_summary(results, "prior_err", id_prefix="c3-") + ".", "",
-        "The families fitted before calibration-3.csv (CUDA and Metal rows), held out by device family: "
-        + pooled_summary([res for res in results if res["engine"] in ("llama.cpp-cuda", "llama.cpp-metal")],
-                         "heldout") + "."])
-
-
 def write_docs(tables: str) -> None:
     text = DOCS.read_text()
     a, b = text.index(DOC_START), text.index(DOC_END)
@@ -550,15 +555,13 @@ def main(argv=None) -> int:
     print()
     print(coverage(results))
     print(coverage(results, "prefill"))
-    llama = [res for res in results if res["engine"].startswith("llama.cpp")]
-    bands = {res["engine"]: {f"{k}_unseen_vendor_pct": unseen_vendor_band(
-        res, k, getattr(prior_profile(res["engine"]), f"{k}_error_pct")) for k in KINDS} for res in llama}
-    tables = held_out_tables(llama, bands)
+    llama = band_results(results, rows, band)
+    tables = held_out_tables(llama)
     print()
     print(tables)
     if args.write:
         FITTED.write_text(fitted_toml(results))
-        BANDS.write_text(bands_toml(llama, prior_profile))
+        BANDS.write_text(bands_toml(llama))
         print(f"wrote {FITTED.relative_to(REPO)} and {BANDS.relative_to(REPO)}")
     if args.docs:
         write_docs(tables)

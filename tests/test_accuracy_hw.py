@@ -74,9 +74,10 @@ def test_cpu_only_on_an_m_series_chip_is_below_its_gpu_by_the_cpu_cluster_share(
     # the weights at the GPU's whole bandwidth (400 GB/s x 0.7 + 0.5 ms)
     old = 1 / (cpu.decode.weight_bytes_per_token / (400e9 * 0.7) + 5e-4)
     assert cpu.decode.tok_s == pytest.approx(old / 2.3, rel=0.25)
-    # the band widens by the CPU-bandwidth uncertainty (root sum of squares)
-    band = math.hypot(get_engine("llama.cpp-cpu").decode_error_pct, hw.cpu_bandwidth_band_pct)
-    assert cpu.decode.tok_s_high / cpu.decode.tok_s - 1 == pytest.approx(band / 100, rel=1e-6)
+    # the band widens by the CPU-bandwidth uncertainty (root sum of squares) over the engine's band on this device
+    # (llama.cpp-cpu has no fit: its prior band times the unseen-backend factor, engines/bands.py)
+    band = math.hypot(get_engine("llama.cpp-cpu", hw).decode_error_pct, hw.cpu_bandwidth_band_pct)
+    assert cpu.decode.tok_s / cpu.decode.tok_s_low - 1 == pytest.approx(band / 100, rel=1e-6)   # the top: the bound
 
 
 def test_cpu_cluster_computes_with_its_p_cores():

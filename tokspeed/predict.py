@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from .engines.bands import question_of, stated_pct
 from .engines.profile import IDEAL, EngineProfile
 from .ledger import Op, depth_kinks, forward_ops
 from .memory import Memory, memory_budget
@@ -195,14 +196,14 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     pt0 = passes[r.profile.name, first]
     # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
     cpu = [o for o in ledgers[first] if o.unit == "cpu"]
-    band = r.profile.decode_error_pct / 100
+    band = stated_pct(r.profile, "decode", **question_of(r.spec, r.quant, work.context, r.scale.gpus)) / 100
     tok_s = 1 / step_s               # per sequence: one token for each of the batch every step
     bound_tok_s = 1 / ideal_s
     return Decode(bytes_per_token=(pt0.bytes - sum(o.bytes for o in cpu)) / B,
                   weight_bytes_per_token=(pt0.weight_bytes - sum(o.weight_bytes for o in cpu)) / B,
                   kv_bytes_per_token=(pt0.kv_bytes - sum(o.kv_read_bytes + o.kv_write_bytes for o in cpu)) / B,
                   bound_tok_s=bound_tok_s, tok_s=tok_s, ms_per_token=step_s * 1e3, bound=pt0.bound,
-                  tok_s_low=tok_s * (1 - band), tok_s_high=band_high(tok_s, band, bound_tok_s),
+                  tok_s_low=band_low(tok_s, band), tok_s_high=band_high(tok_s, band, bound_tok_s),
                   aggregate_tok_s=B * tok_s, time_shares=time_shares(pt0)), pt0
 
 
@@ -238,11 +239,17 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
         ideal += pipelined_s(r.timer(ops, IDEAL, work.batch, chunk), first)
         bounds[pt.bound] = bounds.get(pt.bound, 0.0) + s
     tok_s = work.batch * work.prompt / seconds
-    band = r.profile.prefill_error_pct / 100
+    band = stated_pct(r.profile, "prefill", **question_of(r.spec, r.quant, work.context, r.scale.gpus)) / 100
     bound_tok_s = work.batch * work.prompt / ideal
     return Prefill(tok_s=tok_s, seconds=seconds, bound=max(bounds, key=bounds.get),
-                   bound_tok_s=bound_tok_s, tok_s_low=tok_s * (1 - band),
+                   bound_tok_s=bound_tok_s, tok_s_low=band_low(tok_s, band),
                    tok_s_high=band_high(tok_s, band, bound_tok_s))
+
+
+def band_low(tok_s: float, band: float) -> float:
+    """The bottom of the error band: the slowest measurement within ``band`` of the prediction (|predicted -
+    measured| / measured <= band, the error the band is fitted on): ``tok_s / (1 + band)``, above 0 however wide."""
+    return tok_s / (1 + band)
 
 
 def band_high(tok_s: float, band: float, bound_tok_s: float) -> float:

@@ -77,35 +77,37 @@ def report(rows) -> str:
 
 
 def user_view(rows) -> list[dict]:
-    """Every answered row as a user gets it (the shipped fit, the band widened off the data): backend, vendor,
-    metric, signed % error, the stated band in % and whether the measurement lies inside it."""
-    from ..engines.profile import get_engine
-    from .evaluate import error_pct, predicted_tok_s
+    """Every answered row as a user gets it (the shipped fit, the band its answer states): backend, vendor, metric,
+    signed % error, the stated band in %, whether the measurement lies inside it."""
+    from .evaluate import error_pct, metric_tok_s, predicted, stated_band_pct
 
     out = []
     for row in rows:
         if why_unanswered(row):
             continue
-        prof = get_engine(row.engine, row.hw, version=row.era or None)
-        err = error_pct(predicted_tok_s(row, prof), row.tok_s)
-        band = prof.decode_error_pct if row.kind == "decode" else prof.prefill_error_pct
+        p = predicted(row)
+        err = error_pct(metric_tok_s(p, row), row.tok_s)
+        band = stated_band_pct(p, row)     # as the answer states it: the fitted band and its distance terms
         out.append({"id": row.id, "engine": row.engine, "vendor": row.hw.vendor, "kind": row.kind, "error": err,
                     "band": band, "inside": abs(err) <= band})
     return out
 
 
 def user_table(view) -> str:
-    """Markdown: per backend and metric, answered rows, median / p90 |error| %, signed median, band coverage."""
+    """Markdown: per backend and metric, answered rows, median / p90 |error| %, signed median, band coverage and the
+    median stated band."""
     from ..stats import percentile
 
-    lines = ["| backend | metric | answered | median / p90 abs error % | signed median % | inside the stated band |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| backend | metric | answered | median / p90 abs error % | signed median % | inside the stated band | "
+             "median band |", "|---|---|---|---|---|---|---|"]
     keys = sorted({(v["engine"], v["kind"]) for v in view}) + [("all", "decode"), ("all", "prefill")]
     for eng, kind in keys:
         vs = [v for v in view if v["kind"] == kind and eng in ("all", v["engine"])]
         if not vs:
             continue
         a = [abs(v["error"]) for v in vs]
+        inside = 100 * sum(v["inside"] for v in vs) / len(vs)
         lines.append(f"| {eng} | {kind} | {len(vs)} | {percentile(a, 50):.0f} / {percentile(a, 90):.0f} | "
-                     f"{percentile([v['error'] for v in vs], 50):+.0f} | {100 * sum(v['inside'] for v in vs) / len(vs):.0f} % |")
+                     f"{percentile([v['error'] for v in vs], 50):+.0f} | {inside:.0f} % | "
+                     f"±{percentile([v['band'] for v in vs], 50):.0f} % |")
     return "\n".join(lines)

@@ -13,21 +13,36 @@ def answer_kwargs(row) -> dict:
     return {}
 
 
-def predicted_tok_s(row, engine=None) -> float:
-    """What ``predict`` says for this row's metric. ``engine``: a name or EngineProfile (default: the
-    row's engine as shipped for the row's era, i.e. priors overlaid with fitted.toml)."""
+def predicted(row, engine=None):
+    """``predict``'s answer for this row. ``engine``: a name or EngineProfile (default: the row's engine as shipped
+    for the row's era, i.e. priors overlaid with fitted.toml)."""
     from ..engines.profile import get_engine
     from ..predict import predict
 
     engine = engine or get_engine(row.engine, row.hw, version=row.era or None)
-    p = predict(row.model, row.hw, quant=row.quant, engine=engine, prompt=row.prompt,
-                gen=row.gen if row.kind == "decode" else 0, context=row.context, batch=row.batch,
-                **answer_kwargs(row))
+    return predict(row.model, row.hw, quant=row.quant, engine=engine, prompt=row.prompt,
+                   gen=row.gen if row.kind == "decode" else 0, context=row.context, batch=row.batch,
+                   **answer_kwargs(row))
+
+
+def metric_tok_s(p, row) -> float:
+    """The figure of prediction ``p`` that ``row`` measured."""
     if row.metric == "prefill":
         return p.prefill.tok_s
     if row.metric == "decode_aggregate":
         return p.decode.aggregate_tok_s
     return p.decode.tok_s
+
+
+def stated_band_pct(p, row) -> float:
+    """The band (%) prediction ``p`` states for ``row``'s metric: its range's low end is tok/s / (1 + band)."""
+    part = p.prefill if row.metric == "prefill" else p.decode
+    return (part.tok_s / part.tok_s_low - 1) * 100 if part.tok_s_low else float("nan")
+
+
+def predicted_tok_s(row, engine=None) -> float:
+    """What ``predict`` says for this row's metric (``predicted``'s ``engine``)."""
+    return metric_tok_s(predicted(row, engine), row)
 
 
 def error_pct(predicted: float, measured: float) -> float:

@@ -1,20 +1,37 @@
-"""An answer's error band, widened with the distance from the rows the engine was fitted on.
+"""An answer's error band, widened with its distance from the rows the engine was fitted on.
 
-``tokspeed/engines/bands.toml`` (written by scripts/fit_calibration.py, tokspeed/calibration/holdout.py) lists per
-fitted llama.cpp backend the vendors and device families of its rows and the p90 |error| of its rows held out by
-vendor. A device of a vendor the backend has no rows for gets that band (at least the fitted one); a device of a
-known vendor keeps the fitted band (the larger of in-sample and held-out-family p90); an engine without a fit keeps
-its prior's wide band. ``band_basis`` says which, for ``explain``.
+The band is the fitted one (``fitted.toml``: the larger of the in-sample and the held-out-by-device-family p90
+|error|) times one factor per way the question lies off the data. Every factor is written by
+scripts/fit_calibration.py into ``tokspeed/engines/bands.toml`` (tokspeed/calibration/holdout.py) as the p90, over
+the rows held out that way, of |held-out error| / the band the row had without the term: the stretch that covers
+nine in ten such rows. The terms:
+
+- ``unseen vendor``: the device's vendor has no rows in the backend's fit (held out by vendor, per backend);
+- ``unseen backend``: a llama.cpp-family engine with no fit answers from its priors (held out by backend: each
+  backend's rows predicted by its priors, pooled over the other backends);
+- ``unseen format``: the weight format's kernel group has no rows in the backend's fit (leave-one-format-group-out);
+- ``deep context``: the context is beyond the deepest row of the backend's fit (rows deeper than the median depth
+  predicted by a fit on the shallower half);
+- ``MoE unseen``: a mixture-of-experts model on a backend whose fit has no MoE rows (leave-MoE-out);
+- ``multi-device``: several devices (the fit is single-device; its multi-device rows are all held out).
+
+The first two depend on the device only and are applied when the engine is resolved (``with_band``); the others
+depend on the question and are applied by ``predict`` (``stated_pct``). ``band_basis`` lists them for ``explain``.
+A machine's own calibration keeps its own band.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from functools import lru_cache
 
 from .tables import HERE, load_table
 
 TABLE = HERE / "bands.toml"
+KINDS = ("decode", "prefill")
+TERM_LABEL = {"unseen_vendor": "unseen vendor", "unseen_backend": "unseen backend", "unseen_format": "unseen format",
+              "deep_context": "deep context", "moe_unseen": "MoE unseen", "multi_device": "multi-device"}
 
 
 @lru_cache(maxsize=1)
@@ -22,28 +39,133 @@ def _bands() -> dict:
     return load_table(TABLE.name)
 
 
-def band_basis(profile, hw) -> dict:
-    """What ``profile``'s band on ``hw`` is made of: ``basis`` (fitted | unseen-vendor | prior | calibrated), the
-    decode / prefill band in %, and the rows it rests on."""
+def _calibrated(profile) -> bool:
+    return "this machine's calibration" in getattr(profile, "source", "")
+
+
+def _unfitted_llama(profile) -> bool:
+    from .compat import runtime_of
+
+    return not getattr(profile, "fitted", False) and runtime_of(getattr(profile, "name", "")) == "llama.cpp"
+
+
+def _factor(kind: str, term: str, entry: dict | None = None) -> float:
+    """The ``term``'s factor for ``kind``: the engine's own where bands.toml has one, else the pooled one."""
+    own = (entry or {}).get(f"{kind}_{term}")
+    return float(own if own is not None else _bands().get("terms", {}).get(kind, {}).get(term, 1.0))
+
+
+def device_terms(profile, hw, kind: str) -> list[tuple[str, float, str]]:
+    """(term, factor, why) for the distance of ``hw`` from ``profile``'s fitted rows (vendor, backend)."""
     name = getattr(profile, "name", "")
-    out = {"decode_pct": profile.decode_error_pct, "prefill_pct": profile.prefill_error_pct}
     entry = _bands().get(name)
-    if "this machine's calibration" in getattr(profile, "source", ""):
-        return {**out, "basis": "calibrated", "detail": "this machine's own calibration runs"}
-    if not getattr(profile, "fitted", False) or entry is None:
-        return {**out, "basis": "prior", "detail": f"{name} has no fitted rows: its priors' wide band"}
-    if hw is not None and hw.vendor not in entry.get("vendors", []):
-        return {**out, "basis": "unseen-vendor",
-                "detail": f"no {hw.vendor} rows in {name}'s fit: the p90 error of its rows held out by vendor"}
-    return {**out, "basis": "fitted", "detail": f"{name} fitted on {entry.get('rows', 0)} rows of "
-                                                 + ", ".join(entry.get("vendors", [])) + " devices"}
+    if _calibrated(profile):
+        return []
+    if getattr(profile, "fitted", False) and entry and entry.get("fitted", True):
+        if hw is not None and hw.vendor not in entry.get("vendors", []):
+            return [("unseen_vendor", _factor(kind, "unseen_vendor", entry),
+                     f"no {hw.vendor} rows in {name}'s fit ({', '.join(entry.get('vendors', []))})")]
+        return []
+    if _unfitted_llama(profile):
+        return [("unseen_backend", _factor(kind, "unseen_backend", entry),
+                 f"no fit for {name}: its priors, as far off as other backends' priors")]
+    return []
+
+
+def workload_terms(profile, kind: str, *, moe: bool = False, format_group: str = "", context: int = 0,
+                   n_devices: int = 1) -> list[tuple[str, float, str]]:
+    """(term, factor, why) for how far the question lies from ``profile``'s fitted rows: a format group, a depth or
+    MoE the fit has no rows of, several devices."""
+    if _calibrated(profile) or not (getattr(profile, "fitted", False) or _unfitted_llama(profile)):
+        return []
+    name = getattr(profile, "name", "")
+    entry = _bands().get(name) or {}
+    out = []
+    if entry.get("fitted", False) and getattr(profile, "fitted", False):
+        if format_group and format_group not in entry.get("formats", [format_group]):
+            out.append(("unseen_format", _factor(kind, "unseen_format", entry),
+                        f"no {format_group} rows in {name}'s fit"))
+        deepest = entry.get("max_context")
+        if deepest is not None and context > deepest:
+            out.append(("deep_context", _factor(kind, "deep_context", entry),
+                        f"context {context:,} beyond the fit's deepest row ({deepest:,})"))
+        if moe and not entry.get("moe", True):
+            out.append(("moe_unseen", _factor(kind, "moe_unseen", entry), f"no MoE rows in {name}'s fit"))
+    if n_devices > 1:
+        out.append(("multi_device", _factor(kind, "multi_device", entry),
+                    f"{n_devices} devices; the fit is single-device"))
+    return out
+
+
+def product(terms) -> float:
+    return math.prod(f for _, f, _ in terms)
 
 
 def with_band(profile, hw):
-    """``profile`` with its band widened to the unseen-vendor band where ``hw``'s vendor is not in its rows."""
-    entry = _bands().get(getattr(profile, "name", ""))
-    if hw is None or entry is None or not getattr(profile, "fitted", False) or hw.vendor in entry.get("vendors", []):
+    """``profile`` with its bands stretched by the device terms (an unseen vendor, an engine without a fit)."""
+    if hw is None:
         return profile
-    return replace(profile,
-                   decode_error_pct=max(profile.decode_error_pct, entry.get("decode_unseen_vendor_pct", 0.0)),
-                   prefill_error_pct=max(profile.prefill_error_pct, entry.get("prefill_unseen_vendor_pct", 0.0)))
+    d, p = (product(device_terms(profile, hw, k)) for k in KINDS)
+    if d == 1.0 and p == 1.0:
+        return profile
+    return replace(profile, decode_error_pct=profile.decode_error_pct * d,
+                   prefill_error_pct=profile.prefill_error_pct * p)
+
+
+def question_of(spec, quant, context: int, n_devices: int) -> dict:
+    """``workload_terms``' keywords for a prediction's model spec, weight format, context depth and devices."""
+    group = getattr(quant, "group", "")
+    if not group and quant:
+        from ..errors import UserError
+        from ..quant.format_key import format_group
+
+        try:
+            group = format_group(str(quant))
+        except UserError:          # a file's own format: no group, no term
+            group = ""
+    return {"moe": bool(getattr(spec, "n_experts", 0)), "format_group": group, "context": int(context or 0),
+            "n_devices": int(n_devices or 1)}
+
+
+def stated_pct(profile, kind: str, **question) -> float:
+    """The band ``predict`` states for ``kind``: the profile's (device terms in) times the question's terms."""
+    base = profile.decode_error_pct if kind == "decode" else profile.prefill_error_pct
+    return base * product(workload_terms(profile, kind, **question))
+
+
+def band_basis(profile, hw, **question) -> dict:
+    """What ``profile``'s band on ``hw`` (for ``question``: ``workload_terms``' keywords) is made of: ``basis``
+    (fitted | prior | calibrated), per kind the base band, each term applied with its factor and why, the band."""
+    name = getattr(profile, "name", "")
+    entry = _bands().get(name) or {}
+    if _calibrated(profile):
+        basis, detail = "calibrated", "this machine's own calibration runs"
+    elif getattr(profile, "fitted", False) and entry:
+        basis, detail = "fitted", (f"{name} fitted on {entry.get('rows', 0)} rows of "
+                                   + ", ".join(entry.get("vendors", [])) + " devices")
+    else:
+        basis, detail = "prior", f"{name} has no fitted rows: its priors' band"
+    out = {"basis": basis, "detail": detail}
+    for kind in KINDS:
+        terms = device_terms(profile, hw, kind) + workload_terms(profile, kind, **question)
+        shown = profile.decode_error_pct if kind == "decode" else profile.prefill_error_pct
+        dev = product(device_terms(profile, hw, kind))
+        out[f"{kind}_base_pct"] = shown / dev
+        out[f"{kind}_terms"] = [{"term": t, "factor": f, "why": w} for t, f, w in terms]
+        out[f"{kind}_pct"] = stated_pct(profile, kind, **question)
+    return out
+
+
+def describe(basis: dict, kind: str) -> str:
+    """One line: ``±12 % fitted (...) × 1.9 unseen vendor (...) = ±23 %``."""
+    text = f"±{basis[f'{kind}_base_pct']:.0f} % {basis['basis']} ({basis['detail']})"
+    for t in basis[f"{kind}_terms"]:
+        text += f" × {t['factor']:.2f} {TERM_LABEL.get(t['term'], t['term'])} ({t['why']})"
+    return text + (f" = ±{basis[f'{kind}_pct']:.0f} %" if basis[f"{kind}_terms"] else "")
+
+
+def prediction_basis(p) -> dict:
+    """``band_basis`` of a ``Prediction``: its engine, device, model, format, depth and devices."""
+    layout = getattr(p, "layout", None)
+    n = layout.parallel.n_devices if layout is not None and getattr(layout, "parallel", None) else 1
+    return band_basis(p.engine_profile, p.hw, **question_of(p.spec, p.quant, p.context, n))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..engines.bands import band_basis
+from ..engines.bands import prediction_basis
 from ..workload import DEFAULT_ENGINE
 
 
@@ -26,7 +26,7 @@ class Explanation:
              "matmul_tflops": p.hw.matmul_flops / 1e12, **self.journey.to_dict(),
              "bound_tok_s": p.decode.bound_tok_s if self.journey.mode == "decode" else p.prefill.bound_tok_s,
              "levers": [lv.to_dict() for lv in self.levers], "prediction": p.to_dict(),
-             "band": band_basis(p.engine_profile, p.hw)}
+             "band": prediction_basis(p)}
         if self.measured is not None:
             d["measured"] = self.measured.to_dict()
         return d

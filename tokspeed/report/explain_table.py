@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..engines.bands import band_basis
+from ..engines.bands import describe, prediction_basis
 from ..engines.rates import int8_rates
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
 from .predict_table import fit_headline
@@ -49,8 +49,8 @@ def ridge_line(p, j) -> str:
                 f"it is, prefill time is unknown). {j.kernels:,} kernel launches per pass.")
     line = (f"ridge point of {name}: {j.ridge_flops_per_byte:.0f} FLOP/byte ({p.hw.matmul_flops / 1e12:g} TFLOPS ÷ "
             f"{p.hw.bandwidth_gbps:g} GB/s); stages below it are memory-bound. {j.kernels:,} kernel launches per pass.")
-    b = band_basis(p.engine_profile, p.hw)      # what the stated range is made of (issue 27)
-    line += f" Range ±{b['decode_pct' if j.mode == 'decode' else 'prefill_pct']:.0f} %: {b['basis']} ({b['detail']})."
+    # what the stated range is made of: the fitted or prior band and each distance term (issue 27)
+    line += f" Range {describe(prediction_basis(p), j.mode)}."
     rate = int8_rates(p.engine_profile, p.hw, p.quant)[0] if j.mode == "decode" else 0.0
     if rate and j.stream_gbps:
         line += (f" As this CPU engine runs one token (int8 kernels {rate / 1e9:,.0f} GFLOP/s, weights streamed at "
