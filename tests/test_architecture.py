@@ -139,8 +139,8 @@ def test_no_file_over_600_lines():
 
 
 def test_the_serving_simulation_stands_below_predict():
-    """The simulation resolves a setup through ``tokspeed.resolved`` (below predict), never through predict."""
+    """The simulation resolves a setup through ``tokspeed.prediction_setup`` (below predict), never through predict."""
     graph = import_graph()
     up = {m for m, deps in graph.items() if _under(m, ["tokspeed.serving"]) and "tokspeed.predict" in deps}
     assert not up, f"serving modules importing predict: {sorted(up)}"
-    assert "tokspeed.predict" not in reach(graph, "tokspeed.resolved")
+    assert "tokspeed.predict" not in reach(graph, "tokspeed.prediction_setup")

@@ -117,7 +117,7 @@ def test_engine_version_reaches_the_engine_and_the_json(monkeypatch):
         seen.append((version, flash_attention))
         return get_engine(engine, hardware, version=version, flash_attention=flash_attention)
 
-    monkeypatch.setattr(sys.modules["tokspeed.resolved"], "get_engine", spy)    # predict's first step
+    monkeypatch.setattr(sys.modules["tokspeed.prediction_setup"], "get_engine", spy)    # predict's first step
     p = tokspeed.predict("llama-3-8b", "rtx-4090", engine_version="b6000")
     assert seen == [("b6000", None)]
     tokspeed.predict("llama-3-8b", "rtx-4090", engine_version="b6001", flash_attention=False)

@@ -22,7 +22,7 @@ from .engines.bands import question_of, stated_pct
 from .engines.profile import IDEAL, EngineProfile
 from .ledger import Op, depth_kinks, forward_ops
 from .memory import Memory, memory_budget
-from .resolved import Resolved, resolve  # noqa: F401  (the first step; ``predict.resolve`` for callers above)
+from .prediction_setup import Resolved, resolve  # noqa: F401  (the first step; ``predict.resolve`` for callers above)
 from .quant.kv import kv_bytes as kv_dtype_bytes
 from .scale.options import ScaleOptions
 from .scale.parallel import ROW_SPLIT_PREFILL

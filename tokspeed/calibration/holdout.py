@@ -239,11 +239,13 @@ def bands_data(results) -> dict:
                 own.update({t: _factor(condition_pairs([res], t, k)) for t in CONDITIONS + ("multi_device",)})
                 e.update({f"{k}_{t}": round(f, 2) for t, f in own.items() if f is not None})
         else:
-            for k in KINDS:       # the other engines' priors, and this engine's own rows where they are enough
-                fs = [f for f in (_factor(backend_pairs(results, k, skip_engine=res["engine"])),
-                                  _factor(backend_pairs([res], k))) if f is not None]
-                if fs:
-                    e[f"{k}_unseen_backend"] = round(max(fs), 2)
+            for k in KINDS:       # this engine's own rows where they are enough (MIN_ROWS), else the other engines'
+                # priors: a band its own rows measure needs no borrowed widening (scripts/fit_cpu_kernels.py sets the
+                # CPU engines' prior bands from their rows), one they cannot measure takes the other backends' spread
+                f = _factor(backend_pairs([res], k))
+                f = f if f is not None else _factor(backend_pairs(results, k, skip_engine=res["engine"]))
+                if f is not None:
+                    e[f"{k}_unseen_backend"] = round(f, 2)
         data[res["engine"]] = e
     return data
 

@@ -17,7 +17,7 @@ from .worker import Parallelism, build_worker, full_attention
 def max_batch(model, hardware, tokens: int, *, quant=None, kv_dtype="f16", engine="vllm", engine_version=None,
               gpus: int = 1, parallel: str | None = None, flash_attention=None) -> dict:
     """{"batch", "kv_pool_tokens", "max_seqs", "limit"} for sequences of ``tokens`` tokens."""
-    from ..resolved import resolve
+    from ..prediction_setup import resolve
 
     opts = ScaleOptions(gpus=gpus, parallel=parallel)
     r = resolve(model, hardware, quant, kv_dtype, engine, engine_version, opts, Workload(prompt=0, gen=1),

@@ -92,7 +92,7 @@ def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, en
     as the engine computes on it (``gemm_hardware``). ``engine_version`` picks a llama.cpp era; a serving
     engine's release (SGLang ``0.4.1``) only says which of its behaviours apply (``serving.unmodelled``)."""
     from ..engines.compat import runtime_of
-    from ..resolved import resolve
+    from ..prediction_setup import resolve
     from .unmodelled import version_tuple
 
     n = tp * pp
