@@ -23,11 +23,11 @@ FAKE = {"terms": {"decode": {"unseen_backend": 2.5, "unseen_format": 1.5, "deep_
 def fake_bands(monkeypatch):
     import importlib
 
-    predict = importlib.import_module("tokspeed.predict")
-    predict._ENGINES.clear()            # profiles resolved with another band table
+    setup = importlib.import_module("tokspeed.prediction_setup")
+    setup._ENGINES.clear()              # profiles resolved with another band table
     monkeypatch.setattr(bands, "_bands", lambda: FAKE)
     yield
-    predict._ENGINES.clear()
+    setup._ENGINES.clear()
 
 
 def test_unseen_vendor_widens_the_band_by_its_factor(fake_bands):

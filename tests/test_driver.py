@@ -134,14 +134,26 @@ def test_unknown_driver_is_one_line_exit_2_listing_the_known():
 
 
 @pytest.mark.parametrize("args, words", [
-    (("--driver", "radv"), "Vulkan driver, and llama.cpp-rocm runs ROCm"),    # llama.cpp on AMD is ROCm
     (("--engine", "llama.cpp-vulkan", "--driver", "nvk"), "drives nvidia GPUs, not AMD"),
+    (("--engine", "llama.cpp-rocm", "--os", "macos"), "no ROCm driver runs AMD GPUs on macOS"),
     (("--engine", "llama.cpp-vulkan", "--driver", "radv", "--os", "windows"), "ships for linux, not windows"),
     (("--os", "beos"), "os must be one of linux, windows, macos"),
 ])
 def test_a_driver_that_cannot_serve_is_refused(args, words):
     r = run_cli("predict", "llama-3.1-8b", "--hardware", "rx-7900-xtx", *args)
     assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_driver_of_another_api_is_set_aside_for_the_backend_s_own():
+    """A device drives several APIs: radv (Vulkan) says nothing of ROCm, the default engine on AMD; vLLM has no GPU
+    driver choice at all. Neither refuses: the note says which driver was taken instead."""
+    r = run_cli("predict", "llama-3.1-8b", "--hardware", "rx-7900-xtx", "--driver", "radv", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["driver"] == "rocm-7"
+    assert "driver radv is a Vulkan driver, and llama.cpp-rocm runs ROCm: rocm-7" in r.stderr
+    r = run_cli("predict", "llama-3.1-8b", "--hardware", "rx-7900-xtx", "--driver", "radv", "--engine", "vllm",
+                "--json")
+    assert r.returncode == 0 and json.loads(r.stdout)["driver"] is None, r.stderr
 
 
 def test_library_names_the_field_not_the_flag():
@@ -165,7 +177,7 @@ def test_assumed_driver_in_json_and_on_stderr():
     r = run_cli("predict", "llama-3.1-8b", "--hardware", "arc-pro-b70", "--engine", "llama.cpp-vulkan", "--json")
     doc = json.loads(r.stdout)
     assert doc["driver"] == "anv" and "Linux" in doc["driver_assumed"]
-    assert "note: driver assumed (no --driver): anv" in r.stderr
+    assert "note: driver assumed: anv" in r.stderr
     r = run_cli("predict", "llama-3.1-8b", "--hardware", "arc-pro-b70", "--engine", "llama.cpp-vulkan", "--os",
                 "windows", "--json")
     assert json.loads(r.stdout)["driver"] == "intel-windows"
@@ -182,7 +194,8 @@ def test_driver_on_explain_fit_sweep():
     r = run_cli("fit", "--top", "1", "--json", *common)
     assert r.returncode == 0 and "driver assumed" not in r.stderr
     r = run_cli("fit", "--top", "1", "--json", "--hardware", "radeon-ai-pro-r9700", "--driver", "radv")
-    assert r.returncode == 2 and "llama.cpp-rocm runs ROCm" in r.stderr
+    # fit ranks under the default engine (ROCm on AMD): the Vulkan driver is set aside, and the note says so
+    assert r.returncode == 0 and "driver radv is a Vulkan driver, and llama.cpp-rocm runs ROCm" in r.stderr, r.stderr
 
 
 def test_hardware_file_driver_field(tmp_path):

@@ -160,7 +160,7 @@ def note_driver(driver: str | None, assumed: str | None) -> None:
     if driver and assumed:
         from ..report.text import say
 
-        say(f"driver assumed (no --driver): {assumed}", "note")
+        say(f"driver assumed: {assumed}", "note")
 
 
 def _device(args, name: str | None = None):

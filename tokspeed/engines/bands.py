@@ -146,6 +146,11 @@ def band_basis(profile, hw, **question) -> dict:
     else:
         basis, detail = "prior", f"{name} has no fitted rows: its priors' band"
     out = {"basis": basis, "detail": detail}
+    driver = getattr(profile, "driver", "")
+    if driver and basis == "fitted" and not profile.driver_fitted:
+        # no held-out rows measure a driver's spread (no term of its own): it is inside the vendor and backend factors
+        out["detail"] += (f"; none under the {driver} driver: it sets the kernel path only, its spread is inside the "
+                          "vendor and backend factors")
     for kind in KINDS:
         terms = device_terms(profile, hw, kind) + workload_terms(profile, kind, **question)
         shown = profile.decode_error_pct if kind == "decode" else profile.prefill_error_pct

@@ -42,6 +42,7 @@ APIS = ("vulkan", "cuda", "rocm", "sycl", "metal")
 FEATURES = ("coopmat", "coopmat2", "bf16_matrix", "integer_dot")
 API_WORDS = {"vulkan": "Vulkan", "cuda": "CUDA", "rocm": "ROCm", "sycl": "SYCL", "metal": "Metal"}
 OS_WORDS = {"linux": "Linux", "windows": "Windows", "macos": "macOS"}
+KNOWN_VENDORS = ("nvidia", "amd", "intel", "apple")     # the vendors drivers.toml covers on every API they run
 
 
 @lru_cache(maxsize=1)
@@ -67,7 +68,7 @@ def entry(name: str) -> dict:
 def api_of(backend: str) -> str | None:
     """The API a llama.cpp-family backend's kernels call (``llama.cpp-vulkan`` -> vulkan), else None (the CPU
     backend, the ideal bound and engines with kernels of their own: no driver choice modelled)."""
-    if not str(backend).startswith("llama.cpp-"):      # the backend names of engines/capabilities.toml
+    if not str(backend).startswith(("llama.cpp-", "ik_llama.cpp-")):   # the backend names of capabilities.toml
         return None
     api = backend.rsplit("-", 1)[1]
     return api if api in APIS else None
@@ -90,32 +91,38 @@ class Driver:
 
 
 def resolve(backend: str, hw) -> Driver | None:
-    """The driver ``backend`` runs under on ``hw``: ``hw.driver`` if named (checked against the backend's API),
-    else the default for the API, the vendor and the OS; None where the backend has no driver choice and none was
-    named. UserError: a named driver of another API, or no default for this vendor and OS."""
+    """The driver ``backend`` runs under on ``hw``: ``hw.driver`` where it is a driver of the backend's API, else the
+    default for the API, the vendor and the OS (a device drives several APIs: its Vulkan driver says nothing of ROCm,
+    and the note says the named one was set aside); None where the backend has no GPU driver choice (vLLM, the CPU
+    backend). UserError: no driver of the API ships for this vendor on this OS (CUDA on macOS)."""
     api = api_of(backend)
     named = (getattr(hw, "driver", "") or "").lower()
     os_name, os_stated = os_of(hw)
+    aside = ""
     if named:
         e = entry(named)
-        if api != e["api"]:
-            runs = f"runs {API_WORDS[api]}" if api else "has no GPU driver choice"
-            raise UserError(f"driver {named} is a {API_WORDS[e['api']]} driver, and {backend} {runs}",
-                            f"drop `driver`, or name one of {', '.join(for_api(api, hw.vendor)) or 'none'}",
-                            field="driver")
-        return Driver(named, api, os_name)
+        if api == e["api"]:
+            return Driver(named, api, os_name)
+        if api is None:
+            return None          # no GPU driver choice here: the device's driver does not apply
+        aside = f"driver {named} is a {API_WORDS[e['api']]} driver, and {backend} runs {API_WORDS[api]}: "
     if api is None:
         return None
     vendor = (hw.vendor or "").lower()
     found = [n for n, e in _table().items() if e["api"] == api and vendor in e["vendors"] and os_name in e["os_default"]]
     if not found:
-        return None          # a vendor or OS the table has no driver for: the backend tables decide alone
+        if vendor in KNOWN_VENDORS:
+            raise UserError(f"no {API_WORDS[api]} driver runs {hw.vendor} GPUs on {OS_WORDS[os_name]}",
+                            f"{API_WORDS[api]} for {hw.vendor}: " + (", ".join(
+                                f"{n} ({', '.join(OS_WORDS[o] for o in _table()[n]['os'])})"
+                                for n in for_api(api, vendor)) or "none") + "; name another os or engine", field="os")
+        return None          # a vendor the table has no driver for: the backend tables decide alone
     name = found[0]
     choices = for_api(api, hw.vendor)
     assumed = None
-    if len(choices) > 1:     # only a choice is an assumption (CUDA and Metal have one driver)
+    if len(choices) > 1 or aside:     # only a choice is an assumption (CUDA and Metal have one driver)
         also = [c for c in choices if c != name and os_name in _table()[c]["os"]]
-        assumed = (f"{name}, the {OS_WORDS[os_name]} default for {hw.vendor} {API_WORDS[api]}"
+        assumed = (aside + f"{name}, the {OS_WORDS[os_name]} default for {hw.vendor} {API_WORDS[api]}"
                    + ("" if os_stated else f" (no os stated: {OS_WORDS[os_name]} assumed)")
                    + (f"; also on {OS_WORDS[os_name]}: {', '.join(also)}" if also else ""))
     return Driver(name, api, os_name, assumed)
@@ -197,9 +204,10 @@ def check_hardware_driver(driver: str, os_name: str, vendor: str, where: str) ->
         return driver, os_name
     e = entry(driver)
     v = (vendor or "").lower()
-    if v in ("amd", "intel", "nvidia", "apple") and v not in e["vendors"]:
+    if v not in e["vendors"]:
         raise UserError(f"{where}: driver {driver} drives {', '.join(e['vendors'])} GPUs, not {vendor}",
-                        "choose one of " + ", ".join(n for n, x in _table().items() if v in x["vendors"]),
+                        ("choose one of " + ", ".join(mine)) if (mine := [n for n, x in _table().items() if v in x["vendors"]])
+                        else f"no driver in tokspeed's table drives {vendor} GPUs: drop `driver`",
                         field="driver")
     if os_name and os_name not in e["os"]:
         raise UserError(f"{where}: driver {driver} ships for {', '.join(e['os'])}, not {os_name}", field="driver")

@@ -199,8 +199,8 @@ class EngineProfile:
     @property
     def driver_fitted(self) -> bool:
         """Whether this engine's fit has scored rows run under its ``driver`` (True where there is no driver choice):
-        an unfitted driver sets the kernel path (units) only, and the band says so (``engines/bands.py``). Read when
-        asked: without bands.toml's ``drivers`` lists it scans the calibration rows once (``driver.fitted_drivers``)."""
+        an unfitted driver sets the kernel path (units) only, and the band says so (``engines/bands.py``): bands.toml's
+        ``drivers`` lists, written by the fit (``driver.fitted_drivers``)."""
         from .driver import driver_fitted
 
         return driver_fitted(self.name, self.driver)
