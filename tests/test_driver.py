@@ -236,3 +236,12 @@ def test_driver_fitted_on_the_profile(r9700):
     assert get_engine("llama.cpp-vulkan", get_hardware("arc-pro-b70")).driver_fitted is True
     # no driver choice (the CPU backend): nothing left unfitted
     assert get_engine("llama.cpp-cpu", get_hardware("rtx-4090")).driver_fitted is True
+
+
+def test_serve_says_which_driver_it_simulated():
+    r = run_cli("serve", "llama-3.1-8b", "--hardware", "rtx-4090", "--engine", "llama.cpp-vulkan", "--parallel", "tp=1",
+                "--concurrency", "2", "--requests", "8", "--isl", "128", "--osl", "16", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["driver"] == "nvidia" and doc["driver_assumed"].startswith("nvidia, the Linux default")
+    assert "note: driver assumed: nvidia" in r.stderr

@@ -11,7 +11,8 @@ import math
 import re
 
 from ..errors import UserError
-from .options import add_hardware_options, add_plot_option, check_plot, count, number, print_json, resolve_hardware
+from .options import (add_hardware_options, add_plot_option, check_plot, count, note_driver, number, print_json,
+                      resolve_hardware)
 
 
 def _fraction(text):
@@ -169,6 +170,7 @@ def run(args) -> int:
         doc = search_document(setup, args.gpus or 1, slo, load, disagg=not args.no_disagg)
     from ..report.text import say
 
+    note_driver(doc["driver"], doc["driver_assumed"])
     for note in dict.fromkeys(w for c in doc["configs"][:args.top] for w in c.get("warnings", ())):
         say(note, "warning")           # what the simulation does not model (serving.unmodelled)
     if args.json:

@@ -12,6 +12,8 @@ def serve_document(setup, gpus: int, scenario: str, slo, configs: list, frontier
     return {"model": r0.spec.id, "hardware": r0.hw.id, "gpus": gpus, "engine": r0.profile.name,
             "engine_version": getattr(r0.profile, "version", None) or setup.engine_version or None, "quant": r0.quant,
             "kv_dtype": r0.kv_dtype, "isl": setup.isl, "osl": setup.osl,
+            # the GPU driver the engine runs under (engines/driver.py) and why it was assumed (None: named or no choice)
+            "driver": getattr(r0.profile, "driver", "") or None, "driver_assumed": getattr(r0.profile, "driver_assumed", None),
             "scenario": "rate" if scenario == "trace" else scenario,
             "slo": slo.to_dict() if slo is not None and slo.any else None,
             "configs": configs, "frontier": frontier}
