@@ -253,9 +253,11 @@ def band_low(tok_s: float, band: float) -> float:
 
 
 def band_high(tok_s: float, band: float, bound_tok_s: float) -> float:
-    """The top of the error band, never above the ideal bound (no engine beats the roofline; the band is the
-    fitted error, not a licence to): ``min(tok_s x (1 + band), bound)``, and never below ``tok_s``."""
-    return max(tok_s, min(tok_s * (1 + band), bound_tok_s))
+    """The top of the error band: the fastest measurement within ``band`` of the prediction (the same error as
+    ``band_low``): ``tok_s / (1 - band)``, unbounded from a band of 100 %; never above the ideal bound (no engine
+    beats the roofline; the band is the fitted error, not a licence to), and never below ``tok_s``."""
+    top = tok_s / (1 - band) if band < 1 else float("inf")
+    return max(tok_s, min(top, bound_tok_s))
 
 
 def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill) -> Prediction:
