@@ -70,3 +70,9 @@ def test_one_serving_search_at_a_time(client):
         api._SEARCH.release()
     assert r.status_code == 503 and "already running" in r.json()["error"], r.text
     assert client.get("/api/serve", params={**Q, "slo_tpot_ms": "51.25"}).status_code == 200
+    # an answer already made is given while another search runs
+    assert api._SEARCH.acquire(blocking=False)
+    try:
+        assert client.get("/api/serve", params={**Q, "slo_tpot_ms": "51.25"}).status_code == 200
+    finally:
+        api._SEARCH.release()

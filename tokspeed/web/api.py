@@ -7,7 +7,6 @@ a path a client names: models are catalog ids or ``upload:<id>``, hardware is a 
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 import threading
@@ -337,23 +336,35 @@ def api_serve(q) -> dict:
     if q.isl + q.osl > window:
         raise ApiError(400, f"ISL + OSL = {q.isl + q.osl:,} tokens is beyond {spec.id}'s {window:,}-token window", "isl",
                        f"at most {max(window - q.osl, 1):,} prompt tokens with this OSL")
+    key = (model, hw.id, q.engine, q.quant or None, q.kv_dtype, q.engine_version, q.gpus, q.isl, q.osl,
+           q.slo_ttft_ms, q.slo_tpot_ms)
+    with _SERVED_LOCK:
+        hit = _SERVED.get(key)
+    if hit is not None:                    # an answer already made is given whatever runs now
+        return hit
     if not _SEARCH.acquire(blocking=False):
-        raise ApiError(503, "a serving search is already running; ask again when it has answered", "gpus")
+        raise ApiError(503, "a serving search is already running; ask again when it has answered")
     try:
-        return _serve_doc(model, hw.id, q.engine, q.quant or None, q.kv_dtype, q.engine_version, q.gpus, q.isl, q.osl,
-                          q.slo_ttft_ms, q.slo_tpot_ms)
+        doc = _serve_doc(*key)
     finally:
         _SEARCH.release()
+    with _SERVED_LOCK:
+        _SERVED[key] = doc
+        while len(_SERVED) > SERVED_KEPT:
+            _SERVED.pop(next(iter(_SERVED)))
+    return doc
 
 
 # One serving search at a time (each is bounded to ~1-4 s of CPU by the query's limits, but several in parallel, or
 # the same query with other SLO floats that miss the cache, would hold every worker thread): the others get a 503.
+# The page asks again for the same setting as its form changes elsewhere: the last SERVED_KEPT answers are kept.
 _SEARCH = threading.Lock()
+_SERVED: dict = {}
+_SERVED_LOCK = threading.Lock()
+SERVED_KEPT = 32
 
 
-@functools.lru_cache(maxsize=32)
 def _serve_doc(model, hw, engine, quant, kv_dtype, engine_version, gpus, isl, osl, ttft_ms, tpot_ms) -> dict:
-    """A search is ~1 s of CPU: the page asks again for the same setting as its form changes elsewhere."""
     from ..serving.document import search_document
     from ..serving.metrics import SLO
     from ..serving.run import Setup
