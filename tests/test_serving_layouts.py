@@ -194,3 +194,14 @@ def test_sglang_attention_dp_before_deepep_is_not_modelled():
     assert "DeepEP" in cfg["warnings"][0]
     _, skipped = load_cases()
     assert skipped[f"not modelled ({SGLANG_DP_BEFORE_DEEPEP})"] == 8     # datacrunch's eight v0.4.1 rows
+
+
+def test_chunked_layer_keys_by_hand():
+    """Llama 4's chunked attention (window W = 8,192): a row reads the tokens of its current chunk."""
+    from tokspeed.serving.steptime import windowed_keys
+
+    W = 8192
+    assert windowed_keys(1, 10_000, W, True) == 10_000 - W             # one row 1,808 tokens into its second chunk
+    assert windowed_keys(4, 4 * 3_000, W, True) == 4 * 3_000           # every row still in its first chunk
+    assert windowed_keys(2, 2 * W, W, True) == 2 * W / 2              # rows at W - 1 and W + 1: half a chunk each
+    assert windowed_keys(2, 2 * 20_000, W, False) == 2 * W            # sliding: at most the window each

@@ -109,10 +109,14 @@ def test_sliding_layer_reads_at_most_its_window(depth):
 
 
 def test_chunked_layer_reads_its_chunk():
-    # Llama 4 Maverick: 36 of 48 layers attend within 8,192-token chunks; at depth 20,000 a row is 20,000 -
-    # 2 x 8,192 = 3,616 tokens into its chunk. 8 KV heads x 128 x 2 x 2 bytes = 4,096 bytes a token and layer
+    # Llama 4 Maverick: 36 of 48 layers attend within 8,192-token chunks; two rows over 40,000 cached tokens are past
+    # their first chunk, each anywhere in its current one: 8,192 / 2 = 4,096 keys on average (+ the new token's);
+    # one row at depth 20,000 is 20,000 - 2 x 8,192 = 3,616 tokens into its chunk.
+    # 8 KV heads x 128 x 2 x 2 bytes = 4,096 bytes a token and layer
     spec, cost = _bytes_cost("llama-4-maverick")
-    keys = 12 * 20_001 + 36 * 3_617
+    per_key = 4096 / 1e12 + 40 * (2 * 128 + 2 * 128 + 5) / 1e18
+    assert cost.attn_decode(1, 20_000) == pytest.approx((12 * 20_001 + 36 * 3_617) * per_key, rel=1e-9)
+    keys = 12 * 20_001 + 36 * 4_097
     want = 2 * keys * 4096 / 1e12 + 2 * 40 * keys * (2 * 128 + 2 * 128 + 5) / 1e18
     assert cost.attn_decode(2, 2 * 20_000) == pytest.approx(want, rel=1e-9)
 

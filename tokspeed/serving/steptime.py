@@ -10,8 +10,8 @@ the setup's timer, over ``ledger.forward_ops``), cut into three parts whose sum 
 - ``attention over the cache`` of the decode rows, per group of layers (full attention; sliding-window or
   chunked layers): affine in the rows and in the keys they read, ``a0 + a_seq b + a_kv K``. A full layer
   reads the rows' total cached tokens K; a sliding layer at most its window per row, ``b min(K / b, W)``,
-  a chunked layer (Llama 4) the current chunk, ``b ((K / b) mod W)`` (``windowed_keys``: the mean depth
-  of the rows stands for each row's).
+  a chunked layer (Llama 4) the current chunk: ``(K / b) mod W`` for one row, ``b W / 2`` for rows past their first
+  chunk (each anywhere in its current one; ``windowed_keys``).
 - ``attention of the prefill chunks``, per group: affine in the chunks' query-key pairs and tokens; a full
   layer's pairs are ``d0 c + c (c + 1) / 2`` for a chunk of c tokens after d0 cached ones, a sliding or
   chunked layer's are bounded by the window (``ledger``'s count of keys each query attends).
@@ -61,11 +61,15 @@ def chunk_pairs(c: float, d0: float) -> float:
 
 def windowed_keys(b: float, kv_tokens: float, window: int, chunked: bool) -> float:
     """Keys ``b`` decode rows over ``kv_tokens`` cached tokens read on a sliding (chunked) layer: each row at
-    most the window (the tokens of its current chunk), the rows' mean depth standing for each row's."""
+    most the window (the tokens of its current chunk), the rows' mean depth standing for each row's. On a chunked
+    layer rows past the first chunk sit anywhere in their current one: half a chunk each on average (the mean depth's
+    own remainder would say 0 for two rows at W - 1 and W + 1); one row keeps its exact remainder."""
     if b <= 0:
         return 0.0
     depth = kv_tokens / b
-    return b * (depth % window if chunked else min(depth, window))
+    if not chunked:
+        return b * min(depth, window)
+    return b * (depth % window if b <= 1 or depth < window else window / 2)
 
 
 def windowed_pairs(c: float, d0: float, window: int, chunked: bool) -> float:
