@@ -107,3 +107,14 @@ def test_numa_on_the_command_line(capsys):
     assert main(args + ["--numa", "distribute"]) == 0
     two = json.loads(capsys.readouterr().out)
     assert two["decode"]["tok_s"] > 1.3 * one["decode"]["tok_s"]     # memory-bound on one socket's 128 GB/s
+
+
+@pytest.mark.parametrize("hw, noted", [("rtx-4090", True), ("xeon-gold-6138-2s", False)])
+def test_numa_that_changes_nothing_says_so(hw, noted):
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "tokspeed", "predict", "llama-3.1-8b", "--hardware", hw, "--numa",
+                        "distribute", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert ("--numa distribute changes nothing" in r.stderr) is noted, r.stderr

@@ -152,7 +152,14 @@ def resolve_hardware(args, name: str | None = None):
     """The device named by --hardware, or a custom one from --bandwidth/--memory, under --driver / --os."""
     from ..engines.driver import on_driver
 
-    return on_driver(_device(args, name), getattr(args, "driver", None), getattr(args, "os", None))
+    hw = _device(args, name)
+    numa = getattr(args, "numa", None)
+    if numa and not any(d.startswith(f"numa {numa}") for d in hw.derived):
+        from ..report.text import say
+
+        say(f"--numa {numa} changes nothing on {hw.id}: it spreads the weights over the sockets of a multi-socket "
+            "CPU (a catalog CPU with more than one socket)", "note")
+    return on_driver(hw, getattr(args, "driver", None), getattr(args, "os", None))
 
 
 def note_driver(driver: str | None, assumed: str | None) -> None:
