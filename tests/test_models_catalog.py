@@ -297,7 +297,7 @@ RECORD_CONFIGS = {
     "qwen3.5-397b-a17b": "qwen3.5-397b-a17b", "qwen3.6-27b": "qwen3.6-27b", "qwen3.6-35b-a3b": "qwen3.6-35b-a3b",
     "qwen3-vl-8b-instruct": "qwen3-vl-8b", "seed-oss-36b": "seed-oss-36b",
     "gemma-4-31b": "gemma-4-31b", "gemma-4-26b-a4b": "gemma-4-26b-a4b",
-    "deepseek-v3.2": "deepseek-v3.2", "glm-5": "glm-5", "glm-5.1": "glm-5",
+    "deepseek-v3.2": "deepseek-v3.2", "glm-5": "glm-5", "glm-5.1": "glm-5.1",
 }
 # the other configs kept with the records: why reading one does not give a catalog entry exactly
 CONFIGS_NOT_AN_ENTRY = {
