@@ -55,8 +55,8 @@ def test_longest_context_is_the_edge():
     c = ways["context"]["context"]
     assert predict("llama-3.1-8b", "rtx-4090", context=c, **opts).memory.fits
     assert not predict("llama-3.1-8b", "rtx-4090", context=c + 1, **opts).memory.fits
-    # by hand: (24 GB - 16.06 GB weights - ~1.1 GB buffers) / 128 KiB per token ~ 52k tokens
-    assert 45_000 < c < 60_000
+    # by hand: (24 GiB = 25.77 GB - 16.06 GB weights - ~1.1 GB buffers) / 128 KiB per token ~ 65.7k tokens
+    assert 60_000 < c < 72_000
 
 
 def test_largest_batch_is_the_edge():
@@ -112,7 +112,7 @@ def test_a_weights_file_keeps_its_format(tmp_path):
     total = predict(gguf_path, big, gen=4).memory.total_bytes
     assert predict(cfg, big, quant="Q8_0", gen=4).memory.total_bytes == total
     small = Hardware(id="small", name="small", kind="soc", vendor="test", memory_gb=100, bandwidth_gbps=100,
-                     fp16_tflops=10, usable_memory_gb=(total - 10_000) / 1e9)
+                     fp16_tflops=10, usable_memory_gb=(total - 10_000) / 2**30)
     assert not predict(gguf_path, small, gen=4).memory.fits
     formats = [w for w in ways_to_run(cfg, small, quant="Q8_0", gen=4) if w["kind"] == "format"]
     assert len(formats) == 1 and formats[0]["weights_bytes"] < predict(cfg, big, quant="Q8_0").memory.weights_bytes

@@ -69,7 +69,7 @@ def test_report_of_a_setup_that_does_not_fit():
     text = render_report("llama-3.1-70b", "rtx-4090", quant="Q4_K_M", charts=False)
     banner = text.index('<div class="nofit">')
     assert banner < text.index('<div class="cards"')
-    assert "Does not fit: needs 43." in text and "of 24.00 GB" in text
+    assert "Does not fit: needs 43." in text and "of 25.77 GB" in text   # 24 GiB = 25,769,803,776 B
     for w in ways_to_run("llama-3.1-70b", "rtx-4090", quant="Q4_K_M"):
         assert w["description"] in text
     assert "2 x NVIDIA GeForce RTX 4090" in text                  # 42.5 GB over two 24 GB cards

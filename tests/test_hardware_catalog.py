@@ -94,7 +94,7 @@ def test_hand_checked_values():
     # M2 Ultra 76-core: 1024-bit LPDDR5-6400 = 819.2 GB/s physical, Apple says 800
     m = get_hardware("m2-ultra-76")
     assert m.bandwidth_gbps == 800 and m.memory_gb == 192
-    assert m.usable_bytes == pytest.approx(0.75 * 192e9)  # Metal working set above 36 GB
+    assert m.usable_bytes == pytest.approx(0.75 * 192 * 2**30)  # Metal working set above 36 GB
     # GeForce FP32-accumulate rate, not the 2x FP16-accumulate one
     assert get_hardware("rtx-3090").fp16_tflops == 71
     # dual-channel DDR5-5600: 2 channels x 8 bytes x 5600 MT/s

@@ -42,7 +42,7 @@ def test_custom_toml_loads_and_derives_the_host_link(tmp_path):
 def test_minimal_contract_fields_are_enough(tmp_path):
     p = _write(tmp_path, 'name = "box"\nkind = "cpu"\nvendor = "me"\nmemory_gb = 64\nbandwidth_gbps = 89.6\n')
     hw = hardware_from_toml(p)
-    assert hw.fp16_tflops == 0 and hw.usable_bytes == 64e9
+    assert hw.fp16_tflops == 0 and hw.usable_bytes == 64 * 2**30      # memory_gb is GiB
 
 
 @pytest.mark.parametrize("text, words", [
@@ -83,7 +83,10 @@ def test_from_flags():
     assert (hw.bandwidth_gbps, hw.memory_gb, hw.fp16_tflops) == pytest.approx((1008, 24, 165.2))
     assert hw.kind == "gpu" and hw.id == "my-4090"
     assert hardware_from_flags("1TB/s", "80").bandwidth_gbps == pytest.approx(1000)
-    assert hardware_from_flags("100", "24GiB").memory_gb == pytest.approx(24 * 2**30 / 1e9)
+    # memory as labels write it: "24GB" of memory is 24 GiB, the same as "24GiB"; bandwidth's GB stays 10^9
+    assert hardware_from_flags("100", "24GiB").memory_gb == 24 and hw.capacity_bytes == 24 * 2**30
+    assert hardware_from_flags("100", "512MB").capacity_bytes == 512 * 2**20
+    assert hw.bandwidth_bytes_s == 1008e9
 
 
 @pytest.mark.parametrize("kwargs, words", [
@@ -134,7 +137,7 @@ def test_cli_one_device_json_has_everything(capsys):
     assert d["id"] == "rtx-4090" and d["bandwidth_gbps"] == 1008 and d["fp16_tflops"] == 165.2
     assert "[LIGHT]" in d["source"] and d["notes"].startswith("[conf:")
     assert d["properties"]["ridge_flops_per_byte"] == pytest.approx(165.2e12 / 1008e9)
-    assert d["properties"]["usable_bytes"] == 24e9
+    assert d["properties"]["usable_bytes"] == 24 * 2**30       # 12 x 16 Gbit GDDR6X = 24 GiB
 
 
 def test_cli_list_filters(capsys):

@@ -30,7 +30,7 @@ def test_profile_round_trips_through_hardware_from_toml(tmp_path):
     hw = hardware_from_toml(p)
     assert hw.kind == "cpu" and hw.vendor == "AMD"
     assert hw.bandwidth_gbps == pytest.approx(40.0)
-    assert hw.memory_gb == pytest.approx(24.0)
+    assert hw.memory_gb == pytest.approx(24e9 / 2**30, abs=5e-4)      # the OS's 24e9 bytes of RAM, in GiB (memory_gb's unit)
     assert hw.fp32_tflops == pytest.approx(0.2) and hw.fp16_tflops == pytest.approx(0.8)
     raw = tomllib.loads(p.read_text())
     assert raw["measured"]["cpu_copy_gbps"] == pytest.approx(30.0)
@@ -43,7 +43,7 @@ def test_gpu_results_make_a_gpu_profile(tmp_path):
     from tokspeed.measure.detect import GpuInfo
 
     m = _machine()
-    m.gpus = [GpuInfo(0, "NVIDIA H200", 141_000_000_000, 140_000_000_000, "9.0")]
+    m.gpus = [GpuInfo(0, "NVIDIA H200", 143_771 * 2**20, 140_000_000_000, "9.0")]
     t = Timing.from_samples([0.001] * 3)
     res = _results() + [ProbeResult("gpu_read", "GB/s", 4.2e9, t),                # 4200 GB/s
                         ProbeResult("gpu_matmul_bf16", "TFLOP/s", 7e11, t),         # 700 TFLOP/s
@@ -51,7 +51,7 @@ def test_gpu_results_make_a_gpu_profile(tmp_path):
     hw = hardware_from_toml(write_profile(build_profile(m, res, 2), tmp_path / "g.toml"))
     assert hw.kind == "gpu" and hw.bandwidth_gbps == pytest.approx(4200)
     assert hw.fp16_tflops == pytest.approx(700) and hw.host_link_gbps == pytest.approx(50)
-    assert hw.memory_gb == pytest.approx(141)
+    assert hw.memory_gb == pytest.approx(143_771 / 1024, abs=5e-4)      # nvidia-smi's 143,771 MiB = 140.4 GiB ("141 GB")
 
 
 @pytest.mark.parametrize("flags, k", [({"avx2", "fma"}, 2), ({"avx2", "avx512f", "avx512_vnni"}, 4),

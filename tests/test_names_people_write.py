@@ -52,7 +52,7 @@ def test_cpu_is_a_named_default_cpu():
 def test_a_mac_by_memory():
     # an M4 with 16 GB: the 10-core M4's bandwidth, 16 GB of which Metal gives a model 2/3 (below 36 GB)
     hw, note = lookup_hardware("m4-16gb")
-    assert hw.id == "m4-10" and hw.memory_gb == 16 and hw.usable_bytes == pytest.approx(16e9 * 2 / 3)
+    assert hw.id == "m4-10" and hw.memory_gb == 16 and hw.usable_bytes == pytest.approx(16 * 2**30 * 2 / 3)
     assert hw.bandwidth_gbps == get_hardware("m4-10").bandwidth_gbps and "16 GB" in note
     assert lookup_hardware("Apple M4 Pro 48GB")[0].memory_gb == 48
 
@@ -60,7 +60,7 @@ def test_a_mac_by_memory():
 def test_memory_overrides_a_catalog_device_on_the_command_line():
     r = run_cli("predict", "llama-3.1-8b", "--hardware", "m4-10", "--memory", "16GB", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["memory"]["capacity_bytes"] == pytest.approx(16e9 * 2 / 3)
+    assert json.loads(r.stdout)["memory"]["capacity_bytes"] == pytest.approx(16 * 2**30 * 2 / 3)   # 16 GB = 16 GiB
     r = run_cli("predict", "llama-3.1-8b", "--hardware", "h100", "--json")
     assert r.returncode == 0 and "tokspeed: note: hardware 'h100' taken as h100-sxm" in r.stderr
     assert json.loads(r.stdout)["hardware"] == "h100-sxm"

@@ -84,8 +84,8 @@ def test_memory_chart_structure():
     assert widths[0] == pytest.approx(d["memory"]["weights_bytes"] / 1e9)
     assert sum(widths) == pytest.approx(d["memory"]["total_bytes"] / 1e9)
     cap = ax.get_lines()[0].get_xdata()[0]
-    assert cap == pytest.approx(24.0)
-    assert any(t.startswith("capacity 24") for t in legend_texts(ax))
+    assert cap == pytest.approx(24 * 2**30 / 1e9)       # 24 GiB on the decimal-GB axis: 25.77
+    assert any(t.startswith("capacity 25.7698 GB") for t in legend_texts(ax))
     assert "fits" in ax.get_title()
 
 

@@ -104,14 +104,14 @@ def test_offloaded_model_fits_where_vram_alone_does_not():
 
 
 def test_moe_experts_offload_reads_only_the_picked_experts_from_ram():
-    # gpt-oss-20b MXFP4 (12.1 GB) does not fit a 12 GB RTX 3060; llama.cpp --cpu-moe keeps every
+    # gpt-oss-20b MXFP4 (12.1 GB) does not fit an 8 GB RTX 4060 (8 GiB = 8.59 GB); llama.cpp --cpu-moe keeps every
     # routed expert in RAM. Decode then reads k/E = 4/32 of each layer's experts from RAM.
     from tokspeed.ledger import Role, forward_ops
     from tokspeed.scale.layout import layer_expert_bytes
 
-    alone = predict("gpt-oss-20b", "rtx-3060", quant="MXFP4", engine="ideal", prompt=0, gen=1)
+    alone = predict("gpt-oss-20b", "rtx-4060", quant="MXFP4", engine="ideal", prompt=0, gen=1)
     assert not alone.memory.fits
-    p = predict("gpt-oss-20b", "rtx-3060", quant="MXFP4", engine="ideal", prompt=0, gen=1, offload="experts",
+    p = predict("gpt-oss-20b", "rtx-4060", quant="MXFP4", engine="ideal", prompt=0, gen=1, offload="experts",
                 gpu_layers=0)
     host = [d for d in p.extra["devices"]["per_device"] if d["kind"] == "host"][0]
     experts = sum(layer_expert_bytes(p.spec, p.storage))
@@ -121,7 +121,7 @@ def test_moe_experts_offload_reads_only_the_picked_experts_from_ram():
     assert read == pytest.approx(experts * 4 / 32)
     # the CPU stage is the picked experts' bytes (plus their activations) at 89.6 GB/s
     assert stages["cpu (experts)"]["seconds"] == pytest.approx(read / 89.6e9, rel=0.02)
-    auto = predict("gpt-oss-20b", "rtx-3060", quant="MXFP4", prompt=0, gen=1, offload="experts")
+    auto = predict("gpt-oss-20b", "rtx-4060", quant="MXFP4", prompt=0, gen=1, offload="experts")
     assert auto.memory.fits and 0 < auto.extra["offload"]["gpu_layers"] < 24
     with pytest.raises(UserError):
         predict(LLAMA3_8B, "rtx-4090", offload="experts")

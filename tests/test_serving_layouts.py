@@ -33,7 +33,7 @@ def test_attention_dp_multiplies_an_mla_kv_pool():
     dep8 = s.worker(Parallelism(tp=1, ep=8, dp=8))[0]
     # MLA's latent is whole on every TP rank: TP8 holds each token 8 times, attention-DP once. But DP keeps
     # all ~17.5 GB of non-expert weights (671B - 58 layers x 256 experts x 3 x 7168 x 2048 = 17.5B, FP8) on
-    # every GPU instead of 1/8: 0.88 x 141 GB - 84 GB ~ 40 GB free under TP8 becomes ~25 GB: 8 x 25/40 ~ 5
+    # every GPU instead of 1/8: 0.88 x 141 GiB (151.4 GB) - 84 GB ~ 49 GB free under TP8 becomes ~34 GB: 8 x 34/49 ~ 5.5
     assert 4 < dep8.kv_tokens / tp8.kv_tokens < 6
     assert dep8.weights_per_gpu - tp8.weights_per_gpu == pytest.approx(17.5e9 * 7 / 8, rel=0.1)
     assert dep8.gpus == tp8.gpus == 8

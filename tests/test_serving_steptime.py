@@ -10,6 +10,8 @@ from tokspeed.serving.steptime import chunk_pairs, grid_below
 from tokspeed.serving.worker import Parallelism, build_worker, resolve_group
 from tokspeed.serving.schedulers import scheduler_for
 
+H100_BYTES = 80 * 2**30        # an H100 SXM "80 GB": 80 GiB of HBM3 (nvidia-smi: 81,559 MiB of 81,920)
+
 
 def _worker(tp=1):
     r = resolve_group(LLAMA3_8B, "h100-sxm", "vllm", "F16", "f16", tp, 1)
@@ -47,11 +49,11 @@ def test_grid_interpolates_between_points():
 
 
 def test_kv_pool_by_hand():
-    # H100 SXM 80 GB x 0.9 (vLLM gpu_memory_utilization) - weights - workspace - runtime, over Llama-3-8B's
+    # H100 SXM 80 GB (80 GiB) x 0.9 (vLLM gpu_memory_utilization) - weights - workspace - runtime, over Llama-3-8B's
     # 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 131072 bytes per token
     r, w = _worker()
     from tokspeed.memory import activation_bytes
-    free = 0.9 * r.hw.usable_bytes - r.weights_bytes - activation_bytes(r.spec, 1, 512) - 2**30
+    free = 0.9 * H100_BYTES - r.weights_bytes - activation_bytes(r.spec, 1, 512) - 2**30
     assert w.kv_tokens == pytest.approx(free / 131072, rel=1e-9)
 
 
@@ -139,7 +141,7 @@ def test_kv_pool_holds_a_sliding_layer_at_its_window():
 
     r = resolve_group("gemma-2-27b", "h100-sxm", "vllm", "F16", "f16", 1, 1)
     w = build_worker(r, Parallelism(), scheduler_for("vllm"), {}, 10_000)
-    free = 0.9 * r.hw.usable_bytes - r.weights_bytes - activation_bytes(r.spec, 1, 512) - 2**30
+    free = 0.9 * H100_BYTES - r.weights_bytes - activation_bytes(r.spec, 1, 512) - 2**30
     assert w.kv_tokens == pytest.approx(free / ((23 * 10_000 + 23 * 4096) * 8192 / 10_000), rel=1e-9)
 
 
@@ -152,7 +154,7 @@ def test_tensorrt_llm_pool_is_a_share_of_free_memory_at_full_attention():
     r = resolve_group("mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
     w = build_worker(r, Parallelism(), scheduler_for("tensorrt-llm"), {}, 22_000)
     rest = activation_bytes(r.spec, 1, 512) + r.profile.runtime_overhead_gib * 2**30
-    assert w.kv_tokens == pytest.approx(0.9 * (r.hw.usable_bytes - r.weights_bytes - rest) / 65_536, rel=1e-9)
+    assert w.kv_tokens == pytest.approx(0.9 * (H100_BYTES - r.weights_bytes - rest) / 65_536, rel=1e-9)
     assert resolve_group("mistral-7b", "h100-sxm", "vllm", "FP8", "fp8", 1, 1).spec.sliding_window == 4096
 
 
@@ -164,7 +166,7 @@ def test_batch_max_takes_the_engines_window_and_pool():
 
     r = resolve_group("mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
     rest = activation_bytes(r.spec, 1, 512) + r.profile.runtime_overhead_gib * 2**30
-    pool = 0.9 * (r.hw.usable_bytes - r.weights_bytes - rest) / 65_536
+    pool = 0.9 * (H100_BYTES - r.weights_bytes - rest) / 65_536
     got = max_batch("mistral-7b", "h100-sxm", 22_000, quant="FP8", kv_dtype="fp8", engine="tensorrt-llm")
     assert got["kv_pool_tokens"] == pytest.approx(pool, rel=1e-9) and got["batch"] == int(pool // 22_000)
 

@@ -106,7 +106,7 @@ def test_custom_hardware(server):
                                           "prompt": "0", "gen": "1", "context": "1024"})
     # the seeds' bound: bandwidth ÷ bytes per token (the 0.5 MB of logits the CPU reads cost no GPU time)
     assert d["decode"]["tok_s"] == pytest.approx(1e12 / d["decode"]["bytes_per_token"], rel=1e-4)
-    assert d["memory"]["capacity_bytes"] == 80e9
+    assert d["memory"]["capacity_bytes"] == 80 * 2**30            # memory_gb is GiB, as the catalog
 
 
 BAD = [

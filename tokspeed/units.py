@@ -1,7 +1,9 @@
 """Parsing and printing quantities with units (bytes, bandwidth, FLOP rates, token counts).
 
-Decimal prefixes (GB = 1e9) are the vendors' convention for bandwidth and capacity;
-binary prefixes (GiB = 2**30) are accepted where a user writes them. Token counts take K and M
+Rates keep the vendors' decimal prefixes (GB/s = 1e9 B/s); a device's memory capacity is binary, whatever its
+label writes (an "80 GB" H100 holds 80 GiB = 80 x 2**30 bytes: DRAM and HBM come in powers of two per chip), so
+``parse_capacity`` reads a capacity's GB as GiB. Sizes print in decimal units (``fmt_bytes``: GB = 1e9 bytes,
+the unit the text names). Token counts take K and M
 as 1024 and 1024**2 (``32K`` = 32,768, as llama.cpp and model cards write context lengths).
 
 Every number a user types goes through ``parse_number`` (any real), ``parse_count`` (tokens,
@@ -15,6 +17,7 @@ import re
 
 from .errors import UserError
 
+GIB = 2**30               # one GiB: the unit of every memory capacity (Hardware.memory_gb)
 _PREFIX = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12, "p": 1e15,
            "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40, "pi": 2**50}
 _NUM = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*([kmgtp]i?)?\s*(b|bytes?)?\s*(/s|ps)?\s*$", re.I)
@@ -96,8 +99,19 @@ def parse_bytes(text: str | float | int, default_unit: str = "g", what: str = "s
     return out
 
 
+def parse_capacity(text: str | float | int, what: str = "memory") -> float:
+    """A device's memory capacity in bytes, as its label means it: '24GB' and '24GiB' -> 24 * 2**30 (memory is
+    made in binary sizes and sold under decimal letters: an RTX 4090's 12 x 16 Gbit chips are "24 GB"), '512MB' ->
+    512 * 2**20; a bare number is GB. Rates (GB/s) stay decimal: ``parse_bytes``."""
+    if isinstance(text, str):
+        m = _NUM.match(text)
+        if m and m.group(2) and not m.group(2).lower().endswith("i") and not m.group(4):
+            text = text[:m.start(2)] + m.group(2) + "i" + text[m.end(2):]
+    return parse_bytes(text, default_unit="gi", what=what)
+
+
 def fmt_bytes(n: float) -> str:
-    """Human bytes in decimal units (GB = 1e9), the way vendors and the seeds count."""
+    """Human bytes in decimal units (GB = 1e9), as the text says: an "80 GB" H100's 80 GiB print as 85.90 GB."""
     for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
         if abs(n) >= scale:
             return f"{n / scale:.2f} {unit}"

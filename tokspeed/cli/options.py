@@ -176,10 +176,10 @@ def _device(args, name: str | None = None):
     if name and getattr(args, "memory", None) and not getattr(args, "bandwidth", None):
         # a catalog device with another memory size (a Mac of another configuration): --memory overrides it
         from ..hardware.catalog import with_memory
-        from ..units import parse_bytes
+        from ..units import GIB, parse_capacity
 
         hw = _named_hardware(args, name)
-        return with_memory(hw, parse_bytes(args.memory, what="memory") / 1e9, f"--memory {args.memory}")
+        return with_memory(hw, parse_capacity(args.memory, what="memory") / GIB, f"--memory {args.memory}")
     if getattr(args, "bandwidth", None) or getattr(args, "memory", None):
         if name:
             raise UserError("give either --hardware or --bandwidth/--memory, not both",

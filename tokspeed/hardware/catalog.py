@@ -115,12 +115,12 @@ def _loose(name: str) -> tuple[Hardware, str] | None:
 
 
 def with_memory(hw: Hardware, memory_gb: float, why: str) -> Hardware:
-    """``hw`` with ``memory_gb`` of memory (a Mac of another configuration, ``--memory``): its usable share derived
+    """``hw`` with ``memory_gb`` GiB of memory (a Mac of another configuration, ``--memory``): its usable share derived
     again (Apple: the Metal working-set fraction), everything else kept."""
     from dataclasses import replace
 
     if not 0 < memory_gb < 1e6:
-        raise UserError(f"memory must be a positive number of GB, got {memory_gb!r}")
+        raise UserError(f"memory must be a positive number of GiB, got {memory_gb!r}")
     return replace(hw, memory_gb=memory_gb, usable_memory_gb=0.0,
                    derived=hw.derived + (f"memory_gb: {memory_gb:g} from {why} (catalog: {hw.memory_gb:g})",))
 
@@ -169,11 +169,12 @@ def hardware_from_flags(bandwidth: str, memory: str, name: str = "custom", kind:
                         vendor: str = "custom", fp16_tflops: float = 0.0, fp8_tflops: float = 0.0,
                         int8_tops: float = 0.0, host_link_gbps: float = 0.0) -> Hardware:
     """An ad-hoc device: ``hardware_from_flags("1008GB/s", "24GB", fp16_tflops=165.2)``.
-    Bare numbers mean GB/s and GB; ``GiB`` is read as 2**30 bytes."""
-    from ..units import parse_bytes
+    Bare numbers mean GB/s and GB; bandwidth's GB is 10^9 bytes, memory's GB (as labels write it) and GiB are
+    2**30 bytes (``units.parse_capacity``)."""
+    from ..units import GIB, parse_bytes, parse_capacity
 
     bw = parse_bytes(bandwidth, what="bandwidth") / 1e9
-    mem = parse_bytes(memory, what="memory") / 1e9
+    mem = parse_capacity(memory, what="memory") / GIB
     return Hardware.from_dict({
         "id": name.lower().replace(" ", "-"), "name": name, "kind": kind, "vendor": vendor,
         "memory_gb": mem, "bandwidth_gbps": bw, "fp16_tflops": _number(fp16_tflops, "fp16_tflops"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 
 from ..errors import UserError
+from ..units import GIB
 from .arch import check_arch, check_matrix_units, default_matrix_units
 
 KINDS = ("gpu", "soc", "cpu", "accelerator")
@@ -26,7 +27,8 @@ class Hardware:
     name: str
     kind: str                      # gpu | soc | cpu | accelerator (TPU, Gaudi)
     vendor: str
-    memory_gb: float               # capacity as labelled (decimal GB)
+    # capacity as labelled, in GiB (2**30 B): a vendor's "80 GB" of device memory is 80 GiB (capacity_bytes)
+    memory_gb: float
     bandwidth_gbps: float          # peak memory bandwidth, decimal GB/s
     fp16_tflops: float = 0.0       # dense FP16/BF16 tensor peak, FP32 accumulate (0 = unknown)
     fp8_tflops: float = 0.0
@@ -48,7 +50,7 @@ class Hardware:
     scale_up_gbps: float = 0.0     # GPU-to-GPU aggregate bidirectional as vendors print it (0 = none)
     tdp_w: float = 0.0
     release_year: int = 0
-    usable_memory_gb: float = 0.0  # 0 -> derived (see usable_bytes)
+    usable_memory_gb: float = 0.0  # GiB; 0 -> derived (see usable_bytes)
     source: str = ""
     notes: str = ""                # the reference CSV's notes, starting with its [conf: ...] tag
     confidence: str = ""           # that tag's text: high | medium | low | DERIVED ...
@@ -141,14 +143,17 @@ class Hardware:
 
     @property
     def capacity_bytes(self) -> float:
-        return self.memory_gb * 1e9
+        """The memory in bytes: ``memory_gb`` GiB. DRAM and HBM come in powers of two per chip, so a label's
+        "GB" of device memory is GiB (H100 "80 GB": nvidia-smi 81,559 MiB of 81,920 made; RTX 4090 "24 GB":
+        12 x 16 Gbit); bandwidth's GB/s stays 10^9 B/s."""
+        return self.memory_gb * GIB
 
     @property
     def usable_bytes(self) -> float:
         """Memory a model may use. Apple SoCs: Metal's recommendedMaxWorkingSetSize is ~75 % of RAM
         for machines above 36 GB and ~67 % below (llama.cpp #1870/#2011); others: the label."""
         if self.usable_memory_gb:
-            return self.usable_memory_gb * 1e9
+            return self.usable_memory_gb * GIB
         if self.kind == "soc" and self.vendor.lower() == "apple":
             return self.capacity_bytes * (0.75 if self.memory_gb > 36 else 2 / 3)
         return self.capacity_bytes

@@ -80,7 +80,7 @@ def build_profile(machine, results, threads: int, tool: str = "tokspeed probe") 
     if on_gpu:
         g = machine.gpus[0]
         hw = {"name": f"{g.name} (measured)", "kind": "gpu", "vendor": "NVIDIA",
-              "memory_gb": round(g.memory_bytes / 1e9, 3), "bandwidth_gbps": round(by["gpu_read"], 2),
+              "memory_gb": round(g.memory_bytes / 2**30, 3), "bandwidth_gbps": round(by["gpu_read"], 2),
               "fp16_tflops": round(by.get("gpu_matmul_fp16", by.get("gpu_matmul_bf16", 0.0)), 3),
               "fp32_tflops": round(by.get("gpu_matmul_fp32", 0.0), 3)}
         if "gpu_h2d_pinned" in by:
@@ -89,7 +89,7 @@ def build_profile(machine, results, threads: int, tool: str = "tokspeed probe") 
         kind = "soc" if machine.apple_chip else "cpu"
         hw = {"name": f"{machine.cpu_model} ({machine.physical_cores} cores, measured)", "kind": kind,
               "vendor": "Apple" if machine.apple_chip else machine.vendor,
-              "memory_gb": round(machine.ram_bytes / 1e9, 3), "bandwidth_gbps": round(by["cpu_read"], 2),
+              "memory_gb": round(machine.ram_bytes / 2**30, 3), "bandwidth_gbps": round(by["cpu_read"], 2),
               "fp16_tflops": round(by.get("cpu_matmul_bf16", 0.0), 4),
               "fp32_tflops": round(by.get("cpu_matmul_fp32", 0.0), 4),
               # llama.cpp's threads meet at a barrier after every graph node (priors.toml [BARRIER])

@@ -39,7 +39,7 @@ class Setup(BaseModel):
         "none", description="auto: as many layers on the GPU as fit, the rest in system RAM (llama.cpp -ngl); "
                             "experts: MoE experts of some layers on the CPU; stream: layers streamed over the host link")
     bandwidth_gbps: Optional[float] = _f(lo_gt=0, desc="custom device: memory bandwidth, GB/s")
-    memory_gb: Optional[float] = _f(lo_gt=0, desc="custom device: memory, GB")
+    memory_gb: Optional[float] = _f(lo_gt=0, desc="custom device: memory as labelled, GB (= GiB, 2**30 bytes)")
     fp16_tflops: Optional[float] = _f(ge=0, desc="custom device: dense FP16 tensor TFLOPS (omit if unknown)")
     host_link_gbps: Optional[float] = _f(ge=0, hi=1e4, desc="custom device: host link, GB/s per direction")
 
