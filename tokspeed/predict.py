@@ -28,6 +28,7 @@ from .scale.options import ScaleOptions
 from .scale.parallel import ROW_SPLIT_PREFILL
 from .scale.sections import scale_sections
 from .scale.timing import pipelined_s, pipelines_prompt
+from .serving.fitted import engine_seconds, predict_constants
 from .timing import PassTime, RooflineTimer, Timer, depth_sum, op_time, pass_time  # noqa: F401  (re-exported)
 from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, NBATCH, UBATCH, Workload
 
@@ -181,17 +182,17 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     passes: dict = {}
     ledgers: dict = {}
 
-    def step(engine):
+    def step(engine, fit=None):
         def at(depth):
             ops = ledgers.get(depth)
             if ops is None:
                 ops = ledgers[depth] = forward_ops(spec, storage, kvb, B, 1, depth)
             pt = r.timer(ops, engine, B, 1)
             passes[engine.name, depth] = pt
-            return pt.seconds
+            return served_s(pt, pt.seconds, fit)
         return at
 
-    step_s = depth_sum(step(r.profile), first, n, kinks) / n
+    step_s = depth_sum(step(r.profile, serving_fit(r)), first, n, kinks) / n
     ideal_s = depth_sum(step(IDEAL), first, n, kinks) / n
     pt0 = passes[r.profile.name, first]
     # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
@@ -214,9 +215,23 @@ def time_shares(pt: PassTime) -> dict:
     return {k: v / total for k, v in parts.items()}
 
 
-def prefill_passes(spec, storage, kvb: float, work: Workload):
+def serving_fit(r: Resolved) -> dict | None:
+    """The serving simulator's fitted constants for this engine on this device's vendor (``serving.fitted``), or
+    None where it has none: a server engine's single stream is then the simulator's concurrency 1."""
+    layout = r.setup.layout if r.setup else None
+    return predict_constants(r.profile.name, r.hw.vendor, layout.parallel.pp if layout is not None else 1)
+
+
+def served_s(pt: PassTime, seconds: float, fit: dict | None) -> float:
+    """A pass's ``seconds`` as the engine runs it under the serving constants ``fit`` (unchanged without)."""
+    if fit is None:
+        return seconds
+    return engine_seconds(seconds, fit["gpu_scale"], fit["step_s"], pt.link_s, fit["link_scale"])
+
+
+def prefill_passes(spec, storage, kvb: float, work: Workload, ubatch: int = UBATCH):
     """(ops, depth, tokens) of each prefill micro-batch: the ledger of every pass the prompt takes."""
-    for depth, chunk in work.prefill_chunks():
+    for depth, chunk in work.prefill_chunks(ubatch):
         yield forward_ops(spec, storage, kvb, work.batch, chunk, depth), depth, chunk
 
 
@@ -231,10 +246,12 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
     seconds = ideal = 0.0
     bounds = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
     pipe = pipelines_prompt(r.setup.layout if r.setup else None, r.profile)
-    for k, (ops, _, chunk) in enumerate(prefill_passes(r.spec, r.storage, r.kv_elem_bytes, work)):
+    fit = serving_fit(r)                    # a server engine: its scheduler's token budget per step
+    ubatch = fit["token_budget"] if fit else UBATCH
+    for k, (ops, _, chunk) in enumerate(prefill_passes(r.spec, r.storage, r.kv_elem_bytes, work, ubatch)):
         first = not pipe or k % (NBATCH // UBATCH) == 0        # a new llama_decode call refills the pipeline
         pt = r.timer(ops, r.profile, work.batch, chunk)
-        s = pipelined_s(pt, first)
+        s = served_s(pt, pipelined_s(pt, first), fit)
         seconds += s
         ideal += pipelined_s(r.timer(ops, IDEAL, work.batch, chunk), first)
         bounds[pt.bound] = bounds.get(pt.bound, 0.0) + s
@@ -272,7 +289,8 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
     if layout is not None and layout.row_split and work.prompt:
         notes.append(ROW_SPLIT_PREFILL)
     sections = scale_sections(r, mem, dec, pre, first, work)
-    ttft = None if pre.seconds is None else pre.seconds + r.profile.fixed_s
+    # a server engine samples the first token in the step that ends the prompt (serve's TTFT)
+    ttft = None if pre.seconds is None else pre.seconds + (0.0 if serving_fit(r) else r.profile.fixed_s)
     return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,
                       batch=work.batch, prompt=work.prompt, gen=work.gen, context=work.context, memory=mem,
                       decode=dec, prefill=pre, ttft_s=ttft, engine_source=r.profile.source,
