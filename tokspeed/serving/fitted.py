@@ -73,7 +73,19 @@ def predict_constants(engine_name: str, vendor: str = "", pp: int = 1) -> dict |
         fit["step_s"] = 0.0
     t = _table()
     key = next(k for k in (fitted_key(engine_name, vendor), engine_name, scheduler_key(engine_name)) if t.get(k))
-    return {**fit, "token_budget": int(sched.token_budget), "source": key}
+    extra = {k: t[key][k] for k in ("tpot_error_pct", "ttft_error_pct", "pooled", "rows") if k in t[key]}
+    return {**fit, "token_budget": int(sched.token_budget), "source": key, **extra}
+
+
+def constants_note(fit: dict) -> str:
+    """Where ``predict``'s numbers for a server engine come from (its ``engine_source``)."""
+    origin = (f"pooled from {fit['rows']} rows of the other engines on the vendor" if fit.get("pooled") == "vendor"
+              else f"pooled from the engine's {fit['rows']} rows on other vendors" if fit.get("pooled")
+              else "fitted on its serving rows")
+    bands = ", ".join(f"{k} ±{fit[k + '_error_pct']:g} %" for k in ("tpot", "ttft") if k + "_error_pct" in fit)
+    return (f"serving constants {fit['source']} ({origin}; gpu_scale {fit['gpu_scale']:.3f}, step_s "
+            f"{fit['step_s'] * 1e3:.2f} ms, link_scale {fit['link_scale']:g}; scripts/fit_serving.py)"
+            + (f", band: held-out p90 {bands}" if bands else ""))
 
 
 def reload():
