@@ -241,6 +241,18 @@ def served_s(pt: PassTime, seconds: float, fit: dict | None) -> float:
     return engine_seconds(seconds, fit["gpu_scale"], fit["step_s"], pt.link_s, fit["link_scale"])
 
 
+def served_timer(timer, profile, fit: dict | None):
+    """``timer`` with the engine's passes (not the ideal bound's) under the serving constants ``fit``: the scale
+    sections' decode steps (users, batch curve, ``--rate``) as ``decode`` times them."""
+    if fit is None:
+        return timer
+
+    def timed(ops, engine, batch, n_tokens):
+        pt = timer(ops, engine, batch, n_tokens)
+        return pt if engine is not profile else replace(pt, seconds=served_s(pt, pt.seconds, fit))
+    return timed
+
+
 def prefill_passes(spec, storage, kvb: float, work: Workload, ubatch: int = UBATCH):
     """(ops, depth, tokens) of each prefill micro-batch: the ledger of every pass the prompt takes."""
     for depth, chunk in work.prefill_chunks(ubatch):
@@ -301,9 +313,9 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
     layout = r.setup.layout if r.setup else None
     if layout is not None and layout.row_split and work.prompt:
         notes.append(ROW_SPLIT_PREFILL)
-    sections = scale_sections(r, mem, dec, pre, first, work)
-    # a server engine samples the first token in the step that ends the prompt (serve's TTFT)
     fit = serving_fit(r)
+    sections = scale_sections(replace(r, timer=served_timer(r.timer, r.profile, fit)), mem, dec, pre, first, work)
+    # a server engine samples the first token in the step that ends the prompt (serve's TTFT)
     ttft = None if pre.seconds is None else pre.seconds + (0.0 if fit else r.profile.fixed_s)
     source = r.profile.source + (f"; {constants_note(fit)}" if fit else "")
     return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,
