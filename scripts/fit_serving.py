@@ -14,6 +14,11 @@ re-simulating (rate rows: approximately). The objective is the median |log(predi
 output tok/s per GPU + TPOT p50 + half of TTFT p50, over the engine's rows (each source weighted
 equally: its rows' errors enter once per source through the per-source median). No row is tuned alone.
 
+An engine without rows on a vendor it runs on (``capabilities.toml``; vLLM on NVIDIA) gets a pooled pair: the other
+engines' rows on that vendor or its own rows on other vendors, whichever rule predicts better held out where both
+can be tested (``pool_rule``). Each entry also carries the p90 of its rows' held-out TPOT and TTFT errors (leave
+one GPU out; a pooled entry: its rule's), the band ``predict`` states where it applies these constants.
+
 Evaluation, printed and written to docs/serving.md: in-sample errors per engine and scenario,
 leave-one-GPU-out (fit without the device, predict its rows) and leave-one-engine-out (fit one pair per device
 vendor on the other engines, predict this one): median and p90 of |predicted / measured - 1|.
