@@ -14,6 +14,11 @@ re-simulating (rate rows: approximately). The objective is the median |log(predi
 output tok/s per GPU + TPOT p50 + half of TTFT p50, over the engine's rows (each source weighted
 equally: its rows' errors enter once per source through the per-source median). No row is tuned alone.
 
+An engine without rows on a vendor it runs on (``capabilities.toml``; vLLM on NVIDIA) gets a pooled pair: the other
+engines' rows on that vendor or its own rows on other vendors, whichever rule predicts better held out where both
+can be tested (``pool_rule``). Each entry also carries the p90 of its rows' held-out TPOT and TTFT errors (leave
+one GPU out; a pooled entry: its rule's), the band ``predict`` states where it applies these constants.
+
 Evaluation, printed and written to docs/serving.md: in-sample errors per engine and scenario,
 leave-one-GPU-out (fit without the device, predict its rows) and leave-one-engine-out (fit one pair per device
 vendor on the other engines, predict this one): median and p90 of |predicted / measured - 1|.
@@ -147,6 +152,53 @@ def vendor_of(c) -> str:
     return get_hardware(c.hardware).vendor
 
 
+def score(errs) -> float:
+    """The objective's weighting of held-out relative errors: sum of the metrics' medians (weights of METRICS)."""
+    return sum(w * statistics.median(errs[k]) for k, w, _ in METRICS if errs[k])
+
+
+def pool_rule(cases, sims) -> tuple[str, dict, dict]:
+    """Which rows give an engine a pair on a vendor where it has none: its other engines' rows on the vendor
+    (``vendor``: the vendor's kernels) or its own rows on other vendors (``engine``: its scheduler and host
+    code). Both are held out on every engine x vendor group where both can be (an engine measured on two
+    vendors, another engine on the same vendor); the lower ``score`` wins. (rule, {rule: errors}, {group: rows})."""
+    errs = {r: {k: [] for k, _, _ in METRICS} for r in ("vendor", "engine")}
+    groups = {}
+    for i, c in enumerate(cases):
+        groups.setdefault((c.engine, vendor_of(c).lower()), []).append(i)
+    for (e, v), idx in sorted(groups.items()):
+        train = {"vendor": [i for i, c in enumerate(cases) if c.engine != e and vendor_of(c).lower() == v],
+                 "engine": [i for i, c in enumerate(cases) if c.engine == e and vendor_of(c).lower() != v]}
+        if not all(train.values()):
+            continue
+        for rule, tr in train.items():
+            for k, xs in rel_errors(idx, cases, sims, fit(tr, cases, sims)).items():
+                errs[rule][k] += xs
+    rule = "vendor" if score(errs["vendor"]) <= score(errs["engine"]) else "engine"
+    return rule, errs, groups
+
+
+def pooled_entries(table, cases, sims, rule: str) -> dict:
+    """{``engine@vendor``: params} for an engine that runs on a vendor's devices (``capabilities.toml``) where the
+    rows have other engines but none of its own: fitted on the rows ``rule`` names (``pool_rule``)."""
+    from tokspeed.engines.compat import capabilities
+
+    out = {}
+    vendors = sorted({vendor_of(c).lower() for c in cases})
+    for e in sorted({c.engine for c in cases}):
+        for v in vendors:
+            key = fitted_key(e, v)
+            if key in table or v not in capabilities(e).get("devices", ()):
+                continue
+            if rule == "vendor":
+                train = [i for i, c in enumerate(cases) if c.engine != e and vendor_of(c).lower() == v]
+            else:
+                train = [i for i, c in enumerate(cases) if c.engine == e]
+            if train:
+                out[key] = {**fit(train, cases, sims), "pooled": rule, "rows": len(train)}
+    return out
+
+
 def params_of(c, table: dict) -> dict:
     return table.get(group_of(c)) or table.get(fitted_key(c.engine)) or NEUTRAL
 
@@ -203,6 +255,8 @@ def main(argv=None) -> int:
             cache.write_text(json.dumps({json.dumps(k): v for k, v in sims.items()}))
     by_engine = {e: [i for i, c in enumerate(cases) if c.engine == e] for e in engines}
     table = fit_groups(list(range(len(cases))), cases, sims)
+    rule, rule_errs, _ = pool_rule(cases, sims)
+    table.update(pooled_entries(table, cases, sims, rule))
 
     lines = [MARK, "",
              "Made by `scripts/fit_serving.py` from `data/validation/serving-calibration.csv` (public vLLM, SGLang and",
@@ -214,7 +268,14 @@ def main(argv=None) -> int:
              "| entry | rows | gpu_scale | step_s (ms) | link_scale |", "|---|---|---|---|---|"]
     for key, p in table.items():
         n = sum(1 for c in cases if group_of(c) == key or (c.engine == key))
-        lines.append(f"| {key} | {n} | {p['gpu_scale']:.3f} | {p['step_s'] * 1e3:.2f} | {p['link_scale']:g} |")
+        rows = f"0 (pooled: {p['rows']} rows of {'the vendor' if p['pooled'] == 'vendor' else 'the engine'})" \
+            if p.get("pooled") else str(n)
+        lines.append(f"| {key} | {rows} | {p['gpu_scale']:.3f} | {p['step_s'] * 1e3:.2f} | {p['link_scale']:g} |")
+    lines += ["", "An engine without rows on a vendor it runs on takes a pooled pair: the other engines' rows on that "
+              "vendor (`vendor`) or its own rows on other vendors (`engine`), whichever predicts better held out on "
+              "the groups where both can be tested (an engine measured on two vendors). Held out:", "",
+              "| pooled by | tok/s/GPU | TPOT p50 | TTFT p50 |", "|---|---|---|---|"]
+    lines += [f"| {r}{' (chosen)' if r == rule else ''} | {fmt(rule_errs[r])} |" for r in ("vendor", "engine")]
     lines += ["", "## In sample, per engine and scenario", "", "| engine | scenario | tok/s/GPU | TPOT p50 | TTFT p50 |",
               "|---|---|---|---|---|"]
     for e in engines:
@@ -231,12 +292,17 @@ def main(argv=None) -> int:
     # leave one GPU out: refit each engine without the device, predict the device's rows
     lines += ["", "## Leave one GPU out", "", "| device | rows | tok/s/GPU | TPOT p50 | TTFT p50 |", "|---|---|---|---|---|"]
     pooled = {k: [] for k, _, _ in METRICS}
+    held = {key: {k: [] for k, _, _ in METRICS} for key in table}     # each entry's rows, held out by device
     for dev in sorted({c.hardware for c in cases}):
         test = [i for i, c in enumerate(cases) if c.hardware == dev]
         t = fit_groups([i for i, c in enumerate(cases) if c.hardware != dev], cases, sims)
         errs = rel_errors(test, cases, sims, t)
         for k, v in errs.items():
             pooled[k] += v
+        for key in held:
+            sub = [i for i in test if group_of(cases[i]) == key or cases[i].engine == key]
+            for k, v in rel_errors(sub, cases, sims, t).items():
+                held[key][k] += v
         lines.append(f"| {dev} | {sum(1 for c in cases if c.hardware == dev)} | {fmt(errs)} |")
     lines.append(f"| **all** | {len(cases)} | {fmt(pooled)} |")
     lo_gpu = pooled
@@ -265,10 +331,18 @@ def main(argv=None) -> int:
               f"Fit time: {time.time() - t0:.0f} s.", ""]
     toml = ["# Written by scripts/fit_serving.py (do not edit): per-engine serving constants, fitted on",
             "# data/validation/serving-calibration.csv. gpu_scale: measured / roofline step time; step_s: host time",
-            "# per step (s). See docs/serving.md for the errors.", ""]
+            "# per step (s). tpot_error_pct / ttft_error_pct: p90 of the held-out error (predict's band); pooled: an",
+            "# engine without rows on the vendor, fitted on the rows that rule names. See docs/serving.md.", ""]
     for key, p in table.items():
         toml += [f'["{key}"]', f"gpu_scale = {p['gpu_scale']:.4f}", f"step_s = {p['step_s']:.6f}",
-                 f"link_scale = {p['link_scale']:g}", ""]
+                 f"link_scale = {p['link_scale']:g}"]
+        errs = rule_errs[p["pooled"]] if p.get("pooled") else held[key]
+        if p.get("pooled"):
+            toml += [f'pooled = "{p["pooled"]}"', f"rows = {p['rows']}"]
+        for name, k in (("tpot_error_pct", "tpot_ms"), ("ttft_error_pct", "ttft_ms")):
+            if errs[k]:          # predict's band: p90 of the held-out error (leave one GPU out; pooled: the rule's)
+                toml.append(f"{name} = {pct(errs[k], 90) * 100:.0f}")
+        toml.append("")
     OUT_TOML.write_text("\n".join(toml))
     old = OUT_DOC.read_text() if OUT_DOC.exists() else ""
     keep = old.split(MARK)[0] if MARK in old else old

@@ -9,6 +9,7 @@ from tokspeed.serving.run import Load, Setup, evaluate
 from tokspeed.serving.steptime import chunk_pairs, grid_below
 from tokspeed.serving.worker import Parallelism, build_worker, resolve_group
 from tokspeed.serving.schedulers import scheduler_for
+from tokspeed.serving.fitted import fitted_for
 
 H100_BYTES = 80 * 2**30        # an H100 SXM "80 GB": 80 GiB of HBM3 (nvidia-smi: 81,559 MiB of 81,920)
 
@@ -37,8 +38,10 @@ def test_prefill_step_equals_a_prompt_pass():
 def test_decode_step_matches_predict_decode_ms():
     # predict's decode ms per token at batch 8 over prompt 1000 + 100 generated is the mean step over
     # depths 1000..1099; the serving step at the mean depth (KV affine in depth) gives the same
+    # (predict applies the engine's fitted serving constants, as serve does: the worker takes them too)
     p = predict(LLAMA3_8B, "h100-sxm", quant="F16", engine="vllm", prompt=1000, gen=100, batch=8)
-    _, w = _worker()
+    r, _ = _worker()
+    w = build_worker(r, Parallelism(), scheduler_for("vllm"), fitted_for("vllm", r.hw.vendor), 2048)
     assert w.cost.step(8, 0, 8 * 1049.5, 0) * 1e3 == pytest.approx(p.decode.ms_per_token, rel=1e-3)
 
 

@@ -28,6 +28,7 @@ from .scale.options import ScaleOptions
 from .scale.parallel import ROW_SPLIT_PREFILL
 from .scale.sections import scale_sections
 from .scale.timing import pipelined_s, pipelines_prompt
+from .serving.fitted import constants_note, engine_seconds, predict_constants
 from .timing import PassTime, RooflineTimer, Timer, depth_sum, op_time, pass_time  # noqa: F401  (re-exported)
 from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, NBATCH, UBATCH, Workload
 
@@ -181,22 +182,24 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     passes: dict = {}
     ledgers: dict = {}
 
-    def step(engine):
+    def step(engine, fit=None):
         def at(depth):
             ops = ledgers.get(depth)
             if ops is None:
                 ops = ledgers[depth] = forward_ops(spec, storage, kvb, B, 1, depth)
             pt = r.timer(ops, engine, B, 1)
             passes[engine.name, depth] = pt
-            return pt.seconds
+            return served_s(pt, pt.seconds, fit)
         return at
 
-    step_s = depth_sum(step(r.profile), first, n, kinks) / n
+    fit = serving_fit(r)
+    step_s = depth_sum(step(r.profile, fit), first, n, kinks) / n
     ideal_s = depth_sum(step(IDEAL), first, n, kinks) / n
     pt0 = passes[r.profile.name, first]
     # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
     cpu = [o for o in ledgers[first] if o.unit == "cpu"]
-    band = stated_pct(r.profile, "decode", **question_of(r.spec, r.quant, work.context, r.scale.gpus)) / 100
+    band = fitted_band(fit, "tpot") or stated_pct(r.profile, "decode", **question_of(r.spec, r.quant, work.context,
+                                                                                     r.scale.gpus)) / 100
     tok_s = 1 / step_s               # per sequence: one token for each of the batch every step
     bound_tok_s = 1 / ideal_s
     return Decode(bytes_per_token=(pt0.bytes - sum(o.bytes for o in cpu)) / B,
@@ -214,9 +217,45 @@ def time_shares(pt: PassTime) -> dict:
     return {k: v / total for k, v in parts.items()}
 
 
-def prefill_passes(spec, storage, kvb: float, work: Workload):
+def serving_fit(r: Resolved) -> dict | None:
+    """The serving simulator's fitted constants for this engine on this device's vendor (``serving.fitted``), or
+    None where it has none: a server engine's single stream is then the simulator's concurrency 1."""
+    return fit_of(r.profile, r.hw, r.setup.layout if r.setup else None)
+
+
+def fit_of(profile, hw, layout) -> dict | None:
+    """``serving_fit`` of an engine profile on a device under a layout (None: one device)."""
+    return predict_constants(profile.name, hw.vendor, layout.parallel.pp if layout is not None else 1)
+
+
+def fitted_band(fit: dict | None, kind: str) -> float | None:
+    """The serving fit's held-out p90 error of ``kind`` (tpot, ttft) as a band fraction; None without one."""
+    pct = (fit or {}).get(f"{kind}_error_pct")
+    return None if pct is None else pct / 100
+
+
+def served_s(pt: PassTime, seconds: float, fit: dict | None) -> float:
+    """A pass's ``seconds`` as the engine runs it under the serving constants ``fit`` (unchanged without)."""
+    if fit is None:
+        return seconds
+    return engine_seconds(seconds, fit["gpu_scale"], fit["step_s"], pt.link_s, fit["link_scale"])
+
+
+def served_timer(timer, profile, fit: dict | None):
+    """``timer`` with the engine's passes (not the ideal bound's) under the serving constants ``fit``: the scale
+    sections' decode steps (users, batch curve, ``--rate``) as ``decode`` times them."""
+    if fit is None:
+        return timer
+
+    def timed(ops, engine, batch, n_tokens):
+        pt = timer(ops, engine, batch, n_tokens)
+        return pt if engine is not profile else replace(pt, seconds=served_s(pt, pt.seconds, fit))
+    return timed
+
+
+def prefill_passes(spec, storage, kvb: float, work: Workload, ubatch: int = UBATCH):
     """(ops, depth, tokens) of each prefill micro-batch: the ledger of every pass the prompt takes."""
-    for depth, chunk in work.prefill_chunks():
+    for depth, chunk in work.prefill_chunks(ubatch):
         yield forward_ops(spec, storage, kvb, work.batch, chunk, depth), depth, chunk
 
 
@@ -231,15 +270,18 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
     seconds = ideal = 0.0
     bounds = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
     pipe = pipelines_prompt(r.setup.layout if r.setup else None, r.profile)
-    for k, (ops, _, chunk) in enumerate(prefill_passes(r.spec, r.storage, r.kv_elem_bytes, work)):
+    fit = serving_fit(r)                    # a server engine: its scheduler's token budget per step
+    ubatch = fit["token_budget"] if fit else UBATCH
+    for k, (ops, _, chunk) in enumerate(prefill_passes(r.spec, r.storage, r.kv_elem_bytes, work, ubatch)):
         first = not pipe or k % (NBATCH // UBATCH) == 0        # a new llama_decode call refills the pipeline
         pt = r.timer(ops, r.profile, work.batch, chunk)
-        s = pipelined_s(pt, first)
+        s = served_s(pt, pipelined_s(pt, first), fit)
         seconds += s
         ideal += pipelined_s(r.timer(ops, IDEAL, work.batch, chunk), first)
         bounds[pt.bound] = bounds.get(pt.bound, 0.0) + s
     tok_s = work.batch * work.prompt / seconds
-    band = stated_pct(r.profile, "prefill", **question_of(r.spec, r.quant, work.context, r.scale.gpus)) / 100
+    band = fitted_band(fit, "ttft") or stated_pct(r.profile, "prefill", **question_of(r.spec, r.quant, work.context,
+                                                                                      r.scale.gpus)) / 100
     bound_tok_s = work.batch * work.prompt / ideal
     return Prefill(tok_s=tok_s, seconds=seconds, bound=max(bounds, key=bounds.get),
                    bound_tok_s=bound_tok_s, tok_s_low=band_low(tok_s, band),
@@ -271,11 +313,14 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
     layout = r.setup.layout if r.setup else None
     if layout is not None and layout.row_split and work.prompt:
         notes.append(ROW_SPLIT_PREFILL)
-    sections = scale_sections(r, mem, dec, pre, first, work)
-    ttft = None if pre.seconds is None else pre.seconds + r.profile.fixed_s
+    fit = serving_fit(r)
+    sections = scale_sections(replace(r, timer=served_timer(r.timer, r.profile, fit)), mem, dec, pre, first, work)
+    # a server engine samples the first token in the step that ends the prompt (serve's TTFT)
+    ttft = None if pre.seconds is None else pre.seconds + (0.0 if fit else r.profile.fixed_s)
+    source = r.profile.source + (f"; {constants_note(fit)}" if fit else "")
     return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,
                       batch=work.batch, prompt=work.prompt, gen=work.gen, context=work.context, memory=mem,
-                      decode=dec, prefill=pre, ttft_s=ttft, engine_source=r.profile.source,
+                      decode=dec, prefill=pre, ttft_s=ttft, engine_source=source,
                       engine_version=getattr(r.profile, "version", None),
                       flash_attention=getattr(r.profile, "flash_attention", None), spec=r.spec, hw=r.hw,
                       storage=r.storage,

@@ -138,15 +138,16 @@ def _group(op) -> tuple[str, str]:
 def passes(pred, mode: str):
     """The ledger passes the prediction is made of: [(ops, tokens in the pass)]. Decode: one step at depth
     ``context + prompt``; prefill: the prompt's micro-batches (``Workload.prefill_chunks``)."""
-    from ..predict import prefill_passes
+    from ..predict import UBATCH, fit_of, prefill_passes
     from ..quant.kv import kv_bytes
     from ..workload import Workload
 
     if mode == "decode":
         return [(pred.decode_ops(pred.context + pred.prompt), pred.batch)]
     work = Workload(prompt=pred.prompt, gen=pred.gen, context=pred.context, batch=pred.batch)
-    return [(ops, pred.batch * chunk) for ops, _, chunk in prefill_passes(pred.spec, pred.storage,
-                                                                          kv_bytes(pred.kv_dtype), work)]
+    fit = fit_of(pred.engine_profile, pred.hw, pred.layout)          # a server engine: its prefill budget per step
+    return [(ops, pred.batch * chunk) for ops, _, chunk in prefill_passes(
+        pred.spec, pred.storage, kv_bytes(pred.kv_dtype), work, fit["token_budget"] if fit else UBATCH)]
 
 
 def int8_note(eng, hw, quant: str, tokens: int) -> str:
@@ -177,6 +178,22 @@ def _bound_note(st: Stage, ridge: float, int8_how: str = "") -> str:
     if st.bound == "compute" and st.intensity < ridge:
         return "compute-bound below the ridge: this engine reaches only a fraction of peak FLOP/s for this shape"
     return ""
+
+
+def _serving_constants(pred, stages, samp, n_pass: int):
+    """A server engine's passes as ``predict`` times them: every stage x the fitted ``gpu_scale``, the host time
+    per step ``step_s`` with the sampling (``serving.fitted``; one device: no collectives to rescale)."""
+    from ..predict import fit_of
+
+    fit = fit_of(pred.engine_profile, pred.hw, pred.layout)
+    if fit is None:
+        return
+    for st in stages:
+        st.seconds *= fit["gpu_scale"]
+        st.compute_s *= fit["gpu_scale"]
+    samp.seconds += fit["step_s"] * n_pass
+    samp.note += f"; times x {fit['gpu_scale']:.3f} and + {fmt_seconds(fit['step_s'])} host time per step " \
+                 f"({fit['source']}, fitted on serving rows)"
 
 
 def build_journey(pred, mode: str = "decode") -> Journey:
@@ -246,6 +263,7 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     samp.unit = "CPU"
     samp.note = (f"{fmt_seconds(eng.fixed_s)} per pass{per}: copy logits, sample, stop check, next step"
                  if eng.fixed_s else "no per-step CPU cost in this engine model")
+    _serving_constants(pred, [cpu_launch, *rows.values()], samp, n_pass)
     for st in rows.values():
         bound = _bound_note(st, hw.ridge_flops_per_byte, int8_how)
         st.note = "; ".join(n for n in (st.note, bound) if n)

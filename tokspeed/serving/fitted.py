@@ -8,6 +8,10 @@
   and the collectives wait on the kernels around them.
 Entries are per engine and device vendor (``vllm@amd``: ROCm kernels) where the fit had rows for the pair,
 else per engine. An engine the fit has no rows for takes 1 and 0: the roofline alone.
+
+``predict`` applies the same constants to its passes where the table has an entry for the engine
+(``predict_constants``; ``engine_seconds`` is the one formula both use), so a single stream in ``predict`` and
+concurrency 1 in ``serve`` give one answer.
 """
 
 from __future__ import annotations
@@ -36,10 +40,52 @@ def fitted_key(engine_name: str, vendor: str = "") -> str:
     return f"{scheduler_key(engine_name)}@{vendor.lower()}" if vendor else scheduler_key(engine_name)
 
 
-def fitted_for(engine_name: str, vendor: str = "") -> dict:
+def _entry(engine_name: str, vendor: str = "") -> dict:
     t = _table()
-    entry = t.get(fitted_key(engine_name, vendor)) or t.get(engine_name) or t.get(scheduler_key(engine_name)) or {}
+    return t.get(fitted_key(engine_name, vendor)) or t.get(engine_name) or t.get(scheduler_key(engine_name)) or {}
+
+
+def fitted_for(engine_name: str, vendor: str = "") -> dict:
+    entry = _entry(engine_name, vendor)
     return {**NEUTRAL, **{k: float(entry[k]) for k in NEUTRAL if k in entry}}
+
+
+def engine_seconds(roofline_s: float, gpu_scale: float = 1.0, step_s: float = 0.0, link_s: float = 0.0,
+                   link_scale: float = 1.0) -> float:
+    """A pass (a step) as the engine runs it: ``gpu_scale`` x (the roofline time with its collectives at
+    ``link_scale`` x the link model's ``link_s``) + the host time per step ``step_s``."""
+    return gpu_scale * (roofline_s + (link_scale - 1.0) * link_s) + step_s
+
+
+def predict_constants(engine_name: str, vendor: str = "", pp: int = 1) -> dict | None:
+    """The serving constants ``predict`` applies to its passes for this engine on this vendor's devices (with
+    ``token_budget``: the engine's prefill tokens per step, and ``source``: the table entry), or None where the
+    fit has no entry (llama.cpp and the other engines: their profiles are fitted on the calibration rows).
+    The host time per step is hidden as the simulator hides it (SGLang's overlap scheduler)."""
+    if not _entry(engine_name, vendor):
+        return None
+    from .schedulers import scheduler_for
+    from .worker import Parallelism, host_hidden
+
+    sched = scheduler_for(engine_name)
+    fit = fitted_for(engine_name, vendor)
+    if host_hidden(sched, Parallelism(pp=max(1, int(pp)))):
+        fit["step_s"] = 0.0
+    t = _table()
+    key = next(k for k in (fitted_key(engine_name, vendor), engine_name, scheduler_key(engine_name)) if t.get(k))
+    extra = {k: t[key][k] for k in ("tpot_error_pct", "ttft_error_pct", "pooled", "rows") if k in t[key]}
+    return {**fit, "token_budget": int(sched.token_budget), "source": key, **extra}
+
+
+def constants_note(fit: dict) -> str:
+    """Where ``predict``'s numbers for a server engine come from (its ``engine_source``)."""
+    origin = (f"pooled from {fit['rows']} rows of the other engines on the vendor" if fit.get("pooled") == "vendor"
+              else f"pooled from the engine's {fit['rows']} rows on other vendors" if fit.get("pooled")
+              else "fitted on its serving rows")
+    bands = ", ".join(f"{k} ±{fit[k + '_error_pct']:g} %" for k in ("tpot", "ttft") if k + "_error_pct" in fit)
+    return (f"serving constants {fit['source']} ({origin}; gpu_scale {fit['gpu_scale']:.3f}, step_s "
+            f"{fit['step_s'] * 1e3:.2f} ms, link_scale {fit['link_scale']:g}; scripts/fit_serving.py)"
+            + (f", band: held-out p90 {bands}" if bands else ""))
 
 
 def reload():

@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 
 from ..ledger import PassOps, _attended, _attended_chunked, attention_core_ops, forward_ops
+from .fitted import engine_seconds
 
 EXACT_TOKENS = 64
 POINTS_PER_DOUBLING = 16
@@ -189,7 +190,7 @@ class StepCost:
         t = self.dense(padded * rows, c) + self.attn_decode(b, kv_tokens) + self.attn_prefill(c, pairs)
         if drafter is not None and b:
             t += drafter(b)
-        return self.gpu_scale * t + self.step_s
+        return engine_seconds(t, self.gpu_scale, self.step_s)
 
 
 def _group_of(op) -> int:

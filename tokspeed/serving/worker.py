@@ -21,6 +21,7 @@ from ..memory import activation_bytes, kv_bytes
 from ..scale.layout import kv_share
 from ..scale.options import ScaleOptions
 from ..workload import UBATCH, Workload
+from .fitted import engine_seconds
 from .schedulers import Scheduler, scheduler_for
 from .steptime import StepCost
 
@@ -131,7 +132,7 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
 
     def plain(ops, batch, n):
         pt = r.timer(ops, r.profile, batch, n)
-        return pt.seconds + (link_scale - 1.0) * pt.link_s
+        return engine_seconds(pt.seconds, link_s=pt.link_s, link_scale=link_scale)
 
     time_ops = expert_time_ops(r, par, link_scale) if par.ep > 1 else plain
     cost = StepCost(spec, r.storage, r.kv_elem_bytes, time_ops, gpu_scale=fitted.get("gpu_scale", 1.0),
