@@ -80,7 +80,7 @@ def test_link_scale_adds_the_pass_link_time():
 
 
 def test_fp8_checkpoints_run_fp8_gemms_in_server_engines():
-    from tokspeed.serving.worker import gemm_hardware
+    from tokspeed.serving.gemm_device import gemm_hardware
 
     assert gemm_hardware("h100-sxm", "FP8", "vllm").fp16_tflops == 1979       # H100 SXM dense FP8
     assert gemm_hardware("h100-sxm", "F16", "vllm").fp16_tflops == 989

@@ -21,7 +21,7 @@ from .scale.configure import configure
 from .scale.options import ScaleOptions
 from .scale.timing import LayoutTimer
 from .serving.fitted import predict_constants
-from .serving.worker import gemm_hardware
+from .serving.gemm_device import gemm_hardware
 from .timing import RooflineTimer, Timer
 from .workload import Workload
 

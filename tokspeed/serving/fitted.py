@@ -64,12 +64,11 @@ def predict_constants(engine_name: str, vendor: str = "", pp: int = 1) -> dict |
     The host time per step is hidden as the simulator hides it (SGLang's overlap scheduler)."""
     if not _entry(engine_name, vendor):
         return None
-    from .schedulers import scheduler_for
-    from .worker import Parallelism, host_hidden
+    from .schedulers import host_hidden, scheduler_for
 
     sched = scheduler_for(engine_name)
     fit = fitted_for(engine_name, vendor)
-    if host_hidden(sched, Parallelism(pp=max(1, int(pp)))):
+    if host_hidden(sched, max(1, int(pp))):
         fit["step_s"] = 0.0
     t = _table()
     key = next(k for k in (fitted_key(engine_name, vendor), engine_name, scheduler_key(engine_name)) if t.get(k))

@@ -63,6 +63,13 @@ class Scheduler:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
+
+def host_hidden(sched, pp: int = 1, speculative: bool = False) -> bool:
+    """Whether the engine's host time per step hides behind the device's (SGLang's overlap scheduler; not with
+    pipeline parallelism or speculative decoding, which turn it off)."""
+    return bool(getattr(sched, "overlap_host", False)) and pp == 1 and not speculative
+
+
 @lru_cache(maxsize=1)
 def _table() -> dict:
     with open(HERE / "schedulers.toml", "rb") as f:

@@ -22,7 +22,8 @@ from ..scale.layout import kv_share
 from ..scale.options import ScaleOptions
 from ..workload import UBATCH, Workload
 from .fitted import engine_seconds
-from .schedulers import Scheduler, scheduler_for
+from .gemm_device import gemm_hardware
+from .schedulers import Scheduler, host_hidden, scheduler_for
 from .steptime import StepCost
 
 
@@ -60,32 +61,6 @@ class Worker:
     par: Parallelism
     resolved: object          # the predict ``Resolved`` of the attention group (tp x pp)
     weights_per_gpu: float
-
-
-def host_hidden(sched, par, speculative: bool = False) -> bool:
-    """Whether the engine's host time per step hides behind the device's (SGLang's overlap scheduler; not with
-    pipeline parallelism or speculative decoding, which turn it off)."""
-    return bool(getattr(sched, "overlap_host", False)) and par.pp == 1 and not speculative
-
-
-FP8_GEMM_FORMATS = frozenset({"FP8"})
-
-
-def gemm_hardware(hardware, quant: str | None, engine: str):
-    """The device as a serving engine computes on it: an FP8 checkpoint runs W8A8 FP8 GEMMs (activations
-    quantized per token: TensorRT-LLM, vLLM's cutlass FP8 kernels, SGLang) at the device's FP8 tensor rate
-    where it has one (Hopper, Ada, CDNA3), not at the FP16 rate ``timing`` gives a weight format. llama.cpp
-    engines dequantize to FP16 and keep it."""
-    from ..engines.compat import runtime_of
-    from ..hardware.catalog import get_hardware
-    from ..hardware.spec import Hardware
-    from ..quant.schemes import canonical
-
-    hw = hardware if isinstance(hardware, Hardware) else get_hardware(hardware)
-    fmt = canonical(quant) if quant else ""
-    if fmt in FP8_GEMM_FORMATS and hw.fp8_tflops and runtime_of(engine) != "llama.cpp":
-        return replace(hw, fp16_tflops=hw.fp8_tflops)
-    return hw
 
 
 def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, engine_version=None):
@@ -136,7 +111,7 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
 
     time_ops = expert_time_ops(r, par, link_scale) if par.ep > 1 else plain
     cost = StepCost(spec, r.storage, r.kv_elem_bytes, time_ops, gpu_scale=fitted.get("gpu_scale", 1.0),
-                    step_s=0.0 if host_hidden(sched, par) else fitted.get("step_s", 0.0))
+                    step_s=0.0 if host_hidden(sched, par.pp) else fitted.get("step_s", 0.0))
     if getattr(sched, "graph_max", 0):       # each attention rank pads its own rows to a captured size
         dp = par.dp
         cost.pad = lambda b: sched.graph_batch(-(-b // dp)) * dp
