@@ -66,3 +66,13 @@ def test_band_top_is_the_bound_where_the_fitted_error_would_pass_it(hw):
     d = p.decode
     b = p.engine_profile.decode_error_pct / 100      # |predicted - measured| / measured <= b: measured <= tok_s / (1 - b)
     assert d.tok_s_high == pytest.approx(min(d.tok_s / (1 - b) if b < 1 else d.bound_tok_s, d.bound_tok_s))
+
+
+def test_time_to_first_token_says_how_it_is_made():
+    """A fitted server engine's TTFT is its prefill steps (the last samples the first token); llama.cpp adds a step."""
+    from tokspeed.report.text import ttft_how
+
+    served = tokspeed.predict("llama-3.1-8b", "h100-sxm", engine="vllm")
+    assert served.ttft_s == served.prefill.seconds and ttft_how(served).startswith("prefill steps")
+    local = tokspeed.predict("llama-3.1-8b", "h100-sxm", engine="llama.cpp-cuda")
+    assert local.ttft_s > local.prefill.seconds and ttft_how(local) == "prefill + one sampling step"

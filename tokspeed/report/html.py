@@ -9,7 +9,7 @@ from ..guard.escape import html as esc
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
 from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, engine_build
 from .explain_table import fmt_flops, headline
-from .text import unknown
+from .text import ttft_how, unknown
 
 SWEEP_CONTEXTS = (1024, 4096, 16384, 32768, 65536, 131072)   # the seeds' table
 
@@ -59,7 +59,7 @@ def _cards(pred) -> str:
         cards.append(("prefill", unknown(p.tok_s, lambda v: f"{fmt_rate(v)} tok/s"),
                       f"{pred.prompt} tokens · {p.bound}" + ("-bound" if p.tok_s is not None else ""), hyp))
         cards.append(("time to first token", unknown(pred.ttft_s, fmt_seconds),
-                      "prefill + one sampling step" if pred.ttft_s is not None else "prefill time unknown", hyp))
+                      ttft_how(pred), hyp))
     out = []
     for k, v, h, hy in cards:
         label = '<div class="k h">hypothetical: does not fit</div>' if hy else ""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
-from .text import FitTable, markup_safe, one_line, styled
+from .text import FitTable, markup_safe, one_line, styled, ttft_how
 
 
 def setup_title(pred) -> str:
@@ -123,7 +123,7 @@ def render_prediction(pred, console=None):
         t.row(f"prefill{tag}", f"{fmt_rate(p.tok_s)} tok/s",
               f"{fmt_seconds(p.seconds)} for {pred.prompt} tokens, {p.bound}-bound, bound {fmt_rate(p.bound_tok_s)} tok/s")
     if pred.ttft_s is not None:
-        t.row(f"time to first token{tag}", fmt_seconds(pred.ttft_s), "prefill + one sampling step")
+        t.row(f"time to first token{tag}", fmt_seconds(pred.ttft_s), ttft_how(pred))
     elif pred.prompt:
         t.row("time to first token", "unknown", "prefill time unknown (no FLOP/s figure for this device)")
     if hyp:

@@ -51,6 +51,16 @@ def unknown(v, fmt, missing: str = "unknown") -> str:
     return missing if v is None else fmt(v)
 
 
+def ttft_how(pred) -> str:
+    """How a prediction's time to first token is made: a llama.cpp-style engine's prefill and then a sampling step;
+    a fitted server engine's prefill steps alone (the step that ends the prompt samples the first token)."""
+    if pred.ttft_s is None:
+        return "prefill time unknown"
+    if pred.prefill.seconds is not None and pred.ttft_s == pred.prefill.seconds:
+        return "prefill steps (the last one samples the first token)"
+    return "prefill + one sampling step"
+
+
 def console_width() -> int | None:
     """``COLUMNS`` when set to a number (any output), else None (``make_console`` decides)."""
     c = os.environ.get("COLUMNS", "").strip()
