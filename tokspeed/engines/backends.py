@@ -44,6 +44,22 @@ BACKEND_VENDORS = {"llama.cpp-rocm": "amd", "llama.cpp-sycl": "intel"}
 # (backend, hw.arch) where the backend's kernels decline a unit the part exposes: ggml-vulkan's
 # ggml_vk_khr_cooperative_matrix_support keeps Intel Xe1 discrete parts (Alchemist, xe-hpg) off cooperative matrix
 COOPMAT_DECLINED = {("llama.cpp-vulkan", "xe-hpg")}
+# llama.cpp backends whose copy of a hidden state from one of their devices to another is not an asynchronous
+# device-to-device copy (ggml-backend.cpp ``ggml_backend_sched_compute_splits``: when the split backend's
+# ``cpy_tensor_async`` declines, the scheduler synchronizes the source backend and runs a blocking
+# ``ggml_backend_tensor_copy``). A layer split's prompt micro-batches then go through the devices in turn (no
+# pipelining: ``tokspeed.scale.timing.pipelines_prompt``) and each hand-off crosses host memory both ways.
+HOST_STAGED_DEVICE_COPY = {
+    "llama.cpp-vulkan": "ggml-vulkan.cpp ggml_backend_vk_cpy_tensor_async returns false across devices ('Async copy "
+                        "only works within the same device'); ggml-vulkan-buffers.cpp ggml_vk_buffer_copy "
+                        "(MULTI_DEVICE) copies to the source device's host staging buffer and writes it to the "
+                        "destination, each a submit + waitForFences",
+    "llama.cpp-rocm": "ggml-cuda.cu ggml_backend_cuda_cpy_tensor_async calls cudaMemcpyPeerAsync (hipMemcpyPeerAsync, "
+                      "vendors/hip.h), but peer access is enabled only under GGML_CUDA_P2P (ggml_cuda_init; opt-in, "
+                      "docs/multi-gpu.md: without it transfers 'go through system memory'); the HIP runtime stages "
+                      "a copy between devices without peer access through host memory, blocking the host thread "
+                      "[conf: medium: the HIP runtime, not read here]",
+}
 BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD without fast BF16
 VECTOR_FP16_PER_FP32 = {"amd": 2.0, "intel": 2.0, "nvidia": 1.0}
 
@@ -84,3 +100,9 @@ def bf16_as_f32(backend: str, hw, fmt, tokens: int) -> bool:
     a part without BF16 matrix units (the module docstring), above ``BF16_F32_ABOVE_TOKENS`` tokens."""
     return (backend == "llama.cpp-rocm" and str(fmt).upper() == "BF16" and tokens > BF16_F32_ABOVE_TOKENS
             and uses_matrix_units(backend, hw) is False)
+
+
+def copies_through_host(backend: str) -> bool:
+    """Whether ``backend`` hands a hidden state between two of its devices through host memory, blocking
+    (``HOST_STAGED_DEVICE_COPY``): no pipelined prompt over a layer split, and two host-link copies per hand-off."""
+    return backend in HOST_STAGED_DEVICE_COPY
