@@ -55,3 +55,11 @@ def test_a_host_staged_hand_off_crosses_the_host_link_twice(engine):
     one_copy = 4096 * 4 / (hw.host_link_gbps * 1e9) + SYNC_LATENCY_S["peer-copy"]
     extra_ms = _amd(engine, 2, prompt=0).decode.ms_per_token - _amd(engine, 1, prompt=0).decode.ms_per_token
     assert extra_ms == pytest.approx(2 * one_copy * 1e3, rel=0.05)
+
+
+def test_the_parallel_section_says_how_stages_hand_off():
+    amd = _amd("llama.cpp-vulkan", 2).extra["parallel"]
+    assert amd["handoff_via_host"] is True and amd["prompt_pipelined"] is False
+    cuda = predict("llama-3-8b", "rtx-4090", quant="F16", engine="llama.cpp-cuda", prompt=2048, gen=1, gpus=2,
+                   parallel="split").extra["parallel"]
+    assert cuda["handoff_via_host"] is False and cuda["prompt_pipelined"] is True
