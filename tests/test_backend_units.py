@@ -97,3 +97,26 @@ def test_rocm_bf16_as_f32_without_fast_bf16():
     r9700 = get_hardware("radeon-ai-pro-r9700")                          # RDNA4: fast BF16
     assert not bf16_as_f32("llama.cpp-rocm", r9700, "BF16", 512)
     assert not bf16_as_f32("llama.cpp-vulkan", mi50, "BF16", 512)
+
+
+def test_vulkan_prompt_flash_attention_path_follows_ggml_vulkan():
+    from tokspeed.engines.backends import flash_attn_on_vector
+    from tokspeed.engines.profile import get_engine
+    from tokspeed.engines.rates import compute_rate
+
+    b70, r9700 = get_hardware("arc-pro-b70"), get_hardware("radeon-ai-pro-r9700")
+    # get_fa_tuning_params: coopmat1 FA needs the 16x16x16 F16 -> F32 shape (f32acc: GGML_PREC_F32); Intel's XMX
+    # shapes are 8-row, so Xe2's matmuls are on XMX while its FlashAttention is FA_SCALAR; RDNA4 WMMA has the shape
+    assert uses_matrix_units("llama.cpp-vulkan", b70) is True and flash_attn_on_vector("llama.cpp-vulkan", b70)
+    assert not flash_attn_on_vector("llama.cpp-vulkan", r9700)
+    assert not flash_attn_on_vector("llama.cpp-sycl", b70)               # another backend's kernels
+    # NVIDIA Turing: FA_SCALAR on coopmat1 ("Nvidia compiler bug"), but not where the driver has coopmat2
+    t = replace(get_hardware("rtx-2080-ti"), driver="nvk")
+    assert flash_attn_on_vector("llama.cpp-vulkan", t) and not flash_attn_on_vector("llama.cpp-vulkan", replace(t, arch="ampere"))
+    eng = get_engine("llama.cpp-vulkan", b70)
+    view = backend_view("llama.cpp-vulkan", b70)
+    prompt = compute_rate(view, eng, "F16", 512, attn=True)
+    # the prompt's attention at the packed-half vector rate: FP32 figure x 2 (Xe vector engines), not XMX's FP16
+    assert prompt.peak == 2 * b70.fp32_tflops * 1e12 < b70.fp16_tflops * 1e12
+    # a decode pass keeps the matrix figure (GQA heads packed into rows; Xe2's xe_fa_opt split-K shaders)
+    assert compute_rate(view, eng, "F16", 1, attn=True).peak == view.matmul_flops

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .driver import bf16_fallback, driver_family, gate_matrix_units
+from .driver import api_of, bf16_fallback, driver_family, features, gate_matrix_units, resolve
 
 # backend -> the hw.matrix_units words (tokspeed.hardware.arch.MATRIX_UNITS) its prompt GEMMs run on, any one of them
 KERNEL_UNITS = {
@@ -44,6 +44,36 @@ BACKEND_VENDORS = {"llama.cpp-rocm": "amd", "llama.cpp-sycl": "intel"}
 # (backend, hw.arch) where the backend's kernels decline a unit the part exposes: ggml-vulkan's
 # ggml_vk_khr_cooperative_matrix_support keeps Intel Xe1 discrete parts (Alchemist, xe-hpg) off cooperative matrix
 COOPMAT_DECLINED = {("llama.cpp-vulkan", "xe-hpg")}
+# llama.cpp backends whose copy of a hidden state from one of their devices to another is not an asynchronous
+# device-to-device copy (ggml-backend.cpp ``ggml_backend_sched_compute_splits``: when the split backend's
+# ``cpy_tensor_async`` declines, the scheduler synchronizes the source backend and runs a blocking
+# ``ggml_backend_tensor_copy``). A layer split's prompt micro-batches then go through the devices in turn (no
+# pipelining: ``tokspeed.scale.timing.pipelines_prompt``) and each hand-off crosses host memory both ways.
+HOST_STAGED_DEVICE_COPY = {
+    "llama.cpp-vulkan": "ggml-vulkan.cpp ggml_backend_vk_cpy_tensor_async returns false across devices ('Async copy "
+                        "only works within the same device'); ggml-vulkan-buffers.cpp ggml_vk_buffer_copy "
+                        "(MULTI_DEVICE) copies to the source device's host staging buffer and writes it to the "
+                        "destination, each a submit + waitForFences",
+    "llama.cpp-rocm": "ggml-cuda.cu ggml_backend_cuda_cpy_tensor_async calls cudaMemcpyPeerAsync (hipMemcpyPeerAsync, "
+                      "vendors/hip.h), but peer access is enabled only under GGML_CUDA_P2P (ggml_cuda_init; opt-in, "
+                      "docs/multi-gpu.md: without it transfers 'go through system memory'); the HIP runtime stages "
+                      "a copy between devices without peer access through host memory, blocking the host thread "
+                      "[conf: medium: the HIP runtime, not read here]",
+}
+# ggml-vulkan's FlashAttention path (ggml-vulkan.cpp get_fa_tuning_params): coopmat2 where the driver has
+# VK_NV_cooperative_matrix2, else coopmat1 (flash_attn_cm1.comp: Q.K^T and P.V as coopMatMulAdd on the matrix units)
+# where cooperative matrices are on and the part has the subgroup 16x16x16 F16 x F16 -> F32 shape (``shape_ok`` with
+# f32acc: llama-graph.cpp build_attn_mha sets GGML_PREC_F32 on every flash_attn_ext), else FA_SCALAR
+# (flash_attn.comp on the vector ALUs: FLOAT_TYPE float16_t products, vulkan-shaders-gen.cpp, F32 sums: the
+# packed-half vector rate, ``vector_fp16_tflops``, as backend_view's scalar matmuls). The families whose VK_KHR_cooperative_matrix shapes include
+# that 16x16x16 F32-accumulator one: AMD WMMA (v_wmma_f32_16x16x16_f16, RDNA3/4) and NVIDIA (mma m16n8k16, twice);
+# Intel XMX (DPAS) exposes an 8-row shape (M = 8, N = 16, K = 16) [conf: medium: from the ISA's DPAS shape], so
+# ggml-vulkan takes FA_SCALAR there. NVIDIA Turing takes FA_SCALAR too ("Nvidia compiler bug", same function).
+# A prompt's tiles only: a decode pass packs a GQA group's query heads into the rows (ggml_vk_flash_attn: N = gqa_ratio)
+# and Intel Xe2 decodes with the xe_fa_opt split-K shaders (flash_attn_decode_phase_1, cooperative matrices), which
+# the decode rate (x eta_matvec on the matrix figure) keeps.
+FA_COOPMAT1_FAMILIES = ("nvidia", "rdna3", "rdna4")
+FA_SCALAR_ARCHS = ("turing",)
 BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD without fast BF16
 VECTOR_FP16_PER_FP32 = {"amd": 2.0, "intel": 2.0, "nvidia": 1.0}
 
@@ -73,10 +103,15 @@ def backend_view(backend: str, hw, quant=None):
         return replace(hw, fp16_tflops=min(hw.fp16_tflops or hw.fp32_tflops, hw.fp32_tflops), fp16_accumulate_2x=False)
     if hw.kind not in ("gpu", "soc") or not hw.fp32_tflops or uses_matrix_units(backend, hw) is not False:
         return hw
-    vector = hw.fp32_tflops * VECTOR_FP16_PER_FP32.get((hw.vendor or "").lower(), 1.0)
+    vector = vector_fp16_tflops(hw)
     if not hw.fp16_tflops or hw.fp16_tflops <= vector:
         return hw
     return replace(hw, fp16_tflops=vector, fp16_accumulate_2x=False)
+
+
+def vector_fp16_tflops(hw) -> float:
+    """The FP16 rate of ``hw``'s vector ALUs: the FP32 figure x the packed-half factor (``VECTOR_FP16_PER_FP32``)."""
+    return (hw.fp32_tflops or 0.0) * VECTOR_FP16_PER_FP32.get((hw.vendor or "").lower(), 1.0)
 
 
 def bf16_as_f32(backend: str, hw, fmt, tokens: int) -> bool:
@@ -84,3 +119,21 @@ def bf16_as_f32(backend: str, hw, fmt, tokens: int) -> bool:
     a part without BF16 matrix units (the module docstring), above ``BF16_F32_ABOVE_TOKENS`` tokens."""
     return (backend == "llama.cpp-rocm" and str(fmt).upper() == "BF16" and tokens > BF16_F32_ABOVE_TOKENS
             and uses_matrix_units(backend, hw) is False)
+
+
+def copies_through_host(backend: str) -> bool:
+    """Whether ``backend`` hands a hidden state between two of its devices through host memory, blocking
+    (``HOST_STAGED_DEVICE_COPY``): no pipelined prompt over a layer split, and two host-link copies per hand-off."""
+    return backend in HOST_STAGED_DEVICE_COPY
+
+
+def flash_attn_on_vector(backend: str, hw) -> bool:
+    """Whether ``backend``'s prompt FlashAttention runs on the vector ALUs although its matmuls use ``hw``'s matrix units:
+    Vulkan's FA_SCALAR path where no coopmat2 and no coopmat1 FA (``FA_COOPMAT1_FAMILIES``, ``FA_SCALAR_ARCHS``).
+    False where the matmuls are on the vector ALUs already (``backend_view`` has the vector figure) or unknown."""
+    if api_of(backend) != "vulkan" or not uses_matrix_units(backend, hw):
+        return False
+    f = features(resolve(backend, hw), driver_family(hw))
+    if f is None or f.coopmat2:
+        return False
+    return driver_family(hw) not in FA_COOPMAT1_FAMILIES or str(getattr(hw, "arch", "")).lower() in FA_SCALAR_ARCHS

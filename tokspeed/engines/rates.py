@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
-from .backends import bf16_as_f32
+from .backends import bf16_as_f32, flash_attn_on_vector, vector_fp16_tflops
 from .cpu_kernels import gemm_path, matvec_key, matvec_peak, path_peak
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
@@ -235,18 +235,23 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         return Rate(_vector_unit(hw), hw.vector_flops, eta, (), hw.vector_flops * eta, "FP32")
     tiled = tokens > MATVEC_MAX_TOKENS
     if attn:        # the FP16-accumulate doubling is of the tensor figure: an F32 model's attention runs in FP32
-        peak = hw.vector_flops if fmt.f32 else hw.matmul_flops
+        f32 = fmt.f32
+        peak = hw.vector_flops if f32 else hw.matmul_flops
+        scalar = not f32 and tiled and flash_attn_on_vector(engine.name, hw)
+        if scalar:  # a prompt's FlashAttention tiles on the vector ALUs (Vulkan's FA_SCALAR): the packed-half rate
+            peak = vector_fp16_tflops(hw) * 1e12
         # a decode pass (up to MATVEC_MAX_TOKENS queries) runs the attention core as a matrix-vector kernel (ggml-cuda
         # fattn-vec, ggml-metal kernel_flash_attn_ext_vec: one query row against the cached keys), at the pass's
         # matrix-vector efficiency as the weight matvecs are; a tiled pass's FlashAttention tiles at eta_attn alone
         vec = engine.eta_matvec if 0 < tokens <= MATVEC_MAX_TOKENS else 1.0
         eta = min(engine.compute_eff_for(hw) * engine.eta_attn * vec *
-                  (1.0 if fmt.f32 else tensor_peak_scale(engine, hw)), 1.0)
+                  (1.0 if f32 or scalar else tensor_peak_scale(engine, hw)), 1.0)
         value = peak * eta
         pmax = power_flops(engine, hw) if tiled and value else 0.0
         bounds = (Bound(BOARD_POWER, pmax),) if pmax else ()
-        listed = "FP32" if fmt.f32 else _tensor_figure(hw)
-        return Rate(_matrix_unit(hw, listed), peak, eta, bounds, soft_min(value, pmax) if pmax else value, listed)
+        listed = "FP32" if f32 else "vector FP16" if scalar else _tensor_figure(hw)
+        unit = f"{_vector_unit(hw)} (packed FP16)" if scalar else _matrix_unit(hw, listed)
+        return Rate(unit, peak, eta, bounds, soft_min(value, pmax) if pmax else value, listed)
     kernel = mmq_kernel(engine, hw, fmt, tokens)
     peak, scale, listed = _weight_peak(hw, engine, fmt, tokens, kernel)
     fmt_eff, cpu_unit = engine.compute_format_eff(fmt), ""

@@ -46,7 +46,8 @@ def render_scale(pred, console=None):
                      f"{par['allreduces_per_token']} all-reduces per token, "
                      f"{fmt_bytes(par['allreduce_bytes_per_token_per_device'])} sent per device per token")
         if "pipeline_link" in par:
-            line += f"; stage hand-off {fmt_bytes(par['handoff_bytes_per_token'])}/token over {par['pipeline_link']['name']}"
+            via = "host memory (device -> host -> device)" if par.get("handoff_via_host") else par['pipeline_link']['name']
+            line += f"; stage hand-off {fmt_bytes(par['handoff_bytes_per_token'])}/token over {via}"
         console.print(markup_safe(line))
     off = x.get("offload")
     if off:

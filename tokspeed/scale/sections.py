@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+from ..engines.backends import copies_through_host
 from ..ledger import forward_ops
 from ..workload import UBATCH
 from .interconnect import ring_allreduce_bytes
 from .offload import vram_vs_host_ratio, weights_in_ram_bytes
 from .serving import (batch_curve, continuous_batching, cost, default_batches, ridge_batch,
                       weight_matmul_bound)
+from .timing import pipelines_prompt
 
 
 def scale_sections(r, mem, decode, prefill, first, work) -> dict:
@@ -16,7 +18,7 @@ def scale_sections(r, mem, decode, prefill, first, work) -> dict:
     setup, spec, storage, kvb, hw, prof, timer = r.setup, r.spec, r.storage, r.kv_elem_bytes, r.hw, r.profile, r.timer
     opts = r.scale
     layout = setup.layout if setup else None
-    out = {"devices": _devices(setup, mem, hw), "parallel": _parallel(layout, spec)}
+    out = {"devices": _devices(setup, mem, hw), "parallel": _parallel(layout, spec, prof)}
     n_gpus = out["devices"]["count"]
     if layout is not None and layout.offload != "none":
         out["offload"] = _offload(layout, spec, storage, hw, first)
@@ -77,7 +79,7 @@ def _devices(setup, mem, hw) -> dict:
     return {"count": 1, "per_device": [row]}
 
 
-def _parallel(layout, spec) -> dict:
+def _parallel(layout, spec, prof=None) -> dict:
     if layout is None or layout.offload != "none":
         return {"style": "none", "tp": 1, "pp": 1, "n_devices": 1}
     par = layout.parallel
@@ -97,6 +99,9 @@ def _parallel(layout, spec) -> dict:
         out["pipeline_link"] = layout.pipe_link.to_dict()
         out["handoff_bytes_per_token"] = spec.d_model * layout.handoff_value_bytes
         out["stages"] = [{"name": s.name, "layers": list(s.layers), "tp": s.tp} for s in layout.stages]
+        # Vulkan / ROCm hand a hidden state over through host memory, blocking, and do not pipeline the prompt
+        out["handoff_via_host"] = copies_through_host(getattr(prof, "name", ""))
+        out["prompt_pipelined"] = pipelines_prompt(layout, prof)
     return out
 
 

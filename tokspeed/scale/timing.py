@@ -26,10 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..engines.backends import copies_through_host
 from ..engines.profile import IDEAL
 from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope
 from ..timing import PassTime, ledger_totals, pass_time
-from .interconnect import SYNC_LATENCY_S
+from .interconnect import SYNC_LATENCY_S, host_link
 from .layout import Layout, Stage, kv_share
 
 GPU_OFFLOAD_MIN_BATCH = 32   # llama.cpp: ops on CPU-held weights go to the GPU for batches >= 32 tokens
@@ -135,8 +136,12 @@ def pipelines_prompt(layout: Layout | None, prof) -> bool:
     """Whether the prompt's micro-batches flow through the layout's stages together: llama.cpp's layer split with
     every layer on the GPUs (llama-context.cpp ``pipeline_parallel``: several devices, split mode layer, all layers
     offloaded, no tensor overrides; ggml_backend_sched keeps up to GGML_SCHED_MAX_COPIES = 4 micro-batches in flight,
-    as many as one ``NBATCH`` call holds). From llama.cpp PR #6017 (2024-03); not the 2023 era."""
+    as many as one ``NBATCH`` call holds). From llama.cpp PR #6017 (2024-03); not the 2023 era. Not on a backend
+    whose copy between devices is staged through host memory, blocking (``engines.backends.copies_through_host``:
+    Vulkan, ROCm without peer access): the stages take each micro-batch in turn."""
     if layout is None or layout.parallel.style != "split" or layout.offload != "none" or len(layout.stages) < 2:
+        return False
+    if copies_through_host(getattr(prof, "name", "")):
         return False
     return getattr(prof, "runtime", "") == "llama.cpp" and getattr(prof, "version", None) != "2023"
 
@@ -192,7 +197,12 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
         via = layout.host if "cpu" in (s0.kind, s1.kind) else (layout.pipe_link or layout.link)
         if s0.kind == "stream" or s1.kind == "stream" or via is None:
             continue      # streamed layers run on the GPU that holds the activations
-        handoff += via.transfer_s(tokens / micro * d * layout.handoff_value_bytes, ideal)
+        nbytes = tokens / micro * d * layout.handoff_value_bytes
+        if via is not layout.host and not ideal and copies_through_host(prof.name):
+            # device -> host staging buffer -> device, each a blocking copy over the host link
+            handoff += 2 * (layout.host or host_link(s0.hw)).transfer_s(nbytes)
+            continue
+        handoff += via.transfer_s(nbytes, ideal)
     link += handoff
     fixed = 0.0 if ideal else prof.fixed_s
     over += fixed
