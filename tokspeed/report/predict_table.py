@@ -108,7 +108,8 @@ def render_prediction(pred, console=None):
     t.row("memory", f"{fmt_bytes(m.total_bytes)} / {fmt_bytes(m.capacity_bytes)}",
           f"weights {fmt_bytes(m.weights_bytes)} + KV {fmt_bytes(m.kv_bytes)} + activations "
           f"{fmt_bytes(m.activations_bytes)} + runtime {fmt_bytes(m.overhead_bytes)}")
-    t.row("fits", fit, "capacity is the device's usable memory")
+    t.row("fits", fit, f"capacity is the device's usable memory ({m.capacity_bytes / 2**30:,.4g} GiB: a label's "
+                       "\"GB\" of device memory is GiB)")
     t.row("largest context / batch", *context_cell(m, pred))
     t.row("bytes read per token", fmt_bytes(d.bytes_per_token),
           f"weights {fmt_bytes(d.weight_bytes_per_token)} + KV {fmt_bytes(d.kv_bytes_per_token)} (+ activations)")
