@@ -336,7 +336,7 @@ function showHardware() {
   const v = $("hardware").value;
   $("custom").classList.toggle("hidden", v !== "custom");
   const h = hardware[v];
-  $("hw-info").textContent = h ? h.memory_gb + " GB · " + h.bandwidth_gbps + " GB/s · " +
+  $("hw-info").textContent = h ? h.memory_gb + " GiB · " + h.bandwidth_gbps + " GB/s · " +
     (h.fp16_tflops ? h.fp16_tflops + " TFLOPS FP16" : "FP16 TFLOPS not published (prefill unknown)") : "";
   $("fit-device").textContent = h ? "on " + h.name : "";
   fillCompareValues();
