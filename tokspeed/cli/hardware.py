@@ -63,7 +63,8 @@ def _table(devices) -> None:
     from ..report.text import FitTable
 
     t = FitTable(title=f"{len(devices)} devices: vendor peaks. GiB = memory as labelled (a label's GB is GiB); "
-                       "BW = memory GB/s; FP16/FP8 dense TFLOPS (FP32 accumulate); INT8 dense TOPS; host = host link GB/s per direction; W = TDP; — = not published")
+                       "BW = memory GB/s; FP16/FP8 dense TFLOPS (FP32 accumulate); INT8 dense TOPS; "
+                       "host = host link GB/s per direction; W = TDP; — = not published")
     for col, num, drop in (("id", False, 0), ("name", False, 1), ("kind", False, 4), ("GiB", True, 0), ("BW", True, 0),
                            ("FP16", True, 0), ("FP8", True, 3), ("INT8", True, 5), ("host", True, 2), ("W", True, 6)):
         t.column(col, numeric=num, drop=drop, min_width=14 if col == "name" else 8)
