@@ -220,3 +220,20 @@ def test_missing_httpx_is_said_before_any_file_is_created(tmp_path):
                        env=env, capture_output=True, text=True, timeout=30)
     assert p.returncode == 2 and "pip install 'tokspeed[server]'" in p.stderr, p.stderr
     assert not out.exists()
+
+
+def test_a_run_file_over_the_limit_is_refused_before_it_is_read(tmp_path):
+    """Every record of a requests.jsonl read back is held: a file someone sent bigger than MAX_RUN_FILE_BYTES is one
+    line and exit 2, not gigabytes of memory (a sparse file: no disk used)."""
+    import subprocess
+    import sys
+
+    from tokspeed.guard.limits import MAX_RUN_FILE_BYTES
+
+    f = tmp_path / "requests.jsonl"
+    with open(f, "wb") as out:
+        out.truncate(MAX_RUN_FILE_BYTES + 1)
+    r = subprocess.run([sys.executable, "-m", "tokspeed", "bench-server", "--summarize", str(tmp_path)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "over the 2 GiB a run file may have" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr

@@ -20,7 +20,6 @@ from .quant.kv import kv_bytes as kv_dtype_bytes
 from .scale.configure import configure
 from .scale.options import ScaleOptions
 from .scale.timing import LayoutTimer
-from .serving.fitted import predict_constants
 from .serving.gemm_device import gemm_hardware
 from .timing import RooflineTimer, Timer
 from .workload import Workload
@@ -78,8 +77,7 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
     kvb = kv_dtype_bytes(kv_dtype)
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
     prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
-    if predict_constants(prof.name, hw.vendor) is not None:   # a fitted server engine: FP8 GEMMs as serve runs them
-        hw = _gemm_hardware(hw, quant, prof.name)
+    hw = _gemm_hardware(hw, quant, prof.name)    # a server engine's FP8 checkpoint: FP8 GEMMs, as serve runs them
     quant = format_key(quant)                     # parsed once: its kernel group rides along (quant.format_key)
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)
@@ -123,7 +121,7 @@ _GEMM_HW: dict = {}
 
 
 def _gemm_hardware(hw, quant, engine_name: str):
-    """``serving.worker.gemm_hardware``, one object per device, format and engine (the timers' memo is per device
+    """``serving.gemm_device.gemm_hardware``, one object per device, format and engine (the timers' memo is per device
     object); a device already at its FP8 rate (``serve`` passes one) is kept as it is."""
     key = (id(hw), quant, engine_name)
     hit = _GEMM_HW.get(key)

@@ -61,7 +61,7 @@ def add_parser(sub):
     p.add_argument("--engine", "-e", default="vllm", help="vllm, sglang, tensorrt-llm, llama.cpp ... (default vllm)")
     p.add_argument("--engine-version", default=None,
                    help="llama.cpp: the build era (as predict); vLLM, SGLang, TensorRT-LLM: the release, e.g. 0.4.1")
-    p.add_argument("--quant", "-q", default=None, help="weight format (default F16)")
+    p.add_argument("--quant", "-q", default=None, help="weight format (default: the model's released format, e.g. FP8 for DeepSeek-V3, else BF16)")
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 (default f16)")
     p.add_argument("--isl", type=count, default=1024, help="prompt tokens per request (default 1024)")
     p.add_argument("--osl", type=_whole, default=256, help="output tokens per request (default 256)")

@@ -27,6 +27,8 @@ MODEL_LIMITS = {                  # field -> the largest value accepted
 DEFAULT_FIELD_LIMIT = 10**8       # other shape fields (ranks, window sizes, state sizes)
 MAX_JSON_DEPTH = 64               # a prompt or run file line: real ones nest 3-5 levels
 MAX_FIELD_BYTES = 4 * 2**20       # one CSV field: a 131,072-token prompt is ~0.5 MB of text
+MAX_RUN_FILE_BYTES = 2 * 2**30    # a requests.jsonl read back whole (--summarize, --compare): 100,000 requests with
+                                  # ~500 gaps each are ~1.2 GB; held in memory as ~1.5x its size
 MIN_RATE_RPS = 0.01               # one request per 100 s: slower arrivals are no load (bench-server) and a
                                   # simulated run of 1e-300 requests/s would never reach its second arrival
 

@@ -122,6 +122,11 @@ def read_jsonl(path: Path) -> RunLog:
         path = path / REQUESTS
     if path_kind(path, REQUESTS) != "file":
         raise UserError(f"no {REQUESTS} at {path}", "give the directory a bench-server run wrote (-o DIR)")
+    from ..guard.limits import MAX_RUN_FILE_BYTES
+
+    if path.stat().st_size > MAX_RUN_FILE_BYTES:     # every record is held: the file's size bounds the memory
+        raise UserError(f"{path} is {path.stat().st_size / 2**30:.1f} GiB, over the {MAX_RUN_FILE_BYTES / 2**30:g} GiB "
+                        "a run file may have", "summarize a part of it (head -n N requests.jsonl > part/requests.jsonl)")
     run, requests, end, bad = {}, [], None, 0
     try:
         with open(path, encoding="utf-8", errors="replace") as f:

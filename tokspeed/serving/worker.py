@@ -22,7 +22,6 @@ from ..scale.layout import kv_share
 from ..scale.options import ScaleOptions
 from ..workload import UBATCH, Workload
 from .fitted import engine_seconds
-from .gemm_device import gemm_hardware
 from .schedulers import Scheduler, host_hidden, scheduler_for
 from .steptime import StepCost
 
@@ -65,7 +64,7 @@ class Worker:
 
 def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, engine_version=None):
     """The ``predict`` resolution of one tp x pp group (model, device, engine, layout timer), on the device
-    as the engine computes on it (``gemm_hardware``). ``engine_version`` picks a llama.cpp era; a serving
+    as the engine computes on it (``gemm_device.gemm_hardware``, applied by ``resolve`` once the format is settled). ``engine_version`` picks a llama.cpp era; a serving
     engine's release (SGLang ``0.4.1``) only says which of its behaviours apply (``serving.unmodelled``)."""
     from ..engines.compat import runtime_of
     from ..prediction_setup import resolve
@@ -73,7 +72,7 @@ def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, en
 
     n = tp * pp
     opts = ScaleOptions(gpus=n, parallel=f"tp={tp},pp={pp}" if n > 1 else None)
-    hw = gemm_hardware(hardware, quant, engine)
+    hw = hardware             # resolve takes the device as the engine computes on it (gemm_device), quant settled
     era = engine_version
     if engine_version is not None and isinstance(engine, str) and runtime_of(engine) != "llama.cpp":
         if version_tuple(engine_version) is None:

@@ -25,7 +25,8 @@ class Setup(BaseModel):
 
     model: str = Field(description="a catalog id (see /api/models) or upload:<id> from POST /api/upload")
     hardware: str = Field(description="a catalog id (see /api/hardware) or 'custom' with the numbers below")
-    quant: Optional[str] = Field(None, description="weight format (see /api/options); default F16")
+    quant: Optional[str] = Field(None, description="weight format (see /api/options); default: Q4_K_M for llama.cpp "
+                                 "engines (the released format where smaller), else the model's released format")
     kv_dtype: str = Field("f16", description="KV-cache dtype")
     engine: str = Field(DEFAULT_ENGINE, description="inference engine")
     engine_version: Optional[str] = Field(None, max_length=32, description="llama.cpp build (b6000) or year-month "
@@ -313,7 +314,7 @@ class ServeQuery(BaseModel):
 
     model: str = Field(max_length=128, description="a catalog id (see /api/models)")
     hardware: str = Field(max_length=128, description="a catalog id (see /api/hardware)")
-    quant: Optional[str] = Field(None, max_length=32, description="weight format; default F16")
+    quant: Optional[str] = Field(None, max_length=32, description="weight format; default: the model's released format")
     kv_dtype: str = Field("f16", max_length=16, description="KV-cache dtype")
     engine: str = Field("vllm", max_length=32, description="serving engine: vllm, sglang, tensorrt-llm, llama.cpp ...")
     engine_version: Optional[str] = Field(None, max_length=32, description="engine era (year-month)")
