@@ -14,7 +14,11 @@ def add_parser(sub):
                        description="Measure prefill and decode tok/s at several KV depths (prefilled first, as "
                                    "llama-bench -d), with achieved GB/s, MBU and MFU, next to the prediction for the "
                                    "same hardware (default: the probed `local` profile).")
-    p.add_argument("model", help="catalog id or config (random weights), safetensors folder, or .gguf file")
+    p.add_argument("model", nargs="?", help="catalog id or config (random weights), safetensors folder, or .gguf file "
+                                            "(with --from: the model of every test, else read from the file names)")
+    p.add_argument("--from", dest="from_file", metavar="FILE",
+                   help="compare a llama-bench output (-o json, jsonl, csv, md or sql) with the predictions instead "
+                        "of running; with --calibrate, fit this machine's calibration on its decode tests")
     p.add_argument("--backend", choices=["torch", "llama.cpp"], default="torch")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (torch backend)")
     p.add_argument("--quant", default="", help="torch: F32 (CPU default), BF16 (CUDA default) or F16; "
@@ -49,6 +53,13 @@ def run(args) -> int:
     from rich.console import Console
 
     err = Console(stderr=True)
+    if args.from_file:
+        from .measure_from import check, run_from
+
+        check(args)
+        return run_from(args, err, Console())
+    if not args.model:
+        raise UserError("measure needs a MODEL to run, or --from FILE (a llama-bench output)")
     most = max(MAX_THREADS, 4 * (os.cpu_count() or 1))
     if args.threads > most:      # torch.set_num_threads(100000) segfaults; 1e30 overflows
         raise UserError(f"--threads {args.threads:,} is more than this machine could run (at most {most:,})",
