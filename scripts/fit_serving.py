@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from tokspeed.hardware.catalog import get_hardware  # noqa: E402
 from tokspeed.serving.fitted import fitted_key  # noqa: E402
 from tokspeed.serving.rows import CSV, evaluate_case, load_cases  # noqa: E402
+from tokspeed.toml_writer import dumps  # noqa: E402
 from tokspeed.stats import percentile  # noqa: E402
 
 MIN_GROUP = 10          # rows an engine needs on one vendor's devices for a pair of its own
@@ -329,21 +330,22 @@ def main(argv=None) -> int:
               "The 11 TensorRT-LLM Llama-3.1-8B FP8 single-GPU H100/H200 max-throughput rows the issue cites are not in "
               "the shared CSV (its sources note says those columns were excluded), so they are not scored here.", "",
               f"Fit time: {time.time() - t0:.0f} s.", ""]
-    toml = ["# Written by scripts/fit_serving.py (do not edit): per-engine serving constants, fitted on",
-            "# data/validation/serving-calibration.csv. gpu_scale: measured / roofline step time; step_s: host time",
-            "# per step (s). tpot_error_pct / ttft_error_pct: p90 of the held-out error (predict's band); pooled: an",
-            "# engine without rows on the vendor, fitted on the rows that rule names. See docs/serving.md.", ""]
+    header = ("# Written by scripts/fit_serving.py (do not edit): per-engine serving constants, fitted on\n"
+              "# data/validation/serving-calibration.csv. gpu_scale: measured / roofline step time; step_s: host time\n"
+              "# per step (s). tpot_error_pct / ttft_error_pct: p90 of the held-out error (predict's band); pooled: an\n"
+              "# engine without rows on the vendor, fitted on the rows that rule names. See docs/serving.md.\n")
+    tables = {}
     for key, p in table.items():
-        toml += [f'["{key}"]', f"gpu_scale = {p['gpu_scale']:.4f}", f"step_s = {p['step_s']:.6f}",
-                 f"link_scale = {p['link_scale']:g}"]
+        entry = {"gpu_scale": round(p["gpu_scale"], 4), "step_s": round(p["step_s"], 6),
+                 "link_scale": float(p["link_scale"])}
         errs = rule_errs[p["pooled"]] if p.get("pooled") else held[key]
         if p.get("pooled"):
-            toml += [f'pooled = "{p["pooled"]}"', f"rows = {p['rows']}"]
+            entry.update(pooled=p["pooled"], rows=int(p["rows"]))
         for name, k in (("tpot_error_pct", "tpot_ms"), ("ttft_error_pct", "ttft_ms")):
             if errs[k]:          # predict's band: p90 of the held-out error (leave one GPU out; pooled: the rule's)
-                toml.append(f"{name} = {pct(errs[k], 90) * 100:.0f}")
-        toml.append("")
-    OUT_TOML.write_text("\n".join(toml))
+                entry[name] = int(round(pct(errs[k], 90) * 100))
+        tables[key] = entry
+    OUT_TOML.write_text(dumps(tables, header=header))
     old = OUT_DOC.read_text() if OUT_DOC.exists() else ""
     keep = old.split(MARK)[0] if MARK in old else old
     OUT_DOC.write_text(keep + "\n".join(lines))
