@@ -28,7 +28,8 @@ def add_parser(sub):
     p.add_argument("--prompt", type=count, default=512, help="tokens prefilled at each depth (default 512)")
     p.add_argument("--gen", type=count, default=32, help="decode steps timed at each depth (default 32, min 5)")
     p.add_argument("--hardware", default="local", help="profile to predict for and to measure MBU against "
-                                                       "(default local: from `tokspeed probe`)")
+                                                       "(default local: from `tokspeed probe`; with --from: the "
+                                                       "device the file names unless given)")
     p.add_argument("-o", "--output", help="write the run to this RUN.json")
     p.add_argument("--json", action="store_true", help="print the run as JSON on stdout")
     p.add_argument("--calibrate", action="store_true",
