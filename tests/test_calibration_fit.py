@@ -69,7 +69,9 @@ def test_fast_evaluator_equals_predict(scored):
             + [r for r in rows[3::7] + rows[4::7] if r.kind == "decode" and r.batch > 1]
         profs = {r.era: get_engine(engine, version=r.era or None) for r in rows}   # each row's own era
         fast = predict_rows(build(rows), profs)
-        slow = np.array([predicted_tok_s(r) for r in rows])
+        # the same profile through predict (a device's pooling toward the priors, engines/pooling.py, is a profile
+        # of its own: the fit evaluates it the same way)
+        slow = np.array([predicted_tok_s(r, profs[r.era]) for r in rows])
         # predict sums the decode steps in closed form (timing.depth_sum, exact for piecewise-linear steps); the fit
         # samples 33 of them (trapezoid), exact only where no operator changes bound within the range: a decode
         # attention core turning compute-bound mid-way (r0291, gpt-oss-20b on an M1 Pro over 128 steps) leaves 2e-7
