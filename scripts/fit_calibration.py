@@ -80,6 +80,7 @@ SIGMA_FIXED_MS = 1.0
 SIGMA_ERA = SIGMA_ETA   # prior width on log(era multiplier); 0.2 was tried: held-out medians moved < 1 point
 SIGMA_ATTN_BYTES = 0.02  # prior width on attn_bytes_per_flop (B/FLOP): 2/3 of the unfused prior 0.031
 SIGMA_REREAD = 0.5      # prior width on kv_reread, a share in [0, 1]: half its range
+HOLDOUT_NFEV = 30       # steps of a held-out refit started at the full fit (each a Jacobian: ~35 evaluations)
 
 
 
@@ -190,8 +191,9 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
             dicts[p.field][p.key] = val
     # the K/V re-read share (fitted, else the engine's prior) holds in the eras whose attention ran unfused
     share = scalars.pop("kv_reread", prior_profile(prior.name).kv_reread)
-    base = replace(prior, bw_cap_gbps=0.0, **dicts, **scalars,
-                   kv_reread=share if unfused_attention(prior.name, prior.version) else 0.0)
+    fused = not unfused_attention(prior.name, prior.version) if prior.version else None
+    base = replace(prior, bw_cap_gbps=0.0, **dicts, **scalars, flash_attention=fused,
+                   kv_reread=share if not fused else 0.0)
     if not prior.version:
         return base
     out = {prior.version: base}
@@ -199,6 +201,7 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
         m, c = vals.pop("era_mem", 1.0), vals.pop("era_compute", 1.0)
         vals.setdefault("quant_flops_per_core_cycle", 0.0)    # MMQ on tensor cores: the newest era only
         vals["kv_reread"] = share if unfused_attention(prior.name, era) else 0.0
+        vals["flash_attention"] = not unfused_attention(prior.name, era)   # the era's default path
         out[era] = replace(base, version=era,
                            eta_mem={k: v * m for k, v in base.eta_mem.items()},
                            bytes_per_core_cycle=base.bytes_per_core_cycle * m,
@@ -243,8 +246,8 @@ def loss(rs: RowSet, prof: EngineProfile, mask=None, space=None, x=None) -> floa
 
 def fit(rs: RowSet, prior: EngineProfile, mask=None, start=None) -> tuple[EngineProfile, list[Param], np.ndarray]:
     """Least-squares fit of ``prior``'s parameters on the rows of ``rs`` selected by ``mask``. ``start``: {label:
-    value} to start from (a held-out refit starts at the full fit: the same minimum in fewer steps; the prior term
-    still pulls toward the prior)."""
+    value} to start from (a held-out refit starts at the full fit, the prior term still pulling toward the prior,
+    and stops after HOLDOUT_NFEV steps: it moves from a nearby minimum)."""
     from scipy.optimize import least_squares
 
     mask = np.ones(len(rs.rows), bool) if mask is None else np.asarray(mask, bool)
@@ -258,7 +261,8 @@ def fit(rs: RowSet, prior: EngineProfile, mask=None, start=None) -> tuple[Engine
         z = log_errors(rs, make_profile(prior, space, x))[mask]
         return np.concatenate([robust(z), prior_residuals(space, x)])
 
-    best = least_squares(resid, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-4, max_nfev=400)
+    best = least_squares(resid, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-4,
+                         max_nfev=HOLDOUT_NFEV if start else 400)
     return make_profile(prior, space, best.x), space, best.x
 
 
@@ -291,7 +295,8 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
     pri = (predict_rows(rs, pri_prof) / rs.measured - 1) * 100
     start = {p.label: v for p, v in zip(space, x)}
     fams = sorted({r.family for r in rows})
-    held, family_out = arch_family_out(rs, prior, pri_prof, start, prof)
+    raw = prior_profile(engine)      # what a device answers with where the fit does not reach (get_engine's prior)
+    held, family_out = arch_family_out(rs, prior, raw, start, prof)
     vendors = sorted({r.hw.vendor for r in rows})
     lovo = np.array(pri, dtype=float)          # one vendor only: without it the backend has its priors
     ven_arr = np.array([r.hw.vendor for r in rows])
@@ -302,14 +307,14 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
             lovo[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
     moe = [is_moe(r.model) for r in rows]
     loco = leave_condition_out(rs, prior, rows, moe, start)
-    pooled, seen = pooled_holdouts(rs, prior, pri_prof, start, prof)
+    pooled, seen = pooled_holdouts(rs, prior, raw, start, prof)
     if verbose:
         print(f"  fitted {engine} on {len(rows)} rows in {time.time() - t0:.1f} s", file=sys.stderr)
     return dict(engine=engine, rows=rows, profile=prof, space=space, x=x, insample=ins, heldout=held,
                 prior_err=pri, families=fams, version=prior.version, lovo=lovo, fitted=True, moe=moe, loco=loco,
                 pooled=pooled, seen=seen, family_out=family_out, pri_prof=pri_prof,
                 # what a device of a family without rows is answered with: the priors on the fit's kernel paths
-                prior_alone=(predict_rows(rs, era_blend(pri_prof, prof, 0.0)) / rs.measured - 1) * 100,
+                prior_alone=(predict_rows(rs, era_blend(raw, prof, 0.0)) / rs.measured - 1) * 100,
                 arch_rows=dict(sorted(Counter(arch_family(r.hw) for r in rows).items())))
 
 

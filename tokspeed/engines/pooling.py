@@ -72,8 +72,10 @@ def blend(prior, fitted, w: float):
     for f in STRUCTURAL:
         a, b = getattr(prior, f), getattr(fitted, f)
         out[f] = _geo(a, b, w) if a > 0 and b > 0 else b
-    # attention traffic: toward the priors of the same path (fused attention -- no K/V re-read -- has none)
-    fused = fitted.kv_reread == 0.0
+    # attention traffic: toward the priors of the same path (fused attention has none); the path is the profile's
+    # flash_attention where set (engine_entry sets it), else what its traffic says
+    fused = fitted.flash_attention if fitted.flash_attention is not None else \
+        (fitted.kv_reread == 0.0 and fitted.attn_bytes_per_flop == 0.0)
     for f in ATTENTION:
         out[f] = w * getattr(fitted, f) + (1 - w) * (0.0 if fused else getattr(prior, f))
     return replace(fitted, **out)
