@@ -112,13 +112,16 @@ def test_hbm_parts_order_by_core_cycles_and_bandwidth_f16_8b():
 
 
 def test_more_bandwidth_of_the_same_technology_is_never_slower():
-    """Within a memory technology, kind and vendor, a catalog device with more bandwidth and no less
-    compute decodes at least as fast (same engine era, same model): no ceiling makes a part with more
-    of everything come out slower."""
+    """Within a memory technology, kind, vendor and architecture family (the fit reaches a device through its family:
+    engines/pooling.py, a family without rows answering from the priors), a catalog device with more bandwidth and no
+    less compute decodes at least as fast (same engine era, same model): no ceiling makes a part with more of
+    everything come out slower."""
+    from tokspeed.engines.pooling import arch_family
+
     groups = {}
     for hw in all_hardware():
         if hw.kind in ("gpu", "soc") and hw.vendor in ("NVIDIA", "Apple"):
-            groups.setdefault((hw.kind, hw.vendor, memory_class(hw)), []).append(hw)
+            groups.setdefault((hw.kind, hw.vendor, memory_class(hw), arch_family(hw)), []).append(hw)
     checked = 0
     for devs in groups.values():
         tok = {h.id: predict("llama-2-7b", h, quant="Q4_0", engine=get_engine("llama.cpp", h), prompt=0,
