@@ -30,6 +30,7 @@ from ..engines.backends import copies_through_host
 from ..engines.profile import IDEAL
 from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope
 from ..timing import PassTime, ledger_totals, pass_time
+from .collectives import engine_allreduce_s
 from .interconnect import SYNC_LATENCY_S, host_link
 from .layout import Layout, Stage, kv_share
 
@@ -112,10 +113,12 @@ def _stage_list(ops, spec, stage: Stage, micro: int) -> list[Op]:
     return out
 
 
-def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, micro: int, ideal: bool) -> float:
+def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, micro: int, ideal: bool,
+              engine: str = "") -> float:
     """Link time of one TP stage for one pass (of one micro-batch).
 
-    NCCL-style TP: ``syncs_per_layer`` ring all-reduces of tokens x d_model x 2 bytes per layer.
+    TP: ``syncs_per_layer`` all-reduces of tokens x d_model x 2 bytes per layer: the algorithm a serving
+    ``engine`` picks for that size (``collectives.engine_allreduce_s``), else NCCL's ring as fitted.
     llama.cpp row split (``-sm row``): every weight matmul's input leaves the main GPU for the others and
     their output rows come back, as F32 (2x the ledger's F16 activation bytes), (N-1)/N of it crossing
     the main GPU's link; one sequential peer copy per other GPU per matmul."""
@@ -129,7 +132,8 @@ def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, 
         syncs = layout.syncs_per_layer * stage.n_layers
         return moved / link.per_direction_bytes_s + (0.0 if ideal else syncs * (n - 1) * SYNC_LATENCY_S["peer-copy"])
     msg = tokens * spec.d_model * 2.0
-    return layout.syncs_per_layer * stage.n_layers * link.allreduce_s(msg, n, ideal)
+    one = None if ideal else engine_allreduce_s(link, stage.hw, engine, msg, n, tokens)
+    return layout.syncs_per_layer * stage.n_layers * (link.allreduce_s(msg, n, ideal) if one is None else one)
 
 
 def pipelines_prompt(layout: Layout | None, prof) -> bool:
@@ -178,7 +182,7 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
             pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro), memo)
         if s.kind == "stream":
             extra = layout.host.transfer_s(s.host_bytes, ideal)
-        extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal)
+        extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal, getattr(prof, "name", ""))
         body = pt.seconds - eng.fixed_s
         comp += pt.compute_s
         mem += pt.memory_s
