@@ -75,7 +75,7 @@ def table() -> dict:
 
 def fabric(link, n: int, hw=None) -> Fabric:
     """The fabric ``n`` GPUs of ``hw`` talk over on ``link`` (``scale.interconnect.Interconnect``)."""
-    kind = {"scale-up": "nvswitch", "pcie": "pcie", "network": "network"}.get(link.kind, "pcie")
+    kind = {"scale-up": "nvswitch", "pcie": "pcie", "network": "network"}.get(getattr(link, "kind", "scale-up"), "pcie")
     rate = link.per_direction_bytes_s
     vendor = str(getattr(hw, "vendor", "")).lower()
     if kind == "nvswitch" and vendor == "amd":
@@ -199,7 +199,7 @@ def allreduce(engine_name: str, f: Fabric, m: float, n: int, hw=None, tokens: fl
 
 def servers_of(link, n: int) -> int:
     """Servers ``n`` GPUs span on ``link``: one unless the link is the network (8 GPUs a server)."""
-    return -(-n // 8) if link.kind == "network" else 1
+    return -(-n // 8) if getattr(link, "kind", "") == "network" else 1
 
 
 def engine_allreduce_s(link, hw, engine_name: str, m: float, n: int, tokens: float | None = None) -> float | None:
