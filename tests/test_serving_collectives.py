@@ -4,6 +4,7 @@ busiest rank, and DeepSeek-R1 attention-DP8 + EP8 against NVIDIA's published fig
 import pytest
 
 from tokspeed.serving.attention_dp import busiest_rank_tokens, instance_scheduler, rank_budget
+from tokspeed.serving.expert import EXPERT_ROLES
 from tokspeed.serving.run import Load, Setup, evaluate
 from tokspeed.serving.schedulers import scheduler_for
 from tokspeed.serving.worker import Parallelism
@@ -51,6 +52,25 @@ def test_busiest_rank_by_hand():
     assert busiest_rank_tokens(65536, 8, 8192) == 8192
     assert busiest_rank_tokens(20000, 8, 1000) == 2500        # at least an even share
     assert busiest_rank_tokens(1024, 1, 10) == 1024
+
+
+def test_the_step_waits_for_the_rank_holding_the_prompt():
+    # DeepSeek-R1 attention DP8 + EP8: a 1,024-token prompt chunk on one rank takes that rank's non-expert
+    # operators over all 1,024 tokens (not 128): the step grows by the difference, which the straggler term
+    # holds; 8 ranks each with a full 1,152-token budget are even: no excess
+    s = Setup("deepseek-r1", "h200-sxm", "tensorrt-llm", quant="FP8", kv_dtype="fp8", isl=1024, osl=2048,
+              sched_overrides={"max_seqs": 128, "token_budget": 1152})
+    w = s.worker(Parallelism(tp=1, ep=8, dp=8))[0]
+    cost, r = w.cost, w.resolved
+
+    def one_rank(t):          # the non-expert depth-free operators of a t-token prompt pass on one GPU
+        ops = [op for op in cost._depth_free(1, t) if op.role not in EXPERT_ROLES]
+        return r.timer(ops, r.profile, 1, t).seconds
+
+    assert cost.straggler(1024) == pytest.approx(one_rank(1024) - one_rank(128), rel=0.02)
+    assert cost.straggler(8 * 1152) == 0.0
+    even = cost.dense(1024, 1024) - cost.straggler(1024)
+    assert cost.straggler(1024) > 0.2 * even
 
 
 def test_attention_dp_holds_max_seqs_per_rank():

@@ -208,3 +208,11 @@ def engine_allreduce_s(link, hw, engine_name: str, m: float, n: int, tokens: flo
     if not engine_family(engine_name) or link is None:
         return None
     return allreduce(engine_name, fabric(link, n, hw), m, n, hw, tokens, servers_of(link, n)).seconds
+
+
+def engine_p2p_s(link, hw, engine_name: str, m: float) -> float | None:
+    """A pipeline hand-off of ``m`` bytes as a serving engine sends it (NCCL send / receive); None for other
+    engines (``Interconnect.transfer_s``: a peer copy as fitted on llama.cpp)."""
+    if not engine_family(engine_name) or link is None:
+        return None
+    return p2p_s(fabric(link, 2, hw), m)

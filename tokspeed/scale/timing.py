@@ -8,9 +8,11 @@ residual adds are replicated; the KV cache per rank follows ``layout.kv_share``.
 
 Each stage is timed by the engine's roofline (``timing.pass_time``) on its own device, and the
 links add:
-- TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), or
-  for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
-- stage hand-offs: tokens x d_model x ``handoff_value_bytes`` over the GPU link or the host link;
+- TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), timed as
+  the serving engine runs them by size (``collectives``: custom one-shot / two-shot, NCCL), NCCL's ring as
+  fitted for other engines, or for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
+- stage hand-offs: tokens x d_model x ``handoff_value_bytes`` over the GPU link or the host link (a serving
+  engine's NCCL send / receive: ``collectives.p2p_s``);
 - streaming offload: every streamed module (whole tensors: the embedding table, every expert) over
   the host link, each pass;
 - llama.cpp offload: layers in RAM run on the CPU, but batches of >= 32 tokens (prefill) are sent to
@@ -30,7 +32,7 @@ from ..engines.backends import copies_through_host
 from ..engines.profile import IDEAL
 from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope
 from ..timing import PassTime, ledger_totals, pass_time
-from .collectives import engine_allreduce_s
+from .collectives import engine_allreduce_s, engine_p2p_s
 from .interconnect import SYNC_LATENCY_S, host_link
 from .layout import Layout, Stage, kv_share
 
@@ -206,7 +208,8 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
             # device -> host staging buffer -> device, each a blocking copy over the host link
             handoff += 2 * (layout.host or host_link(s0.hw)).transfer_s(nbytes)
             continue
-        handoff += via.transfer_s(nbytes, ideal)
+        p2p = None if ideal or via is layout.host else engine_p2p_s(via, s0.hw, getattr(prof, "name", ""), nbytes)
+        handoff += via.transfer_s(nbytes, ideal) if p2p is None else p2p
     link += handoff
     fixed = 0.0 if ideal else prof.fixed_s
     over += fixed

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import math
 
+from .expert import EXPERT_ROLES
 from .schedulers import scheduler_key
+from .steptime import grid_below
 
 WHOLE_INSTANCE_LIMITS = frozenset({"sglang"})    # engines whose limits are the instance's (see above)
 
@@ -48,3 +50,29 @@ def busiest_rank_tokens(tokens: int, dp: int, budget: int) -> int:
     if dp <= 1:
         return tokens
     return max(math.ceil(tokens / dp), min(tokens, budget))
+
+
+def rank_straggler(cost, r, budget: int, dp: int):
+    """``c -> seconds``: how much longer than an even share the rank holding a step's ``c`` prompt tokens
+    takes over the step's depth-free non-expert operators (``cost``'s prompt passes spread the tokens evenly;
+    the experts see every rank's tokens either way). Timed on a grid of token counts (``steptime.grid_below``),
+    linear in between. The prompt's attention over its own keys is left at the even share."""
+    table: dict = {}
+
+    def one_rank(t: int) -> float:
+        if t <= 0:
+            return 0.0
+        lo, hi = grid_below(t)
+        for g in (lo, hi):
+            if g not in table:
+                ops = [op for op in cost._depth_free(1, g) if op.role not in EXPERT_ROLES]
+                table[g] = r.timer(ops, r.profile, 1, g).seconds
+        return table[lo] if lo == hi else table[lo] + (table[hi] - table[lo]) * (t - lo) / (hi - lo)
+
+    def extra(c: int) -> float:
+        if c <= 0:
+            return 0.0
+        busy, even = busiest_rank_tokens(c, dp, budget), math.ceil(c / dp)
+        return max(0.0, one_rank(busy) - one_rank(even)) if busy > even else 0.0
+
+    return extra

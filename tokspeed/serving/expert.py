@@ -36,7 +36,6 @@ from ..scale.collectives import all_to_all_s as a2a_s
 from ..scale.collectives import allgather_s, deepep_efficiency, fabric, reducescatter_s
 from ..scale.interconnect import device_link
 from ..timing import pass_time
-from .attention_dp import busiest_rank_tokens
 
 EXPERT_ROLES = frozenset({Role.EXPERTS, Role.EXPERTS_ACT})
 DISPATCH_BYTES = 1.0      # FP8 dispatch (DeepEP low-latency / normal kernels)
@@ -75,11 +74,10 @@ def moe_link_share(spec, syncs_per_layer: int = 2) -> float:
     return spec.n_moe_layers / (syncs_per_layer * spec.n_layers) if spec.n_layers else 0.0
 
 
-def expert_time_ops(r, par, link_scale: float = 1.0, budget: int | None = None):
+def expert_time_ops(r, par, link_scale: float = 1.0):
     """``time_ops(ops, batch, n_tokens) -> seconds`` of a worker with experts over ``par.ep`` GPUs; its link
-    times x ``link_scale`` (the engine's fitted collective efficiency). A prompt pass's non-expert operators
-    run on the busiest attention rank (``attention_dp.busiest_rank_tokens``, ``budget``: one rank's prefill
-    tokens a step; None: an even share)."""
+    times x ``link_scale`` (the engine's fitted collective efficiency). The ranks' tokens are even shares here;
+    the busiest rank's excess is ``attention_dp.rank_straggler``'s."""
     spec, hw, prof, quant = r.spec, r.hw, r.profile, r.quant
     link = device_link(hw, par.ep)
     dp, ep = par.dp, par.ep
@@ -90,11 +88,9 @@ def expert_time_ops(r, par, link_scale: float = 1.0, budget: int | None = None):
 
     def time_ops(ops, batch, n):
         tokens = batch * n
-        n_rank = max(1, -(-n // dp)) if budget is None else busiest_rank_tokens(n, dp, budget)
-        share = 1.0 / dp if n == 1 else n_rank / n      # the busiest rank's share of the tokens
-        attn = [_cut(op, share, False) if dp > 1 else op for op in ops if op.role not in EXPERT_ROLES]
+        attn = [_cut(op, 1.0 / dp, False) if dp > 1 else op for op in ops if op.role not in EXPERT_ROLES]
         experts = [_cut(op, 1.0 / ep, True) for op in ops if op.role in EXPERT_ROLES]
-        b_dp, n_dp = (max(1, -(-batch // dp)), n) if n == 1 else (batch, n_rank)
+        b_dp, n_dp = (max(1, -(-batch // dp)), n) if n == 1 else (batch, max(1, -(-n // dp)))
         pt = r.timer(attn, prof, b_dp, n_dp)
         t = pt.seconds + (link_scale - 1.0) * pt.link_s
         if a2a:              # the MoE layers' MLP all-reduces give way to the all-to-all
