@@ -81,6 +81,23 @@ def test_what_each_engine_runs_by_size():
     assert c.allreduce("vllm", f, 23040, 8, hw).seconds == pytest.approx(7.5e-6 + 7 * 23040 / NVLINK4)
 
 
+def test_engine_choice_on_blackwell_and_cdna():
+    kib, mib = 1024, 1024 * 1024
+    b200 = get_hardware("b200")
+    fb = c.fabric(device_link(b200, 8), 8, b200)
+    assert fb.rate == pytest.approx(900e9 * 0.78)                  # NVLink 5: 1,800 GB/s bidirectional
+    # vLLM 0.13 on Blackwell (10.0), 8 GPUs: custom kernel below 1 MiB (one-shot below 256 KiB), symmetric
+    # memory to 128 MiB, then NCCL
+    assert [c.allreduce("vllm", fb, m, 8, b200).algorithm for m in (200 * kib, 900 * kib, 100 * mib, 200 * mib)] \
+        == ["one-shot", "two-shot", "two-shot", "nccl"]
+    # vLLM on ROCm (MI300X): the custom kernel's own 8 MiB buffer, no symmetric-memory path
+    mi = get_hardware("mi300x")
+    fm = c.fabric(device_link(mi, 8), 8, mi)
+    assert [c.allreduce("vllm", fm, m, 8, mi).algorithm for m in (4 * mib, 9 * mib)] == ["two-shot", "nccl"]
+    # SGLang on ROCm: 16 MiB
+    assert c.allreduce("sglang", fm, 12 * mib, 8, mi).algorithm == "two-shot"
+
+
 def test_infinity_fabric_is_a_mesh_of_peer_links():
     # MI300X: 7 Infinity Fabric links of 64 GB/s a direction, one per peer: 2 GPUs share one link, 8 use 7
     hw = get_hardware("mi300x")
