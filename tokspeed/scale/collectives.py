@@ -202,12 +202,17 @@ def servers_of(link, n: int) -> int:
     return -(-n // 8) if getattr(link, "kind", "") == "network" else 1
 
 
-def engine_allreduce_s(link, hw, engine_name: str, m: float, n: int, tokens: float | None = None) -> float | None:
-    """Seconds of one all-reduce of ``m`` bytes as a serving engine (vLLM, SGLang, TensorRT-LLM) runs it over
-    ``link`` (an ``Interconnect``); None for other engines (``Interconnect.allreduce_s``: NCCL as fitted)."""
+def engine_allreduce(link, hw, engine_name: str, m: float, n: int, tokens: float | None = None) -> Choice | None:
+    """The all-reduce of ``m`` bytes a serving engine (vLLM, SGLang, TensorRT-LLM) runs over ``link`` (an
+    ``Interconnect``) and its time; None for other engines (``Interconnect.allreduce_s``: NCCL as fitted)."""
     if not engine_family(engine_name) or link is None:
         return None
-    return allreduce(engine_name, fabric(link, n, hw), m, n, hw, tokens, servers_of(link, n)).seconds
+    return allreduce(engine_name, fabric(link, n, hw), m, n, hw, tokens, servers_of(link, n))
+
+
+def engine_allreduce_s(link, hw, engine_name: str, m: float, n: int, tokens: float | None = None) -> float | None:
+    one = engine_allreduce(link, hw, engine_name, m, n, tokens)
+    return None if one is None else one.seconds
 
 
 def engine_p2p_s(link, hw, engine_name: str, m: float) -> float | None:
