@@ -30,6 +30,9 @@ Which all-reduce an engine runs, by message size (``allreduce``):
 - TensorRT-LLM 1.x (``AllReduceStrategy.AUTO``): NCCL above its workspace (16 MiB for 2 GPUs, 8 MiB
   beyond) or without peer access; one-shot up to 128 tokens, two-shot above;
 - other engines: NCCL.
+Read from the released packages (vllm 0.13.0, sglang 0.5.6 wheels): the size limits, world sizes and the order
+of the paths. Not in the wheels, as recalled from the sources: the one-/two-stage switch of
+``custom_all_reduce.cuh`` and TensorRT-LLM's AUTO rule (``thop/allreduceOp.cpp``, ``customAllReduceUtils.h``).
 """
 
 from __future__ import annotations
