@@ -123,3 +123,16 @@ def test_pcie_and_servers():
     tree = 6.6e-6 + 14 * 0.6e-6 + 4 * 2.7e-6 + 2 * 31 / 32 * 1e3 / (50e9 * 0.9)
     assert c.ring_allreduce_s(fn, 1e3, 32) == pytest.approx(ring)
     assert c.nccl_allreduce_s(fn, 1e3, 32, servers=4) == pytest.approx(tree)
+
+
+def test_predict_names_the_engines_all_reduce():
+    # gpt-oss-120b (d_model 2880) on 8 x H200 under vLLM: one token's message is 2880 x 2 = 5,760 bytes, a
+    # custom one-shot: 7.5 us + 7 x 5,760 / 351 GB/s; gpt-fast keeps NCCL as fitted (no algorithm named)
+    from tokspeed import predict
+
+    par = predict("gpt-oss-120b", "h200-sxm", gpus=8, parallel="tp", engine="vllm", quant="MXFP4", batch=4)
+    par = (par if isinstance(par, dict) else par.to_dict())["parallel"]
+    assert par["allreduce_algorithm"] == "one-shot"
+    assert par["allreduce_us"] == pytest.approx(7.5 + 7 * 5760 / 351e3)
+    other = predict("llama-3.1-8b", "a100-sxm", gpus=2, parallel="tp", engine="gpt-fast", batch=1)
+    assert "allreduce_algorithm" not in (other if isinstance(other, dict) else other.to_dict())["parallel"]
