@@ -49,7 +49,8 @@ def _cut(op, f: float, weights: bool):
 
 
 def moe_exchange_s(spec, link, tokens: float, ep: int, hw=None) -> float:
-    """A MoE pass's exchange of ``tokens`` tokens over ``ep`` GPUs: the all-gather of their hidden states and the reduce-scatter of the outputs, per MoE layer."""
+    """A MoE pass's exchange of ``tokens`` tokens over ``ep`` GPUs: the all-gather of their hidden states and
+    the reduce-scatter of the outputs, per MoE layer."""
     if ep <= 1 or link is None:
         return 0.0
     f = fabric(link, ep, hw)
