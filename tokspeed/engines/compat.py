@@ -18,10 +18,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UserError, did_you_mean
+from ..quant.format_table import engine_list, offered_names
 
 TABLE = Path(__file__).parent / "capabilities.toml"
-# concrete EXL2 rates offered where a list of runnable formats is asked for (any 2-8 bpw loads)
-EXL2_LISTED = ("EXL2-4.0", "EXL2-6.0", "EXL2-8.0")
 
 
 @lru_cache(maxsize=1)
@@ -76,7 +75,7 @@ def capabilities(engine: str) -> dict:
                         field="engine")
     weights = []
     for w in row.get("weights", []):
-        weights += _table()["formats"][w[1:]] if w.startswith("@") else [w]
+        weights += engine_list(w[1:]) if w.startswith("@") else [w]
     return {**row, "name": e, "weights": weights}
 
 
@@ -189,8 +188,8 @@ def engines_for(hw, quant: str | None = None) -> list[str]:
 
 
 def supported_formats(engine, hw) -> list[str]:
-    """The ``--quant`` names ``engine`` can run on ``hw`` (in ``tokspeed.quant.schemes.NAMES`` order; EXL2 as
-    ``EXL2-4.0/6.0/8.0``); [] when the engine does not run on the device at all."""
+    """The ``--quant`` names ``engine`` can run on ``hw`` (``formats.toml`` order, the rows
+    ``offered``); [] when the engine does not run on the device at all."""
     backend = _backend(capabilities(getattr(engine, "name", engine)), hw)
     if backend is None:
         return []
@@ -201,13 +200,10 @@ def supported_formats(engine, hw) -> list[str]:
 def _formats_of(backend: str, hw) -> tuple[str, ...]:
     """``supported_formats`` of one backend on one device (a frozen Hardware): memoised, as a prediction that names
     no format asks it every time."""
-    from ..quant.schemes import NAMES
-
     row = capabilities(backend)
     if not _runs_on(row, hw):
         return ()
-    names = [n for n in NAMES if n != "EXL2-<bpw>"] + list(EXL2_LISTED)
-    return tuple(n for n in names if _loads(row, n) and not _missing_feature(n, hw))
+    return tuple(n for n in offered_names() if _loads(row, n) and not _missing_feature(n, hw))
 
 
 def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> str:
