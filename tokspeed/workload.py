@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .engines.compat import default_engine
 from .errors import UserError
 
 # The run defaults, defined once (CLI flags, the web calculator and the Python API use these):
-# llama-bench's -p 512 / -n 128, and llama.cpp as the engine most people run locally.
+# llama-bench's -p 512 / -n 128, and the engines capabilities.toml's [default_engine] names.
 DEFAULT_PROMPT = 512
 DEFAULT_GEN = 128
-DEFAULT_ENGINE = "llama.cpp"
+DEFAULT_ENGINE = default_engine("predict")
+DEFAULT_SERVE_ENGINE = default_engine("serve")
 UBATCH = 512      # tokens per prefill micro-batch (llama.cpp -ub default, vLLM chunked prefill ~512)
 NBATCH = 2048     # tokens per llama_decode call of a prompt (llama.cpp -b default, common/common.h n_batch)
 MAX_TOKENS = 1 << 31

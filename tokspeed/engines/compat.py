@@ -29,14 +29,6 @@ def _table() -> dict:
         return tomllib.load(f)
 
 
-# other spellings of engine names (benchmark tables, docs, users): the table's name
-ENGINE_SPELLINGS = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp",
-                    "lmstudio": "lm-studio", "lm studio": "lm-studio", "trt-llm": "tensorrt-llm",
-                    "trtllm": "tensorrt-llm", "hf transformers": "transformers",
-                    "huggingface transformers": "transformers", "exllama v2": "exllamav2", "exllama2": "exllamav2",
-                    "mlx-lm": "mlx", "mlx_lm": "mlx", "mlx lm": "mlx", "ik-llama.cpp-cpu": "ik_llama.cpp-cpu",
-                    "ik-llama.cpp-cuda": "ik_llama.cpp-cuda", "ik_llama.cpp (cpu)": "ik_llama.cpp-cpu",
-                    "ik_llama.cpp (cuda)": "ik_llama.cpp-cuda"}
 LLAMA_CPP_BACKEND = re.compile(r"(?:llama\.?cpp|llama[-_]cpp)\s*[-(\[/ ]\s*(\w+)\s*[)\]]?")
 # llama.cpp's build flags as older tables name the backend ("llama.cpp (cuBLAS)")
 BACKEND_SPELLINGS = {"hip": "rocm", "hipblas": "rocm", "cublas": "cuda"}
@@ -48,7 +40,7 @@ FRONT_END_BACKEND = re.compile(r"(ollama|lm ?studio|lm-studio)\s*\((\w+)\)")
 def engine_key(name) -> str:
     """The table's name for an engine name as a table or a user writes it: case and spacing ignored,
     "llama.cpp (CUDA)" / "llama.cpp (cuBLAS)" / "llama.cpp-hip" -> llama.cpp-cuda / llama.cpp-rocm, "ollama (CUDA)"
-    -> ollama, "LM Studio" -> lm-studio, "TRT-LLM" -> tensorrt-llm (``ENGINE_SPELLINGS``); anything else lower-cased
+    -> ollama, "LM Studio" -> lm-studio, "TRT-LLM" -> tensorrt-llm (the table's ``[aliases]``); anything else lower-cased
     as given."""
     e = re.sub(r"\s+", " ", str(name).strip().lower())
     m = LLAMA_CPP_BACKEND.fullmatch(e)
@@ -57,12 +49,29 @@ def engine_key(name) -> str:
     m = FRONT_END_BACKEND.fullmatch(e)
     if m:
         e = "mlx" if m.group(2) == "mlx" and m.group(1) != "ollama" else m.group(1)
-    return ENGINE_SPELLINGS.get(e, e)
+    return _table()["aliases"].get(e, e)
 
 
 def engine_names() -> list[str]:
     """Every engine the table knows, in table order (``llama.cpp`` first among them)."""
     return list(_table()["engine"])
+
+
+def default_engine(verb: str) -> str:
+    """The engine ``verb`` (``predict``, ``serve``) assumes when none is named."""
+    return _table()["default_engine"][verb]
+
+
+def engine_help() -> str:
+    """The engine names for a help line: ``ideal, llama.cpp[-cuda|-metal|...], ollama, ...`` in table order."""
+    names = engine_names()
+    out = []
+    for n in names:
+        base = next((b for b in names if n != b and n.startswith(b + "-")), None)
+        if base is None:
+            variants = [m[len(n) + 1:] for m in names if m.startswith(n + "-")]
+            out.append(n + (f"[-{'|-'.join(variants)}]" if variants else ""))
+    return ", ".join(out)
 
 
 def capabilities(engine: str) -> dict:

@@ -132,8 +132,17 @@ def four_bit_formats() -> tuple[str, ...]:
 
 def download_default(runtime: str) -> str:
     """The format assumed for a runtime when none is named ("" for a runtime that runs the released format)."""
+    got = _data()["defaults"].get(runtime, "")
+    return got if isinstance(got, str) else ""
+
+
+def quant_help() -> str:
+    """The ``--quant`` help line: examples from the table and the defaults it states."""
     d = _data()["defaults"]
-    return d.get(runtime, "") if runtime != "fallbacks" else ""
+    downloads = " / ".join(f"{v} or a smaller released format for {k}-family engines" for k, v in d.items()
+                           if isinstance(v, str))
+    return (f"weight format: {' '.join(d['help_examples'])} ... (default: the released format for server engines, "
+            f"{downloads}; the output says which)")
 
 
 def fallbacks() -> tuple[str, ...]:
