@@ -84,7 +84,7 @@ def capabilities(engine: str) -> dict:
                         field="engine")
     weights = []
     for w in row.get("weights", []):
-        weights += engine_list(w[1:]) if w.startswith("@") else [w]
+        weights += list(engine_list(w[1:])) if w.startswith("@") else [w]
     return {**row, "name": e, "weights": weights}
 
 

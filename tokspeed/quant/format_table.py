@@ -102,9 +102,10 @@ def ftype_name(ftype_id: int) -> str:
     return next((n for n, r in rows().items() if r.ftype_id == ftype_id), "")
 
 
-def engine_list(name: str) -> list[str]:
+@lru_cache(maxsize=None)
+def engine_list(name: str) -> tuple[str, ...]:
     """The members of a named list of ``engines/capabilities.toml`` (``@gguf``): rows, then its globs."""
-    return [n for n, r in rows().items() if name in r.engine_lists] + list(_data()["engine_lists"][name])
+    return tuple(n for n, r in rows().items() if name in r.engine_lists) + tuple(_data()["engine_lists"][name])
 
 
 def fit_formats(runtime: str) -> tuple[str, ...] | None:
