@@ -108,36 +108,36 @@ def _engine(engine, hw, version, flash_attention=None) -> EngineProfile:
     if isinstance(engine, EngineProfile):
         return get_engine(engine, hw, version=version, flash_attention=flash_attention)
     tables = _engine_tables()          # a reloaded engine table (tests, a refit) starts afresh
-    key = (engine, id(hw), version, flash_attention, id(tables))
+    key = (engine, hw, version, flash_attention)      # values: a frozen Hardware hashes once (tokspeed.derived)
     hit = _ENGINES.get(key)
-    if hit is None or hit[0] is not hw or hit[1] is not tables:
+    if hit is None or hit[0] is not tables:
         if len(_ENGINES) > 1024:
             _ENGINES.clear()
-        hit = _ENGINES[key] = (hw, tables, get_engine(engine, hw, version=version, flash_attention=flash_attention))
-    return hit[2]
+        hit = _ENGINES[key] = (tables, get_engine(engine, hw, version=version, flash_attention=flash_attention))
+    return hit[1]
 
 
 _GEMM_HW: dict = {}
 
 
 def _gemm_hardware(hw, quant, engine_name: str):
-    """``serving.gemm_device.gemm_hardware``, one object per device, format and engine (the timers' memo is per device
-    object); a device already at its FP8 rate (``serve`` passes one) is kept as it is."""
-    key = (id(hw), quant, engine_name)
-    hit = _GEMM_HW.get(key)
-    if hit is None or hit[0] is not hw:
+    """``serving.gemm_device.gemm_hardware``, made once per device value, format and engine; a device already at its
+    FP8 rate (``serve`` passes one) is kept as it is."""
+    key = (hw, quant, engine_name)
+    view = _GEMM_HW.get(key)
+    if view is None:
         if len(_GEMM_HW) > 256:
             _GEMM_HW.clear()
         g = gemm_hardware(hw, quant, engine_name)
-        hit = _GEMM_HW[key] = (hw, hw if g.fp16_tflops == hw.fp16_tflops else g)
-    return hit[1]
+        view = _GEMM_HW[key] = hw if g.fp16_tflops == hw.fp16_tflops else g
+    return view
 
 
 def _roofline_timer(hw, quant) -> RooflineTimer:
-    """One timer (and its memo of operator times) per device and format, reused across predictions."""
-    key = (id(hw), quant)
+    """One timer per device value and format, reused across predictions."""
+    key = (hw, quant)
     t = _TIMERS.get(key)
-    if t is None or t.hw is not hw:
+    if t is None:
         if len(_TIMERS) > 256:
             _TIMERS.clear()
         t = _TIMERS[key] = RooflineTimer(hw, quant)

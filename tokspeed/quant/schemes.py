@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..derived import hash_once
 from ..errors import UserError
 from . import formats
 from .formats import Format
@@ -27,6 +28,7 @@ LINEAR_ROLES = {"attn_q", "attn_k", "attn_v", "attn_output", "attn_q_a", "attn_q
                 "ffn_down_exps", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"}
 
 
+@hash_once
 @dataclass(frozen=True)
 class QuantScheme:
     """A WeightStorage driven by rules (uniform formats, or a llama.cpp mixed ftype)."""
