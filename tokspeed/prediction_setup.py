@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .derived import derived
 from .engines import profile as _profile
 from .engines.compat import runnable
 from .engines.profile import EngineProfile, attention_spec, get_engine
@@ -76,7 +77,7 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
         quant = getattr(storage, "name", "file")
     kvb = kv_dtype_bytes(kv_dtype)
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
-    prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
+    prof, hw = _runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
     hw = _gemm_hardware(hw, quant, prof.name)    # a server engine's FP8 checkpoint: FP8 GEMMs, as serve runs them
     quant = format_key(quant)                     # parsed once: its kernel group rides along (quant.format_key)
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
@@ -115,6 +116,20 @@ def _engine(engine, hw, version, flash_attention=None) -> EngineProfile:
             _ENGINES.clear()
         hit = _ENGINES[key] = (tables, get_engine(engine, hw, version=version, flash_attention=flash_attention))
     return hit[1]
+
+
+def _runnable(prof, hw, quant, kv_dtype, spec):
+    """``engines.compat.runnable``: the (profile, device) pair the engine runs as, made once per engine profile (kept
+    on it, ``tokspeed.derived``) and device, format, KV dtype and model values; a refusal is raised every time."""
+    views = derived(prof).setdefault("runnable", {})
+    key = (hw, quant, kv_dtype, spec)
+    pair = views.get(key)
+    if pair is None:
+        pair = runnable(prof, hw, quant, kv_dtype, spec)
+        if len(views) > 256:
+            views.clear()
+        views[key] = pair
+    return pair
 
 
 _GEMM_HW: dict = {}
