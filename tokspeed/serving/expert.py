@@ -76,7 +76,7 @@ def expert_time_ops(r, par, link_scale: float = 1.0):
         if a2a:              # the MoE layers' MLP all-reduces give way to the all-to-all
             t -= link_scale * pt.link_s * moe_link_share(spec, syncs)
         if experts:
-            t += pass_time(experts, hw, prof, quant, tokens).seconds - prof.fixed_s
+            t += pass_time(experts, hw, prof, quant, tokens, False).seconds - prof.fixed_s   # a list: nothing shared
             if a2a:
                 t += link_scale * all_to_all_s(spec, link, tokens, ep, dp * par.tp)
         return t
