@@ -9,15 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .engines.compat import default_engine
 from .errors import UserError
 
 # The run defaults, defined once (CLI flags, the web calculator and the Python API use these):
-# llama-bench's -p 512 / -n 128, and the engines capabilities.toml's [default_engine] names.
+# llama-bench's -p 512 / -n 128, and llama.cpp as the engine most people run locally (serve's default engine is
+# capabilities.toml's [default_engine]).
 DEFAULT_PROMPT = 512
 DEFAULT_GEN = 128
-DEFAULT_ENGINE = default_engine("predict")
-DEFAULT_SERVE_ENGINE = default_engine("serve")
+DEFAULT_ENGINE = "llama.cpp"
 UBATCH = 512      # tokens per prefill micro-batch (llama.cpp -ub default, vLLM chunked prefill ~512)
 NBATCH = 2048     # tokens per llama_decode call of a prompt (llama.cpp -b default, common/common.h n_batch)
 MAX_TOKENS = 1 << 31
