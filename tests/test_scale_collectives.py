@@ -13,12 +13,6 @@ NVLINK4 = 450e9 * 0.78        # H100/H200 NVLink 4: 450 GB/s a direction x NCCL'
 L_NV = 0.6e-6                 # NCCL LL step over NVLink (tuning.cc hwLat)
 BASE = 6.6e-6                 # NCCL LL ring base latency (tuning.cc baseLat)
 ONESHOT = 7.5e-6              # custom one-shot fixed latency (fabrics.toml)
-# NCCL's protocols: (base latency, NVLink step latency, payload share) for LL, LL128, Simple (tuning.cc)
-PROTOCOLS_NV = ((6.6e-6, 0.6e-6, 0.5), (14e-6, 1.9e-6, 0.9375), (8.4e-6, 3.4e-6, 1.0))
-
-
-def nccl_by_hand(steps, nbytes, rate=NVLINK4, protocols=PROTOCOLS_NV):
-    return min(a + steps * hop + nbytes / (rate * share) for a, hop, share in protocols)
 
 
 def h200_fabric(n=8):
@@ -31,7 +25,6 @@ def test_fabric_of_an_h200_baseboard():
     assert f.kind == "nvswitch" and f.fully_connected
     assert f.rate == pytest.approx(NVLINK4)
     assert (f.hop_s, f.nccl_base_s, f.oneshot_s) == pytest.approx((L_NV, BASE, ONESHOT))
-    assert f.hops_s == pytest.approx((0.6e-6, 1.9e-6, 3.4e-6))
 
 
 def test_algorithms_by_hand():
@@ -41,17 +34,14 @@ def test_algorithms_by_hand():
     assert c.oneshot_allreduce_s(f, m, n) == pytest.approx(7.5e-6 + 7 * 23040 / 351e9)
     # two-shot: reduce-scatter + all-gather, one more barrier: a1 + 2 L + 2 (N - 1) / N M / B
     assert c.twoshot_allreduce_s(f, m, n) == pytest.approx(7.5e-6 + 1.2e-6 + 1.75 * 23040 / 351e9)
-    # NCCL ring, LL at this size: base + 2 (N - 1) L + 2 (N - 1) / N M / (B / 2) = 6.6 + 8.4 us + bytes
-    assert c.ring_allreduce_s(f, m, n) == pytest.approx(15e-6 + 1.75 * 23040 / (351e9 / 2))
-    # all-gather into 1 MB: LL still: 6.6 + 7 x 0.6 us + 0.875 MB at half the rate (LL128: 14 + 13.3 us + 2.7 us)
-    assert c.allgather_s(f, 1e6, n) == pytest.approx(6.6e-6 + 4.2e-6 + 0.875e6 / (351e9 / 2))
+    # NCCL ring: base + 2 (N - 1) L + 2 (N - 1) / N M / B = 6.6 + 8.4 us + bytes
+    assert c.ring_allreduce_s(f, m, n) == pytest.approx(15e-6 + 1.75 * 23040 / 351e9)
+    # all-gather into 1 MB: base + (N - 1) L + (N - 1) / N M / B; reduce-scatter the same
+    assert c.allgather_s(f, 1e6, n) == pytest.approx(6.6e-6 + 4.2e-6 + 0.875e6 / 351e9)
     assert c.reducescatter_s(f, 1e6, n) == c.allgather_s(f, 1e6, n)
-    # 16 MB: LL128 (14 + 7 x 1.9 us + 14 MB at 120/128 of the rate), not LL (73 us of bytes at half the rate)
-    assert c.allgather_s(f, 16e6, n) == pytest.approx(14e-6 + 7 * 1.9e-6 + 14e6 / (351e9 * 0.9375))
-    assert c.allgather_s(f, 16e6, n) == pytest.approx(nccl_by_hand(7, 14e6))
-    # all-to-all of 1 MB sent per GPU, every pair at once; point-to-point of 1 MB: one NCCL step
+    # all-to-all of 1 MB sent per GPU, every pair at once; point-to-point of 1 MB
     assert c.all_to_all_s(f, 1e6, n) == pytest.approx(6.6e-6 + 0.875e6 / 351e9)
-    assert c.p2p_s(f, 1e6) == pytest.approx(nccl_by_hand(1, 1e6))
+    assert c.p2p_s(f, 1e6) == pytest.approx(6.6e-6 + 1e6 / 351e9)
     for fn in (c.oneshot_allreduce_s, c.twoshot_allreduce_s, c.ring_allreduce_s):
         assert fn(f, m, 1) == 0.0
 
@@ -65,9 +55,8 @@ def test_crossovers_by_hand():
     assert c.oneshot_allreduce_s(f, m1, n) == pytest.approx(c.twoshot_allreduce_s(f, m1, n))
     assert c.oneshot_allreduce_s(f, m1 / 2, n) < c.twoshot_allreduce_s(f, m1 / 2, n)
     assert c.oneshot_allreduce_s(f, m1 * 2, n) > c.twoshot_allreduce_s(f, m1 * 2, n)
-    # one-shot = NCCL's LL ring where 7.5 us + 7 M / B = 15 us + 1.75 M / (B / 2): M = 7.5 us x B / 3.5 = 752 kB
-    m2 = 7.5e-6 * NVLINK4 / 3.5
-    assert m2 == pytest.approx(752_143, rel=1e-3)
+    # one-shot = NCCL ring where 7.5 us + 7 M / B = 15 us + 1.75 M / B: M = 7.5 us x B / 5.25 = 501 kB
+    m2 = 7.5e-6 * NVLINK4 / 5.25
     assert c.oneshot_allreduce_s(f, m2, n) == pytest.approx(c.ring_allreduce_s(f, m2, n))
     assert c.ring_allreduce_s(f, 2 * m2, n) < c.oneshot_allreduce_s(f, 2 * m2, n)
 
@@ -124,14 +113,14 @@ def test_pcie_and_servers():
     f = c.fabric(device_link(hw, 8), 8, hw)
     assert f.kind == "pcie" and not f.fully_connected
     assert c.allreduce("vllm", f, 16384, 8, hw).seconds == pytest.approx(6.6e-6 + 14 * 1e-6
-                                                                           + 1.75 * 16384 / (31.5e9 * 0.88 / 2))
+                                                                           + 1.75 * 16384 / (31.5e9 * 0.88))
     assert c.fabric(device_link(hw, 2), 2, hw).fully_connected        # a pair: vLLM's 2-GPU custom kernel
     # 32 GPUs over 4 servers: NCCL's tree pays 2 x 7 NVLink steps inside and 2 log2(4) network steps, the
     # ring 2 x 31 network steps
     net = SimpleNamespace(kind="network", per_direction_bytes_s=50e9)
     fn = c.fabric(net, 32)
-    ring = 6.6e-6 + 62 * 2.7e-6 + 2 * 31 / 32 * 1e3 / (50e9 * 0.9 / 2)          # LL for 1 kB
-    tree = 6.6e-6 + 14 * 0.6e-6 + 4 * 2.7e-6 + 2 * 31 / 32 * 1e3 / (50e9 * 0.9 / 2)
+    ring = 6.6e-6 + 62 * 2.7e-6 + 2 * 31 / 32 * 1e3 / (50e9 * 0.9)
+    tree = 6.6e-6 + 14 * 0.6e-6 + 4 * 2.7e-6 + 2 * 31 / 32 * 1e3 / (50e9 * 0.9)
     assert c.ring_allreduce_s(fn, 1e3, 32) == pytest.approx(ring)
     assert c.nccl_allreduce_s(fn, 1e3, 32, servers=4) == pytest.approx(tree)
 

@@ -18,14 +18,13 @@ from tokspeed.serving.worker import Parallelism
 
 def test_moe_exchange_by_hand():
     # DeepSeek-V3-like: 58 MoE layers, top-8, d_model 7168; 256 tokens over 8 GPUs of switched NVLink 4
-    # (450 GB/s per direction x 0.78 NCCL bus efficiency = 351 GB/s). All-gather of the BF16 hidden states
-    # then reduce-scatter of the outputs, each 7/8 x 256 x 7168 x 2 bytes received per GPU over 7 steps, in
-    # NCCL's LL protocol at this size (6.6 us + 0.6 us a step, half the rate: 29 us; LL128 14 + 1.9 us a step,
-    # 120/128 of it: 37 us): 2 x (6.6 us + 7 x 0.6 us + 7/8 x 3.67 MB / 175.5 GB/s) per layer.
+    # (450 GB/s per direction x 0.78 NCCL bus efficiency = 351 GB/s; NCCL LL: 6.6 us + 0.6 us a step).
+    # All-gather of the BF16 hidden states then reduce-scatter of the outputs, each 7/8 x 256 x 7168 x 2 bytes
+    # received per GPU over 7 steps: 2 x (6.6 us + 7 x 0.6 us + 7/8 x 3.67 MB / 351 GB/s) per layer.
     spec = SimpleNamespace(n_active_experts=8, d_model=7168, n_moe_layers=58)
     link = SimpleNamespace(per_direction_bytes_s=450e9, kind="scale-up")
     m = 256 * 7168 * 2
-    per_layer = 2 * (6.6e-6 + 7 * 0.6e-6 + 7 / 8 * m / 175.5e9)
+    per_layer = 2 * (6.6e-6 + 7 * 0.6e-6 + 7 / 8 * m / 351e9)
     assert moe_exchange_s(spec, link, 256, 8) == pytest.approx(58 * per_layer)
     assert moe_exchange_s(spec, link, 256, 1) == 0.0
     # DeepEP normal kernels: each GPU sends its 32 tokens' 8 copies, FP8 out and BF16 back, at 0.96 of 450 GB/s
@@ -179,8 +178,8 @@ def test_attention_dp_trades_the_moe_all_reduce_for_the_all_to_all(monkeypatch):
     # layers, the 58 MoE layers lose their MLP all-reduce: of 2 x 61 = 122 all-reduces (1 ms), 64 remain.
     # Each MoE layer all-gathers the 256 tokens' BF16 hidden states to every GPU and reduce-scatters the
     # outputs: 7/8 x 256 x 7,168 x 2 bytes received per GPU in each, at 450 GB/s x 0.78 (NCCL's bus
-    # efficiency) x 1/2 (NCCL's LL protocol at this size), plus its latency over 7 steps: 6.6 + 7 x 0.6 us, twice
-    a2a = 58 * 2 * (6.6e-6 + 7 * 0.6e-6 + 7 / 8 * 256 * 7168 * 2 / (450e9 * 0.78 / 2))
+    # efficiency), plus NCCL's LL latency over 7 steps: 6.6 + 7 x 0.6 us, twice
+    a2a = 58 * 2 * (6.6e-6 + 7 * 0.6e-6 + 7 / 8 * 256 * 7168 * 2 / (450e9 * 0.78))
     got = _link_only(monkeypatch, Parallelism(tp=2, ep=8, dp=4), 1e-3)
     assert got == pytest.approx(1e-3 * 64 / 122 + a2a)
 

@@ -9,16 +9,14 @@ latencies of ``fabrics.toml``:
 - one-shot all-reduce (vLLM / SGLang ``cross_device_reduce_1stage``, TensorRT-LLM ONESHOT): every GPU
   reads the whole message from each of the others and sums: ``a1 + (N - 1) M / B``;
 - two-shot all-reduce (``cross_device_reduce_2stage``, TWOSHOT): a reduce-scatter then an all-gather,
-  one more barrier (``L``: NCCL's LL step, a flag through the link): ``a1 + 2 L + 2 (N - 1) / N x M / B``;
-- NCCL ring all-reduce: ``a_p + 2 (N - 1) L_p + 2 (N - 1) / N x M / (B s_p)`` for the fastest of NCCL's
-  protocols p (LL, LL128, Simple: fixed latency ``a_p``, step latency ``L_p``, payload share ``s_p``; LL for
-  small messages, LL128 / Simple for megabytes); inside one server NCCL's tree is a chain of the same steps;
-  across ``S`` servers the double binary tree pays ``2 log2(S)`` network steps instead of ``2 (S - 1)``: NCCL
-  takes the faster;
-- all-gather and reduce-scatter (output / input of ``M`` bytes): ``a_p + (N - 1) L_p + (N - 1) / N x M / (B s_p)``;
+  one more barrier: ``a1 + 2 L + 2 (N - 1) / N x M / B``;
+- NCCL ring all-reduce (LL protocol for small messages): ``a + 2 (N - 1) L + 2 (N - 1) / N x M / B``;
+  inside one server NCCL's tree is a chain of the same steps; across ``S`` servers the double binary tree
+  pays ``2 log2(S)`` network hops instead of ``2 (S - 1)``: NCCL takes the faster;
+- all-gather and reduce-scatter (output / input of ``M`` bytes): ``a + (N - 1) L + (N - 1) / N x M / B``;
 - all-to-all (each GPU sends ``M`` bytes, ``1/N`` of it to itself) over a switch or mesh, every pair at
   once: ``a + (N - 1) / N x M / B`` (DeepEP's normal kernels at their measured share of the link);
-- point-to-point (pipeline hand-off): ``a_p + L_p + M / (B s_p)``.
+- point-to-point (pipeline hand-off): ``a + M / B``.
 
 Which all-reduce an engine runs, by message size (``allreduce``):
 - vLLM 0.13 (``cuda_communicator.py``: custom all-reduce, then torch symmetric memory, then NCCL): the custom
@@ -66,18 +64,10 @@ class Fabric:
     """A link as collectives see it: ``rate`` bytes/s per direction one GPU reaches, latencies in s."""
     kind: str                 # nvswitch | infinity-fabric | pcie | network
     rate: float
-    hops_s: tuple             # NCCL's step latency per protocol (LL, LL128, Simple)
+    hop_s: float
+    nccl_base_s: float
     oneshot_s: float
     fully_connected: bool     # every GPU one hop from every other (custom kernels allowed)
-
-    @property
-    def hop_s(self) -> float:
-        """A flag through the link (NCCL's LL step): custom kernels' barriers."""
-        return self.hops_s[0]
-
-    @property
-    def nccl_base_s(self) -> float:
-        return protocols()[0][0]
 
 
 @lru_cache(maxsize=1)
@@ -98,21 +88,8 @@ def fabric(link, n: int, hw=None) -> Fabric:
     if peer:
         rate = min(rate, (n - 1) * peer * 1e9)
     connected = kind in ("nvswitch", "infinity-fabric") or (kind == "pcie" and n == 2)
-    return Fabric(kind, rate * row["bus_efficiency"], tuple(h * US for h in row["hop_us"]), row["oneshot_us"] * US,
-                  connected)
-
-
-def protocols() -> list[tuple[float, float]]:
-    """(fixed latency s, payload share) of NCCL's LL, LL128 and Simple protocols (fabrics.toml [nccl])."""
-    t = table()["nccl"]
-    return [(b * US, p) for b, p in zip(t["base_us"], t["payload"])]
-
-
-def nccl_s(f: Fabric, steps: int, nbytes: float) -> float:
-    """NCCL's time for ``steps`` dependent steps moving ``nbytes`` a GPU: the fastest protocol's
-    ``base + steps x hop + nbytes / (rate x payload share)`` (src/graph/tuning.cc picks the same way)."""
-    return min(base + steps * hop + nbytes / (f.rate * share)
-               for (base, share), hop in zip(protocols(), f.hops_s))
+    return Fabric(kind, rate * row["bus_efficiency"], row["hop_us"] * US, row["nccl_base_us"] * US,
+                  row["oneshot_us"] * US, connected)
 
 
 # -- algorithms -------------------------------------------------------------------------------------------
@@ -125,7 +102,7 @@ def twoshot_allreduce_s(f: Fabric, m: float, n: int) -> float:
 
 
 def ring_allreduce_s(f: Fabric, m: float, n: int) -> float:
-    return 0.0 if n <= 1 else nccl_s(f, 2 * (n - 1), 2 * (n - 1) / n * m)
+    return 0.0 if n <= 1 else f.nccl_base_s + 2 * (n - 1) * f.hop_s + 2 * (n - 1) / n * m / f.rate
 
 
 def tree_allreduce_s(f: Fabric, m: float, n: int, servers: int = 1) -> float:
@@ -135,10 +112,9 @@ def tree_allreduce_s(f: Fabric, m: float, n: int, servers: int = 1) -> float:
     if servers <= 1:
         return ring_allreduce_s(f, m, n)
     local = max(1, n // servers)
-    inner = table()["fabric"]["nvswitch"]["hop_us"]
-    return min(base + 2 * (local - 1) * i * US + 2 * math.ceil(math.log2(servers)) * hop
-               + 2 * (n - 1) / n * m / (f.rate * share)
-               for (base, share), i, hop in zip(protocols(), inner, f.hops_s))
+    inner = table()["fabric"]["nvswitch"]["hop_us"] * US
+    hops = 2 * (local - 1) * inner + 2 * math.ceil(math.log2(servers)) * f.hop_s
+    return f.nccl_base_s + hops + 2 * (n - 1) / n * m / f.rate
 
 
 def nccl_allreduce_s(f: Fabric, m: float, n: int, servers: int = 1) -> float:
@@ -147,7 +123,7 @@ def nccl_allreduce_s(f: Fabric, m: float, n: int, servers: int = 1) -> float:
 
 def allgather_s(f: Fabric, m_out: float, n: int) -> float:
     """All-gather into ``m_out`` bytes on every GPU (reduce-scatter of ``m_out`` bytes: the same)."""
-    return 0.0 if n <= 1 else nccl_s(f, n - 1, (n - 1) / n * m_out)
+    return 0.0 if n <= 1 else f.nccl_base_s + (n - 1) * f.hop_s + (n - 1) / n * m_out / f.rate
 
 
 reducescatter_s = allgather_s
@@ -159,7 +135,7 @@ def all_to_all_s(f: Fabric, m_send: float, n: int, efficiency: float = 1.0) -> f
 
 
 def p2p_s(f: Fabric, m: float) -> float:
-    return nccl_s(f, 1, m)
+    return f.nccl_base_s + m / f.rate
 
 
 def deepep_efficiency() -> float:
