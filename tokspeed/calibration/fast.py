@@ -51,20 +51,19 @@ class RowSet:
 
 def _passes(row, spec, storage, kvb):
     from ..ledger import forward_ops
-    from ..memory import UBATCH
     from ..predict import decode_steps
+    from ..workload import Workload
 
     if row.kind == "decode":
         steps = decode_steps(row.context, row.prompt, max(row.gen, 1))
         wsum = sum(w for _, w in steps)
         for depth, w in steps:
             yield w / wsum, row.batch, forward_ops(spec, storage, kvb, row.batch, 1, depth)
-    else:
-        done = 0
-        while done < row.prompt:
-            chunk = min(UBATCH, row.prompt - done)
-            yield 1.0, row.batch * chunk, forward_ops(spec, storage, kvb, row.batch, chunk, row.context + done)
-            done += chunk
+    else:           # the row's -ub / -b micro-batches, as predict cuts them
+        work = Workload(prompt=row.prompt, gen=0, context=row.context, batch=row.batch, ubatch=row.ubatch,
+                        n_batch=row.n_batch)
+        for depth, chunk in work.prefill_chunks():
+            yield 1.0, row.batch * chunk, forward_ops(spec, storage, kvb, row.batch, chunk, depth)
 
 
 def build(rows, kv_dtype: str = "f16") -> RowSet:

@@ -6,7 +6,7 @@ import argparse
 
 from ..errors import UserError
 from ..units import parse_bytes, parse_count, parse_counts, parse_number
-from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
+from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, NBATCH, UBATCH
 
 
 def _arg_type(parse, name: str):
@@ -125,11 +125,22 @@ def engine_build_kwargs(args) -> dict:
     return engine_build(getattr(args, "engine_version", None), FLASH_ATTN[getattr(args, "flash_attn", "auto")])
 
 
+def add_micro_batch_options(p):
+    """llama.cpp's -ub and -b: how the prompt is cut into passes (``Workload.prefill_chunks``)."""
+    p.add_argument("--ubatch", "-ub", type=positive_int, default=UBATCH,
+                   help=f"llama.cpp -ub: prompt tokens per micro-batch, one graph pass (default {UBATCH}; at most "
+                        "--batch-size, as llama.cpp clamps it)")
+    p.add_argument("--batch-size", "-b", dest="n_batch", type=positive_int, default=NBATCH,
+                   help=f"llama.cpp -b: prompt tokens per llama_decode call (default {NBATCH}); not --batch, the "
+                        "concurrent sequences")
+
+
 def add_predict_options(p, batch_max: bool = False):
     add_hardware_options(p)
     add_model_options(p)
     add_engine_build_options(p)
     add_run_options(p, batch_max)
+    add_micro_batch_options(p)
     add_scale_options(p)
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
 
@@ -210,7 +221,8 @@ def _named_hardware(args, name):
 
 def predict_kwargs(args) -> dict:
     return dict(quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt, gen=args.gen,
-                context=args.context, batch=args.batch, **scale_kwargs(args), **engine_build_kwargs(args))
+                context=args.context, batch=args.batch, **scale_kwargs(args), **engine_build_kwargs(args),
+                **{k: getattr(args, k) for k in ("ubatch", "n_batch") if hasattr(args, k)})
 
 
 def dumps_json(obj, **kw) -> str:
