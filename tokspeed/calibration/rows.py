@@ -148,7 +148,8 @@ def _cpu_simd_peak(r: dict) -> float:
 
 # a row note's words for the driver and the OS it ran under (data/validation/calibration-3-sources.md): the first
 # match of each list wins; a note that names none runs under the OS default (tokspeed.engines.driver)
-NOTE_DRIVERS = (("amdvlk", r"\bAMDVLK\b"), ("radv", r"\bRADV\b"), ("anv", r"\bANV\b"), ("nvk", r"\bNVK\b"),
+NOTE_DRIVERS = (("nvidia-cm1", r"\bKHR_coopmat\b|without coopmat2"),      # coopmat1 on NVIDIA (drivers.toml)
+                ("amdvlk", r"\bAMDVLK\b"), ("radv", r"\bRADV\b"), ("anv", r"\bANV\b"), ("nvk", r"\bNVK\b"),
                 ("moltenvk", r"\bMoltenVK\b"), ("rocm-7", r"\bROCm 7\b"), ("rocm-6", r"\bROCm 6\b"),
                 ("level-zero", r"\blevel_zero\b"))
 NOTE_OSES = (("windows", r"\bWindows\b(?!/)"), ("linux", r"(?<!/)\bLinux\b|\bFedora\b|\bUbuntu\b"),
@@ -172,7 +173,7 @@ def with_row_driver(hw: Hardware, note: str) -> Hardware:
 
 
 # llama-bench / llama-cli options a note states that predict takes: -ub / --ubatch-size, -b / --batch-size, --numa
-NOTE_UBATCH = re.compile(r"(?:^|\s)(?:-ub|--ubatch-size)[ =](\d+)\b")
+NOTE_UBATCH = re.compile(r"(?:^|\s)(?:-ub|--ubatch-size|n_ubatch)[ =](\d+)\b")
 NOTE_NBATCH = re.compile(r"(?:^|\s)(?:-b|--batch-size)[ =](\d+)\b")
 NOTE_NUMA = re.compile(r"--numa[ =](distribute)\b")
 
