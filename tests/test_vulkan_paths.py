@@ -75,3 +75,30 @@ def test_rows_name_the_driver():
     assert rows["c3-0311"].driver == "nvidia-cm1"          # "Vulkan KHR_coopmat (coopmat1)"
     assert rows["c3-0299"].driver == "nvidia-cm1"          # "NVIDIA driver without coopmat2"
     assert rows["c3-0299"].ubatch == 1024                  # "n_ubatch 1024"
+
+
+def _overhead_s(driver):
+    from tokspeed.predict import predict
+    from tokspeed.timing import pass_time
+
+    p = predict("tinyllama-1.1b", on_driver(get_hardware("rtx-4090"), driver), quant="Q4_0",
+                engine="llama.cpp-vulkan", prompt=0, gen=1)
+    return pass_time(p.decode_ops(), p.hw, p.engine_profile, p.quant, 1).overhead_s, p.engine_profile.fixed_s
+
+
+def test_vulkan_on_nvidia_kernels_cost_the_cuda_graph_gap():
+    import tomllib
+
+    here = Path(__file__).resolve().parents[1] / "tokspeed" / "engines"
+    fitted = tomllib.loads((here / "fitted.toml").read_text())
+    priors = tomllib.loads((here / "priors.toml").read_text())
+    drivers = tomllib.loads((here / "drivers.toml").read_text())["driver"]
+    assert drivers["nvidia"]["kernel_cost_of"] == "llama.cpp-cuda" and "kernel_cost_of" not in drivers["nvk"]
+
+    def launch(engine):     # the newest era's: fitted.toml's top entry over the prior
+        return fitted.get(engine, {}).get("launch_s", priors[engine]["launch_s"])
+    # the same decode pass, the same kernels, under the proprietary driver and under NVK (Mesa): the per-kernel
+    # parts of the overhead stand as llama.cpp-cuda's newest per-kernel cost to the Vulkan backend's own
+    (own, fixed), (gap, fixed2) = _overhead_s("nvk"), _overhead_s("nvidia")
+    assert fixed == fixed2
+    assert (gap - fixed) / (own - fixed) == pytest.approx(launch("llama.cpp-cuda") / launch("llama.cpp-vulkan"))

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engines.kernel_cost import driver_launch_s
 from ..engines.rates import BOARD_POWER, CAP_SHARPNESS, INT8_KERNELS, MMQ_BOUND, compute_rate
 from ..engines.rates_stream import stream_bytes_s
+from ..workload import Workload
 
 
 @dataclass
@@ -52,7 +54,6 @@ class RowSet:
 def _passes(row, spec, storage, kvb):
     from ..ledger import forward_ops
     from ..predict import decode_steps
-    from ..workload import Workload
 
     if row.kind == "decode":
         steps = decode_steps(row.context, row.prompt, max(row.gen, 1))
@@ -146,9 +147,10 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     profs = [profile_for(prof, r) for r in rs.rows]
     cols = ("bw", "bw_w", "kv", "abpf", "launch", "fixed", "pairs_below", "per_head")
     v = {k: np.empty(n) for k in cols}
-    for i, (r, p) in enumerate(zip(rs.rows, profs)):
+    for i, (r, p) in enumerate(zip(rs.rows, profs)):      # launch: under the row's driver, as get_engine's with_driver
         for k, x in zip(cols, (stream_bytes_s(p, r.hw), stream_bytes_s(p, r.hw, r.quant), p.eta_kv,
-                               p.attn_bytes_per_flop, p.launch_s, p.fixed_s, p.expert_pairs_below_tokens, p.kv_reread)):
+                               p.attn_bytes_per_flop, driver_launch_s(p, r.hw), p.fixed_s, p.expert_pairs_below_tokens,
+                               p.kv_reread)):
             v[k][i] = x
     rates = [compute_rate(rs.rows[i].hw, profs[i], rs.rows[i].quant, tokens, unit, attn, ppe)
              for i, tokens, unit, attn, ppe in rs.kinds]        # as op_time: the operator's Rate
