@@ -53,8 +53,8 @@ def add_hardware_options(p, required: bool = True):
     p.add_argument("--threads", "-t", type=int, default=None,
                    help="CPU engines: threads llama.cpp runs (-t; default: the physical cores)")
     p.add_argument("--driver", default=None,
-                   help="GPU driver under the llama.cpp backend: radv amdvlk amd-windows anv intel-windows nvidia nvk "
-                        "moltenvk (Vulkan), cuda, rocm-7 rocm-6, level-zero opencl (SYCL), metal (default: the --os "
+                   help="GPU driver under the llama.cpp backend: radv amdvlk amd-windows anv intel-windows nvidia "
+                        "nvidia-cm1 nvk moltenvk (Vulkan), cuda, rocm-7 rocm-6, level-zero opencl (SYCL), metal (default: the --os "
                         "default; the output says which was assumed)")
     p.add_argument("--os", default=None, help="operating system: linux, windows, macos (default linux; macos on Apple)")
     p.add_argument("--numa", choices=("distribute",), default=None,
