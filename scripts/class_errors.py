@@ -25,7 +25,11 @@ from tokspeed.engines import tables  # noqa: E402
 
 
 def row_class(row) -> str:
-    """The class of a row: backend x device family (x MoE on CUDA)."""
+    """The class of a row: backend x device family (x MoE on CUDA; ``xN``: N devices, a layer split)."""
+    return _one_device_class(row) + (f" x{row.n_devices}" if row.n_devices > 1 else "")
+
+
+def _one_device_class(row) -> str:
     e, vendor, arch = row.engine, (row.hw.vendor or "").lower(), str(row.hw.arch or "")
     if e == "llama.cpp-vulkan":
         return "vulkan-" + next((v for v in ("nvidia", "amd", "intel", "apple") if vendor.startswith(v)), "other")
@@ -49,7 +53,7 @@ def priors_only() -> None:
 def errors(rows) -> dict:
     out = {}
     for row in rows:
-        if row.skip or not row.engine.startswith(("llama.cpp", "ik_llama")):
+        if row.skip not in ("", "multi-device") or not row.engine.startswith(("llama.cpp", "ik_llama")):
             continue
         try:
             out[row.id] = error_pct(predicted_tok_s(row), row.tok_s)
@@ -63,10 +67,10 @@ def table(rows, errs: dict) -> str:
     for row in rows:
         if row.id in errs:
             cls[row_class(row), row.kind].append(errs[row.id])
-    lines = [f"{'class':16} {'metric':8} {'n':>4} {'signed med':>10} {'|med|':>7} {'|p90|':>7}"]
+    lines = [f"{'class':19} {'metric':8} {'n':>4} {'signed med':>10} {'|med|':>7} {'|p90|':>7}"]
     for (c, k), xs in sorted(cls.items()):
         a = sorted(abs(x) for x in xs)
-        lines.append(f"{c:16} {k:8} {len(xs):4d} {statistics.median(xs):+9.0f}% {statistics.median(a):6.0f}% "
+        lines.append(f"{c:19} {k:8} {len(xs):4d} {statistics.median(xs):+9.0f}% {statistics.median(a):6.0f}% "
                      f"{a[min(len(a) - 1, int(0.9 * len(a)))]:6.0f}%")
     return "\n".join(lines)
 

@@ -75,6 +75,8 @@ def test_rows_name_the_driver():
     assert rows["c3-0311"].driver == "nvidia-cm1"          # "Vulkan KHR_coopmat (coopmat1)"
     assert rows["c3-0299"].driver == "nvidia-cm1"          # "NVIDIA driver without coopmat2"
     assert rows["c3-0299"].ubatch == 1024                  # "n_ubatch 1024"
+    # "Intel open-source Mesa (ANV) driver, KHR_coopmat": the first driver named that drives Intel GPUs
+    assert rows["c3-0160"].driver == "anv" and rows["c3-0160"].hw.driver == "anv"
 
 
 def _overhead_s(driver):

@@ -164,9 +164,8 @@ def with_row_driver(hw: Hardware, note: str) -> Hardware:
     os_name = next((o for o, pat in NOTE_OSES if re.search(pat, note or "")), "")
     if VENDOR_OS.get((hw.vendor or "").lower(), os_name) != os_name:   # a table's "Linux" over a Mac's row
         os_name = ""
-    drv = next((d for d, pat in NOTE_DRIVERS if re.search(pat, note or "")), "")
-    if drv and (hw.vendor or "").lower() not in entry(drv)["vendors"]:
-        drv = ""
+    vendor = (hw.vendor or "").lower()       # the first driver named that drives this vendor's GPUs
+    drv = next((d for d, pat in NOTE_DRIVERS if re.search(pat, note or "") and vendor in entry(d)["vendors"]), "")
     if drv and os_name and os_name not in entry(drv)["os"]:
         os_name = ""
     return replace(hw, driver=drv, os=os_name) if drv or os_name else hw
