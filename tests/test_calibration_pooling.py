@@ -42,7 +42,9 @@ def test_blend_by_hand():
     assert b.eta_format["kquant"] == pytest.approx(math.sqrt(0.9 * 0.6))
     assert b.launch_s == pytest.approx(6e-6) and b.fixed_s == pytest.approx(0.5e-3)   # linear
     assert b.quant_flops_per_core_cycle == 0.0          # an era without the MMQ bound keeps none
-    assert b.kv_reread == 0.0 and b.attn_bytes_per_flop == 0.0   # fused attention: its path's prior is none
+    assert b.kv_reread == 0.0 and b.attn_bytes_per_flop == 0.0   # the fit's attention where the family has rows
+    z = blend(prior, fit, 0.0)
+    assert z.kv_reread == 0.0 and z.attn_bytes_per_flop == 0.0   # none: fused attention's prior is none
     assert blend(prior, fit, 0.0).eta_mem["gddr"] == pytest.approx(0.5)
     assert blend(prior, fit, 1.0) is fit
 

@@ -12,8 +12,8 @@ efficiency as the weighted geometric mean ``prior^(1-w) x fitted^w`` with
 no rows has ``w = 0``: the answer is the backend's prior, never a neighbour's residual, and it says so
 (``fitted = false``: its band is the priors' held-out band, ``tokspeed.engines.bands``).
 
-What is blended is what the fit moves: efficiencies, fixed costs, attention traffic (toward the priors of the same
-path: none where attention is fused) and the band. What says which kernel runs (an era without an MMQ bound) is the
+What is blended is what the fit moves: efficiencies, fixed costs and the band; attention traffic is the fit's
+wherever the family has rows and the priors' of the same path (none where attention is fused) where it has none. What says which kernel runs (an era without an MMQ bound) is the
 fitted profile's as it stands: a structural zero is kept.
 """
 
@@ -27,7 +27,7 @@ DICT_FIELDS = ("eta_mem", "eta_compute", "eta_format", "eta_compute_format")
 GEOMETRIC = ("eta_attn", "eta_kv", "eta_matvec", "gemm_half_tokens", "decode_error_pct", "prefill_error_pct")
 LINEAR = ("launch_s", "fixed_s")
 STRUCTURAL = ("bytes_per_core_cycle", "quant_flops_per_core_cycle", "pj_per_flop")
-ATTENTION = ("attn_bytes_per_flop", "kv_reread")     # linear, toward the prior of the fitted profile's path
+ATTENTION = ("attn_bytes_per_flop", "kv_reread")     # the fit's, or the prior of its path where w = 0
 
 
 def arch_family(hw) -> str:
@@ -76,8 +76,8 @@ def blend(prior, fitted, w: float):
     # flash_attention where set (engine_entry sets it), else what its traffic says
     fused = fitted.flash_attention if fitted.flash_attention is not None else \
         (fitted.kv_reread == 0.0 and fitted.attn_bytes_per_flop == 0.0)
-    for f in ATTENTION:
-        out[f] = w * getattr(fitted, f) + (1 - w) * (0.0 if fused else getattr(prior, f))
+    for f in ATTENTION:       # what the kernels move per attention FLOP: the fit's wherever the family has rows
+        out[f] = getattr(fitted, f) if w > 0 else (0.0 if fused else getattr(prior, f))
     return replace(fitted, **out)
 
 
