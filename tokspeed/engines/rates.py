@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
-from .backends import bf16_as_f32, coopmat1_share, flash_attn_on_vector, vector_fp16_tflops
+from .backends import bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector, vector_fp16_tflops
 from .cpu_kernels import attention_issue_share, attention_path, gemm_path, matvec_key, matvec_peak, path_peak
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
@@ -246,8 +246,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     if attn:        # the FP16-accumulate doubling is of the tensor figure: an F32 model's attention runs in FP32
         f32 = fmt.f32
         peak = hw.vector_flops if f32 else hw.matmul_flops
-        scalar = not f32 and tiled and flash_attn_on_vector(engine.name, hw)
-        if scalar:  # a prompt's FlashAttention tiles on the vector ALUs (Vulkan's FA_SCALAR): the packed-half rate
+        scalar = not f32 and tiled and (flash_attn_on_vector(engine.name, hw) or hip_fa_on_vector(engine, hw))
+        if scalar:  # a prompt's FA tiles on the vector ALUs (Vulkan's FA_SCALAR, HIP's fattn-tile): packed half
             peak = vector_fp16_tflops(hw) * 1e12
         # a decode pass (up to MATVEC_MAX_TOKENS queries) runs the attention core as a matrix-vector kernel (ggml-cuda
         # fattn-vec, ggml-metal kernel_flash_attn_ext_vec: one query row against the cached keys), at the pass's
