@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from ..advise.runs_here import DEFAULT_FIT_CONTEXT
+from ..models import window
 from .options import (add_engine_build_options, add_hardware_options, engine_build_kwargs, note_driver, number,
                       positive_int, print_json, resolve_hardware)
 
@@ -14,8 +16,11 @@ RULE = ("Ranking: models that fit in memory at --context and decode at least --m
         "--offload nothing is offloaded; with it, only models that fit in no format are offloaded. No format "
         "below the Q4 class (Q3_K_M, Q2_K, EXL2-3.0) unless --min-quality FORMAT or --allow-low-bits; a model "
         "released below 16 bits (gpt-oss MXFP4, DeepSeek-V3 FP8) is tried in its release and smaller, never "
-        "wider; a context past a model's trained window does not fit unless --rope-scaling. Each row is `tokspeed predict MODEL --quant FORMAT --context N "
-        "--prompt P --gen 1`. ppl Δ: perplexity increase llama.cpp's quantize tool publishes for the type "
+        "wider. The trained window: " + window.RULE + " (gen is 1 here); without --context each model is tried "
+        f"at {DEFAULT_FIT_CONTEXT:,} tokens of context or, where its window is shorter, the longest context the "
+        "window holds, so a model that runs at its own window is never shown as not running; an explicit "
+        "--context past a model's window does not fit unless --rope-scaling. Each row is `tokspeed predict "
+        "MODEL --quant FORMAT --context N --prompt P --gen 1`. ppl Δ: perplexity increase llama.cpp's quantize tool publishes for the type "
         "(measured on Llama-3-8B, F16/BF16 on Mistral-7B); blank where none is published.")
 
 
@@ -26,7 +31,10 @@ def add_parser(sub):
                        description="Every catalog model on one device, in the best weight format that fits. " + RULE,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_hardware_options(p)
-    p.add_argument("--context", type=positive_int, default=8192, help="tokens in the KV cache to fit (default 8192)")
+    p.add_argument("--context", type=positive_int, default=None,
+                   help=f"tokens in the KV cache to fit (default {DEFAULT_FIT_CONTEXT:,}, a common chat length, "
+                        "clamped to each model's trained window; predict's default is 0: one answer from an "
+                        "empty cache)")
     p.add_argument("--prompt", type=positive_int, default=512, help="prompt tokens for prefill and TTFT (default 512)")
     p.add_argument("--min-tok-s", dest="min_tok_s", type=number, default=None, help="least expected decode tok/s")
     p.add_argument("--engine", "-e", default="llama.cpp", help="engine whose formats are tried (default llama.cpp)")
@@ -69,7 +77,8 @@ def run(args) -> int:
     prof = get_engine(args.engine, hw)      # the backend's driver on this device: checked and said once
     note_driver(prof.driver, prof.driver_assumed)
     try:
-        rows = rank_models(hw, context=args.context, prompt=args.prompt, min_tok_s=args.min_tok_s,
+        rows = rank_models(hw, context=DEFAULT_FIT_CONTEXT if args.context is None else args.context,
+                           context_to_window=args.context is None, prompt=args.prompt, min_tok_s=args.min_tok_s,
                            engine=args.engine, gpus=args.gpus or 1, offload=args.offload, family=args.family,
                            max_params=args.max_params, moe=args.moe, use=args.use, top=args.top,
                            min_quality=args.min_quality,
@@ -88,7 +97,9 @@ def run(args) -> int:
     from ..units import fmt_bytes, fmt_seconds
 
     gpus = f"{args.gpus} x " if (args.gpus or 1) > 1 else ""
-    t = FitTable(title=f"{gpus}{hw.name}: {len(rows)} model(s) at context {args.context:,} + prompt {args.prompt} · "
+    ctx = (f"context {DEFAULT_FIT_CONTEXT:,} (or the model's window)" if args.context is None
+           else f"context {args.context:,}")
+    t = FitTable(title=f"{gpus}{hw.name}: {len(rows)} model(s) at {ctx} + prompt {args.prompt} · "
                        f"{args.engine}{' · offload ' + args.offload if args.offload != 'none' else ''}",
                  caption=RULE)
     for col, num, drop in (("model", False, 0), ("params", True, 0), ("format", False, 0),
