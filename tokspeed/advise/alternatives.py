@@ -33,6 +33,8 @@ MAX_GPUS = 64
 GGUF_FORMATS = ("F16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_K_S", "IQ4_XS", "Q4_0", "Q3_K_M", "Q2_K")
 EXL2_FORMATS = ("EXL2-8", "EXL2-6", "EXL2-5", "EXL2-4.5", "EXL2-4", "EXL2-3", "EXL2-2.5")
 TENSOR_FORMATS = ("F16", "FP8", "INT8", "AWQ-4B", "GPTQ-4B-G128", "INT4-G128")
+# MLX's own conversions (mlx-lm convert -q --q-bits N, group 64): what people download for the mlx engine
+MLX_FORMATS = ("BF16", "MLX-8BIT", "MLX-6BIT", "MLX-4BIT", "MLX-3BIT")
 
 
 def formats_for(engine: str) -> tuple[str, ...]:
@@ -41,6 +43,8 @@ def formats_for(engine: str) -> tuple[str, ...]:
         return GGUF_FORMATS
     if e == "exllamav2":
         return EXL2_FORMATS
+    if e in ("mlx", "mlx-lm"):
+        return MLX_FORMATS
     if e == "ideal":
         return GGUF_FORMATS + TENSOR_FORMATS[1:]
     return TENSOR_FORMATS

@@ -46,7 +46,7 @@ _ENGINE_FORMATS = {
     "transformers": ("BF16", "INT8", "INT4-G128"),
     "gpt-fast": ("BF16", "INT8", "INT4-G128", "INT4-G32"),
     "exllamav2": ("EXL2-8.0", "EXL2-6.0", "EXL2-5.0", "EXL2-4.0", "EXL2-3.0"),
-    "mlx": ("BF16", "INT8", "INT4-G32"),
+    "mlx": ("BF16", "MLX-8BIT", "MLX-6BIT", "MLX-4BIT", "MLX-3BIT"),     # mlx-lm convert -q --q-bits N, group 64
 }
 
 

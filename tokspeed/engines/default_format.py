@@ -4,7 +4,11 @@
   files people download, and the file people download is ``Q4_K_M`` (the type Ollama's library tags by default
   and the "recommended" type of the common GGUF repos), or the model's released format where that is smaller
   (gpt-oss ships MXFP4 experts: its GGUF is MXFP4, 4.25 bits per weight against Q4_K_M's ~4.9).
-- Every other engine (vLLM, SGLang, TensorRT-LLM, transformers, gpt-fast, ExLlamaV2, MLX, ``ideal``) runs the
+- MLX (``mlx``, mlx-lm) runs MLX's own conversions people download (the mlx-community repos), and the one
+  people download is ``MLX-4BIT``: mlx-lm's ``convert --quantize`` defaults (``q_bits=4``, ``q_group_size=64``,
+  mlx_lm/convert.py), affine 4-bit with one scale and one bias per 64 weights in the model's 16-bit dtype,
+  (64 x 4 + 2 x 16) / 64 = 4.5 bits per weight; the released format where that is smaller (gpt-oss's MXFP4).
+- Every other engine (vLLM, SGLang, TensorRT-LLM, transformers, gpt-fast, ExLlamaV2, ``ideal``) runs the
   checkpoint as released: ``ModelSpec.released_format`` (FP8 for DeepSeek-V3/R1, MXFP4 for gpt-oss; BF16
   otherwise, with a source in the catalog entry), falling back to BF16, then F16, where the engine does not run the
   released format on the device.
@@ -15,6 +19,7 @@
 from __future__ import annotations
 
 DOWNLOAD_DEFAULT = "Q4_K_M"
+MLX_DOWNLOAD_DEFAULT = "MLX-4BIT"      # mlx-lm convert's defaults: 4 bits, group size 64 (see above)
 FALLBACKS = ("BF16", "F16")
 
 
@@ -43,15 +48,18 @@ def default_quant(spec, engine, hw) -> tuple[str, str]:
     except UserError:
         runs = set()
     name = getattr(engine, "name", engine)
-    if runtime_of(engine) == "llama.cpp":
-        if released in runs and released != DOWNLOAD_DEFAULT:
+    download = {"llama.cpp": (DOWNLOAD_DEFAULT, "the GGUF people download"),
+                "mlx": (MLX_DOWNLOAD_DEFAULT, "MLX's own 4-bit conversion people download (mlx-lm convert -q: "
+                                              "group 64, 4.5 bits per weight)")}.get(runtime_of(engine))
+    if download is not None:
+        fmt, what = download
+        if released in runs and released != fmt:
             try:
-                if _weights(spec, released) < _weights(spec, DOWNLOAD_DEFAULT):
-                    return released, (f"{released}: the format {spec.id} is released in, smaller than "
-                                      f"{DOWNLOAD_DEFAULT} (the GGUF people download)")
+                if _weights(spec, released) < _weights(spec, fmt):
+                    return released, f"{released}: the format {spec.id} is released in, smaller than {fmt} ({what})"
             except UserError:
                 pass
-        return DOWNLOAD_DEFAULT, f"{DOWNLOAD_DEFAULT}: the GGUF people download for {name}"
+        return fmt, f"{fmt}: {what} for {name}"
     if not runs or released in runs:
         return released, f"{released}: the format {spec.id} is released in"
     for q in FALLBACKS:
