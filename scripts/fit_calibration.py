@@ -441,6 +441,12 @@ def shared_eta_mem(results, engine: str) -> dict:
     return {}
 
 
+
+def fitted_prior_source(source: str) -> str:
+    """A prior's source quoted in a fitted entry: its "no calibration rows" is true of the prior alone, and a
+    fitted entry has rows."""
+    return source.replace("; no calibration rows", "")
+
 def fitted_toml(results) -> str:
     out = ["# Written by scripts/fit_calibration.py from data/validation/calibration.csv: do not edit by hand.",
            "# Overlays priors.toml per engine; `version` is the newest engine era fitted (tokspeed/engines/",
@@ -493,7 +499,7 @@ def fitted_toml(results) -> str:
         out.append("fitted = true")
         out.append(f'source = "fitted by scripts/fit_calibration.py on {len(rows)} rows of calibration.csv '
                    f'({nd} decode, {npf} prefill; {", ".join(res["families"])}; eras '
-                   f'{", ".join(eras_of(rows))}); priors: {prior.source}"')
+                   f'{", ".join(eras_of(rows))}); priors: {fitted_prior_source(prior.source)}"')
         for era, ep in sorted(prof.items()) if isinstance(prof, dict) else []:
             if era == res["version"]:
                 continue
