@@ -33,7 +33,7 @@ but 316 of its 365 rows are from May 2024: a simplification). The fit uses:
   predicted, which is the situation of a user with hardware that is not in the file.
 
 Prints a table per engine x family (n, median and p90 absolute % error for decode and prefill, in-sample
-and held-out), the held-out errors against issue 11's targets, and the coverage of the error bands.
+and held-out), the held-out errors against the targets, and the coverage of the error bands.
 ``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band, and
 tokspeed/engines/bands.toml: the factors that widen that band off the data (tokspeed/calibration/holdout.py), from
 the errors of rows held out by vendor and by backend (the priors), of each backend refitted without a weight-format
@@ -346,7 +346,7 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
-TARGETS = {"decode": (10.0, 25.0), "prefill": (15.0, 35.0)}   # issue 11: held-out median / p90 |error| %
+TARGETS = {"decode": (10.0, 25.0), "prefill": (15.0, 35.0)}   # the targets: held-out median / p90 |error| %
 
 
 def targets(results) -> str:

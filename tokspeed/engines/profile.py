@@ -337,7 +337,7 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     profile = EngineProfile(name=e, version=label, build_month=build_month_of(version), **entry)
     if hardware is None:
         return profile
-    from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)
+    from .bands import with_band          # off the fitted vendors: the held-out band
     return calibrated(with_band(with_driver(profile, hardware), hardware), hardware)
 
 

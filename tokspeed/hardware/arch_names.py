@@ -3,7 +3,7 @@ calibration row of a device the catalog lacks, a probed profile).
 
 Catalog devices state ``arch`` in the reference CSV; this is the fallback, and the entry's ``derived`` list says
 the value was read from the name. The tables are the name patterns the engine rules used before the architecture
-became data (issue 25: ``engines/issue.py``, ``engines/mmq.py``, ``engines/memory.py``, ``calibration/families.py``),
+became data (``engines/issue.py``, ``engines/mmq.py``, ``engines/memory.py``, ``calibration/families.py``),
 in one place, checked in order on the lower-cased name: a name that fits none gets no arch (the engine rules then
 take their vendor's default, as before).
 

@@ -55,7 +55,7 @@ def format_key(quant) -> FormatKey:
 def format_group(quant: str) -> str:
     """Weight formats grouped by the kind of dequantisation their kernels do; an unknown format is an error
     (it used to fall through to "int4")."""
-    from .dynamic import plain_format       # UD-*, ik_llama.cpp, MLX, NVFP4, NAME@size (issue 27)
+    from .dynamic import plain_format       # UD-*, ik_llama.cpp, MLX, NVFP4, NAME@size
 
     q = plain_format(quant)
     if q.lower() in FORMAT_GROUPS:          # already a group (the fit passes group names)
