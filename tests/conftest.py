@@ -35,3 +35,34 @@ def tb_device():
     """The seeds' idealised device: 1 TB/s, memory large enough for anything."""
     return Hardware(id="one-tb", name="1 TB/s device", kind="gpu", vendor="test", memory_gb=10_000,
                     bandwidth_gbps=1000, fp16_tflops=1000)
+
+
+# -- progress a quiet run still shows (tests/progress.py) ----------------------------------------------------
+_heartbeat = None
+
+
+def pytest_sessionstart(session):
+    global _heartbeat
+    from progress import Heartbeat, missing_at_start
+
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if tr is None:
+        return
+    for line in missing_at_start():
+        tr.write_line(line)
+    if not session.config.option.collectonly:
+        # the terminal as it was before pytest captured fd 1 (a running test's output is captured, this is not)
+        capman = session.config.pluginmanager.getplugin("capturemanager")
+        fd = getattr(getattr(getattr(capman, "_global_capturing", None), "out", None), "targetfd_save", None)
+        out = os.fdopen(os.dup(fd), "w", buffering=1) if isinstance(fd, int) else sys.__stdout__
+        _heartbeat = Heartbeat(lambda line: out.write("\n" + line + "\n"))
+
+
+def pytest_runtest_logstart(nodeid, location):
+    if _heartbeat is not None:
+        _heartbeat.start(nodeid)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if _heartbeat is not None:
+        _heartbeat.stop()
