@@ -25,11 +25,8 @@ RULE = ("Ranking: models that fit in memory at --context and decode at least --m
 
 
 def add_parser(sub):
-    import argparse
-
     p = sub.add_parser("fit", help="rank every catalog model on a device: best format that fits, speed, memory",
-                       description="Every catalog model on one device, in the best weight format that fits. " + RULE,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description="Every catalog model on one device, in the best weight format that fits. " + RULE)
     add_hardware_options(p)
     p.add_argument("--context", type=positive_int, default=None,
                    help=f"tokens in the KV cache to fit (default {DEFAULT_FIT_CONTEXT:,}, a common chat length, "
@@ -105,7 +102,7 @@ def run(args) -> int:
     for col, num, drop in (("model", False, 0), ("params", True, 0), ("format", False, 0),
                            ("ppl Δ (llama.cpp, 8B)", True, 3), ("memory / capacity", True, 2),
                            ("decode tok/s", True, 0), ("prefill tok/s", True, 4), ("TTFT", True, 5), ("fits", False, 0)):
-        t.column(col, numeric=num, drop=drop, min_width=10)
+        t.column(col, numeric=num, drop=drop, min_width=10, whole=col == "model")
     for r in rows:
         q = r.quality or {}
         qual = f"{q['ppl_delta']:+.4f}" if "ppl_delta" in q else ""

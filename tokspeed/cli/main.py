@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from ..errors import UserError
+from ..report.text import wrapped
 
 # verb -> module under tokspeed.cli
 COMMANDS = {
@@ -45,7 +46,7 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse that reports a usage error as one line on stderr, exit 2."""
 
     def error(self, message):
-        sys.stderr.write(f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
+        sys.stderr.write(wrapped(f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)") + "\n")
         sys.exit(2)
 
 
@@ -73,7 +74,7 @@ def main(argv=None) -> int:
     except UserError as e:
         from .flag_words import cli_message
 
-        sys.stderr.write(f"tokspeed: error: {one_line(cli_message(e, parser))}\n")
+        sys.stderr.write(wrapped(f"tokspeed: error: {one_line(cli_message(e, parser))}") + "\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("tokspeed: interrupted\n")
