@@ -6,8 +6,8 @@ import sys
 
 from ..advise.runs_here import DEFAULT_FIT_CONTEXT
 from ..models import window
-from .options import (add_engine_build_options, add_hardware_options, engine_build_kwargs, note_driver, number,
-                      positive_int, print_json, resolve_hardware)
+from .options import (add_engine_build_options, add_engine_option, add_hardware_options, engine_build_kwargs,
+                      note_driver, number, positive_int, print_json, resolve_hardware)
 
 RULE = ("Ranking: models that fit in memory at --context and decode at least --min-tok-s come first, "
         "largest parameter count first, then fastest expected decode; then models that fit but are slower; "
@@ -34,7 +34,7 @@ def add_parser(sub):
                         "empty cache)")
     p.add_argument("--prompt", type=positive_int, default=512, help="prompt tokens for prefill and TTFT (default 512)")
     p.add_argument("--min-tok-s", dest="min_tok_s", type=number, default=None, help="least expected decode tok/s")
-    p.add_argument("--engine", "-e", default="llama.cpp", help="engine whose formats are tried (default llama.cpp)")
+    add_engine_option(p, default="llama.cpp", what="engine whose formats are tried")
     add_engine_build_options(p)
     p.add_argument("--gpus", type=positive_int, default=1, help="devices of --hardware that share a model (default 1)")
     p.add_argument("--offload", default="none", choices=["none", "auto", "layers", "experts"],

@@ -42,8 +42,28 @@ def one_line(text: str) -> str:
     return control_free(text)
 
 
+class WholeWordsHelp(argparse.HelpFormatter):
+    """Help text wrapped at word boundaries only: an id with a hyphen (lm-studio, llama.cpp-rocm) stays whole."""
+
+    def _split_lines(self, text, width):
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=False)
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line on stderr, exit 2."""
+    """argparse that reports a usage error as one message on stderr (wrapped at the width), exit 2; its help
+    wraps at whole words (``WholeWordsHelp``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", WholeWordsHelp)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         sys.stderr.write(wrapped(f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)") + "\n")
