@@ -1,10 +1,17 @@
 import os
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from tokspeed.hardware.spec import Hardware
+
+# Output 200 columns wide unless a test says otherwise: the CLI wraps at COLUMNS, the terminal's width, or 80 when
+# piped, and a test that reads a table or counts an error's lines is not about wrapping (tests/test_terminal_*.py
+# are, and set COLUMNS or remove it themselves). Every subprocess a test starts inherits it.
+_RUNNER_WIDTH = shutil.get_terminal_size().columns      # pytest's own lines keep the real width
+os.environ.setdefault("COLUMNS", "200")
 
 try:
     from hypothesis import HealthCheck, settings
@@ -48,6 +55,7 @@ def pytest_sessionstart(session):
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr is None:
         return
+    tr._tw.fullwidth = _RUNNER_WIDTH
     for line in missing_at_start():
         tr.write_line(line)
     if not session.config.option.collectonly:
