@@ -32,7 +32,7 @@ fi
 
 JOBS="${TOKSPEED_BUILD_JOBS:-2}"
 echo "build_llama_server: building llama.cpp's llama-server $VERSION (CPU, -j$JOBS) into $DEST;" \
-     "once per version: 16 CPU-minutes, ~8 min on 2 free cores" >&2
+     "once per version: ~11 CPU-minutes, ~6-8 min on 2 idle cores" >&2
 # The build tree lives in the cache too, so a build cut short (CI timeout, Ctrl-C) resumes where it
 # stopped; it is removed once the binary is in place.
 WORK="$CACHE/build-$VERSION"

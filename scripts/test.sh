@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 source scripts/ticker.sh
 T0=$(date +%s)
 echo "scripts/test.sh: a first run builds llama.cpp once (llama-server + llama-bench, version in" \
-     "scripts/llama_cpp_version.txt): about 15 minutes on 2 idle cores, then the tests; the build is cached," \
+     "scripts/llama_cpp_version.txt): ~11 CPU-minutes, about 8 minutes on 2 idle cores, then the tests; cached," \
      "so later runs take the test time alone. A line every 20 s says what is being built." >&2
 if ! command -v chromium >/dev/null 2>&1; then
   echo "installing Debian's chromium (browser test)" >&2
