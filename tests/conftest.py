@@ -7,11 +7,11 @@ import pytest
 
 from tokspeed.hardware.spec import Hardware
 
-# Output 200 columns wide unless a test says otherwise: the CLI wraps at COLUMNS, the terminal's width, or 80 when
+# Output 1000 columns wide unless a test says otherwise: the CLI wraps at COLUMNS, the terminal's width, or 80 when
 # piped, and a test that reads a table or counts an error's lines is not about wrapping (tests/test_terminal_*.py
 # are, and set COLUMNS or remove it themselves). Every subprocess a test starts inherits it.
 _RUNNER_WIDTH = shutil.get_terminal_size().columns      # pytest's own lines keep the real width
-os.environ.setdefault("COLUMNS", "200")
+os.environ.setdefault("COLUMNS", "1000")
 
 try:
     from hypothesis import HealthCheck, settings
