@@ -55,7 +55,7 @@ def pytest_sessionstart(session):
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if tr is None:
         return
-    tr._tw.fullwidth = _RUNNER_WIDTH
+    tr._tw.fullwidth = tr._screen_width = _RUNNER_WIDTH
     for line in missing_at_start():
         tr.write_line(line)
     if not session.config.option.collectonly:

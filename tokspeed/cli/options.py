@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..engines.compat import engine_help
 from ..errors import UserError
+from ..quant.format_table import quant_help
 from ..units import parse_bytes, parse_count, parse_counts, parse_number
 from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
 
@@ -72,13 +74,11 @@ ENGINE_DEFAULT_WHY = {
 
 
 def add_engine_option(p, default: str = DEFAULT_ENGINE, what: str = "engine the numbers are for"):
-    """--engine/-e: every engine of the capability table (tokspeed/engines/capabilities.toml), by name."""
-    from ..engines.compat import engine_names
-
+    """--engine/-e: every engine of the capability table (tokspeed/engines/capabilities.toml, ``engine_help``)."""
     why = ENGINE_DEFAULT_WHY.get(default, "")
     p.add_argument("--engine", "-e", default=default, metavar="ENGINE",
-                   help=f"{what}: {', '.join(engine_names())} (llama.cpp picks its backend by the device's "
-                        f"vendor) (default {default}{': ' + why if why else ''})")
+                   help=f"{what}: {engine_help()} (llama.cpp picks its backend by the device's vendor) "
+                        f"(default {default}{': ' + why if why else ''})")
 
 
 def add_kv_dtype_option(p):
@@ -91,7 +91,7 @@ def add_kv_dtype_option(p):
 
 
 def add_model_options(p):
-    p.add_argument("--quant", "-q", default=None, help="weight format: F16 Q8_0 Q4_K_M INT4-G128 EXL2-4.0 ... (default: the released format for server engines, Q4_K_M or a smaller released format for llama.cpp-family engines, MLX-4BIT for mlx; the output says which)")
+    p.add_argument("--quant", "-q", default=None, help=quant_help())
     add_kv_dtype_option(p)
     add_engine_option(p)
 
