@@ -316,7 +316,7 @@ def main(argv=None) -> int:
             pooled[k] += v
         lines.append(f"| {e} | {len(by_engine[e])} | {fmt(errs)} |")
     lines.append(f"| **all** | {len(cases)} | {fmt(pooled)} |")
-    targets = ("Targets (issue 28): tok/s/GPU median <= 13 %, p90 <= 30 %; TPOT p50 median <= 15 %; TTFT p50 "
+    targets = ("Targets: tok/s/GPU median <= 13 %, p90 <= 30 %; TPOT p50 median <= 15 %; TTFT p50 "
                "median <= 40 %.")
     reached = []
     for name, errs in (("leave-one-GPU-out", lo_gpu), ("leave-one-engine-out", pooled)):

@@ -287,15 +287,16 @@ def fit_available() -> bool:
 
 
 def api_fit(q) -> dict:
-    from ..advise.runs_here import rank_models
+    from ..advise.runs_here import DEFAULT_FIT_CONTEXT, rank_models
 
     if q.prompt > MAX_FIT_PROMPT:
         raise ApiError(400, f"the ranking takes prompts up to {MAX_FIT_PROMPT:,} tokens, got {q.prompt:,}", "prompt")
-    if q.context > MAX_FIT_CONTEXT:
+    if q.context is not None and q.context > MAX_FIT_CONTEXT:
         raise ApiError(400, f"context {q.context:,} is above this server's limit of {MAX_FIT_CONTEXT:,}", "context")
 
     hw = catalog_hardware(q.hardware)
-    rows = rank_models(hw, context=q.context, prompt=q.prompt, min_tok_s=q.min_tok_s, **engine_options(q), gpus=q.gpus,
+    context = DEFAULT_FIT_CONTEXT if q.context is None else q.context     # the default is clamped to each window
+    rows = rank_models(hw, context=context, context_to_window=q.context is None, prompt=q.prompt, min_tok_s=q.min_tok_s, **engine_options(q), gpus=q.gpus,
                        offload=q.offload, family=q.family, max_params=q.max_params, moe=q.moe, use=q.use,
                        top=q.top)
     return {"hardware": hw.id, "rows": [r.to_dict() for r in rows]}
