@@ -20,9 +20,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "data" / "validation" / "serving-calibration.csv"
+CSV2 = ROOT / "data" / "validation" / "serving-calibration-2.csv"   # newer engines (Dec 2025 - Jan 2026)
 ENGINES = {"TensorRT-LLM": "tensorrt-llm", "TensorRT-LLM (Triton backend)": "tensorrt-llm", "vLLM": "vllm",
            "vLLM (MangoBoost LLMBoost)": "vllm", "SGLang": "sglang"}
-QUANTS = {"FP8": "FP8", "F16": "F16", "BF16": "F16"}
+QUANTS = {"FP8": "FP8", "F16": "F16", "BF16": "F16", "MXFP4": "MXFP4", "NVFP4": "NVFP4"}
 DEVICES = {"NVIDIA GH200 480GB": "gh200-96g"}     # the TensorRT-LLM doc's GH200 is the 96 GB HBM3 board
 MAX_DEVICES = 8                                    # one server (multi-node rows are left out)
 
