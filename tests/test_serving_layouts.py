@@ -181,7 +181,8 @@ def test_sglang_attention_dp_before_deepep_is_not_modelled():
     # SGLang 0.4.5 is the first release with DeepEP; before it attention DP gathered every rank's tokens for
     # TP-sharded experts: such a configuration carries the warning, a row of it is not scored
     from tokspeed.serving.rows import load_cases
-    from tokspeed.serving.unmodelled import SGLANG_DP_BEFORE_DEEPEP, not_modelled, version_tuple
+    from tokspeed.serving.engine_versions import version_tuple
+    from tokspeed.serving.unmodelled import SGLANG_DP_BEFORE_DEEPEP, not_modelled
 
     dp8 = Parallelism(tp=1, ep=8, dp=8)
     assert version_tuple("0.5.5.post3") == (0, 5, 5) and version_tuple("v0.4.1") == (0, 4, 1)

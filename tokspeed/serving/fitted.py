@@ -6,8 +6,11 @@
 - ``link_scale``: the engine's collectives (TP all-reduces, EP all-to-alls) over the link model's time
   (``tokspeed.scale.interconnect``: the link's rate and latency); NCCL reaches a share of the link rate
   and the collectives wait on the kernels around them.
-Entries are per engine and device vendor (``vllm@amd``: ROCm kernels) where the fit had rows for the pair,
-else per engine. An engine the fit has no rows for takes 1 and 0: the roofline alone.
+One entry per device vendor (``serving@nvidia``, ``serving@amd``: CUDA and ROCm kernels differ), shared by the
+server engines (vLLM, SGLang, TensorRT-LLM): what differs between engines and releases is mechanism (CUDA graphs,
+host overlap: ``engine_versions.toml``; GEMM paths: ``gemm_device``), not a constant of its own. Each constant is
+shrunk toward its prior (gpu_scale 1, link_scale 1, step_s 0) by the fit. An ``engine@vendor`` or ``engine`` entry,
+where a table has one, still wins. Other engines take 1 and 0: the roofline alone.
 
 ``predict`` applies the same constants to its passes where the table has an entry for the engine
 (``predict_constants``; ``engine_seconds`` is the one formula both use), so a single stream in ``predict`` and
@@ -40,9 +43,27 @@ def fitted_key(engine_name: str, vendor: str = "") -> str:
     return f"{scheduler_key(engine_name)}@{vendor.lower()}" if vendor else scheduler_key(engine_name)
 
 
-def _entry(engine_name: str, vendor: str = "") -> dict:
+SERVER_ENGINES = frozenset({"vllm", "sglang", "tensorrt-llm"})
+
+
+def shared_key(vendor: str) -> str:
+    """The entry every server engine on ``vendor``'s devices shares."""
+    return f"serving@{vendor.lower()}"
+
+
+def _key(engine_name: str, vendor: str = "") -> str | None:
     t = _table()
-    return t.get(fitted_key(engine_name, vendor)) or t.get(engine_name) or t.get(scheduler_key(engine_name)) or {}
+    for k in (fitted_key(engine_name, vendor), engine_name, scheduler_key(engine_name)):
+        if t.get(k):
+            return k
+    if vendor and scheduler_key(engine_name) in SERVER_ENGINES and t.get(shared_key(vendor)):
+        return shared_key(vendor)
+    return None
+
+
+def _entry(engine_name: str, vendor: str = "") -> dict:
+    k = _key(engine_name, vendor)
+    return _table()[k] if k else {}
 
 
 def fitted_for(engine_name: str, vendor: str = "") -> dict:
@@ -71,15 +92,14 @@ def predict_constants(engine_name: str, vendor: str = "", pp: int = 1) -> dict |
     if host_hidden(sched, max(1, int(pp))):
         fit["step_s"] = 0.0
     t = _table()
-    key = next(k for k in (fitted_key(engine_name, vendor), engine_name, scheduler_key(engine_name)) if t.get(k))
-    extra = {k: t[key][k] for k in ("tpot_error_pct", "ttft_error_pct", "pooled", "rows") if k in t[key]}
+    key = _key(engine_name, vendor)
+    extra = {k: t[key][k] for k in ("tpot_error_pct", "ttft_error_pct", "rows") if k in t[key]}
     return {**fit, "token_budget": int(sched.token_budget), "source": key, **extra}
 
 
 def constants_note(fit: dict) -> str:
     """Where ``predict``'s numbers for a server engine come from (its ``engine_source``)."""
-    origin = (f"pooled from {fit['rows']} rows of the other engines on the vendor" if fit.get("pooled") == "vendor"
-              else f"pooled from the engine's {fit['rows']} rows on other vendors" if fit.get("pooled")
+    origin = (f"shared by the server engines, fitted on {fit['rows']} rows" if fit.get("rows")
               else "fitted on its serving rows")
     bands = ", ".join(f"{k} ±{fit[k + '_error_pct']:g} %" for k in ("tpot", "ttft") if k + "_error_pct" in fit)
     return (f"serving constants {fit['source']} ({origin}; gpu_scale {fit['gpu_scale']:.3f}, step_s "

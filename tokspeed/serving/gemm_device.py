@@ -1,25 +1,82 @@
 """The device as a serving engine computes on it (``gemm_hardware``): the serving simulator's workers and
-``predict`` for a fitted server engine (``prediction_setup``) take the same view."""
+``predict`` for a fitted server engine (``prediction_setup``) take the same view.
+
+The tensor-core path a server engine's GEMMs take (``gemm_path``), by weight format and the device's matrix units
+(``Hardware.matrix_units``, never its name):
+
+- ``w8a8-fp8``: an FP8 checkpoint on FP8 units (Ada, Hopper, Blackwell, CDNA3/4): activations quantized per
+  token, the GEMM at the FP8 peak (TensorRT-LLM, vLLM's cutlass FP8 kernels, SGLang).
+- ``w4a4-fp4``: NVFP4 on Blackwell FP4 tensor cores (TensorRT-LLM, vLLM and SGLang's cutlass / trtllm-gen NVFP4
+  GEMMs), MXFP4 on CDNA4's FP4 matrix cores (AMD's MXFP4 kernels for MI355X): the GEMM at the FP4 peak.
+- ``w4a8-mxfp4``: MXFP4 on Blackwell: the weights stay 4-bit, activations run as MXFP8 (TensorRT-LLM's and
+  FlashInfer's trtllm-gen MoE for gpt-oss; vLLM ``model_executor/layers/quantization/mxfp4.py``, v0.11-0.13:
+  SM100 takes the FlashInfer MXFP4 x MXFP8 path): the FP8 peak.
+- ``w4a16``: a 4-bit format on a part without FP4 units (Hopper: Marlin / Triton ``matmul_ogs`` kernels dequantize
+  to BF16 in registers): the 16-bit peak, the bytes of the 4-bit weights (``timing``).
+llama.cpp engines dequantize to FP16 and keep the device as it is.
+
+The FP4 peaks (dense, per GPU; ``FP4_TFLOPS``) are the vendors' figures; a part with FP4 units the table lacks
+takes twice its FP8 peak, the ratio every listed Blackwell (B200, GB200) and CDNA4 (MI355X) data sheet gives.
+"""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-FP8_GEMM_FORMATS = frozenset({"FP8"})
+FP8_GEMM_FORMATS = frozenset({"FP8", "FP8-BLOCK"})
+FP4_FORMATS = frozenset({"NVFP4", "MXFP4"})
+FP4_UNITS = frozenset({"tensor-fp4", "mfma-fp4"})
+FP8_UNITS = frozenset({"tensor-fp8", "mfma-fp8", "wmma-fp8"})
+
+# dense FP4 TFLOPS per GPU (sparse figures halved)
+FP4_TFLOPS = {
+    "b200": 9000.0,     # NVIDIA DGX B200 data sheet: 144 PFLOPS FP4 (sparse) for 8 GPUs -> 18 sparse, 9 dense
+    "gb200": 10000.0,   # NVIDIA GB200 NVL72 page: 1,440 PFLOPS FP4 (sparse) for 72 GPUs -> 20 sparse, 10 dense
+    "b300": 13500.0,    # NVIDIA "Inside Blackwell Ultra" (2025-08): 1.5x Blackwell's dense NVFP4 -> 1.5 x 9,000
+    "gb300": 15000.0,   # same source: 15 PFLOPS dense NVFP4 per Blackwell Ultra GPU
+    "mi355x": 10066.0,  # AMD Instinct MI355X data sheet: 10.1 PFLOPS MXFP4 (dense), 5.0 PFLOPS FP8
+}
+
+
+def gemm_path(hw, quant: str | None, engine: str) -> str:
+    """The tensor-core path of a server engine's GEMMs for weights in ``quant`` on ``hw`` (module docstring);
+    ``native``: the device's 16-bit path (llama.cpp engines, 16-bit weights, a part without the units)."""
+    from ..engines.compat import runtime_of
+    from ..quant.schemes import canonical
+
+    fmt = canonical(quant) if quant else ""
+    units = set(getattr(hw, "matrix_units", ()) or ())
+    if runtime_of(engine) == "llama.cpp" or not fmt:
+        return "native"
+    if fmt in FP8_GEMM_FORMATS and hw.fp8_tflops:
+        return "w8a8-fp8"
+    if fmt in FP4_FORMATS and units & FP4_UNITS:
+        if fmt == "MXFP4" and "tensor-fp4" in units:
+            return "w4a8-mxfp4"
+        return "w4a4-fp4"
+    if fmt in FP4_FORMATS:
+        return "w4a16"
+    return "native"
+
+
+def fp4_tflops(hw) -> float:
+    """Dense FP4 peak of ``hw`` (``FP4_TFLOPS``, else 2 x its FP8 peak where it has FP4 units; 0 without)."""
+    if hw.id in FP4_TFLOPS:
+        return FP4_TFLOPS[hw.id]
+    units = set(getattr(hw, "matrix_units", ()) or ())
+    return 2.0 * hw.fp8_tflops if units & FP4_UNITS else 0.0
 
 
 def gemm_hardware(hardware, quant: str | None, engine: str):
-    """The device as a serving engine computes on it: an FP8 checkpoint runs W8A8 FP8 GEMMs (activations
-    quantized per token: TensorRT-LLM, vLLM's cutlass FP8 kernels, SGLang) at the device's FP8 tensor rate
-    where it has one (Hopper, Ada, CDNA3), not at the FP16 rate ``timing`` gives a weight format. llama.cpp
-    engines dequantize to FP16 and keep it."""
-    from ..engines.compat import runtime_of
+    """The device as a serving engine computes on it: its matrix peak set to the one of its GEMM path
+    (``gemm_path``): FP8 for W8A8 FP8 and W4A8 MXFP4, FP4 for W4A4; the 16-bit peak otherwise."""
     from ..hardware.catalog import get_hardware
     from ..hardware.spec import Hardware
-    from ..quant.schemes import canonical
 
     hw = hardware if isinstance(hardware, Hardware) else get_hardware(hardware)
-    fmt = canonical(quant) if quant else ""
-    if fmt in FP8_GEMM_FORMATS and hw.fp8_tflops and runtime_of(engine) != "llama.cpp":
+    path = gemm_path(hw, quant, engine)
+    if path in ("w8a8-fp8", "w4a8-mxfp4") and hw.fp8_tflops:
         return replace(hw, fp16_tflops=hw.fp8_tflops)
+    if path == "w4a4-fp4" and fp4_tflops(hw):
+        return replace(hw, fp16_tflops=fp4_tflops(hw))
     return hw

@@ -51,6 +51,8 @@ class Case:
     tok_s_per_gpu: float | None
     tpot_ms: float | None
     ttft_ms: float | None
+    engine_version: str | None = None   # the release measured (engine_versions.toml: graphs, host overlap)
+    date: str = ""                     # the measurement's month (YYYY-MM) where the file states one
 
 
 def _num(text: str) -> float | None:
@@ -135,17 +137,20 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
             kv = (r["kv_dtype"] or ("fp8" if quant == "FP8" else "f16")).lower()
             out.append(Case(r["id"], r["source"], m, dev, engine, quant, kv if kv in ("fp8", "f16", "bf16") else "f16",
                             tp, n // tp if not dp_attn else 1, dp_attn, n, scen, int(isl), int(osl), ratio, conc, rate,
-                            "STATIC_BATCH" in flags, per_gpu, _num(r["tpot_ms_p50"]), _num(r["ttft_ms_p50"])))
+                            "STATIC_BATCH" in flags, per_gpu, _num(r["tpot_ms_p50"]), _num(r["ttft_ms_p50"]),
+                            (r.get("engine_version") or "").strip() or None, (r.get("date") or "").strip()))
     return out, skipped
 
 
 def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None = None) -> dict:
     """Simulated {tok_s_per_gpu, tpot_ms, ttft_ms} of a case (``fitted``: gpu_scale, step_s)."""
+    from .engine_versions import version_tuple
     from .run import Load, Setup, evaluate
     from .worker import Parallelism
 
     setup = Setup(case.model, case.hardware, case.engine, quant=case.quant, kv_dtype=case.kv_dtype, isl=case.isl,
-                  osl=case.osl, length_ratio=case.length_ratio, fitted=fitted)
+                  osl=case.osl, length_ratio=case.length_ratio, fitted=fitted,
+                  engine_version=case.engine_version if version_tuple(case.engine_version) else None)
     if case.dp_attn:
         par = Parallelism(tp=1, ep=case.gpus, dp=case.gpus)
     else:

@@ -68,7 +68,7 @@ def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, en
     engine's release (SGLang ``0.4.1``) only says which of its behaviours apply (``serving.unmodelled``)."""
     from ..engines.compat import runtime_of
     from ..prediction_setup import resolve
-    from .unmodelled import version_tuple
+    from .engine_versions import version_tuple
 
     n = tp * pp
     opts = ScaleOptions(gpus=n, parallel=f"tp={tp},pp={pp}" if n > 1 else None)
