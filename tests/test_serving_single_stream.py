@@ -79,17 +79,17 @@ def test_single_stream_ttft_error_on_the_public_rows():
     assert percentile(errs, 90) <= 0.30
 
 
-def test_vllm_on_nvidia_takes_the_vendor_pooled_pair_and_its_band():
-    """No vLLM row on NVIDIA survives (MLPerf dataset lengths, AWQ weights): the fit pools the vendor's other engines'
-    rows for it (held out better than vLLM's own AMD rows); predict's decode band is that pair's held-out TPOT p90."""
+def test_vllm_on_nvidia_takes_the_shared_vendor_constants_and_their_band():
+    """The server engines share one set of constants per vendor (scripts/fit_serving.py); predict's decode band is
+    that entry's held-out TPOT p90."""
     with open(FILE, "rb") as f:
-        entry = tomllib.load(f)["vllm@nvidia"]
-    assert entry["pooled"] == "vendor"
+        entry = tomllib.load(f)["serving@nvidia"]
     p = predict("llama-3.1-8b", "h100-sxm", "FP8", "f16", "vllm", prompt=128, gen=128)
     band = entry["tpot_error_pct"] / 100
     assert p.decode.tok_s_low == pytest.approx(p.decode.tok_s / (1 + band), rel=1e-12)
-    assert "vllm@nvidia" in p.engine_source
-    assert predict_constants("vllm", "AMD")["source"] == "vllm@amd"
+    assert "serving@nvidia" in p.engine_source
+    assert predict_constants("vllm", "AMD")["source"] == "serving@amd"
+    assert predict_constants("llama.cpp-cuda", "NVIDIA") is None
 
 
 @pytest.mark.parametrize("engine,hw", [("tensorrt-llm", "h100-sxm"), ("vllm", "h100-sxm"), ("sglang", "h200-sxm")])

@@ -66,6 +66,13 @@ def _entry(engine_name: str, vendor: str = "") -> dict:
     return _table()[k] if k else {}
 
 
+def forward_for(engine_name: str, vendor: str = "") -> dict:
+    """The constants fitted on the older serving rows alone (the table's ``forward`` entries: the forward-in-time
+    test of ``scripts/fit_serving.py``); the neutral ones where it has none."""
+    entry = _table().get("forward", {}).get(shared_key(vendor), {}) if vendor else {}
+    return {**NEUTRAL, **{k: float(entry[k]) for k in NEUTRAL if k in entry}}
+
+
 def fitted_for(engine_name: str, vendor: str = "") -> dict:
     entry = _entry(engine_name, vendor)
     return {**NEUTRAL, **{k: float(entry[k]) for k in NEUTRAL if k in entry}}
