@@ -38,10 +38,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tokspeed.hardware.catalog import get_hardware  # noqa: E402
-from tokspeed.serving.fitted import shared_key  # noqa: E402
+from tokspeed.serving.fitted import fitted_key, shared_key  # noqa: E402
 from tokspeed.serving.rows import CSV, CSV2, evaluate_case, load_cases  # noqa: E402
 from tokspeed.stats import percentile  # noqa: E402
 
+MIN_GROUP = 10          # rows an engine needs on one vendor's devices for a gpu_scale of its own
 SHRINK = 0.05          # objective weight of |log gpu_scale|, |log link_scale| and step_s / 1 ms: the pull to the prior
 OVERHEAD_GRID = tuple((o, link) for o in (0.0, 5e-4, 1e-3) for link in (0.5, 1.0, 2.0))   # (o, link_scale)
 SCALE_GRID = [math.exp(x / 100) for x in range(-90, 91)]
@@ -123,15 +124,31 @@ def fit(idx, cases, sims) -> dict:
     return {"gpu_scale": s, "step_s": s * o[0], "link_scale": o[1], "o": o}
 
 
+def fit_engine(idx, cases, sims, shared: dict) -> dict:
+    """An engine's own ``gpu_scale`` on a vendor (its kernels' efficiency), the host time and link scale kept at the
+    vendor's shared values, pulled toward the shared ``gpu_scale`` (partial pooling: ``SHRINK`` x |log ratio|)."""
+    preds = sims[shared["o"]]
+    best = min(SCALE_GRID, key=lambda s: objective(idx, cases, preds, s)
+               + SHRINK * abs(math.log(s / shared["gpu_scale"])))
+    return {"gpu_scale": best, "step_s": best * shared["o"][0], "link_scale": shared["o"][1], "o": shared["o"]}
+
+
 def group_of(c) -> str:
     return shared_key(vendor_of(c))
 
 
 def fit_groups(train, cases, sims) -> dict:
-    """{table key: params}: one entry per device vendor over every engine's rows on it."""
+    """{table key: params}: one entry per device vendor over every engine's rows on it (``serving@vendor``: host
+    time, link scale, gpu_scale), and an ``engine@vendor`` gpu_scale pulled toward it where the engine has
+    ``MIN_GROUP`` rows there."""
     out = {}
     for g in sorted({group_of(cases[i]) for i in train}):
-        out[g] = fit([i for i in train if group_of(cases[i]) == g], cases, sims)
+        rows = [i for i in train if group_of(cases[i]) == g]
+        out[g] = fit(rows, cases, sims)
+        for e in sorted({cases[i].engine for i in rows}):
+            sub = [i for i in rows if cases[i].engine == e]
+            if len(sub) >= MIN_GROUP:
+                out[fitted_key(e, vendor_of(cases[sub[0]]))] = fit_engine(sub, cases, sims, out[g])
     return out
 
 
@@ -150,7 +167,7 @@ def vendor_of(c) -> str:
 
 
 def params_of(c, table: dict) -> dict:
-    return table.get(group_of(c)) or NEUTRAL
+    return table.get(fitted_key(c.engine, vendor_of(c))) or table.get(group_of(c)) or NEUTRAL
 
 
 NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "link_scale": 1.0, "o": (0.0, 1.0)}
@@ -226,10 +243,15 @@ def held_out_sections(cases, sims, idx_old, idx_new) -> tuple[list, dict, dict]:
     held = {}
     for dev in sorted({c.hardware for c in cases}):
         test = [i for i, c in enumerate(cases) if c.hardware == dev]
-        errs = rel_errors(test, cases, sims, fit_groups([i for i in every if cases[i].hardware != dev], cases, sims))
+        t_dev = fit_groups([i for i in every if cases[i].hardware != dev], cases, sims)
+        errs = rel_errors(test, cases, sims, t_dev)
         for k, v in errs.items():
             pooled[k] += v
             held.setdefault(group_of(cases[test[0]]), {m: [] for m, _, _ in METRICS})[k] += v
+        for e in sorted({cases[i].engine for i in test}):
+            sub = [i for i in test if cases[i].engine == e]
+            for k, v in rel_errors(sub, cases, sims, t_dev).items():
+                held.setdefault(fitted_key(e, vendor_of(cases[sub[0]])), {m: [] for m, _, _ in METRICS})[k] += v
         lines.append(f"| {dev} | {len(test)} | {fmt(errs)} |")
     lines += [f"| **all** | {len(cases)} | {fmt(pooled)} |", "",
               "## Held out: leave one engine out (both files)", "",
@@ -271,11 +293,13 @@ def main(argv=None) -> int:
              f"Cases simulated: {len(cases)} rows; skipped: " + ", ".join(f"{k} {v}" for k, v in skipped.items()) + ".",
              ""] + held_lines
     lines += ["## Fitted constants (tokspeed/serving/serving_fitted.toml)", "",
-              "One set per device vendor, shared by vLLM, SGLang and TensorRT-LLM; priors gpu_scale 1, step_s 0, "
-              f"link_scale 1, pulled toward by {SHRINK} x their log distance in the objective.", "",
+              "One set per device vendor (`serving@vendor`), shared by vLLM, SGLang and TensorRT-LLM; priors gpu_scale "
+              f"1, step_s 0, link_scale 1, pulled toward by {SHRINK} x their log distance in the objective. An engine "
+              f"with {MIN_GROUP} rows or more on a vendor has its own gpu_scale (`engine@vendor`: its kernels), the "
+              "host time and link scale the vendor's, pulled toward the vendor's gpu_scale the same way.", "",
               "| entry | rows | gpu_scale | step_s (ms) | link_scale |", "|---|---|---|---|---|"]
     for key, p in table.items():
-        n = sum(1 for c in cases if group_of(c) == key)
+        n = sum(1 for c in cases if key in (group_of(c), fitted_key(c.engine, vendor_of(c))))
         lines.append(f"| {key} | {n} | {p['gpu_scale']:.3f} | {p['step_s'] * 1e3:.2f} | {p['link_scale']:g} |")
     lines += ["", "## In sample (fitted on these rows), per engine and scenario", "",
               "| engine | scenario | tok/s/GPU | TPOT p50 | TTFT p50 |", "|---|---|---|---|---|"]
@@ -299,7 +323,8 @@ def main(argv=None) -> int:
             "# (leave one GPU out) error, predict's band. See docs/serving.md.", ""]
     for key, p in table.items():
         toml += [f'["{key}"]', f"gpu_scale = {p['gpu_scale']:.4f}", f"step_s = {p['step_s']:.6f}",
-                 f"link_scale = {p['link_scale']:g}", f"rows = {sum(1 for c in cases if group_of(c) == key)}"]
+                 f"link_scale = {p['link_scale']:g}",
+                 f"rows = {sum(1 for c in cases if key in (group_of(c), fitted_key(c.engine, vendor_of(c))))}"]
         errs = held.get(key, {})
         for name, k in (("tpot_error_pct", "tpot_ms"), ("ttft_error_pct", "ttft_ms")):
             if errs.get(k):

@@ -38,7 +38,7 @@ def test_constants_are_the_tables_and_scale_the_roofline(monkeypatch):
     """TensorRT-LLM on NVIDIA: the TOML's own pair, read here from the file; the decode step is gpu_scale x the
     roofline step + step_s (the roofline step: predict's with the fit taken away)."""
     with open(FILE, "rb") as f:
-        entry = tomllib.load(f)["tensorrt-llm@nvidia"]
+        entry = tomllib.load(f)["tensorrt-llm@nvidia"]   # its own gpu_scale, the vendor's step_s / link_scale
     fit = predict_constants("tensorrt-llm", "NVIDIA")
     assert fit["gpu_scale"] == entry["gpu_scale"] and fit["step_s"] == entry["step_s"]
     assert fit["source"] == "tensorrt-llm@nvidia"

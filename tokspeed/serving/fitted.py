@@ -8,9 +8,10 @@
   and the collectives wait on the kernels around them.
 One entry per device vendor (``serving@nvidia``, ``serving@amd``: CUDA and ROCm kernels differ), shared by the
 server engines (vLLM, SGLang, TensorRT-LLM): what differs between engines and releases is mechanism (CUDA graphs,
-host overlap: ``engine_versions.toml``; GEMM paths: ``gemm_device``), not a constant of its own. Each constant is
-shrunk toward its prior (gpu_scale 1, link_scale 1, step_s 0) by the fit. An ``engine@vendor`` or ``engine`` entry,
-where a table has one, still wins. Other engines take 1 and 0: the roofline alone.
+host overlap: ``engine_versions.toml``; GEMM paths: ``gemm_device``). Each constant is shrunk toward its prior
+(gpu_scale 1, link_scale 1, step_s 0) by the fit. An engine with enough rows on a vendor has its own ``gpu_scale``
+(``engine@vendor``: its kernels' efficiency) pulled toward the shared one, with the vendor's host time and link
+scale; that entry wins where it exists. Other engines take 1 and 0: the roofline alone.
 
 ``predict`` applies the same constants to its passes where the table has an entry for the engine
 (``predict_constants``; ``engine_seconds`` is the one formula both use), so a single stream in ``predict`` and
@@ -69,7 +70,8 @@ def _entry(engine_name: str, vendor: str = "") -> dict:
 def forward_for(engine_name: str, vendor: str = "") -> dict:
     """The constants fitted on the older serving rows alone (the table's ``forward`` entries: the forward-in-time
     test of ``scripts/fit_serving.py``); the neutral ones where it has none."""
-    entry = _table().get("forward", {}).get(shared_key(vendor), {}) if vendor else {}
+    fwd = _table().get("forward", {}) if vendor else {}
+    entry = fwd.get(fitted_key(engine_name, vendor)) or fwd.get(shared_key(vendor)) or {}
     return {**NEUTRAL, **{k: float(entry[k]) for k in NEUTRAL if k in entry}}
 
 
