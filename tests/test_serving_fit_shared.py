@@ -36,7 +36,10 @@ def _rows(fs):
 def test_one_entry_per_vendor_gives_the_vendors_factor(fs):
     cases, sims = _rows(fs)
     table = fs.fit_groups(list(range(len(cases))), cases, sims)
-    assert set(table) == {"serving@nvidia", "serving@amd"}
+    assert set(table) == {"serving@nvidia", "serving@amd", "sglang@nvidia", "tensorrt-llm@nvidia", "sglang@amd",
+                          "vllm@amd"}       # every engine has 10 rows on its vendor: a gpu_scale of its own
+    for key in ("sglang@nvidia", "tensorrt-llm@nvidia"):  # off by the vendor's factor: no pull away from the shared one
+        assert table[key]["gpu_scale"] == pytest.approx(math.exp(-0.3), rel=1e-9)
     # |log(s K)| weighs 2 (tok/s and TPOT), the pull to the prior SHRINK < 2: the optimum is s = 1 / K exactly
     assert table["serving@nvidia"]["gpu_scale"] == pytest.approx(math.exp(-0.3), rel=1e-9)
     assert table["serving@amd"]["gpu_scale"] == pytest.approx(math.exp(0.2), rel=1e-9)
