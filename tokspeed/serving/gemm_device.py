@@ -15,27 +15,29 @@ The tensor-core path a server engine's GEMMs take (``gemm_path``), by weight for
   to BF16 in registers): the 16-bit peak, the bytes of the 4-bit weights (``timing``).
 llama.cpp engines dequantize to FP16 and keep the device as it is.
 
-The FP4 peaks (dense, per GPU; ``FP4_TFLOPS``) are the vendors' figures; a part with FP4 units the table lacks
+The FP4 peaks (dense, per GPU; ``fp4_peaks.toml``) are the vendors' figures; a part with FP4 units the table lacks
 takes twice its FP8 peak, the ratio every listed Blackwell (B200, GB200) and CDNA4 (MI355X) data sheet gives.
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
 
 FP8_GEMM_FORMATS = frozenset({"FP8", "FP8-BLOCK"})
 FP4_FORMATS = frozenset({"NVFP4", "MXFP4"})
 FP4_UNITS = frozenset({"tensor-fp4", "mfma-fp4"})
 FP8_UNITS = frozenset({"tensor-fp8", "mfma-fp8", "wmma-fp8"})
 
-# dense FP4 TFLOPS per GPU (sparse figures halved)
-FP4_TFLOPS = {
-    "b200": 9000.0,     # NVIDIA DGX B200 data sheet: 144 PFLOPS FP4 (sparse) for 8 GPUs -> 18 sparse, 9 dense
-    "gb200": 10000.0,   # NVIDIA GB200 NVL72 page: 1,440 PFLOPS FP4 (sparse) for 72 GPUs -> 20 sparse, 10 dense
-    "b300": 13500.0,    # NVIDIA "Inside Blackwell Ultra" (2025-08): 1.5x Blackwell's dense NVFP4 -> 1.5 x 9,000
-    "gb300": 15000.0,   # same source: 15 PFLOPS dense NVFP4 per Blackwell Ultra GPU
-    "mi355x": 10066.0,  # AMD Instinct MI355X data sheet: 10.1 PFLOPS MXFP4 (dense), 5.0 PFLOPS FP8
-}
+PEAKS = Path(__file__).parent / "fp4_peaks.toml"     # dense FP4 TFLOPS per GPU, each with its source
+
+
+@lru_cache(maxsize=1)
+def _fp4_table() -> dict:
+    with open(PEAKS, "rb") as f:
+        return tomllib.load(f)
 
 
 def gemm_path(hw, quant: str | None, engine: str) -> str:
@@ -60,9 +62,10 @@ def gemm_path(hw, quant: str | None, engine: str) -> str:
 
 
 def fp4_tflops(hw) -> float:
-    """Dense FP4 peak of ``hw`` (``FP4_TFLOPS``, else 2 x its FP8 peak where it has FP4 units; 0 without)."""
-    if hw.id in FP4_TFLOPS:
-        return FP4_TFLOPS[hw.id]
+    """Dense FP4 peak of ``hw`` (``fp4_peaks.toml``, else 2 x its FP8 peak where it has FP4 units; 0 without)."""
+    row = _fp4_table().get(hw.id)
+    if row:
+        return float(row["tflops"])
     units = set(getattr(hw, "matrix_units", ()) or ())
     return 2.0 * hw.fp8_tflops if units & FP4_UNITS else 0.0
 
