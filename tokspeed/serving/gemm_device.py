@@ -26,8 +26,6 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
-FP8_GEMM_FORMATS = frozenset({"FP8", "FP8-BLOCK"})
-FP4_FORMATS = frozenset({"NVFP4", "MXFP4"})
 FP4_UNITS = frozenset({"tensor-fp4", "mfma-fp4"})
 FP8_UNITS = frozenset({"tensor-fp8", "mfma-fp8", "wmma-fp8"})
 
@@ -44,21 +42,18 @@ def gemm_path(hw, quant: str | None, engine: str) -> str:
     """The tensor-core path of a server engine's GEMMs for weights in ``quant`` on ``hw`` (module docstring);
     ``native``: the device's 16-bit path (llama.cpp engines, 16-bit weights, a part without the units)."""
     from ..engines.compat import runtime_of
+    from ..quant.format_table import gemm_kind
     from ..quant.schemes import canonical
 
-    fmt = canonical(quant) if quant else ""
+    kind = gemm_kind(canonical(quant)) if quant else ""
     units = set(getattr(hw, "matrix_units", ()) or ())
-    if runtime_of(engine) == "llama.cpp" or not fmt:
+    if runtime_of(engine) == "llama.cpp" or not kind:
         return "native"
-    if fmt in FP8_GEMM_FORMATS and hw.fp8_tflops:
-        return "w8a8-fp8"
-    if fmt in FP4_FORMATS and units & FP4_UNITS:
-        if fmt == "MXFP4" and "tensor-fp4" in units:
-            return "w4a8-mxfp4"
-        return "w4a4-fp4"
-    if fmt in FP4_FORMATS:
+    if kind == "w8a8-fp8":
+        return "w8a8-fp8" if hw.fp8_tflops else "native"
+    if not units & FP4_UNITS:
         return "w4a16"
-    return "native"
+    return "w4a8-mxfp4" if kind == "mx-fp4" and "tensor-fp4" in units else "w4a4-fp4"
 
 
 def fp4_tflops(hw) -> float:
