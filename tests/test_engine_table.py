@@ -1,8 +1,12 @@
 """The engine table (tokspeed/engines/capabilities.toml): every row checked, and no new place naming an engine."""
 
+import tomllib
+
 import pytest
 
 from tokspeed.engines import compat
+from tokspeed.serving import engine_versions
+from tokspeed.workload import DEFAULT_ENGINE
 from noun_scan import files_naming
 
 TABLE = compat._table()
@@ -31,6 +35,32 @@ def test_aliases_name_engines():
 
 def test_default_engines_are_rows():
     assert all(name in NAMES for name in TABLE["default_engine"].values())
+
+
+def test_llama_bench_backends_name_llama_cpp_engines():
+    # llama-bench's `backends` column words (ggml_backend_reg_name, lower case) each name a llama.cpp backend row
+    backends = compat.llama_bench_backends()
+    for word, name in backends.items():
+        assert word == word.lower() and name in NAMES and compat.runtime_of(name) == "llama.cpp"
+    # by hand: HIP is the ROCm backend's older name, BLAS a CPU build's; CUDA runs on NVIDIA GPUs, CPU on a CPU
+    assert backends["hip"] == backends["rocm"] and backends["blas"] == backends["cpu"]
+    assert "nvidia" in TABLE["engine"][backends["cuda"]]["devices"]
+    assert TABLE["engine"][backends["cpu"]]["kinds"][0] == "cpu"
+
+
+def test_server_family_is_the_engines_with_releases():
+    # the server engines share a serving fit per vendor; they are the engines whose releases the serving
+    # package tracks (serving/engine_versions.toml), and llama.cpp is not one
+    releases = set(tomllib.loads(engine_versions.FILE.read_text()))
+    assert {n for n in NAMES if compat.engine_family(n)} == releases
+    assert all(compat.engine_family(n) in ("", "server") for n in NAMES)
+    assert compat.engine_family("llama.cpp") == "" and compat.engine_family("not-an-engine") == ""
+
+
+def test_each_verbs_default_engine_says_why():
+    for engine in (DEFAULT_ENGINE, compat.default_engine("serve")):
+        assert compat.default_why(engine)
+    assert compat.default_why("ideal") == ""
 
 
 def test_engine_help_by_hand():

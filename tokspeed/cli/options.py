@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..engines.compat import engine_help
+from ..engines.compat import default_why, engine_help
 from ..errors import UserError
 from ..quant.format_table import quant_help
 from ..units import parse_bytes, parse_count, parse_counts, parse_number
@@ -66,16 +66,9 @@ def add_hardware_options(p, required: bool = True):
 
 # -- options that mean one thing in every verb: declared once here, each verb states its default and why -------
 
-# why each verb's default engine is what it is (the --help of the verb says it)
-ENGINE_DEFAULT_WHY = {
-    "llama.cpp": "the engine people run a downloaded model with on one machine",
-    "vllm": "the engine people serve many concurrent requests with",
-}
-
-
 def add_engine_option(p, default: str = DEFAULT_ENGINE, what: str = "engine the numbers are for"):
     """--engine/-e: every engine of the capability table (tokspeed/engines/capabilities.toml, ``engine_help``)."""
-    why = ENGINE_DEFAULT_WHY.get(default, "")
+    why = default_why(default)     # why the verb assumes it (the engine table's why_default)
     p.add_argument("--engine", "-e", default=default, metavar="ENGINE",
                    help=f"{what}: {engine_help()} (llama.cpp picks its backend by the device's vendor) "
                         f"(default {default}{': ' + why if why else ''})")
