@@ -5,12 +5,13 @@ Replicas (data parallelism across engine instances) share the load evenly: one r
 ``1/replicas`` of the concurrency, rate or requests, and its throughput multiplied.
 
 Disaggregated prefill/decode (``Disagg``): ``prefill_workers`` engines of ``prefill_tp`` GPUs only prefill,
-``decode_workers`` engines of ``decode_tp`` GPUs only decode; a prompt's KV cache moves between them over
-the device link (``kv bytes / link rate``; across servers the network link). Simulated in two stages: the
-decode pool (prompts arrive cached) sets the throughput under the load; the prefill pool's capacity (an
-offline run of prompts alone) bounds it, and a run at the resulting request rate (at most 95 % of that
-capacity) sets TTFT. A rate beyond the prefill pool's capacity gives no steady state (0 tok/s). E2E = TTFT + KV transfer +
-the decode pool's time.
+``decode_workers`` engines of ``decode_tp`` GPUs only decode, simulated together (``simulate.simulate_disagg``):
+a request waits for the least-loaded prefill worker, its KV cache waits for that worker's link and crosses
+it (``kv bytes / link rate``; across servers the network link), then it waits for admission on the
+least-loaded decode worker, whose first step with it returns the first token. TTFT and E2E run from the
+request's arrival at the prefill pool, so throughput, requests in flight and E2E obey Little's law.
+
+Attention data parallelism: ``max_seqs`` holds per attention rank (``per_rank``).
 """
 
 from __future__ import annotations
@@ -22,17 +23,17 @@ from ..errors import UserError
 from ..memory import kv_bytes
 from ..scale.interconnect import device_link
 from .fitted import fitted_for
-from .metrics import SLO, summarize
+from .metrics import SLO, spread, summarize
 from .requests import Arrivals, Request, lengths, make_requests
-from .schedulers import Scheduler, scheduler_for
-from .simulate import simulate
+from .schedulers import Scheduler, scheduler_for, scheduler_key
+from .instance import Instance
+from .simulate import Pools, simulate, simulate_disagg
 from .speculative import Speculation, attach
 from .unmodelled import WARNINGS, not_modelled
 from .worker import Parallelism, build_worker, resolve_group
 
 DEFAULT_REQUESTS = {"offline": 1000, "rate": 500}
 MAX_DEFAULT_REQUESTS = 20_000   # a closed loop's default requests: 8 per client up to this
-PREFILL_PROBE = 64           # requests of the prefill pool's runs (per worker)
 MIN_CLOSED_LOOP = 8          # requests per client in a fixed-concurrency run (at least 64 in all)
 
 
@@ -127,6 +128,16 @@ class Setup:
         return self._workers[par]
 
 
+def per_rank(sched: Scheduler, par: Parallelism) -> Scheduler:
+    """The instance's scheduler under attention data parallelism: each of the ``dp`` attention ranks
+    holds ``max_seqs`` sequences (TensorRT-LLM's ``max_batch_size`` and vLLM's ``max_num_seqs`` hold per rank),
+    so the instance holds ``dp`` times as many; SGLang's ``--max-running-requests`` is the instance's total,
+    split over the ranks (``tp_worker.py``: ``max_running_requests // dp_size`` under ``enable_dp_attention``)."""
+    if par.dp <= 1 or scheduler_key(sched.engine) == "sglang":
+        return sched       # SGLang divides --max-running-requests over its dp ranks (tp_worker.py)
+    return sched.with_(max_seqs=sched.max_seqs * par.dp)
+
+
 def _requests(setup: Setup, load: Load, share: int, kind: str, n: int) -> list[Request]:
     if load.scenario == "trace":
         return [replace(r) for r in load.trace[::share]]
@@ -149,7 +160,7 @@ def run_worker(setup: Setup, par: Parallelism, load: Load, share: int, *, osl_ov
     """Simulate one engine instance at ``1/share`` of the load; returns (Outcome, Worker)."""
     w, tps = setup.worker(par)
     r = w.resolved
-    sched = setup.scheduler(r)
+    sched = per_rank(setup.scheduler(r), par)
     conc = max(1, math.ceil(load.concurrency / share)) if load.scenario == "concurrency" else 0
     n = max(1, math.ceil(_n_requests(load, conc) / (1 if load.scenario == "concurrency" else share)))
     reqs = arrivals if arrivals is not None else _requests(setup, load, share, load.scenario, n)
@@ -207,43 +218,39 @@ def kv_transfer_s(setup: Setup, r, isl: int, n_gpus: int) -> float:
     return nbytes / link.per_direction_bytes_s if link else 0.0
 
 
-def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> dict:
-    from .metrics import spread
+def _instances(setup: Setup, par: Parallelism, n: int, prefilled: bool) -> list[Instance]:
+    w, tps = setup.worker(par)
+    sched = per_rank(setup.scheduler(w.resolved), par)
+    rows = setup.speculation.k + 1 if setup.speculation is not None and prefilled else 1
+    return [Instance(w.cost, sched, w.kv_tokens, prefix_hit=1.0 if prefilled else setup.prefix_hit,
+                     tokens_per_step=tps if prefilled else 1.0, rows_per_seq=rows) for _ in range(n)]
 
+
+def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> dict:
+    """Both pools simulated together (``simulate_disagg``): a request queues for a prefill worker, its KV
+    cache for the worker's link, then for a decode worker's admission."""
     dec_par, pf_par = Parallelism(tp=d.decode_tp), Parallelism(tp=d.prefill_tp)
-    dec_out, dec_w = run_worker(setup, dec_par, load, d.decode_workers, prefilled=True)
-    dec = summarize(dec_out, dec_w.gpus)
-    dec_tok_s = dec["output_tok_s"] * d.decode_workers
-    req_rps = dec["request_rate_rps"] * d.decode_workers if load.scenario != "rate" else load.rate_rps
-    one = lambda q: 1                                              # noqa: E731  prefill makes the first token
-    cap_out, pf_w = run_worker(setup, pf_par, Load("offline", n_requests=PREFILL_PROBE * d.prefill_workers,
-                                                   seed=load.seed), d.prefill_workers, osl_override=one)
-    pf_rps = summarize(cap_out, pf_w.gpus)["request_rate_rps"] * d.prefill_workers     # the pool's capacity
-    stable = pf_rps >= req_rps
-    pf_load = Load("rate", rate_rps=max(min(req_rps, 0.95 * pf_rps), 1e-9), n_requests=PREFILL_PROBE,
-                   poisson=load.poisson if load.scenario == "rate" else False, seed=load.seed)
-    if load.scenario == "offline":
-        pf_out = cap_out
-    else:
-        pf_out, _ = run_worker(setup, pf_par, pf_load, d.prefill_workers, osl_override=one)
-    avg_osl = dec_out.output_tokens / max(len(dec_out.requests), 1)
-    total = min(dec_tok_s, pf_rps * avg_osl)
-    if load.scenario == "rate" and not stable:
-        total = 0.0
-    xfer = kv_transfer_s(setup, dec_w.resolved, setup.isl, d.gpus)
-    ttft = [r[1] for r in pf_out.requests]
-    e2e = [a + xfer + b for a, b in zip(sorted(ttft), sorted(r[2] for r in dec_out.requests))]
-    m = dict(dec)
-    m.update(output_tok_s=total, ttft_ms=spread(ttft, 1e3), e2e_s=spread(e2e))
-    if slo is not None and slo.any:
-        from .metrics import meets
-        m["meets_slo"] = stable and meets(m, slo)
-    else:
-        m["meets_slo"] = None
-    gpus = d.gpus
-    conc = load.concurrency if load.scenario == "concurrency" else round(dec["mean_running"] * d.decode_workers)
+    dec_w = setup.worker(dec_par)[0]
+    conc = load.concurrency if load.scenario == "concurrency" else 0
+    per_engine = max(1, math.ceil(conc / d.decode_workers)) if conc else 0
+    n = _n_requests(load, per_engine) * (d.decode_workers if conc else 1)
+    reqs = _requests(setup, load, 1, load.scenario, n)
+    xfer: dict = {}
+
+    def transfer_s(q) -> float:
+        if q.isl not in xfer:
+            xfer[q.isl] = kv_transfer_s(setup, dec_w.resolved, q.isl, d.gpus)
+        return xfer[q.isl]
+
+    pools = Pools(_instances(setup, pf_par, d.prefill_workers, False),
+                  _instances(setup, dec_par, d.decode_workers, True), transfer_s)
+    out = simulate_disagg(pools, reqs, concurrency=conc)
+    m = summarize(out, dec_w.gpus, slo)
+    if not conc:
+        conc = round(m["mean_running"])
     layout = {"tp": d.decode_tp, "pp": 1, "ep": 1, "dp": 1, "replicas": d.decode_workers, "disagg": d.to_dict()}
-    cfg = _config(layout, gpus, conc, load, m, dec_w)
-    cfg["kv_transfer_ms"] = xfer * 1e3
-    cfg["prefill_capacity_rps"] = pf_rps
+    cfg = _config(layout, d.gpus, conc, load, m, dec_w)
+    cfg["kv_transfer_ms"] = transfer_s(Request(0, 0.0, setup.isl, 1)) * 1e3
+    cfg["prefill_ms"] = spread([q[0] for q in out.queue_s or ()], 1e3)
+    cfg["kv_wait_ms"] = spread([q[1] for q in out.queue_s or ()], 1e3)
     return cfg
