@@ -229,10 +229,23 @@ def _table(doc, top: int):
     t.column("TPOT p50 ms", numeric=True, drop=1).column("SLO", numeric=True, drop=3)
     for c in doc["configs"][:top]:
         ok = {True: "yes", False: "no", None: "-"}[c["meets_slo"]]
+        if c.get("slo_misses"):           # the limits it misses and by how much
+            ok = ", ".join(f"{x['metric']} +{x['margin_pct']:.0f} %" if x["margin_pct"] is not None else x["metric"]
+                           for x in c["slo_misses"])
+        if not c.get("measured", True):
+            ok += " *"
         t.row(layout_text(c["layout"]), f"{c['concurrency']}", f"{c['output_tok_s_per_gpu']:,.0f}",
               f"{(c['tok_s_per_user'] or 0):,.1f}", _ms(c["ttft_ms"]), _ms(c["tpot_ms"]), ok)
     console = make_console()
     t.print(console)
+    misses = [c for c in doc["configs"][:top] if c.get("slo_misses")]
+    if misses:
+        console.print(markup_safe(f"SLO {layout_text(misses[0]['layout'])}: "
+                                  + "; ".join(x["text"] for x in misses[0]["slo_misses"])), soft_wrap=False,
+                      overflow="fold")
+    if any(not c.get("measured", True) for c in doc["configs"][:top]):
+        console.print("* no serving measurement is behind this layout (pipeline parallelism): ranked after the "
+                      "measured ones", soft_wrap=False, overflow="fold")
     if doc["frontier"]:
         pts = ", ".join(f"{p['tok_s_per_gpu']:,.0f}@{p['tok_s_per_user']:,.0f}" for p in doc["frontier"][:8])
         console.print(markup_safe(f"frontier (tok/s/GPU @ tok/s/user): {pts}"), soft_wrap=False, overflow="fold")

@@ -10,6 +10,8 @@ a request waits for the least-loaded prefill worker, its KV cache waits for that
 it (``kv bytes / link rate``; across servers the network link), then it waits for admission on the
 least-loaded decode worker, whose first step with it returns the first token. TTFT and E2E run from the
 request's arrival at the prefill pool, so throughput, requests in flight and E2E obey Little's law.
+Pools of ``g = gcd(P, D)`` equal units (routers spread the load evenly) are simulated as one unit of
+``P/g`` prefill and ``D/g`` decode workers at ``1/g`` of the load, as replicas are.
 
 Attention data parallelism: ``max_seqs`` holds per attention rank (``per_rank``).
 """
@@ -29,7 +31,7 @@ from .schedulers import Scheduler, scheduler_for, scheduler_key
 from .instance import Instance
 from .simulate import Pools, simulate, simulate_disagg
 from .speculative import Speculation, attach
-from .unmodelled import WARNINGS, not_modelled
+from .unmodelled import UNMEASURED, WARNINGS, not_modelled
 from .worker import Parallelism, build_worker, resolve_group
 
 DEFAULT_REQUESTS = {"offline": 1000, "rate": 500}
@@ -189,6 +191,7 @@ def evaluate(setup: Setup, par: Parallelism, replicas: int, load: Load, slo: SLO
     layout = {**par.to_dict(), "replicas": replicas, "disagg": None}
     cfg = _config(layout, gpus, conc, load, m, w)
     flags = not_modelled(setup.engine, setup.engine_version, par)
+    cfg["measured"] = not UNMEASURED.intersection(flags)
     if flags:
         cfg["warnings"] = [WARNINGS[f] for f in flags]
     return cfg
@@ -204,8 +207,8 @@ def _config(layout, gpus, conc, load, m, w) -> dict:
            "tok_s_per_user": m["tok_s_per_user"], "ttft_ms": m["ttft_ms"], "tpot_ms": m["tpot_ms"],
            "itl_ms": m["itl_ms"], "e2e_s": m["e2e_s"], "meets_slo": m["meets_slo"], "band": band,
            "kv_pool_tokens": w.kv_tokens, "mean_running": m["mean_running"], "preemptions": m["preemptions"],
-           "requests": m["requests"]}
-    for k in ("goodput_rps", "goodput_tok_s", "stopped"):
+           "requests": m["requests"], "e2e_mean_s": m["e2e_mean_s"], "duration_s": m["duration_s"]}
+    for k in ("goodput_rps", "goodput_tok_s", "slo_misses", "stopped"):
         if k in m:
             out[k] = m[k]
     return out
@@ -231,10 +234,12 @@ def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> di
     cache for the worker's link, then for a decode worker's admission."""
     dec_par, pf_par = Parallelism(tp=d.decode_tp), Parallelism(tp=d.prefill_tp)
     dec_w = setup.worker(dec_par)[0]
-    conc = load.concurrency if load.scenario == "concurrency" else 0
-    per_engine = max(1, math.ceil(conc / d.decode_workers)) if conc else 0
-    n = _n_requests(load, per_engine) * (d.decode_workers if conc else 1)
-    reqs = _requests(setup, load, 1, load.scenario, n)
+    g = math.gcd(d.prefill_workers, d.decode_workers) if load.scenario != "trace" else 1
+    unit = Disagg(d.prefill_workers // g, d.prefill_tp, d.decode_workers // g, d.decode_tp)
+    conc = max(1, math.ceil(load.concurrency / g)) if load.scenario == "concurrency" else 0
+    per_engine = max(1, math.ceil(conc / unit.decode_workers)) if conc else 0
+    n = _n_requests(load, per_engine) * unit.decode_workers if conc else max(1, math.ceil(_n_requests(load, 0) / g))
+    reqs = _requests(setup, load, g, load.scenario, n)
     xfer: dict = {}
 
     def transfer_s(q) -> float:
@@ -242,14 +247,17 @@ def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> di
             xfer[q.isl] = kv_transfer_s(setup, dec_w.resolved, q.isl, d.gpus)
         return xfer[q.isl]
 
-    pools = Pools(_instances(setup, pf_par, d.prefill_workers, False),
-                  _instances(setup, dec_par, d.decode_workers, True), transfer_s)
+    pools = Pools(_instances(setup, pf_par, unit.prefill_workers, False),
+                  _instances(setup, dec_par, unit.decode_workers, True), transfer_s)
     out = simulate_disagg(pools, reqs, concurrency=conc)
     m = summarize(out, dec_w.gpus, slo)
-    if not conc:
-        conc = round(m["mean_running"])
+    for k in ("output_tok_s", "request_rate_rps", "goodput_rps", "goodput_tok_s", "mean_running"):
+        if k in m:
+            m[k] *= g
+    conc = load.concurrency if load.scenario == "concurrency" else round(m["mean_running"])
     layout = {"tp": d.decode_tp, "pp": 1, "ep": 1, "dp": 1, "replicas": d.decode_workers, "disagg": d.to_dict()}
     cfg = _config(layout, d.gpus, conc, load, m, dec_w)
+    cfg["measured"] = True
     cfg["kv_transfer_ms"] = transfer_s(Request(0, 0.0, setup.isl, 1)) * 1e3
     cfg["prefill_ms"] = spread([q[0] for q in out.queue_s or ()], 1e3)
     cfg["kv_wait_ms"] = spread([q[1] for q in out.queue_s or ()], 1e3)

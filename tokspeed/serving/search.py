@@ -5,9 +5,12 @@ Layouts (``layouts``): ``tp x pp`` workers replicated over the GPUs (TP a diviso
 for a MoE model also experts over ``ep`` GPUs with attention TP (``dp = 1``) or attention data parallel
 groups (``tp x dp = ep``); and disaggregated prefill/decode pools (``P`` workers of ``tp_p`` GPUs + ``D``
 workers of ``tp_d`` GPUs filling the GPU count). Loads: the concurrency levels 1, 2, 4, ... until the
-throughput stops rising by 2 % or the KV pool is full, plus the level halfway where the SLOs start to fail (or
-the one load asked for); levels are per engine instance (replica or decode worker), so a layout of 8 replicas
+throughput stops rising by 2 % or the KV pool is full (a disaggregated layout also once two levels miss the
+SLOs: its prefill queue only grows), plus the level halfway where the SLOs start to fail (or the one load
+asked for); levels are per engine instance (replica or decode worker), so a layout of 8 replicas
 is tried at 8, 16, 32 ... in all.
+Ranking: configurations within the SLOs first, then layouts a serving measurement is behind before those
+none is (pipeline parallelism: ``unmodelled.UNMEASURED``), then output tok/s per GPU.
 """
 
 from __future__ import annotations
@@ -78,7 +81,7 @@ def search(setup: Setup, gpus: int, load: Load | None, slo: SLO | None, disagg: 
             continue
         rows += _sweep(setup, par, replicas, d, slo)
     rows = [r for r in rows if r["output_tok_s"] > 0]
-    rows.sort(key=lambda r: (r["meets_slo"] is False, -r["output_tok_s_per_gpu"]))
+    rows.sort(key=lambda r: (r["meets_slo"] is False, not r.get("measured", True), -r["output_tok_s_per_gpu"]))
     return rows, frontier(rows)
 
 
@@ -99,6 +102,8 @@ def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None) -> list[dict]:
             out.append(at(c * 3 // 4))
         if cfg["output_tok_s"] < best * 1.02 or cfg.get("preemptions"):
             break
+        if d is not None and len(out) > 1 and out[-1]["meets_slo"] is False and out[-2]["meets_slo"] is False:
+            break         # a disaggregated pool past its SLOs twice: its queues only grow from here
         best = max(best, cfg["output_tok_s"])
         c *= 2
     return out

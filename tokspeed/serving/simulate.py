@@ -140,26 +140,34 @@ def simulate_disagg(pools: Pools, requests: list[Request], *, concurrency: int =
     done, queue_s = [], []
     stopped = None
     insts = pools.prefill + pools.decode
-    xfer_min = min((pools.transfer_s(r) for r in requests), default=0.0)
+    n_pf = len(pools.prefill)
+    floor = _prefill_floor(pools, requests)
+    steps = 0
     while True:
         ta = ext[0].arrival if ext else math.inf
-        inst = min(insts, key=lambda i: (i.next_time(), insts.index(i)))
-        ti = inst.next_time()
-        if ta <= ti and ta < math.inf:
-            r = ext.popleft()
-            sent[r.rid] = (r.arrival, r.osl)
-            _least_loaded(pools.prefill).arrivals.append(replace(r, osl=1))
-            continue
+        if ta < math.inf:          # deliver every arrival due before any instance acts
+            ti = min(i.next_time() for i in insts)
+            if ta <= ti:
+                while ext and ext[0].arrival <= ti:
+                    r = ext.popleft()
+                    sent[r.rid] = (r.arrival, r.osl)
+                    _least_loaded(pools.prefill).arrivals.append(replace(r, osl=1))
+                continue
+        times = [i.next_time() for i in insts]
+        k = min(range(len(insts)), key=times.__getitem__)
+        ti, inst = times[k], insts[k]
         if ti == math.inf:
             break
-        if sum(i.steps for i in insts) >= MAX_STEPS:
+        if steps >= MAX_STEPS:
             stopped = "step limit reached"
             break
         inst.t = ti
         inst.admit_arrivals()
-        is_prefill = inst in pools.prefill
-        horizon = math.inf if is_prefill else _horizon(pools, inst, ta, xfer_min, clients.closed)
+        is_prefill = k < n_pf
+        horizon = math.inf if is_prefill else _horizon(times, n_pf, k, ta, floor, clients.closed)
+        before = inst.steps
         finished = inst.step(horizon)
+        steps += inst.steps - before
         if finished is BLOCKED:
             if inst.arrivals:                 # blocked until a request arrives
                 inst.t = max(inst.t, inst.arrivals[0].arrival)
@@ -190,11 +198,29 @@ def _hand_over(pools: Pools, inst: Instance, s: Seq, sent: dict, link_free: list
     _insert(_least_loaded(pools.decode).arrivals, Request(s.req.rid, land, s.req.isl, osl))
 
 
-def _horizon(pools: Pools, inst: Instance, ta: float, xfer_min: float, closed: bool) -> float:
-    """The latest time a decode worker may leap to: no KV cache can land on it before the earliest prefill
-    worker's next step (or the next arrival; in a closed loop another decode worker's next finish) plus the
-    shortest transfer."""
-    h = min([ta] + [i.next_time() for i in pools.prefill])
+def _prefill_floor(pools: Pools, requests: list[Request]) -> tuple[float, float]:
+    """Lower bounds on how soon a KV cache can land on a decode worker: (a prefill worker's next step ends
+    and the shortest transfer follows, a new request's whole prefill and the shortest transfer follow).
+    Step times rise with the tokens a step carries (the step costs are sums of non-negative terms)."""
+    xfer = min((pools.transfer_s(r) for r in requests), default=0.0)
+    pf = pools.prefill[0]
+    short = min((r.isl - int(r.isl * pf.prefix_hit) for r in requests), default=1)
+    c = max(1, min(short, pf.sched.token_budget))
+    pairs = pf.cost.prefill_pairs([(c, 0)]) if hasattr(pf.cost, "prefill_pairs") else c * (c + 1) / 2
+    step = min(pf.cost.step(0, 1, 0.0, pf.cost.prefill_pairs([(1, 0)]) if hasattr(pf.cost, "prefill_pairs")
+                            else 1.0) for pf in pools.prefill[:1])
+    return step + xfer, pf.cost.step(0, c, 0.0, pairs) + xfer
+
+
+def _horizon(times: list, n_pf: int, k: int, ta: float, floor: tuple, closed: bool) -> float:
+    """The latest time decode worker ``k`` may leap to (``times``: every instance's next time, the
+    ``n_pf`` prefill workers first): no KV cache lands on it before a prefill worker's next step ends, or a
+    request yet to arrive (in a closed loop: one another decode worker's next finish sends) is prefilled,
+    plus the shortest transfer."""
+    next_step, whole = floor
+    h = min(ta + whole, min(times[:n_pf]) + next_step)
     if closed:
-        h = min([h] + [i.next_time() for i in pools.decode if i is not inst])
-    return h + xfer_min
+        others = [t for j, t in enumerate(times[n_pf:], n_pf) if j != k]
+        if others:
+            h = min(h, min(others) + whole)
+    return h
