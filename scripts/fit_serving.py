@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 from tokspeed.hardware.catalog import get_hardware  # noqa: E402
 from tokspeed.serving.fitted import fitted_key  # noqa: E402
 from tokspeed.serving.rows import CSV, evaluate_case, load_cases  # noqa: E402
+from tokspeed.serving_api import make_setup  # noqa: E402
 from tokspeed.stats import percentile  # noqa: E402
 
 MIN_GROUP = 10          # rows an engine needs on one vendor's devices for a pair of its own
@@ -56,7 +57,8 @@ def simulate_all(cases):
         preds = []
         for c in cases:
             try:
-                preds.append(evaluate_case(c, {"gpu_scale": 1.0, "step_s": o, "link_scale": link}))
+                preds.append(evaluate_case(c, {"gpu_scale": 1.0, "step_s": o, "link_scale": link},
+                                           make_setup=make_setup))
             except Exception as e:           # noqa: BLE001  report and go on: a case the simulator refuses
                 print(f"  {c.id}: {type(e).__name__}: {e}", file=sys.stderr)
                 preds.append(None)

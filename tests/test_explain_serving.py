@@ -8,9 +8,10 @@ import pytest
 
 from tokspeed.cli.main import main
 from tokspeed.serving.fitted import fitted_for
-from tokspeed.serving.run import Disagg, Load, Setup
+from tokspeed.serving.run import Disagg, Load
 from tokspeed.serving.step_explain import breakdown, explain_serving
 from tokspeed.serving.worker import Parallelism
+from tokspeed.serving_api import make_setup
 
 CASES = [("llama-3.1-8b", "h100-sxm", "vllm", None, Parallelism(tp=1)),
          ("llama-3.1-70b", "h200-sxm", "vllm", "FP8", Parallelism(tp=8)),
@@ -20,7 +21,7 @@ CASES = [("llama-3.1-8b", "h100-sxm", "vllm", None, Parallelism(tp=1)),
 
 @pytest.mark.parametrize("model,hw,engine,quant,par", CASES)
 def test_parts_sum_to_the_simulators_step(model, hw, engine, quant, par):
-    setup = Setup(model, hw, engine, quant=quant, isl=1024, osl=256)
+    setup = make_setup(model, hw, engine, quant=quant, isl=1024, osl=256)
     w, _ = setup.worker(par)
     fit = fitted_for(w.resolved.profile.name, w.resolved.hw.vendor)
     for kw in (dict(decode_rows=48, context=1500), dict(prompt=1024)):
@@ -37,7 +38,7 @@ def test_parts_sum_to_the_simulators_step(model, hw, engine, quant, par):
 
 
 def test_latency_splits_add_up_under_a_load():
-    setup = Setup("llama-3.1-70b", "h200-sxm", "tensorrt-llm", quant="FP8", kv_dtype="fp8", isl=4000, osl=500)
+    setup = make_setup("llama-3.1-70b", "h200-sxm", "tensorrt-llm", quant="FP8", kv_dtype="fp8", isl=4000, osl=500)
     expl = explain_serving(setup, None, 1, Load("concurrency", concurrency=64), Disagg(2, 2, 2, 2))
     ttft, tpot = expl.latencies
     assert ttft.seconds * 1e3 == pytest.approx(expl.config["ttft_ms"]["p50"])

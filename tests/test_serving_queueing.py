@@ -24,6 +24,7 @@ from tokspeed.serving.metrics import summarize
 from tokspeed.serving.requests import Arrivals, Request, lengths, make_requests
 from tokspeed.serving.schedulers import scheduler_for
 from tokspeed.serving.simulate import Pools, simulate, simulate_disagg
+from tokspeed.serving_api import make_setup
 
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "llama.cpp")
 REL = 1e-6                 # float summation over thousands of steps
@@ -116,9 +117,9 @@ def test_disaggregated_request_waits_for_prefill_worker_and_link_by_hand():
 def test_issue_example_obeys_littles_law():
     # llama-3.1-70b FP8 on 8 x H200, TensorRT-LLM, 4000/500 tokens, disaggregated 2xTP2 prefill + 2xTP2 decode,
     # 128 clients: output tok/s within the drain bound of C x OSL / mean E2E, TTFT p50 < p90 < p99
-    from tokspeed.serving.run import Disagg, Load, Setup, evaluate
+    from tokspeed.serving.run import Disagg, Load, evaluate
 
-    setup = Setup("llama-3.1-70b", "h200-sxm", "tensorrt-llm", quant="FP8", kv_dtype="fp8", isl=4000, osl=500)
+    setup = make_setup("llama-3.1-70b", "h200-sxm", "tensorrt-llm", quant="FP8", kv_dtype="fp8", isl=4000, osl=500)
     cfg = evaluate(setup, None, 1, Load("concurrency", concurrency=128), None, Disagg(2, 2, 2, 2))
     t = cfg["ttft_ms"]
     assert t["p50"] < t["p90"] < t["p99"]

@@ -43,8 +43,9 @@ SERVING_FLAGS = ("gpus", "parallel", "disagg", "concurrency", "rate", "replicas"
 def _serving(args) -> int:
     """The serving step of a layout (``serving.step_explain``)."""
     from ..errors import UserError
-    from ..serving.run import Load, Setup
+    from ..serving.run import Load
     from ..serving.step_explain import explain_serving
+    from ..serving_api import make_setup
     from .serve import parse_disagg, parse_layout
 
     if args.prefill or args.measured or args.plot:
@@ -65,7 +66,7 @@ def _serving(args) -> int:
     if args.gpus and args.gpus != used * replicas:
         raise UserError(f"the layout uses {used} GPUs x {replicas} replicas = {used * replicas}, but --gpus is "
                         f"{args.gpus}", f"use --gpus {used * replicas}")
-    setup = Setup(args.model, hw, args.engine, quant=args.quant, kv_dtype=args.kv_dtype, isl=args.isl,
+    setup = make_setup(args.model, hw, args.engine, quant=args.quant, kv_dtype=args.kv_dtype, isl=args.isl,
                   osl=args.osl, engine_version=args.engine_version)
     setup.group(1, 1)
     if args.rate is not None:

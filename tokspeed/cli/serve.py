@@ -129,11 +129,10 @@ def parse_disagg(text: str | None, tp: int):
 
 
 def run(args) -> int:
-    from ..serving.document import search_document, serve_document
     from ..serving.metrics import SLO
     from ..serving.requests import read_trace
-    from ..serving.run import Setup, evaluate
     from ..serving.speculative import Speculation
+    from ..serving_api import ServeQuery, serve
 
     check_plot(args)
     hw = resolve_hardware(args)
@@ -144,30 +143,18 @@ def run(args) -> int:
     spec = None
     if args.speculative:
         spec = Speculation(args.speculative, args.spec_tokens, args.spec_acceptance, args.draft_model)
-    slo = SLO(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2e_s, args.slo_percentile)
-    setup = Setup(args.model, hw, args.engine, quant=args.quant, kv_dtype=args.kv_dtype, isl=args.isl,
-                  osl=args.osl, length_ratio=args.length_ratio, prefix_hit=args.prefix_hit,
-                  engine_version=args.engine_version, speculation=spec,
-                  sched_overrides={"token_budget": args.token_budget, "max_seqs": args.max_seqs,
-                                   "memory_fraction": args.memory_fraction})
-    load = _load(args, read_trace)
-    setup.group(1, 1)          # resolve (and refuse a bad model or device) before any layout
     single = par is not None or dis is not None
-    if single:
-        used = dis.gpus if dis else par.gpus
-        replicas = 1 if dis else (args.replicas or max(1, (args.gpus or used) // used))
-        gpus = args.gpus or used * replicas
-        if gpus != used * replicas:
-            raise UserError(f"the layout uses {used} GPUs x {replicas} replicas = {used * replicas}, but --gpus is {gpus}",
-                            f"use --gpus {used * replicas} or a layout that divides {gpus}")
-        configs = [evaluate(setup, par, replicas, load or _default_load(args), slo, dis)]
-        frontier = []
-        if not configs[0]["requests"]:
-            raise UserError(f"no request was served: {configs[0].get('stopped') or 'nothing finished'}",
-                            "use shorter requests, more GPUs or a smaller --quant")
-        doc = serve_document(setup, gpus, (load or _default_load(args)).scenario, slo, configs, frontier)
-    else:
-        doc = search_document(setup, args.gpus or 1, slo, load, disagg=not args.no_disagg)
+    load = _load(args, read_trace)
+    if single and load is None:
+        load = _default_load(args)
+    doc = serve(ServeQuery(args.model, hw, args.engine, quant=args.quant, kv_dtype=args.kv_dtype, isl=args.isl,
+                           osl=args.osl, length_ratio=args.length_ratio, prefix_hit=args.prefix_hit,
+                           engine_version=args.engine_version, speculation=spec,
+                           sched_overrides={"token_budget": args.token_budget, "max_seqs": args.max_seqs,
+                                            "memory_fraction": args.memory_fraction},
+                           gpus=args.gpus, parallel=None if dis else par, replicas=args.replicas, disagg=dis,
+                           load=load, slo=SLO(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2e_s,
+                                              args.slo_percentile), search_disagg=not args.no_disagg))
     from ..report.text import say
 
     note_driver(doc["driver"], doc["driver_assumed"])

@@ -30,11 +30,11 @@ def serving_section(model, hw, gpus: int, *, quant, kv_dtype: str, engine: str, 
                     engine_version: str | None = None, charts: bool = True) -> str:
     """The section's HTML; a setup no layout of ``gpus`` devices holds gets one line saying so."""
     from ..serving.document import search_document
-    from ..serving.run import Setup
+    from ..serving_api import make_setup
 
     head = f"<h2>Serving on {gpus} × {esc(hw.name)}</h2>"
     try:
-        doc = search_document(Setup(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=max(isl, 1), osl=max(osl, 1),
+        doc = search_document(make_setup(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=max(isl, 1), osl=max(osl, 1),
                                     engine_version=engine_version), gpus)
     except UserError as e:
         return head + f"<p class='note'>{esc(e.message)}</p>"

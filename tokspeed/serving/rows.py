@@ -138,12 +138,13 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
     return out, skipped
 
 
-def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None = None) -> dict:
-    """Simulated {tok_s_per_gpu, tpot_ms, ttft_ms} of a case (``fitted``: gpu_scale, step_s)."""
-    from .run import Load, Setup, evaluate
+def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None = None, *, make_setup) -> dict:
+    """Simulated {tok_s_per_gpu, tpot_ms, ttft_ms} of a case (``fitted``: gpu_scale, step_s; ``make_setup``:
+    ``serving_api.make_setup``, predict's resolution)."""
+    from .run import Load, evaluate
     from .worker import Parallelism
 
-    setup = Setup(case.model, case.hardware, case.engine, quant=case.quant, kv_dtype=case.kv_dtype, isl=case.isl,
+    setup = make_setup(case.model, case.hardware, case.engine, quant=case.quant, kv_dtype=case.kv_dtype, isl=case.isl,
                   osl=case.osl, length_ratio=case.length_ratio, fitted=fitted)
     if case.dp_attn:
         par = Parallelism(tp=1, ep=case.gpus, dp=case.gpus)

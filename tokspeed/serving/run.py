@@ -91,14 +91,18 @@ class Setup:
     speculation: Speculation | None = None
     sched_overrides: dict = field(default_factory=dict)
     fitted: dict | None = None            # serving constants (default: the engine's fitted ones)
+    resolver: object = None               # prediction_setup.resolve (``serving_api.make_setup`` passes it)
     _groups: dict = field(default_factory=dict, repr=False)
     _workers: dict = field(default_factory=dict, repr=False)
 
     def group(self, tp: int, pp: int):
         key = (tp, pp)
         if key not in self._groups:
-            self._groups[key] = _GROUPS.get((self._key(), key)) or resolve_group(self.model, self.hardware, self.engine, self.quant, self.kv_dtype,
-                                              tp, pp, self.engine_version)
+            if self.resolver is None:
+                raise ValueError("Setup needs a resolver: build it with tokspeed.serving_api.make_setup")
+            self._groups[key] = _GROUPS.get((self._key(), key)) or resolve_group(
+                self.resolver, self.model, self.hardware, self.engine, self.quant, self.kv_dtype, tp, pp,
+                self.engine_version)
             if isinstance(self.model, str) and isinstance(self.hardware, str):
                 if len(_GROUPS) > 256:
                     _GROUPS.clear()
@@ -120,7 +124,7 @@ class Setup:
             if self.speculation is not None:
                 draft = None
                 if self.speculation.kind == "draft":
-                    draft = build_worker(resolve_group(self.speculation.draft_model, self.hardware, self.engine,
+                    draft = build_worker(resolve_group(self.resolver, self.speculation.draft_model, self.hardware, self.engine,
                                                        self.quant, self.kv_dtype, par.tp, par.pp,
                                                        self.engine_version), Parallelism(par.tp, par.pp),
                                          self.scheduler(r), fitted_for(r.profile.name, r.hw.vendor), self.isl + self.osl).cost

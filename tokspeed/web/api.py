@@ -367,9 +367,9 @@ SERVED_KEPT = 32
 def _serve_doc(model, hw, engine, quant, kv_dtype, engine_version, gpus, isl, osl, ttft_ms, tpot_ms) -> dict:
     from ..serving.document import search_document
     from ..serving.metrics import SLO
-    from ..serving.run import Setup
+    from ..serving_api import make_setup
 
-    return search_document(Setup(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=isl, osl=osl,
+    return search_document(make_setup(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=isl, osl=osl,
                                  engine_version=engine_version), gpus, SLO(ttft_ms=ttft_ms, tpot_ms=tpot_ms))
 
 
