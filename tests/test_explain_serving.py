@@ -41,7 +41,7 @@ def test_latency_splits_add_up_under_a_load():
     setup = make_setup("llama-3.1-70b", "h200-sxm", "tensorrt-llm", quant="FP8", kv_dtype="fp8", isl=4000, osl=500)
     expl = explain_serving(setup, None, 1, Load("concurrency", concurrency=64), Disagg(2, 2, 2, 2))
     ttft, tpot = expl.latencies
-    assert ttft.seconds * 1e3 == pytest.approx(expl.config["ttft_ms"]["p50"])
+    assert ttft.seconds * 1e3 == pytest.approx(expl.config.ttft_ms.p50)
     assert ttft.step_s + sum(p.seconds for p in ttft.parts) == pytest.approx(ttft.seconds)
     assert [p.name for p in ttft.parts][:2] == ["prefill queue", "KV transfer (link wait included)"]
     assert tpot.step_s + sum(p.seconds for p in tpot.parts) == pytest.approx(tpot.seconds)

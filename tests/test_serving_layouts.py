@@ -90,10 +90,11 @@ def test_layouts_of_eight_gpus():
 
 
 def test_frontier_keeps_undominated_points():
-    rows = [{"output_tok_s_per_gpu": g, "tok_s_per_user": u} for g, u in ((100, 10), (80, 20), (90, 5), (50, 30),
-                                                                       (40, 25))]
-    assert frontier(rows) == [{"tok_s_per_gpu": 100, "tok_s_per_user": 10}, {"tok_s_per_gpu": 80, "tok_s_per_user": 20},
-                              {"tok_s_per_gpu": 50, "tok_s_per_user": 30}]
+    rows = [SimpleNamespace(output_tok_s_per_gpu=g, tok_s_per_user=u)
+            for g, u in ((100, 10), (80, 20), (90, 5), (50, 30), (40, 25))]
+    assert [p.to_dict() for p in frontier(rows)] == [
+        {"tok_s_per_gpu": 100, "tok_s_per_user": 10}, {"tok_s_per_gpu": 80, "tok_s_per_user": 20},
+        {"tok_s_per_gpu": 50, "tok_s_per_user": 30}]
 
 
 def test_fitted_constants_by_engine_and_vendor(tmp_path, monkeypatch):
@@ -192,7 +193,7 @@ def test_sglang_attention_dp_before_deepep_is_not_modelled():
     s = make_setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=256, osl=64, engine_version="0.4.1")
     from tokspeed.serving.run import Load, evaluate
     cfg = evaluate(s, dp8, 1, Load("concurrency", concurrency=8, n_requests=8))
-    assert "DeepEP" in cfg["warnings"][0]
+    assert "DeepEP" in cfg.warnings[0]
     _, skipped = load_cases()
     assert skipped[f"not modelled ({SGLANG_DP_BEFORE_DEEPEP})"] == 8     # datacrunch's eight v0.4.1 rows
 

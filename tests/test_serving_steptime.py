@@ -66,8 +66,8 @@ def test_more_load_more_throughput_less_per_user():
     s = make_setup(LLAMA3_8B, "h100-sxm", "vllm", quant="F16", isl=512, osl=128)
     lo = evaluate(s, Parallelism(), 1, Load("concurrency", concurrency=4))
     hi = evaluate(s, Parallelism(), 1, Load("concurrency", concurrency=64))
-    assert hi["output_tok_s"] > 4 * lo["output_tok_s"]
-    assert hi["tok_s_per_user"] < lo["tok_s_per_user"]
+    assert hi.output_tok_s > 4 * lo.output_tok_s
+    assert hi.tok_s_per_user < lo.tok_s_per_user
 
 
 def test_link_scale_adds_the_pass_link_time():

@@ -71,8 +71,8 @@ def serve(q: ServeQuery) -> dict:
                         f"use --gpus {used * replicas} or a layout that divides {gpus}")
     load = q.load or Load("offline")
     cfg = evaluate(setup, par, replicas, load, q.slo, dis)
-    if not cfg["requests"]:
-        raise UserError(f"no request was served: {cfg.get('stopped') or 'nothing finished'}",
+    if not cfg.requests:
+        raise UserError(f"no request was served: {cfg.stopped or 'nothing finished'}",
                         "use shorter requests, more GPUs or a smaller --quant")
     return serve_document(setup, gpus, load.scenario, q.slo, [cfg], [])
 

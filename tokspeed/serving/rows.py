@@ -158,4 +158,4 @@ def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None
     else:
         load = Load("rate", rate_rps=case.rate_rps, n_requests=n_requests)
     c = evaluate(setup, par, case.replicas, load)
-    return {"tok_s_per_gpu": c["output_tok_s_per_gpu"], "tpot_ms": c["tpot_ms"]["p50"], "ttft_ms": c["ttft_ms"]["p50"]}
+    return {"tok_s_per_gpu": c.output_tok_s_per_gpu, "tpot_ms": c.tpot_ms.p50, "ttft_ms": c.ttft_ms.p50}

@@ -27,6 +27,7 @@ from ..scale.interconnect import device_link
 from .fitted import fitted_for
 from .metrics import SLO, spread, summarize
 from .requests import Arrivals, Request, lengths, make_requests
+from .result import ServingConfig, Spread
 from .schedulers import Scheduler, scheduler_for, scheduler_key
 from .instance import Instance
 from .simulate import Pools, simulate, simulate_disagg
@@ -179,7 +180,7 @@ def run_worker(setup: Setup, par: Parallelism, load: Load, share: int, *, osl_ov
 
 
 def evaluate(setup: Setup, par: Parallelism, replicas: int, load: Load, slo: SLO | None = None,
-             disagg: Disagg | None = None) -> dict:
+             disagg: Disagg | None = None) -> ServingConfig:
     """One config of the ``tokspeed serve`` JSON contract (plus diagnostics)."""
     if disagg is not None:
         return _evaluate_disagg(setup, disagg, load, slo)
@@ -195,27 +196,21 @@ def evaluate(setup: Setup, par: Parallelism, replicas: int, load: Load, slo: SLO
     layout = {**par.to_dict(), "replicas": replicas, "disagg": None}
     cfg = _config(layout, gpus, conc, load, m, w)
     flags = not_modelled(setup.engine, setup.engine_version, par)
-    cfg["measured"] = not UNMEASURED.intersection(flags)
-    if flags:
-        cfg["warnings"] = [WARNINGS[f] for f in flags]
+    cfg.measured = not UNMEASURED.intersection(flags)
+    cfg.warnings = [WARNINGS[f] for f in flags]
     return cfg
 
 
-def _config(layout, gpus, conc, load, m, w) -> dict:
+def _config(layout, gpus, conc, load, m, w) -> ServingConfig:
     prof = w.resolved.profile
     lo = max(prof.decode_error_pct, prof.prefill_error_pct) / 100 if prof else 0.3
     band = {"low": m["output_tok_s"] * (1 - min(lo, 0.9)), "high": m["output_tok_s"] * (1 + lo)}
-    out = {"layout": layout, "gpus": gpus, "concurrency": conc,
-           "rate_rps": load.rate_rps if load.scenario == "rate" else None,
-           "output_tok_s": m["output_tok_s"], "output_tok_s_per_gpu": m["output_tok_s"] / gpus,
-           "tok_s_per_user": m["tok_s_per_user"], "ttft_ms": m["ttft_ms"], "tpot_ms": m["tpot_ms"],
-           "itl_ms": m["itl_ms"], "e2e_s": m["e2e_s"], "meets_slo": m["meets_slo"], "band": band,
-           "kv_pool_tokens": w.kv_tokens, "mean_running": m["mean_running"], "preemptions": m["preemptions"],
-           "requests": m["requests"], "e2e_mean_s": m["e2e_mean_s"], "duration_s": m["duration_s"]}
-    for k in ("goodput_rps", "goodput_tok_s", "slo_misses", "stopped"):
-        if k in m:
-            out[k] = m[k]
-    return out
+    return ServingConfig(
+        layout, gpus, conc, load.rate_rps if load.scenario == "rate" else None, m["output_tok_s"],
+        m["output_tok_s"] / gpus, m["tok_s_per_user"], Spread.of(m["ttft_ms"]), Spread.of(m["tpot_ms"]),
+        Spread.of(m["itl_ms"]), Spread.of(m["e2e_s"]), m["meets_slo"], band, w.kv_tokens, m["mean_running"],
+        m["preemptions"], m["requests"], m["e2e_mean_s"], m["duration_s"], goodput_rps=m.get("goodput_rps"),
+        goodput_tok_s=m.get("goodput_tok_s"), slo_misses=m.get("slo_misses", []), stopped=m.get("stopped"))
 
 
 def kv_transfer_s(setup: Setup, r, isl: int, n_gpus: int) -> float:
@@ -233,7 +228,7 @@ def _instances(setup: Setup, par: Parallelism, n: int, prefilled: bool) -> list[
                      tokens_per_step=tps if prefilled else 1.0, rows_per_seq=rows) for _ in range(n)]
 
 
-def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> dict:
+def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> ServingConfig:
     """Both pools simulated together (``simulate_disagg``): a request queues for a prefill worker, its KV
     cache for the worker's link, then for a decode worker's admission."""
     dec_par, pf_par = Parallelism(tp=d.decode_tp), Parallelism(tp=d.prefill_tp)
@@ -261,8 +256,7 @@ def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> di
     conc = load.concurrency if load.scenario == "concurrency" else round(m["mean_running"])
     layout = {"tp": d.decode_tp, "pp": 1, "ep": 1, "dp": 1, "replicas": d.decode_workers, "disagg": d.to_dict()}
     cfg = _config(layout, d.gpus, conc, load, m, dec_w)
-    cfg["measured"] = True
-    cfg["kv_transfer_ms"] = transfer_s(Request(0, 0.0, setup.isl, 1)) * 1e3
-    cfg["prefill_ms"] = spread([q[0] for q in out.queue_s or ()], 1e3)
-    cfg["kv_wait_ms"] = spread([q[1] for q in out.queue_s or ()], 1e3)
+    cfg.kv_transfer_ms = transfer_s(Request(0, 0.0, setup.isl, 1)) * 1e3
+    cfg.prefill_ms = Spread.of(spread([q[0] for q in out.queue_s or ()], 1e3))
+    cfg.kv_wait_ms = Spread.of(spread([q[1] for q in out.queue_s or ()], 1e3))
     return cfg

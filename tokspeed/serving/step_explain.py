@@ -119,12 +119,12 @@ class ServingExplanation:
     decode: StepBreakdown
     prefill: StepBreakdown
     latencies: list[LatencySplit]
-    config: dict | None
+    config: object                # result.ServingConfig, None at a stated batch
 
     def to_dict(self) -> dict:
         return {"layout": self.layout, "gpus_per_worker": self.gpus_per_worker, "decode": self.decode.to_dict(),
                 "prefill": self.prefill.to_dict(), "latencies": [x.to_dict() for x in self.latencies],
-                "config": self.config}
+                "config": self.config.to_dict() if self.config is not None else None}
 
 
 def explain_serving(setup, par, replicas: int, load, disagg=None, batch: int = 0,
@@ -146,7 +146,7 @@ def explain_serving(setup, par, replicas: int, load, disagg=None, batch: int = 0
     if not batch:
         cfg = evaluate(setup, par, replicas, load, None, disagg)
         per = disagg.decode_workers if disagg is not None else 1
-        batch = max(1, round(cfg["mean_running"] / per))
+        batch = max(1, round(cfg.mean_running / per))
     dec = breakdown(w, fit, decode_rows=batch, context=ctx)
     pf = breakdown(pf_w, fit, prompt=max(1, setup.isl))
     lays = [] if cfg is None else _latencies(cfg, dec, pf)
@@ -155,18 +155,18 @@ def explain_serving(setup, par, replicas: int, load, disagg=None, batch: int = 0
     return ServingExplanation(lay, w.gpus, dec, pf, lays, cfg)
 
 
-def _latencies(cfg: dict, dec: StepBreakdown, pf: StepBreakdown) -> list[LatencySplit]:
+def _latencies(cfg, dec: StepBreakdown, pf: StepBreakdown) -> list[LatencySplit]:
     out = []
-    ttft = (cfg["ttft_ms"].get("p50") or 0.0) / 1e3
-    if "prefill_ms" in cfg:              # disaggregated: prefill queue, KV transfer, decode admission
-        pre = (cfg["prefill_ms"].get("p50") or 0.0) / 1e3
-        kv = (cfg["kv_wait_ms"].get("p50") or 0.0) / 1e3
+    ttft = (cfg.ttft_ms.p50 or 0.0) / 1e3
+    if cfg.prefill_ms is not None:       # disaggregated: prefill queue, KV transfer, decode admission
+        pre = (cfg.prefill_ms.p50 or 0.0) / 1e3
+        kv = (cfg.kv_wait_ms.p50 or 0.0) / 1e3
         rest = [Part("prefill queue", max(0.0, pre - pf.total_s)), Part("KV transfer (link wait included)", kv),
                 Part("decode admission and first step", max(0.0, ttft - pre - kv))]
     else:
         rest = [Part("queueing and steps shared with other sequences", ttft - pf.total_s)]
     out.append(LatencySplit("TTFT p50", ttft, pf.total_s, rest))
-    tpot = (cfg["tpot_ms"].get("p50") or 0.0) / 1e3
+    tpot = (cfg.tpot_ms.p50 or 0.0) / 1e3
     if tpot:
         out.append(LatencySplit("TPOT p50", tpot, dec.total_s,
                                 [Part("prompt chunks or prefill steps between decodes", tpot - dec.total_s)]))
