@@ -125,3 +125,40 @@ def test_issue_example_obeys_littles_law():
     assert t.p50 < t.p90 < t.p99
     little = 128 * 500 / cfg.e2e_mean_s
     assert little * (1 - cfg.e2e_s.p99 / cfg.duration_s) <= cfg.output_tok_s <= little * (1 + REL)
+
+
+def test_slo_miss_names_the_limit_and_the_margin():
+    from tokspeed.serving.metrics import SLO, slo_misses
+
+    res = {"ttft_ms": {"p50": 900.0, "p90": 1800.0, "p99": 2500.0}, "tpot_ms": {"p50": 20.0, "p90": 30.0, "p99": 40.0},
+           "e2e_s": {"p50": 5.0, "p90": 6.0, "p99": 9.0}}
+    got = slo_misses(res, SLO(ttft_ms=1000, tpot_ms=50, e2e_s=5.5, percentile=90))
+    assert [m.metric for m in got] == ["TTFT", "E2E"]          # TPOT p90 30 ms meets its 50 ms
+    assert got[0].text() == "TTFT p90 1.8 s > 1 s limit (+80 %)"
+    assert got[1].margin_pct == pytest.approx((6.0 / 5.5 - 1) * 100)
+    assert not slo_misses(res, SLO(ttft_ms=1000, percentile=50))
+
+
+def test_max_seqs_holds_per_attention_rank():
+    from tokspeed.serving.run import per_rank
+    from tokspeed.serving.worker import Parallelism
+
+    dp8 = Parallelism(tp=1, ep=8, dp=8)
+    # TensorRT-LLM's max_batch_size and vLLM's max_num_seqs are per rank: 8 ranks hold 8 x as many
+    for engine in ("tensorrt-llm", "vllm"):
+        s = scheduler_for(engine).with_(max_seqs=16)
+        assert per_rank(s, dp8).max_seqs == 128
+        assert per_rank(s, Parallelism(tp=8)).max_seqs == 16
+    # SGLang's --max-running-requests is the instance's total, split over its ranks
+    assert per_rank(scheduler_for("sglang").with_(max_seqs=16), dp8).max_seqs == 16
+
+
+def test_pipeline_layouts_are_marked_unmeasured():
+    from tokspeed.serving.run import Load, evaluate
+    from tokspeed.serving.worker import Parallelism
+
+    setup = make_setup("llama-3.1-8b", "h100-sxm", "vllm", isl=128, osl=16)
+    pp = evaluate(setup, Parallelism(tp=2, pp=2), 1, Load("concurrency", concurrency=4, n_requests=8))
+    tp = evaluate(setup, Parallelism(tp=4), 1, Load("concurrency", concurrency=4, n_requests=8))
+    assert pp.measured is False and tp.measured is True
+    assert any("pipeline parallelism" in w for w in pp.warnings) and pp.to_dict()["measured"] is False
