@@ -119,7 +119,8 @@ class Pools:
 
 
 def _least_loaded(insts: list[Instance]) -> Instance:
-    return min(insts, key=lambda i: (i.outstanding(), insts.index(i)))
+    """The instance with the fewest requests routed and unfinished (the first of equals)."""
+    return min(enumerate(insts), key=lambda e: (e[1].outstanding(), e[0]))[1]
 
 
 def _insert(queue: deque, r: Request):
@@ -199,17 +200,19 @@ def _hand_over(pools: Pools, inst: Instance, s: Seq, sent: dict, link_free: list
 
 
 def _prefill_floor(pools: Pools, requests: list[Request]) -> tuple[float, float]:
-    """Lower bounds on how soon a KV cache can land on a decode worker: (a prefill worker's next step ends
-    and the shortest transfer follows, a new request's whole prefill and the shortest transfer follow).
-    Step times rise with the tokens a step carries (the step costs are sums of non-negative terms)."""
+    """Lower bounds on how soon a KV cache can land on a decode worker: (a prefill worker's next step ends and
+    the shortest transfer follows, a new request's whole prefill and the shortest transfer follow). Step times
+    rise with the tokens a step carries (step costs are sums of non-negative terms)."""
     xfer = min((pools.transfer_s(r) for r in requests), default=0.0)
     pf = pools.prefill[0]
     short = min((r.isl - int(r.isl * pf.prefix_hit) for r in requests), default=1)
     c = max(1, min(short, pf.sched.token_budget))
-    pairs = pf.cost.prefill_pairs([(c, 0)]) if hasattr(pf.cost, "prefill_pairs") else c * (c + 1) / 2
-    step = min(pf.cost.step(0, 1, 0.0, pf.cost.prefill_pairs([(1, 0)]) if hasattr(pf.cost, "prefill_pairs")
-                            else 1.0) for pf in pools.prefill[:1])
-    return step + xfer, pf.cost.step(0, c, 0.0, pairs) + xfer
+
+    def prompt_step(n: int) -> float:
+        pairs = pf.cost.prefill_pairs([(n, 0)]) if hasattr(pf.cost, "prefill_pairs") else n * (n + 1) / 2
+        return pf.cost.step(0, n, 0.0, pairs)
+
+    return prompt_step(1) + xfer, prompt_step(c) + xfer
 
 
 def _horizon(times: list, n_pf: int, k: int, ta: float, floor: tuple, closed: bool) -> float:
