@@ -60,7 +60,8 @@ def test_cli_explains_a_multi_gpu_step(capsys):
 
 
 @pytest.mark.parametrize("argv", [["--parallel", "tp=x"], ["--gpus", "3", "--parallel", "tp=2"],
-                                  ["--disagg", "1:"], ["--concurrency", "4", "--prefill", "10"]])
+                                  ["--disagg", "1:"], ["--concurrency", "4", "--prefill", "10"],
+                                  ["--parallel", "tp=1,pp=2", "--disagg", "1:1"], ["--rate", "0"]])
 def test_cli_refuses_bad_layouts(argv, capsys):
     assert main(["explain", "llama-3.1-8b", "--hw", "h100-sxm", *argv]) == 2
     assert "Traceback" not in capsys.readouterr().err

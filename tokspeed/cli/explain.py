@@ -56,6 +56,8 @@ def _serving(args) -> int:
     hw = resolve_hardware(args)
     par = parse_layout(args.parallel)
     dis = parse_disagg(args.disagg, par.tp if par else 1)
+    if dis is not None and par is not None and (par.pp > 1 or par.ep > 1):
+        raise UserError("--disagg takes only tp from --parallel")
     used = dis.gpus if dis else (par.gpus if par else 1)
     if par is None and dis is None:
         from ..serving.worker import Parallelism
