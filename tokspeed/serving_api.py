@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .engines.compat import default_engine
 from .errors import UserError
 from .prediction_setup import resolve
 from .serving import batch as _batch
@@ -31,7 +32,7 @@ def make_setup(model, hardware, engine: str, **kw) -> Setup:
 class ServeQuery:
     model: object
     hardware: object
-    engine: str = "vllm"
+    engine: str = default_engine("serve")
     quant: str | None = None
     kv_dtype: str = "f16"
     isl: int = 1024

@@ -8,14 +8,16 @@ its KV pool holds (``worker``: the engine's memory share, weights, workspace and
 from __future__ import annotations
 
 from ..scale.options import ScaleOptions
+from ..engines.compat import default_engine
 from ..workload import Workload
 from .fitted import fitted_for
 from .schedulers import scheduler_for
 from .worker import Parallelism, build_worker, full_attention
 
 
-def max_batch(resolver, model, hardware, tokens: int, *, quant=None, kv_dtype="f16", engine="vllm",
-              engine_version=None, gpus: int = 1, parallel: str | None = None, flash_attention=None) -> dict:
+def max_batch(resolver, model, hardware, tokens: int, *, quant=None, kv_dtype="f16",
+              engine=default_engine("serve"), engine_version=None, gpus: int = 1, parallel: str | None = None,
+              flash_attention=None) -> dict:
     """{"batch", "kv_pool_tokens", "max_seqs", "limit"} for sequences of ``tokens`` tokens; ``resolver``:
     ``prediction_setup.resolve`` (passed in: the serving package never imports predict's setup)."""
     opts = ScaleOptions(gpus=gpus, parallel=parallel)
