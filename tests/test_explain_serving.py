@@ -57,6 +57,10 @@ def test_cli_explains_a_multi_gpu_step(capsys):
                                                         "graph replay / launches / fixed", "host (not hidden)"}
     assert d["decode"]["total_ms"] == pytest.approx(sum(p["ms"] for p in d["decode"]["parts"]))
     assert d["config"]["concurrency"] == 16
+    # one sequence at a time: the explained decode step is one row
+    assert main(["explain", "llama-3.1-8b", "--hw", "h100-sxm", "--engine", "vllm", "--parallel", "tp=1",
+                 "--concurrency", "4", "--max-seqs", "1", "--osl", "8", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["decode"]["rows"] == 1
 
 
 @pytest.mark.parametrize("argv", [["--parallel", "tp=x"], ["--gpus", "3", "--parallel", "tp=2"],

@@ -34,6 +34,9 @@ def add_parser(sub):
     load.add_argument("--rate", type=float, default=None, help="requests per second")
     serving.add_argument("--isl", type=positive_int, default=1024, help="prompt tokens per request (default 1024)")
     serving.add_argument("--osl", type=positive_int, default=256, help="output tokens per request (default 256)")
+    serving.add_argument("--token-budget", type=positive_int, default=None, help="tokens per step (as serve)")
+    serving.add_argument("--max-seqs", type=positive_int, default=None,
+                         help="sequences in flight (per attention rank under attention DP, as serve)")
     return p
 
 
@@ -69,7 +72,8 @@ def _serving(args) -> int:
         raise UserError(f"the layout uses {used} GPUs x {replicas} replicas = {used * replicas}, but --gpus is "
                         f"{args.gpus}", f"use --gpus {used * replicas}")
     setup = make_setup(args.model, hw, args.engine, quant=args.quant, kv_dtype=args.kv_dtype, isl=args.isl,
-                  osl=args.osl, engine_version=args.engine_version)
+                  osl=args.osl, engine_version=args.engine_version,
+                  sched_overrides={"token_budget": args.token_budget, "max_seqs": args.max_seqs})
     setup.group(1, 1)
     if args.rate is not None:
         load = Load("rate", rate_rps=args.rate)
