@@ -131,6 +131,7 @@ def run_rows(aic) -> dict:
     import time
 
     from tokspeed.serving.rows import evaluate_case, load_cases
+    from tokspeed.serving_api import make_setup
 
     cases, skipped = load_cases()
     skipped = {f"tokspeed: {k}": v for k, v in skipped.items()}
@@ -146,7 +147,7 @@ def run_rows(aic) -> dict:
     for (c, q), a in zip(asked, answers):
         t = time.perf_counter()
         try:
-            ts = evaluate_case(c)
+            ts = evaluate_case(c, make_setup=make_setup)
         except Exception as e:       # noqa: BLE001  a case the simulator refuses is reported, not fatal
             ts = {"error": f"{type(e).__name__}: {e}"}
         t_ts += time.perf_counter() - t
