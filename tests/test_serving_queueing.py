@@ -13,6 +13,7 @@ times: a simulation that leaves a queue out of E2E, or counts tokens it did not 
 E2E >= TTFT + (OSL - 1) x the fastest decode step: a request's later tokens each need a step, and no step
 is faster than one decoding row alone (the test's step cost rises with rows and cached tokens)."""
 
+import json
 import math
 
 import pytest
@@ -162,3 +163,19 @@ def test_pipeline_layouts_are_marked_unmeasured():
     tp = evaluate(setup, Parallelism(tp=4), 1, Load("concurrency", concurrency=4, n_requests=8))
     assert pp.measured is False and tp.measured is True
     assert any("pipeline parallelism" in w for w in pp.warnings) and pp.to_dict()["measured"] is False
+
+
+def test_serve_names_the_missed_limit_in_the_table_and_json(capsys, monkeypatch):
+    from tokspeed.cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "160")
+    argv = ["serve", "llama-3.1-8b", "--hw", "h100-sxm", "--engine", "vllm", "--disagg", "1x1:1x1", "--isl", "2000",
+            "--osl", "32", "--concurrency", "64", "--requests", "128", "--slo-ttft-ms", "1", "--slo-percentile", "90"]
+    assert main(argv + ["--json"]) == 0
+    c = json.loads(capsys.readouterr().out)["configs"][0]
+    miss = c["slo_misses"][0]
+    assert c["meets_slo"] is False and miss["metric"] == "TTFT" and miss["percentile"] == 90
+    assert miss["margin_pct"] == pytest.approx((c["ttft_ms"]["p90"] / 1.0 - 1) * 100)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "TTFT p90" in out and "limit (+" in out
