@@ -140,20 +140,6 @@ def test_slo_miss_names_the_limit_and_the_margin():
     assert not slo_misses(res, SLO(ttft_ms=1000, percentile=50))
 
 
-def test_max_seqs_holds_per_attention_rank():
-    from tokspeed.serving.run import per_rank
-    from tokspeed.serving.worker import Parallelism
-
-    dp8 = Parallelism(tp=1, ep=8, dp=8)
-    # TensorRT-LLM's max_batch_size and vLLM's max_num_seqs are per rank: 8 ranks hold 8 x as many
-    for engine in ("tensorrt-llm", "vllm"):
-        s = scheduler_for(engine).with_(max_seqs=16)
-        assert per_rank(s, dp8).max_seqs == 128
-        assert per_rank(s, Parallelism(tp=8)).max_seqs == 16
-    # SGLang's --max-running-requests is the instance's total, split over its ranks
-    assert per_rank(scheduler_for("sglang").with_(max_seqs=16), dp8).max_seqs == 16
-
-
 def test_pipeline_layouts_are_marked_unmeasured():
     from tokspeed.serving.run import Load, evaluate
     from tokspeed.serving.worker import Parallelism

@@ -13,7 +13,7 @@ request's arrival at the prefill pool, so throughput, requests in flight and E2E
 Pools of ``g = gcd(P, D)`` equal units (routers spread the load evenly) are simulated as one unit of
 ``P/g`` prefill and ``D/g`` decode workers at ``1/g`` of the load, as replicas are.
 
-Attention data parallelism: ``max_seqs`` holds per attention rank (``per_rank``).
+Attention data parallelism: the limits hold per attention rank (``attention_dp.instance_scheduler``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from dataclasses import dataclass, field, replace
 from ..errors import UserError
 from ..memory import kv_bytes
 from ..scale.interconnect import device_link
+from .attention_dp import instance_scheduler
 from .fitted import fitted_for
 from .metrics import SLO, spread, summarize
 from .requests import Arrivals, Request, lengths, make_requests
 from .result import ServingConfig, Spread
-from .schedulers import Scheduler, scheduler_for, scheduler_key
+from .schedulers import Scheduler, scheduler_for
 from .instance import Instance
 from .simulate import Pools, simulate, simulate_disagg
 from .speculative import Speculation, attach
@@ -135,16 +136,6 @@ class Setup:
         return self._workers[par]
 
 
-def per_rank(sched: Scheduler, par: Parallelism) -> Scheduler:
-    """The instance's scheduler under attention data parallelism: each of the ``dp`` attention ranks
-    holds ``max_seqs`` sequences (TensorRT-LLM's ``max_batch_size`` and vLLM's ``max_num_seqs`` hold per rank),
-    so the instance holds ``dp`` times as many; SGLang's ``--max-running-requests`` is the instance's total,
-    split over the ranks (``tp_worker.py``: ``max_running_requests // dp_size`` under ``enable_dp_attention``)."""
-    if par.dp <= 1 or scheduler_key(sched.engine) == "sglang":
-        return sched       # SGLang divides --max-running-requests over its dp ranks (tp_worker.py)
-    return sched.with_(max_seqs=sched.max_seqs * par.dp)
-
-
 def _requests(setup: Setup, load: Load, share: int, kind: str, n: int) -> list[Request]:
     if load.scenario == "trace":
         return [replace(r) for r in load.trace[::share]]
@@ -167,7 +158,7 @@ def run_worker(setup: Setup, par: Parallelism, load: Load, share: int, *, osl_ov
     """Simulate one engine instance at ``1/share`` of the load; returns (Outcome, Worker)."""
     w, tps = setup.worker(par)
     r = w.resolved
-    sched = per_rank(setup.scheduler(r), par)
+    sched = instance_scheduler(setup.scheduler(r), par.dp)    # attention DP: per-rank limits x dp
     conc = max(1, math.ceil(load.concurrency / share)) if load.scenario == "concurrency" else 0
     n = max(1, math.ceil(_n_requests(load, conc) / (1 if load.scenario == "concurrency" else share)))
     reqs = arrivals if arrivals is not None else _requests(setup, load, share, load.scenario, n)
@@ -222,7 +213,7 @@ def kv_transfer_s(setup: Setup, r, isl: int, n_gpus: int) -> float:
 
 def _instances(setup: Setup, par: Parallelism, n: int, prefilled: bool) -> list[Instance]:
     w, tps = setup.worker(par)
-    sched = per_rank(setup.scheduler(w.resolved), par)
+    sched = instance_scheduler(setup.scheduler(w.resolved), par.dp)
     rows = setup.speculation.k + 1 if setup.speculation is not None and prefilled else 1
     return [Instance(w.cost, sched, w.kv_tokens, prefix_hit=1.0 if prefilled else setup.prefix_hit,
                      tokens_per_step=tps if prefilled else 1.0, rows_per_seq=rows) for _ in range(n)]
