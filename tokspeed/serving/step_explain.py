@@ -1,7 +1,8 @@
 """Where one serving step's time goes, per GPU of a worker and per kernel family: the GEMMs that read the
 weights, attention over the KV cache, the MoE experts (with their all-to-all under expert parallelism),
 norms and activations, the collectives (TP all-reduces), the graph replay / kernel launches and fixed
-per-pass time, and the host time per step the engine does not hide.
+per-pass time, the host time per step the engine does not hide, and under attention data parallelism the
+wait for the rank that holds a prompt (``attention_dp.rank_straggler``).
 
 Each family's time is its marginal in the worker's step timer (``StepCost.time_ops``: the family's
 operators alone minus an empty pass), split into kernel time and launches with the layout timer's
@@ -104,6 +105,8 @@ def breakdown(worker, fitted: dict, *, decode_rows: int = 0, context: int = 0, p
         parts.append(Part(name, cost.time_ops(sub, batch, n) - empty - launch))
         launches += launch
     parts += [Part("collectives", link), Part("graph replay / launches / fixed", launches)]
+    if prompt and getattr(cost, "straggler", None) is not None:     # attention DP: the rank holding the prompt
+        parts.append(Part("busiest attention-DP rank (a prompt is not split)", cost.straggler(prompt)))
     g = cost.gpu_scale
     parts = [Part(p.name, p.seconds * g) for p in parts] + [Part("host (not hidden)", cost.step_s)]
     return StepBreakdown("prefill" if prompt else "decode", rows, context, parts, sim)
