@@ -18,7 +18,7 @@ row that meets one is left out of the fit's scoring with its flag as the reason 
 
 from __future__ import annotations
 
-import re
+from .engine_versions import version_tuple
 
 SGLANG_DP_BEFORE_DEEPEP = "sglang-dp-attention-before-deepep"
 PIPELINE = "pipeline-parallel-unmeasured"
@@ -36,12 +36,6 @@ WARNINGS = {
 }
 
 UNMEASURED = frozenset({PIPELINE})      # flags of layouts no serving measurement is behind
-
-
-def version_tuple(text) -> tuple[int, ...] | None:
-    """``"0.4.1"`` -> (0, 4, 1); ``"0.5.5.post3"`` -> (0, 5, 5); None for no version or none readable."""
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(text or ""))
-    return tuple(int(x) for x in m.group(1).split(".")) if m else None
 
 
 def not_modelled(engine: str, engine_version, par) -> list[str]:
