@@ -14,6 +14,8 @@ from .compat import engine_defaults
 from .eras import era_family, era_labels, nearest_era, newest_unfused_era, parse_version, unfused_attention
 
 HERE = Path(__file__).parent
+# fitted.toml's per-engine partial pooling (tokspeed.engines.pooling): rows per architecture family, pooling strength
+POOLING_KEYS = ("arch_rows", "pool_rows", "decode_unseen_pct", "prefill_unseen_pct")
 
 def load_table(fname: str) -> dict:
     """One engine table (``priors.toml`` or ``fitted.toml``) as {engine: {key: value}}; {} if absent."""
@@ -115,6 +117,8 @@ def _own_entry(engine: str, version=None) -> tuple[dict, str]:
     """``engine_entry`` before ``kernels_of`` is resolved (``version``: an ``EngineVersion`` or None)."""
     entry = dict(_tables()[engine])
     eras = entry.pop("eras", {})
+    for key in POOLING_KEYS:                  # read by engines.pooling, not profile fields
+        entry.pop(key, None)
     base = entry.pop("version", "")
     if not era_family(engine):               # parse_version refused a version for it
         return entry, ""
