@@ -152,7 +152,7 @@ def test_prompt_files_nested_or_with_huge_fields(tmp_path):
 
     deep = tmp_path / "deep.jsonl"
     deep.write_text('{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
-    with pytest.raises(UserError, match="nested deeper than 64"):
+    with pytest.raises(UserError, match="nested too deeply"):
         read_prompt_file(str(deep))
     wide = tmp_path / "wide.csv"
     wide.write_text('prompt\n"' + "x" * 200_000 + '"\nhello\n')

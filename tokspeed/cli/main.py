@@ -35,10 +35,11 @@ COMMANDS = {
 
 
 def one_line(text: str) -> str:
-    """An error made of data stays one line: control characters (a newline, ESC) shown escaped."""
-    from ..guard.escape import control_free
+    """An error made of data stays one line: control characters (a newline, ESC) and bidirectional
+    overrides shown escaped, known secrets masked (the terminal is a writer: guard.redact)."""
+    from ..guard.escape import line
 
-    return control_free(text)
+    return line(text)
 
 
 class OneLineParser(argparse.ArgumentParser):

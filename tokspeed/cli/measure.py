@@ -46,9 +46,9 @@ MAX_THREADS = 1024  # policy: more threads than any CPU offers (4 x the cores of
 def run(args) -> int:
     from ..guard.escape import markup
 
-    from rich.console import Console
+    from ..guard.console import safe_console
 
-    err = Console(stderr=True)
+    err = safe_console(stderr=True)
     most = max(MAX_THREADS, 4 * (os.cpu_count() or 1))
     if args.threads > most:      # torch.set_num_threads(100000) segfaults; 1e30 overflows
         raise UserError(f"--threads {args.threads:,} is more than this machine could run (at most {most:,})",
@@ -108,7 +108,7 @@ def run(args) -> int:
     if args.json:
         print_json(out, ensure_ascii=False)
     else:
-        print_run(out, Console())
+        print_run(out, safe_console())
     return 0
 
 
@@ -177,11 +177,11 @@ def print_run(run: dict, console) -> None:
 def _generate(args, err) -> int:
     """--text: stream generated tokens with their times, after the first step's top candidates (the model's
     text is printed as it is, never read as markup)."""
-    from rich.console import Console
+    from ..guard.console import safe_console
 
     from ..guard.escape import markup
 
-    out = Console()
+    out = safe_console()
     events = []
 
     def emit(ev):

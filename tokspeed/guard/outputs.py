@@ -7,6 +7,8 @@ name raced into place, makes the open fail instead of writing through it); write
 into place (a reader never sees half a file; a crash leaves the old file). ``open_append`` is the same for
 a log written line by line (``requests.jsonl``).
 
+Every text written here passes ``guard.redact.known().text`` first: redaction happens once, at the writer.
+
 ``check_output(path)`` / ``check_output_dir(path)``: before minutes of work, the target is a regular file
 or nothing yet (not a folder, FIFO, device or link), and its folder (or the nearest existing parent, when
 it will be created) is a folder this process can write. Every failure is one ``UserError`` line.
@@ -21,6 +23,7 @@ import stat
 from pathlib import Path
 
 from ..errors import UserError
+from .redact import known
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _APPEND = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
@@ -134,7 +137,7 @@ def write_file(path, data: str | bytes, what: str = "output", make_parents: bool
     p = check_output(path, what)
     if make_parents:
         make_dir(p.parent, "folder")
-    raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+    raw = known().text(data).encode("utf-8") if isinstance(data, str) else bytes(data)   # redaction at the writer
     tmp = p.parent / f".{p.name[:200]}.{secrets.token_hex(6)}.tmp"
     try:
         fd = os.open(tmp, _CREATE, 0o644)
@@ -171,4 +174,23 @@ def open_append(path, what: str = "output"):
     if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:   # a hard link planted there would append to its twin
         os.close(fd)
         raise UserError(f"{what} {_short(p)} is not a regular file of its own (a device, or a hard link)")
-    return os.fdopen(fd, "a", encoding="utf-8")
+    return RedactingFile(os.fdopen(fd, "a", encoding="utf-8"))
+
+
+class RedactingFile:
+    """A text file whose every write passes the process's redactor (``guard.redact.known``)."""
+
+    def __init__(self, f):
+        self._f = f
+
+    def write(self, text: str) -> int:
+        return self._f.write(known().text(text))
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def close(self) -> None:
+        self._f.close()

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from ..guard.redact import Redactor
+from ..guard.escape import line
+from ..guard.redact import PLAIN, Redactor
 from .apis import redact_url
 from .client import CANCELLED
 from .engine_info import server_info
@@ -114,14 +115,14 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     out = Path(cfg.out_dir)
     counter = load_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
     prompts = build_prompts(cfg, counter)
-    redact = Redactor.for_run(cfg.url, cfg.api_key)  # every record, the summary, the report, console lines
+    Redactor.for_run(cfg.url, cfg.api_key)  # remembered by every writer: files, the console, error lines
     ray_load = None
     if cfg.ray:  # connect, place the actors, measure their clocks: before any file is written
         from .ray_driver import RayLoad
 
         ray_load = RayLoad.start(cfg)
     try:
-        recorder = Recorder(out, cfg.run_info(), redact)
+        recorder = Recorder(out, cfg.run_info())
     except BaseException:
         if ray_load:
             ray_load.close()
@@ -164,18 +165,18 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     if misses:
         summary["exact_prompt_misses"] = misses
     if aborted:
-        sys.stderr.write(f"tokspeed: stopped early: {redact.text(aborted)}\n")
+        sys.stderr.write(f"tokspeed: stopped early: {line(aborted)}\n")
     hint = http_error_hint(records)
     if hint:
         summary["hint"] = hint
-        sys.stderr.write(f"tokspeed: {redact.text(hint)}\n")
+        sys.stderr.write(f"tokspeed: {line(hint)}\n")
     for note in console_notes(summary):
-        sys.stderr.write(f"tokspeed: {redact.text(note)}\n")
+        sys.stderr.write(f"tokspeed: {line(note)}\n")
     if cfg.hardware:
         attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine, records)
-    summary = redact.obj(summary)
-    write_summary(out, summary, redact)
-    write_outputs(out, summary, records, report=cfg.report, redact=redact)
+    summary = PLAIN.obj(summary)          # the summary is also returned and printed: credential-named entries masked
+    write_summary(out, summary)
+    write_outputs(out, summary, records, report=cfg.report)
     return summary, interrupted
 
 
@@ -194,15 +195,15 @@ def console_notes(summary: dict) -> list[str]:
     return notes
 
 
-def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = True, redact=None) -> None:
-    from ..guard.redact import PLAIN
+def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = True) -> None:
+    """requests.csv and report.html (secrets masked by the writer, ``guard.outputs``)."""
     from .record import write_csv
 
-    write_csv(out, records, redact or PLAIN)
+    write_csv(out, records)
     if report:
         from .report_html import write_report
 
-        write_report(out, summary, records, redact or PLAIN)
+        write_report(out, summary, records)
 
 
 async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], counter, ctrl_c: CtrlC | None,
@@ -273,12 +274,12 @@ class _Progress:
 
     def __enter__(self):
         if self.enabled:
-            from rich.console import Console
+            from ..guard.console import safe_console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                TextColumn("{task.fields[errors]} failed"), TimeElapsedColumn(),
-                               console=Console(stderr=True), transient=False)
+                               console=safe_console(stderr=True), transient=False)
             self._p.__enter__()
         return self
 

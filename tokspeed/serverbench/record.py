@@ -6,7 +6,8 @@ finished request, each flushed and fsynced as it is written: a Ctrl-C, a crash o
 most the requests in flight. A run that ends (normally, by Ctrl-C, or aborted) adds ``{"type": "end",
 "interrupted": ..., "aborted": reason or null}``; without it the run was killed, and a rebuilt summary says ``partial``.
 The API key is never written: the run line only says where it came from, and every line, the summary and
-the CSV go through the run's ``guard.redact.Redactor`` (a server echoing the key gets nothing into them).
+the CSV are written through ``guard.outputs``, whose writer masks every secret (a server echoing the key gets
+nothing into them).
 ``read_jsonl`` skips a torn last line (a crash mid-write) and says how many lines it skipped.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import UserError
-from ..guard.redact import PLAIN, Redactor
+from ..guard.typed import parse
 from ..stats import is_real
 
 REQUESTS = "requests.jsonl"
@@ -29,8 +30,7 @@ RUN_FILES = (REQUESTS, SUMMARY, "requests.csv", "report.html")  # what a run wri
 
 
 class Recorder:
-    def __init__(self, directory: Path, run_info: dict, redact: Redactor = PLAIN):
-        self.redact = redact
+    def __init__(self, directory: Path, run_info: dict):
         from ..guard.outputs import make_dir, open_append
 
         self.dir = make_dir(directory, "run directory")
@@ -43,9 +43,8 @@ class Recorder:
         self.write({"type": "run", **run_info})
 
     def write(self, record: dict) -> dict:
-        """Append one line; returns the record as written (secrets redacted; sanitized if it held a NaN or an
-        odd type)."""
-        record = self.redact.obj(record)
+        """Append one line (secrets masked by the writer, ``guard.outputs``); returns the record (sanitized if it
+        held a NaN or an odd type)."""
         try:
             line = json.dumps(record, separators=(",", ":"), allow_nan=False)
         except (ValueError, TypeError):  # a NaN or an odd type slipped through: keep the record, say so
@@ -71,10 +70,6 @@ def json_safe(obj):
     if obj is None or isinstance(obj, (str, int, bool)):
         return obj
     return repr(obj)[:200]
-
-
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a number")
 
 
 # fields a summary computes with, and the type each must have; a run file someone sent may hold anything
@@ -137,8 +132,8 @@ def read_jsonl(path: Path) -> RunLog:
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line, parse_constant=_no_constant)  # NaN / Infinity: not a line we wrote
-                except (ValueError, RecursionError):
+                    obj = parse(line)   # the one gate: NaN, 1e400, 400 digits, deep nesting: not a line we wrote
+                except ValueError:
                     bad += 1
                     continue
                 if not isinstance(obj, dict):
@@ -173,7 +168,7 @@ CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "erro
               "sse_lines_dropped", "itl_n", "itl_mean_s", "itl_max_s", "conversation", "turn", "error_detail")
 
 
-def write_csv(directory: Path, records: list[dict], redact: Redactor = PLAIN) -> Path:
+def write_csv(directory: Path, records: list[dict]) -> Path:
     """``requests.csv``: one row per request (the JSONL's scalar fields; the gaps as count/mean/max)."""
     import csv
 
@@ -186,7 +181,6 @@ def write_csv(directory: Path, records: list[dict], redact: Redactor = PLAIN) ->
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
     w.writeheader()
     for r in records:
-        r = redact.obj(r)
         gaps = r.get("itl_s") or []
         row = {**r, "itl_n": r.get("itl_n", len(gaps)), "itl_mean_s": r.get("itl_mean_s"),
                "itl_max_s": r.get("itl_max_s")}
@@ -197,8 +191,9 @@ def write_csv(directory: Path, records: list[dict], redact: Redactor = PLAIN) ->
     return write_file(Path(directory) / "requests.csv", buf.getvalue(), "requests.csv")
 
 
-def write_summary(directory: Path, summary: dict, redact: Redactor = PLAIN) -> Path:
-    """Write atomically (``guard.outputs.write_file``: temp file + rename) so a reader never sees half a summary."""
+def write_summary(directory: Path, summary: dict) -> Path:
+    """Write atomically (``guard.outputs.write_file``: temp file + rename, secrets masked) so a reader never sees
+    half a summary."""
     from ..guard.outputs import write_file
 
-    return write_file(Path(directory) / SUMMARY, json.dumps(redact.obj(summary), indent=2, allow_nan=False) + "\n", SUMMARY)
+    return write_file(Path(directory) / SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n", SUMMARY)

@@ -16,9 +16,10 @@ A real token chunk is well under a kilobyte; these caps are three orders of magn
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
+
+from ..guard.typed import parse
 
 SSE_FIELDS = ("data", "event", "id", "retry")
 DONE = "[DONE]"
@@ -150,7 +151,7 @@ class SSEParser:
 def decode_json(payload: str, framing: Framing):
     """JSON of one event payload, or None (counted as malformed) when it is not a JSON object."""
     try:
-        obj = json.loads(payload)
+        obj = parse(payload)          # the one gate: numbers within 2**53, nesting capped
     except ValueError:
         framing.bad(payload)
         return None
