@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
+from ..guard.typed import count
 
 APIS = ("openai-completions", "openai-chat", "ollama", "ollama-chat")
 PATHS = {"openai-completions": "/v1/completions", "openai-chat": "/v1/chat/completions", "ollama": "/api/generate",
@@ -128,13 +129,18 @@ DURATION_KEYS = ("predicted_ms", "prompt_ms", "predicted_per_second", "prompt_pe
                  "prompt_eval_duration", "load_duration")
 
 
+MAX_TOKENS_PER_ANSWER = 2**24   # tokens one request can hold: 16.8 M, above every model's context (10 M, Llama 4
+                                # Scout); a larger count is a server's lie, and the gap reservoir's work grows with it
+
+
 def sane(obj: dict, bad: list) -> dict:
-    """``obj`` without impossible counts (not a non-negative integer) or durations/speeds (not a finite
-    number >= 0); each one dropped is noted in ``bad`` (the request is then recorded as malformed)."""
+    """``obj`` without impossible counts (not a whole number in [0, MAX_TOKENS_PER_ANSWER]) or durations/speeds
+    (not a finite number >= 0); each one dropped is noted in ``bad`` (the request is then recorded as
+    malformed)."""
     out = dict(obj)
     for k in COUNT_KEYS:
         v = out.get(k)
-        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+        if v is not None and (not isinstance(v, int) or count(v, MAX_TOKENS_PER_ANSWER) is None):
             bad.append(f"{k}={v!r}")
             out[k] = None
     for k in DURATION_KEYS:

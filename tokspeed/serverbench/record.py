@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import UserError
-from ..guard.typed import parse
-from ..stats import is_real
+from ..guard.typed import count, number, parse, rate, seconds
 
 REQUESTS = "requests.jsonl"
 MAX_LINE_CHARS = 16 * 2**20  # one record read back: ours are < 1 MB (32,768 gaps); longer is not ours
@@ -72,22 +71,31 @@ def json_safe(obj):
     return repr(obj)[:200]
 
 
-# fields a summary computes with, and the type each must have; a run file someone sent may hold anything
-NUMBER_FIELDS = ("ttft_s", "tpot_s", "e2e_s", "decode_s", "prompt_tokens", "output_tokens", "target_prompt_tokens",
-                 "queued_s", "start_s", "end_s", "concurrency", "rate_rps", "max_tokens", "chunks", "http_status")
+# the schema of a request line: each field a summary computes with, and the range it can physically take
+# (guard.typed): a count of tokens or chunks a whole number <= 2**53, a time within a day, a rate finite
+REQUEST_FIELDS = {"ttft_s": seconds, "tpot_s": seconds, "e2e_s": seconds, "decode_s": seconds, "queued_s": seconds,
+                  "start_s": number, "end_s": number, "prompt_tokens": count, "output_tokens": count,
+                  "target_prompt_tokens": count, "max_tokens": count, "chunks": count, "concurrency": count,
+                  "rate_rps": rate, "http_status": count, "itl_n": count, "itl_mean_s": seconds, "itl_min_s": seconds,
+                  "itl_max_s": seconds, "sse_lines_dropped": count}
+NUMBER_FIELDS = tuple(REQUEST_FIELDS)
 
 
 def typed_request(rec: dict) -> dict:
-    """A request line read back: numbers that are not finite numbers, gaps that are not a list of numbers,
-    labels that are not text become None (a summary is computed from what is sound)."""
+    """A request line read back through its schema: a number outside its field's range (a negative time, a
+    count of 10**300, a fraction of a token), gaps that are not a list of times, labels that are not text
+    become None (a summary is computed from what is sound); a record whose end precedes its start has no
+    times."""
     out = dict(rec)
-    for k in NUMBER_FIELDS:
+    for k, reader in REQUEST_FIELDS.items():
         v = out.get(k)
-        if v is not None and not is_real(v):
-            out[k] = None
+        if v is not None:
+            out[k] = reader(v)
+    if out.get("start_s") is not None and out.get("end_s") is not None and out["end_s"] < out["start_s"]:
+        out["start_s"] = out["end_s"] = out["e2e_s"] = None
     gaps = out.get("itl_s")
     if gaps is not None:
-        out["itl_s"] = [g if is_real(g) else None for g in gaps] if isinstance(gaps, list) else []
+        out["itl_s"] = [seconds(g) for g in gaps] if isinstance(gaps, list) else []
     for k in ("phase", "error", "error_detail", "output_tokens_source", "prompt_tokens_source", "finish_reason"):
         if out.get(k) is not None and not isinstance(out[k], str):
             out[k] = str(out[k])[:200]

@@ -46,7 +46,7 @@ class LineReader:
         self._buf = bytearray()
         self._lines: list[bytes] = []
         self._eof = False
-        self._max = max_line
+        self._max = self.max_line = max_line
         self._cr = False  # the last chunk ended in \r: a following \n belongs to it
         self._dropping = False  # inside a line past the cap: discard up to its end
         self.lines_dropped = 0
