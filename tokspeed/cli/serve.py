@@ -160,7 +160,11 @@ def run(args) -> int:
         if gpus != used * replicas:
             raise UserError(f"the layout uses {used} GPUs x {replicas} replicas = {used * replicas}, but --gpus is {gpus}",
                             f"use --gpus {used * replicas} or a layout that divides {gpus}")
-        configs = [evaluate(setup, par, replicas, load or _default_load(args), slo, dis)]
+        from ..guard.deadline import Deadline
+        from ..serving.search import SEARCH_S
+
+        with Deadline("the simulation", SEARCH_S, "a shorter trace or fewer --requests"):
+            configs = [evaluate(setup, par, replicas, load or _default_load(args), slo, dis)]
         frontier = []
         if not configs[0]["requests"]:
             raise UserError(f"no request was served: {configs[0].get('stopped') or 'nothing finished'}",

@@ -9,6 +9,11 @@ a log written line by line (``requests.jsonl``).
 
 Every text written here passes ``guard.redact.known().text`` first: redaction happens once, at the writer.
 
+``RunDir(path)``: a folder held open by a descriptor (``os.open(dir, O_DIRECTORY)``) for a run that writes
+several files in it over minutes (bench-server): every file is created, appended and renamed through the
+descriptor (``dir_fd=``), so swapping the folder, or a parent of it, for a symlink mid-run cannot redirect
+a write.
+
 ``check_output(path)`` / ``check_output_dir(path)``: before minutes of work, the target is a regular file
 or nothing yet (not a folder, FIFO, device or link), and its folder (or the nearest existing parent, when
 it will be created) is a folder this process can write. Every failure is one ``UserError`` line.
@@ -194,3 +199,78 @@ class RedactingFile:
 
     def close(self) -> None:
         self._f.close()
+
+
+class RunDir:
+    """A run's folder, made if needed and opened once; files in it are written through its descriptor."""
+
+    def __init__(self, path, what: str = "run directory"):
+        self.path = make_dir(path, what)
+        try:
+            self.fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise UserError(f"cannot open {what} {_short(self.path)}: {e.strerror}") from None
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    def _lstat(self, name: str):
+        try:
+            return os.stat(name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+    def _check(self, name: str, what: str) -> None:
+        st = self._lstat(name)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            raise UserError(f"{what} {_short(self.path / name)} is not a regular file (a link, a folder or a "
+                            "device was put there); refused")
+
+    def size(self, name: str) -> int:
+        st = self._lstat(name)
+        return st.st_size if st is not None and stat.S_ISREG(st.st_mode) else 0
+
+    def open_append(self, name: str, what: str = "output"):
+        self._check(name, what)
+        try:
+            fd = os.open(name, _APPEND, 0o644, dir_fd=self.fd)
+        except OSError as e:
+            raise UserError(f"cannot write {what} {_short(self.path / name)}: {e.strerror}") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            os.close(fd)
+            raise UserError(f"{what} {_short(self.path / name)} is not a regular file of its own (a device, or a hard link)")
+        return RedactingFile(os.fdopen(fd, "a", encoding="utf-8"))
+
+    def write(self, name: str, data: str | bytes, what: str = "output") -> Path:
+        """``name`` in this folder written whole: an exclusive temp file and a rename, both through the descriptor."""
+        self._check(name, what)
+        raw = known().text(data).encode("utf-8") if isinstance(data, str) else bytes(data)
+        tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, _CREATE, 0o644, dir_fd=self.fd)
+            with os.fdopen(fd, "wb") as f:
+                f.write(raw)
+                f.flush()
+                os.fsync(f.fileno())
+            self._check(name, what)
+            os.replace(tmp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except OSError as e:
+            try:
+                os.unlink(tmp, dir_fd=self.fd)
+            except OSError:
+                pass
+            raise UserError(f"cannot write {what} {_short(self.path / name)}: {e.strerror}") from None
+        return self.path / name
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def write_in(directory, name: str, data: str | bytes, what: str | None = None) -> Path:
+    """``name`` written in ``directory``: through its descriptor when it is a ``RunDir``, else ``write_file``."""
+    if isinstance(directory, RunDir):
+        return directory.write(name, data, what or name)
+    return write_file(Path(directory) / name, data, what or name)

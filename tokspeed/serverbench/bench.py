@@ -175,8 +175,11 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     if cfg.hardware:
         attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine, records)
     summary = PLAIN.obj(summary)          # the summary is also returned and printed: credential-named entries masked
-    write_summary(out, summary)
-    write_outputs(out, summary, records, report=cfg.report)
+    try:
+        write_summary(recorder.rundir, summary)       # through the folder's descriptor, opened once
+        write_outputs(recorder.rundir, summary, records, report=cfg.report)
+    finally:
+        recorder.rundir.close()
     return summary, interrupted
 
 
@@ -195,7 +198,7 @@ def console_notes(summary: dict) -> list[str]:
     return notes
 
 
-def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = True) -> None:
+def write_outputs(out, summary: dict, records: list[dict], report: bool = True) -> None:
     """requests.csv and report.html (secrets masked by the writer, ``guard.outputs``)."""
     from .record import write_csv
 

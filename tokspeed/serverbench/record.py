@@ -30,15 +30,17 @@ RUN_FILES = (REQUESTS, SUMMARY, "requests.csv", "report.html")  # what a run wri
 
 class Recorder:
     def __init__(self, directory: Path, run_info: dict):
-        from ..guard.outputs import make_dir, open_append
+        from ..guard.outputs import RunDir
 
-        self.dir = make_dir(directory, "run directory")
+        self.rundir = RunDir(directory, "run directory")   # held open: every file of the run written through it
+        self.dir = self.rundir.path
         self.path = self.dir / REQUESTS
-        if self.path.exists() and self.path.stat().st_size > 0:
+        if self.rundir.size(REQUESTS) > 0:
+            self.rundir.close()
             raise UserError(f"{self.path} already exists",
                             f"choose another `output`, or rebuild its summary from it: summarize='{self.dir}'",
                             field="output")
-        self._f = open_append(self.path, REQUESTS)
+        self._f = self.rundir.open_append(REQUESTS, REQUESTS)
         self.write({"type": "run", **run_info})
 
     def write(self, record: dict) -> dict:
@@ -55,6 +57,7 @@ class Recorder:
         return record
 
     def close(self) -> None:
+        """The log closed; the folder stays held for the summary, the CSV and the report (``rundir``)."""
         self._f.close()
 
 
@@ -176,14 +179,14 @@ CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "erro
               "sse_lines_dropped", "itl_n", "itl_mean_s", "itl_max_s", "conversation", "turn", "error_detail")
 
 
-def write_csv(directory: Path, records: list[dict]) -> Path:
+def write_csv(directory, records: list[dict]) -> Path:
     """``requests.csv``: one row per request (the JSONL's scalar fields; the gaps as count/mean/max)."""
     import csv
 
     import io
 
     from ..guard.escape import csv_cell
-    from ..guard.outputs import write_file
+    from ..guard.outputs import write_in
 
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
@@ -196,12 +199,12 @@ def write_csv(directory: Path, records: list[dict]) -> Path:
             row["itl_mean_s"] = (sum(gaps) / len(gaps)) if gaps else None
             row["itl_max_s"] = max(gaps) if gaps else None
         w.writerow({k: csv_cell(row.get(k)) for k in CSV_FIELDS})
-    return write_file(Path(directory) / "requests.csv", buf.getvalue(), "requests.csv")
+    return write_in(directory, "requests.csv", buf.getvalue())
 
 
-def write_summary(directory: Path, summary: dict) -> Path:
+def write_summary(directory, summary: dict) -> Path:
     """Write atomically (``guard.outputs.write_file``: temp file + rename, secrets masked) so a reader never sees
     half a summary."""
-    from ..guard.outputs import write_file
+    from ..guard.outputs import write_in
 
-    return write_file(Path(directory) / SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n", SUMMARY)
+    return write_in(directory, SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n")

@@ -24,11 +24,11 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.grid{displa
 dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:0}dt{color:#666}dd{margin:0}"""
 
 
-def write_report(directory: Path, summary: dict, records: list[dict]) -> Path:
-    """report.html through ``guard.outputs.write_file`` (which masks secrets: redaction at the writer)."""
-    from ..guard.outputs import write_file
+def write_report(directory, summary: dict, records: list[dict]) -> Path:
+    """report.html through ``guard.outputs`` (a ``RunDir`` or a path; the writer masks secrets)."""
+    from ..guard.outputs import write_in
 
-    return write_file(Path(directory) / "report.html", render(summary, records), "report.html")
+    return write_in(directory, "report.html", render(summary, records))
 
 
 def _g(ph: dict, metric: str, q: str):

@@ -13,6 +13,7 @@ is tried at 8, 16, 32 ... in all.
 from __future__ import annotations
 
 from ..errors import UserError
+from ..guard.deadline import Deadline
 from .metrics import SLO
 from .run import Disagg, Load, Setup, evaluate
 from .worker import Parallelism
@@ -23,6 +24,7 @@ MAX_CONCURRENCY = 4096
 # one stated layout (`--parallel`, `--disagg`) is a single simulation and has no such cap
 MAX_SEARCH_GPUS = 64
 SEARCH_CLOSED_LOOP = 4        # requests per client in the search (the single-layout mode uses more)
+SEARCH_S = 60.0               # the whole search (guard.deadline): a 64-GPU search takes tens of seconds
 
 
 def divisors(n: int) -> list[int]:
@@ -70,19 +72,24 @@ def search(setup: Setup, gpus: int, load: Load | None, slo: SLO | None, disagg: 
                         "state one layout (parallel, disagg) for a larger cluster", field="gpus")
     spec = setup.group(1, 1).spec
     rows = []
-    for par, replicas, d in layouts(spec, gpus, disagg):
-        if not _fits(setup, par, d):
-            continue
-        if load is not None:
-            rows.append(evaluate(setup, par, replicas, load, slo, d))
-            continue
-        rows += _sweep(setup, par, replicas, d, slo)
+    todo = layouts(spec, gpus, disagg)
+    clock = Deadline("the serving search", SEARCH_S, "state one layout (--parallel or --disagg), fewer GPUs or a "
+                     "shorter trace", unit="layouts")
+    with clock:                                   # simulations inside tick() it
+        for i, (par, replicas, d) in enumerate(todo):
+            clock.check(i, len(todo))
+            if not _fits(setup, par, d):
+                continue
+            if load is not None:
+                rows.append(evaluate(setup, par, replicas, load, slo, d))
+                continue
+            rows += _sweep(setup, par, replicas, d, slo, clock.check)
     rows = [r for r in rows if r["output_tok_s"] > 0]
     rows.sort(key=lambda r: (r["meets_slo"] is False, -r["output_tok_s_per_gpu"]))
     return rows, frontier(rows)
 
 
-def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None) -> list[dict]:
+def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None, check=lambda: None) -> list[dict]:
     """Concurrency 1, 2, 4 ... per engine instance until throughput stops rising (or the pool preempts);
     where the SLOs start to fail between two levels, also the level halfway (x 1.5) between them."""
     engines = d.decode_workers if d is not None else replicas       # the load splits over these
@@ -93,6 +100,7 @@ def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None) -> list[dict]:
 
     out, best, c = [], 0.0, 1
     while c <= MAX_CONCURRENCY:
+        check()
         cfg = at(c)
         out.append(cfg)
         if len(out) > 1 and out[-2]["meets_slo"] and cfg["meets_slo"] is False and c >= 4:

@@ -26,6 +26,7 @@ import math
 from collections import deque
 from dataclasses import dataclass
 
+from ..guard.deadline import tick
 from .requests import Request
 from .schedulers import Scheduler
 
@@ -148,6 +149,7 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
         if steps >= MAX_STEPS:
             stopped = "step limit reached"
             break
+        tick()                                  # the caller's deadline (guard.deadline), if it set one
         # -- grow the KV of decoders; preempt the newest while the pool overflows -----------------------
         n_dec = len(decoding)
         preempted_now = False

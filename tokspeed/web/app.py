@@ -77,6 +77,10 @@ def error_response(status: int, message: str, field=None, suggestion=None, heade
     return JSONResponse(doc, status_code=status, headers=headers)
 
 
+def json_out(doc) -> JSONResponse:
+    return JSONResponse(api.finite(doc))
+
+
 def validation_message(err: dict, known: list[str]) -> tuple[str, str]:
     """One line for pydantic's first complaint about a query, and the field it names."""
     loc = [str(p) for p in err.get("loc", ()) if p not in ("query", "body")]
@@ -209,9 +213,6 @@ def _add_pages(app: FastAPI) -> None:
 
 def _add_api(app: FastAPI, uploads: Uploads) -> None:
     """The JSON API: cheap lookups answered at once, costly answers admitted a few at a time (``costly``)."""
-    def json_out(doc) -> JSONResponse:
-        return JSONResponse(api.finite(doc))
-
     @app.get("/api/models", response_model=schemas.Models, summary="catalog models")
     def models():
         return api.api_models()
