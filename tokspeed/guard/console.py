@@ -12,6 +12,10 @@ def safe_console(**kw):
     from .redact import known
 
     class SafeConsole(Console):
+        def render_str(self, text, **kw):
+            """Text from a string: escaped before rich reads it (rich drops BEL and BS silently otherwise)."""
+            return super().render_str(terminal(known().text(text)), **kw)
+
         def _render_buffer(self, buffer):
             red = known()
             return super()._render_buffer(seg if seg.control else Segment(terminal(red.text(seg.text)), seg.style)

@@ -263,7 +263,7 @@ def attach_prediction(summary: dict, model: str, hardware: str, quant: str | Non
     except Exception as e:  # a bug in the prediction must not cost the run its summary
         summary["prediction_error"] = f"prediction failed ({type(e).__name__}: {e})"
     if "prediction_error" in summary:
-        sys.stderr.write(f"tokspeed: no prediction: {summary['prediction_error']}\n")
+        sys.stderr.write(f"tokspeed: no prediction: {line(summary['prediction_error'])}\n")
 
 
 class _Progress:
