@@ -36,12 +36,19 @@ def _escaped(ch: str) -> str:
     return repr(ch)[1:-1] if ord(ch) < 0x100 else f"\\u{ord(ch):04x}"
 
 
+MAX_WORD = 512          # characters of one word (no space) shown on a terminal: rich folds a longer one in
+                        # quadratic time (70,000 characters took 80 s), and no real name or path is that long
+_LONG_WORD = re.compile(r"\S{%d,}" % (MAX_WORD + 1))
+
+
 def terminal(text: str, newlines: bool = True) -> str:
     """``text`` for a terminal: control characters (ESC, CR, NUL, C1), bidirectional overrides and
     invisible format characters shown escaped; a newline kept when ``newlines`` (the console's own line
-    breaks), escaped otherwise."""
+    breaks), escaped otherwise; a word longer than MAX_WORD cut, saying its length."""
     text = str(text)
     out = _TERMINAL.sub(lambda m: _escaped(m.group()), text)
+    if len(out) > MAX_WORD:
+        out = _LONG_WORD.sub(lambda m: m.group()[:MAX_WORD] + f"… ({len(m.group()):,} characters)", out)
     return out if newlines else out.replace("\n", "\\n")
 
 

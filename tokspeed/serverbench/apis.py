@@ -165,7 +165,7 @@ def read_chunk(api: str, obj: dict) -> Chunk:
             text = str(obj.get("response") or "") + str(obj.get("thinking") or "")
         c = Chunk(text=text, done=bool(obj.get("done")), bad=bad)
         if c.done:
-            c.finish_reason = obj.get("done_reason")
+            c.finish_reason = text_or_none(obj.get("done_reason"))
             obj = sane(obj, bad)
             if "eval_count" in obj or "prompt_eval_count" in obj:
                 c.usage = {"prompt_tokens": obj.get("prompt_eval_count"), "completion_tokens": obj.get("eval_count")}
@@ -173,19 +173,24 @@ def read_chunk(api: str, obj: dict) -> Chunk:
         return c
     c = Chunk(bad=bad)
     choices = obj.get("choices") or []
-    if choices and isinstance(choices[0], dict):
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         ch = choices[0]
         if api == "openai-chat":
-            delta = ch.get("delta") or {}
+            delta = ch.get("delta") if isinstance(ch.get("delta"), dict) else {}
             c.text = "".join(str(delta.get(k) or "") for k in ("content", "reasoning_content", "reasoning"))
         else:
             c.text = str(ch.get("text") or "")
-        c.finish_reason = ch.get("finish_reason")
+        c.finish_reason = text_or_none(ch.get("finish_reason"))
     if isinstance(obj.get("usage"), dict):
         c.usage = sane(obj["usage"], bad)
     if isinstance(obj.get("timings"), dict):
         c.timings = llamacpp_timings(sane(obj["timings"], bad))
     return c
+
+
+def text_or_none(v) -> str | None:
+    """A label from a server: a string (at most 200 characters), else None."""
+    return v[:200] if isinstance(v, str) else None
 
 
 def ollama_timings(obj: dict) -> dict | None:

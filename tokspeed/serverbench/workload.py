@@ -234,7 +234,7 @@ def _conversation(msgs, where: str) -> dict:
             raise UserError(f"{where}: each message must be an object with role and content")
         role = m.get("role", m.get("from"))
         content = m.get("content", m.get("value"))
-        role = {"human": "user", "gpt": "assistant"}.get(role, role)
+        role = {"human": "user", "gpt": "assistant"}.get(role, role) if isinstance(role, str) else None
         if role not in ("system", "user", "assistant") or not isinstance(content, str):
             raise UserError(f"{where}: a message needs role system/user/assistant and text content")
         out.append({"role": role, "content": content})
