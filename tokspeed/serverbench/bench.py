@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from .engine_info import server_info
 from .guard import MAX_CONSECUTIVE_FAILURES, RecordGuard, run_guarded, sweep_saturated
 from .interrupt import CtrlC
 from .loadgen import LoadGenerator
+from .phases import PhaseClock, phase_cpu
 from .record import Recorder, write_summary
 from .sending import auth_headers, build_prompts, http_client, make_plan, make_send
 from .summary import summarize
@@ -217,16 +217,14 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count
 
     async with http_client(n_conn) as client:
         state["server"] = await server_info(client, cfg.url, cfg.api, auth_headers(cfg))
-        clock: dict = {}
+        clock = PhaseClock()
 
         def on_phase(label, total, duration_s):
-            clock["label"], clock["cpu"], clock["wall"] = label, time.process_time(), time.perf_counter()
+            clock.start()
             progress.phase(label, total, duration_s)
 
         def after_phase(labels: dict) -> bool:
-            wall = time.perf_counter() - clock["wall"]
-            cpu = time.process_time() - clock["cpu"]
-            state["phases"][labels["phase"]] = {"client_cpu_s": cpu, "client_cpu_share": cpu / wall if wall else None}
+            state["phases"][labels["phase"]] = phase_cpu(clock)
             return bool(cfg.sweep) and sweep_saturated(cfg, records)
 
         gen = LoadGenerator(plan, None, None, on_phase, after_phase)

@@ -32,6 +32,7 @@ from ..guard.bounded import with_deadline
 from .client import CANCELLED
 from .guard import RecordGuard, run_guarded, sweep_saturated
 from .loadgen import LoadGenerator
+from .phases import PhaseClock, phase_cpu
 from .ray_actors import LoadActor
 from .sending import make_plan
 from .workers import EXIT_AFTER_ENV
@@ -178,11 +179,12 @@ class RayLoad:
             state["server"] = await asyncio.wait_for(self._wrap(self.actors[0].server.remote()), CALL_S)
         except (asyncio.TimeoutError, self.ray.exceptions.RayError):
             state["server"] = None
-        clock: dict = {}
+        clock: dict = {"parent": PhaseClock()}
 
         def on_phase(label, total, duration_s) -> None:
             self.label = label
-            clock.update(cpu=time.process_time(), wall=time.perf_counter(), actors=self._cpu())
+            clock["actors"] = self._cpu()
+            clock["parent"].start()
             progress.phase(label, total, duration_s)
 
         def after_phase(labels: dict) -> bool:
@@ -204,18 +206,13 @@ class RayLoad:
         return out
 
     def _phase_cpu(self, label: str, clock: dict) -> None:
-        wall = time.perf_counter() - clock["wall"]
-        driver = time.process_time() - clock["cpu"]
         end = self._cpu()
         rows = []
         for a, (cpu0, t0) in clock["actors"].items():
             if a in end:
                 cpu, t = end[a][0] - cpu0, end[a][1] - t0
                 rows.append({"worker": a, "cpu_s": cpu, "cpu_share": cpu / t if t else None})
-        shares = [r["cpu_share"] or 0 for r in rows] + [driver / wall if wall else 0]
-        self.state["phases"][label] = {"client_cpu_s": sum(r["cpu_s"] for r in rows) + driver,
-                                       "client_cpu_share": max(shares), "parent_cpu_s": driver,
-                                       "workers_cpu": rows}
+        self.state["phases"][label] = phase_cpu(clock["parent"], rows)
 
     @staticmethod
     def _wrap(ref):
