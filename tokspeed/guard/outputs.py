@@ -222,9 +222,12 @@ class RunDir:
 
     def _check(self, name: str, what: str) -> None:
         st = self._lstat(name)
+        if st is not None and stat.S_ISLNK(st.st_mode):
+            raise UserError(f"{what} {_short(self.path / name)} is a symbolic link; refused (a link would redirect "
+                            "the write)", "give the real path, or remove the link")
         if st is not None and not stat.S_ISREG(st.st_mode):
-            raise UserError(f"{what} {_short(self.path / name)} is not a regular file (a link, a folder or a "
-                            "device was put there); refused")
+            raise UserError(f"{what} {_short(self.path / name)} is not a regular file (a folder, FIFO or device); "
+                            "refused")
 
     def size(self, name: str) -> int:
         st = self._lstat(name)
