@@ -216,13 +216,17 @@ class _Parser:
         if vtype != ARRAY:
             raise _Bad(f"metadata {key!r} has unknown value type {vtype}")
         itype, count = self.unpack("IQ", f"array header of {key!r}")
+        start = self.pos
+        left = self.size - self.pos
+        if itype in SCALAR_FORMATS and count * struct.calcsize(SCALAR_FORMATS[itype]) > left:
+            raise _Bad(f"metadata {key!r} claims {count:,} values, more than the {left:,} bytes left")
+        if itype == STRING and count * 8 > left:
+            raise _Bad(f"metadata {key!r} claims {count:,} strings, more than the file can hold")
         self.entries += count
         if count > MAX_ARRAY_ENTRIES or self.entries > MAX_ARRAY_ENTRIES_TOTAL:
             raise _Bad(f"metadata {key!r} claims {count:,} entries ({self.entries:,} in all arrays so far), more than "
                        f"any real model file holds ({MAX_ARRAY_ENTRIES:,} in one array, "
                        f"{MAX_ARRAY_ENTRIES_TOTAL:,} in all)")
-        start = self.pos
-        left = self.size - self.pos
         if itype == STRING:
             if count * 8 > left or count > MAX_STRING_ARRAY:
                 raise _Bad(f"metadata {key!r} claims {count:,} strings, more than the file can hold")

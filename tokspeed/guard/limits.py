@@ -53,12 +53,16 @@ def check_shape(field: str, value: int, where: str) -> None:
 def json_line(text: str, where: str):
     """One JSON value from one line of a file, through the one gate (``guard.typed``): nesting capped,
     numbers bounded, every failure one UserError."""
-    from .typed import parse     # typed imports nothing of limits; kept here so limits stays import-light
+    from .typed import OutOfRange, parse   # typed imports nothing of limits; kept here so limits stays import-light
 
     try:
         return parse(text, MAX_JSON_DEPTH)
+    except OutOfRange as e:
+        raise UserError(f"{where}: {e}") from None
     except ValueError as e:
-        raise UserError(f"{where}: {e}", "one JSON object per line (JSONL)") from None
+        reason = str(e).removeprefix("not valid JSON ")
+        raise UserError(f"{where}: " + (reason if "nested" in reason else f"not a JSON object {reason}"),
+                        "one JSON object per line (JSONL)") from None
 
 
 def over_budget(n: int, budget: int, what: str, where: str) -> None:

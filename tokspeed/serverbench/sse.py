@@ -152,8 +152,8 @@ def decode_json(payload: str, framing: Framing):
     """JSON of one event payload, or None (counted as malformed) when it is not a JSON object."""
     try:
         obj = parse(payload)          # the one gate: numbers within 2**53, nesting capped
-    except ValueError:
-        framing.bad(payload)
+    except ValueError as e:           # NaN, 1e400, 400 digits: an impossible value; or not JSON at all
+        framing.bad(f"impossible value or not JSON ({str(e)[:80]}): {payload}")
         return None
     if not isinstance(obj, dict):
         framing.bad(payload)
