@@ -336,3 +336,23 @@ def test_a_run_directory_swapped_for_a_link_is_not_written_through(tmp_path):
 
 def test_rss_budget_is_the_documented_one():
     assert MAX_RSS_MB == 400
+
+
+def test_costly_web_answers_are_admitted_a_few_at_a_time():
+    """Twelve report pages once held every web worker and /api/models waited 13 s: past COSTLY_AT_ONCE, a
+    costly answer is a 429 with Retry-After at once, and the threads stay free for cheap ones."""
+    pytest.importorskip("fastapi")
+    import contextlib
+
+    from tokspeed.web.app import COSTLY_AT_ONCE, RETRY_AFTER_S, costly
+    from tokspeed.web.errors import ApiError
+
+    with contextlib.ExitStack() as held:
+        for _ in range(COSTLY_AT_ONCE):
+            held.enter_context(costly("the report page"))
+        with pytest.raises(ApiError) as e:
+            with costly("the report page"):
+                pass
+        assert e.value.status == 429 and e.value.retry_after_s == RETRY_AFTER_S
+    with costly("the report page"):          # released: admitted again
+        pass
