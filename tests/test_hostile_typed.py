@@ -356,3 +356,14 @@ def test_costly_web_answers_are_admitted_a_few_at_a_time():
         assert e.value.status == 429 and e.value.retry_after_s == RETRY_AFTER_S
     with costly("the report page"):          # released: admitted again
         pass
+
+
+def test_only_credentials_of_the_environment_are_masked():
+    """HF_TOKEN is masked wherever it appears; HF_TOKEN_PATH (a path, /root/.cache/...) is not a secret, or every
+    path under the cache would be hidden."""
+    from tokspeed.guard.redact import env_credential
+
+    assert env_credential("HF_TOKEN", "hf_AbCdEfGhIjKl") and env_credential("OPENAI_API_KEY", "sk-0123456789")
+    for name, value in (("HF_TOKEN_PATH", "/root/.cache/huggingface/token"), ("SSH_AUTH_SOCK", "/tmp/ssh-1/agent.9"),
+                        ("TOKENIZERS_PARALLELISM", "false"), ("HF_TOKEN", "short"), ("HOME", "/root")):
+        assert not env_credential(name, value), name

@@ -162,5 +162,17 @@ def known() -> Redactor:
     if not _ENV_READ:
         with _LOCK:
             _ENV_READ = True
-            _KNOWN.add(*(v for k, v in os.environ.items() if secret_name(k) and len(v) >= MIN_PREFIX))
+            _KNOWN.add(*(v for k, v in os.environ.items() if env_credential(k, v)))
     return _KNOWN
+
+
+_NOT_A_VALUE = {"path", "file", "dir", "home", "sock", "socket", "url", "endpoint", "host", "port", "mode", "level",
+                "timeout", "enabled", "disable", "parallelism"}
+
+
+def env_credential(name: str, value: str) -> bool:
+    """An environment variable that holds a credential: its name says so (``HF_TOKEN``, ``OPENAI_API_KEY``),
+    its last word is not where one is kept (``HF_TOKEN_PATH``, ``SSH_AUTH_SOCK``) and its value is not a path."""
+    parts = [w.lower() for w in _NAME_PARTS.findall(name)]
+    return (secret_name(name) and len(value) >= MIN_PREFIX and not (parts and parts[-1] in _NOT_A_VALUE)
+            and not value.startswith(("/", "~", "./")))
