@@ -367,3 +367,17 @@ def test_only_credentials_of_the_environment_are_masked():
     for name, value in (("HF_TOKEN_PATH", "/root/.cache/huggingface/token"), ("SSH_AUTH_SOCK", "/tmp/ssh-1/agent.9"),
                         ("TOKENIZERS_PARALLELISM", "false"), ("HF_TOKEN", "short"), ("HOME", "/root")):
         assert not env_credential(name, value), name
+
+
+def test_a_gzip_body_of_blank_lines_is_read_in_bounded_memory(tmp_path):
+    """47 KB of gzip inflating to 48 MiB of blank SSE lines once took the client to 1.26 GB."""
+    pytest.importorskip("httpx")
+    from hostile_server import HostileServer
+
+    with HostileServer("none") as srv:
+        r, rss, took = cli(["bench-server", srv.url, "--model", "gzip_blank", "--requests", "1", "--warmup", "0",
+                            "-o", tmp_path / "run", "--quiet", "--request-timeout", "60"], timeout=120)
+    assert_hostile_ok(r, rss, (0, 3))
+    rec = [json.loads(x) for x in (tmp_path / "run" / "requests.jsonl").read_text().splitlines()
+           if '"type":"request"' in x][0]
+    assert rec["ok"], rec
