@@ -10,6 +10,7 @@ import argparse
 import math
 import re
 
+from ..engines.compat import default_engine, engine_help
 from ..errors import UserError
 from .options import (add_hardware_options, add_plot_option, check_plot, count, note_driver, number, print_json,
                       resolve_hardware)
@@ -58,7 +59,8 @@ def add_parser(sub):
     p.add_argument("model", help="catalog id, config.json, Hugging Face folder or .gguf file")
     add_hardware_options(p)
     p.add_argument("--gpus", type=_whole, default=None, help="GPUs in all (default: what the layout uses, else 1)")
-    p.add_argument("--engine", "-e", default="vllm", help="vllm, sglang, tensorrt-llm, llama.cpp ... (default vllm)")
+    p.add_argument("--engine", "-e", default=default_engine("serve"),
+                   help=f"{engine_help()} (default {default_engine('serve')})")
     p.add_argument("--engine-version", default=None,
                    help="llama.cpp: the build era (as predict); vLLM, SGLang, TensorRT-LLM: the release, e.g. 0.4.1")
     p.add_argument("--quant", "-q", default=None, help="weight format (default: the model's released format, e.g. FP8 for DeepSeek-V3, else BF16)")
@@ -90,8 +92,10 @@ def add_parser(sub):
     p.add_argument("--spec-tokens", type=_whole, default=1, help="draft tokens per step (default 1)")
     p.add_argument("--spec-acceptance", type=_fraction, default=None, help="per-token acceptance (default: published)")
     p.add_argument("--draft-model", default=None, help="draft model for --speculative draft")
-    p.add_argument("--token-budget", type=_whole, default=None, help="tokens per step (max_num_batched_tokens ...)")
-    p.add_argument("--max-seqs", type=_whole, default=None, help="sequences in flight (max_num_seqs ...)")
+    p.add_argument("--token-budget", type=_whole, default=None, help="tokens per step (max_num_batched_tokens ...; "
+                   "per attention-DP rank on TensorRT-LLM and vLLM)")
+    p.add_argument("--max-seqs", type=_whole, default=None, help="sequences in flight (max_num_seqs ...; per "
+                   "attention-DP rank on TensorRT-LLM and vLLM, as max_batch_size)")
     p.add_argument("--memory-fraction", type=_fraction, default=None, help="gpu_memory_utilization")
     p.add_argument("--top", type=_whole, default=10, help="layouts shown in the table (default 10)")
     p.add_argument("--json", action="store_true", help="strict JSON (the serve contract)")

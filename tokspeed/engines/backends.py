@@ -31,19 +31,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..hardware.arch import ARCHS, arch_row, kernel_units, vulkan_fa_coopmat1
+from .cpu_kernels import before
 from .driver import api_of, bf16_fallback, driver_family, features, gate_matrix_units, resolve
 
 # backend -> the hw.matrix_units words (tokspeed.hardware.arch.MATRIX_UNITS) its prompt GEMMs run on, any one of them
-KERNEL_UNITS = {
-    "llama.cpp-vulkan": ("coopmat",),
-    "llama.cpp-rocm": ("wmma-fp16", "mfma"),
-    "llama.cpp-sycl": ("xmx",),
-}
+KERNEL_UNITS = kernel_units()      # archs.toml [kernel_units]
 # backends that run on one vendor's parts only (a device of another vendor: the table does not say)
 BACKEND_VENDORS = {"llama.cpp-rocm": "amd", "llama.cpp-sycl": "intel"}
 # (backend, hw.arch) where the backend's kernels decline a unit the part exposes: ggml-vulkan's
 # ggml_vk_khr_cooperative_matrix_support keeps Intel Xe1 discrete parts (Alchemist, xe-hpg) off cooperative matrix
-COOPMAT_DECLINED = {("llama.cpp-vulkan", "xe-hpg")}
+COOPMAT_DECLINED = {("llama.cpp-vulkan", a) for a in ARCHS if arch_row(a).get("vulkan_coopmat") is False}
 # llama.cpp backends whose copy of a hidden state from one of their devices to another is not an asynchronous
 # device-to-device copy (ggml-backend.cpp ``ggml_backend_sched_compute_splits``: when the split backend's
 # ``cpy_tensor_async`` declines, the scheduler synchronizes the source backend and runs a blocking
@@ -72,10 +70,27 @@ HOST_STAGED_DEVICE_COPY = {
 # A prompt's tiles only: a decode pass packs a GQA group's query heads into the rows (ggml_vk_flash_attn: N = gqa_ratio)
 # and Intel Xe2 decodes with the xe_fa_opt split-K shaders (flash_attn_decode_phase_1, cooperative matrices), which
 # the decode rate (x eta_matvec on the matrix figure) keeps.
-FA_COOPMAT1_FAMILIES = ("nvidia", "rdna3", "rdna4")
-FA_SCALAR_ARCHS = ("turing",)
+# (archs.toml: a [vulkan_family]'s fa_coopmat1, an arch's vulkan_fa_scalar)
+# ggml-vulkan on NVIDIA without VK_NV_cooperative_matrix2 (the driver ``nvidia-cm1``) runs the coopmat1 shaders
+# (matmul_*_cm1, flash_attn_cm1.comp) where coopmat2's (matmul_*_cm2, flash_attn_cm2.comp: NVIDIA's tensor-memory
+# loads, dequantisation in the load, larger tiles) would run: COOPMAT1_SHARE is the coopmat1 rate as a share of
+# coopmat2's on the same part, measured on calibration-3 rows c3-0307..0314 (one RTX 5090, one build, the same
+# day, llama-3.1-8b Q4_0, pp1024 at depths 1,024 / 4,096 / 8,192 / 15,360): the time per prompt token is affine
+# in the mean depth d + 512 (residuals < 2.2 us), a + b (d + 512), with a (the weight matmuls) 85.7 us under
+# coopmat2 and 126.2 under coopmat1 -> 0.679, and b (FlashAttention per token of depth) 4.68 ns and 17.21 ns ->
+# 0.272 (tests/test_vulkan_paths.py refits both from the rows). A prompt's tiles only (a decode pass runs the
+# matrix-vector shaders, the same under both). Measured on NVIDIA only: AMD and Intel run coopmat1 as their one
+# cooperative-matrix path, held by their own efficiencies.
+COOPMAT1_SHARE = {"matmul": 0.679, "attn": 0.272}
 BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD without fast BF16
 VECTOR_FP16_PER_FP32 = {"amd": 2.0, "intel": 2.0, "nvidia": 1.0}
+# ggml-cuda's FlashAttention on a HIP build: in llama-cpp-python 0.3.16's vendored copy (PyPI 2025-08-15) fattn.cu
+# ggml_cuda_flash_attn_ext takes the WMMA kernel on AMD only under GGML_HIP_ROCWMMA_FATTN (common.cuh
+# fp16_mma_available: false for GGML_USE_HIP without it; RDNA4 also needs GGML_HIP_ROCWMMA_FATTN_GFX12), else
+# fattn-tile (half2 on the vector ALUs); in 0.3.17's (2026-03-23) ggml_cuda_get_best_fattn_kernel picks
+# BEST_FATTN_KERNEL_MMA_F16 natively on RDNA3/RDNA4 (amd_wmma_available) and CDNA (amd_mfma_available), no rocWMMA.
+# The month of the first copy seen with it (ASSUMED: it may have landed in a build up to seven months earlier).
+HIP_FA_MMA_SINCE = "2026-03"
 
 
 def uses_matrix_units(backend: str, hw) -> bool | None:
@@ -127,13 +142,32 @@ def copies_through_host(backend: str) -> bool:
     return backend in HOST_STAGED_DEVICE_COPY
 
 
+def coopmat1_share(backend: str, hw, attn: bool) -> float:
+    """The share of the coopmat2 rate a prompt's matmul (``attn``: FlashAttention) keeps on ``hw`` under
+    ``backend``: ``COOPMAT1_SHARE`` on NVIDIA under a Vulkan driver with cooperative matrices but no coopmat2,
+    else 1 (coopmat2, another vendor or backend, the vector path, unknown)."""
+    if api_of(backend) != "vulkan" or driver_family(hw) != "nvidia" or not uses_matrix_units(backend, hw):
+        return 1.0
+    f = features(resolve(backend, hw), "nvidia")
+    return COOPMAT1_SHARE["attn" if attn else "matmul"] if f is not None and f.coopmat and not f.coopmat2 else 1.0
+
+
 def flash_attn_on_vector(backend: str, hw) -> bool:
     """Whether ``backend``'s prompt FlashAttention runs on the vector ALUs although its matmuls use ``hw``'s matrix units:
-    Vulkan's FA_SCALAR path where no coopmat2 and no coopmat1 FA (``FA_COOPMAT1_FAMILIES``, ``FA_SCALAR_ARCHS``).
+    Vulkan's FA_SCALAR path where no coopmat2 and no coopmat1 FA (``archs.toml``).
     False where the matmuls are on the vector ALUs already (``backend_view`` has the vector figure) or unknown."""
     if api_of(backend) != "vulkan" or not uses_matrix_units(backend, hw):
         return False
     f = features(resolve(backend, hw), driver_family(hw))
     if f is None or f.coopmat2:
         return False
-    return driver_family(hw) not in FA_COOPMAT1_FAMILIES or str(getattr(hw, "arch", "")).lower() in FA_SCALAR_ARCHS
+    return not vulkan_fa_coopmat1(driver_family(hw)) or bool(arch_row(getattr(hw, "arch", None)).get("vulkan_fa_scalar"))
+
+
+def hip_fa_on_vector(engine, hw) -> bool:
+    """Whether llama.cpp-rocm's prompt FlashAttention runs on the vector ALUs (fattn-tile) although its matmuls use
+    ``hw``'s WMMA/MFMA units: -fa on, in a build before ``HIP_FA_MMA_SINCE`` (``engine.build_month``; "" = today's),
+    built without GGML_HIP_ROCWMMA_FATTN (llama.cpp's default; ASSUMED for every row and prediction)."""
+    if engine.name != "llama.cpp-rocm" or engine.flash_attention is False or not uses_matrix_units(engine.name, hw):
+        return False
+    return before(getattr(engine, "build_month", ""), HIP_FA_MMA_SINCE)

@@ -8,9 +8,11 @@ residual adds are replicated; the KV cache per rank follows ``layout.kv_share``.
 
 Each stage is timed by the engine's roofline (``timing.pass_time``) on its own device, and the
 links add:
-- TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), or
-  for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
-- stage hand-offs: tokens x d_model x ``handoff_value_bytes`` over the GPU link or the host link;
+- TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), timed as
+  the serving engine runs them by size (``collectives``: custom one-shot / two-shot, NCCL), NCCL's ring as
+  fitted for other engines, or for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
+- stage hand-offs: tokens x d_model x ``handoff_value_bytes`` over the GPU link or the host link (a serving
+  engine's NCCL send / receive: ``collectives.p2p_s``);
 - streaming offload: every streamed module (whole tensors: the embedding table, every expert) over
   the host link, each pass;
 - llama.cpp offload: layers in RAM run on the CPU, but batches of >= 32 tokens (prefill) are sent to
@@ -24,12 +26,14 @@ for every sequence) takes ``max(Σ stage + hand-offs, m · slowest stage)`` at m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from ..engines.backends import copies_through_host
 from ..engines.profile import IDEAL
-from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope
+from ..derived import derived
+from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope, Segment
 from ..timing import PassTime, ledger_totals, pass_time
+from .collectives import engine_allreduce_s, engine_p2p_s
 from .interconnect import SYNC_LATENCY_S, host_link
 from .layout import Layout, Stage, kv_share
 
@@ -78,20 +82,22 @@ def _is_expert_op(op: Op) -> bool:
     return op.role in (Role.EXPERTS, Role.EXPERTS_ACT)
 
 
-def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1, memo: dict | None = None) -> list[Op]:
+def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1, shared: bool = False) -> list[Op]:
     """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches.
-    With a ``memo``, the shares of the ledger's shared depth-free segments are cut once per stage."""
+    ``shared``: the shares of the ledger's shared depth-free segments are cut once per stage and kept on the
+    segment (``tokspeed.derived``)."""
     segs = getattr(ops, "segments", None)
-    if memo is None or not segs:
+    if not shared or not segs:
         return _stage_list(ops, spec, stage, micro)
     parts = []
     for seg in segs:
         if isinstance(seg, tuple):
-            key = ("stage", id(seg), tuple(stage.layers), stage.embedding, stage.head, stage.tp, stage.ops, micro)
-            hit = memo.get(key)
-            if hit is None or hit[0] is not seg:
-                hit = memo[key] = (seg, tuple(_stage_list(seg, spec, stage, micro)))
-            parts.append(hit[1])
+            cuts = derived(seg).setdefault("stage_cuts", {})
+            key = (tuple(stage.layers), stage.embedding, stage.head, stage.tp, stage.ops, micro)
+            hit = cuts.get(key)
+            if hit is None:
+                hit = cuts[key] = Segment(_stage_list(seg, spec, stage, micro))
+            parts.append(hit)
         else:
             parts.append(_stage_list(seg, spec, stage, micro))
     out = PassOps(op for part in parts for op in part)
@@ -112,10 +118,12 @@ def _stage_list(ops, spec, stage: Stage, micro: int) -> list[Op]:
     return out
 
 
-def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, micro: int, ideal: bool) -> float:
+def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, micro: int, ideal: bool,
+              engine: str = "") -> float:
     """Link time of one TP stage for one pass (of one micro-batch).
 
-    NCCL-style TP: ``syncs_per_layer`` ring all-reduces of tokens x d_model x 2 bytes per layer.
+    TP: ``syncs_per_layer`` all-reduces of tokens x d_model x 2 bytes per layer: the algorithm a serving
+    ``engine`` picks for that size (``collectives.engine_allreduce_s``), else NCCL's ring as fitted.
     llama.cpp row split (``-sm row``): every weight matmul's input leaves the main GPU for the others and
     their output rows come back, as F32 (2x the ledger's F16 activation bytes), (N-1)/N of it crossing
     the main GPU's link; one sequential peer copy per other GPU per matmul."""
@@ -129,7 +137,8 @@ def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, 
         syncs = layout.syncs_per_layer * stage.n_layers
         return moved / link.per_direction_bytes_s + (0.0 if ideal else syncs * (n - 1) * SYNC_LATENCY_S["peer-copy"])
     msg = tokens * spec.d_model * 2.0
-    return layout.syncs_per_layer * stage.n_layers * link.allreduce_s(msg, n, ideal)
+    one = None if ideal else engine_allreduce_s(link, stage.hw, engine, msg, n, tokens)
+    return layout.syncs_per_layer * stage.n_layers * (link.allreduce_s(msg, n, ideal) if one is None else one)
 
 
 def pipelines_prompt(layout: Layout | None, prof) -> bool:
@@ -156,7 +165,7 @@ def pipelined_s(pt: PassTime, first: bool) -> float:
 
 
 def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int,
-                memo: dict | None = None) -> PassTime:
+                shared: bool = False) -> PassTime:
     """Time of one pass of ``ops`` (batch x n_tokens new tokens) over the layout. ``prof`` is the
     main engine (IDEAL for the bound: every stage ideal, links at bandwidth without latency)."""
     ideal = prof is IDEAL or getattr(prof, "is_ideal", False)
@@ -166,19 +175,19 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     comp = mem = over = link = 0.0
     stage_rows, stage_times = [], []
     for s in layout.stages:
-        sops = stage_ops(ops, spec, s, micro, memo)
+        sops = stage_ops(ops, spec, s, micro, shared)
         eng = IDEAL if ideal else s.engine
         extra = 0.0
         if s.kind == "cpu" and tokens >= GPU_OFFLOAD_MIN_BATCH and s.gpu is not None:
             gpu_eng = IDEAL if ideal else prof
-            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro), memo)
+            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro), shared)
             extra = layout.host.transfer_s(s.host_bytes, ideal)
             eng = gpu_eng
         else:
-            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro), memo)
+            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro), shared)
         if s.kind == "stream":
             extra = layout.host.transfer_s(s.host_bytes, ideal)
-        extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal)
+        extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal, getattr(prof, "name", ""))
         body = pt.seconds - eng.fixed_s
         comp += pt.compute_s
         mem += pt.memory_s
@@ -202,7 +211,8 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
             # device -> host staging buffer -> device, each a blocking copy over the host link
             handoff += 2 * (layout.host or host_link(s0.hw)).transfer_s(nbytes)
             continue
-        handoff += via.transfer_s(nbytes, ideal)
+        p2p = None if ideal or via is layout.host else engine_p2p_s(via, s0.hw, getattr(prof, "name", ""), nbytes)
+        handoff += via.transfer_s(nbytes, ideal) if p2p is None else p2p
     link += handoff
     fixed = 0.0 if ideal else prof.fixed_s
     over += fixed
@@ -210,11 +220,8 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     if micro > 1:
         seconds = max(seconds, micro * max(stage_times))
     seconds += fixed
-    nbytes, wbytes, kv, flops = ledger_totals(ops, memo)
+    nbytes, wbytes, kv, flops = ledger_totals(ops, shared)
     return PassTime(seconds, comp, mem, over, nbytes, wbytes, kv, flops, [], link_s=link, stages=stage_rows)
-
-
-_MEMO: dict = {}     # stage cuts and their times, shared by every layout (keys hold identities and values)
 
 
 @dataclass
@@ -223,9 +230,6 @@ class LayoutTimer:
     layout: Layout
     spec: object
     quant: str
-    memo: dict = field(default_factory=lambda: _MEMO, repr=False)
 
     def __call__(self, ops: list[Op], engine, batch: int, n_tokens: int) -> PassTime:
-        if len(self.memo) > 50_000:
-            self.memo.clear()
-        return layout_pass(self.layout, ops, self.spec, self.quant, engine, batch, n_tokens, self.memo)
+        return layout_pass(self.layout, ops, self.spec, self.quant, engine, batch, n_tokens, shared=True)

@@ -18,10 +18,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engines.compat import engine_key, engine_names
+from .schedulers import scheduler_key
+
 ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "data" / "validation" / "serving-calibration.csv"
-ENGINES = {"TensorRT-LLM": "tensorrt-llm", "TensorRT-LLM (Triton backend)": "tensorrt-llm", "vLLM": "vllm",
-           "vLLM (MangoBoost LLMBoost)": "vllm", "SGLang": "sglang"}
 QUANTS = {"FP8": "FP8", "F16": "F16", "BF16": "F16"}
 DEVICES = {"NVIDIA GH200 480GB": "gh200-96g"}     # the TensorRT-LLM doc's GH200 is the 96 GB HBM3 board
 MAX_DEVICES = 8                                    # one server (multi-node rows are left out)
@@ -52,6 +53,13 @@ class Case:
     ttft_ms: float | None
 
 
+def _engine(name: str) -> str | None:
+    """The engine a row's column names (capabilities.toml's name or alias) where the simulator has its scheduler
+    (serving/schedulers.toml); None for the rest (MLX and Ollama servers)."""
+    key = engine_key(name)
+    return key if key in engine_names() and scheduler_key(key) == key else None
+
+
 def _num(text: str) -> float | None:
     try:
         v = float(text)
@@ -75,7 +83,7 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
     models: dict = {}
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
-            engine = ENGINES.get(r["engine"])
+            engine = _engine(r["engine"])
             quant = QUANTS.get(r["quant"])
             isl, osl = _num(r["isl"]), _num(r["osl"])
             n = int(_num(r["n_devices"]) or 1)
