@@ -126,13 +126,18 @@ def load_of(c) -> str:
     return {"offline": "offline", "concurrency": f"conc {c.concurrency}", "rate": f"{c.rate_rps:g} req/s"}[c.scenario]
 
 
-def run_rows(aic) -> dict:
-    """Both tools on every answerable case: {"rows": [...], "skipped": {reason: n}, "tokspeed_s": wall}."""
+def run_rows(aic, held_out: bool = False) -> dict:
+    """Both tools on every answerable case: {"rows": [...], "skipped": {reason: n}, "tokspeed_s": wall}.
+    ``held_out``: the newer rows (``serving-calibration-2.csv``) with tokspeed's constants fitted without them
+    (``serving.fitted.forward_for``: the forward-in-time test); else the older rows with the committed constants
+    (in-sample)."""
     import time
 
-    from tokspeed.serving.rows import evaluate_case, load_cases
+    from tokspeed.hardware.catalog import get_hardware
+    from tokspeed.serving.fitted import forward_for
+    from tokspeed.serving.rows import CSV, CSV2, evaluate_case, load_cases
 
-    cases, skipped = load_cases()
+    cases, skipped = load_cases(CSV2 if held_out else CSV)
     skipped = {f"tokspeed: {k}": v for k, v in skipped.items()}
     asked = []
     for c in cases:
@@ -146,7 +151,7 @@ def run_rows(aic) -> dict:
     for (c, q), a in zip(asked, answers):
         t = time.perf_counter()
         try:
-            ts = evaluate_case(c)
+            ts = evaluate_case(c, forward_for(c.engine, get_hardware(c.hardware).vendor) if held_out else None)
         except Exception as e:       # noqa: BLE001  a case the simulator refuses is reported, not fatal
             ts = {"error": f"{type(e).__name__}: {e}"}
         t_ts += time.perf_counter() - t

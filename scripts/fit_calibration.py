@@ -33,7 +33,7 @@ but 316 of its 365 rows are from May 2024: a simplification). The fit uses:
   predicted, which is the situation of a user with hardware that is not in the file.
 
 Prints a table per engine x family (n, median and p90 absolute % error for decode and prefill, in-sample
-and held-out), the held-out errors against issue 11's targets, and the coverage of the error bands.
+and held-out), the held-out errors against the targets, and the coverage of the error bands.
 ``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band, and
 tokspeed/engines/bands.toml: the factors that widen that band off the data (tokspeed/calibration/holdout.py), from
 the errors of rows held out by vendor and by backend (the priors), of each backend refitted without a weight-format
@@ -346,7 +346,7 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
-TARGETS = {"decode": (10.0, 25.0), "prefill": (15.0, 35.0)}   # issue 11: held-out median / p90 |error| %
+TARGETS = {"decode": (10.0, 25.0), "prefill": (15.0, 35.0)}   # the targets: held-out median / p90 |error| %
 
 
 def targets(results) -> str:
@@ -441,6 +441,12 @@ def shared_eta_mem(results, engine: str) -> dict:
     return {}
 
 
+
+def fitted_prior_source(source: str) -> str:
+    """A prior's source quoted in a fitted entry: its "no calibration rows" is true of the prior alone, and a
+    fitted entry has rows."""
+    return source.replace("; no calibration rows", "")
+
 def fitted_toml(results) -> str:
     out = ["# Written by scripts/fit_calibration.py from data/validation/calibration.csv: do not edit by hand.",
            "# Overlays priors.toml per engine; `version` is the newest engine era fitted (tokspeed/engines/",
@@ -493,7 +499,7 @@ def fitted_toml(results) -> str:
         out.append("fitted = true")
         out.append(f'source = "fitted by scripts/fit_calibration.py on {len(rows)} rows of calibration.csv '
                    f'({nd} decode, {npf} prefill; {", ".join(res["families"])}; eras '
-                   f'{", ".join(eras_of(rows))}); priors: {prior.source}"')
+                   f'{", ".join(eras_of(rows))}); priors: {fitted_prior_source(prior.source)}"')
         for era, ep in sorted(prof.items()) if isinstance(prof, dict) else []:
             if era == res["version"]:
                 continue

@@ -113,6 +113,11 @@ def test_fitted_constants_by_engine_and_vendor(tmp_path, monkeypatch):
         assert fitted.fitted_for("vllm", "AMD") == {"gpu_scale": 1.5, "step_s": 0.001, "link_scale": 1.0}
         assert fitted.fitted_for("vllm", "NVIDIA") == fitted.NEUTRAL         # no CUDA rows: the roofline alone
         assert fitted.fitted_for("sglang", "NVIDIA")["link_scale"] == 2.0    # the engine-wide entry
+        f.write_text('["serving@nvidia"]\ngpu_scale = 0.9\nstep_s = 0.0005\nlink_scale = 1\n')
+        fitted.reload()
+        assert fitted.fitted_for("vllm", "NVIDIA") == {"gpu_scale": 0.9, "step_s": 0.0005, "link_scale": 1.0}
+        assert fitted.fitted_for("tensorrt-llm", "NVIDIA")["gpu_scale"] == 0.9     # shared by the server engines
+        assert fitted.fitted_for("llama.cpp-cuda", "NVIDIA") == fitted.NEUTRAL    # not a server engine
     finally:
         monkeypatch.undo()
         fitted.reload()
@@ -188,7 +193,8 @@ def test_sglang_attention_dp_before_deepep_is_not_modelled():
     # SGLang 0.4.5 is the first release with DeepEP; before it attention DP gathered every rank's tokens for
     # TP-sharded experts: such a configuration carries the warning, a row of it is not scored
     from tokspeed.serving.rows import load_cases
-    from tokspeed.serving.unmodelled import SGLANG_DP_BEFORE_DEEPEP, not_modelled, version_tuple
+    from tokspeed.serving.engine_versions import version_tuple
+    from tokspeed.serving.unmodelled import SGLANG_DP_BEFORE_DEEPEP, not_modelled
 
     dp8 = Parallelism(tp=1, ep=8, dp=8)
     assert version_tuple("0.5.5.post3") == (0, 5, 5) and version_tuple("v0.4.1") == (0, 4, 1)

@@ -76,6 +76,7 @@ def run(args) -> int:
         return _generate(args, err)
 
     from ..measure.calibrate import load_calibration
+    from ..measure.profile import read_profile
     from ..measure.run_file import write_run
     from ..measure.runner import add_predictions, calibrate_run, finished, measure, resolve_hardware
 
@@ -86,7 +87,8 @@ def run(args) -> int:
     with Progress(TextColumn("[bold]measuring[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("decode steps"),
                   TimeRemainingColumn(), console=err, transient=True) as prog:
         task = prog.add_task("measure", total=total)
-        run_ = measure(opts, hw, lambda n: prog.advance(task, n))
+        run_ = measure(opts, hw, lambda n: prog.advance(task, n),
+                       profile=read_profile(profile_path) if profile_path else None)
     if not args.calibrate:
         add_predictions(run_, hw, load_calibration(profile_path, args.backend) if profile_path else None)
     else:
@@ -161,7 +163,7 @@ def print_run(run: dict, console) -> None:
               f"{p['decode_tok_s']:,.2f}" + (" !" if p["decode_step"]["unstable"] else ""),
               f"{pred['tok_s']:,.2f}" if pred else "-",
               f"{p['error_pct']:+.0f} %" if pred else "-",
-              f"{p['achieved_gbps']:.1f}", f"{p['mbu']:.0%}", f"{p['mfu']:.1%}" if p.get("mfu") else "-")
+              f"{p['achieved_gbps']:.1f}", "?" if p.get("mbu") is None else f"{p['mbu']:.0%}", f"{p['mfu']:.1%}" if p.get("mfu") else "-")
     t.print(console)
     stages = run["points"][0].get("stages_ms") if run["points"] else None
     if stages:

@@ -10,10 +10,10 @@ import argparse
 import math
 import re
 
-from ..engines.compat import default_engine, engine_help
+from ..engines.compat import default_engine
 from ..errors import UserError
-from .options import (add_hardware_options, add_plot_option, check_plot, count, note_driver, number, print_json,
-                      resolve_hardware)
+from .options import (add_engine_option, add_hardware_options, add_kv_dtype_option, add_plot_option, check_plot,
+                      count, note_driver, number, print_json, resolve_hardware)
 
 
 def _fraction(text):
@@ -59,12 +59,11 @@ def add_parser(sub):
     p.add_argument("model", help="catalog id, config.json, Hugging Face folder or .gguf file")
     add_hardware_options(p)
     p.add_argument("--gpus", type=_whole, default=None, help="GPUs in all (default: what the layout uses, else 1)")
-    p.add_argument("--engine", "-e", default=default_engine("serve"),
-                   help=f"{engine_help()} (default {default_engine('serve')})")
+    add_engine_option(p, default=default_engine("serve"), what="serving engine")
     p.add_argument("--engine-version", default=None,
                    help="llama.cpp: the build era (as predict); vLLM, SGLang, TensorRT-LLM: the release, e.g. 0.4.1")
     p.add_argument("--quant", "-q", default=None, help="weight format (default: the model's released format, e.g. FP8 for DeepSeek-V3, else BF16)")
-    p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 (default f16)")
+    add_kv_dtype_option(p)
     p.add_argument("--isl", type=count, default=1024, help="prompt tokens per request (default 1024)")
     p.add_argument("--osl", type=_whole, default=256, help="output tokens per request (default 256)")
     p.add_argument("--lengths", default=None, help="bench-server requests.jsonl: arrival times and lengths to replay")

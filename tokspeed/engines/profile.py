@@ -331,14 +331,14 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     entry, label = engine_entry(e, version, flash_attention)
     if label:       # say which era the answer is for (the text output prints the engine's source)
         entry["source"] = (f"{era_family(e)} era {label}"
-                           + (" (the newest fitted; engine_version names another)" if version is None else "")
+                           + (" (the newest fitted era: no engine version was given)" if version is None else "")
                            + (f", FlashAttention {'on' if flash_attention else 'off'}" if flash_attention is not None
                               else "")
                            + f"; {entry.get('source', '')}")
     profile = EngineProfile(name=e, version=label, build_month=build_month_of(version), **entry)
     if hardware is None:
         return profile
-    from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)
+    from .bands import with_band          # off the fitted vendors: the held-out band
     return calibrated(with_band(with_driver(profile, hardware), hardware), hardware)
 
 

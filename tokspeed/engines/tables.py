@@ -50,8 +50,11 @@ def with_shared_kernels(entry: dict, shared: dict, of: str, era: str = "") -> di
     if of not in _tables() or "kernels_of" in _tables()[of]:
         raise ValueError(f"priors.toml: kernels_of = {of!r} must name an engine with its own values")
     out = {**{k: shared[k] for k in SHARED_KERNEL_FIELDS if k in shared}, **entry}
-    out["source"] = (f"{entry.get('source', '')}; decode memory model (eta_mem, kernel bound, eta_format, "
-                     f"eta_kv, fixed_s) of {of}{' era ' + era if era else ''}, whose kernels it compiles")
+    own = entry.get("source", "")
+    if "whose kernels it compiles" not in own:      # a fitted source quotes its prior's, which says it already
+        own += (f"; decode memory model (eta_mem, kernel bound, eta_format, eta_kv, fixed_s) of {of}"
+                f"{' era ' + era if era else ''}, whose kernels it compiles")
+    out["source"] = own
     return out
 
 

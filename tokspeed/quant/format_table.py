@@ -36,6 +36,7 @@ class FormatRow:
     help: bool = True
     offered: bool = True
     ppl: tuple = ()                         # (ppl_delta, file GB, model)
+    gemm: str = ""                          # a server engine's GEMM kind (tokspeed.serving.gemm_device); "" = 16-bit
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
 
@@ -54,7 +55,8 @@ def _row(name: str, d: dict) -> FormatRow:
                      ik=d.get("ik", ""), layout=tuple((k, d[k]) for k in LAYOUT_KEYS if k in d),
                      engine_lists=tuple(d.get("engine_lists", ())), fit=tuple(d.get("fit", ())),
                      alternatives=tuple(d.get("alternatives", ())), four_bit=int(d.get("four_bit", 0)),
-                     help=d.get("help", True), offered=d.get("offered", True), ppl=ppl)
+                     help=d.get("help", True), offered=d.get("offered", True), ppl=ppl,
+                     gemm=d.get("gemm", ""))
 
 
 @lru_cache(maxsize=1)
@@ -103,6 +105,13 @@ def ftype_name(ftype_id: int) -> str:
 
 
 @lru_cache(maxsize=None)
+def gemm_kind(name: str) -> str:
+    """A server engine's GEMM kind for weights in format ``name`` (``w8a8-fp8``, ``mx-fp4``, ``nv-fp4``); "" for the
+    formats its GEMMs run at 16 bits (or an unknown name)."""
+    r = row(name)
+    return r.gemm if r is not None else ""
+
+
 def engine_list(name: str) -> tuple[str, ...]:
     """The members of a named list of ``engines/capabilities.toml`` (``@gguf``): rows, then its globs."""
     return tuple(n for n, r in rows().items() if name in r.engine_lists) + tuple(_data()["engine_lists"][name])

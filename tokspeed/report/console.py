@@ -17,6 +17,6 @@ def make_console(stderr: bool = False):
     if width is not None:
         return safe_console(stderr=stderr, width=width, soft_wrap=False)
     c = safe_console(stderr=stderr, soft_wrap=False)
-    if not c.is_terminal:
-        c = safe_console(stderr=stderr, width=200, soft_wrap=False)
+    if not c.is_terminal:       # piped without COLUMNS: 80, as a terminal's default width
+        c = safe_console(stderr=stderr, width=80, soft_wrap=False)
     return c

@@ -65,9 +65,10 @@ def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | Non
             row["bytes_per_step"] = c * d["bytes_per_token"]
             if measured:
                 row["mbu"] = measured * row["bytes_per_step"] / bandwidth_Bps
-                if row["mbu"] > 1:
-                    row["note"] = ("MBU over 100%: the server cannot read this many bytes per token; "
-                                   "it is not running this model/quant on this hardware")
+                if row["mbu"] > 1:      # not a measurement (tokspeed.measure.mbu): shown as none, said why
+                    row["note"] = (f"MBU not shown: it would be {row['mbu']:.0%}, and the server cannot read this "
+                                   "many bytes per token; it is not running this model/quant on this hardware")
+                    row["mbu"] = None
         if measured and d.get("tok_s"):
             row["measured_over_predicted"] = measured / d["tok_s"]
         rows.append(_simulated(row, ph, records, model, hw, quant, engine))

@@ -6,8 +6,12 @@
 - ``link_scale``: the engine's collectives (TP all-reduces, EP all-to-alls) over the link model's time
   (``tokspeed.scale.interconnect``: the link's rate and latency); NCCL reaches a share of the link rate
   and the collectives wait on the kernels around them.
-Entries are per engine and device vendor (``vllm@amd``: ROCm kernels) where the fit had rows for the pair,
-else per engine. An engine the fit has no rows for takes 1 and 0: the roofline alone.
+One entry per device vendor (``serving@nvidia``, ``serving@amd``: CUDA and ROCm kernels differ), shared by the
+server engines (vLLM, SGLang, TensorRT-LLM): what differs between engines and releases is mechanism (CUDA graphs,
+host overlap: ``engine_versions.toml``; GEMM paths: ``gemm_device``). Each constant is shrunk toward its prior
+(gpu_scale 1, link_scale 1, step_s 0) by the fit. An engine with enough rows on a vendor has its own ``gpu_scale``
+(``engine@vendor``: its kernels' efficiency) pulled toward the shared one, with the vendor's host time and link
+scale; that entry wins where it exists. Other engines take 1 and 0: the roofline alone.
 
 ``predict`` applies the same constants to its passes where the table has an entry for the engine
 (``predict_constants``; ``engine_seconds`` is the one formula both use), so a single stream in ``predict`` and
@@ -40,9 +44,35 @@ def fitted_key(engine_name: str, vendor: str = "") -> str:
     return f"{scheduler_key(engine_name)}@{vendor.lower()}" if vendor else scheduler_key(engine_name)
 
 
-def _entry(engine_name: str, vendor: str = "") -> dict:
+SERVER_ENGINES = frozenset({"vllm", "sglang", "tensorrt-llm"})
+
+
+def shared_key(vendor: str) -> str:
+    """The entry every server engine on ``vendor``'s devices shares."""
+    return f"serving@{vendor.lower()}"
+
+
+def _key(engine_name: str, vendor: str = "") -> str | None:
     t = _table()
-    return t.get(fitted_key(engine_name, vendor)) or t.get(engine_name) or t.get(scheduler_key(engine_name)) or {}
+    for k in (fitted_key(engine_name, vendor), engine_name, scheduler_key(engine_name)):
+        if t.get(k):
+            return k
+    if vendor and scheduler_key(engine_name) in SERVER_ENGINES and t.get(shared_key(vendor)):
+        return shared_key(vendor)
+    return None
+
+
+def _entry(engine_name: str, vendor: str = "") -> dict:
+    k = _key(engine_name, vendor)
+    return _table()[k] if k else {}
+
+
+def forward_for(engine_name: str, vendor: str = "") -> dict:
+    """The constants fitted on the older serving rows alone (the table's ``forward`` entries: the forward-in-time
+    test of ``scripts/fit_serving.py``); the neutral ones where it has none."""
+    fwd = _table().get("forward", {}) if vendor else {}
+    entry = fwd.get(fitted_key(engine_name, vendor)) or fwd.get(shared_key(vendor)) or {}
+    return {**NEUTRAL, **{k: float(entry[k]) for k in NEUTRAL if k in entry}}
 
 
 def fitted_for(engine_name: str, vendor: str = "") -> dict:
@@ -71,16 +101,17 @@ def predict_constants(engine_name: str, vendor: str = "", pp: int = 1) -> dict |
     if host_hidden(sched, max(1, int(pp))):
         fit["step_s"] = 0.0
     t = _table()
-    key = next(k for k in (fitted_key(engine_name, vendor), engine_name, scheduler_key(engine_name)) if t.get(k))
-    extra = {k: t[key][k] for k in ("tpot_error_pct", "ttft_error_pct", "pooled", "rows") if k in t[key]}
+    key = _key(engine_name, vendor)
+    extra = {k: t[key][k] for k in ("tpot_error_pct", "ttft_error_pct", "rows") if k in t[key]}
     return {**fit, "token_budget": int(sched.token_budget), "source": key, **extra}
 
 
 def constants_note(fit: dict) -> str:
     """Where ``predict``'s numbers for a server engine come from (its ``engine_source``)."""
-    origin = (f"pooled from {fit['rows']} rows of the other engines on the vendor" if fit.get("pooled") == "vendor"
-              else f"pooled from the engine's {fit['rows']} rows on other vendors" if fit.get("pooled")
-              else "fitted on its serving rows")
+    rows = f" {fit['rows']}" if fit.get("rows") else ""
+    origin = (f"shared by the server engines on the vendor, fitted on their{rows} rows"
+              if str(fit.get("source", "")).startswith("serving@")
+              else f"its own gpu_scale fitted on its{rows} rows, host time and link scale the vendor's")
     bands = ", ".join(f"{k} ±{fit[k + '_error_pct']:g} %" for k in ("tpot", "ttft") if k + "_error_pct" in fit)
     return (f"serving constants {fit['source']} ({origin}; gpu_scale {fit['gpu_scale']:.3f}, step_s "
             f"{fit['step_s'] * 1e3:.2f} ms, link_scale {fit['link_scale']:g}; scripts/fit_serving.py)"

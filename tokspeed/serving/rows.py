@@ -1,7 +1,7 @@
 """The public serving measurements (``data/validation/serving-calibration.csv``) as simulation cases.
 
 A row becomes a case when tokspeed knows its model, device and engine (vLLM, SGLang, TensorRT-LLM),
-its weights are FP8 or 16-bit, and it states ISL/OSL (MLPerf rows, ``DATASET_LENGTHS``, do not). Its
+its weights are 16-bit or a format whose serving GEMMs are modelled (``formats.toml`` gemm), and it states ISL/OSL (MLPerf rows, ``DATASET_LENGTHS``, do not). Its
 scenario maps to a load: ``offline_max`` -> every request queued at once; ``concurrency`` -> closed loop at
 the printed concurrency (``STATIC_BATCH``: one wave of that many requests); ``server`` -> Poisson arrivals
 at the printed rate. ``ISL_OSL_RANDOM_0.8-1.0`` lengths are uniform in [0.8, 1] x nominal,
@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engines.compat import engine_key, engine_names
+from ..quant.format_table import gemm_kind
 from .schedulers import scheduler_key
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "data" / "validation" / "serving-calibration.csv"
-QUANTS = {"FP8": "FP8", "F16": "F16", "BF16": "F16"}
+CSV2 = ROOT / "data" / "validation" / "serving-calibration-2.csv"   # newer engines (Dec 2025 - Jan 2026)
+QUANTS = {"F16": "F16", "BF16": "F16"}           # 16-bit weights; else a format whose serving GEMMs are modelled
 DEVICES = {"NVIDIA GH200 480GB": "gh200-96g"}     # the TensorRT-LLM doc's GH200 is the 96 GB HBM3 board
 MAX_DEVICES = 8                                    # one server (multi-node rows are left out)
 
@@ -51,6 +53,8 @@ class Case:
     tok_s_per_gpu: float | None
     tpot_ms: float | None
     ttft_ms: float | None
+    engine_version: str | None = None   # the release measured (engine_versions.toml: graphs, host overlap)
+    date: str = ""                     # the measurement's month (YYYY-MM) where the file states one
 
 
 def _engine(name: str) -> str | None:
@@ -84,7 +88,7 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             engine = _engine(r["engine"])
-            quant = QUANTS.get(r["quant"])
+            quant = QUANTS.get(r["quant"]) or (r["quant"] if gemm_kind(r["quant"]) else None)
             isl, osl = _num(r["isl"]), _num(r["osl"])
             n = int(_num(r["n_devices"]) or 1)
             if engine is None:
@@ -142,17 +146,20 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
             kv = (r["kv_dtype"] or ("fp8" if quant == "FP8" else "f16")).lower()
             out.append(Case(r["id"], r["source"], m, dev, engine, quant, kv if kv in ("fp8", "f16", "bf16") else "f16",
                             tp, n // tp if not dp_attn else 1, dp_attn, n, scen, int(isl), int(osl), ratio, conc, rate,
-                            "STATIC_BATCH" in flags, per_gpu, _num(r["tpot_ms_p50"]), _num(r["ttft_ms_p50"])))
+                            "STATIC_BATCH" in flags, per_gpu, _num(r["tpot_ms_p50"]), _num(r["ttft_ms_p50"]),
+                            (r.get("engine_version") or "").strip() or None, (r.get("date") or "").strip()))
     return out, skipped
 
 
 def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None = None) -> dict:
     """Simulated {tok_s_per_gpu, tpot_ms, ttft_ms} of a case (``fitted``: gpu_scale, step_s)."""
+    from .engine_versions import version_tuple
     from .run import Load, Setup, evaluate
     from .worker import Parallelism
 
     setup = Setup(case.model, case.hardware, case.engine, quant=case.quant, kv_dtype=case.kv_dtype, isl=case.isl,
-                  osl=case.osl, length_ratio=case.length_ratio, fitted=fitted)
+                  osl=case.osl, length_ratio=case.length_ratio, fitted=fitted,
+                  engine_version=case.engine_version if version_tuple(case.engine_version) else None)
     if case.dp_attn:
         par = Parallelism(tp=1, ep=case.gpus, dp=case.gpus)
     else:

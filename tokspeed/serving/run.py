@@ -107,7 +107,7 @@ class Setup:
         return (self.model, self.hardware, self.engine, self.quant, self.kv_dtype, self.engine_version)
 
     def scheduler(self, r) -> Scheduler:
-        return scheduler_for(r.profile.name).with_(**self.sched_overrides)
+        return scheduler_for(r.profile.name, self.engine_version).with_(**self.sched_overrides)
 
     def worker(self, par: Parallelism):
         if par not in self._workers:

@@ -15,7 +15,7 @@ row that meets one is left out of the fit's scoring with its flag as the reason 
 
 from __future__ import annotations
 
-import re
+from .engine_versions import version_tuple
 
 SGLANG_DP_BEFORE_DEEPEP = "sglang-dp-attention-before-deepep"
 SGLANG_DEEPEP_SINCE = (0, 4, 5)
@@ -26,12 +26,6 @@ WARNINGS = {
         "TP-sharded Triton experts, an all-reduce); its measured DeepSeek-V3 steps were 3-10x the simulated "
         "all-to-all step: not modelled, the figures are DeepEP's (docs/serving.md)"),
 }
-
-
-def version_tuple(text) -> tuple[int, ...] | None:
-    """``"0.4.1"`` -> (0, 4, 1); ``"0.5.5.post3"`` -> (0, 5, 5); None for no version or none readable."""
-    m = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(text or ""))
-    return tuple(int(x) for x in m.group(1).split(".")) if m else None
 
 
 def not_modelled(engine: str, engine_version, par) -> list[str]:
