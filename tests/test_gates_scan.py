@@ -34,7 +34,7 @@ PROJECT_DATA = {   # module -> the packaged data it reads (not input)
     "quant/format_table.py": "quant/formats.toml",
     "scale/collectives.py": "scale/fabrics.toml",
     "serving/engine_versions.py": "serving/engine_versions.toml",
-    "serving/gemm_device.py": "the packaged FP4 peaks table",
+    "serving/gemm_device.py": "serving/fp4_peaks.toml",
     "web/api.py": "web/presets.toml",
     "serving/schedulers.py": "serving/schedulers.toml",
     "serving/rows.py": "the serving calibration CSVs of the repository",
