@@ -82,7 +82,7 @@ def run(args, capsys) -> tuple[int, str, str]:
 
 
 def check(code, out, err, what):
-    lines = [ln for ln in err.splitlines() if ln.strip()]
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln[0].isspace()]   # wrapped lines continue one
     assert code in (0, 2, 3), (what, code, err[-500:])
     if code == 2:
         assert len(lines) == 1 and "error:" in lines[0], (what, err[-800:])
