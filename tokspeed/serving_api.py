@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 
 from .engines.compat import default_engine
 from .errors import UserError
+from .guard.deadline import Deadline
 from .prediction_setup import resolve
 from .serving import batch as _batch
 from .serving import overlay as _overlay
 from .serving.document import search_document, serve_document
 from .serving.metrics import SLO
 from .serving.run import Disagg, Load, Setup, evaluate
+from .serving.search import SEARCH_S
 from .serving.speculative import Speculation
 from .serving.worker import Parallelism
 
@@ -71,7 +73,8 @@ def serve(q: ServeQuery) -> dict:
         raise UserError(f"the layout uses {used} GPUs x {replicas} replicas = {used * replicas}, but gpus is {gpus}",
                         f"use --gpus {used * replicas} or a layout that divides {gpus}")
     load = q.load or Load("offline")
-    cfg = evaluate(setup, par, replicas, load, q.slo, dis)
+    with Deadline("the simulation", SEARCH_S, "a shorter trace or fewer --requests"):
+        cfg = evaluate(setup, par, replicas, load, q.slo, dis)
     if not cfg.requests:
         raise UserError(f"no request was served: {cfg.stopped or 'nothing finished'}",
                         "use shorter requests, more GPUs or a smaller --quant")

@@ -137,8 +137,10 @@ def local_profile_path() -> Path:
 def local_hardware() -> Hardware:
     """This machine as ``tokspeed probe -o`` recorded it (``$TOKSPEED_LOCAL_PROFILE`` or
     ``~/.config/tokspeed/local.toml``)."""
+    from ..userfile import path_kind
+
     p = local_profile_path()
-    if not p.is_file():
+    if path_kind(p, "local hardware profile ($TOKSPEED_LOCAL_PROFILE)") != "file":   # a name too long is one line
         raise UserError(f"no local hardware profile at {p}",
                         f"run `tokspeed probe -o {p}` first, or set ${LOCAL_ENV}")
     return hardware_from_toml(p, default_id=LOCAL_NAME)

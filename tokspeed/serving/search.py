@@ -16,6 +16,7 @@ none is (pipeline parallelism: ``unmodelled.UNMEASURED``), then output tok/s per
 from __future__ import annotations
 
 from ..errors import UserError
+from ..guard.deadline import Deadline
 from .metrics import SLO
 from .result import FrontierPoint, ServingConfig
 from .run import Disagg, Load, Setup, evaluate
@@ -27,6 +28,7 @@ MAX_CONCURRENCY = 4096
 # one stated layout (`--parallel`, `--disagg`) is a single simulation and has no such cap
 MAX_SEARCH_GPUS = 64
 SEARCH_CLOSED_LOOP = 4        # requests per client in the search (the single-layout mode uses more)
+SEARCH_S = 60.0               # the whole search (guard.deadline): a 64-GPU search takes tens of seconds
 
 
 def divisors(n: int) -> list[int]:
@@ -75,19 +77,24 @@ def search(setup: Setup, gpus: int, load: Load | None, slo: SLO | None,
                         "state one layout (parallel, disagg) for a larger cluster", field="gpus")
     spec = setup.group(1, 1).spec
     rows = []
-    for par, replicas, d in layouts(spec, gpus, disagg):
-        if not _fits(setup, par, d):
-            continue
-        if load is not None:
-            rows.append(evaluate(setup, par, replicas, load, slo, d))
-            continue
-        rows += _sweep(setup, par, replicas, d, slo)
+    todo = layouts(spec, gpus, disagg)
+    clock = Deadline("the serving search", SEARCH_S, "state one layout (--parallel or --disagg), fewer GPUs or a "
+                     "shorter trace", unit="layouts")
+    with clock:                                   # simulations inside tick() it
+        for i, (par, replicas, d) in enumerate(todo):
+            clock.check(i, len(todo))
+            if not _fits(setup, par, d):
+                continue
+            if load is not None:
+                rows.append(evaluate(setup, par, replicas, load, slo, d))
+                continue
+            rows += _sweep(setup, par, replicas, d, slo, clock.check)
     rows = [r for r in rows if r.output_tok_s > 0]
     rows.sort(key=lambda r: (r.meets_slo is False, not r.measured, -r.output_tok_s_per_gpu))
     return rows, frontier(rows)
 
 
-def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None) -> list[dict]:
+def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None, check=lambda: None) -> list[dict]:
     """Concurrency 1, 2, 4 ... per engine instance until throughput stops rising (or the pool preempts);
     where the SLOs start to fail between two levels, also the level halfway (x 1.5) between them."""
     engines = d.decode_workers if d is not None else replicas       # the load splits over these
@@ -98,6 +105,7 @@ def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None) -> list[dict]:
 
     out, best, c = [], 0.0, 1
     while c <= MAX_CONCURRENCY:
+        check()
         cfg = at(c)
         out.append(cfg)
         if len(out) > 1 and out[-2].meets_slo and cfg.meets_slo is False and c >= 4:

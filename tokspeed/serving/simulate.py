@@ -14,6 +14,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, replace
 
+from ..guard.deadline import tick
 from .instance import BLOCKED, Instance, Seq
 from .requests import Request
 from .schedulers import Scheduler
@@ -95,6 +96,7 @@ def simulate(cost, sched: Scheduler, kv_capacity: float, requests: list[Request]
         if inst.steps >= MAX_STEPS:
             stopped = "step limit reached"
             break
+        tick()                                  # the caller's deadline (guard.deadline), if it set one
         finished = inst.step()
         if finished is BLOCKED:
             if inst.arrivals:                 # blocked until a request arrives
@@ -162,6 +164,7 @@ def simulate_disagg(pools: Pools, requests: list[Request], *, concurrency: int =
         if steps >= MAX_STEPS:
             stopped = "step limit reached"
             break
+        tick()                                  # the caller's deadline (guard.deadline), if it set one
         inst.t = ti
         inst.admit_arrivals()
         is_prefill = k < n_pf
