@@ -26,7 +26,7 @@ from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from .engines.profile import EngineProfile
 from .engines.rates import op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
-from .quant.format_key import F32_NAMES, format_key  # noqa: F401  (F32_NAMES re-exported)
+from .quant.format_key import format_key
 from .ledger import Op
 
 

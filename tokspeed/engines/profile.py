@@ -102,17 +102,15 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ..errors import UserError, did_you_mean
-from ..quant.format_key import FORMAT_GROUPS, format_key, format_group  # noqa: F401  (re-exported)
+from ..quant.format_key import format_key
 from .compat import backend_for, engine_defaults, engine_key, engine_names, runtime_of, sliding_window_spec
 from .cpu_kernels import build_month_of
 from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
 from .memory import memory_class
 from .pooling import pooled
-from .rates import (CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, compute_class,  # noqa: F401
-                    soft_min)
+from .rates import compute_class
 from .kernel_cost import driver_launch_s
-from .tables import (SHARED_KERNEL_FIELDS, _tables, engine_entry, load_table, runs_flash_attention,  # noqa: F401
-                     with_attention, with_shared_kernels)
+from .tables import _tables, engine_entry, load_table, with_shared_kernels
 
 ENGINES = engine_names()  # the capability table's engines (capabilities.toml): ideal, llama.cpp + backends, ...
 

@@ -10,8 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UserError
-from .datafile import DATA, load_data  # noqa: F401  (DATA: path of the committed catalog)
-from .devices import all_hardware, catalog_devices as _catalog  # noqa: F401  (all_hardware: its public name)
+from .devices import catalog_devices as _catalog
 from .names import NameIndex
 from .spec import Hardware
 

@@ -63,7 +63,7 @@ def api_models() -> dict:
 
 
 def api_hardware() -> dict:
-    from ..hardware.catalog import all_hardware
+    from ..hardware.devices import all_hardware
 
     return {"hardware": [{"id": h.id, "name": h.name, "kind": h.kind, "vendor": h.vendor, "memory_gb": h.memory_gb,
                           "bandwidth_gbps": h.bandwidth_gbps, "fp16_tflops": h.fp16_tflops or None,
