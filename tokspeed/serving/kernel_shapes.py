@@ -1,0 +1,89 @@
+"""One kernel of a serving step at a stated shape, timed as the step times it: the operator the ledger would
+build for that shape (``ledger.Op``), on the device as the engine computes on it (``gemm_device.gemm_hardware``),
+through ``timing.op_time`` (rates from ``engines.rates`` / ``engines.rates_stream``). Launch and host time are
+not in a kernel's time (the step adds them once, ``steptime``).
+
+Shapes follow the measured kernel tables they are compared with (``benchmarks/bench_kernels_aiconfigurator.py``):
+
+- ``gemm_s``: ``m`` tokens x an ``n`` x ``k`` weight in ``fmt`` (``BF16``, ``FP8``, ``FP8-BLOCK``, ``NVFP4``);
+- ``decode_attention_s``: ``batch`` rows, one query each, over ``kv`` cached tokens, ``heads`` / ``kv_heads`` of
+  ``head_dim``, BF16 cache;
+- ``prefill_attention_s``: ``batch`` prompts of ``isl`` tokens, causal, nothing cached;
+- ``moe_s``: ``tokens`` tokens, each to ``topk`` of ``experts`` experts (gated: gate, up, down of ``hidden`` x
+  ``inter``), the ``1/ep`` share on one GPU, every expert given the same tokens (``balanced`` routing);
+- ``allreduce_s``: ``nbytes`` over ``gpus`` copies of the device, through the step's collective model.
+"""
+
+from __future__ import annotations
+
+from ..hardware.catalog import get_hardware
+from ..ledger import ACT_BYTES, SOFTMAX_FLOPS_PER_SCORE, Op, Role, Scope
+from ..quant.schemes import canonical
+from ..scale.interconnect import device_link
+from ..timing import op_time
+from .gemm_device import gemm_hardware
+
+# bytes per weight element of a GEMM format (NVFP4: 4-bit values + an FP8 scale per 16; MXFP4: + an E8M0 per 32)
+WEIGHT_BYTES = {"BF16": 2.0, "FP8": 1.0, "FP8-BLOCK": 1.0 + 4.0 / (128 * 128), "NVFP4": 0.5 + 1.0 / 16,
+                "MXFP4": 0.5 + 1.0 / 32, "W4A16": 0.5 + 1.0 / 32}
+
+
+def _device(hardware, fmt: str, engine):
+    """(device view, format) of a kernel over ``fmt`` weights; ``W4A16``: MXFP4 weights dequantized to BF16 in
+    registers on any part (the 16-bit path a part without FP4 units takes, forced)."""
+    hw = hardware if not isinstance(hardware, str) else get_hardware(hardware)
+    if fmt == "W4A16":
+        return hw, "MXFP4"
+    quant = canonical(fmt)
+    return gemm_hardware(hw, quant, engine.name), quant
+
+
+def gemm_s(hardware, engine, fmt: str, m: int, n: int, k: int) -> float:
+    """Seconds of an ``m`` x ``n`` x ``k`` GEMM over ``fmt`` weights."""
+    hw, quant = _device(hardware, fmt, engine)
+    op = Op("gemm", Role.MLP, Scope.DENSE, "tensor", 1, layers=(0, 1), flops=2.0 * m * n * k,
+            weight_bytes=n * k * WEIGHT_BYTES[fmt], act_bytes=(m * k + m * n) * ACT_BYTES)
+    return op_time(op, hw, engine, quant, m)[0]
+
+
+def _attention_op(batch, queries, cached, heads, kv_heads, head_dim, pairs) -> Op:
+    kv_tok = 2 * kv_heads * head_dim * ACT_BYTES
+    return Op("attention", Role.ATTN_CORE, Scope.DENSE, "tensor", 1, layers=(0, 1),
+              flops=batch * heads * pairs * (4 * head_dim + SOFTMAX_FLOPS_PER_SCORE),
+              kv_read_bytes=batch * (cached + queries) * kv_tok, kv_write_bytes=batch * queries * kv_tok,
+              act_bytes=batch * queries * 2 * heads * head_dim * ACT_BYTES, query_heads_per_kv=heads / kv_heads)
+
+
+def decode_attention_s(hardware, engine, batch: int, kv: int, heads: int, kv_heads: int, head_dim: int = 128
+                       ) -> float:
+    """Seconds of one decode step's attention core (one layer) over ``kv`` cached tokens per row."""
+    hw, _ = _device(hardware, "BF16", engine)
+    return op_time(_attention_op(batch, 1, kv, heads, kv_heads, head_dim, kv + 1), hw, engine, "BF16", batch)[0]
+
+
+def prefill_attention_s(hardware, engine, batch: int, isl: int, heads: int, kv_heads: int, head_dim: int = 128
+                        ) -> float:
+    """Seconds of a causal prompt pass's attention core (one layer): ``isl (isl + 1) / 2`` pairs per prompt."""
+    hw, _ = _device(hardware, "BF16", engine)
+    op = _attention_op(batch, isl, 0, heads, kv_heads, head_dim, isl * (isl + 1) / 2)
+    return op_time(op, hw, engine, "BF16", batch * isl)[0]
+
+
+def moe_s(hardware, engine, fmt: str, tokens: int, hidden: int, inter: int, topk: int, experts: int, ep: int
+          ) -> float:
+    """Seconds of one MoE layer's routed experts on one of ``ep`` GPUs, balanced routing."""
+    hw, quant = _device(hardware, fmt, engine)
+    local = experts / ep
+    pairs = tokens * topk / ep
+    touched = min(local, pairs)
+    op = Op("experts", Role.EXPERTS, Scope.MOE, "tensor", 1, layers=(0, 1), flops=2.0 * pairs * 3 * hidden * inter,
+            weight_bytes=touched * 3 * hidden * inter * WEIGHT_BYTES[fmt],
+            act_bytes=(2 * tokens * hidden + pairs * 3 * inter) * ACT_BYTES,
+            pairs_per_expert=pairs / touched, experts_touched=touched, out_rows=inter)
+    return op_time(op, hw, engine, quant, tokens)[0]
+
+
+def allreduce_s(hardware, nbytes: float, gpus: int) -> float:
+    """Seconds of an all-reduce of ``nbytes`` over ``gpus`` copies of the device (the step's link model)."""
+    hw = hardware if not isinstance(hardware, str) else get_hardware(hardware)
+    return device_link(hw, gpus).allreduce_s(nbytes, gpus)
