@@ -1,7 +1,10 @@
 """One kernel of a serving step at a stated shape, timed as the step times it: the operator the ledger would
 build for that shape (``ledger.Op``), on the device as the engine computes on it (``gemm_device.gemm_hardware``),
 through ``timing.op_time`` (rates from ``engines.rates`` / ``engines.rates_stream``). Launch and host time are
-not in a kernel's time (the step adds them once, ``steptime``).
+not in a kernel's time (the step adds them once, ``steptime``). The engine profile takes the fitted factors of
+the kernel's path (``kernel_efficiency.kernel_profile``), as ``prediction_setup.resolve`` gives the step;
+``fitted=False`` keeps the profile as it is (the fit's prior). Each ``*_op`` returns the operator and the function
+that times it; each ``*_s`` the seconds.
 
 Shapes follow the measured kernel tables they are compared with (``benchmarks/bench_kernels_aiconfigurator.py``):
 
@@ -16,34 +19,49 @@ Shapes follow the measured kernel tables they are compared with (``benchmarks/be
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..hardware.catalog import get_hardware
 from ..ledger import ACT_BYTES, SOFTMAX_FLOPS_PER_SCORE, Op, Role, Scope
 from ..quant.schemes import canonical
 from ..scale.interconnect import device_link
 from ..timing import op_time
 from .gemm_device import gemm_hardware
+from .kernel_efficiency import kernel_profile
 
 # bytes per weight element of a GEMM format (NVFP4: 4-bit values + an FP8 scale per 16; MXFP4: + an E8M0 per 32)
 WEIGHT_BYTES = {"BF16": 2.0, "FP8": 1.0, "FP8-BLOCK": 1.0 + 4.0 / (128 * 128), "NVFP4": 0.5 + 1.0 / 16,
                 "MXFP4": 0.5 + 1.0 / 32, "W4A16": 0.5 + 1.0 / 32}
 
 
-def _device(hardware, fmt: str, engine):
-    """(device view, format) of a kernel over ``fmt`` weights; ``W4A16``: MXFP4 weights dequantized to BF16 in
-    registers on any part (the 16-bit path a part without FP4 units takes, forced)."""
+def _device(hardware, fmt: str, engine, fitted: bool):
+    """(device view, format, profile) of a kernel over ``fmt`` weights; ``W4A16``: MXFP4 weights dequantized to
+    BF16 in registers on any part (the 16-bit path a part without FP4 units takes, forced)."""
     hw = hardware if not isinstance(hardware, str) else get_hardware(hardware)
     if fmt == "W4A16":
-        return hw, "MXFP4"
-    quant = canonical(fmt)
-    return gemm_hardware(hw, quant, engine.name), quant
+        view, quant = hw, "MXFP4"
+    else:
+        quant = canonical(fmt)
+        view = gemm_hardware(hw, quant, engine.name)
+    prof = kernel_profile(engine, hw if fmt != "W4A16" else _no_fp4(hw), quant) if fitted else engine
+    return view, quant, prof
 
 
-def gemm_s(hardware, engine, fmt: str, m: int, n: int, k: int) -> float:
-    """Seconds of an ``m`` x ``n`` x ``k`` GEMM over ``fmt`` weights."""
-    hw, quant = _device(hardware, fmt, engine)
+def _no_fp4(hw):
+    """``hw`` as a part without FP4 units (the W4A16 path's factors)."""
+    return replace(hw, matrix_units=tuple(u for u in hw.matrix_units if "fp4" not in u))
+
+
+def _timer(hw, prof, quant, tokens):
+    return lambda op: op_time(op, hw, prof, quant, tokens)[0]
+
+
+def gemm_op(hardware, engine, fmt: str, m: int, n: int, k: int, fitted: bool = True):
+    """An ``m`` x ``n`` x ``k`` GEMM over ``fmt`` weights."""
+    hw, quant, prof = _device(hardware, fmt, engine, fitted)
     op = Op("gemm", Role.MLP, Scope.DENSE, "tensor", 1, layers=(0, 1), flops=2.0 * m * n * k,
             weight_bytes=n * k * WEIGHT_BYTES[fmt], act_bytes=(m * k + m * n) * ACT_BYTES)
-    return op_time(op, hw, engine, quant, m)[0]
+    return op, _timer(hw, prof, quant, m)
 
 
 def _attention_op(batch, queries, cached, heads, kv_heads, head_dim, pairs) -> Op:
@@ -54,25 +72,25 @@ def _attention_op(batch, queries, cached, heads, kv_heads, head_dim, pairs) -> O
               act_bytes=batch * queries * 2 * heads * head_dim * ACT_BYTES, query_heads_per_kv=heads / kv_heads)
 
 
-def decode_attention_s(hardware, engine, batch: int, kv: int, heads: int, kv_heads: int, head_dim: int = 128
-                       ) -> float:
-    """Seconds of one decode step's attention core (one layer) over ``kv`` cached tokens per row."""
-    hw, _ = _device(hardware, "BF16", engine)
-    return op_time(_attention_op(batch, 1, kv, heads, kv_heads, head_dim, kv + 1), hw, engine, "BF16", batch)[0]
+def decode_attention_op(hardware, engine, batch: int, kv: int, heads: int, kv_heads: int, head_dim: int = 128,
+                        fitted: bool = True):
+    """One decode step's attention core (one layer) over ``kv`` cached tokens per row."""
+    hw, quant, prof = _device(hardware, "BF16", engine, fitted)
+    return _attention_op(batch, 1, kv, heads, kv_heads, head_dim, kv + 1), _timer(hw, prof, quant, batch)
 
 
-def prefill_attention_s(hardware, engine, batch: int, isl: int, heads: int, kv_heads: int, head_dim: int = 128
-                        ) -> float:
-    """Seconds of a causal prompt pass's attention core (one layer): ``isl (isl + 1) / 2`` pairs per prompt."""
-    hw, _ = _device(hardware, "BF16", engine)
+def prefill_attention_op(hardware, engine, batch: int, isl: int, heads: int, kv_heads: int, head_dim: int = 128,
+                         fitted: bool = True):
+    """A causal prompt pass's attention core (one layer): ``isl (isl + 1) / 2`` pairs per prompt."""
+    hw, quant, prof = _device(hardware, "BF16", engine, fitted)
     op = _attention_op(batch, isl, 0, heads, kv_heads, head_dim, isl * (isl + 1) / 2)
-    return op_time(op, hw, engine, "BF16", batch * isl)[0]
+    return op, _timer(hw, prof, quant, batch * isl)
 
 
-def moe_s(hardware, engine, fmt: str, tokens: int, hidden: int, inter: int, topk: int, experts: int, ep: int
-          ) -> float:
-    """Seconds of one MoE layer's routed experts on one of ``ep`` GPUs, balanced routing."""
-    hw, quant = _device(hardware, fmt, engine)
+def moe_op(hardware, engine, fmt: str, tokens: int, hidden: int, inter: int, topk: int, experts: int, ep: int,
+           fitted: bool = True):
+    """One MoE layer's routed experts on one of ``ep`` GPUs, balanced routing."""
+    hw, quant, prof = _device(hardware, fmt, engine, fitted)
     local = experts / ep
     pairs = tokens * topk / ep
     touched = min(local, pairs)
@@ -80,7 +98,32 @@ def moe_s(hardware, engine, fmt: str, tokens: int, hidden: int, inter: int, topk
             weight_bytes=touched * 3 * hidden * inter * WEIGHT_BYTES[fmt],
             act_bytes=(2 * tokens * hidden + pairs * 3 * inter) * ACT_BYTES,
             pairs_per_expert=pairs / touched, experts_touched=touched, out_rows=inter)
-    return op_time(op, hw, engine, quant, tokens)[0]
+    return op, _timer(hw, prof, quant, tokens)
+
+
+def _seconds(made) -> float:
+    op, time = made
+    return time(op)
+
+
+def gemm_s(*a, **kw) -> float:
+    """Seconds of ``gemm_op``."""
+    return _seconds(gemm_op(*a, **kw))
+
+
+def decode_attention_s(*a, **kw) -> float:
+    """Seconds of ``decode_attention_op``."""
+    return _seconds(decode_attention_op(*a, **kw))
+
+
+def prefill_attention_s(*a, **kw) -> float:
+    """Seconds of ``prefill_attention_op``."""
+    return _seconds(prefill_attention_op(*a, **kw))
+
+
+def moe_s(*a, **kw) -> float:
+    """Seconds of ``moe_op``."""
+    return _seconds(moe_op(*a, **kw))
 
 
 def allreduce_s(hardware, nbytes: float, gpus: int) -> float:
