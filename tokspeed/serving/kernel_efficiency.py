@@ -45,11 +45,25 @@ def path_key(hw, quant, engine_name: str) -> str:
     return path
 
 
+_MADE: dict = {}
+
+
 def kernel_profile(profile, hw, quant):
     """``profile`` with the fitted factors of its GEMM path for ``quant`` on ``hw`` and of its attention kernels;
-    a llama.cpp engine's profile unchanged."""
+    a llama.cpp engine's profile unchanged. One object per (profile, device, format): the timers remember rates
+    per profile object."""
     if runtime_of(profile.name) == "llama.cpp" or not quant:
         return profile
+    key = (profile.name, profile.version, hw.id, str(quant))
+    hit = _MADE.get(key)
+    if hit is None or hit[0] is not profile or hit[1] is not hw:
+        if len(_MADE) > 256:
+            _MADE.clear()
+        hit = _MADE[key] = (profile, hw, _fitted(profile, hw, quant))
+    return hit[2]
+
+
+def _fitted(profile, hw, quant):
     t = table()
     g = t.get(path_key(hw, quant, profile.name)) or {}
     a = t["attention"]
