@@ -46,8 +46,10 @@ def cold(device: str) -> tuple[float, int]:
 def naive(device: str) -> tuple[float, dict]:
     """predict() for every model x every format; the best = highest precision that fits."""
     from tokspeed import predict
-    from tokspeed.advise.runs_here import GGUF_FORMATS
     from tokspeed.models.catalog import model_ids
+    from tokspeed.quant.format_table import fit_formats
+
+    GGUF_FORMATS = fit_formats("llama.cpp")
 
     t = time.perf_counter()
     best = {}

@@ -133,7 +133,7 @@ def test_engines_for_a_device():
 
 
 def test_gguf_list_is_every_llama_cpp_ftype():
-    listed = set(compat._table()["formats"]["gguf"])
+    listed = set(compat.capabilities("llama.cpp-cuda")["weights"])
     assert {"F32", "F16", "BF16", "MXFP4", *GGUF_FTYPES} <= listed
 
 

@@ -6,10 +6,12 @@ import pytest
 
 from tokspeed import predict
 from tokspeed.errors import UserError
-from tokspeed.advise.runs_here import GGUF_FORMATS, _bisect, _walk, rank_models, supported_formats
+from tokspeed.advise.runs_here import _bisect, _walk, rank_models, supported_formats
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.models.catalog import get_model, model_ids
-from tokspeed.quant.quality import quality_for
+from tokspeed.quant.format_table import fit_formats, quality_for
+
+GGUF_FORMATS = fit_formats("llama.cpp")
 
 from conftest import run_cli
 

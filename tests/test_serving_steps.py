@@ -70,3 +70,18 @@ def test_tensorrt_llm_serves_nvfp4():
                         "--json"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     json.loads(r.stdout)
+
+
+def test_every_fp4_peak_row_is_a_catalog_device_with_fp4_units_and_a_source():
+    import tomllib
+
+    from tokspeed.serving.gemm_device import FP4_UNITS, PEAKS
+
+    with open(PEAKS, "rb") as f:
+        table = tomllib.load(f)
+    assert table
+    for dev, row in table.items():
+        hw = get_hardware(dev)
+        assert set(hw.matrix_units) & FP4_UNITS, dev
+        assert row["source"].strip()
+        assert row["tflops"] >= 2 * hw.fp8_tflops, dev      # every data sheet: FP4 at least twice FP8

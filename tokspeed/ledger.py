@@ -45,6 +45,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from .derived import hash_once
+
 ACT_BYTES = 2.0
 NORM_FLOPS_PER_ELEMENT = 4
 ROPE_FLOPS_PER_ELEMENT = 3
@@ -180,24 +182,16 @@ class WeightLedger:
 
 
 def weight_ledger(spec, storage) -> WeightLedger:
-    """The WeightLedger of (spec, storage), cached: by identity first, then by value (specs and quant
-    schemes are frozen, hence hashable; a file's storage is keyed by identity only)."""
-    hit = _weights_cache.get((id(spec), id(storage)))
-    if hit is not None and hit[0] is spec and hit[1] is storage:
-        return hit[2]
-    try:
-        by_value = _weights_cache.get((spec, storage))
-    except TypeError:
-        by_value = None
-    led = by_value[2] if by_value is not None else _build_weight_ledger(spec, storage)
-    if len(_weights_cache) >= _WEIGHTS_MAX:
-        for k in list(_weights_cache)[:2]:
-            del _weights_cache[k]
-    _weights_cache[(id(spec), id(storage))] = (spec, storage, led)
-    try:
-        _weights_cache[(spec, storage)] = (spec, storage, led)
-    except TypeError:
-        pass
+    """The WeightLedger of (spec, storage), cached by value: specs and quant schemes are frozen and hash once
+    (``tokspeed.derived``); a file's storage is its own key (the cache holds it, so no other object takes its place)."""
+    key = (spec, storage)
+    led = _weights_cache.get(key)
+    if led is None:
+        led = _build_weight_ledger(spec, storage)
+        if len(_weights_cache) >= _WEIGHTS_MAX:
+            for k in list(_weights_cache)[:2]:
+                del _weights_cache[k]
+        _weights_cache[key] = led
     return led
 
 
@@ -323,17 +317,21 @@ class PassOps(list):
     segments: tuple = ()
 
 
+@hash_once
+class Segment(tuple):
+    """A run of operators shared by every pass of one shape (immutable): what is derived from it (its totals, its
+    time on one device, a stage's share) is kept on it (``tokspeed.derived``)."""
+
+
 def _depth_free_ops(spec, storage, batch, n_tokens, logits_all):
-    w = weight_ledger(spec, storage)
-    key = (id(w), batch, n_tokens, bool(logits_all))
+    key = (spec, storage, batch, n_tokens, bool(logits_all))
     hit = _pass_cache.get(key)
-    if hit is not None and hit[0] is w:
-        return hit[1], hit[2]
-    before, after = _build_depth_free_ops(spec, w, batch, n_tokens, logits_all)
-    if len(_pass_cache) >= _PASS_MAX:
-        _pass_cache.pop(next(iter(_pass_cache)))
-    _pass_cache[key] = (w, before, after)
-    return before, after
+    if hit is None:
+        before, after = _build_depth_free_ops(spec, weight_ledger(spec, storage), batch, n_tokens, logits_all)
+        if len(_pass_cache) >= _PASS_MAX:
+            _pass_cache.pop(next(iter(_pass_cache)))
+        hit = _pass_cache[key] = (Segment(before), Segment(after))
+    return hit
 
 
 def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
@@ -413,14 +411,14 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
     FLOPs and KV bytes are linear in ``depth`` (constant past a sliding window)."""
     B, n, L = batch, n_tokens, spec.n_layers
     T = B * n
-    key = (id(spec), kv_elem_bytes)
+    key = (spec, kv_elem_bytes)
     shape = _core_shapes.get(key)
-    if shape is None or shape[0] is not spec:
+    if shape is None:
         if len(_core_shapes) > 256:
             _core_shapes.clear()
-        shape = _core_shapes[key] = (spec, _core_shape(spec, kv_elem_bytes))
+        shape = _core_shapes[key] = _core_shape(spec, kv_elem_bytes)
     out = []
-    for label, layers, window, kv_per_tok_layer, score_dim, value_dim, act_width, share in shape[1]:
+    for label, layers, window, kv_per_tok_layer, score_dim, value_dim, act_width, share in shape:
         if window and spec.chunked_attention:
             pairs = _attended_chunked(depth, n, window)
             cached = depth % window             # the chunk so far

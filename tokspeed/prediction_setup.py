@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from .derived import derived
 from .engines import profile as _profile
 from .engines.compat import runnable
 from .engines.profile import EngineProfile, attention_spec, get_engine
@@ -77,7 +78,7 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
         quant = getattr(storage, "name", "file")
     kvb = kv_dtype_bytes(kv_dtype)
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
-    prof, hw = runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
+    prof, hw = _runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
     hw = _gemm_hardware(hw, quant, prof.name)    # a server engine's FP8 checkpoint: FP8 GEMMs, as serve runs them
     prof = kernel_profile(prof, hw, quant)        # a server engine's kernels by path (serving.kernel_efficiency)
     quant = format_key(quant)                     # parsed once: its kernel group rides along (quant.format_key)
@@ -110,36 +111,50 @@ def _engine(engine, hw, version, flash_attention=None) -> EngineProfile:
     if isinstance(engine, EngineProfile):
         return get_engine(engine, hw, version=version, flash_attention=flash_attention)
     tables = _engine_tables()          # a reloaded engine table (tests, a refit) starts afresh
-    key = (engine, id(hw), version, flash_attention, id(tables))
+    key = (engine, hw, version, flash_attention)      # values: a frozen Hardware hashes once (tokspeed.derived)
     hit = _ENGINES.get(key)
-    if hit is None or hit[0] is not hw or hit[1] is not tables:
+    if hit is None or hit[0] is not tables:
         if len(_ENGINES) > 1024:
             _ENGINES.clear()
-        hit = _ENGINES[key] = (hw, tables, get_engine(engine, hw, version=version, flash_attention=flash_attention))
-    return hit[2]
+        hit = _ENGINES[key] = (tables, get_engine(engine, hw, version=version, flash_attention=flash_attention))
+    return hit[1]
+
+
+def _runnable(prof, hw, quant, kv_dtype, spec):
+    """``engines.compat.runnable``: the (profile, device) pair the engine runs as, made once per engine profile (kept
+    on it, ``tokspeed.derived``) and device, format, KV dtype and model values; a refusal is raised every time."""
+    views = derived(prof).setdefault("runnable", {})
+    key = (hw, quant, kv_dtype, spec)
+    pair = views.get(key)
+    if pair is None:
+        pair = runnable(prof, hw, quant, kv_dtype, spec)
+        if len(views) > 256:
+            views.clear()
+        views[key] = pair
+    return pair
 
 
 _GEMM_HW: dict = {}
 
 
 def _gemm_hardware(hw, quant, engine_name: str):
-    """``serving.gemm_device.gemm_hardware``, one object per device, format and engine (the timers' memo is per device
-    object); a device already at its FP8 rate (``serve`` passes one) is kept as it is."""
-    key = (id(hw), quant, engine_name)
-    hit = _GEMM_HW.get(key)
-    if hit is None or hit[0] is not hw:
+    """``serving.gemm_device.gemm_hardware``, made once per device value, format and engine; a device already at its
+    FP8 rate (``serve`` passes one) is kept as it is."""
+    key = (hw, quant, engine_name)
+    view = _GEMM_HW.get(key)
+    if view is None:
         if len(_GEMM_HW) > 256:
             _GEMM_HW.clear()
         g = gemm_hardware(hw, quant, engine_name)
-        hit = _GEMM_HW[key] = (hw, hw if g.fp16_tflops == hw.fp16_tflops else g)
-    return hit[1]
+        view = _GEMM_HW[key] = hw if g.fp16_tflops == hw.fp16_tflops else g
+    return view
 
 
 def _roofline_timer(hw, quant) -> RooflineTimer:
-    """One timer (and its memo of operator times) per device and format, reused across predictions."""
-    key = (id(hw), quant)
+    """One timer per device value and format, reused across predictions."""
+    key = (hw, quant)
     t = _TIMERS.get(key)
-    if t is None or t.hw is not hw:
+    if t is None:
         if len(_TIMERS) > 256:
             _TIMERS.clear()
         t = _TIMERS[key] = RooflineTimer(hw, quant)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from .derived import derived
 from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from .engines.profile import EngineProfile
 from .engines.rates import op_rate
@@ -78,11 +79,12 @@ class PassRates:
     """The rates of one pass shape (device, engine, format, tokens), each worked out once: the Rate of each kind
     of operator (ledger unit, attention or not, tokens per routed expert) and the two streams."""
 
-    __slots__ = ("hw", "engine", "quant", "tokens", "rates", "bw", "wbw", "quantized")
+    __slots__ = ("hw", "engine", "quant", "tokens", "rates", "segments", "bw", "wbw", "quantized")
 
     def __init__(self, hw, engine: EngineProfile, quant, tokens: int):
         self.hw, self.engine, self.quant, self.tokens = hw, engine, quant, tokens
         self.rates = {}
+        self.segments = {}      # a shared ledger segment (ledger.Segment) -> its _segment in this pass shape
         self.bw = self.wbw = None
         self.quantized = format_key(quant).quantized if quant else False
 
@@ -112,45 +114,57 @@ class PassRates:
         return (t_c + t_f16, "compute") if t_c > t_m else (t_m + t_f16, "memory")
 
 
-def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0, memo: dict | None = None
+def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0, shared: bool = False
               ) -> PassTime:
     """Time of one forward pass; ``tokens`` (batch x new tokens) selects the matmul efficiency.
-    ``memo`` (a dict the caller keeps) remembers the time of the ledger's shared,
-    depth-independent operator groups (``ledger.PassOps.segments``) between passes, and the pass shape's rates."""
-    segments = getattr(ops, "segments", None) if memo is not None else None
+    ``shared``: the ledger's shared, depth-independent operator groups (``ledger.Segment``) are timed once per pass
+    shape and kept (``pass_rates``), as are the pass shape's rates."""
+    segments = getattr(ops, "segments", None) if shared else None
     if not segments:
         return _pass_from((_segment(ops, PassRates(hw, engine, quant, tokens)),), engine)
-    key = ("rates", id(engine), id(hw), quant, tokens)
-    rates = memo.get(key)
-    if rates is None or rates.engine is not engine or rates.hw is not hw:
-        rates = memo[key] = PassRates(hw, engine, quant, tokens)
+    rates = pass_rates(engine, hw, quant, tokens)
     parts = []
     for seg in segments:
         if isinstance(seg, tuple):            # shared by every pass of this shape: time it once
-            key = (id(seg), id(engine), id(hw), quant, tokens)
-            hit = memo.get(key)
-            if hit is None or hit[0] is not seg or hit[1] is not engine or hit[2] is not hw:
-                hit = memo[key] = (seg, engine, hw, _segment(seg, rates))
-            parts.append(hit[3])
+            hit = rates.segments.get(seg)
+            if hit is None:
+                hit = rates.segments[seg] = _segment(seg, rates)
+            parts.append(hit)
         else:
             parts.append(_segment(seg, rates))
     return _pass_from(parts, engine)
 
 
-def ledger_totals(ops, memo: dict | None = None) -> tuple[float, float, float, float]:
+RATES_MAX = 4096       # pass shapes remembered per engine profile
+
+
+def pass_rates(engine: EngineProfile, hw, quant, tokens: int) -> PassRates:
+    """The PassRates of one pass shape, kept on the engine profile (frozen: ``tokspeed.derived``) by value of the
+    device, format and tokens."""
+    table = derived(engine).setdefault("pass_rates", {})
+    key = (hw, quant, tokens)
+    rates = table.get(key)
+    if rates is None:
+        if len(table) >= RATES_MAX:
+            table.clear()
+        rates = table[key] = PassRates(hw, engine, quant, tokens)
+    return rates
+
+
+def ledger_totals(ops, shared: bool = False) -> tuple[float, float, float, float]:
     """(bytes, weight bytes, KV bytes, FLOPs) of a pass's operators (shared segments summed once)."""
-    segments = getattr(ops, "segments", None) if memo is not None else None
+    segments = getattr(ops, "segments", None) if shared else None
     out = [0.0, 0.0, 0.0, 0.0]
     for seg in segments or (ops,):
-        hit = memo.get(("totals", id(seg))) if segments and isinstance(seg, tuple) else None
-        if hit is None or hit[0] is not seg:
+        kept = derived(seg) if segments and isinstance(seg, tuple) else None      # a ledger.Segment
+        t = kept.get("totals") if kept is not None else None
+        if t is None:
             t = (sum(o.bytes for o in seg), sum(o.weight_bytes for o in seg),
                  sum(o.kv_read_bytes + o.kv_write_bytes for o in seg), sum(o.flops for o in seg))
-            hit = (seg, t)
-            if segments and isinstance(seg, tuple):
-                memo[("totals", id(seg))] = hit
+            if kept is not None:
+                kept["totals"] = t
         for i in range(4):
-            out[i] += hit[1][i]
+            out[i] += t[i]
     return tuple(out)
 
 
@@ -202,12 +216,9 @@ class RooflineTimer:
     """One device: ``pass_time`` of the ops on ``hw`` with weights in format ``quant``."""
     hw: object
     quant: str
-    memo: dict = field(default_factory=dict, repr=False)
 
     def __call__(self, ops: list[Op], engine: EngineProfile, batch: int, n_tokens: int) -> PassTime:
-        if len(self.memo) > 4096:
-            self.memo.clear()
-        return pass_time(ops, self.hw, engine, self.quant, batch * n_tokens, self.memo)
+        return pass_time(ops, self.hw, engine, self.quant, batch * n_tokens, shared=True)
 
 
 def depth_sum(step, first: int, n: int, kinks=()) -> float:

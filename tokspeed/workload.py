@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from .errors import UserError
 
 # The run defaults, defined once (CLI flags, the web calculator and the Python API use these):
-# llama-bench's -p 512 / -n 128, and llama.cpp as the engine most people run locally.
+# llama-bench's -p 512 / -n 128, and llama.cpp as the engine most people run locally (serve's default engine is
+# capabilities.toml's [default_engine]).
 DEFAULT_PROMPT = 512
 DEFAULT_GEN = 128
 DEFAULT_ENGINE = "llama.cpp"

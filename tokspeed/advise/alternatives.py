@@ -22,28 +22,18 @@ An empty list means the setup fits (or nothing tried fits).
 
 from __future__ import annotations
 
+from ..engines.compat import runtime_of
 from ..errors import UserError
+from ..quant.format_table import alternative_formats
 
 KINDS = ("offload", "gpus", "format", "context", "batch")
 MAX_GPUS = 64
 
-# Weight formats tried for ``format``, by the files each kind of engine loads: GGUF for llama.cpp and the
-# apps built on it, EXL2 for ExLlamaV2, safetensors formats (FP8, INT8, AWQ/GPTQ/INT4) for the rest. Any
-# order: each is priced by predict and the largest that fits wins.
-GGUF_FORMATS = ("F16", "Q8_0", "Q6_K", "Q5_K_M", "Q5_0", "Q4_K_M", "Q4_K_S", "IQ4_XS", "Q4_0", "Q3_K_M", "Q2_K")
-EXL2_FORMATS = ("EXL2-8", "EXL2-6", "EXL2-5", "EXL2-4.5", "EXL2-4", "EXL2-3", "EXL2-2.5")
-TENSOR_FORMATS = ("F16", "FP8", "INT8", "AWQ-4B", "GPTQ-4B-G128", "INT4-G128")
-
-
 def formats_for(engine: str) -> tuple[str, ...]:
-    e = engine.lower()
-    if e.startswith(("llama.cpp", "ollama", "lm-studio")):
-        return GGUF_FORMATS
-    if e == "exllamav2":
-        return EXL2_FORMATS
-    if e == "ideal":
-        return GGUF_FORMATS + TENSOR_FORMATS[1:]
-    return TENSOR_FORMATS
+    """The weight formats tried for ``format`` (``formats.toml``'s ``alternatives`` column), by the files the
+    engine's runtime loads: GGUF for llama.cpp and the apps built on it, EXL2 for ExLlamaV2, safetensors formats
+    for the rest. Any order: each is priced by predict and the largest that fits wins."""
+    return alternative_formats(runtime_of(engine))
 
 
 def is_hypothetical(pred) -> bool:

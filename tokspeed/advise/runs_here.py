@@ -29,23 +29,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..errors import UserError
+from ..quant.format_table import fit_formats, fit_runtimes, quality_for, row
 from ..workload import engine_build
-
-# llama.cpp's GGUF weight types people download, highest precision first (bytes per weight falls
-# monotonically along the list: F16 16, Q8_0 8.5, Q6_K 6.56, Q5_K_M ~5.7, Q4_K_M ~4.9, IQ4_XS 4.25,
-# Q3_K_M ~3.9, Q2_K ~3.0 bits per weight in llama.cpp's mixes).
-GGUF_FORMATS = ("F16", "Q8_0", "Q6_K", "Q5_K_M", "Q4_K_M", "IQ4_XS", "Q3_K_M", "Q2_K")
-_ENGINE_FORMATS = {
-    "llama.cpp": GGUF_FORMATS, "ollama": GGUF_FORMATS, "lm-studio": GGUF_FORMATS, "ideal": GGUF_FORMATS,
-    "vllm": ("BF16", "FP8", "INT8", "AWQ-4B", "GPTQ-4B-G128"),
-    "sglang": ("BF16", "FP8", "AWQ-4B", "GPTQ-4B-G128"),
-    "tensorrt-llm": ("BF16", "FP8", "INT8", "AWQ-4B"),
-    "transformers": ("BF16", "INT8", "INT4-G128"),
-    "gpt-fast": ("BF16", "INT8", "INT4-G128", "INT4-G32"),
-    "exllamav2": ("EXL2-8.0", "EXL2-6.0", "EXL2-5.0", "EXL2-4.0", "EXL2-3.0"),
-    "mlx": ("BF16", "INT8", "INT4-G32"),
-}
-
 
 QUALITY_FLOOR_BITS = 4.0    # the Q4 class: Q4_K 4.5, IQ4_XS 4.25, MXFP4 4.25, AWQ/GPTQ/INT4 4 + scales bits/weight
 
@@ -71,15 +56,15 @@ def bits_per_weight(spec, storage) -> float:
 
 def supported_formats(engine: str, hw=None) -> tuple[str, ...]:
     """Weight formats ``engine`` runs on ``hw`` that people download for it, highest precision first: the
-    list above (ordered by bytes per weight, which the bisection needs), kept where the capability table
+    formats ``formats.toml`` has fit try for its runtime (ordered by bits per weight, which the bisection needs), kept where the capability table
     (``tokspeed.engines.compat``) says the engine runs the format on this device."""
     from ..engines.compat import runtime_of, supported_formats as table
 
-    base = runtime_of(engine)
-    if base not in _ENGINE_FORMATS:
-        raise UserError(f"unknown engine {engine!r} for fit", f"one of {', '.join(_ENGINE_FORMATS)}")
+    tried = fit_formats(runtime_of(engine))
+    if tried is None:
+        raise UserError(f"unknown engine {engine!r} for fit", f"one of {', '.join(fit_runtimes())}")
     runs = set(table(engine, hw)) if hw is not None else None
-    return tuple(f for f in _ENGINE_FORMATS[base] if runs is None or f in runs)
+    return tuple(f for f in tried if runs is None or f in runs)
 
 
 @dataclass
@@ -170,7 +155,6 @@ def _offload_label(pred) -> str:
 
 
 def _row(spec, pred, min_tok_s, gguf: bool, reason: str = "") -> FitRow:
-    from ..quant.quality import quality_for
 
     mem, dec, pf = pred.memory, pred.decode, pred.prefill
     fits = bool(mem.fits) and not reason
@@ -362,7 +346,7 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
             if "engine" in str(e).lower() or "architecture" in str(e).lower():
                 continue             # a model this engine cannot run is not a candidate
             raise
-        rows.append(_row(spec, pred, min_tok_s, gguf=set(formats) <= set(GGUF_FORMATS),
+        rows.append(_row(spec, pred, min_tok_s, gguf=all("gguf" in row(f).engine_lists for f in formats),
                          reason="" if rope_scaling else window_reason(spec, context + prompt + 1)))
     rows.sort(key=lambda r: (0 if r.fits and r.meets_min_tok_s else 1 if r.fits else 2, -r.params_b,
                              -(r.decode["tok_s"] or 0.0)))

@@ -10,17 +10,13 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-# NVIDIA arch (tokspeed.hardware.arch) -> family; GP100 and GA100 go with their generation
-NVIDIA_FAMILY = {"pascal": "Pascal", "pascal-gp100": "Pascal", "volta": "Volta", "turing": "Turing",
-                 "ampere": "Ampere", "ampere-ga100": "Ampere", "ada": "Ada", "hopper": "Hopper",
-                 "blackwell": "Blackwell"}
-
+from ..hardware.arch import validation_family
 
 def device_family(name: str, vendor: str) -> str:
     """Family of a device: ``NVIDIA Ampere``, ``Apple M2``, ``AMD``... (``<vendor> other`` if unknown)."""
     v = vendor.strip()
     if v.lower() == "nvidia":
-        return "NVIDIA " + NVIDIA_FAMILY.get(_arch(name, v), "other")
+        return "NVIDIA " + (validation_family(_arch(name, v)) or "other")
     if v.lower() == "apple":
         arch = _arch(name, v) or ""
         return f"Apple M{arch[len('apple-m'):]}" if arch.startswith("apple-m") else "Apple other"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from ..engines.compat import engine_help
 from ..errors import UserError
+from ..quant.format_table import quant_help
 from ..units import parse_bytes, parse_count, parse_counts, parse_number
 from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
 
@@ -63,10 +65,10 @@ def add_hardware_options(p, required: bool = True):
 
 
 def add_model_options(p):
-    p.add_argument("--quant", "-q", default=None, help="weight format: F16 Q8_0 Q4_K_M INT4-G128 EXL2-4.0 ... (default: the released format for server engines, Q4_K_M or a smaller released format for llama.cpp-family engines; the output says which)")
+    p.add_argument("--quant", "-q", default=None, help=quant_help())
     p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 q8_0 q4_0 (default f16)")
     p.add_argument("--engine", "-e", default=DEFAULT_ENGINE,
-                   help="ideal, llama.cpp[-cuda|-metal|-vulkan|-cpu], gpt-fast, vllm, tensorrt-llm, transformers, exllamav2, mlx")
+                   help=engine_help())
 
 
 def _batch_or_max(text):

@@ -10,6 +10,7 @@ import argparse
 import math
 import re
 
+from ..engines.compat import default_engine, engine_help
 from ..errors import UserError
 from .options import (add_hardware_options, add_plot_option, check_plot, count, note_driver, number, print_json,
                       resolve_hardware)
@@ -58,7 +59,8 @@ def add_parser(sub):
     p.add_argument("model", help="catalog id, config.json, Hugging Face folder or .gguf file")
     add_hardware_options(p)
     p.add_argument("--gpus", type=_whole, default=None, help="GPUs in all (default: what the layout uses, else 1)")
-    p.add_argument("--engine", "-e", default="vllm", help="vllm, sglang, tensorrt-llm, llama.cpp ... (default vllm)")
+    p.add_argument("--engine", "-e", default=default_engine("serve"),
+                   help=f"{engine_help()} (default {default_engine('serve')})")
     p.add_argument("--engine-version", default=None,
                    help="llama.cpp: the build era (as predict); vLLM, SGLang, TensorRT-LLM: the release, e.g. 0.4.1")
     p.add_argument("--quant", "-q", default=None, help="weight format (default: the model's released format, e.g. FP8 for DeepSeek-V3, else BF16)")

@@ -31,19 +31,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..hardware.arch import ARCHS, arch_row, kernel_units, vulkan_fa_coopmat1
 from .driver import api_of, bf16_fallback, driver_family, features, gate_matrix_units, resolve
 
 # backend -> the hw.matrix_units words (tokspeed.hardware.arch.MATRIX_UNITS) its prompt GEMMs run on, any one of them
-KERNEL_UNITS = {
-    "llama.cpp-vulkan": ("coopmat",),
-    "llama.cpp-rocm": ("wmma-fp16", "mfma"),
-    "llama.cpp-sycl": ("xmx",),
-}
+KERNEL_UNITS = kernel_units()      # archs.toml [kernel_units]
 # backends that run on one vendor's parts only (a device of another vendor: the table does not say)
 BACKEND_VENDORS = {"llama.cpp-rocm": "amd", "llama.cpp-sycl": "intel"}
 # (backend, hw.arch) where the backend's kernels decline a unit the part exposes: ggml-vulkan's
 # ggml_vk_khr_cooperative_matrix_support keeps Intel Xe1 discrete parts (Alchemist, xe-hpg) off cooperative matrix
-COOPMAT_DECLINED = {("llama.cpp-vulkan", "xe-hpg")}
+COOPMAT_DECLINED = {("llama.cpp-vulkan", a) for a in ARCHS if arch_row(a).get("vulkan_coopmat") is False}
 # llama.cpp backends whose copy of a hidden state from one of their devices to another is not an asynchronous
 # device-to-device copy (ggml-backend.cpp ``ggml_backend_sched_compute_splits``: when the split backend's
 # ``cpy_tensor_async`` declines, the scheduler synchronizes the source backend and runs a blocking
@@ -72,8 +69,7 @@ HOST_STAGED_DEVICE_COPY = {
 # A prompt's tiles only: a decode pass packs a GQA group's query heads into the rows (ggml_vk_flash_attn: N = gqa_ratio)
 # and Intel Xe2 decodes with the xe_fa_opt split-K shaders (flash_attn_decode_phase_1, cooperative matrices), which
 # the decode rate (x eta_matvec on the matrix figure) keeps.
-FA_COOPMAT1_FAMILIES = ("nvidia", "rdna3", "rdna4")
-FA_SCALAR_ARCHS = ("turing",)
+# (archs.toml: a [vulkan_family]'s fa_coopmat1, an arch's vulkan_fa_scalar)
 BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD without fast BF16
 VECTOR_FP16_PER_FP32 = {"amd": 2.0, "intel": 2.0, "nvidia": 1.0}
 
@@ -129,11 +125,11 @@ def copies_through_host(backend: str) -> bool:
 
 def flash_attn_on_vector(backend: str, hw) -> bool:
     """Whether ``backend``'s prompt FlashAttention runs on the vector ALUs although its matmuls use ``hw``'s matrix units:
-    Vulkan's FA_SCALAR path where no coopmat2 and no coopmat1 FA (``FA_COOPMAT1_FAMILIES``, ``FA_SCALAR_ARCHS``).
+    Vulkan's FA_SCALAR path where no coopmat2 and no coopmat1 FA (``archs.toml``).
     False where the matmuls are on the vector ALUs already (``backend_view`` has the vector figure) or unknown."""
     if api_of(backend) != "vulkan" or not uses_matrix_units(backend, hw):
         return False
     f = features(resolve(backend, hw), driver_family(hw))
     if f is None or f.coopmat2:
         return False
-    return driver_family(hw) not in FA_COOPMAT1_FAMILIES or str(getattr(hw, "arch", "")).lower() in FA_SCALAR_ARCHS
+    return not vulkan_fa_coopmat1(driver_family(hw)) or bool(arch_row(getattr(hw, "arch", None)).get("vulkan_fa_scalar"))

@@ -18,10 +18,9 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UserError, did_you_mean
+from ..quant.format_table import engine_list, offered_names
 
 TABLE = Path(__file__).parent / "capabilities.toml"
-# concrete EXL2 rates offered where a list of runnable formats is asked for (any 2-8 bpw loads)
-EXL2_LISTED = ("EXL2-4.0", "EXL2-6.0", "EXL2-8.0")
 
 
 @lru_cache(maxsize=1)
@@ -30,14 +29,6 @@ def _table() -> dict:
         return tomllib.load(f)
 
 
-# other spellings of engine names (benchmark tables, docs, users): the table's name
-ENGINE_SPELLINGS = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp",
-                    "lmstudio": "lm-studio", "lm studio": "lm-studio", "trt-llm": "tensorrt-llm",
-                    "trtllm": "tensorrt-llm", "hf transformers": "transformers",
-                    "huggingface transformers": "transformers", "exllama v2": "exllamav2", "exllama2": "exllamav2",
-                    "mlx-lm": "mlx", "mlx_lm": "mlx", "mlx lm": "mlx", "ik-llama.cpp-cpu": "ik_llama.cpp-cpu",
-                    "ik-llama.cpp-cuda": "ik_llama.cpp-cuda", "ik_llama.cpp (cpu)": "ik_llama.cpp-cpu",
-                    "ik_llama.cpp (cuda)": "ik_llama.cpp-cuda"}
 LLAMA_CPP_BACKEND = re.compile(r"(?:llama\.?cpp|llama[-_]cpp)\s*[-(\[/ ]\s*(\w+)\s*[)\]]?")
 # llama.cpp's build flags as older tables name the backend ("llama.cpp (cuBLAS)")
 BACKEND_SPELLINGS = {"hip": "rocm", "hipblas": "rocm", "cublas": "cuda"}
@@ -49,7 +40,7 @@ FRONT_END_BACKEND = re.compile(r"(ollama|lm ?studio|lm-studio)\s*\((\w+)\)")
 def engine_key(name) -> str:
     """The table's name for an engine name as a table or a user writes it: case and spacing ignored,
     "llama.cpp (CUDA)" / "llama.cpp (cuBLAS)" / "llama.cpp-hip" -> llama.cpp-cuda / llama.cpp-rocm, "ollama (CUDA)"
-    -> ollama, "LM Studio" -> lm-studio, "TRT-LLM" -> tensorrt-llm (``ENGINE_SPELLINGS``); anything else lower-cased
+    -> ollama, "LM Studio" -> lm-studio, "TRT-LLM" -> tensorrt-llm (the table's ``[aliases]``); anything else lower-cased
     as given."""
     e = re.sub(r"\s+", " ", str(name).strip().lower())
     m = LLAMA_CPP_BACKEND.fullmatch(e)
@@ -58,12 +49,29 @@ def engine_key(name) -> str:
     m = FRONT_END_BACKEND.fullmatch(e)
     if m:
         e = "mlx" if m.group(2) == "mlx" and m.group(1) != "ollama" else m.group(1)
-    return ENGINE_SPELLINGS.get(e, e)
+    return _table()["aliases"].get(e, e)
 
 
 def engine_names() -> list[str]:
     """Every engine the table knows, in table order (``llama.cpp`` first among them)."""
     return list(_table()["engine"])
+
+
+def default_engine(verb: str) -> str:
+    """The engine ``verb`` (``predict``, ``serve``) assumes when none is named."""
+    return _table()["default_engine"][verb]
+
+
+def engine_help() -> str:
+    """The engine names for a help line: ``ideal, llama.cpp[-cuda|-metal|...], ollama, ...`` in table order."""
+    names = engine_names()
+    out = []
+    for n in names:
+        base = next((b for b in names if n != b and n.startswith(b + "-")), None)
+        if base is None:
+            variants = [m[len(n) + 1:] for m in names if m.startswith(n + "-")]
+            out.append(n + (f"[-{'|-'.join(variants)}]" if variants else ""))
+    return ", ".join(out)
 
 
 def capabilities(engine: str) -> dict:
@@ -76,7 +84,7 @@ def capabilities(engine: str) -> dict:
                         field="engine")
     weights = []
     for w in row.get("weights", []):
-        weights += _table()["formats"][w[1:]] if w.startswith("@") else [w]
+        weights += list(engine_list(w[1:])) if w.startswith("@") else [w]
     return {**row, "name": e, "weights": weights}
 
 
@@ -189,8 +197,8 @@ def engines_for(hw, quant: str | None = None) -> list[str]:
 
 
 def supported_formats(engine, hw) -> list[str]:
-    """The ``--quant`` names ``engine`` can run on ``hw`` (in ``tokspeed.quant.schemes.NAMES`` order; EXL2 as
-    ``EXL2-4.0/6.0/8.0``); [] when the engine does not run on the device at all."""
+    """The ``--quant`` names ``engine`` can run on ``hw`` (``formats.toml`` order, the rows
+    ``offered``); [] when the engine does not run on the device at all."""
     backend = _backend(capabilities(getattr(engine, "name", engine)), hw)
     if backend is None:
         return []
@@ -201,13 +209,10 @@ def supported_formats(engine, hw) -> list[str]:
 def _formats_of(backend: str, hw) -> tuple[str, ...]:
     """``supported_formats`` of one backend on one device (a frozen Hardware): memoised, as a prediction that names
     no format asks it every time."""
-    from ..quant.schemes import NAMES
-
     row = capabilities(backend)
     if not _runs_on(row, hw):
         return ()
-    names = [n for n in NAMES if n != "EXL2-<bpw>"] + list(EXL2_LISTED)
-    return tuple(n for n in names if _loads(row, n) and not _missing_feature(n, hw))
+    return tuple(n for n in offered_names() if _loads(row, n) and not _missing_feature(n, hw))
 
 
 def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> str:

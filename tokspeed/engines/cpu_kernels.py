@@ -108,10 +108,15 @@ def width_share(hw, bits: int) -> float:
 
 
 def ggml_type(fmt: str) -> str:
-    """The ggml tensor type that carries most of a format's weights: ``Q4_K_M`` -> ``Q4_K``, ``UD-Q4_K_XL`` -> ``Q4_K``."""
-    from ..quant.dynamic import plain_format
+    """The ggml tensor type that carries most of a format's weights: ``Q4_K_M`` -> ``Q4_K``, ``UD-Q4_K_XL`` -> ``Q4_K``;
+    a format without a GGML type of its own (``formats.toml``: no ftype, not a GGML block type) -> its kernel group."""
+    from ..quant.dynamic import base_name
+    from ..quant.format_table import ggml_types, row
 
-    q = plain_format(str(fmt)).upper()
+    q = base_name(str(fmt))
+    r = row(q)
+    if r is not None and (r.ik or not (r.main_type or "block" in ggml_types().get(q, {}))):
+        return r.group.upper()
     for base in ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"):
         if q.startswith(base):
             return base

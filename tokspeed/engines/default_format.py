@@ -1,21 +1,19 @@
 """The weight format assumed when none is named: the one people would actually run.
 
-- llama.cpp-family engines (every llama.cpp backend, ollama, lm-studio: runtime ``llama.cpp``) run GGUF
-  files people download, and the file people download is ``Q4_K_M`` (the type Ollama's library tags by default
-  and the "recommended" type of the common GGUF repos), or the model's released format where that is smaller
-  (gpt-oss ships MXFP4 experts: its GGUF is MXFP4, 4.25 bits per weight against Q4_K_M's ~4.9).
-- Every other engine (vLLM, SGLang, TensorRT-LLM, transformers, gpt-fast, ExLlamaV2, MLX, ``ideal``) runs the
-  checkpoint as released: ``ModelSpec.released_format`` (FP8 for DeepSeek-V3/R1, MXFP4 for gpt-oss; BF16
-  otherwise, with a source in the catalog entry), falling back to BF16, then F16, where the engine does not run the
-  released format on the device.
+- A runtime with a download default in ``tokspeed/quant/formats.toml`` ``[defaults]`` (llama.cpp-family engines:
+  every llama.cpp backend, ollama, lm-studio run the GGUF people download, the type Ollama's library tags by
+  default) runs that format, or the model's released format where that is smaller (gpt-oss ships MXFP4 experts:
+  its GGUF is MXFP4, 4.25 bits per weight against the 4-bit K-quant mix's ~4.9).
+- Every other engine runs the checkpoint as released: ``ModelSpec.released_format`` (FP8 for DeepSeek-V3/R1,
+  MXFP4 for gpt-oss; BF16 otherwise, with a source in the catalog entry), falling back along the table's
+  ``fallbacks`` where the engine does not run the released format on the device.
 
 ``default_quant`` returns the format and one line saying why it was assumed (the output states it).
 """
 
 from __future__ import annotations
 
-DOWNLOAD_DEFAULT = "Q4_K_M"
-FALLBACKS = ("BF16", "F16")
+from ..quant.format_table import download_default, fallbacks
 
 
 def released_format(spec) -> str:
@@ -43,18 +41,19 @@ def default_quant(spec, engine, hw) -> tuple[str, str]:
     except UserError:
         runs = set()
     name = getattr(engine, "name", engine)
-    if runtime_of(engine) == "llama.cpp":
-        if released in runs and released != DOWNLOAD_DEFAULT:
+    download = download_default(runtime_of(engine))
+    if download:
+        if released in runs and released != download:
             try:
-                if _weights(spec, released) < _weights(spec, DOWNLOAD_DEFAULT):
+                if _weights(spec, released) < _weights(spec, download):
                     return released, (f"{released}: the format {spec.id} is released in, smaller than "
-                                      f"{DOWNLOAD_DEFAULT} (the GGUF people download)")
+                                      f"{download} (the file people download)")
             except UserError:
                 pass
-        return DOWNLOAD_DEFAULT, f"{DOWNLOAD_DEFAULT}: the GGUF people download for {name}"
+        return download, f"{download}: the file people download for {name}"
     if not runs or released in runs:
         return released, f"{released}: the format {spec.id} is released in"
-    for q in FALLBACKS:
+    for q in fallbacks():
         if q in runs:
             return q, f"{q}: {spec.id} is released in {released}, which {name} does not run on this device"
     return released, f"{released}: the format {spec.id} is released in"

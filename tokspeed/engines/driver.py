@@ -31,6 +31,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UserError, did_you_mean
+from ..hardware.arch import vulkan_family
 
 TABLE = Path(__file__).parent / "drivers.toml"
 OSES = ("linux", "windows", "macos")
@@ -146,26 +147,14 @@ class Features:
         return self.coopmat or self.coopmat2
 
 
-# hw.arch (tokspeed.hardware.arch's words) -> the architecture family drivers.toml lists a Vulkan feature for
-ARCH_FAMILY = {
-    **{a: "nvidia" for a in ("fermi", "kepler", "maxwell", "pascal-gp100", "pascal", "volta", "turing",
-                             "ampere-ga100", "ampere", "ada", "hopper", "blackwell")},
-    "gcn4": "gcn", "gcn5": "gcn", "cdna": "cdna", "cdna2": "cdna", "cdna3": "cdna", "cdna4": "cdna",
-    "rdna1": "rdna2", "rdna2": "rdna2",            # RDNA1/2: no WMMA, the same vector paths
-    "rdna3": "rdna3", "rdna3.5": "rdna3", "rdna4": "rdna4",
-    "xe-lp": "xe-lp", "xe-lpg": "xe-lp",           # integrated Xe without XMX
-    "xe-hpg": "xe1", "xe2": "xe2", "xe3": "xe2",
-}
-
-
 def driver_family(hw) -> str:
     """The architecture family drivers.toml keys a driver's features on, from ``hw.arch`` ("" when the device
     states none or the table has no family for it)."""
-    return ARCH_FAMILY.get(str(getattr(hw, "arch", "") or "").lower(), "")
+    return vulkan_family(getattr(hw, "arch", None))
 
 
 def features(driver: Driver | None, family: str) -> Features | None:
-    """A Vulkan driver's features on an architecture family (ARCH_FAMILY values); None for a driver of
+    """A Vulkan driver's features on an architecture family (archs.toml vulkan_family values); None for a driver of
     another API, no driver, or a family the table does not name (nothing known: the caller keeps its default)."""
     if driver is None or driver.api != "vulkan" or not family:
         return None

@@ -46,16 +46,8 @@ The lanes per core come from the device's ``arch`` (``tokspeed.hardware.arch``),
 
 from __future__ import annotations
 
-# FP32 lanes per GPU core by architecture (tokspeed.hardware.arch), as the list above gives them; Kepler's SMX has
-# 192. An arch not listed (Fermi, Intel Xe-LP: EUs, not Xe-cores; TPU, Gaudi, CPUs) has no kernel bound.
-LANES_PER_CORE = {
-    "kepler": 192, "maxwell": 128, "pascal-gp100": 64, "pascal": 128, "volta": 64, "turing": 64, "ampere-ga100": 64,
-    "ampere": 128, "ada": 128, "hopper": 128, "blackwell": 128,
-    **{f"apple-m{n}": 128 for n in range(1, 6)},
-    "gcn4": 64, "gcn5": 64, "cdna": 64, "cdna2": 64, "rdna1": 64, "rdna2": 64,
-    "cdna3": 128, "cdna4": 128, "rdna3": 128, "rdna3.5": 128, "rdna4": 128,
-    "xe-lpg": 128, "xe-hpg": 128, "xe-hpc": 128, "xe2": 128, "xe3": 128,
-}
+from ..hardware.arch import arch_fp32_lanes
+
 # a GPU whose arch is not known (stated nowhere, and its name names no known part; its derived list says so): as
 # before the architecture was data, every NVIDIA part then counts 128 lanes, an Apple GPU core 128, others none
 UNKNOWN_ARCH_LANES = {"nvidia": 128, "apple": 128}
@@ -69,7 +61,7 @@ def fp32_lanes_per_core(hw) -> int:
     if hw.arch is None:
         vendor = (hw.vendor or "").strip().lower()
         return next((n for v, n in UNKNOWN_ARCH_LANES.items() if vendor.startswith(v)), 0)
-    return LANES_PER_CORE.get(hw.arch, 0)
+    return arch_fp32_lanes(hw.arch)      # archs.toml: an arch not listed has no kernel bound
 
 
 def core_cycles_per_s(hw) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..quant.format_table import four_bit_formats
 from ..workload import engine_build
 
 SEEDS_LONG_CONTEXT = 131072   # the seeds' 128K row, where KV ≈ weights for Llama 3 8B FP16
@@ -37,8 +38,6 @@ def _gqa_heads(n_heads: int) -> int:
     return 1
 
 
-# 4-bit weight formats, the seeds' "Q4" lever, in the order an engine that runs several is asked for them
-FOUR_BIT = ("Q4_K_M", "AWQ-4B", "GPTQ-4B-G128", "INT4-G128", "INT4-G32", "EXL2-4.0", "MXFP4")
 
 
 def _four_bit_format(pred) -> str | None:
@@ -46,7 +45,7 @@ def _four_bit_format(pred) -> str | None:
     from ..engines.compat import supported_formats
 
     runs = set(supported_formats(pred.engine, pred.hw))
-    return next((f for f in FOUR_BIT if f in runs), None)
+    return next((f for f in four_bit_formats() if f in runs), None)
 
 
 def lever_variants(pred, mode: str, model=None) -> list[tuple[str, str, object, dict]]:

@@ -12,17 +12,12 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..models.hf_config import spec_from_hf_config
+from ..quant.format_table import ftype_name
 from .classify import classify_gguf
 from .model_file import ModelFile
 from .storage import Entry, FileStorage, dominant_dtype
 from .tensor import TensorInfo
 
-# llama.cpp LLAMA_FTYPE (gguf.constants.LlamaFileType) -> the name users know
-FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
-              11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S",
-              17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S", 22: "IQ3_XS",
-              23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S", 29: "IQ2_M",
-              30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0", 38: "MXFP4"}
 _SPLIT = re.compile(r"^(.*)-(\d{5})-of-(\d{5})\.gguf$")
 
 
@@ -90,7 +85,7 @@ def open_gguf(path: Path, id: str = "") -> ModelFile:
     spec = spec_from_gguf(g, id=id or _stem(Path(path)))
     entries = [Entry(t, classify_gguf(t.name), t.n_elements) for t in tensors]
     ftype = g.get("general.file_type")
-    quant = (FILE_TYPES.get(ftype, "") if isinstance(ftype, int) else "") or dominant_dtype(entries)
+    quant = (ftype_name(ftype) if isinstance(ftype, int) else "") or dominant_dtype(entries)
     return ModelFile(spec=spec, storage=FileStorage(quant, entries), kind="gguf", path=Path(path),
                      quant=quant, gguf=g)
 

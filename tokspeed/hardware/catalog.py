@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import UserError
 from .datafile import DATA, load_data  # noqa: F401  (DATA: path of the committed catalog)
 from .devices import all_hardware, catalog_devices as _catalog  # noqa: F401  (all_hardware: its public name)
-from .names import NameIndex, name_key
+from .names import NameIndex
 from .spec import Hardware
 
 LOCAL_NAME = "local"
@@ -108,10 +108,11 @@ def _loose(name: str) -> tuple[Hardware, str] | None:
     if len(near) == 1:
         return near[0], ""
     ids = {h.id for h in near}
-    for variant, (eid, why) in default_variants().items():
-        if eid in ids and ids <= set(_index().ambiguous.get(name_key(variant), ())) | {eid}:
-            return _catalog()[eid], f"{why}; also: {', '.join(sorted(ids - {eid}))}"
-    return None
+    hit = _index().default_among(ids)
+    if hit is None:
+        return None
+    eid, why = hit
+    return _catalog()[eid], f"{why}; also: {', '.join(sorted(ids - {eid}))}"
 
 
 def with_memory(hw: Hardware, memory_gb: float, why: str) -> Hardware:

@@ -41,12 +41,22 @@ class NameIndex:
 
     def default_of(self, key: str) -> tuple[str, str] | None:
         """(id, why) of the default variant of a name shared by several entries, or None: its own entry in
-        ``defaults``, else that of a name shared by the same entries ("4060-ti" as "rtx-4060-ti")."""
+        ``defaults``, else the default among the entries it is shared by (``default_among``: "4060-ti" as
+        "rtx-4060-ti")."""
         hit = self.defaults.get(key)
         if hit is None and key in self.ambiguous:
-            same = set(self.ambiguous[key])
-            hit = next((v for k, v in self.defaults.items() if set(self.ambiguous.get(k, ())) == same), None)
+            hit = self.default_among(self.ambiguous[key])
         return hit
+
+    def default_among(self, ids) -> tuple[str, str] | None:
+        """(id, why) of the default variant for a set of candidate entries: the default of a shared name whose
+        entries hold every candidate, the default itself one of them; None where no default covers them (the one
+        rule for a shared name and for the devices a loose name matches)."""
+        ids = set(ids)
+        for k, (eid, why) in self.defaults.items():
+            if eid in ids and ids <= set(self.ambiguous.get(k, ())) | {eid}:
+                return eid, why
+        return None
 
     def resolve_note(self, name: str) -> tuple[str, str | None]:
         """(id, note): the note, when the name was shared by several entries, says which one was taken, why,

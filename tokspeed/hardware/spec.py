@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from ..derived import hash_once
 from ..errors import UserError
 from ..units import GIB
 from .arch import check_arch, check_matrix_units, default_matrix_units
@@ -21,6 +22,7 @@ KINDS = ("gpu", "soc", "cpu", "accelerator")
 CPU_INT8_PER_FP32_UNSTATED = 2.0
 
 
+@hash_once
 @dataclass(frozen=True)
 class Hardware:
     id: str

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 
+from ..derived import hash_once
 from ..errors import UserError
 
 USES = ("chat", "code", "reasoning")
 LINEAR_KINDS = ("gated_deltanet", "mamba2")
 
 
+@hash_once
 @dataclass(frozen=True)
 class ModelSpec:
     id: str

@@ -19,11 +19,10 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UserError
+from .format_table import ik_ftypes, ud_mixes
 
-UD_XL = {"Q2_K_XL": "Q2_K", "Q3_K_XL": "Q3_K_M", "Q4_K_XL": "Q4_K_M", "Q5_K_XL": "Q5_K_M", "Q6_K_XL": "Q6_K",
-         "Q8_K_XL": "Q8_0"}
-IK_FTYPES = ("IQ2_K", "IQ2_KS", "IQ2_KL", "IQ3_K", "IQ3_KS", "IQ4_K", "IQ4_KS", "IQ4_KSS", "IQ5_K", "IQ5_KS",
-             "IQ6_K", "IQ1_KT", "IQ2_KT", "IQ3_KT", "IQ4_KT")
+UD_XL = ud_mixes()          # formats.toml mix_of: UD-Q4_K_XL -> Q4_K_M
+IK_FTYPES = ik_ftypes()
 # ik_llama.cpp llama-quantize.cpp: the output tensor of these ftypes is Q5_K (with an output tensor of its own)
 IK_OUTPUT_Q5 = ("IQ2_K", "IQ3_K", "IQ2_KS", "IQ3_KS", "IQ2_KL", "IQ2_KT", "IQ3_KT", "IQ1_KT")
 SIZE = re.compile(r"^(.+?)\s*@\s*(\d+(?:\.\d+)?)\s*(B|GB|GIB)?$")
@@ -84,22 +83,7 @@ def sized(base, target_bytes: float, spec, name: str) -> SizedScheme:
     return SizedScheme(base, target_bytes / resident_weight_bytes(spec, base), name)
 
 
-# the kernel group (engines.profile.FORMAT_GROUPS) of the names above and of the non-GGUF formats added with them
-MLX_GROUPS = {"MLX-8BIT": "q8"}
-
-
-def plain_format(q: str) -> str:
-    """The name ``engines.profile.format_group`` groups ``q`` by: a stated size dropped, a UD name's base ftype, a
-    group name for ik_llama.cpp's types (k-quant-like 256-weight blocks: ``kquant``), MLX (8-bit: ``q8``, else
-    ``int4``: affine groups dequantised in the matmul), NVFP4 (``mxfp4``: FP4 values with block scales), FP8 with block
-    scales (``q8``); any other name as given."""
-    q, _ = split_size(q)
-    q = q.strip().upper()
-    base = ud_base(q)
-    if base:
-        return base
-    if q in IK_FTYPES:
-        return "kquant"
-    if q.startswith("MLX-"):
-        return MLX_GROUPS.get(q, "int4")
-    return {"NVFP4": "mxfp4", "FP8-BLOCK": "q8"}.get(q, q)
+def base_name(q: str) -> str:
+    """``q`` without a stated size, upper case, a UD name as the ftype whose mix it takes."""
+    q = split_size(q)[0].strip().upper()
+    return ud_base(q) or q

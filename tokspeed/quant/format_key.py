@@ -7,9 +7,9 @@ parses the format where it enters (``predict.resolve``); a plain name given anyw
 and remembered.
 
 Not ``tokspeed.quant.formats.Format`` (a storage format's block size and bytes): a ``FormatKey`` is the name
-as the engine physics keys on it. Kernel groups (``format_group``): ``float`` (F32, F16, BF16), ``q8`` (8-bit: Q8_0, INT8, FP8), ``legacy`` (the
-block formats Q4_0 .. Q5_1, IQ4_NL), ``mxfp4``, ``kquant`` (K-quants, the i-quants on super-blocks, ternary),
-``int4`` (GPTQ / AWQ / EXL2 and other 4-bit linear formats). The group decides an engine's ``eta_format`` and
+as the engine physics keys on it. Kernel groups (``format_group``, a column of ``formats.toml``): ``float``, ``q8`` (8-bit), ``legacy`` (the
+32-weight block formats), ``mxfp4`` (FP4 with block scales), ``kquant`` (K-quants, the i-quants on super-blocks,
+ternary), ``int4`` (GPTQ / AWQ / EXL2 and other 4-bit linear formats). The group decides an engine's ``eta_format`` and
 ``eta_compute_format`` and whether its quantized kernels (MMQ, int8 dot products) apply.
 """
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..errors import UserError
+from .dynamic import base_name
+from .format_table import group_prefixes, row
 
 FORMAT_GROUPS = ("float", "q8", "legacy", "mxfp4", "kquant", "int4")
 F32_NAMES = ("F32", "f32")       # models whose weights and activations are F32: matmuls on the FP32 units
@@ -53,24 +55,16 @@ def format_key(quant) -> FormatKey:
 
 
 def format_group(quant: str) -> str:
-    """Weight formats grouped by the kind of dequantisation their kernels do; an unknown format is an error
-    (it used to fall through to "int4")."""
-    from .dynamic import plain_format       # UD-*, ik_llama.cpp, MLX, NVFP4, NAME@size (issue 27)
-
-    q = plain_format(quant)
+    """Weight formats grouped by the kind of dequantisation their kernels do (``formats.toml``: a row's group,
+    else a group name itself, else by prefix); an unknown format is an error."""
+    q = base_name(quant)
+    r = row(q)
+    if r is not None:
+        return r.group
     if q.lower() in FORMAT_GROUPS:          # already a group (the fit passes group names)
         return q.lower()
-    if q in ("F32", "F16", "BF16", "FP16", "F64"):
-        return "float"
-    if q in ("Q8_0", "Q8_1", "Q8_K", "INT8", "FP8"):
-        return "q8"
-    if q in ("Q4_0", "Q4_1", "Q5_0", "Q5_1", "IQ4_NL"):
-        return "legacy"
-    if q == "MXFP4":
-        return "mxfp4"
-    if q.startswith(("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ1_", "IQ2_", "IQ3_", "IQ4_XS", "TQ1_0", "TQ2_0")):
-        return "kquant"
-    if q.startswith(("INT4", "GPTQ", "AWQ", "EXL2-")):
-        return "int4"
+    for group, prefixes in group_prefixes().items():
+        if q.startswith(prefixes):
+            return group
     raise UserError(f"unknown weight format {quant!r} (no kernel group for it)",
                     "use one of the names that `quant` takes", field="quant")

@@ -2,12 +2,14 @@
 
 GGML types are (weights per block, bytes per block) as defined by ggml's ``type_traits`` in
 ``ggml/src/ggml.c`` (mirrored in the ``gguf`` package as ``GGML_QUANT_SIZES``; a test checks the two
-agree). Non-GGML formats are expressed the same way, with their scale/zero overhead spelled out.
+agree), read from the ``[ggml]`` table of ``formats.toml``. Non-GGML formats are expressed the same way, with their scale/zero overhead spelled out.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from .format_table import ggml_types
 
 
 @dataclass(frozen=True)
@@ -32,17 +34,7 @@ class Format:
         return rows * (blocks_per_row * self.block_bytes + self.row_bytes)
 
 
-GGML = {name: Format(name, b, s) for name, (b, s) in {
-    "F32": (1, 4), "F16": (1, 2), "BF16": (1, 2), "F64": (1, 8),
-    "I8": (1, 1), "I16": (1, 2), "I32": (1, 4), "I64": (1, 8),
-    "Q4_0": (32, 18), "Q4_1": (32, 20), "Q5_0": (32, 22), "Q5_1": (32, 24),
-    "Q8_0": (32, 34), "Q8_1": (32, 40),
-    "Q2_K": (256, 84), "Q3_K": (256, 110), "Q4_K": (256, 144), "Q5_K": (256, 176),
-    "Q6_K": (256, 210), "Q8_K": (256, 292),
-    "IQ2_XXS": (256, 66), "IQ2_XS": (256, 74), "IQ2_S": (256, 82), "IQ3_XXS": (256, 98),
-    "IQ3_S": (256, 110), "IQ1_S": (256, 50), "IQ1_M": (256, 56), "IQ4_NL": (32, 18),
-    "IQ4_XS": (256, 136), "TQ1_0": (256, 54), "TQ2_0": (256, 66), "MXFP4": (32, 17),
-}.items()}
+GGML = {name: Format(name, t["block"], t["bytes"]) for name, t in ggml_types().items() if "block" in t}
 
 # ik_llama.cpp's own GGML types (ikawrakow/ik_llama.cpp ggml/src/ggml-common.h, the static_asserts on each
 # block_iq*_k / _ks / _kt / _kl / _kss struct; QK_K = 256 weights per block) and the per-row scale its ggml.c
@@ -98,6 +90,14 @@ NVFP4 = Format("NVFP4", 16, 9, "E2M1 x 16 + one E4M3 scale per 16; FP32 per-tens
 # FP8 with block scales (DeepSeek-V3 / Qwen3 "FP8" checkpoints: weight_block_size [128, 128]): one FP32 scale per
 # 128 x 128 tile, i.e. per 128 weights of a row 4 / 128 bytes on top of one byte per weight.
 FP8_BLOCK = Format("FP8-BLOCK", 128, 128 + 4 / 128, "E4M3, one FP32 scale per 128x128 tile")
+
+
+SPECIAL = {f.name: f for f in (FP8, INT8, NVFP4, FP8_BLOCK)}
+
+
+def storage(name: str) -> Format:
+    """A storage format by the name ``formats.toml``'s layouts use: a GGML type or one of ``SPECIAL``."""
+    return SPECIAL[name] if name in SPECIAL else ggml(name)
 
 
 def ggml(name: str) -> Format:

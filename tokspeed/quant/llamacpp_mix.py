@@ -9,16 +9,10 @@ default of ``llama-quantize``; published IQ1/IQ2 files need one and take the rul
 
 from __future__ import annotations
 
-# ftype -> default type of a 2-D weight (llama_model_quantize_impl's switch on ftype)
-DEFAULT = {
-    "Q2_K": "Q2_K", "Q3_K_M": "Q3_K", "Q4_K_S": "Q4_K", "Q4_K_M": "Q4_K", "Q5_K_S": "Q5_K",
-    "Q5_K_M": "Q5_K", "Q6_K": "Q6_K", "Q8_0": "Q8_0", "Q4_0": "Q4_0", "Q4_1": "Q4_1",
-    "Q5_0": "Q5_0", "Q5_1": "Q5_1", "IQ4_XS": "IQ4_XS", "IQ4_NL": "IQ4_NL",
-    "Q2_K_S": "Q2_K", "Q3_K_S": "Q3_K", "Q3_K_L": "Q3_K",
-    "IQ1_S": "IQ1_S", "IQ1_M": "IQ1_M", "IQ2_XXS": "IQ2_XXS", "IQ2_XS": "IQ2_XS", "IQ2_S": "IQ2_XS",
-    "IQ2_M": "IQ2_S", "IQ3_XXS": "IQ3_XXS", "IQ3_XS": "IQ3_S", "IQ3_S": "IQ3_S", "IQ3_M": "IQ3_S",
-    "TQ1_0": "TQ1_0", "TQ2_0": "TQ2_0",
-}
+from .format_table import gguf_ftypes
+
+# ftype -> default type of a 2-D weight (llama_model_quantize_impl's switch on ftype): formats.toml main_type
+DEFAULT = gguf_ftypes()
 
 # types of 256-weight blocks need rows that are a multiple of 256; otherwise llama.cpp falls back. Q2_K/Q3_K keep
 # the IQ4_NL of the builds this table was first written from (a 2026 build takes Q4_0: same 4.5 bpw).

@@ -13,21 +13,22 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from ..derived import hash_once
 from ..errors import UserError
 from . import formats
 from .formats import Format
-from .dynamic import IK_FTYPES, UD_XL, ik_output_type, sized, split_size, ud_base
+from .dynamic import IK_FTYPES, ik_output_type, sized, split_size, ud_base
+from .format_table import help_names, layout
 from .llamacpp_mix import DEFAULT as GGUF_FTYPES, tensor_type
 
 MLX_BITS = (3, 4, 6, 8)
-NAMES = ["F32", "F16", "BF16", "FP8", "FP8-BLOCK", "INT8", "INT4", "INT4-G32", "INT4-G128", *GGUF_FTYPES.keys(),
-         *("UD-" + q for q in UD_XL), *IK_FTYPES, *(f"MLX-{b}BIT" for b in MLX_BITS), "MXFP4", "NVFP4",
-         "GPTQ-4B-G128", "GPTQ-<bits>B-G<group>", "AWQ-4B", "AWQ-4B-G<group>", "EXL2-<bpw>", "<name>@<size>GB"]
+NAMES = help_names()      # formats.toml rows and the patterns parsed below
 LINEAR_ROLES = {"attn_q", "attn_k", "attn_v", "attn_output", "attn_q_a", "attn_q_b", "attn_kv_a_mqa",
                 "attn_kv_b", "ffn_gate", "ffn_up", "ffn_down", "ffn_gate_exps", "ffn_up_exps",
                 "ffn_down_exps", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp"}
 
 
+@hash_once
 @dataclass(frozen=True)
 class QuantScheme:
     """A WeightStorage driven by rules (uniform formats, or a llama.cpp mixed ftype)."""
@@ -131,8 +132,10 @@ def _scheme_for(name: str, spec=None) -> QuantScheme:
                n_experts=spec.n_experts if spec else 0,
                is_70b=bool(spec and spec.n_layers == 80 and spec.family in ("llama", "qwen2")),
                tied=bool(spec and spec.tied_embeddings))
-    if q in ("F32", "F16", "BF16"):
-        return QuantScheme(q, linear=f[q], small=f["F32"], **ctx)
+    lay = layout(q)
+    if lay is not None:     # a uniform layout (formats.toml: linear, embedding, lm_head, small, experts)
+        return QuantScheme(q, **{k: v if k == "row_scale_bytes" else formats.storage(v) for k, v in lay.items()},
+                           **ctx)
     if q in GGUF_FTYPES:
         return QuantScheme(q, ftype=q, **ctx)
     if ud_base(q) in GGUF_FTYPES:           # Unsloth dynamic: its base ftype's mix (a size scales it)
@@ -144,18 +147,6 @@ def _scheme_for(name: str, spec=None) -> QuantScheme:
         # mlx-lm quantizes every Linear and the Embedding (nn.quantize), norms stay FP16
         fmt = formats.mlx_affine(int(m.group(1)))
         return QuantScheme(q, linear=fmt, embedding=fmt, lm_head=fmt, small=f["F16"], **ctx)
-    if q == "NVFP4":      # ModelOpt NVFP4 checkpoints: linear layers NVFP4, embedding and LM head BF16
-        return QuantScheme(q, linear=formats.NVFP4, embedding=f["BF16"], lm_head=f["BF16"], small=f["BF16"], **ctx)
-    if q == "FP8-BLOCK":
-        return QuantScheme(q, linear=formats.FP8_BLOCK, embedding=f["BF16"], lm_head=f["BF16"], small=f["BF16"],
-                           **ctx)
-    if q == "MXFP4":
-        # ggml-org gpt-oss GGUFs: expert stacks MXFP4, every other matrix Q8_0, norms/router F32.
-        return QuantScheme(q, linear=f["Q8_0"], experts=f["MXFP4"], **ctx)
-    if q == "FP8":
-        return QuantScheme(q, linear=formats.FP8, embedding=f["BF16"], lm_head=f["BF16"], small=f["BF16"], **ctx)
-    if q == "INT8":
-        return QuantScheme(q, linear=formats.INT8, embedding=f["BF16"], small=f["BF16"], row_scale_bytes=2, **ctx)
     m = re.fullmatch(r"INT4(?:-G(\d+))?", q)
     if m:
         g = int(m.group(1) or 32)

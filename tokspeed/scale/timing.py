@@ -24,11 +24,12 @@ for every sequence) takes ``max(Σ stage + hand-offs, m · slowest stage)`` at m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from ..engines.backends import copies_through_host
 from ..engines.profile import IDEAL
-from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope
+from ..derived import derived
+from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope, Segment
 from ..timing import PassTime, ledger_totals, pass_time
 from .interconnect import SYNC_LATENCY_S, host_link
 from .layout import Layout, Stage, kv_share
@@ -78,20 +79,22 @@ def _is_expert_op(op: Op) -> bool:
     return op.role in (Role.EXPERTS, Role.EXPERTS_ACT)
 
 
-def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1, memo: dict | None = None) -> list[Op]:
+def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1, shared: bool = False) -> list[Op]:
     """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches.
-    With a ``memo``, the shares of the ledger's shared depth-free segments are cut once per stage."""
+    ``shared``: the shares of the ledger's shared depth-free segments are cut once per stage and kept on the
+    segment (``tokspeed.derived``)."""
     segs = getattr(ops, "segments", None)
-    if memo is None or not segs:
+    if not shared or not segs:
         return _stage_list(ops, spec, stage, micro)
     parts = []
     for seg in segs:
         if isinstance(seg, tuple):
-            key = ("stage", id(seg), tuple(stage.layers), stage.embedding, stage.head, stage.tp, stage.ops, micro)
-            hit = memo.get(key)
-            if hit is None or hit[0] is not seg:
-                hit = memo[key] = (seg, tuple(_stage_list(seg, spec, stage, micro)))
-            parts.append(hit[1])
+            cuts = derived(seg).setdefault("stage_cuts", {})
+            key = (tuple(stage.layers), stage.embedding, stage.head, stage.tp, stage.ops, micro)
+            hit = cuts.get(key)
+            if hit is None:
+                hit = cuts[key] = Segment(_stage_list(seg, spec, stage, micro))
+            parts.append(hit)
         else:
             parts.append(_stage_list(seg, spec, stage, micro))
     out = PassOps(op for part in parts for op in part)
@@ -156,7 +159,7 @@ def pipelined_s(pt: PassTime, first: bool) -> float:
 
 
 def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: int, n_tokens: int,
-                memo: dict | None = None) -> PassTime:
+                shared: bool = False) -> PassTime:
     """Time of one pass of ``ops`` (batch x n_tokens new tokens) over the layout. ``prof`` is the
     main engine (IDEAL for the bound: every stage ideal, links at bandwidth without latency)."""
     ideal = prof is IDEAL or getattr(prof, "is_ideal", False)
@@ -166,16 +169,16 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     comp = mem = over = link = 0.0
     stage_rows, stage_times = [], []
     for s in layout.stages:
-        sops = stage_ops(ops, spec, s, micro, memo)
+        sops = stage_ops(ops, spec, s, micro, shared)
         eng = IDEAL if ideal else s.engine
         extra = 0.0
         if s.kind == "cpu" and tokens >= GPU_OFFLOAD_MIN_BATCH and s.gpu is not None:
             gpu_eng = IDEAL if ideal else prof
-            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro), memo)
+            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro), shared)
             extra = layout.host.transfer_s(s.host_bytes, ideal)
             eng = gpu_eng
         else:
-            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro), memo)
+            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro), shared)
         if s.kind == "stream":
             extra = layout.host.transfer_s(s.host_bytes, ideal)
         extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal)
@@ -210,11 +213,8 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     if micro > 1:
         seconds = max(seconds, micro * max(stage_times))
     seconds += fixed
-    nbytes, wbytes, kv, flops = ledger_totals(ops, memo)
+    nbytes, wbytes, kv, flops = ledger_totals(ops, shared)
     return PassTime(seconds, comp, mem, over, nbytes, wbytes, kv, flops, [], link_s=link, stages=stage_rows)
-
-
-_MEMO: dict = {}     # stage cuts and their times, shared by every layout (keys hold identities and values)
 
 
 @dataclass
@@ -223,9 +223,6 @@ class LayoutTimer:
     layout: Layout
     spec: object
     quant: str
-    memo: dict = field(default_factory=lambda: _MEMO, repr=False)
 
     def __call__(self, ops: list[Op], engine, batch: int, n_tokens: int) -> PassTime:
-        if len(self.memo) > 50_000:
-            self.memo.clear()
-        return layout_pass(self.layout, ops, self.spec, self.quant, engine, batch, n_tokens, self.memo)
+        return layout_pass(self.layout, ops, self.spec, self.quant, engine, batch, n_tokens, shared=True)

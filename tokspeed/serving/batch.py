@@ -8,14 +8,15 @@ its KV pool holds (``worker``: the engine's memory share, weights, workspace and
 from __future__ import annotations
 
 from ..scale.options import ScaleOptions
+from ..engines.compat import default_engine
 from ..workload import Workload
 from .fitted import fitted_for
 from .schedulers import scheduler_for
 from .worker import Parallelism, build_worker, full_attention
 
 
-def max_batch(model, hardware, tokens: int, *, quant=None, kv_dtype="f16", engine="vllm", engine_version=None,
-              gpus: int = 1, parallel: str | None = None, flash_attention=None) -> dict:
+def max_batch(model, hardware, tokens: int, *, quant=None, kv_dtype="f16", engine=default_engine("serve"),
+              engine_version=None, gpus: int = 1, parallel: str | None = None, flash_attention=None) -> dict:
     """{"batch", "kv_pool_tokens", "max_seqs", "limit"} for sequences of ``tokens`` tokens."""
     from ..prediction_setup import resolve
 

@@ -65,7 +65,6 @@ def expert_time_ops(r, par, link_scale: float = 1.0):
     setup = getattr(r, "setup", None)
     syncs = setup.layout.syncs_per_layer if setup is not None else 2
     a2a = ep > par.tp            # tokens not on every EP rank already (attention DP): dispatched to their experts
-    memo: dict = {}
 
     def time_ops(ops, batch, n):
         tokens = batch * n
@@ -77,7 +76,7 @@ def expert_time_ops(r, par, link_scale: float = 1.0):
         if a2a:              # the MoE layers' MLP all-reduces give way to the all-to-all
             t -= link_scale * pt.link_s * moe_link_share(spec, syncs)
         if experts:
-            t += pass_time(experts, hw, prof, quant, tokens, memo).seconds - prof.fixed_s
+            t += pass_time(experts, hw, prof, quant, tokens, False).seconds - prof.fixed_s   # a list: nothing shared
             if a2a:
                 t += link_scale * all_to_all_s(spec, link, tokens, ep, dp * par.tp)
         return t

@@ -108,8 +108,10 @@ def predict_constants(engine_name: str, vendor: str = "", pp: int = 1) -> dict |
 
 def constants_note(fit: dict) -> str:
     """Where ``predict``'s numbers for a server engine come from (its ``engine_source``)."""
-    origin = (f"shared by the server engines, fitted on {fit['rows']} rows" if fit.get("rows")
-              else "fitted on its serving rows")
+    rows = f" {fit['rows']}" if fit.get("rows") else ""
+    origin = (f"shared by the server engines on the vendor, fitted on their{rows} rows"
+              if str(fit.get("source", "")).startswith("serving@")
+              else f"its own gpu_scale fitted on its{rows} rows, host time and link scale the vendor's")
     bands = ", ".join(f"{k} ±{fit[k + '_error_pct']:g} %" for k in ("tpot", "ttft") if k + "_error_pct" in fit)
     return (f"serving constants {fit['source']} ({origin}; gpu_scale {fit['gpu_scale']:.3f}, step_s "
             f"{fit['step_s'] * 1e3:.2f} ms, link_scale {fit['link_scale']:g}; scripts/fit_serving.py)"

@@ -15,54 +15,52 @@ The tensor-core path a server engine's GEMMs take (``gemm_path``), by weight for
   to BF16 in registers): the 16-bit peak, the bytes of the 4-bit weights (``timing``).
 llama.cpp engines dequantize to FP16 and keep the device as it is.
 
-The FP4 peaks (dense, per GPU; ``FP4_TFLOPS``) are the vendors' figures; a part with FP4 units the table lacks
+The FP4 peaks (dense, per GPU; ``fp4_peaks.toml``) are the vendors' figures; a part with FP4 units the table lacks
 takes twice its FP8 peak, the ratio every listed Blackwell (B200, GB200) and CDNA4 (MI355X) data sheet gives.
 """
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import replace
+from functools import lru_cache
+from pathlib import Path
 
-FP8_GEMM_FORMATS = frozenset({"FP8", "FP8-BLOCK"})
-FP4_FORMATS = frozenset({"NVFP4", "MXFP4"})
 FP4_UNITS = frozenset({"tensor-fp4", "mfma-fp4"})
 FP8_UNITS = frozenset({"tensor-fp8", "mfma-fp8", "wmma-fp8"})
 
-# dense FP4 TFLOPS per GPU (sparse figures halved)
-FP4_TFLOPS = {
-    "b200": 9000.0,     # NVIDIA DGX B200 data sheet: 144 PFLOPS FP4 (sparse) for 8 GPUs -> 18 sparse, 9 dense
-    "gb200": 10000.0,   # NVIDIA GB200 NVL72 page: 1,440 PFLOPS FP4 (sparse) for 72 GPUs -> 20 sparse, 10 dense
-    "b300": 13500.0,    # NVIDIA "Inside Blackwell Ultra" (2025-08): 1.5x Blackwell's dense NVFP4 -> 1.5 x 9,000
-    "gb300": 15000.0,   # same source: 15 PFLOPS dense NVFP4 per Blackwell Ultra GPU
-    "mi355x": 10066.0,  # AMD Instinct MI355X data sheet: 10.1 PFLOPS MXFP4 (dense), 5.0 PFLOPS FP8
-}
+PEAKS = Path(__file__).parent / "fp4_peaks.toml"     # dense FP4 TFLOPS per GPU, each with its source
+
+
+@lru_cache(maxsize=1)
+def _fp4_table() -> dict:
+    with open(PEAKS, "rb") as f:
+        return tomllib.load(f)
 
 
 def gemm_path(hw, quant: str | None, engine: str) -> str:
     """The tensor-core path of a server engine's GEMMs for weights in ``quant`` on ``hw`` (module docstring);
     ``native``: the device's 16-bit path (llama.cpp engines, 16-bit weights, a part without the units)."""
     from ..engines.compat import runtime_of
+    from ..quant.format_table import gemm_kind
     from ..quant.schemes import canonical
 
-    fmt = canonical(quant) if quant else ""
+    kind = gemm_kind(canonical(quant)) if quant else ""
     units = set(getattr(hw, "matrix_units", ()) or ())
-    if runtime_of(engine) == "llama.cpp" or not fmt:
+    if runtime_of(engine) == "llama.cpp" or not kind:
         return "native"
-    if fmt in FP8_GEMM_FORMATS and hw.fp8_tflops:
-        return "w8a8-fp8"
-    if fmt in FP4_FORMATS and units & FP4_UNITS:
-        if fmt == "MXFP4" and "tensor-fp4" in units:
-            return "w4a8-mxfp4"
-        return "w4a4-fp4"
-    if fmt in FP4_FORMATS:
+    if kind == "w8a8-fp8":
+        return "w8a8-fp8" if hw.fp8_tflops else "native"
+    if not units & FP4_UNITS:
         return "w4a16"
-    return "native"
+    return "w4a8-mxfp4" if kind == "mx-fp4" and "tensor-fp4" in units else "w4a4-fp4"
 
 
 def fp4_tflops(hw) -> float:
-    """Dense FP4 peak of ``hw`` (``FP4_TFLOPS``, else 2 x its FP8 peak where it has FP4 units; 0 without)."""
-    if hw.id in FP4_TFLOPS:
-        return FP4_TFLOPS[hw.id]
+    """Dense FP4 peak of ``hw`` (``fp4_peaks.toml``, else 2 x its FP8 peak where it has FP4 units; 0 without)."""
+    row = _fp4_table().get(hw.id)
+    if row:
+        return float(row["tflops"])
     units = set(getattr(hw, "matrix_units", ()) or ())
     return 2.0 * hw.fp8_tflops if units & FP4_UNITS else 0.0
 

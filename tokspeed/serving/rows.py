@@ -1,7 +1,7 @@
 """The public serving measurements (``data/validation/serving-calibration.csv``) as simulation cases.
 
 A row becomes a case when tokspeed knows its model, device and engine (vLLM, SGLang, TensorRT-LLM),
-its weights are FP8 or 16-bit, and it states ISL/OSL (MLPerf rows, ``DATASET_LENGTHS``, do not). Its
+its weights are 16-bit or a format whose serving GEMMs are modelled (``formats.toml`` gemm), and it states ISL/OSL (MLPerf rows, ``DATASET_LENGTHS``, do not). Its
 scenario maps to a load: ``offline_max`` -> every request queued at once; ``concurrency`` -> closed loop at
 the printed concurrency (``STATIC_BATCH``: one wave of that many requests); ``server`` -> Poisson arrivals
 at the printed rate. ``ISL_OSL_RANDOM_0.8-1.0`` lengths are uniform in [0.8, 1] x nominal,
@@ -18,12 +18,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engines.compat import engine_key, engine_names
+from ..quant.format_table import gemm_kind
+from .schedulers import scheduler_key
+
 ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "data" / "validation" / "serving-calibration.csv"
 CSV2 = ROOT / "data" / "validation" / "serving-calibration-2.csv"   # newer engines (Dec 2025 - Jan 2026)
-ENGINES = {"TensorRT-LLM": "tensorrt-llm", "TensorRT-LLM (Triton backend)": "tensorrt-llm", "vLLM": "vllm",
-           "vLLM (MangoBoost LLMBoost)": "vllm", "SGLang": "sglang"}
-QUANTS = {"FP8": "FP8", "F16": "F16", "BF16": "F16", "MXFP4": "MXFP4", "NVFP4": "NVFP4"}
+QUANTS = {"F16": "F16", "BF16": "F16"}           # 16-bit weights; else a format whose serving GEMMs are modelled
 DEVICES = {"NVIDIA GH200 480GB": "gh200-96g"}     # the TensorRT-LLM doc's GH200 is the 96 GB HBM3 board
 MAX_DEVICES = 8                                    # one server (multi-node rows are left out)
 
@@ -55,6 +57,13 @@ class Case:
     date: str = ""                     # the measurement's month (YYYY-MM) where the file states one
 
 
+def _engine(name: str) -> str | None:
+    """The engine a row's column names (capabilities.toml's name or alias) where the simulator has its scheduler
+    (serving/schedulers.toml); None for the rest (MLX and Ollama servers)."""
+    key = engine_key(name)
+    return key if key in engine_names() and scheduler_key(key) == key else None
+
+
 def _num(text: str) -> float | None:
     try:
         v = float(text)
@@ -78,8 +87,8 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
     models: dict = {}
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
-            engine = ENGINES.get(r["engine"])
-            quant = QUANTS.get(r["quant"])
+            engine = _engine(r["engine"])
+            quant = QUANTS.get(r["quant"]) or (r["quant"] if gemm_kind(r["quant"]) else None)
             isl, osl = _num(r["isl"]), _num(r["osl"])
             n = int(_num(r["n_devices"]) or 1)
             if engine is None:

@@ -92,6 +92,13 @@ def full_attention(r):
     return r
 
 
+def collective_s(pt) -> float:
+    """Seconds of a step's TP collectives (all-reduces) on the worker's links: the layout timer's link time
+    (``tokspeed.scale.timing``: the link's rate and latency per all-reduce). The one place a step takes its collective
+    term from, so a collectives model replaces it here."""
+    return pt.link_s
+
+
 def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: int) -> Worker:
     """The worker of resolved group ``r`` under ``par``; ``fitted``: the engine's serving constants
     (``gpu_scale``, ``step_s``, ``link_scale``: the engine's collectives take that multiple of the link model's
@@ -106,7 +113,8 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
 
     def plain(ops, batch, n):
         pt = r.timer(ops, r.profile, batch, n)
-        return engine_seconds(pt.seconds, link_s=pt.link_s, link_scale=link_scale)
+        link_s = collective_s(pt)
+        return engine_seconds(pt.seconds - pt.link_s + link_s, link_s=link_s, link_scale=link_scale)
 
     time_ops = expert_time_ops(r, par, link_scale) if par.ep > 1 else plain
     cost = StepCost(spec, r.storage, r.kv_elem_bytes, time_ops, gpu_scale=fitted.get("gpu_scale", 1.0),

@@ -10,6 +10,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from ..engines.compat import default_engine, engine_help
 from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
 
 Count = int       # tokens / sequences: whole numbers from the query string
@@ -316,7 +317,7 @@ class ServeQuery(BaseModel):
     hardware: str = Field(max_length=128, description="a catalog id (see /api/hardware)")
     quant: Optional[str] = Field(None, max_length=32, description="weight format; default: the model's released format")
     kv_dtype: str = Field("f16", max_length=16, description="KV-cache dtype")
-    engine: str = Field("vllm", max_length=32, description="serving engine: vllm, sglang, tensorrt-llm, llama.cpp ...")
+    engine: str = Field(default_engine("serve"), max_length=32, description="serving engine: " + engine_help())
     engine_version: Optional[str] = Field(None, max_length=32, description="engine era (year-month)")
     gpus: int = Field(8, ge=1, le=MAX_SERVE_GPUS, description="devices the layouts share")
     isl: int = Field(1024, ge=1, le=32768, description="prompt tokens per request")
