@@ -37,7 +37,7 @@ GPU_IDS = {"h100_sxm": "h100-sxm", "h200_sxm": "h200-sxm", "b200_sxm": "b200", "
 HOPPER = ("h100_sxm", "h200_sxm")
 GEMM_FMT = {"bfloat16": "BF16", "fp8": "FP8", "fp8_block": "FP8-BLOCK", "nvfp4": "NVFP4"}
 MOE_FMT = {"bfloat16": "BF16", "fp8_block": "FP8-BLOCK", "nvfp4": "NVFP4", "w4a8_mxfp4_mxfp8": "MXFP4",
-           "w4a16_mxfp4": "W4A16"}
+           "w4a16_mxfp4": "MXFP4"}
 
 
 def load_rows(refresh: bool = False) -> list[dict]:
@@ -62,12 +62,12 @@ def predicted_ms(r: dict, engines: dict) -> float:
     if f == "gemm":
         s = ks.gemm_s(hw, eng, GEMM_FMT[r["dtype"]], r["m"], r["n"], r["k"])
     elif f == "decode_attention":
-        s = ks.decode_attention_s(hw, eng, r["batch"], r["kv"], r["heads"], r["kv_heads"])
+        s = ks.decode_attention_s(hw, eng, "BF16", r["batch"], r["kv"], r["heads"], r["kv_heads"])
     elif f == "prefill_attention":
-        s = ks.prefill_attention_s(hw, eng, r["batch"], r["isl"], r["heads"], r["kv_heads"])
+        s = ks.prefill_attention_s(hw, eng, "BF16", r["batch"], r["isl"], r["heads"], r["kv_heads"])
     elif f == "moe":
         s = ks.moe_s(hw, eng, MOE_FMT[r["dtype"]], r["tokens"], r["hidden"], r["inter"], r["topk"], r["experts"],
-                     r["ep"])
+                     r["ep"], fp4_units=r["dtype"] != "w4a16_mxfp4")
     else:
         s = ks.allreduce_s(hw, 2.0 * r["elements"], r["gpus"])
     return s * 1e3

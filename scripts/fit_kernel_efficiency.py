@@ -51,7 +51,7 @@ GEMM_PATH = {"bfloat16": "native", "fp8": "w8a8-fp8", "fp8_block": "w8a8-fp8-blo
 MOE_PATH = {"fp8_block": "w8a8-fp8-block", "w4a16_mxfp4": "w4a16", "nvfp4": "w4a4-fp4",
             "w4a8_mxfp4_mxfp8": "w4a8-mxfp4", "bfloat16": "native"}
 FMT = {"native": "BF16", "w8a8-fp8": "FP8", "w8a8-fp8-block": "FP8-BLOCK", "w4a4-fp4": "NVFP4",
-       "w4a8-mxfp4": "MXFP4", "w4a16": "W4A16"}
+       "w4a8-mxfp4": "MXFP4", "w4a16": "MXFP4"}
 GRID = np.exp(np.linspace(math.log(0.05), math.log(1.5), 241))
 
 
@@ -70,18 +70,19 @@ def parts(r: dict, gpus: dict) -> tuple[str, float, float] | None:
     f = r["family"]
     if f == "gemm":
         path = GEMM_PATH[r["dtype"]]
-        tc, tm = _split(lambda: ks.gemm_op(hw, eng, FMT[path], r["m"], r["n"], r["k"], fitted=False))
+        tc, tm = _split(lambda: ks.gemm_op(hw, eng, FMT[path], r["m"], r["n"], r["k"], fitted=False,
+                                           fp4_units=path != "w4a16"))
     elif f == "moe":
         path = MOE_PATH[r["dtype"]]
         tc, tm = _split(lambda: ks.moe_op(hw, eng, FMT[path], r["tokens"], r["hidden"], r["inter"], r["topk"],
-                                          r["experts"], r["ep"], fitted=False))
+                                          r["experts"], r["ep"], fitted=False, fp4_units=path != "w4a16"))
     elif f == "decode_attention":
         path = "attention decode"
-        tc, tm = _split(lambda: ks.decode_attention_op(hw, eng, r["batch"], r["kv"], r["heads"], r["kv_heads"],
+        tc, tm = _split(lambda: ks.decode_attention_op(hw, eng, "BF16", r["batch"], r["kv"], r["heads"], r["kv_heads"],
                                                        fitted=False))
     elif f == "prefill_attention":
         path = "attention prefill"
-        tc, tm = _split(lambda: ks.prefill_attention_op(hw, eng, r["batch"], r["isl"], r["heads"], r["kv_heads"],
+        tc, tm = _split(lambda: ks.prefill_attention_op(hw, eng, "BF16", r["batch"], r["isl"], r["heads"], r["kv_heads"],
                                                         fitted=False))
     else:
         return None
@@ -138,7 +139,7 @@ def main() -> int:
         lines += [f'["{path}"]', f"compute = {c:.3f}", f"stream = {s:.3f}"]
         extra = ""
         if path == "w8a8-fp8-block":
-            lines += [expert]
+            lines += ['of = "w8a8-fp8"', 'formats = ["FP8-BLOCK"]', expert]
             extra = f"; experts: {en} Hopper MoE rows ({100 * ee:.0f} %)"
         lines += [f'source = "fitted on {n} Hopper dense GEMM rows (in-sample median error {100 * e:.0f} %){extra}"',
                   ""]

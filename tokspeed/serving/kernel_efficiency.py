@@ -38,10 +38,12 @@ def table() -> dict:
 
 
 def path_key(hw, quant, engine_name: str) -> str:
-    """The kernel path of ``quant`` weights on ``hw`` (``gemm_path``; a block-scaled FP8 checkpoint is its own)."""
+    """The kernel path of ``quant`` weights on ``hw``: ``gemm_path``'s, unless a path of the table lists the
+    format under ``formats`` in place of it (``of``: a block-scaled FP8 checkpoint's own GEMMs)."""
     path = gemm_path(hw, str(quant) if quant else None, engine_name)
-    if path == "w8a8-fp8" and str(quant) == "FP8-BLOCK":
-        return "w8a8-fp8-block"
+    for name, entry in table().items():
+        if entry.get("of") == path and str(quant) in entry.get("formats", ()):
+            return name
     return path
 
 

@@ -8,9 +8,9 @@ that times it; each ``*_s`` the seconds.
 
 Shapes follow the measured kernel tables they are compared with (``benchmarks/bench_kernels_aiconfigurator.py``):
 
-- ``gemm_s``: ``m`` tokens x an ``n`` x ``k`` weight in ``fmt`` (``BF16``, ``FP8``, ``FP8-BLOCK``, ``NVFP4``);
+- ``gemm_s``: ``m`` tokens x an ``n`` x ``k`` weight in ``fmt`` (a format table row: its bits per weight);
 - ``decode_attention_s``: ``batch`` rows, one query each, over ``kv`` cached tokens, ``heads`` / ``kv_heads`` of
-  ``head_dim``, BF16 cache;
+  ``head_dim``, 16-bit cache;
 - ``prefill_attention_s``: ``batch`` prompts of ``isl`` tokens, causal, nothing cached;
 - ``moe_s``: ``tokens`` tokens, each to ``topk`` of ``experts`` experts (gated: gate, up, down of ``hidden`` x
   ``inter``), the ``1/ep`` share on one GPU, every expert given the same tokens (``balanced`` routing);
@@ -23,28 +23,26 @@ from dataclasses import replace
 
 from ..hardware.catalog import get_hardware
 from ..ledger import ACT_BYTES, SOFTMAX_FLOPS_PER_SCORE, Op, Role, Scope
+from ..quant.format_table import row
 from ..quant.schemes import canonical
 from ..scale.interconnect import device_link
 from ..timing import op_time
 from .gemm_device import gemm_hardware
 from .kernel_efficiency import kernel_profile
 
-# bytes per weight element of a GEMM format (NVFP4: 4-bit values + an FP8 scale per 16; MXFP4: + an E8M0 per 32)
-WEIGHT_BYTES = {"BF16": 2.0, "FP8": 1.0, "FP8-BLOCK": 1.0 + 4.0 / (128 * 128), "NVFP4": 0.5 + 1.0 / 16,
-                "MXFP4": 0.5 + 1.0 / 32, "W4A16": 0.5 + 1.0 / 32}
+def weight_bytes(fmt: str) -> float:
+    """Bytes per weight element of ``fmt`` (the format table's bits, scales included)."""
+    return row(canonical(fmt)).bits / 8.0
 
 
-def _device(hardware, fmt: str, engine, fitted: bool):
-    """(device view, format, profile) of a kernel over ``fmt`` weights; ``W4A16``: MXFP4 weights dequantized to
-    BF16 in registers on any part (the 16-bit path a part without FP4 units takes, forced)."""
+def _device(hardware, fmt: str, engine, fitted: bool, fp4_units: bool = True):
+    """(device view, format, profile) of a kernel over ``fmt`` weights; ``fp4_units=False``: the part as one
+    without FP4 units (4-bit weights dequantized to BF16 in registers, the W4A16 path, forced)."""
     hw = hardware if not isinstance(hardware, str) else get_hardware(hardware)
-    if fmt == "W4A16":
-        view, quant = hw, "MXFP4"
-    else:
-        quant = canonical(fmt)
-        view = gemm_hardware(hw, quant, engine.name)
-    prof = kernel_profile(engine, hw if fmt != "W4A16" else _no_fp4(hw), quant) if fitted else engine
-    return view, quant, prof
+    hw = hw if fp4_units else _no_fp4(hw)
+    quant = canonical(fmt)
+    view = gemm_hardware(hw, quant, engine.name)
+    return view, quant, kernel_profile(engine, hw, quant) if fitted else engine
 
 
 def _no_fp4(hw):
@@ -56,11 +54,11 @@ def _timer(hw, prof, quant, tokens):
     return lambda op: op_time(op, hw, prof, quant, tokens)[0]
 
 
-def gemm_op(hardware, engine, fmt: str, m: int, n: int, k: int, fitted: bool = True):
+def gemm_op(hardware, engine, fmt: str, m: int, n: int, k: int, fitted: bool = True, fp4_units: bool = True):
     """An ``m`` x ``n`` x ``k`` GEMM over ``fmt`` weights."""
-    hw, quant, prof = _device(hardware, fmt, engine, fitted)
+    hw, quant, prof = _device(hardware, fmt, engine, fitted, fp4_units)
     op = Op("gemm", Role.MLP, Scope.DENSE, "tensor", 1, layers=(0, 1), flops=2.0 * m * n * k,
-            weight_bytes=n * k * WEIGHT_BYTES[fmt], act_bytes=(m * k + m * n) * ACT_BYTES)
+            weight_bytes=n * k * weight_bytes(fmt), act_bytes=(m * k + m * n) * ACT_BYTES)
     return op, _timer(hw, prof, quant, m)
 
 
@@ -72,30 +70,31 @@ def _attention_op(batch, queries, cached, heads, kv_heads, head_dim, pairs) -> O
               act_bytes=batch * queries * 2 * heads * head_dim * ACT_BYTES, query_heads_per_kv=heads / kv_heads)
 
 
-def decode_attention_op(hardware, engine, batch: int, kv: int, heads: int, kv_heads: int, head_dim: int = 128,
-                        fitted: bool = True):
-    """One decode step's attention core (one layer) over ``kv`` cached tokens per row."""
-    hw, quant, prof = _device(hardware, "BF16", engine, fitted)
+def decode_attention_op(hardware, engine, fmt: str, batch: int, kv: int, heads: int, kv_heads: int,
+                        head_dim: int = 128, fitted: bool = True):
+    """One decode step's attention core (one layer) over ``kv`` cached tokens per row (16-bit cache) of a model
+    with ``fmt`` weights."""
+    hw, quant, prof = _device(hardware, fmt, engine, fitted)
     return _attention_op(batch, 1, kv, heads, kv_heads, head_dim, kv + 1), _timer(hw, prof, quant, batch)
 
 
-def prefill_attention_op(hardware, engine, batch: int, isl: int, heads: int, kv_heads: int, head_dim: int = 128,
-                         fitted: bool = True):
+def prefill_attention_op(hardware, engine, fmt: str, batch: int, isl: int, heads: int, kv_heads: int,
+                         head_dim: int = 128, fitted: bool = True):
     """A causal prompt pass's attention core (one layer): ``isl (isl + 1) / 2`` pairs per prompt."""
-    hw, quant, prof = _device(hardware, "BF16", engine, fitted)
+    hw, quant, prof = _device(hardware, fmt, engine, fitted)
     op = _attention_op(batch, isl, 0, heads, kv_heads, head_dim, isl * (isl + 1) / 2)
     return op, _timer(hw, prof, quant, batch * isl)
 
 
 def moe_op(hardware, engine, fmt: str, tokens: int, hidden: int, inter: int, topk: int, experts: int, ep: int,
-           fitted: bool = True):
+           fitted: bool = True, fp4_units: bool = True):
     """One MoE layer's routed experts on one of ``ep`` GPUs, balanced routing."""
-    hw, quant, prof = _device(hardware, fmt, engine, fitted)
+    hw, quant, prof = _device(hardware, fmt, engine, fitted, fp4_units)
     local = experts / ep
     pairs = tokens * topk / ep
     touched = min(local, pairs)
     op = Op("experts", Role.EXPERTS, Scope.MOE, "tensor", 1, layers=(0, 1), flops=2.0 * pairs * 3 * hidden * inter,
-            weight_bytes=touched * 3 * hidden * inter * WEIGHT_BYTES[fmt],
+            weight_bytes=touched * 3 * hidden * inter * weight_bytes(fmt),
             act_bytes=(2 * tokens * hidden + pairs * 3 * inter) * ACT_BYTES,
             pairs_per_expert=pairs / touched, experts_touched=touched, out_rows=inter)
     return op, _timer(hw, prof, quant, tokens)
