@@ -133,7 +133,10 @@ def main() -> int:
              "# format, attn / kv its eta_attn / eta_kv. Written by scripts/fit_kernel_efficiency.py: fitted on",
              "# AIConfigurator 0.12's measured TensorRT-LLM 1.3.0rc20 kernel tables of H100 SXM and H200 SXM",
              f"# (benchmarks/aiconfigurator_kernels.jsonl), shrunk toward 1 with {PRIOR_ROWS:g} prior rows;",
-             "# Blackwell tables held out (benchmarks/RESULTS_kernels.md).", ""]
+             "# Blackwell tables held out (benchmarks/RESULTS_kernels.md).", "",
+             "[applies]", 'engines = ["vllm", "sglang", "tensorrt-llm"]',
+             'source = "the engines whose GEMM, grouped-GEMM and attention kernels the tables time: TensorRT-LLM\'s, '
+             'and the CUTLASS / FlashInfer kernels vLLM and SGLang call on the same paths"', ""]
     expert = f"expert_compute = {ec:.3f}\nexpert_stream = {es:.3f}"
     for path, (c, s, e, n) in out.items():
         lines += [f'["{path}"]', f"compute = {c:.3f}", f"stream = {s:.3f}"]

@@ -12,7 +12,9 @@ time on scales; a routed expert's grouped GEMM (``expert_compute`` / ``expert_st
 
 The factors are fitted on measured kernel tables of Hopper GPUs (``scripts/fit_kernel_efficiency.py``, shrunk
 toward 1, the engine profile's sourced prior) and scored on Blackwell tables held out
-(``benchmarks/RESULTS_kernels.md``). llama.cpp engines keep their profile: their kernels are fitted elsewhere.
+(``benchmarks/RESULTS_kernels.md``). Only the server engines the table's ``[applies]`` lists take them (vLLM,
+SGLang, TensorRT-LLM: CUTLASS / FlashInfer / TensorRT-LLM kernels); llama.cpp engines' kernels are fitted
+elsewhere.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from ..engines.compat import runtime_of
+from ..engines.compat import engine_key
 from ..quant.format_key import format_key
 from .gemm_device import gemm_path
 
@@ -42,7 +44,7 @@ def path_key(hw, quant, engine_name: str) -> str:
     format under ``formats`` in place of it (``of``: a block-scaled FP8 checkpoint's own GEMMs)."""
     path = gemm_path(hw, str(quant) if quant else None, engine_name)
     for name, entry in table().items():
-        if entry.get("of") == path and str(quant) in entry.get("formats", ()):
+        if isinstance(entry, dict) and entry.get("of") == path and str(quant) in entry.get("formats", ()):
             return name
     return path
 
@@ -52,9 +54,10 @@ _MADE: dict = {}
 
 def kernel_profile(profile, hw, quant):
     """``profile`` with the fitted factors of its GEMM path for ``quant`` on ``hw`` and of its attention kernels;
-    a llama.cpp engine's profile unchanged. One object per (profile, device, format): the timers remember rates
+    an engine the table's ``[applies]`` does not list (llama.cpp, gpt-fast, transformers: other kernels) unchanged.
+    One object per (profile, device, format): the timers remember rates
     per profile object."""
-    if runtime_of(profile.name) == "llama.cpp" or not quant:
+    if engine_key(profile.name) not in table()["applies"]["engines"] or not quant:
         return profile
     key = (profile.name, profile.version, hw.id, str(quant))
     hit = _MADE.get(key)
