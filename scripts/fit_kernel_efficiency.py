@@ -7,7 +7,8 @@ kernel tables and score them on Blackwell tables held out.
 Rows: ``benchmarks/aiconfigurator_kernels.jsonl`` (AIConfigurator 0.12's TensorRT-LLM 1.3.0rc20 kernel tables,
 read by ``benchmarks/aiconfigurator_kernel_rows.py``). For each kernel path, tokspeed's roofline parts of every
 row under the engine's prior profile (compute time t_c, memory time t_m; ``serving.kernel_shapes``) give the
-model ``t = max(t_c / c, t_m / s)``; (c, s) minimise the squared log error over the path's H100 + H200 rows plus
+model ``t = t_l + max(t_c / c, t_m / s)`` (t_l: the launch time the step adds per kernel); (c, s) minimise
+the squared log error over the path's H100 + H200 rows plus
 ``PRIOR_ROWS`` x (log c)^2 + (log s)^2, i.e. they are shrunk toward 1 (the profile's sourced eta) as if that many
 rows agreed with the prior. Paths and the rows that fit them:
 
@@ -56,54 +57,59 @@ GRID = np.exp(np.linspace(math.log(0.05), math.log(1.5), 241))
 
 
 def _split(op_fn):
-    """(t_c, t_m) of the operator ``op_fn`` builds: its time with no bytes, and with no FLOPs."""
+    """(t_c, t_m, t_l) of the operator ``op_fn`` builds: its roofline time with no bytes, with no FLOPs, and its
+    kernels' launch time (``kernel_shapes._timer`` adds it to the roofline)."""
     op, time = op_fn()
-    tc = time(replace(op, weight_bytes=0.0, act_bytes=0.0, kv_read_bytes=0.0, kv_write_bytes=0.0))
-    tm = time(replace(op, flops=0.0))
-    return tc, tm
+    tl = time(replace(op, flops=0.0, weight_bytes=0.0, act_bytes=0.0, kv_read_bytes=0.0, kv_write_bytes=0.0))
+    tc = time(replace(op, weight_bytes=0.0, act_bytes=0.0, kv_read_bytes=0.0, kv_write_bytes=0.0)) - tl
+    tm = time(replace(op, flops=0.0)) - tl
+    return tc, tm, tl
 
 
-def parts(r: dict, gpus: dict) -> tuple[str, float, float] | None:
-    """(path, t_c, t_m) of measured row ``r`` under the engine's prior profile."""
+def parts(r: dict, gpus: dict) -> tuple[str, float, float, float] | None:
+    """(path, t_c, t_m, t_l) of measured row ``r`` under the engine's prior profile."""
     hw = get_hardware(gpus[r["gpu"]])
     eng = get_engine(ENGINE, hw)
     f = r["family"]
     if f == "gemm":
         path = GEMM_PATH[r["dtype"]]
-        tc, tm = _split(lambda: ks.gemm_op(hw, eng, FMT[path], r["m"], r["n"], r["k"], fitted=False,
+        tc, tm, tl = _split(lambda: ks.gemm_op(hw, eng, FMT[path], r["m"], r["n"], r["k"], fitted=False,
                                            fp4_units=path != "w4a16"))
     elif f == "moe":
         path = MOE_PATH[r["dtype"]]
-        tc, tm = _split(lambda: ks.moe_op(hw, eng, FMT[path], r["tokens"], r["hidden"], r["inter"], r["topk"],
+        tc, tm, tl = _split(lambda: ks.moe_op(hw, eng, FMT[path], r["tokens"], r["hidden"], r["inter"], r["topk"],
                                           r["experts"], r["ep"], fitted=False, fp4_units=path != "w4a16"))
     elif f == "decode_attention":
         path = "attention decode"
-        tc, tm = _split(lambda: ks.decode_attention_op(hw, eng, "BF16", r["batch"], r["kv"], r["heads"], r["kv_heads"],
+        tc, tm, tl = _split(lambda: ks.decode_attention_op(hw, eng, "BF16", r["batch"], r["kv"], r["heads"], r["kv_heads"],
                                                        fitted=False))
     elif f == "prefill_attention":
         path = "attention prefill"
-        tc, tm = _split(lambda: ks.prefill_attention_op(hw, eng, "BF16", r["batch"], r["isl"], r["heads"], r["kv_heads"],
+        tc, tm, tl = _split(lambda: ks.prefill_attention_op(hw, eng, "BF16", r["batch"], r["isl"], r["heads"], r["kv_heads"],
                                                         fitted=False))
     else:
         return None
-    return path, tc, tm
+    return path, tc, tm, tl
 
 
-def fit(points: list[tuple[float, float, float]], fix_c: float | None = None, fix_s: float | None = None
+def fit(points: list[tuple], fix_c: float | None = None, fix_s: float | None = None
         ) -> tuple[float, float, float]:
-    """(c, s, median |model/measured - 1|) minimising the shrunk squared log error over ``points`` (t_c, t_m, t)."""
-    tc, tm, t = (np.array(x) for x in zip(*points))
+    """(c, s, median |model/measured - 1|) minimising the shrunk squared log error over ``points`` (t_c, t_m, t)
+    or (t_c, t_m, t_l, t): the model is ``t_l + max(t_c / c, t_m / s)``."""
+    cols = [np.array(x) for x in zip(*points)]
+    tc, tm, t = cols[0], cols[1], cols[-1]
+    tl = cols[2] if len(cols) == 4 else np.zeros_like(t)
     cs = GRID if fix_c is None else np.array([fix_c])
     ss = GRID if fix_s is None else np.array([fix_s])
     best = None
     for c in cs:
-        model = np.maximum(tc[None, :] / c, tm[None, :] / ss[:, None])
+        model = tl[None, :] + np.maximum(tc[None, :] / c, tm[None, :] / ss[:, None])
         loss = ((np.log(model / t)) ** 2).sum(axis=1) + PRIOR_ROWS * (math.log(c) ** 2 + np.log(ss) ** 2)
         i = int(np.argmin(loss))
         if best is None or loss[i] < best[0]:
             best = (loss[i], float(c), float(ss[i]))
     _, c, s = best
-    err = np.median(np.abs(np.maximum(tc / c, tm / s) / t - 1.0))
+    err = np.median(np.abs((tl + np.maximum(tc / c, tm / s)) / t - 1.0))
     return c, s, float(err)
 
 
@@ -120,7 +126,7 @@ def main() -> int:
             continue
         key = p[0] + (" experts" if r["family"] == "moe" else "")
         if (r["family"] != "prefill_attention" or r["isl"] >= MIN_CHUNK):
-            by.setdefault((key, r["gpu"] in HOPPER), []).append((p[1], p[2], r["ms"] * 1e-3))
+            by.setdefault((key, r["gpu"] in HOPPER), []).append((p[1], p[2], p[3], r["ms"] * 1e-3))
     out = {}
     for path in ("native", "w8a8-fp8", "w8a8-fp8-block", "w4a16 experts", "w8a8-fp8-block experts"):
         c, s, e = fit(by[(path, True)])

@@ -1,7 +1,8 @@
 """One kernel of a serving step at a stated shape, timed as the step times it: the operator the ledger would
 build for that shape (``ledger.Op``), on the device as the engine computes on it (``gemm_device.gemm_hardware``),
 through ``timing.op_time`` (rates from ``engines.rates`` / ``engines.rates_stream``). Launch and host time are
-not in a kernel's time (the step adds them once, ``steptime``). The engine profile takes the fitted factors of
+not in a kernel's time (the step adds them once, ``steptime``); the per-kernel ``launch_s`` the step adds for each
+of the operator's kernels is (``_timer``: TensorRT-LLM 4 us, the ledger's 3 kernels of attention). The engine profile takes the fitted factors of
 the kernel's path (``kernel_efficiency.kernel_profile``), as ``prediction_setup.resolve`` gives the step;
 ``fitted=False`` keeps the profile as it is (the fit's prior). Each ``*_op`` returns the operator and the function
 that times it; each ``*_s`` the seconds.
@@ -51,7 +52,8 @@ def _no_fp4(hw):
 
 
 def _timer(hw, prof, quant, tokens):
-    return lambda op: op_time(op, hw, prof, quant, tokens)[0]
+    """Seconds of an operator as the step counts it: its roofline time plus its kernels' ``launch_s`` each."""
+    return lambda op: op_time(op, hw, prof, quant, tokens)[0] + op.kernels * op.count * prof.launch_s
 
 
 def gemm_op(hardware, engine, fmt: str, m: int, n: int, k: int, fitted: bool = True, fp4_units: bool = True):
