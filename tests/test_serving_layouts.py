@@ -6,8 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from tokspeed.errors import UserError
-from tokspeed.scale.interconnect import SYNC_LATENCY_S
-from tokspeed.serving.expert import all_to_all_s
+from tokspeed.serving.expert import deepep_exchange_s, moe_exchange_s
 from tokspeed.serving.requests import Arrivals, lengths, make_requests
 from tokspeed.serving.run import Setup, kv_transfer_s
 from tokspeed.serving.schedulers import Scheduler
@@ -17,14 +16,21 @@ from tokspeed.serving.speculative import Speculation, tokens_per_step
 from tokspeed.serving.worker import Parallelism
 
 
-def test_all_to_all_by_hand():
-    # DeepSeek-V3-like: 58 MoE layers, top-8, d_model 7168; 256 tokens over 8 GPUs, 8 senders:
-    # each GPU sends 256/8 x 8 copies x 7168 x (1 + 2) bytes x 7/8 per layer, at 450 GB/s, + 2 copy latencies
+def test_moe_exchange_by_hand():
+    # DeepSeek-V3-like: 58 MoE layers, top-8, d_model 7168; 256 tokens over 8 GPUs of switched NVLink 4
+    # (450 GB/s per direction x 0.78 NCCL bus efficiency = 351 GB/s; NCCL LL: 6.6 us + 0.6 us a step).
+    # All-gather of the BF16 hidden states then reduce-scatter of the outputs, each 7/8 x 256 x 7168 x 2 bytes
+    # received per GPU over 7 steps: 2 x (6.6 us + 7 x 0.6 us + 7/8 x 3.67 MB / 351 GB/s) per layer.
     spec = SimpleNamespace(n_active_experts=8, d_model=7168, n_moe_layers=58)
-    link = SimpleNamespace(per_direction_bytes_s=450e9)
-    per_layer = 32 * 8 * 7168 * 3 * 7 / 8 / 450e9 + 2 * SYNC_LATENCY_S["peer-copy"]
-    assert all_to_all_s(spec, link, 256, 8, 8) == pytest.approx(58 * per_layer)
-    assert all_to_all_s(spec, link, 256, 1, 8) == 0.0
+    link = SimpleNamespace(per_direction_bytes_s=450e9, kind="scale-up")
+    m = 256 * 7168 * 2
+    per_layer = 2 * (6.6e-6 + 7 * 0.6e-6 + 7 / 8 * m / 351e9)
+    assert moe_exchange_s(spec, link, 256, 8) == pytest.approx(58 * per_layer)
+    assert moe_exchange_s(spec, link, 256, 1) == 0.0
+    # DeepEP normal kernels: each GPU sends its 32 tokens' 8 copies, FP8 out and BF16 back, at 0.96 of 450 GB/s
+    copies = 32 * 8 * 7168
+    deepep = 2 * 6.6e-6 + 7 / 8 * copies * (1 + 2) / (450e9 * 0.96)
+    assert deepep_exchange_s(spec, link, 256, 8) == pytest.approx(58 * deepep)
 
 
 def test_attention_dp_multiplies_an_mla_kv_pool():
@@ -175,9 +181,10 @@ def test_tp_ep_combines_experts_by_the_tp_all_reduce(monkeypatch):
 def test_attention_dp_trades_the_moe_all_reduce_for_the_all_to_all(monkeypatch):
     # TP2 x DP4 + EP8 over NVLink (H200: 450 GB/s a direction): attention keeps its all-reduce on all 61
     # layers, the 58 MoE layers lose their MLP all-reduce: of 2 x 61 = 122 all-reduces (1 ms), 64 remain.
-    # Each GPU dispatches 256 / 8 tokens x 8 experts x 7,168 x (1 FP8 + 2 BF16) bytes x 7/8 per MoE layer
-    # = 150,528 bytes a token (x 32 tokens), plus two copy latencies
-    a2a = 58 * (32 * 8 * 7168 * 3 * 7 / 8 / 450e9 + 2 * SYNC_LATENCY_S["peer-copy"])
+    # Each MoE layer all-gathers the 256 tokens' BF16 hidden states to every GPU and reduce-scatters the
+    # outputs: 7/8 x 256 x 7,168 x 2 bytes received per GPU in each, at 450 GB/s x 0.78 (NCCL's bus
+    # efficiency), plus NCCL's LL latency over 7 steps: 6.6 + 7 x 0.6 us, twice
+    a2a = 58 * 2 * (6.6e-6 + 7 * 0.6e-6 + 7 / 8 * 256 * 7168 * 2 / (450e9 * 0.78))
     got = _link_only(monkeypatch, Parallelism(tp=2, ep=8, dp=4), 1e-3)
     assert got == pytest.approx(1e-3 * 64 / 122 + a2a)
 

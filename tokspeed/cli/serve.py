@@ -92,8 +92,10 @@ def add_parser(sub):
     p.add_argument("--spec-tokens", type=_whole, default=1, help="draft tokens per step (default 1)")
     p.add_argument("--spec-acceptance", type=_fraction, default=None, help="per-token acceptance (default: published)")
     p.add_argument("--draft-model", default=None, help="draft model for --speculative draft")
-    p.add_argument("--token-budget", type=_whole, default=None, help="tokens per step (max_num_batched_tokens ...)")
-    p.add_argument("--max-seqs", type=_whole, default=None, help="sequences in flight (max_num_seqs ...)")
+    p.add_argument("--token-budget", type=_whole, default=None, help="tokens per step (max_num_batched_tokens ...; "
+                   "per attention-DP rank on TensorRT-LLM and vLLM)")
+    p.add_argument("--max-seqs", type=_whole, default=None, help="sequences in flight (max_num_seqs ...; per "
+                   "attention-DP rank on TensorRT-LLM and vLLM, as max_batch_size)")
     p.add_argument("--memory-fraction", type=_fraction, default=None, help="gpu_memory_utilization")
     p.add_argument("--top", type=_whole, default=10, help="layouts shown in the table (default 10)")
     p.add_argument("--json", action="store_true", help="strict JSON (the serve contract)")

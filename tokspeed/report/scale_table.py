@@ -45,6 +45,8 @@ def render_scale(pred, console=None):
             line += (f"; TP over {par['tp_link']['name']} ({par['tp_link']['per_direction_gbps']:g} GB/s per direction): "
                      f"{par['allreduces_per_token']} all-reduces per token, "
                      f"{fmt_bytes(par['allreduce_bytes_per_token_per_device'])} sent per device per token")
+            if "allreduce_algorithm" in par:
+                line += f" (the engine's {par['allreduce_algorithm']} all-reduce, {par['allreduce_us']:.1f} µs each)"
         if "pipeline_link" in par:
             via = "host memory (device -> host -> device)" if par.get("handoff_via_host") else par['pipeline_link']['name']
             line += f"; stage hand-off {fmt_bytes(par['handoff_bytes_per_token'])}/token over {via}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..engines.backends import copies_through_host
 from ..ledger import forward_ops
 from ..workload import UBATCH
+from .collectives import engine_allreduce
 from .interconnect import ring_allreduce_bytes
 from .offload import vram_vs_host_ratio, weights_in_ram_bytes
 from .serving import (batch_curve, continuous_batching, cost, default_batches, ridge_batch,
@@ -95,6 +96,10 @@ def _parallel(layout, spec, prof=None) -> dict:
         out["allreduces_per_token"] = layout.syncs_per_layer * spec.n_layers
         out["allreduce_bytes_per_token_per_device"] = (layout.syncs_per_layer * spec.n_layers
                                                        * ring_allreduce_bytes(msg, par.tp))
+        one = engine_allreduce(layout.link, layout.stages[0].hw, getattr(prof, "name", ""), msg, par.tp, 1)
+        if one is not None:          # a serving engine's own choice at one token's message (collectives.py)
+            out["allreduce_algorithm"] = one.algorithm
+            out["allreduce_us"] = one.seconds * 1e6
     if layout.pipe_link is not None and par.pp > 1:
         out["pipeline_link"] = layout.pipe_link.to_dict()
         out["handoff_bytes_per_token"] = spec.d_model * layout.handoff_value_bytes

@@ -8,9 +8,11 @@ residual adds are replicated; the KV cache per rank follows ``layout.kv_share``.
 
 Each stage is timed by the engine's roofline (``timing.pass_time``) on its own device, and the
 links add:
-- TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), or
-  for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
-- stage hand-offs: tokens x d_model x ``handoff_value_bytes`` over the GPU link or the host link;
+- TP: ``syncs_per_layer`` all-reduces per layer of the hidden state (tokens x d_model x 2 bytes), timed as
+  the serving engine runs them by size (``collectives``: custom one-shot / two-shot, NCCL), NCCL's ring as
+  fitted for other engines, or for llama.cpp's row split the inputs and outputs of every matmul (``tp_link_s``);
+- stage hand-offs: tokens x d_model x ``handoff_value_bytes`` over the GPU link or the host link (a serving
+  engine's NCCL send / receive: ``collectives.p2p_s``);
 - streaming offload: every streamed module (whole tensors: the embedding table, every expert) over
   the host link, each pass;
 - llama.cpp offload: layers in RAM run on the CPU, but batches of >= 32 tokens (prefill) are sent to
@@ -31,6 +33,7 @@ from ..engines.profile import IDEAL
 from ..derived import derived
 from ..ledger import NORM_ROLES, Op, PassOps, Role, Scope, Segment
 from ..timing import PassTime, ledger_totals, pass_time
+from .collectives import engine_allreduce_s, engine_p2p_s
 from .interconnect import SYNC_LATENCY_S, host_link
 from .layout import Layout, Stage, kv_share
 
@@ -115,10 +118,12 @@ def _stage_list(ops, spec, stage: Stage, micro: int) -> list[Op]:
     return out
 
 
-def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, micro: int, ideal: bool) -> float:
+def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, micro: int, ideal: bool,
+              engine: str = "") -> float:
     """Link time of one TP stage for one pass (of one micro-batch).
 
-    NCCL-style TP: ``syncs_per_layer`` ring all-reduces of tokens x d_model x 2 bytes per layer.
+    TP: ``syncs_per_layer`` all-reduces of tokens x d_model x 2 bytes per layer: the algorithm a serving
+    ``engine`` picks for that size (``collectives.engine_allreduce_s``), else NCCL's ring as fitted.
     llama.cpp row split (``-sm row``): every weight matmul's input leaves the main GPU for the others and
     their output rows come back, as F32 (2x the ledger's F16 activation bytes), (N-1)/N of it crossing
     the main GPU's link; one sequential peer copy per other GPU per matmul."""
@@ -132,7 +137,8 @@ def tp_link_s(layout: Layout, stage: Stage, ops: list[Op], spec, tokens: float, 
         syncs = layout.syncs_per_layer * stage.n_layers
         return moved / link.per_direction_bytes_s + (0.0 if ideal else syncs * (n - 1) * SYNC_LATENCY_S["peer-copy"])
     msg = tokens * spec.d_model * 2.0
-    return layout.syncs_per_layer * stage.n_layers * link.allreduce_s(msg, n, ideal)
+    one = None if ideal else engine_allreduce_s(link, stage.hw, engine, msg, n, tokens)
+    return layout.syncs_per_layer * stage.n_layers * (link.allreduce_s(msg, n, ideal) if one is None else one)
 
 
 def pipelines_prompt(layout: Layout | None, prof) -> bool:
@@ -181,7 +187,7 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
             pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro), shared)
         if s.kind == "stream":
             extra = layout.host.transfer_s(s.host_bytes, ideal)
-        extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal)
+        extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal, getattr(prof, "name", ""))
         body = pt.seconds - eng.fixed_s
         comp += pt.compute_s
         mem += pt.memory_s
@@ -205,7 +211,8 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
             # device -> host staging buffer -> device, each a blocking copy over the host link
             handoff += 2 * (layout.host or host_link(s0.hw)).transfer_s(nbytes)
             continue
-        handoff += via.transfer_s(nbytes, ideal)
+        p2p = None if ideal or via is layout.host else engine_p2p_s(via, s0.hw, getattr(prof, "name", ""), nbytes)
+        handoff += via.transfer_s(nbytes, ideal) if p2p is None else p2p
     link += handoff
     fixed = 0.0 if ideal else prof.fixed_s
     over += fixed

@@ -16,11 +16,15 @@ A pass over T tokens then takes, as vLLM, SGLang and TensorRT-LLM run it:
     TP all-reduce that follows the MLP (vLLM ``FusedMoEParallelConfig.use_all2all_kernels`` is ``dp_size > 1 and
     use_ep``; SGLang's EP MoE without DeepEP; TensorRT-LLM without attention DP). That all-reduce is the
     second of the layout timer's two per layer: no all-to-all;
-  - ``ep > tp`` (attention DP + EP): the tokens of each attention group are dispatched to their experts by an
-    all-to-all (FP8 hidden states, 1 byte per value, as DeepEP sends them) and combined back (BF16, 2 bytes):
-    a GPU sends ``T / (dp tp) x k x d_model x 3 bytes x (ep - 1) / ep`` over the device link, plus two link
-    latencies, per MoE layer; no all-reduce after the expert GEMMs on those layers (``moe_link_share``: the
-    timer's all-reduces of a MoE layer's MLP are taken off), attention keeps its TP all-reduce.
+  - ``ep > tp`` (attention DP + EP): the tokens of every attention group reach the experts and come back
+    as the engines do by default: an all-gather of every group's hidden states to every EP rank and a
+    reduce-scatter of the expert outputs, BF16 (TensorRT-LLM's attention-DP MoE without its MNNVL
+    all-to-all; vLLM 0.13 ``VLLM_ALL2ALL_BACKEND=allgather_reducescatter``; SGLang 0.5.6
+    ``moe_a2a_backend="none"``): each GPU receives ``(ep - 1) / ep x T x d_model x 2 bytes`` in each, per
+    MoE layer (``tokspeed.scale.collectives``: latency and rate per fabric). DeepEP's kernels (an all-to-all
+    of the ``k`` routed copies, FP8 dispatch and BF16 combine) are ``deepep_exchange_s``. No all-reduce after
+    the expert GEMMs on those layers (``moe_link_share``: the timer's all-reduces of a MoE layer's MLP are
+    taken off); attention keeps its TP all-reduce.
 """
 
 from __future__ import annotations
@@ -28,12 +32,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ledger import Role
-from ..scale.interconnect import SYNC_LATENCY_S, device_link
+from ..scale.collectives import all_to_all_s as a2a_s
+from ..scale.collectives import allgather_s, deepep_efficiency, fabric, reducescatter_s
+from ..scale.interconnect import device_link
 from ..timing import pass_time
 
 EXPERT_ROLES = frozenset({Role.EXPERTS, Role.EXPERTS_ACT})
 DISPATCH_BYTES = 1.0      # FP8 dispatch (DeepEP low-latency / normal kernels)
 COMBINE_BYTES = 2.0       # BF16 combine
+GATHER_BYTES = 2.0        # BF16 hidden states all-gathered, expert outputs reduce-scattered
 
 
 def _cut(op, f: float, weights: bool):
@@ -41,13 +48,25 @@ def _cut(op, f: float, weights: bool):
                    kv_write_bytes=op.kv_write_bytes * f, weight_bytes=op.weight_bytes * (f if weights else 1.0))
 
 
-def all_to_all_s(spec, link, tokens: float, ep: int, senders: int) -> float:
-    """Dispatch + combine of ``tokens`` tokens' k copies over ``ep`` GPUs, ``senders`` GPUs sharing the sends."""
+def moe_exchange_s(spec, link, tokens: float, ep: int, hw=None) -> float:
+    """A MoE pass's exchange of ``tokens`` tokens over ``ep`` GPUs: the all-gather of their hidden states and
+    the reduce-scatter of the outputs, per MoE layer."""
     if ep <= 1 or link is None:
         return 0.0
-    per_gpu = tokens / senders * spec.n_active_experts * spec.d_model * (DISPATCH_BYTES + COMBINE_BYTES)
-    moved = per_gpu * (ep - 1) / ep
-    return spec.n_moe_layers * (moved / link.per_direction_bytes_s + 2 * SYNC_LATENCY_S["peer-copy"])
+    f = fabric(link, ep, hw)
+    m = tokens * spec.d_model * GATHER_BYTES
+    return spec.n_moe_layers * (allgather_s(f, m, ep) + reducescatter_s(f, m, ep))
+
+
+def deepep_exchange_s(spec, link, tokens: float, ep: int, hw=None) -> float:
+    """DeepEP's normal kernels: each GPU dispatches its ``tokens / ep`` tokens' ``k`` routed copies (FP8) and
+    combines them back (BF16), an all-to-all each, at DeepEP's measured share of the link, per MoE layer."""
+    if ep <= 1 or link is None:
+        return 0.0
+    f = fabric(link, ep, hw)
+    copies = tokens / ep * spec.n_active_experts * spec.d_model
+    eff = deepep_efficiency()
+    return spec.n_moe_layers * (a2a_s(f, copies * DISPATCH_BYTES, ep, eff) + a2a_s(f, copies * COMBINE_BYTES, ep, eff))
 
 
 def moe_link_share(spec, syncs_per_layer: int = 2) -> float:
@@ -58,7 +77,8 @@ def moe_link_share(spec, syncs_per_layer: int = 2) -> float:
 
 def expert_time_ops(r, par, link_scale: float = 1.0):
     """``time_ops(ops, batch, n_tokens) -> seconds`` of a worker with experts over ``par.ep`` GPUs; its link
-    times x ``link_scale`` (the engine's fitted collective efficiency)."""
+    times x ``link_scale`` (the engine's fitted collective efficiency). The ranks' tokens are even shares here;
+    the busiest rank's excess is ``attention_dp.rank_straggler``'s."""
     spec, hw, prof, quant = r.spec, r.hw, r.profile, r.quant
     link = device_link(hw, par.ep)
     dp, ep = par.dp, par.ep
@@ -78,7 +98,7 @@ def expert_time_ops(r, par, link_scale: float = 1.0):
         if experts:
             t += pass_time(experts, hw, prof, quant, tokens, False).seconds - prof.fixed_s   # a list: nothing shared
             if a2a:
-                t += link_scale * all_to_all_s(spec, link, tokens, ep, dp * par.tp)
+                t += link_scale * moe_exchange_s(spec, link, tokens, ep, hw)
         return t
 
     return time_ops

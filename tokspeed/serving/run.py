@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import UserError
 from ..memory import kv_bytes
 from ..scale.interconnect import device_link
+from .attention_dp import instance_scheduler
 from .fitted import fitted_for
 from .metrics import SLO, summarize
 from .requests import Arrivals, Request, lengths, make_requests
@@ -149,7 +150,7 @@ def run_worker(setup: Setup, par: Parallelism, load: Load, share: int, *, osl_ov
     """Simulate one engine instance at ``1/share`` of the load; returns (Outcome, Worker)."""
     w, tps = setup.worker(par)
     r = w.resolved
-    sched = setup.scheduler(r)
+    sched = instance_scheduler(setup.scheduler(r), par.dp)    # attention DP: per-rank limits x dp
     conc = max(1, math.ceil(load.concurrency / share)) if load.scenario == "concurrency" else 0
     n = max(1, math.ceil(_n_requests(load, conc) / (1 if load.scenario == "concurrency" else share)))
     reqs = arrivals if arrivals is not None else _requests(setup, load, share, load.scenario, n)

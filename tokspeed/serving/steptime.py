@@ -93,6 +93,7 @@ class StepCost:
         self._attn_pf = None
         self.extra_decode = None      # speculative decoding: (rows per sequence, drafter(b) -> seconds)
         self.pad = None               # CUDA graphs: rows a decode-only step of b sequences runs (b -> rows)
+        self.straggler = None         # attention DP: c prompt tokens -> the busiest rank's extra seconds
 
     # -- the three parts -------------------------------------------------------------------------------
     def _depth_free(self, batch: int, n_tokens: int) -> PassOps:
@@ -125,9 +126,10 @@ class StepCost:
     def dense(self, b: int, c: int) -> float:
         if c <= 0:
             return self.decode_dense(b)
+        extra = self.straggler(c) if self.straggler is not None else 0.0
         if b <= 0:
-            return self.prompt_dense(c)
-        return self.decode_dense(b) + self.prompt_dense(b + c) - self.prompt_dense(b)
+            return self.prompt_dense(c) + extra
+        return self.decode_dense(b) + self.prompt_dense(b + c) - self.prompt_dense(b) + extra
 
     def _core(self, group: int, batch: int, n: int, depth: float) -> float:
         ops = attention_core_ops(self.spec, self.kvb, batch, n, depth)

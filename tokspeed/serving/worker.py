@@ -21,6 +21,7 @@ from ..memory import activation_bytes, kv_bytes
 from ..scale.layout import kv_share
 from ..scale.options import ScaleOptions
 from ..workload import UBATCH, Workload
+from .attention_dp import rank_budget, rank_straggler
 from .fitted import engine_seconds
 from .schedulers import Scheduler, host_hidden, scheduler_for
 from .steptime import StepCost
@@ -119,6 +120,8 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
     time_ops = expert_time_ops(r, par, link_scale) if par.ep > 1 else plain
     cost = StepCost(spec, r.storage, r.kv_elem_bytes, time_ops, gpu_scale=fitted.get("gpu_scale", 1.0),
                     step_s=0.0 if host_hidden(sched, par.pp) else fitted.get("step_s", 0.0))
+    if par.dp > 1:                           # the step waits for the rank that holds the prompt tokens
+        cost.straggler = rank_straggler(cost, r, rank_budget(sched, par.dp), par.dp)
     if getattr(sched, "graph_max", 0):       # each attention rank pads its own rows to a captured size
         dp = par.dp
         cost.pad = lambda b: sched.graph_batch(-(-b // dp)) * dp
