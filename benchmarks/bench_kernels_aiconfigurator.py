@@ -40,6 +40,27 @@ MOE_FMT = {"bfloat16": "BF16", "fp8_block": "FP8-BLOCK", "nvfp4": "NVFP4", "w4a8
            "w4a16_mxfp4": "MXFP4"}
 
 
+RESIDUALS = [
+    "- Dense GEMMs (BF16, FP8, FP8 block-scaled): the Hopper-fitted path factors carry to Blackwell; per-tensor FP8",
+    "  at small M stays slow-predicted (the per-tensor kernels stream their weights at ~2/3 of BF16's on both).",
+    "- NVFP4 GEMMs take the FP8 block-scaled path's factors (no Hopper table has FP4): at m <= 256 tokspeed is half",
+    "  the measured time on every Blackwell part (an 8192 x 8192 NVFP4 GEMM at m = 1: 22 us measured on B200",
+    "  for 38 MB of weights) -- an activation-quantize kernel before each FP4 GEMM, not modelled; at m = 8192 the",
+    "  GEMM reaches ~43 % of the 9 PFLOPS dense FP4 figure, below the FP8 path's fraction the transfer assumes.",
+    "- MoE grouped GEMM: DeepSeek's FP8 block-scaled experts and the NVFP4 / MXFP4-W4A8 experts on Blackwell",
+    "  follow the Hopper-fitted expert factors; W4A16 MXFP4 experts (Hopper's gpt-oss path, forced on Blackwell)",
+    "  fit poorly even in-sample: their time is flat from 32 to 256 tokens (all experts touched) and the one-token",
+    "  layer is ~60-80 us of fixed time, which no factor on a rate describes.",
+    "- Decode attention: at short KV and small batch the kernel is its fixed latency (11 us for one row over",
+    "  256 keys on B200); the launch time the step adds per kernel carries part of it; kv stays the prior.",
+    "- Prefill attention: fitted on 2k-8k-token prompts (the chunks serving engines schedule); shorter",
+    "  prompts run below that efficiency (a length ramp, not modelled).",
+    "- All-reduce (collectives model): small messages predicted 7.5 us against 3.0 us measured on 8 x H200 and",
+    "  5.0 us on 8 x B200 (the one-shot kernel's latency in `scale/fabrics.toml`); 4-32 MB messages on",
+    "  Blackwell NVLink 5 predicted slower than measured at 4 MB and faster at 32 MB.",
+]
+
+
 def load_rows(refresh: bool = False) -> list[dict]:
     """The measured kernel rows (cached file, else read from AIConfigurator's tables)."""
     if refresh or not ROWS.exists():
@@ -70,7 +91,7 @@ def predicted_ms(r: dict, engines: dict, fitted: bool = True) -> float:
         s = ks.moe_s(hw, eng, MOE_FMT[r["dtype"]], r["tokens"], r["hidden"], r["inter"], r["topk"], r["experts"],
                      r["ep"], fitted=fitted, fp4_units=r["dtype"] != "w4a16_mxfp4")
     else:
-        s = ks.allreduce_s(hw, 2.0 * r["elements"], r["gpus"])
+        s = ks.allreduce_s(hw, eng, 2.0 * r["elements"], r["gpus"])
     return s * 1e3
 
 
@@ -112,7 +133,8 @@ def report(rows: list[dict]) -> str:
            "`tokspeed.serving.kernel_shapes` under the TensorRT-LLM profile, kernel time only (no launch or host",
            "time). Cells: median / p90 of |tokspeed / measured - 1|, engine profile alone → with the fitted",
            "kernel-path factors (`tokspeed/serving/kernel_efficiency.toml`), then the fitted signed median and the",
-           "rows. All-reduce: the link model of this build (`scale/interconnect.py`), which the fit does not touch.",
+           "rows. All-reduce: the collectives model (`scale/collectives.py`, TensorRT-LLM's algorithm by size), which",
+           "the kernel fit does not touch (both columns the same).",
            "",
            "Shapes: GEMM m = 1..8192 over six n x k weights; decode attention batch 1-256 x KV 256-16k, 32/64",
            "query heads, 8 KV heads, head dim 128, BF16 cache; prefill attention batch x 512-8k tokens, causal;",
@@ -126,6 +148,7 @@ def report(rows: list[dict]) -> str:
             "The kernel efficiency curves (`serving/kernel_efficiency.toml`) are fitted on these tables",
             "(`scripts/fit_kernel_efficiency.py`): in-sample.", ""]
     out += table(err, prior, list(HOPPER))
+    out += ["", "## What the held-out residuals say", "", *RESIDUALS]
     return "\n".join(out) + "\n"
 
 

@@ -15,7 +15,7 @@ Shapes follow the measured kernel tables they are compared with (``benchmarks/be
 - ``prefill_attention_s``: ``batch`` prompts of ``isl`` tokens, causal, nothing cached;
 - ``moe_s``: ``tokens`` tokens, each to ``topk`` of ``experts`` experts (gated: gate, up, down of ``hidden`` x
   ``inter``), the ``1/ep`` share on one GPU, every expert given the same tokens (``balanced`` routing);
-- ``allreduce_s``: ``nbytes`` over ``gpus`` copies of the device, through the step's collective model.
+- ``allreduce_s``: ``nbytes`` over ``gpus`` copies of the device, through the collectives model.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ..hardware.catalog import get_hardware
 from ..ledger import ACT_BYTES, SOFTMAX_FLOPS_PER_SCORE, Op, Role, Scope
 from ..quant.format_table import row
 from ..quant.schemes import canonical
+from ..scale.collectives import engine_allreduce_s
 from ..scale.interconnect import device_link
 from ..timing import op_time
 from .gemm_device import gemm_hardware
@@ -127,7 +128,10 @@ def moe_s(*a, **kw) -> float:
     return _seconds(moe_op(*a, **kw))
 
 
-def allreduce_s(hardware, nbytes: float, gpus: int) -> float:
-    """Seconds of an all-reduce of ``nbytes`` over ``gpus`` copies of the device (the step's link model)."""
+def allreduce_s(hardware, engine, nbytes: float, gpus: int) -> float:
+    """Seconds of an all-reduce of ``nbytes`` over ``gpus`` copies of the device: the algorithm the engine picks
+    for that size (``scale.collectives.engine_allreduce_s``), else the link's ring as fitted."""
     hw = hardware if not isinstance(hardware, str) else get_hardware(hardware)
-    return device_link(hw, gpus).allreduce_s(nbytes, gpus)
+    link = device_link(hw, gpus)
+    t = engine_allreduce_s(link, hw, engine.name, nbytes, gpus)
+    return t if t is not None else link.allreduce_s(nbytes, gpus)
