@@ -44,7 +44,9 @@ from tokspeed.stats import percentile  # noqa: E402
 
 MIN_GROUP = 10          # rows an engine needs on one vendor's devices for a gpu_scale of its own
 SHRINK = 0.05          # objective weight of |log gpu_scale|, |log link_scale| and step_s / 1 ms: the pull to the prior
-OVERHEAD_GRID = tuple((o, link) for o in (0.0, 5e-4, 1e-3) for link in (0.5, 1.0, 2.0))   # (o, link_scale)
+# (o, link_scale); link_scale >= 1: the link model's latency and rate per collective are the link's own figures, which
+# an engine's collectives do not beat
+OVERHEAD_GRID = tuple((o, link) for o in (0.0, 5e-4, 1e-3) for link in (1.0, 2.0))
 SCALE_GRID = [math.exp(x / 100) for x in range(-90, 91)]
 METRICS = (("tok_s_per_gpu", 1.0, -1), ("tpot_ms", 1.0, 1), ("ttft_ms", 0.5, 1))   # (key, weight, power of s)
 OUT_TOML = ROOT / "tokspeed" / "serving" / "serving_fitted.toml"
@@ -206,7 +208,8 @@ def load_sims(cases, cache):
     import json
 
     if cache is not None and cache.exists():
-        return {tuple(json.loads(k)): v for k, v in json.loads(cache.read_text()).items()}
+        kept = {tuple(json.loads(k)): v for k, v in json.loads(cache.read_text()).items()}
+        return {k: v for k, v in kept.items() if k in OVERHEAD_GRID}
     sims = simulate_all(cases)
     if cache is not None:
         cache.write_text(json.dumps({json.dumps(k): v for k, v in sims.items()}))

@@ -180,7 +180,11 @@ def test_deepseek_v3_fp8_batch_1_on_8_h200_is_tens_of_tok_s():
     finally:
         compat._table()["engine"]["vllm"]["kernels"] = row
     p = tokspeed.predict("deepseek-v3", "h200-sxm", quant="FP8", engine="vllm", gpus=8, prompt=0, gen=4)
-    assert 10 < p.decode.tok_s < 100      # public single-stream figures: tens of tok/s (233 before #11)
+    # public single-stream figures: tens of tok/s (233 before #11). The closest measurement in the data: SGLang 0.5.6
+    # serving DeepSeek-R1 (the same architecture) on 8 x H200 at concurrency 4, TPOT 12.1 ms = 83 tok/s per user
+    # (serving-calibration-2.csv s2-0101); one sequence reads a quarter of the routed experts 4 do, so batch 1 may be
+    # some 20-40 % faster: at most 120
+    assert 10 < p.decode.tok_s < 120
     # at least the per-layer all-reduces (2 per layer) and the unmodelled kernels' floors are in the step
     prof = get_engine("vllm")
     floor = 2 * 61 * SYNC_LATENCY_S["all-reduce"] + unmodelled_kernels("vllm", spec, "FP8") * prof.launch_s

@@ -72,10 +72,13 @@ def test_no_model_number_is_no_device():
 
 
 def test_a_model_name_of_another_version_is_not_mapped_silently():
-    assert resolve_id("Mistral-Small-3.1-24B-Instruct-2503") is None
+    # Mistral Small 3 (2501) has another rope_theta and window than 3.1 / 3.2 (their record's notes): not mapped
+    assert resolve_id("Mistral-Small-24B-Instruct-2501") is None
+    assert resolve_id("Mistral-Small-3.0-24B-Instruct") is None
     assert resolve_id("mistralai/Mistral-Small-3.2-24B-Instruct-2506") == "mistral-small-3.2-24b"
-    r = run_cli("predict", "Mistral-Small-3.1-24B-Instruct-2503", "--hardware", "rtx-4090")
-    assert r.returncode == 2 and "mistral-small-3.2-24b" in r.stderr and "Traceback" not in r.stderr
+    assert resolve_id("mistralai/Mistral-Small-3.1-24B-Instruct-2503") == "mistral-small-3.1-24b"   # its own entry
+    r = run_cli("predict", "Mistral-Small-24B-Instruct-2501", "--hardware", "rtx-4090")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
     # no catalog alias names a version or release date its entry is not
     for mid, path in _entries().items():
         raw = load_entry_raw(path)

@@ -35,18 +35,18 @@ def kv_bytes(spec, kv_elem_bytes: float, batch: int, tokens: int) -> float:
                     + spec.n_linear_layers * spec.state_elements_per_layer * STATE_BYTES)
 
 
-def activation_bytes(spec, batch: int, prompt: int) -> float:
+def activation_bytes(spec, batch: int, prompt: int, ubatch: int = UBATCH) -> float:
     """Workspace of one micro-batch at FP32: logits, FFN intermediates and a few d_model-wide buffers.
     An estimate of llama.cpp's compute buffer (it prints ~0.3-0.6 GB for 7-8B models at -ub 512)."""
-    tokens = min(max(batch * max(prompt, 1), batch), UBATCH)
+    tokens = min(max(batch * max(prompt, 1), batch), ubatch)
     ffn = max(spec.d_ff, spec.d_ff_expert * max(spec.n_active_experts, 1))
     return tokens * (spec.vocab_size + 3 * ffn + 4 * spec.d_model) * 4
 
 
 def memory_budget(spec, weights: float, kv_elem_bytes: float, batch: int, tokens: int, prompt: int,
-                  overhead: float, capacity: float) -> Memory:
+                  overhead: float, capacity: float, ubatch: int = UBATCH) -> Memory:
     kv = kv_bytes(spec, kv_elem_bytes, batch, tokens)
-    act = activation_bytes(spec, batch, prompt)
+    act = activation_bytes(spec, batch, prompt, ubatch)
     total = weights + kv + act + overhead
     free = capacity - weights - act - overhead
     per_seq = kv_bytes(spec, kv_elem_bytes, 1, tokens)

@@ -167,7 +167,7 @@ def memory(r: Resolved, work: Workload) -> Memory:
         mem = r.setup.memory
     else:
         mem = memory_budget(r.spec, r.weights_bytes, r.kv_elem_bytes, work.batch, work.tokens, work.prompt,
-                            r.profile.runtime_overhead_gib * 2**30, r.hw.usable_bytes)
+                            r.profile.runtime_overhead_gib * 2**30, r.hw.usable_bytes, ubatch=work.micro_batch)
     window = r.spec.max_context
     if window and mem.max_context > window:
         mem = replace(mem, max_context=window)
@@ -253,8 +253,9 @@ def served_timer(timer, profile, fit: dict | None):
     return timed
 
 
-def prefill_passes(spec, storage, kvb: float, work: Workload, ubatch: int = UBATCH):
-    """(ops, depth, tokens) of each prefill micro-batch: the ledger of every pass the prompt takes."""
+def prefill_passes(spec, storage, kvb: float, work: Workload, ubatch: int | None = None):
+    """(ops, depth, tokens) of each prefill micro-batch: the ledger of every pass the prompt takes (``ubatch``:
+    tokens per pass, default the run's -ub / -b, ``Workload.micro_batch``)."""
     for depth, chunk in work.prefill_chunks(ubatch):
         yield forward_ops(spec, storage, kvb, work.batch, chunk, depth), depth, chunk
 
@@ -271,9 +272,9 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
     bounds = {"compute": 0.0, "memory": 0.0, "overhead": 0.0}
     pipe = pipelines_prompt(r.setup.layout if r.setup else None, r.profile)
     fit = serving_fit(r)                    # a server engine: its scheduler's token budget per step
-    ubatch = fit["token_budget"] if fit else UBATCH
-    for k, (ops, _, chunk) in enumerate(prefill_passes(r.spec, r.storage, r.kv_elem_bytes, work, ubatch)):
-        first = not pipe or k % (NBATCH // UBATCH) == 0        # a new llama_decode call refills the pipeline
+    ubatch = fit["token_budget"] if fit else None
+    for ops, depth, chunk in prefill_passes(r.spec, r.storage, r.kv_elem_bytes, work, ubatch):
+        first = not pipe or work.starts_call(depth)        # a new llama_decode call refills the pipeline
         pt = r.timer(ops, r.profile, work.batch, chunk)
         s = served_s(pt, pipelined_s(pt, first), fit)
         seconds += s
@@ -334,15 +335,17 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
             prompt: int = DEFAULT_PROMPT, gen: int = DEFAULT_GEN, context: int = 0, batch: int = 1, *,
             gpus: int = 1, parallel: str | None = None, gpu_layers: int | None = None, offload: str = "none",
             users: int | None = None, rate: float | None = None, price_per_hour: float | None = None,
-            cpu=None, engine_version: str | None = None, flash_attention: bool | None = None) -> Prediction:
+            cpu=None, engine_version: str | None = None, flash_attention: bool | None = None,
+            ubatch: int = UBATCH, n_batch: int = NBATCH) -> Prediction:
     """Predict for ``model`` (catalog id, ModelSpec, config/GGUF path) on ``hardware`` (id, Hardware, TOML).
 
     Scale options (``tokspeed.scale``): ``gpus``/``parallel`` (tp, pp, split, tp=4,pp=2), ``gpu_layers`` /
     ``offload`` (none, auto, layers, stream) with ``cpu`` the host memory system, ``users`` / ``rate``
     (requests/s) for serving, ``price_per_hour`` (USD for the whole setup) for cost per token.
     ``engine_version``: a llama.cpp build (``b6000``) or a year-month (``2025-08``) the engine profile is for;
-    ``flash_attention``: llama.cpp's ``-fa on|off`` (None: the default of that build and front end)."""
-    work = Workload(prompt=prompt, gen=gen, context=context, batch=batch)
+    ``flash_attention``: llama.cpp's ``-fa on|off`` (None: the default of that build and front end);
+    ``ubatch`` / ``n_batch``: llama.cpp's ``-ub`` / ``-b``, the prompt's micro-batches (``Workload``)."""
+    work = Workload(prompt=prompt, gen=gen, context=context, batch=batch, ubatch=ubatch, n_batch=n_batch)
     scale = ScaleOptions(gpus=gpus, parallel=parallel, gpu_layers=gpu_layers, offload=offload, cpu=cpu,
                          users=users, rate=rate, price_per_hour=price_per_hour)
     return predict_workload(resolve(model, hardware, quant, kv_dtype, engine, engine_version, scale, work,

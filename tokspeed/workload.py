@@ -19,6 +19,10 @@ DEFAULT_GEN = 128
 DEFAULT_ENGINE = "llama.cpp"
 UBATCH = 512      # tokens per prefill micro-batch (llama.cpp -ub default, vLLM chunked prefill ~512)
 NBATCH = 2048     # tokens per llama_decode call of a prompt (llama.cpp -b default, common/common.h n_batch)
+# llama.cpp's -ub and -b as a run sets them: llama-bench (tools/llama-bench) hands the prompt to llama_decode in calls
+# of n_batch tokens, and each call runs as micro-batches (ubatches) of at most n_ubatch tokens, a graph pass each:
+# src/llama-context.cpp (llama_context constructor) clamps ``n_ubatch = min(n_batch, n_ubatch)``, and a ubatch
+# never spans two calls (llama_context::decode splits the call's batch with llama_batch_allocr).
 MAX_TOKENS = 1 << 31
 # llama.cpp's -fa as the CLI and the web page take it: auto is the build's and front end's own default
 FLASH_ATTN = {"auto": None, "on": True, "off": False}
@@ -46,10 +50,21 @@ class Workload:
     gen: int = DEFAULT_GEN         # tokens generated (decode tok/s is their average)
     context: int = 0               # tokens already in the KV cache before the run
     batch: int = 1                 # concurrent sequences
+    ubatch: int = UBATCH           # llama.cpp -ub: tokens per prompt micro-batch (one graph pass)
+    n_batch: int = NBATCH          # llama.cpp -b: tokens per llama_decode call of the prompt
 
     def __post_init__(self):
-        for name, lo in (("prompt", 0), ("gen", 0), ("context", 0), ("batch", 1)):
+        for name, lo in (("prompt", 0), ("gen", 0), ("context", 0), ("batch", 1), ("ubatch", 1), ("n_batch", 1)):
             check_count(name, getattr(self, name), lo)
+
+    @property
+    def micro_batch(self) -> int:
+        """Tokens per prompt micro-batch as llama.cpp runs it: ``min(n_batch, ubatch)`` (llama-context.cpp)."""
+        return min(self.ubatch, self.n_batch)
+
+    def starts_call(self, depth: int) -> bool:
+        """Whether the micro-batch at KV ``depth`` begins a llama_decode call (every ``n_batch`` prompt tokens)."""
+        return (depth - self.context) % self.n_batch == 0
 
     @property
     def tokens(self) -> int:
@@ -66,10 +81,14 @@ class Workload:
         """Decode steps averaged over (at least one: a run that generates nothing still reports decode)."""
         return max(self.gen, 1)
 
-    def prefill_chunks(self, ubatch: int = UBATCH):
-        """(depth, tokens) of each prefill micro-batch of the prompt, in order."""
+    def prefill_chunks(self, ubatch: int | None = None):
+        """(depth, tokens) of each prefill micro-batch of the prompt, in order: calls of ``n_batch`` tokens, each
+        split into micro-batches of ``ubatch`` (default: the run's ``micro_batch``; a server engine passes its token
+        budget per step)."""
+        ubatch = self.micro_batch if ubatch is None else ubatch
         done = 0
         while done < self.prompt:
-            chunk = min(ubatch, self.prompt - done)
+            call_end = min(self.prompt, (done // self.n_batch + 1) * self.n_batch)
+            chunk = min(ubatch, call_end - done)
             yield self.context + done, chunk
             done += chunk

@@ -7,10 +7,12 @@ from ..stats import percentile  # noqa: F401  (re-exported; one definition: toks
 
 
 def answer_kwargs(row) -> dict:
-    """``predict`` options for a row beyond model/device/quant/engine/workload: its devices as a layer split."""
+    """``predict`` options for a row beyond model/device/quant/engine/workload: its devices as a layer split, its
+    prompt micro-batches (-ub / -b)."""
+    out = {"ubatch": row.ubatch, "n_batch": row.n_batch}
     if row.n_devices > 1:
-        return {"gpus": row.n_devices, "parallel": "tp" if row.parallel == "tp" else "split"}
-    return {}
+        out.update(gpus=row.n_devices, parallel="tp" if row.parallel == "tp" else "split")
+    return out
 
 
 def predicted(row, engine=None):

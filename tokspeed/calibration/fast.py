@@ -18,8 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engines.kernel_cost import driver_launch_s
 from ..engines.rates import BOARD_POWER, CAP_SHARPNESS, INT8_KERNELS, MMQ_BOUND, compute_rate
 from ..engines.rates_stream import stream_bytes_s
+from ..workload import Workload
 
 
 @dataclass
@@ -51,7 +53,6 @@ class RowSet:
 
 def _passes(row, spec, storage, kvb):
     from ..ledger import forward_ops
-    from ..memory import UBATCH
     from ..predict import decode_steps
 
     if row.kind == "decode":
@@ -59,12 +60,11 @@ def _passes(row, spec, storage, kvb):
         wsum = sum(w for _, w in steps)
         for depth, w in steps:
             yield w / wsum, row.batch, forward_ops(spec, storage, kvb, row.batch, 1, depth)
-    else:
-        done = 0
-        while done < row.prompt:
-            chunk = min(UBATCH, row.prompt - done)
-            yield 1.0, row.batch * chunk, forward_ops(spec, storage, kvb, row.batch, chunk, row.context + done)
-            done += chunk
+    else:           # the row's -ub / -b micro-batches, as predict cuts them
+        work = Workload(prompt=row.prompt, gen=0, context=row.context, batch=row.batch, ubatch=row.ubatch,
+                        n_batch=row.n_batch)
+        for depth, chunk in work.prefill_chunks():
+            yield 1.0, row.batch * chunk, forward_ops(spec, storage, kvb, row.batch, chunk, depth)
 
 
 def build(rows, kv_dtype: str = "f16") -> RowSet:
@@ -147,9 +147,10 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     profs = [profile_for(prof, r) for r in rs.rows]
     cols = ("bw", "bw_w", "kv", "abpf", "launch", "fixed", "pairs_below", "per_head")
     v = {k: np.empty(n) for k in cols}
-    for i, (r, p) in enumerate(zip(rs.rows, profs)):
+    for i, (r, p) in enumerate(zip(rs.rows, profs)):      # launch: under the row's driver, as get_engine's with_driver
         for k, x in zip(cols, (stream_bytes_s(p, r.hw), stream_bytes_s(p, r.hw, r.quant), p.eta_kv,
-                               p.attn_bytes_per_flop, p.launch_s, p.fixed_s, p.expert_pairs_below_tokens, p.kv_reread)):
+                               p.attn_bytes_per_flop, driver_launch_s(p, r.hw), p.fixed_s, p.expert_pairs_below_tokens,
+                               p.kv_reread)):
             v[k][i] = x
     rates = [compute_rate(rs.rows[i].hw, profs[i], rs.rows[i].quant, tokens, unit, attn, ppe)
              for i, tokens, unit, attn, ppe in rs.kinds]        # as op_time: the operator's Rate

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from ..engines.backends import backend_view
 from ..engines.compat import engine_key
-from ..engines.cpu import note_threads, with_threads
+from ..engines.cpu import note_threads, with_numa, with_threads
 from ..hardware.spec import Hardware
+from ..workload import NBATCH, UBATCH
 from .families import device_family
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,6 +75,8 @@ class CalibrationRow:
     parallel: str = "none"  # how n_devices > 1 split the model: layer-split | tp (data/validation/README.md)
     model_bytes: float = 0.0   # the weight file's size where the source states it (bytes), else 0
     driver: str = ""        # the GPU driver it ran under: named in its note, else the OS default ("" = no choice)
+    ubatch: int = UBATCH    # llama.cpp -ub its note states, else llama-bench's default
+    n_batch: int = NBATCH   # llama.cpp -b its note states, else llama-bench's default
 
     @property
     def flash_attention(self) -> bool | None:
@@ -145,7 +148,8 @@ def _cpu_simd_peak(r: dict) -> float:
 
 # a row note's words for the driver and the OS it ran under (data/validation/calibration-3-sources.md): the first
 # match of each list wins; a note that names none runs under the OS default (tokspeed.engines.driver)
-NOTE_DRIVERS = (("amdvlk", r"\bAMDVLK\b"), ("radv", r"\bRADV\b"), ("anv", r"\bANV\b"), ("nvk", r"\bNVK\b"),
+NOTE_DRIVERS = (("nvidia-cm1", r"\bKHR_coopmat\b|without coopmat2"),      # coopmat1 on NVIDIA (drivers.toml)
+                ("amdvlk", r"\bAMDVLK\b"), ("radv", r"\bRADV\b"), ("anv", r"\bANV\b"), ("nvk", r"\bNVK\b"),
                 ("moltenvk", r"\bMoltenVK\b"), ("rocm-7", r"\bROCm 7\b"), ("rocm-6", r"\bROCm 6\b"),
                 ("level-zero", r"\blevel_zero\b"))
 NOTE_OSES = (("windows", r"\bWindows\b(?!/)"), ("linux", r"(?<!/)\bLinux\b|\bFedora\b|\bUbuntu\b"),
@@ -160,12 +164,23 @@ def with_row_driver(hw: Hardware, note: str) -> Hardware:
     os_name = next((o for o, pat in NOTE_OSES if re.search(pat, note or "")), "")
     if VENDOR_OS.get((hw.vendor or "").lower(), os_name) != os_name:   # a table's "Linux" over a Mac's row
         os_name = ""
-    drv = next((d for d, pat in NOTE_DRIVERS if re.search(pat, note or "")), "")
-    if drv and (hw.vendor or "").lower() not in entry(drv)["vendors"]:
-        drv = ""
+    vendor = (hw.vendor or "").lower()       # the first driver named that drives this vendor's GPUs
+    drv = next((d for d, pat in NOTE_DRIVERS if re.search(pat, note or "") and vendor in entry(d)["vendors"]), "")
     if drv and os_name and os_name not in entry(drv)["os"]:
         os_name = ""
     return replace(hw, driver=drv, os=os_name) if drv or os_name else hw
+
+
+# llama-bench / llama-cli options a note states that predict takes: -ub / --ubatch-size, -b / --batch-size, --numa
+NOTE_UBATCH = re.compile(r"(?:^|\s)(?:-ub|--ubatch-size|n_ubatch)[ =](\d+)\b")
+NOTE_NBATCH = re.compile(r"(?:^|\s)(?:-b|--batch-size)[ =](\d+)\b")
+NOTE_NUMA = re.compile(r"--numa[ =](distribute)\b")
+
+
+def note_option(pattern: re.Pattern, note: str, default):
+    """The value of a llama.cpp option a row's note states (``-ub 2048``), else ``default``."""
+    m = pattern.search(note or "")
+    return type(default)(m.group(1)) if m and default is not None else (m.group(1) if m else default)
 
 
 def row_driver(engine: str, hw: Hardware) -> str:
@@ -296,7 +311,8 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
             hw = with_row_driver(row_hardware(r), r.get("note", ""))          # the driver and OS its note names
             hw = backend_view(engine_key(r["engine"]), hw, quant)   # as compat.runnable
             if hw.kind == "cpu" or "cpu" in engine_key(r["engine"]):
-                hw = with_threads(hw, note_threads(r.get("note", "")))     # the row's -t
+                hw = with_numa(with_threads(hw, note_threads(r.get("note", ""))),      # the row's -t, --numa
+                               note_option(NOTE_NUMA, r.get("note", ""), None))
             out.append(CalibrationRow(
                 id=r["id"], source=r["source"], hw=hw, family=device_family(r["hardware"], r["vendor"]),
                 n_devices=_int(r["n_devices"], 1), model=_model_id(r["model"]), quant=quant,
@@ -306,5 +322,7 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
                 date=r.get("date", "").strip(), build=r.get("build", "").strip(),
                 era=row_era(engine_key(r["engine"]), r.get("date", ""), r.get("build", "")),
                 parallel=r.get("parallel", "").strip() or "none", model_bytes=_float(r.get("model_bytes", "")),
-                driver=row_driver(engine_key(r["engine"]), hw)))
+                driver=row_driver(engine_key(r["engine"]), hw),
+                ubatch=note_option(NOTE_UBATCH, r.get("note", ""), UBATCH),
+                n_batch=note_option(NOTE_NBATCH, r.get("note", ""), NBATCH)))
     return out

@@ -8,7 +8,7 @@ from ..engines.compat import engine_help
 from ..errors import UserError
 from ..quant.format_table import quant_help
 from ..units import parse_bytes, parse_count, parse_counts, parse_number
-from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
+from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, NBATCH, UBATCH
 
 
 def _arg_type(parse, name: str):
@@ -55,8 +55,8 @@ def add_hardware_options(p, required: bool = True):
     p.add_argument("--threads", "-t", type=int, default=None,
                    help="CPU engines: threads llama.cpp runs (-t; default: the physical cores)")
     p.add_argument("--driver", default=None,
-                   help="GPU driver under the llama.cpp backend: radv amdvlk amd-windows anv intel-windows nvidia nvk "
-                        "moltenvk (Vulkan), cuda, rocm-7 rocm-6, level-zero opencl (SYCL), metal (default: the --os "
+                   help="GPU driver under the llama.cpp backend: radv amdvlk amd-windows anv intel-windows nvidia "
+                        "nvidia-cm1 nvk moltenvk (Vulkan), cuda, rocm-7 rocm-6, level-zero opencl (SYCL), metal (default: the --os "
                         "default; the output says which was assumed)")
     p.add_argument("--os", default=None, help="operating system: linux, windows, macos (default linux; macos on Apple)")
     p.add_argument("--numa", choices=("distribute",), default=None,
@@ -127,11 +127,22 @@ def engine_build_kwargs(args) -> dict:
     return engine_build(getattr(args, "engine_version", None), FLASH_ATTN[getattr(args, "flash_attn", "auto")])
 
 
+def add_micro_batch_options(p):
+    """llama.cpp's -ub and -b: how the prompt is cut into passes (``Workload.prefill_chunks``)."""
+    p.add_argument("--ubatch", "-ub", type=positive_int, default=UBATCH,
+                   help=f"llama.cpp -ub: prompt tokens per micro-batch, one graph pass (default {UBATCH}; at most "
+                        "--batch-size, as llama.cpp clamps it)")
+    p.add_argument("--batch-size", "-b", dest="n_batch", type=positive_int, default=NBATCH,
+                   help=f"llama.cpp -b: prompt tokens per llama_decode call (default {NBATCH}); not --batch, the "
+                        "concurrent sequences")
+
+
 def add_predict_options(p, batch_max: bool = False):
     add_hardware_options(p)
     add_model_options(p)
     add_engine_build_options(p)
     add_run_options(p, batch_max)
+    add_micro_batch_options(p)
     add_scale_options(p)
     p.add_argument("--json", action="store_true", help="print the JSON document instead of a table")
 
@@ -212,7 +223,8 @@ def _named_hardware(args, name):
 
 def predict_kwargs(args) -> dict:
     return dict(quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine, prompt=args.prompt, gen=args.gen,
-                context=args.context, batch=args.batch, **scale_kwargs(args), **engine_build_kwargs(args))
+                context=args.context, batch=args.batch, **scale_kwargs(args), **engine_build_kwargs(args),
+                **{k: getattr(args, k) for k in ("ubatch", "n_batch") if hasattr(args, k)})
 
 
 def dumps_json(obj, **kw) -> str:

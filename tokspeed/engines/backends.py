@@ -70,6 +70,17 @@ HOST_STAGED_DEVICE_COPY = {
 # and Intel Xe2 decodes with the xe_fa_opt split-K shaders (flash_attn_decode_phase_1, cooperative matrices), which
 # the decode rate (x eta_matvec on the matrix figure) keeps.
 # (archs.toml: a [vulkan_family]'s fa_coopmat1, an arch's vulkan_fa_scalar)
+# ggml-vulkan on NVIDIA without VK_NV_cooperative_matrix2 (the driver ``nvidia-cm1``) runs the coopmat1 shaders
+# (matmul_*_cm1, flash_attn_cm1.comp) where coopmat2's (matmul_*_cm2, flash_attn_cm2.comp: NVIDIA's tensor-memory
+# loads, dequantisation in the load, larger tiles) would run: COOPMAT1_SHARE is the coopmat1 rate as a share of
+# coopmat2's on the same part, measured on calibration-3 rows c3-0307..0314 (one RTX 5090, one build, the same
+# day, llama-3.1-8b Q4_0, pp1024 at depths 1,024 / 4,096 / 8,192 / 15,360): the time per prompt token is affine
+# in the mean depth d + 512 (residuals < 2.2 us), a + b (d + 512), with a (the weight matmuls) 85.7 us under
+# coopmat2 and 126.2 under coopmat1 -> 0.679, and b (FlashAttention per token of depth) 4.68 ns and 17.21 ns ->
+# 0.272 (tests/test_vulkan_paths.py refits both from the rows). A prompt's tiles only (a decode pass runs the
+# matrix-vector shaders, the same under both). Measured on NVIDIA only: AMD and Intel run coopmat1 as their one
+# cooperative-matrix path, held by their own efficiencies.
+COOPMAT1_SHARE = {"matmul": 0.679, "attn": 0.272}
 BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD without fast BF16
 VECTOR_FP16_PER_FP32 = {"amd": 2.0, "intel": 2.0, "nvidia": 1.0}
 
@@ -121,6 +132,16 @@ def copies_through_host(backend: str) -> bool:
     """Whether ``backend`` hands a hidden state between two of its devices through host memory, blocking
     (``HOST_STAGED_DEVICE_COPY``): no pipelined prompt over a layer split, and two host-link copies per hand-off."""
     return backend in HOST_STAGED_DEVICE_COPY
+
+
+def coopmat1_share(backend: str, hw, attn: bool) -> float:
+    """The share of the coopmat2 rate a prompt's matmul (``attn``: FlashAttention) keeps on ``hw`` under
+    ``backend``: ``COOPMAT1_SHARE`` on NVIDIA under a Vulkan driver with cooperative matrices but no coopmat2,
+    else 1 (coopmat2, another vendor or backend, the vector path, unknown)."""
+    if api_of(backend) != "vulkan" or driver_family(hw) != "nvidia" or not uses_matrix_units(backend, hw):
+        return 1.0
+    f = features(resolve(backend, hw), "nvidia")
+    return COOPMAT1_SHARE["attn" if attn else "matmul"] if f is not None and f.coopmat and not f.coopmat2 else 1.0
 
 
 def flash_attn_on_vector(backend: str, hw) -> bool:

@@ -129,6 +129,13 @@ def resolve(backend: str, hw) -> Driver | None:
     return Driver(name, api, os_name, assumed)
 
 
+def kernel_cost_of(backend: str, hw) -> str | None:
+    """The backend whose per-kernel cost ``backend`` takes on ``hw`` under its driver (drivers.toml
+    ``kernel_cost_of``), None where the driver names none (or there is no driver)."""
+    d = resolve(backend, hw) if api_of(backend) == "vulkan" else None
+    return _table()[d.name].get("kernel_cost_of") if d is not None else None
+
+
 def for_api(api: str | None, vendor: str) -> list[str]:
     """The drivers of an API that drive a vendor's GPUs."""
     return [n for n, e in _table().items() if e["api"] == api and (vendor or "").lower() in e["vendors"]]

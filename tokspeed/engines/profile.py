@@ -111,6 +111,7 @@ from .eras import era_family, flash_attention_available, flash_attention_since, 
 from .memory import memory_class
 from .rates import (CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, compute_class,  # noqa: F401
                     soft_min)
+from .kernel_cost import driver_launch_s
 from .tables import (SHARED_KERNEL_FIELDS, _tables, engine_entry, load_table, runs_flash_attention,  # noqa: F401
                      with_attention, with_shared_kernels)
 
@@ -355,11 +356,14 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
 
 def with_driver(profile: EngineProfile, hardware) -> EngineProfile:
     """``profile`` saying which GPU driver its backend runs under on ``hardware`` (``driver.resolve``: named, else
-    the OS default and why). The driver's features act on the device view (``backends.backend_view``), not here."""
+    the OS default and why), with the per-kernel cost under that driver (``driver_launch_s``). The driver's
+    features act on the device view (``backends.backend_view``), not here."""
     from .driver import resolve
 
     d = resolve(profile.name, hardware)
-    return profile if d is None else replace(profile, driver=d.name, driver_assumed=d.assumed)
+    if d is None:
+        return profile
+    return replace(profile, driver=d.name, driver_assumed=d.assumed, launch_s=driver_launch_s(profile, hardware))
 
 
 def check_engine_build(engine: str, engine_version=None, flash_attention: bool | None = None) -> None:

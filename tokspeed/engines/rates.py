@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
-from .backends import bf16_as_f32, flash_attn_on_vector, vector_fp16_tflops
+from .backends import bf16_as_f32, coopmat1_share, flash_attn_on_vector, vector_fp16_tflops
 from .cpu_kernels import gemm_path, matvec_key, matvec_peak, path_peak
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
@@ -243,7 +243,7 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         # a decode pass (up to MATVEC_MAX_TOKENS queries) runs the attention core as a matrix-vector kernel (ggml-cuda
         # fattn-vec, ggml-metal kernel_flash_attn_ext_vec: one query row against the cached keys), at the pass's
         # matrix-vector efficiency as the weight matvecs are; a tiled pass's FlashAttention tiles at eta_attn alone
-        vec = engine.eta_matvec if 0 < tokens <= MATVEC_MAX_TOKENS else 1.0
+        vec = engine.eta_matvec if 0 < tokens <= MATVEC_MAX_TOKENS else coopmat1_share(engine.name, hw, True)
         eta = min(engine.compute_eff_for(hw) * engine.eta_attn * vec *
                   (1.0 if f32 or scalar else tensor_peak_scale(engine, hw)), 1.0)
         value = peak * eta
@@ -264,6 +264,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         fmt_eff = engine.eta_compute_format.get(path, fmt_eff)
     # eta_compute x (the format's x the pass's) x the usable multiple: the fit's evaluator multiplies in this order
     ramp = matmul_eff(engine, tokens, pairs_per_expert)
+    if tiled:           # Vulkan on NVIDIA without coopmat2: the coopmat1 shaders' share (backends.COOPMAT1_SHARE)
+        ramp *= coopmat1_share(engine.name, hw, False)
     eta = min(engine.compute_eff_for(hw) * (fmt_eff * ramp) * scale, 1.0)
     value = peak * eta
     bounds = []

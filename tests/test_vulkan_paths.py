@@ -1,0 +1,106 @@
+"""Vulkan on NVIDIA: the coopmat1 and coopmat2 prompt paths (engines/backends.py COOPMAT1_SHARE) and the driver
+that selects them (drivers.toml nvidia-cm1), derived by hand from the paired calibration rows."""
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from tokspeed.engines.backends import COOPMAT1_SHARE, coopmat1_share
+from tokspeed.engines.driver import on_driver
+from tokspeed.engines.profile import get_engine
+from tokspeed.engines.rates import compute_rate
+from tokspeed.hardware.catalog import get_hardware
+
+CSV3 = Path(__file__).resolve().parents[1] / "data" / "validation" / "calibration-3.csv"
+
+
+def _affine(points):
+    """Least-squares a, b of t = a + b x over (x, t) points, by the normal equations."""
+    n = len(points)
+    sx = sum(x for x, _ in points)
+    st = sum(t for _, t in points)
+    sxx = sum(x * x for x, _ in points)
+    sxt = sum(x * t for x, t in points)
+    b = (n * sxt - sx * st) / (n * sxx - sx * sx)
+    return (st - b * sx) / n, b
+
+
+def test_share_refits_from_the_paired_rows():
+    rows = {r["id"]: r for r in csv.DictReader(open(CSV3, newline=""))}
+    fits = {}
+    for path, ids in (("cm2", range(307, 311)), ("cm1", range(311, 315))):
+        pts = []
+        for i in ids:
+            r = rows[f"c3-{i:04d}"]
+            assert r["hardware"] == "NVIDIA GeForce RTX 5090" and r["prompt_tokens"] == "1024"
+            # seconds per prompt token at the prompt's mean depth (the rows' -d plus half the 1,024-token prompt)
+            pts.append((int(r["context_depth"]) + 512, 1.0 / float(r["tok_s"])))
+        fits[path] = _affine(pts)
+    (a2, b2), (a1, b1) = fits["cm2"], fits["cm1"]
+    assert a2 == pytest.approx(85.7e-6, rel=2e-3) and a1 == pytest.approx(126.2e-6, rel=2e-3)
+    assert COOPMAT1_SHARE["matmul"] == pytest.approx(a2 / a1, abs=5e-4)
+    assert COOPMAT1_SHARE["attn"] == pytest.approx(b2 / b1, abs=5e-4)
+
+
+def test_share_applies_to_nvidia_coopmat1_prompts_only():
+    hw = get_hardware("rtx-5090")
+    cm1 = on_driver(hw, "nvidia-cm1")
+    assert coopmat1_share("llama.cpp-vulkan", hw, False) == 1.0            # the default driver has coopmat2
+    assert coopmat1_share("llama.cpp-vulkan", cm1, False) == COOPMAT1_SHARE["matmul"]
+    assert coopmat1_share("llama.cpp-vulkan", cm1, True) == COOPMAT1_SHARE["attn"]
+    assert coopmat1_share("llama.cpp-cuda", cm1, False) == 1.0              # not a Vulkan backend
+    radv = on_driver(get_hardware("rx-7900-xtx"), "radv")
+    assert coopmat1_share("llama.cpp-vulkan", radv, False) == 1.0           # coopmat1 is AMD's only path
+
+
+def test_rates_carry_the_share():
+    hw = get_hardware("rtx-5090")
+    cm1 = on_driver(hw, "nvidia-cm1")
+    eng = get_engine("llama.cpp-vulkan", hw)
+    # a prompt's weight matmul and its FlashAttention tiles: the coopmat2 eta times the share
+    for attn, key in ((False, "matmul"), (True, "attn")):
+        two = compute_rate(hw, eng, "Q4_0", 512, "tensor", attn)
+        one = compute_rate(cm1, eng, "Q4_0", 512, "tensor", attn)
+        assert one.eta == pytest.approx(two.eta * COOPMAT1_SHARE[key])
+    # a decode pass runs the matrix-vector shaders, the same under both drivers
+    assert compute_rate(cm1, eng, "Q4_0", 1).value == compute_rate(hw, eng, "Q4_0", 1).value
+
+
+def test_rows_name_the_driver():
+    from tokspeed.calibration.rows import load_rows
+
+    rows = {r.id: r for r in load_rows(CSV3)}
+    assert rows["c3-0307"].driver == "nvidia"              # "Vulkan NV_coopmat2"
+    assert rows["c3-0311"].driver == "nvidia-cm1"          # "Vulkan KHR_coopmat (coopmat1)"
+    assert rows["c3-0299"].driver == "nvidia-cm1"          # "NVIDIA driver without coopmat2"
+    assert rows["c3-0299"].ubatch == 1024                  # "n_ubatch 1024"
+    # "Intel open-source Mesa (ANV) driver, KHR_coopmat": the first driver named that drives Intel GPUs
+    assert rows["c3-0160"].driver == "anv" and rows["c3-0160"].hw.driver == "anv"
+
+
+def _overhead_s(driver):
+    from tokspeed.predict import predict
+    from tokspeed.timing import pass_time
+
+    p = predict("tinyllama-1.1b", on_driver(get_hardware("rtx-4090"), driver), quant="Q4_0",
+                engine="llama.cpp-vulkan", prompt=0, gen=1)
+    return pass_time(p.decode_ops(), p.hw, p.engine_profile, p.quant, 1).overhead_s, p.engine_profile.fixed_s
+
+
+def test_vulkan_on_nvidia_kernels_cost_the_cuda_graph_gap():
+    import tomllib
+
+    here = Path(__file__).resolve().parents[1] / "tokspeed" / "engines"
+    fitted = tomllib.loads((here / "fitted.toml").read_text())
+    priors = tomllib.loads((here / "priors.toml").read_text())
+    drivers = tomllib.loads((here / "drivers.toml").read_text())["driver"]
+    assert drivers["nvidia"]["kernel_cost_of"] == "llama.cpp-cuda" and "kernel_cost_of" not in drivers["nvk"]
+
+    def launch(engine):     # the newest era's: fitted.toml's top entry over the prior
+        return fitted.get(engine, {}).get("launch_s", priors[engine]["launch_s"])
+    # the same decode pass, the same kernels, under the proprietary driver and under NVK (Mesa): the per-kernel
+    # parts of the overhead stand as llama.cpp-cuda's newest per-kernel cost to the Vulkan backend's own
+    (own, fixed), (gap, fixed2) = _overhead_s("nvk"), _overhead_s("nvidia")
+    assert fixed == fixed2
+    assert (gap - fixed) / (own - fixed) == pytest.approx(launch("llama.cpp-cuda") / launch("llama.cpp-vulkan"))
