@@ -4,7 +4,11 @@ tranche: Vulkan on NVIDIA / AMD / Intel, ROCm on RDNA3.5 / RDNA4, CPU, ik_llama.
 shipped fit and with the priors alone (``fitted.toml`` ignored): a kernel mechanism must improve its class under the
 priors and leave the other classes as they were.
 
-    python scripts/class_errors.py [--priors] [--json FILE] [CSV ...]
+    python scripts/class_errors.py [--priors] [--build] [--json FILE] [CSV ...]
+
+``--build``: each row predicted under its own build (the ``build`` column: b7423, else its era), so the kernels
+that changed within an era (cpu_kernels.REPACK / FA_TILED_SINCE, backends.HIP_FA_MMA_SINCE) are those it ran;
+without it a row of an open era runs today's build, as the fit sees it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from tokspeed.calibration.evaluate import error_pct, predicted_tok_s  # noqa: E4
 from tokspeed.calibration.holdout import is_moe  # noqa: E402
 from tokspeed.calibration.rows import load_rows  # noqa: E402
 from tokspeed.engines import tables  # noqa: E402
+from tokspeed.engines.profile import get_engine  # noqa: E402
 
 
 def row_class(row) -> str:
@@ -50,13 +55,20 @@ def priors_only() -> None:
     tables._tables.cache_clear()
 
 
-def errors(rows) -> dict:
+def own_build_engine(row):
+    """The row's engine at its own build (``b<number>``), else None (its era, as ``predicted`` takes it)."""
+    if not str(row.build).startswith("b") or not str(row.build)[1:].isdigit():
+        return None
+    return get_engine(row.engine, row.hw, version=row.build, flash_attention=row.flash_attention)
+
+
+def errors(rows, by_build: bool = False) -> dict:
     out = {}
     for row in rows:
         if row.skip not in ("", "multi-device") or not row.engine.startswith(("llama.cpp", "ik_llama")):
             continue
         try:
-            out[row.id] = error_pct(predicted_tok_s(row), row.tok_s)
+            out[row.id] = error_pct(predicted_tok_s(row, own_build_engine(row) if by_build else None), row.tok_s)
         except Exception:           # noqa: BLE001  -- an unanswered row is not a class error
             continue
     return out
@@ -85,8 +97,11 @@ def main(argv=None) -> int:
     if "--priors" in args:
         args.remove("--priors")
         priors_only()
+    by_build = "--build" in args
+    if by_build:
+        args.remove("--build")
     rows = load_rows(args or None)
-    errs = errors(rows)
+    errs = errors(rows, by_build)
     print(table(rows, errs))
     if out:
         Path(out).write_text(json.dumps(errs, indent=0, sort_keys=True))

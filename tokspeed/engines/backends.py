@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..hardware.arch import ARCHS, arch_row, kernel_units, vulkan_fa_coopmat1
+from .cpu_kernels import before
 from .driver import api_of, bf16_fallback, driver_family, features, gate_matrix_units, resolve
 
 # backend -> the hw.matrix_units words (tokspeed.hardware.arch.MATRIX_UNITS) its prompt GEMMs run on, any one of them
@@ -83,6 +84,13 @@ HOST_STAGED_DEVICE_COPY = {
 COOPMAT1_SHARE = {"matmul": 0.679, "attn": 0.272}
 BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD without fast BF16
 VECTOR_FP16_PER_FP32 = {"amd": 2.0, "intel": 2.0, "nvidia": 1.0}
+# ggml-cuda's FlashAttention on a HIP build: in llama-cpp-python 0.3.16's vendored copy (PyPI 2025-08-15) fattn.cu
+# ggml_cuda_flash_attn_ext takes the WMMA kernel on AMD only under GGML_HIP_ROCWMMA_FATTN (common.cuh
+# fp16_mma_available: false for GGML_USE_HIP without it; RDNA4 also needs GGML_HIP_ROCWMMA_FATTN_GFX12), else
+# fattn-tile (half2 on the vector ALUs); in 0.3.17's (2026-03-23) ggml_cuda_get_best_fattn_kernel picks
+# BEST_FATTN_KERNEL_MMA_F16 natively on RDNA3/RDNA4 (amd_wmma_available) and CDNA (amd_mfma_available), no rocWMMA.
+# The month of the first copy seen with it (ASSUMED: it may have landed in a build up to seven months earlier).
+HIP_FA_MMA_SINCE = "2026-03"
 
 
 def uses_matrix_units(backend: str, hw) -> bool | None:
@@ -154,3 +162,12 @@ def flash_attn_on_vector(backend: str, hw) -> bool:
     if f is None or f.coopmat2:
         return False
     return not vulkan_fa_coopmat1(driver_family(hw)) or bool(arch_row(getattr(hw, "arch", None)).get("vulkan_fa_scalar"))
+
+
+def hip_fa_on_vector(engine, hw) -> bool:
+    """Whether llama.cpp-rocm's prompt FlashAttention runs on the vector ALUs (fattn-tile) although its matmuls use
+    ``hw``'s WMMA/MFMA units: -fa on, in a build before ``HIP_FA_MMA_SINCE`` (``engine.build_month``; "" = today's),
+    built without GGML_HIP_ROCWMMA_FATTN (llama.cpp's default; ASSUMED for every row and prediction)."""
+    if engine.name != "llama.cpp-rocm" or engine.flash_attention is False or not uses_matrix_units(engine.name, hw):
+        return False
+    return before(getattr(engine, "build_month", ""), HIP_FA_MMA_SINCE)

@@ -207,3 +207,52 @@ def matvec_peak(hw, key: str) -> float:
         return AVX2_INT8_PER_FP32 * hw.vector_flops * width_share(hw, 256)
     return hw.cpu_int8_ops * width_share(hw, 256)
 
+
+
+# -- the attention core (priors.toml [CPUATTN]) ------------------------------------------------------------------
+# Which kernel multiplies the queries by the F16 K/V cache (ggml/src/ggml-cpu/, llama-cpp-python 0.3.36's copy):
+# - ``gemm``: without -fa, a prompt's K.Q and KQ.V are ggml_mul_mat nodes (llama-graph.cpp build_attn_mha);
+#   ggml-cpu.c ggml_compute_forward_mul_mat converts the F32 operand to F16 (F16's vec_dot_type) and hands both to
+#   llamafile_sgemm (sgemm.cpp, tinyBLAS over ggml_fp16_t: each loaded half is widened once and reused across a
+#   register tile), the path [CPUPP] measured eta_attn on;
+# - ``vec_dot``: the same nodes over one token: llamafile_sgemm refuses n < 2 ("only enable sgemm for prompt
+#   processing"), so every output is a ggml_vec_dot_f16 of two F16 rows;
+# - ``fa_row``: -fa, ops.cpp ggml_compute_forward_flash_attn_ext_f16_one_chunk: per query row and cached key one
+#   ggml_vec_dot_f16 (K against the F16 copy of the query) and one ggml_vec_mad_f16 (V into an F16 accumulator,
+#   VKQ16); one token over >= 512 keys splits the keys over the threads (use_split_kv_path), same per-key work;
+# - ``fa_tiled``: -fa from FA_TILE_Q query rows, ggml_compute_forward_flash_attn_ext_tiled: Q x KV tiles of 64,
+#   each K/V tile widened once for the tile's 64 queries.
+FA_TILE_Q = 64                # ggml-cpu/common.h GGML_FA_TILE_Q
+# ggml_compute_forward_flash_attn_ext_tiled is absent from llama-cpp-python 0.3.16's vendored ggml (PyPI upload
+# 2025-08-15) and present in 0.3.17's (2026-03-23): the month of the first copy seen with it (ASSUMED: it may have
+# landed in a build up to seven months earlier).
+FA_TILED_SINCE = "2026-03"
+# Without F16 arithmetic in the vectors (x86 before AVX512-FP16: simd-mappings.h "F16 arithmetic is not supported
+# by AVX, so we use F32 instead", GGML_F32Cx8/Cx16) GGML_F16_VEC_LOAD widens every half (vcvtph2ps) and
+# GGML_F16_VEC_STORE narrows it (vcvtps2ph): ggml_vec_dot_f16 converts 2 values per FMA (both rows), vec.h
+# ggml_vec_mad_f16 3 (x, the accumulator y, y stored back). Arm cores with FP16 vector arithmetic (every Armv8.2+
+# core llama.cpp's CPU rows run on) multiply the halves as they are (GGML_F16x8).
+CVT_PER_FMA_DOT, CVT_PER_FMA_MAD = 2, 3
+
+
+def attention_path(engine, tokens: int, month: str = "") -> str:
+    """The kernel (``gemm``, ``vec_dot``, ``fa_row``, ``fa_tiled``) of llama.cpp-cpu's attention over a pass of
+    ``tokens`` queries, fused as the engine's ``flash_attention`` says (None: fused, the -fa auto of current
+    builds), built in ``month`` ("" = today's build)."""
+    if engine.flash_attention is False:
+        return "gemm" if tokens >= 2 else "vec_dot"
+    return "fa_tiled" if tokens >= FA_TILE_Q and not before(month, FA_TILED_SINCE) else "fa_row"
+
+
+def attention_issue_share(hw, path: str) -> float:
+    """The share of the FP32 FMA peak an attention kernel can issue on ``hw`` (1: no conversion binds): where the
+    vectors cannot multiply halves, every F16<->F32 conversion takes a slot of the two vector pipes the FMAs issue
+    on (ASSUMED: Intel's vcvtph2ps/vcvtps2ph run on the FMA ports p0/p5, and Zen's share its FP pipes), so c
+    conversions per FMA leave 1 / (1 + c) of the FMA rate: vec_dot 1/3, fa_row (as many dot as mad FMAs, DK = DV)
+    2 / (2 + 2 + 3) = 2/7. An AVX512-FP16 build (Sapphire Rapids and later, GGML_F16x32) multiplies halves as they
+    are; the catalog's matrix units do not say AVX512-FP16, so those CPUs predict as converting (pessimistic)."""
+    if path in ("gemm", "fa_tiled") or isa(hw) == "arm":
+        return 1.0
+    if path == "vec_dot":
+        return 1.0 / (1.0 + CVT_PER_FMA_DOT)
+    return 2.0 / (2.0 + CVT_PER_FMA_DOT + CVT_PER_FMA_MAD)

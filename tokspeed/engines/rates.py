@@ -40,8 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
-from .backends import bf16_as_f32, coopmat1_share, flash_attn_on_vector, vector_fp16_tflops
-from .cpu_kernels import gemm_path, matvec_key, matvec_peak, path_peak
+from .backends import bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector, vector_fp16_tflops
+from .cpu_kernels import attention_issue_share, attention_path, gemm_path, matvec_key, matvec_peak, path_peak
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
 
@@ -169,6 +169,15 @@ def cpu_gemm_path(engine, hw, fmt) -> str:
     return gemm_path(engine, hw, fmt, getattr(engine, "build_month", ""))
 
 
+def cpu_attention_share(engine, hw, tokens: int) -> float:
+    """The FP32 FMA share llama.cpp-cpu's attention kernel can issue over ``tokens`` queries on a CPU
+    (``cpu_kernels.attention_path`` for the engine's -fa and build month, ``attention_issue_share``); 1 for other
+    engines (ik_llama.cpp runs its own attention kernels) and devices."""
+    if hw.kind not in ("cpu", "soc") or not str(engine.name).startswith("llama.cpp-cpu"):
+        return 1.0
+    return attention_issue_share(hw, attention_path(engine, max(int(tokens), 1), getattr(engine, "build_month", "")))
+
+
 def int8_matvec_flops(engine, hw, fmt) -> float:
     """FLOP/s of one token's matmuls over ``fmt`` weights where the engine runs them as int8 dot products on a CPU:
     ``int8_matvec`` of its kernel (``cpu_kernels.matvec_key``: the repacked gemv, ik_llama.cpp's, else the format
@@ -237,8 +246,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     if attn:        # the FP16-accumulate doubling is of the tensor figure: an F32 model's attention runs in FP32
         f32 = fmt.f32
         peak = hw.vector_flops if f32 else hw.matmul_flops
-        scalar = not f32 and tiled and flash_attn_on_vector(engine.name, hw)
-        if scalar:  # a prompt's FlashAttention tiles on the vector ALUs (Vulkan's FA_SCALAR): the packed-half rate
+        scalar = not f32 and tiled and (flash_attn_on_vector(engine.name, hw) or hip_fa_on_vector(engine, hw))
+        if scalar:  # a prompt's FA tiles on the vector ALUs (Vulkan's FA_SCALAR, HIP's fattn-tile): packed half
             peak = vector_fp16_tflops(hw) * 1e12
         # a decode pass (up to MATVEC_MAX_TOKENS queries) runs the attention core as a matrix-vector kernel (ggml-cuda
         # fattn-vec, ggml-metal kernel_flash_attn_ext_vec: one query row against the cached keys), at the pass's
@@ -246,6 +255,9 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         vec = engine.eta_matvec if 0 < tokens <= MATVEC_MAX_TOKENS else coopmat1_share(engine.name, hw, True)
         eta = min(engine.compute_eff_for(hw) * engine.eta_attn * vec *
                   (1.0 if f32 or scalar else tensor_peak_scale(engine, hw)), 1.0)
+        share = cpu_attention_share(engine, hw, tokens)
+        if share < 1.0:     # llama.cpp-cpu's F16 conversions cap its row kernels (cpu_kernels.attention_issue_share)
+            eta = min(eta, engine.compute_eff_for(hw) * share)
         value = peak * eta
         pmax = power_flops(engine, hw) if tiled and value else 0.0
         bounds = (Bound(BOARD_POWER, pmax),) if pmax else ()
