@@ -20,6 +20,7 @@ rows agreed with the prior. Paths and the rows that fit them:
 - ``attention``: prefill rows of ``MIN_CHUNK``+ tokens fit ``attn`` (the math); ``kv`` stays 1: decode
   attention reaches the profile's cache stream at long KV and is latency-bound at short KV (a per-kernel time,
   not a stream fraction);
+- a path whose fitted model still misses its rows by more than ``MAX_FIT_ERROR`` (median) keeps the prior;
 - ``w4a4-fp4`` (NVFP4) and ``w4a8-mxfp4``: no Hopper part runs them; they take ``w8a8-fp8-block``'s factors
   (block-scaled GEMMs: the scales are read and applied per block the same way), a transfer the Blackwell rows
   test.
@@ -53,6 +54,9 @@ MOE_PATH = {"fp8_block": "w8a8-fp8-block", "w4a16_mxfp4": "w4a16", "nvfp4": "w4a
             "w4a8_mxfp4_mxfp8": "w4a8-mxfp4", "bfloat16": "native"}
 FMT = {"native": "BF16", "w8a8-fp8": "FP8", "w8a8-fp8-block": "FP8-BLOCK", "w4a4-fp4": "NVFP4",
        "w4a8-mxfp4": "MXFP4", "w4a16": "MXFP4"}
+# a path whose fitted model still misses its own rows by more than this (median) is not described by factors on
+# a rate (its kernel is fixed time more than stream or math): it keeps the prior
+MAX_FIT_ERROR = 0.30
 GRID = np.exp(np.linspace(math.log(0.05), math.log(1.5), 241))
 
 
@@ -152,9 +156,13 @@ def main() -> int:
             extra = f"; experts: {en} Hopper MoE rows ({100 * ee:.0f} %)"
         lines += [f'source = "fitted on {n} Hopper dense GEMM rows (in-sample median error {100 * e:.0f} %){extra}"',
                   ""]
-    lines += ['["w4a16"]', "compute = 1.0", "stream = 1.0", f"expert_compute = {wc:.3f}", f"expert_stream = {ws:.3f}",
-              f'source = "dense: the prior (no table has a dense W4A16 GEMM); experts: {wn} Hopper MoE rows '
-              f'({100 * we:.0f} %)"', ""]
+    kept = we <= MAX_FIT_ERROR
+    lines += ['["w4a16"]', "compute = 1.0", "stream = 1.0",
+              f"expert_compute = {wc if kept else 1.0:.3f}", f"expert_stream = {ws if kept else 1.0:.3f}",
+              f'source = "dense: the prior (no table has a dense W4A16 GEMM); experts: '
+              + (f'{wn} Hopper MoE rows ({100 * we:.0f} %)"' if kept else
+                 f'the prior: fitted on {wn} Hopper MoE rows the model still missed by {100 * we:.0f} % (median; '
+                 f'fitted c {wc:.3f}, s {ws:.3f}): the kernel is fixed time per layer, not a rate"'), ""]
     c, s = out["w8a8-fp8-block"][:2]
     for path in ("w4a4-fp4", "w4a8-mxfp4"):
         lines += [f'["{path}"]', f"compute = {c:.3f}", f"stream = {s:.3f}", expert,
