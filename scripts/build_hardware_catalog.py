@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import re
 import sys
 from pathlib import Path
@@ -37,6 +36,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "scripts"))
 
 from tokspeed.hardware.links import Link, parse_host_link  # noqa: E402
+from tokspeed.toml_writer import dumps  # noqa: E402
 
 from hardware_catalog_arch import CAL_ARCH  # noqa: E402
 from hardware_catalog_ids import CALIBRATION_IDS, IDS  # noqa: E402
@@ -82,12 +82,12 @@ NV_TENSOR = {
     "rtx-5060": (30, 2.497, "blackwell", True, "boost"),
     # GA107, 2304 CUDA cores = 18 SMs at 1.47 GHz (NVIDIA: RTX 3050 6GB, 70 W); check: 2304 x 2 x 1.47 = 6.77 TF FP32
     "rtx-3050-6g": (18, 1.47, "ampere", True, "boost"),
-    # GB202, 24,064 CUDA cores = 188 SMs; boost 2.28 GHz as recalled, and as NVIDIA's 3,511 AI TOPS (FP4, 2:4 sparse)
+    # GB202, 24,064 CUDA cores = 188 SMs; boost 2.28 GHz as published, and as NVIDIA's 3,511 AI TOPS (FP4, 2:4 sparse)
     # implies: 188 x 8192 x 2.28 GHz = 3,511 (the Workstation Edition's 4,000 = 188 x 8192 x 2.6 GHz, its 125 TF FP32)
-    # GB203, 10,496 CUDA cores = 82 SMs; boost ASSUMED 2.51 GHz, what the recalled 1,687 AI TOPS (FP4, 2:4 sparse)
-    # implies (82 x 8192 x 2.51 GHz); a recalled 54.9 TF FP32 would mean 2.62 GHz: the lower is taken, low confidence
-    "rtx-pro-4500": (82, 2.51, "blackwell", False, "boost ASSUMED from the recalled 1,687 AI TOPS (low confidence)"),
-    "rtx-pro-6000-max-q": (188, 2.28, "blackwell", False, "boost (recalled; checked against the AI TOPS headline)"),
+    # GB203, 10,496 CUDA cores = 82 SMs; boost ASSUMED 2.51 GHz, what the 1,687 AI TOPS headline (FP4, 2:4 sparse)
+    # implies (82 x 8192 x 2.51 GHz); a 54.9 TF FP32 figure would mean 2.62 GHz: the lower is taken, low confidence
+    "rtx-pro-4500": (82, 2.51, "blackwell", False, "boost ASSUMED from the 1,687 AI TOPS headline (low confidence)"),
+    "rtx-pro-6000-max-q": (188, 2.28, "blackwell", False, "boost (vendor figure; checked against the AI TOPS headline)"),
     # Orin Nano Super: 1024 CUDA cores = 8 SMs at 1.02 GHz; check: 8 x 4096 x 1.02 GHz = 33.4 INT8 TOPS = NVIDIA's
     # "67 sparse TOPS" / 2
     "jetson-orin-nano-super": (8, 1.02, "ga10b", False, "maximum GPU clock (Super mode)"),
@@ -465,27 +465,9 @@ def full_apple_chip(name: str, devices: list[dict]):
     return None
 
 
-# ---- TOML writing (no third-party writer needed for strings, numbers and string lists) --------
-def toml_value(v) -> str:
-    if isinstance(v, str):
-        return json.dumps(v, ensure_ascii=False)
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(toml_value(x) for x in v) + "]"
-    raise TypeError(v)
-
-
-def toml_table(kind: str, d: dict, order: list[str]) -> str:
-    lines = [f"[[{kind}]]"]
-    for k in order:
-        v = d.get(k)
-        if v in (None, "", [], 0) and k not in ("id", "name"):
-            continue
-        lines.append(f"{k} = {toml_value(v)}")
-    return "\n".join(lines) + "\n"
+def ordered(d: dict, order: list[str]) -> dict:
+    """A device or link as its TOML table holds it: the fields of ``order`` that are set, in that order."""
+    return {k: d[k] for k in order if d.get(k) not in (None, "", [], 0) or k in ("id", "name")}
 
 
 def render(csv_path: Path, cal_path: Path | None) -> str:
@@ -510,10 +492,9 @@ def render(csv_path: Path, cal_path: Path | None) -> str:
             "# change the CSV or the script and re-run it. Units are in the field names; *_gbps of links\n"
             "# and host_link_gbps are per direction; scale_up_gbps is the vendors' bidirectional sum.\n"
             f"# {len(devices)} reference devices, {len(extra)} calibration-only devices, {len(link_dicts)} links.\n")
-    parts = [head]
-    parts += [toml_table("device", d, FIELD_ORDER) for d in devices + extra]
-    parts += [toml_table("link", d, LINK_ORDER) for d in link_dicts]
-    return "\n".join(parts)
+    tables = {"device": [ordered(d, FIELD_ORDER) for d in devices + extra],
+              "link": [ordered(d, LINK_ORDER) for d in link_dicts]}
+    return dumps({k: v for k, v in tables.items() if v}, header=head)
 
 
 def main(argv=None) -> int:

@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
-# Build llama.cpp's own `llama-server` and `llama-bench` (CPU only, one cmake build) for the slow bench-server tests, from the llama.cpp
-# source that the llama-cpp-python source package vendors (vendor/llama.cpp), so the server matches
-# the llama-cpp-python version installed. No network beyond PyPI: the web-UI assets are neither built
-# (npm) nor downloaded; the server then serves its API with an empty UI table.
+# Build llama.cpp's own `llama-server` and `llama-bench` (CPU only, one cmake build) for the slow tests
+# (bench-server, measure through llama-bench), from the llama.cpp source that the llama-cpp-python source
+# package vendors (vendor/llama.cpp). The version is pinned in one place, scripts/llama_cpp_version.txt;
+# llama-cpp-python itself is not installed for this (it is the optional `llamacpp` extra). No network
+# beyond PyPI: the web-UI assets are neither built (npm) nor downloaded; the server then serves its API
+# with an empty UI table.
 #
 # The binary is cached OUTSIDE the clone, keyed by version, because CI starts from a fresh clone:
 #   ${TOKSPEED_CACHE:-~/.cache/tokspeed}/llama-server-<version>/llama-server
 # A cached binary makes this a no-op. Prints the binary's path on stdout (the last line).
 #
-# Usage: bash scripts/build_llama_server.sh [VERSION]   (default: the installed llama-cpp-python)
+# Usage: bash scripts/build_llama_server.sh [VERSION]   (default: scripts/llama_cpp_version.txt)
 # Env: TOKSPEED_BUILD_JOBS (default 2); LLAMA_CPP_PYTHON_SDIST=path/to/llama_cpp_python-VERSION.tar.gz
 # uses a source package already downloaded.
 set -euo pipefail
 # shellcheck source=scripts/ticker.sh
 source "$(dirname "$0")/ticker.sh"
 
-VERSION="${1:-$(python3 -c 'import importlib.metadata as m; print(m.version("llama-cpp-python"))' 2>/dev/null || true)}"
+VERSION="${1:-$(tr -d '[:space:]' <"$(dirname "$0")/llama_cpp_version.txt")}"
 if [ -z "$VERSION" ]; then
-  echo "build_llama_server: llama-cpp-python is not installed and no VERSION was given" >&2
+  echo "build_llama_server: no VERSION given and scripts/llama_cpp_version.txt is empty" >&2
   exit 2
 fi
 CACHE="${TOKSPEED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/tokspeed}"
@@ -30,7 +32,7 @@ fi
 
 JOBS="${TOKSPEED_BUILD_JOBS:-2}"
 echo "build_llama_server: building llama.cpp's llama-server $VERSION (CPU, -j$JOBS) into $DEST;" \
-     "once per version: 16 CPU-minutes, ~8 min on 2 free cores" >&2
+     "once per version: ~11 CPU-minutes, ~6-8 min on 2 idle cores" >&2
 # The build tree lives in the cache too, so a build cut short (CI timeout, Ctrl-C) resumes where it
 # stopped; it is removed once the binary is in place.
 WORK="$CACHE/build-$VERSION"

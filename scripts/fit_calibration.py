@@ -33,7 +33,7 @@ but 316 of its 365 rows are from May 2024: a simplification). The fit uses:
   predicted, which is the situation of a user with hardware that is not in the file.
 
 Prints a table per engine x family (n, median and p90 absolute % error for decode and prefill, in-sample
-and held-out), the held-out errors against issue 11's targets, and the coverage of the error bands.
+and held-out), the held-out errors against the targets, and the coverage of the error bands.
 ``--write`` writes tokspeed/engines/fitted.toml (deterministic) with the p90 error band, and
 tokspeed/engines/bands.toml: the factors that widen that band off the data (tokspeed/calibration/holdout.py), from
 the errors of rows held out by vendor and by backend (the priors), of each backend refitted without a weight-format
@@ -48,6 +48,7 @@ import argparse
 import math
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -61,8 +62,13 @@ from tokspeed.calibration.evaluate import percentile  # noqa: E402
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
 from tokspeed.calibration.holdout import (CONDITIONS, band_results, bands_toml, held_out_tables,  # noqa: E402
                                           is_moe)
+from tokspeed.calibration.pooled_holdout import (POOL_GRID, SCHEMES, backend_bands, band_rows,  # noqa: E402
+                                                 choose_k, era_blend, pooled_errors, pooled_tables, seen_mask,
+                                                 test_masks)
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
+from tokspeed.engines.pooling import arch_family, blend  # noqa: E402
+from tokspeed.toml_writer import Inline, dumps  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
 
 BACKENDS = ["llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "llama.cpp-rocm", "llama.cpp-sycl", "gpt-fast"]
@@ -74,7 +80,8 @@ SIGMA_FIXED_MS = 1.0
 SIGMA_ERA = SIGMA_ETA   # prior width on log(era multiplier); 0.2 was tried: held-out medians moved < 1 point
 SIGMA_ATTN_BYTES = 0.02  # prior width on attn_bytes_per_flop (B/FLOP): 2/3 of the unfused prior 0.031
 SIGMA_REREAD = 0.5      # prior width on kv_reread, a share in [0, 1]: half its range
-MIN_BAND_ROWS = 10      # below this many rows of a metric, the prior's error band is kept as a floor
+HOLDOUT_NFEV = 30       # steps of a held-out refit started at the full fit (each a Jacobian: ~35 evaluations)
+
 
 
 @dataclass(frozen=True)
@@ -184,8 +191,9 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
             dicts[p.field][p.key] = val
     # the K/V re-read share (fitted, else the engine's prior) holds in the eras whose attention ran unfused
     share = scalars.pop("kv_reread", prior_profile(prior.name).kv_reread)
-    base = replace(prior, bw_cap_gbps=0.0, **dicts, **scalars,
-                   kv_reread=share if unfused_attention(prior.name, prior.version) else 0.0)
+    fused = not unfused_attention(prior.name, prior.version) if prior.version else None
+    base = replace(prior, bw_cap_gbps=0.0, **dicts, **scalars, flash_attention=fused,
+                   kv_reread=share if not fused else 0.0)
     if not prior.version:
         return base
     out = {prior.version: base}
@@ -193,6 +201,7 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
         m, c = vals.pop("era_mem", 1.0), vals.pop("era_compute", 1.0)
         vals.setdefault("quant_flops_per_core_cycle", 0.0)    # MMQ on tensor cores: the newest era only
         vals["kv_reread"] = share if unfused_attention(prior.name, era) else 0.0
+        vals["flash_attention"] = not unfused_attention(prior.name, era)   # the era's default path
         out[era] = replace(base, version=era,
                            eta_mem={k: v * m for k, v in base.eta_mem.items()},
                            bytes_per_core_cycle=base.bytes_per_core_cycle * m,
@@ -235,22 +244,25 @@ def loss(rs: RowSet, prof: EngineProfile, mask=None, space=None, x=None) -> floa
     return total
 
 
-def fit(rs: RowSet, prior: EngineProfile, mask=None) -> tuple[EngineProfile, list[Param], np.ndarray]:
-    """Least-squares fit of ``prior``'s parameters on the rows of ``rs`` selected by ``mask``."""
+def fit(rs: RowSet, prior: EngineProfile, mask=None, start=None) -> tuple[EngineProfile, list[Param], np.ndarray]:
+    """Least-squares fit of ``prior``'s parameters on the rows of ``rs`` selected by ``mask``. ``start``: {label:
+    value} to start from (a held-out refit starts at the full fit, the prior term still pulling toward the prior,
+    and stops after HOLDOUT_NFEV steps: it moves from a nearby minimum)."""
     from scipy.optimize import least_squares
 
     mask = np.ones(len(rs.rows), bool) if mask is None else np.asarray(mask, bool)
     rows = [r for r, m in zip(rs.rows, mask) if m]
     space = param_space(prior, rows)
-    x0 = np.array([p.prior for p in space])
     lo = np.array([p.lo for p in space])
     hi = np.array([p.hi for p in space])
+    x0 = np.array([_clip((start or {}).get(p.label, p.prior), p.lo, p.hi) for p in space])
 
     def resid(x):
         z = log_errors(rs, make_profile(prior, space, x))[mask]
         return np.concatenate([robust(z), prior_residuals(space, x)])
 
-    best = least_squares(resid, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-4, max_nfev=400)
+    best = least_squares(resid, x0, bounds=(lo, hi), x_scale="jac", diff_step=1e-4,
+                         max_nfev=HOLDOUT_NFEV if start else 400)
     return make_profile(prior, space, best.x), space, best.x
 
 
@@ -281,31 +293,71 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
     prof, space, x = fit(rs, prior)
     ins = (predict_rows(rs, prof) / rs.measured - 1) * 100
     pri = (predict_rows(rs, pri_prof) / rs.measured - 1) * 100
+    start = {p.label: v for p, v in zip(space, x)}
     fams = sorted({r.family for r in rows})
-    held = np.full(len(rows), np.nan)
-    fam_arr = np.array([r.family for r in rows])
-    if len(fams) > 1:
-        for fam in fams:
-            m = fam_arr != fam
-            p_ho, _, _ = fit(rs, prior, m)
-            held[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
+    raw = prior_profile(engine)      # what a device answers with where the fit does not reach (get_engine's prior)
+    held, family_out = arch_family_out(rs, prior, raw, start, prof)
     vendors = sorted({r.hw.vendor for r in rows})
     lovo = np.array(pri, dtype=float)          # one vendor only: without it the backend has its priors
     ven_arr = np.array([r.hw.vendor for r in rows])
     if len(vendors) > 1:
         for ven in vendors:
             m = ven_arr != ven
-            p_ho, _, _ = fit(rs, prior, m)
+            p_ho, _, _ = fit(rs, prior, m, start)
             lovo[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
     moe = [is_moe(r.model) for r in rows]
-    loco = leave_condition_out(rs, prior, rows, moe)
+    loco = leave_condition_out(rs, prior, rows, moe, start)
+    pooled, seen = pooled_holdouts(rs, prior, raw, start, prof)
     if verbose:
         print(f"  fitted {engine} on {len(rows)} rows in {time.time() - t0:.1f} s", file=sys.stderr)
     return dict(engine=engine, rows=rows, profile=prof, space=space, x=x, insample=ins, heldout=held,
-                prior_err=pri, families=fams, version=prior.version, lovo=lovo, fitted=True, moe=moe, loco=loco)
+                prior_err=pri, families=fams, version=prior.version, lovo=lovo, fitted=True, moe=moe, loco=loco,
+                pooled=pooled, seen=seen, family_out=family_out, pri_prof=pri_prof,
+                # what a device of a family without rows is answered with: the priors on the fit's kernel paths
+                prior_alone=(predict_rows(rs, era_blend(raw, prof, 0.0)) / rs.measured - 1) * 100,
+                arch_rows=dict(sorted(Counter(arch_family(r.hw) for r in rows).items())))
 
 
-def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe) -> dict:
+def refit(rs: RowSet, prior: EngineProfile, train, start, full=None, pri_prof=None):
+    """The backend refitted on the ``train`` rows (its priors where there are none). An era of the full fit ``full``
+    that the train rows lack is answered by the priors on that era's kernel paths (``pooling.blend`` at weight 0)."""
+    prof = fit(rs, prior, train, start)[0] if np.any(train) else prior
+    if isinstance(full, dict):
+        base = prof if isinstance(prof, dict) else {}
+        prof = {**{e: blend(pri_prof, p, 0.0) for e, p in full.items()}, **base}
+    return prof
+
+
+def arch_family_out(rs: RowSet, prior: EngineProfile, pri_prof: EngineProfile, start, full):
+    """Each architecture family's rows predicted by a refit without them: as the refit stands (``heldout``: the fit
+    before pooling applied them the refit) and pooled (their family has no rows: the priors, ``family_out``)."""
+    fams = np.array([arch_family(r.hw) for r in rs.rows])
+    held, out = np.full(len(fams), np.nan), np.full(len(fams), np.nan)
+    for fam in sorted(set(fams)):
+        test = fams == fam
+        p_ho = refit(rs, prior, ~test, start, full, pri_prof)
+        err = pooled_errors(rs, predict_rows, pri_prof, p_ho, ~test, test, ks=(0.0,))
+        held[test], out[test] = err["unpooled"][test], err[0.0][test]
+    return held, out
+
+
+def pooled_holdouts(rs: RowSet, prior: EngineProfile, pri_prof: EngineProfile, start, full):
+    """{scheme: {k: signed % error}} of the rows held out by source, by device and forward in time
+    (tokspeed/calibration/pooled_holdout.py), and {scheme: rows whose family the refit had}."""
+    n = len(rs.rows)
+    pooled = {s: {k: np.full(n, np.nan) for k in (*POOL_GRID, "unpooled")} for s in SCHEMES}
+    seen = {s: np.zeros(n, bool) for s in SCHEMES}
+    for scheme, masks in test_masks(rs.rows).items():
+        for test in masks:
+            p_ho = refit(rs, prior, ~test, start, full, pri_prof)
+            err = pooled_errors(rs, predict_rows, pri_prof, p_ho, ~test, test)
+            for k, e in err.items():
+                pooled[scheme][k][test] = e[test]
+            seen[scheme] |= seen_mask(rs, ~test, test)
+    return pooled, seen
+
+
+def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe, start=None) -> dict:
     """{term: signed % error of each row held out that way (NaN where not)} for holdout.CONDITIONS: the backend
     refitted without one weight-format group's rows, without the rows deeper than its median context depth, without
     its MoE rows, predicts them (the distance terms of tokspeed/engines/bands.py)."""
@@ -316,7 +368,7 @@ def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe) -> dict:
     tests += [("deep_context", ctx > np.median(ctx)), ("moe_unseen", np.array(moe, bool))]
     for term, out_rows in tests:
         if out_rows.any() and not out_rows.all():
-            p_ho, _, _ = fit(rs, prior, ~out_rows)
+            p_ho, _, _ = fit(rs, prior, ~out_rows, start)
             out[term][out_rows] = (predict_rows(rs, p_ho)[out_rows] / rs.measured[out_rows] - 1) * 100
     return out
 
@@ -346,7 +398,7 @@ def table(results) -> str:
     return "\n".join(lines)
 
 
-TARGETS = {"decode": (10.0, 25.0), "prefill": (15.0, 35.0)}   # issue 11: held-out median / p90 |error| %
+TARGETS = {"decode": (10.0, 25.0), "prefill": (15.0, 35.0)}   # the targets: held-out median / p90 |error| %
 
 
 def targets(results) -> str:
@@ -372,45 +424,13 @@ def targets(results) -> str:
     return "\n".join(lines)
 
 
-def coverage(results, kind: str = "decode") -> str:
-    """Share of ``kind`` rows (decode, prefill) whose measured value lies inside the stated range (prediction +- band)
-    when their family is held out: with the stored band (p90 of the held-out errors, so ~90 % by construction) and,
-    honestly, with a band computed from the *other* families' held-out errors only."""
-    lines = [f"band coverage of {kind} rows, leave-one-family-out (stored band; band from the other families):"]
-    for res in results:
-        prof = res["profile"]
-        p = prof[res["version"]] if isinstance(prof, dict) else prof
-        prior = prior_profile(res["engine"])
-        stored = band(res, kind, prior.decode_error_pct if kind == "decode" else prior.prefill_error_pct)
-        floor = p.decode_error_pct if kind == "decode" else p.prefill_error_pct
-        idx = [i for i, r in enumerate(res["rows"]) if r.kind == kind and not math.isnan(res["heldout"][i])]
-        if not idx:
-            continue
-        inside = sum(abs(res["heldout"][i]) <= stored for i in idx)
-        nested = 0
-        for i in idx:
-            fam = res["rows"][i].family
-            other = [abs(res["heldout"][j]) for j in idx if res["rows"][j].family != fam]
-            b = percentile(other, 90) if len(other) >= MIN_BAND_ROWS else max(stored, floor)
-            nested += abs(res["heldout"][i]) <= b
-        lines.append(f"  {res['engine']:16} n={len(idx):4d}  band {stored:4.0f} %: {100 * inside / len(idx):5.1f} %"
-                     f"   other families' band: {100 * nested / len(idx):5.1f} %")
-    return "\n".join(lines)
-
-
 def band(res, kind, prior_pct: float) -> float:
-    """Stored error band: p90 |error|, the larger of in-sample and held-out (by family; a backend of one family: by
-    vendor, i.e. its priors); with fewer than
-    MIN_BAND_ROWS rows a p90 means little, so the prior's (wider) band stays the floor."""
-    idx = [i for i, r in enumerate(res["rows"]) if r.kind == kind]
-    if not idx:
-        return prior_pct
-    ins = percentile([abs(res["insample"][i]) for i in idx], 90)
-    ho = [abs(res["heldout"][i]) for i in idx if not math.isnan(res["heldout"][i])]
-    if not ho and "lovo" in res:      # one device family only: nothing held out of the fit but the backend itself
-        ho = [abs(res["lovo"][i]) for i in idx]
-    b = max(ins, percentile(ho, 90)) if ho else ins
-    return max(b, prior_pct) if len(idx) < MIN_BAND_ROWS else b
+    """Stored error band of a device whose architecture family is in the fit: the split-conformal COVER % quantile of
+    the |error| of the backend's rows held out by source and by device, pooled at the chosen strength
+    (tokspeed/calibration/pooled_holdout.py; over every backend's held-out rows where it has fewer than
+    MIN_BAND_ROWS); the prior's band where nothing was held out."""
+    b = res.get("bands", {}).get((kind, "seen"), float("nan"))
+    return prior_pct if math.isnan(b) else b
 
 
 def _num(v: float) -> str:
@@ -418,10 +438,6 @@ def _num(v: float) -> str:
         return "0.0"
     s = f"{v:.4g}"
     return s if any(c in s for c in ".e") else s + ".0"
-
-
-def _dict(d: dict) -> str:
-    return "{ " + ", ".join(f"{k} = {_num(v)}" for k, v in sorted(d.items())) + " }" if d else "{}"
 
 
 ERA_SCALARS = ("launch_s", "fixed_s", "attn_bytes_per_flop", "kv_reread")   # per older era, with eta_mem, eta_compute
@@ -441,73 +457,74 @@ def shared_eta_mem(results, engine: str) -> dict:
     return {}
 
 
+def fitted_prior_source(source: str) -> str:
+    """A prior's source quoted in a fitted entry: its "no calibration rows" is true of the prior alone, and a
+    fitted entry has rows."""
+    return source.replace("; no calibration rows", "")
+
+
+FITTED_HEADER = """# Written by scripts/fit_calibration.py from data/validation/calibration.csv and calibration-3.csv: do not
+# edit by hand. Overlays priors.toml per engine; `version` is the newest engine era fitted (tokspeed/engines/
+# eras.toml), whose values are the engine's top-level ones; `eras.<label>` holds what differs in an older era.
+# eta_mem is keyed by memory technology (hbm, gddr, lpddr, ddr). arch_rows / pool_rows: the partial pooling
+# toward the priors per architecture family (tokspeed/engines/pooling.py). Error bands: the split-conformal 90 %
+# quantile of the |error| held out by source and by device, for a family in the fit (decode_error_pct) and one
+# without rows (decode_unseen_pct).
+"""
+
+
 def fitted_toml(results) -> str:
-    out = ["# Written by scripts/fit_calibration.py from data/validation/calibration.csv: do not edit by hand.",
-           "# Overlays priors.toml per engine; `version` is the newest engine era fitted (tokspeed/engines/",
-           "# eras.toml), whose values are the engine's top-level ones; `eras.<label>` holds what differs in an",
-           "# older era. eta_mem is keyed by memory technology (hbm, gddr, lpddr, ddr). Error bands: p90 abs %",
-           "# error, the larger of in-sample and leave-one-device-family-out.", ""]
-    for res in results:
-        prof = res["profile"]
-        p = prof[res["version"]] if isinstance(prof, dict) else prof
-        rows = res["rows"]
-        nd = sum(r.kind == "decode" for r in rows)
-        npf = len(rows) - nd
-        counts = {}
-        for r in rows:
-            counts[memory_class(r.hw)] = counts.get(memory_class(r.hw), 0) + 1
-            counts[r.hw.kind] = counts.get(r.hw.kind, 0) + 1
-        # an unseen memory technology gets the value fitted for the technology with most rows
-        top = max(sorted(k for k in counts if k in p.eta_mem), key=counts.get)
-        kinds = [k for k in counts if k in p.eta_compute]
-        top_kind = max(sorted(kinds), key=counts.get) if kinds else None
-        eta_mem = {**{k: v for k, v in p.eta_mem.items() if k in counts}, "default": p.eta_mem[top]}
-        # a backend compiled from another's kernels (priors.toml kernels_of: ROCm from CUDA) keeps that engine's
-        # fitted value for a memory technology it has no rows of (HBM Instinct parts), not its GDDR rows' value
-        eta_mem = {**shared_eta_mem(results, res["engine"]), **eta_mem}
-        eta_compute = {**p.eta_compute, "default": p.eta_compute[top_kind] if top_kind else p.compute_eff("")}
-        prior = prior_profile(res["engine"])
-        dec_band = band(res, "decode", prior.decode_error_pct)
-        pre_band = band(res, "prefill", prior.prefill_error_pct)
-        out.append(f'["{res["engine"]}"]')
-        if res["version"]:
-            out.append(f'version = "{res["version"]}"')
-        out.append(f"eta_mem = {_dict(eta_mem)}")
-        out.append(f"eta_compute = {_dict(eta_compute)}")
-        out.append(f"eta_format = {_dict(p.eta_format)}")
-        out.append(f"eta_compute_format = {_dict(p.eta_compute_format)}")
-        out.append(f"eta_attn = {_num(p.eta_attn)}")
-        out.append(f"eta_matvec = {_num(p.eta_matvec)}")
-        out.append(f"attn_bytes_per_flop = {_num(p.attn_bytes_per_flop)}")
-        out.append(f"kv_reread = {_num(p.kv_reread)}")
-        out.append(f"gemm_half_tokens = {_num(round(p.gemm_half_tokens, 1))}")
-        out.append(f"eta_kv = {_num(p.eta_kv)}")
-        out.append("bw_cap_gbps = 0.0")
-        out.append(f"launch_s = {_num(p.launch_s)}")
-        out.append(f"fixed_s = {_num(p.fixed_s)}")
-        for k in CORE_BOUNDS:
-            if getattr(p, k):
-                out.append(f"{k} = {_num(getattr(p, k))}")
-        out.append(f"decode_error_pct = {_num(round(dec_band))}")
-        out.append(f"prefill_error_pct = {_num(round(pre_band))}")
-        out.append("fitted = true")
-        out.append(f'source = "fitted by scripts/fit_calibration.py on {len(rows)} rows of calibration.csv '
-                   f'({nd} decode, {npf} prefill; {", ".join(res["families"])}; eras '
-                   f'{", ".join(eras_of(rows))}); priors: {prior.source}"')
-        for era, ep in sorted(prof.items()) if isinstance(prof, dict) else []:
-            if era == res["version"]:
-                continue
-            out.append("")
-            out.append(f'["{res["engine"]}".eras."{era}"]')
-            era_mem = {k: ep.eta_mem.get(k, v) for k, v in eta_mem.items() if k != "default"}   # shared: as is
-            era_mem["default"] = ep.eta_mem[top]
-            c = ep.eta_compute.get("default", 1.0) / p.eta_compute.get("default", 1.0)
-            out.append(f"eta_mem = {_dict(era_mem)}")
-            out.append(f"eta_compute = {_dict({k: v * c for k, v in eta_compute.items()})}")
-            for k in ERA_SCALARS + tuple(b for b in CORE_BOUNDS if getattr(p, b)):   # 0 = no bound in that era
-                out.append(f"{k} = {_num(getattr(ep, k))}")
-        out.append("")
-    return "\n".join(out)
+    return dumps({res["engine"]: engine_table(res, results) for res in results}, number=_num, header=FITTED_HEADER)
+
+
+def engine_table(res, results) -> dict:
+    """One engine's fitted.toml table: its newest era's values, the pooling, the bands, and its older eras."""
+    prof = res["profile"]
+    p = prof[res["version"]] if isinstance(prof, dict) else prof
+    rows = res["rows"]
+    nd = sum(r.kind == "decode" for r in rows)
+    counts = Counter([memory_class(r.hw) for r in rows] + [r.hw.kind for r in rows])
+    # an unseen memory technology gets the value fitted for the technology with most rows
+    top = max(sorted(k for k in counts if k in p.eta_mem), key=counts.get)
+    kinds = [k for k in counts if k in p.eta_compute]
+    top_kind = max(sorted(kinds), key=counts.get) if kinds else None
+    eta_mem = {**{k: v for k, v in p.eta_mem.items() if k in counts}, "default": p.eta_mem[top]}
+    # a backend compiled from another's kernels (priors.toml kernels_of: ROCm from CUDA) keeps that engine's
+    # fitted value for a memory technology it has no rows of (HBM Instinct parts), not its GDDR rows' value
+    eta_mem = {**shared_eta_mem(results, res["engine"]), **eta_mem}
+    eta_compute = {**p.eta_compute, "default": p.eta_compute[top_kind] if top_kind else p.compute_eff("")}
+    prior = prior_profile(res["engine"])
+    out = {"version": res["version"]} if res["version"] else {}
+    out.update(eta_mem=Inline(eta_mem), eta_compute=Inline(eta_compute), eta_format=Inline(p.eta_format),
+               eta_compute_format=Inline(p.eta_compute_format), eta_attn=p.eta_attn, eta_matvec=p.eta_matvec,
+               attn_bytes_per_flop=p.attn_bytes_per_flop, kv_reread=p.kv_reread,
+               gemm_half_tokens=round(p.gemm_half_tokens, 1), eta_kv=p.eta_kv, bw_cap_gbps=0.0,
+               launch_s=p.launch_s, fixed_s=p.fixed_s)
+    out.update({k: getattr(p, k) for k in CORE_BOUNDS if getattr(p, k)})
+    for kind in ("decode", "prefill"):
+        out[f"{kind}_error_pct"] = float(round(band(res, kind, getattr(prior, f"{kind}_error_pct"))))
+    # partial pooling toward the priors by architecture family (tokspeed/engines/pooling.py)
+    out.update(arch_rows=Inline(res["arch_rows"]), pool_rows=float(res["pool_k"]))
+    for kind in ("decode", "prefill"):
+        unseen = res["bands"][(kind, "unseen")]
+        out[f"{kind}_unseen_pct"] = float(round(unseen if not math.isnan(unseen) else band(res, kind, 0)))
+    out["fitted"] = True
+    out["source"] = (f"fitted by scripts/fit_calibration.py on {len(rows)} rows of calibration.csv "
+                     f"({nd} decode, {len(rows) - nd} prefill; {', '.join(res['families'])}; eras "
+                     f"{', '.join(eras_of(rows))}); priors: {fitted_prior_source(prior.source)}")
+    eras = {}
+    for era, ep in sorted(prof.items()) if isinstance(prof, dict) else []:
+        if era == res["version"]:
+            continue
+        era_mem = {k: ep.eta_mem.get(k, v) for k, v in eta_mem.items() if k != "default"}   # shared: as is
+        era_mem["default"] = ep.eta_mem[top]
+        c = ep.eta_compute.get("default", 1.0) / p.eta_compute.get("default", 1.0)
+        eras[era] = {"eta_mem": Inline(era_mem), "eta_compute": Inline({k: v * c for k, v in eta_compute.items()})}
+        # 0 = no bound in that era
+        eras[era].update({k: getattr(ep, k) for k in ERA_SCALARS + tuple(b for b in CORE_BOUNDS if getattr(p, b))})
+    if eras:
+        out["eras"] = eras
+    return out
 
 
 DOCS = REPO / "docs" / "calibration.md"
@@ -542,6 +559,12 @@ def main(argv=None) -> int:
     print(f"{len(rows)} rows read; scored {sum(len(v) for v in by_engine.values())}; skipped: "
           + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])))
     results = [run_engine(e, rs) for e, rs in by_engine.items() if rs]
+    k = choose_k(results)
+    bands = backend_bands(results, k)
+    for res in results:
+        res.update(pool_k=k, bands=bands[res["engine"]], band_rows={
+            f"{d}_band_rows": sum(len(band_rows(res, kind, k, d)) for kind in ("decode", "prefill"))
+            for d in ("seen", "unseen")})
     print()
     print(table(results))
     print()
@@ -553,10 +576,8 @@ def main(argv=None) -> int:
     print()
     print(targets(results))
     print()
-    print(coverage(results))
-    print(coverage(results, "prefill"))
     llama = band_results(results, rows, band)
-    tables = held_out_tables(llama)
+    tables = pooled_tables(results, k) + "\n\n" + held_out_tables(llama)
     print()
     print(tables)
     if args.write:

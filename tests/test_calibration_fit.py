@@ -69,7 +69,9 @@ def test_fast_evaluator_equals_predict(scored):
             + [r for r in rows[3::7] + rows[4::7] if r.kind == "decode" and r.batch > 1]
         profs = {r.era: get_engine(engine, version=r.era or None) for r in rows}   # each row's own era
         fast = predict_rows(build(rows), profs)
-        slow = np.array([predicted_tok_s(r) for r in rows])
+        # the same profile through predict (a device's pooling toward the priors, engines/pooling.py, is a profile
+        # of its own: the fit evaluates it the same way)
+        slow = np.array([predicted_tok_s(r, profs[r.era]) for r in rows])
         # predict sums the decode steps in closed form (timing.depth_sum, exact for piecewise-linear steps); the fit
         # samples 33 of them (trapezoid), exact only where no operator changes bound within the range: a decode
         # attention core turning compute-bound mid-way (r0291, gpt-oss-20b on an M1 Pro over 128 steps) leaves 2e-7
@@ -170,18 +172,24 @@ def test_machine_calibration_reads_eta_mem_and_its_old_name_eta_memory():
     assert get_engine("llama.cpp-cuda", hw).decode_error_pct == 5.0
 
 
-def test_band_coverage_of_prefill_rows_by_hand():
-    """The fit script's coverage table, for prefill rows: 10 rows of family A held out at 10 % off, 10 of family B
-    at 40 %. Stored band = p90 of all held-out errors = 40 %: 20/20 inside. With the other family's band only, A is
-    judged by B's p90 (40: inside) and B by A's (10: outside): 50 %."""
+def test_band_table_coverage_width_and_interval_score_by_hand():
+    """The fit's band table (calibration/pooled_holdout.py): 10 decode rows held out by source at 10 % and 10 by
+    device at 50 % too fast; a stored band of ±20 %: the 10 inside (50 %), width (1.2)^2 = x1.44; Winkler's interval
+    score at 90 % in log units: 2 ln 1.2 + (2 / 0.1) x mean excess (half the rows exceed by ln 1.5 - ln 1.2)."""
+    import math
     from types import SimpleNamespace
 
+    from tokspeed.calibration import pooled_holdout as ph
+
     np = pytest.importorskip("numpy")
-    fit = _fit_module()
-    rows = [SimpleNamespace(kind="prefill", family=f) for f in ["A"] * 10 + ["B"] * 10]
-    res = dict(engine="llama.cpp-cuda", rows=rows, profile=prior_profile("llama.cpp-cuda"), version=None,
-               insample=np.full(20, 5.0), heldout=np.array([10.0] * 10 + [-40.0] * 10))
-    out = fit.coverage([res], "prefill").splitlines()
-    assert out[0].startswith("band coverage of prefill rows")
-    assert out[1].split() == ["llama.cpp-cuda", "n=", "20", "band", "40", "%:", "100.0", "%", "other",
-                              "families'", "band:", "50.0", "%"]
+    rows = [SimpleNamespace(kind="decode", source="s", hw=SimpleNamespace(name="d"))] * 10
+    err = {"source": np.full(10, 10.0), "device": np.full(10, 50.0), "time": np.full(10, np.nan)}
+    res = {"engine": "x", "rows": rows, "pooled": {s: {0.0: e} for s, e in err.items()},
+           "seen": {s: np.ones(10, bool) for s in ph.SCHEMES}}
+    line = ph.band_table([res], 0.0, {"x": {("decode", "seen"): 20.0}}).splitlines()[2]
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    half = math.log(1.2)
+    score = 2 * half + (2 / 0.1) * (math.log(1.5) - half) / 2
+    assert cells == ["x", "decode", "family in the fit", "20", "±20 %", "50 %", "×1.44", f"{score:.2f}"]
+    # its conformal band: the ceil(21 x 0.9) = 19th smallest |log error| of the 20: ln 1.5 -> ±50 %
+    assert ph.conformal(ph.band_rows(res, "decode", 0.0, "seen")) == pytest.approx(50.0)

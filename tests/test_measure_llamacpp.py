@@ -10,7 +10,7 @@ from tests.conftest import run_cli
 
 pytestmark = pytest.mark.slow
 torch = pytest.importorskip("torch")
-llama_cpp = pytest.importorskip("llama_cpp")
+llama_cpp = pytest.importorskip("llama_cpp", reason="llama-cpp-python is the optional in-process backend (extra llamacpp)")
 pytest.importorskip("gguf")
 
 from tokspeed.measure.decoder import Decoder, DecoderConfig  # noqa: E402

@@ -14,14 +14,10 @@ from noun_scan import ROOT, files_naming
 
 DOC = (ROOT.parent / "docs" / "architecture.md").read_text()
 
-# the CLI examples and the web page's presets name a few devices; their ceiling is today's count
-DEVICE_CEILING = {"h100-sxm": 3, "rtx-4090": 3}
-
-
 @pytest.mark.parametrize("hw_id", sorted(h.id for h in all_hardware()))
 def test_a_device_is_named_in_at_most_two_modules(hw_id):
     files = files_naming(hw_id)
-    assert len(files) <= DEVICE_CEILING.get(hw_id, 2), f"{hw_id} named in {files}: a device is a catalog row"
+    assert len(files) <= 2, f"{hw_id} named in {files}: a device is a catalog row"
 
 
 HELPERS = {"__init__", "main", "options", "flag_words"}     # cli/ modules that are no verb

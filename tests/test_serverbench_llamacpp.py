@@ -17,7 +17,8 @@ from serverbench_gguf import expected_prompt_tokens, free_port, running_server, 
 pytestmark = pytest.mark.slow
 
 for mod in ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings", "httpx"):
-    pytest.importorskip(mod, reason="needs llama-cpp-python[server] (pip install 'llama-cpp-python[server]')")
+    pytest.importorskip(mod, reason="llama-cpp-python[server] is optional (extra llamacpp); llama.cpp's own "
+                                    "llama-server is tested in test_serverbench_llamaserver.py")
 
 MAX_TOKENS = 12
 PROMPT_TOKENS = 16

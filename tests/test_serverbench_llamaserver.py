@@ -3,21 +3,20 @@ batching) serving a tiny random-weight GGUF written here (see serverbench_gguf.p
 token is one printable character and EOS never comes, so a request for N tokens streams N tokens).
 
 The binary is built once by ``scripts/build_llama_server.sh`` (scripts/test.sh runs it) from the
-llama.cpp source that the installed llama-cpp-python's source package vendors, and cached outside
-the clone. A sweep must find a saturation point; the recorded token counts are checked against the
+llama.cpp source of the version pinned in scripts/llama_cpp_version.txt (the llama-cpp-python source package
+vendors it), and cached outside the clone. A sweep must find a saturation point; the recorded token counts are checked against the
 server's per-request ``timings`` (exactly) and its ``/metrics`` counter (up to the requests a
 slot has not flushed into it yet), and the prompt length the server
 saw against the count worked out by hand from the byte-level vocabulary.
 """
 
-import importlib.metadata
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
 
+from progress import llama_cpp_binary
 from serverbench_gguf import expected_prompt_tokens, free_port, running_server, write_tiny_llama
 
 pytestmark = pytest.mark.slow
@@ -31,23 +30,14 @@ SEED = 11
 
 
 def llama_server_binary() -> Path | None:
-    if os.environ.get("TOKSPEED_LLAMA_SERVER"):
-        return Path(os.environ["TOKSPEED_LLAMA_SERVER"])
-    try:
-        version = importlib.metadata.version("llama-cpp-python")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-    cache = Path(os.environ.get("TOKSPEED_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-                 / "tokspeed")
-    p = cache / f"llama-server-{version}" / "llama-server"
-    return p if p.is_file() else None
+    return llama_cpp_binary("llama-server")
 
 
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory):
     binary = llama_server_binary()
     if binary is None:
-        pytest.skip("no llama-server: run scripts/build_llama_server.sh (scripts/test.sh does)")
+        pytest.skip("no llama-server: run bash scripts/build_llama_server.sh (scripts/test.sh does)")
     d = tmp_path_factory.mktemp("llamaserver")
     model = write_tiny_llama(d / "tiny.gguf")
     port = free_port()

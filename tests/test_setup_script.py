@@ -38,7 +38,19 @@ def test_test_sh_wraps_both_builds_and_readme_states_the_first_run_time():
     assert 'with_ticker "llama-server build" bash scripts/build_llama_server.sh' in sh
     assert "with_ticker" in (ROOT / "scripts" / "build_llama_server.sh").read_text()
     readme = (ROOT / "README.md").read_text()
-    assert "about 30 minutes on 2 cores" in readme and "about 12 minutes" not in readme
+    assert "one llama.cpp build" in readme and "about 30 minutes" not in readme
+
+
+def test_the_suite_builds_llama_cpp_once():
+    """llama-cpp-python would compile the same llama.cpp sources a second time: test.sh installs no `llamacpp`
+    extra, and the one cmake build takes its version from one place, not from an installed package."""
+    sh = (ROOT / "scripts" / "test.sh").read_text()
+    installs = re.findall(r"pip install [^\n]*'\.\[([^\]]*)\]'", sh)
+    assert installs and all("llamacpp" not in extras.split(",") for extras in installs)
+    build = (ROOT / "scripts" / "build_llama_server.sh").read_text()
+    assert "llama_cpp_version.txt" in build and "importlib.metadata" not in build
+    version = (ROOT / "scripts" / "llama_cpp_version.txt").read_text().strip()
+    assert re.fullmatch(r"\d+\.\d+\.\d+", version)
 
 
 def test_the_venv_the_readme_advises_is_ignored():

@@ -134,8 +134,10 @@ def test_fast_evaluator_reads_the_cache_per_query_head_too():
                         ("llama.cpp-cuda", ("r0890", "r0893", "r0906", "r0909"))):    # a share of 1, and under 1
         rows = _measured(ids)
         assert {r.era for r in rows} == {"2024"} and {r.engine for r in rows} == {engine}
-        fast = predict_rows(build(rows), get_engine(engine, version="2024"))
-        assert np.allclose(fast, [predicted_tok_s(r) for r in rows], rtol=1e-9)
+        prof = get_engine(engine, version="2024")
+        fast = predict_rows(build(rows), prof)
+        # the same profile through predict (a device's pooled profile, engines/pooling.py, is another profile)
+        assert np.allclose(fast, [predicted_tok_s(r, prof) for r in rows], rtol=1e-9)
 
 
 def test_explain_counts_and_says_the_reads_per_query_head():
@@ -239,10 +241,10 @@ def test_fused_2025_builds_drop_unfused_score_traffic_under_fa_auto():
     # 1 % of the unfused era's traffic, far from the unfused figure
     assert 0 <= get_engine("llama.cpp-rocm").attn_bytes_per_flop < rocm_2024 / 20
     # Vulkan's 2025 era has fitted prefill rows since calibration-3.csv: the fit starts it at 0 (fused) and the
-    # rows leave it two orders of magnitude below the unfused 2024 era
+    # rows leave it an order of magnitude below the unfused 2024 era (refit with the coopmat paths: ~1/11)
     vk_2025 = get_engine("llama.cpp-vulkan", version="b6500").attn_bytes_per_flop
     vk_2024 = get_engine("llama.cpp-vulkan", version="2024").attn_bytes_per_flop
-    assert vk_2024 > 0 and 0 <= vk_2025 < vk_2024 / 100
+    assert vk_2024 > 0 and 0 <= vk_2025 < vk_2024 / 10
     sycl = {get_engine("llama.cpp-sycl", version=v).attn_bytes_per_flop for v in (None, "2024", "b6500")}
     assert len(sycl) == 1 and sycl.pop() == pytest.approx(prior["llama.cpp-sycl"], rel=0.1)
     assert get_engine("ollama", get_hardware("mi300x")).attn_bytes_per_flop == rocm_2024

@@ -103,4 +103,7 @@ def test_vulkan_on_nvidia_kernels_cost_the_cuda_graph_gap():
     # parts of the overhead stand as llama.cpp-cuda's newest per-kernel cost to the Vulkan backend's own
     (own, fixed), (gap, fixed2) = _overhead_s("nvk"), _overhead_s("nvidia")
     assert fixed == fixed2
-    assert (gap - fixed) / (own - fixed) == pytest.approx(launch("llama.cpp-cuda") / launch("llama.cpp-vulkan"))
+    # the Vulkan backend's own per-kernel cost as it answers on the 4090: its fit pooled toward its prior by the rows
+    # of the device's architecture family (engines/pooling.py)
+    own_launch = get_engine("llama.cpp-vulkan", on_driver(get_hardware("rtx-4090"), "nvk")).launch_s
+    assert (gap - fixed) / (own - fixed) == pytest.approx(launch("llama.cpp-cuda") / own_launch)

@@ -22,6 +22,7 @@ from .engines.bands import question_of, stated_pct
 from .engines.profile import IDEAL, EngineProfile
 from .ledger import Op, depth_kinks, forward_ops
 from .memory import Memory, memory_budget
+from .models import window as trained_window
 from .prediction_setup import Resolved, resolve  # noqa: F401  (the first step; ``predict.resolve`` for callers above)
 from .quant.kv import kv_bytes as kv_dtype_bytes
 from .scale.options import ScaleOptions
@@ -306,9 +307,10 @@ def band_high(tok_s: float, band: float, bound_tok_s: float) -> float:
 def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill) -> Prediction:
     notes = []
     window = r.spec.max_context
-    if window and work.tokens > window:
+    if not trained_window.within(window, work.context, work.prompt, work.gen):
         notes.append(f"{r.spec.id} was trained for {window:,} tokens of context; this run reaches "
-                     f"{work.tokens:,}: the numbers assume the engine extends the window (RoPE scaling)")
+                     f"{work.tokens:,} (context + prompt + gen): the numbers assume the engine extends the window "
+                     "(RoPE scaling)")
     # a device whose file states no arch: the engine rules read the one its name implies -- said, not silent
     notes += [f"hardware {r.hw.id}: {d}" for d in r.hw.derived if d.startswith("arch: ") and "ASSUMED" in d]
     layout = r.setup.layout if r.setup else None

@@ -106,12 +106,22 @@ def _engine_tables():
     return tables() if callable(tables) else None
 
 
+def _calibration_key(hw) -> tuple:
+    """A device's machine calibration as a value ((): none, the usual case)."""
+    cal = getattr(hw, "calibration", None)
+    if not cal:
+        return ()
+    return tuple(sorted((k, tuple(sorted(v.items())) if isinstance(v, dict) else v) for k, v in cal.items()))
+
+
 def _engine(engine, hw, version, flash_attention=None) -> EngineProfile:
     """``get_engine``, remembered per (name, device, version, attention): profiles are read-only."""
     if isinstance(engine, EngineProfile):
         return get_engine(engine, hw, version=version, flash_attention=flash_attention)
     tables = _engine_tables()          # a reloaded engine table (tests, a refit) starts afresh
-    key = (engine, hw, version, flash_attention)      # values: a frozen Hardware hashes once (tokspeed.derived)
+    # values: a frozen Hardware hashes once (tokspeed.derived); its machine calibration is not part of its value
+    # (``Hardware.calibration``, compare=False) but changes the engine (``engines.profile.calibrated``)
+    key = (engine, hw, version, flash_attention, _calibration_key(hw))
     hit = _ENGINES.get(key)
     if hit is None or hit[0] is not tables:
         if len(_ENGINES) > 1024:

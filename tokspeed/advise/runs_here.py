@@ -19,8 +19,10 @@ What people want, not merely the largest file that loads:
 - the released format preferred: a model released below 16 bits (gpt-oss in MXFP4, DeepSeek-V3 in FP8) gains
   nothing from a wider file, so formats wider than its release are not tried and the release itself is, where
   the engine runs it;
-- the trained window respected: ``context + prompt + 1`` tokens beyond ``spec.max_context`` make the row
-  ``fits: false`` with that ``reason``, unless ``rope_scaling`` (the engine extends the window).
+- the trained window respected (``tokspeed.models.window``: context + prompt + gen <= window, gen = 1 here):
+  tokens beyond ``spec.max_context`` make the row ``fits: false`` with that ``reason``, unless
+  ``rope_scaling`` (the engine extends the window); with ``context_to_window`` (fit's default context) each
+  model's context is first clamped to what its window holds.
 """
 
 from __future__ import annotations
@@ -29,8 +31,13 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from ..errors import UserError
+from ..models import window
 from ..quant.format_table import fit_formats, fit_runtimes, quality_for, row
 from ..workload import engine_build
+
+# fit's context when none is asked: 8K, the window of the Llama 3 generation and a common chat length; each
+# model is then tried at the smaller of this and what its own window holds (``context_to_window``)
+DEFAULT_FIT_CONTEXT = 8192
 
 QUALITY_FLOOR_BITS = 4.0    # the Q4 class: Q4_K 4.5, IQ4_XS 4.25, MXFP4 4.25, AWQ/GPTQ/INT4 4 + scales bits/weight
 
@@ -74,6 +81,7 @@ class FitRow:
     model: str
     quant: str
     fits: bool
+    context: int                    # tokens of context the row is for (fit's default: clamped to the window)
     offload: str                    # "none", or e.g. "layers: 40/81 on the GPU" (llama.cpp -ngl)
     memory: dict
     decode: dict
@@ -90,7 +98,8 @@ class FitRow:
     prediction: object = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
-        d = {"model": self.model, "quant": self.quant, "fits": self.fits, "offload": self.offload,
+        d = {"model": self.model, "quant": self.quant, "fits": self.fits, "context": self.context,
+             "offload": self.offload,
              "memory": self.memory, "decode": self.decode, "prefill": self.prefill, "ttft_s": self.ttft_s,
              "params_b": round(self.params_b, 3), "active_params_b": round(self.active_params_b, 3),
              "family": self.family, "use": list(self.use), "meets_min_tok_s": self.meets_min_tok_s,
@@ -154,12 +163,11 @@ def _offload_label(pred) -> str:
     return f"{off.get('mode')}: {gl}/{total} layers on the GPU" if gl is not None else str(off.get("mode"))
 
 
-def _row(spec, pred, min_tok_s, gguf: bool, reason: str = "") -> FitRow:
-
+def _row(spec, pred, min_tok_s, gguf: bool, context: int, reason: str = "") -> FitRow:
     mem, dec, pf = pred.memory, pred.decode, pred.prefill
     fits = bool(mem.fits) and not reason
     return FitRow(
-        model=spec.id, quant=pred.quant, fits=fits, offload=_offload_label(pred),
+        model=spec.id, quant=pred.quant, fits=fits, offload=_offload_label(pred), context=context,
         memory={"weights_bytes": mem.weights_bytes, "kv_bytes": mem.kv_bytes, "total_bytes": mem.total_bytes,
                 "capacity_bytes": mem.capacity_bytes, "fits": fits},
         decode={"tok_s": dec.tok_s, "bound_tok_s": dec.bound_tok_s, "ms_per_token": dec.ms_per_token, "bound": dec.bound},
@@ -220,10 +228,11 @@ def _best(cands, run, min_tok_s, fits_memory=None, guess=None):
     return pred(min(fits + fast, n - 1))
 
 
-def _memory_check(hw, engine, context, prompt):
+def _memory_check(hw, engine, ctx_of, prompt):
     """predict's memory arithmetic for one device without offload, without timing anything:
     ``tokspeed.memory.memory_budget`` fits when weights + (KV cache + activations + runtime) <= capacity, and
-    the bracket does not depend on the weights, so it is computed once per model."""
+    the bracket does not depend on the weights, so it is computed once per model (at ``ctx_of(spec)`` tokens
+    of context)."""
     from ..engines.profile import attention_spec, get_engine
     from ..ledger import resident_weight_bytes
     from ..memory import memory_budget
@@ -235,7 +244,7 @@ def _memory_check(hw, engine, context, prompt):
 
     def rest(spec) -> float:
         if spec not in rest_of:
-            rest_of[spec] = memory_budget(spec, 0.0, kvb, 1, context + prompt + 1, prompt,
+            rest_of[spec] = memory_budget(spec, 0.0, kvb, 1, ctx_of(spec) + prompt + 1, prompt,
                                           prof.runtime_overhead_gib * 2**30, hw.usable_bytes).total_bytes
         return rest_of[spec]
 
@@ -271,17 +280,20 @@ def _matches(spec, family, max_params, moe, use) -> bool:
     return True
 
 
-def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: float | None = None,
+def rank_models(hardware, *, context: int = DEFAULT_FIT_CONTEXT, prompt: int = 512, min_tok_s: float | None = None,
                 engine: str = "llama.cpp", gpus: int = 1, offload: str = "none", family: str | None = None,
                 max_params: float | None = None, moe: bool | None = None, use: str | None = None,
                 top: int | None = None, models=None, engine_version: str | None = None,
                 flash_attention: bool | None = None, min_quality: str | None = None, allow_low_bits: bool = False,
-                rope_scaling: bool = False) -> list[FitRow]:
+                rope_scaling: bool = False, context_to_window: bool = False) -> list[FitRow]:
     """Every catalog model (or ``models``: ids or specs) on ``hardware``, best format each, ranked
     (see the module docstring). ``hardware``: a Hardware, a catalog id/alias or a TOML path.
     ``engine_version`` / ``flash_attention``: the llama.cpp build and -fa every prediction is for.
     ``min_quality``: the lowest format allowed (a ``--quant`` name; default the Q4 class); ``allow_low_bits``:
-    no floor; ``rope_scaling``: a context past a model's trained window is allowed (the engine extends it)."""
+    no floor; ``rope_scaling``: a context past a model's trained window is allowed (the engine extends it);
+    ``context_to_window``: each model is tried at ``context`` or, where smaller, the longest context its
+    trained window holds with this prompt and one generated token (``tokspeed.models.window``), so a default
+    context never makes a model that runs at its own window read as not running (the row's ``context``)."""
     from ..hardware.spec import Hardware
     from ..models.catalog import get_model, model_ids
     from ..models.spec import USES
@@ -318,13 +330,19 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
     specs = [get_model(m) if isinstance(m, str) else m for m in (models or model_ids())]
     specs = [s for s in specs if _matches(s, family, max_params, moe, use)]
 
+    def ctx_of(spec) -> int:
+        if not context_to_window:
+            return context
+        return min(context, max(window.longest_context(spec.max_context, prompt, 1), 0) if spec.max_context
+                   else context)
+
     def runner(mode):
         def run(prepared):
-            return predict(prepared, hardware, context=context, prompt=prompt, gen=1, engine=engine, gpus=gpus,
-                           offload=mode, **build)
+            return predict(prepared, hardware, context=ctx_of(prepared.spec), prompt=prompt, gen=1, engine=engine,
+                           gpus=gpus, offload=mode, **build)
         return run
 
-    cheap, guess = _memory_check(hardware, engine, context, prompt) if gpus == 1 else (None, None)
+    cheap, guess = _memory_check(hardware, engine, ctx_of, prompt) if gpus == 1 else (None, None)
     floor = _floor_bits(min_quality, allow_low_bits, formats)
     from ..engines.compat import supported_formats as runs_on_device
     from ..engines.default_format import released_format
@@ -346,20 +364,12 @@ def rank_models(hardware, *, context: int = 8192, prompt: int = 512, min_tok_s: 
             if "engine" in str(e).lower() or "architecture" in str(e).lower():
                 continue             # a model this engine cannot run is not a candidate
             raise
-        rows.append(_row(spec, pred, min_tok_s, gguf=all("gguf" in row(f).engine_lists for f in formats),
-                         reason="" if rope_scaling else window_reason(spec, context + prompt + 1)))
+        ctx = ctx_of(spec)
+        rows.append(_row(spec, pred, min_tok_s, gguf=all("gguf" in row(f).engine_lists for f in formats), context=ctx,
+                         reason="" if rope_scaling else window.reason(spec.id, spec.max_context, ctx, prompt, 1)))
     rows.sort(key=lambda r: (0 if r.fits and r.meets_min_tok_s else 1 if r.fits else 2, -r.params_b,
                              -(r.decode["tok_s"] or 0.0)))
     return rows[:top] if top else rows
-
-
-def window_reason(spec, tokens: int) -> str:
-    """'' when ``tokens`` (context + prompt + output) fit the model's trained window; else why not."""
-    window = spec.max_context
-    if not window or tokens <= window:
-        return ""
-    return (f"{tokens:,} tokens exceed {spec.id}'s trained window of {window:,} "
-            "(allowed only with RoPE scaling: --rope-scaling)")
 
 
 def _floor_bits(min_quality, allow_low_bits, formats) -> float:

@@ -25,6 +25,7 @@ from collections import Counter
 from functools import lru_cache
 
 from ..stats import percentile, weighted_percentile
+from ..toml_writer import dumps, sig6
 
 KINDS = ("decode", "prefill")
 MIN_ROWS = 10        # below this many held-out rows a p90 means little
@@ -220,7 +221,7 @@ HEADER = """# Written by scripts/fit_calibration.py: do not edit by hand (tokspe
 
 
 def bands_data(results) -> dict:
-    """The content of ``tokspeed/engines/bands.toml`` (``measure.profile.dumps_toml`` writes it)."""
+    """The content of ``tokspeed/engines/bands.toml`` (``tokspeed.toml_writer`` writes it)."""
     from ..engines.profile import format_group
 
     pooled = factors(results)
@@ -234,6 +235,7 @@ def bands_data(results) -> dict:
                      moe=any(res["moe"]),
                      # the GPU drivers of its single-device rows (engines/driver.py: driver_fitted reads this list)
                      drivers=sorted({r.driver for r in rows if getattr(r, "driver", "") and r.n_devices == 1}))
+            e.update(res.get("band_rows", {}))   # held-out rows behind the band (pooled_holdout.band_rows)
             for k in KINDS:       # the backend's own factors where it has enough held-out rows (else pooled)
                 own = {"unseen_vendor": vendor_factor(res, k)}
                 own.update({t: _factor(condition_pairs([res], t, k)) for t in CONDITIONS + ("multi_device",)})
@@ -251,9 +253,7 @@ def bands_data(results) -> dict:
 
 
 def bands_toml(results) -> str:
-    from ..measure.profile import dumps_toml
-
-    return HEADER + dumps_toml(bands_data(results))
+    return HEADER + dumps(bands_data(results), number=sig6)
 
 
 # ---- tables (held out, nested: a row's band never rests on the row's own group) ----------------------------------

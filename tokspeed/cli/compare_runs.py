@@ -67,7 +67,7 @@ def run(args) -> int:
             if c is None or c["decode_tok_s"] is None:
                 cells.append("-")
                 continue
-            mbu = f" ({c['mbu']:.0%})" if c.get("mbu") is not None else ""
+            mbu = f" ({c['mbu']:.0%})" if c.get("mbu") is not None and c["mbu"] <= 1 else ""  # above 1: no measurement
             cells.append(f"{c['decode_tok_s']:,.2f}{mbu}" + (f" ×{c['speedup']:.2f}" if i and c["speedup"] else ""))
         t.add_row(str(row["batch"]), str(row["context"]), *cells)
     con.print(t)

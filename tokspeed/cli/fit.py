@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from .options import (add_engine_build_options, add_hardware_options, engine_build_kwargs, note_driver, number,
-                      positive_int, print_json, resolve_hardware)
+from ..advise.runs_here import DEFAULT_FIT_CONTEXT
+from ..models import window
+from .options import (add_engine_build_options, add_engine_option, add_hardware_options, engine_build_kwargs,
+                      note_driver, number, positive_int, print_json, resolve_hardware)
 
 RULE = ("Ranking: models that fit in memory at --context and decode at least --min-tok-s come first, "
         "largest parameter count first, then fastest expected decode; then models that fit but are slower; "
@@ -14,22 +16,25 @@ RULE = ("Ranking: models that fit in memory at --context and decode at least --m
         "--offload nothing is offloaded; with it, only models that fit in no format are offloaded. No format "
         "below the Q4 class (Q3_K_M, Q2_K, EXL2-3.0) unless --min-quality FORMAT or --allow-low-bits; a model "
         "released below 16 bits (gpt-oss MXFP4, DeepSeek-V3 FP8) is tried in its release and smaller, never "
-        "wider; a context past a model's trained window does not fit unless --rope-scaling. Each row is `tokspeed predict MODEL --quant FORMAT --context N "
-        "--prompt P --gen 1`. ppl Δ: perplexity increase llama.cpp's quantize tool publishes for the type "
+        "wider. The trained window: " + window.RULE + " (gen is 1 here); without --context each model is tried "
+        f"at {DEFAULT_FIT_CONTEXT:,} tokens of context or, where its window is shorter, the longest context the "
+        "window holds, so a model that runs at its own window is never shown as not running; an explicit "
+        "--context past a model's window does not fit unless --rope-scaling. Each row is `tokspeed predict "
+        "MODEL --quant FORMAT --context N --prompt P --gen 1`. ppl Δ: perplexity increase llama.cpp's quantize tool publishes for the type "
         "(measured on Llama-3-8B, F16/BF16 on Mistral-7B); blank where none is published.")
 
 
 def add_parser(sub):
-    import argparse
-
     p = sub.add_parser("fit", help="rank every catalog model on a device: best format that fits, speed, memory",
-                       description="Every catalog model on one device, in the best weight format that fits. " + RULE,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description="Every catalog model on one device, in the best weight format that fits. " + RULE)
     add_hardware_options(p)
-    p.add_argument("--context", type=positive_int, default=8192, help="tokens in the KV cache to fit (default 8192)")
+    p.add_argument("--context", type=positive_int, default=None,
+                   help=f"tokens in the KV cache to fit (default {DEFAULT_FIT_CONTEXT:,}, a common chat length, "
+                        "clamped to each model's trained window; predict's default is 0: one answer from an "
+                        "empty cache)")
     p.add_argument("--prompt", type=positive_int, default=512, help="prompt tokens for prefill and TTFT (default 512)")
     p.add_argument("--min-tok-s", dest="min_tok_s", type=number, default=None, help="least expected decode tok/s")
-    p.add_argument("--engine", "-e", default="llama.cpp", help="engine whose formats are tried (default llama.cpp)")
+    add_engine_option(p, default="llama.cpp", what="engine whose formats are tried")
     add_engine_build_options(p)
     p.add_argument("--gpus", type=positive_int, default=1, help="devices of --hardware that share a model (default 1)")
     p.add_argument("--offload", default="none", choices=["none", "auto", "layers", "experts"],
@@ -69,7 +74,8 @@ def run(args) -> int:
     prof = get_engine(args.engine, hw)      # the backend's driver on this device: checked and said once
     note_driver(prof.driver, prof.driver_assumed)
     try:
-        rows = rank_models(hw, context=args.context, prompt=args.prompt, min_tok_s=args.min_tok_s,
+        rows = rank_models(hw, context=DEFAULT_FIT_CONTEXT if args.context is None else args.context,
+                           context_to_window=args.context is None, prompt=args.prompt, min_tok_s=args.min_tok_s,
                            engine=args.engine, gpus=args.gpus or 1, offload=args.offload, family=args.family,
                            max_params=args.max_params, moe=args.moe, use=args.use, top=args.top,
                            min_quality=args.min_quality,
@@ -88,13 +94,15 @@ def run(args) -> int:
     from ..units import fmt_bytes, fmt_seconds
 
     gpus = f"{args.gpus} x " if (args.gpus or 1) > 1 else ""
-    t = FitTable(title=f"{gpus}{hw.name}: {len(rows)} model(s) at context {args.context:,} + prompt {args.prompt} · "
+    ctx = (f"context {DEFAULT_FIT_CONTEXT:,} (or the model's window)" if args.context is None
+           else f"context {args.context:,}")
+    t = FitTable(title=f"{gpus}{hw.name}: {len(rows)} model(s) at {ctx} + prompt {args.prompt} · "
                        f"{args.engine}{' · offload ' + args.offload if args.offload != 'none' else ''}",
                  caption=RULE)
     for col, num, drop in (("model", False, 0), ("params", True, 0), ("format", False, 0),
                            ("ppl Δ (llama.cpp, 8B)", True, 3), ("memory / capacity", True, 2),
                            ("decode tok/s", True, 0), ("prefill tok/s", True, 4), ("TTFT", True, 5), ("fits", False, 0)):
-        t.column(col, numeric=num, drop=drop, min_width=10)
+        t.column(col, numeric=num, drop=drop, min_width=10, whole=col == "model")
     for r in rows:
         q = r.quality or {}
         qual = f"{q['ppl_delta']:+.4f}" if "ppl_delta" in q else ""

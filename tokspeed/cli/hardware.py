@@ -67,7 +67,7 @@ def _table(devices) -> None:
                        "host = host link GB/s per direction; W = TDP; — = not published")
     for col, num, drop in (("id", False, 0), ("name", False, 1), ("kind", False, 4), ("GiB", True, 0), ("BW", True, 0),
                            ("FP16", True, 0), ("FP8", True, 3), ("INT8", True, 5), ("host", True, 2), ("W", True, 6)):
-        t.column(col, numeric=num, drop=drop, min_width=14 if col == "name" else 8)
+        t.column(col, numeric=num, drop=drop, min_width=14 if col == "name" else 8, whole=col == "id")
     for h in devices:
         t.row(h.id, h.name, h.kind, _n(h.memory_gb), _n(h.bandwidth_gbps), _n(h.fp16_tflops),
               _n(h.fp8_tflops), _n(h.int8_tops), _n(h.host_link_gbps), _n(h.tdp_w))
@@ -127,7 +127,7 @@ def _links(args) -> int:
 
     t = FitTable(title="interconnects (per direction = payload one way; vendors print the bidirectional sum)")
     for col in ("id", "name", "GB/s per direction", "GB/s bidirectional", "year"):
-        t.column(col, numeric="GB" in col or col == "year", drop=1 if col == "year" else 0)
+        t.column(col, numeric="GB" in col or col == "year", drop=1 if col == "year" else 0, whole=col == "id")
     for l in links:
         t.row(l.id, l.name, f"{l.per_direction_gbps:g}", f"{l.bidirectional_gbps:g}", str(l.release_year or "—"))
     t.print(make_console())

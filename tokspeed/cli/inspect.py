@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .options import print_json
+from .options import add_kv_dtype_option, print_json
 
 LABELS = {"embedding": "token embedding", "attention": "attention", "ffn": "FFN (dense)",
           "experts": "experts (routed)", "shared_experts": "shared experts", "router": "router",
@@ -12,8 +12,7 @@ LABELS = {"embedding": "token embedding", "attention": "attention", "ffn": "FFN 
 def add_parser(sub):
     p = sub.add_parser("inspect", help="read a model file (GGUF, safetensors, HF folder, ollama:NAME): bytes by component")
     p.add_argument("file", metavar="FILE", help=".gguf, .safetensors, a Hugging Face folder or repo id, ollama:NAME[:TAG]")
-    p.add_argument("--kv-dtype", default="f16", choices=["f32", "f16", "bf16", "q8_0", "q4_0", "fp8"],
-                   help="KV-cache dtype for the per-context-token KV bytes (default f16)")
+    add_kv_dtype_option(p)
     p.add_argument("--json", action="store_true", help="JSON on stdout")
     return p
 

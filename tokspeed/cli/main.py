@@ -11,6 +11,7 @@ import importlib
 import sys
 
 from ..errors import UserError
+from ..report.text import wrapped
 
 # verb -> module under tokspeed.cli
 COMMANDS = {
@@ -41,11 +42,31 @@ def one_line(text: str) -> str:
     return control_free(text)
 
 
+class WholeWordsHelp(argparse.HelpFormatter):
+    """Help text wrapped at word boundaries only: an id with a hyphen (lm-studio, llama.cpp-rocm) stays whole."""
+
+    def _split_lines(self, text, width):
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+    def _fill_text(self, text, width, indent):
+        import textwrap
+
+        return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
+                             break_on_hyphens=False, break_long_words=False)
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports a usage error as one line on stderr, exit 2."""
+    """argparse that reports a usage error as one message on stderr (wrapped at the width), exit 2; its help
+    wraps at whole words (``WholeWordsHelp``)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", WholeWordsHelp)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
-        sys.stderr.write(f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)\n")
+        sys.stderr.write(wrapped(f"{self.prog}: error: {one_line(message)} (see `{self.prog} --help`)") + "\n")
         sys.exit(2)
 
 
@@ -73,7 +94,7 @@ def main(argv=None) -> int:
     except UserError as e:
         from .flag_words import cli_message
 
-        sys.stderr.write(f"tokspeed: error: {one_line(cli_message(e, parser))}\n")
+        sys.stderr.write(wrapped(f"tokspeed: error: {one_line(cli_message(e, parser))}") + "\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("tokspeed: interrupted\n")

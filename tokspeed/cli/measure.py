@@ -1,4 +1,5 @@
-"""`tokspeed measure MODEL`: a real decode on this machine, measured next to predicted."""
+"""`tokspeed measure MODEL`: a real decode on this machine, measured next to predicted; `tokspeed measure --from
+FILE`: a llama-bench run's tests next to their predictions, and with `--calibrate` this machine calibrated on them."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ def add_parser(sub):
                        description="Measure prefill and decode tok/s at several KV depths (prefilled first, as "
                                    "llama-bench -d), with achieved GB/s, MBU and MFU, next to the prediction for the "
                                    "same hardware (default: the probed `local` profile).")
-    p.add_argument("model", help="catalog id or config (random weights), safetensors folder, or .gguf file")
+    p.add_argument("model", nargs="?", help="catalog id or config (random weights), safetensors folder, or .gguf file "
+                                            "(with --from: the model of every test, else read from the file names)")
+    p.add_argument("--from", dest="from_file", metavar="FILE",
+                   help="compare a llama-bench output (-o json, jsonl, csv, md or sql) with the predictions instead "
+                        "of running; with --calibrate, fit this machine's calibration on its decode tests")
     p.add_argument("--backend", choices=["torch", "llama.cpp"], default="torch")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (torch backend)")
     p.add_argument("--quant", default="", help="torch: F32 (CPU default), BF16 (CUDA default) or F16; "
@@ -24,7 +29,8 @@ def add_parser(sub):
     p.add_argument("--prompt", type=count, default=512, help="tokens prefilled at each depth (default 512)")
     p.add_argument("--gen", type=count, default=32, help="decode steps timed at each depth (default 32, min 5)")
     p.add_argument("--hardware", default="local", help="profile to predict for and to measure MBU against "
-                                                       "(default local: from `tokspeed probe`)")
+                                                       "(default local: from `tokspeed probe`; with --from: the "
+                                                       "device the file names unless given)")
     p.add_argument("-o", "--output", help="write the run to this RUN.json")
     p.add_argument("--json", action="store_true", help="print the run as JSON on stdout")
     p.add_argument("--calibrate", action="store_true",
@@ -49,6 +55,10 @@ def run(args) -> int:
     from rich.console import Console
 
     err = Console(stderr=True)
+    if args.from_file:
+        return run_from(args, err, Console())
+    if not args.model:
+        raise UserError("measure needs a MODEL to run, or --from FILE (a llama-bench output)")
     most = max(MAX_THREADS, 4 * (os.cpu_count() or 1))
     if args.threads > most:      # torch.set_num_threads(100000) segfaults; 1e30 overflows
         raise UserError(f"--threads {args.threads:,} is more than this machine could run (at most {most:,})",
@@ -76,6 +86,7 @@ def run(args) -> int:
         return _generate(args, err)
 
     from ..measure.calibrate import load_calibration
+    from ..measure.profile import read_profile
     from ..measure.run_file import write_run
     from ..measure.runner import add_predictions, calibrate_run, finished, measure, resolve_hardware
 
@@ -86,7 +97,8 @@ def run(args) -> int:
     with Progress(TextColumn("[bold]measuring[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("decode steps"),
                   TimeRemainingColumn(), console=err, transient=True) as prog:
         task = prog.add_task("measure", total=total)
-        run_ = measure(opts, hw, lambda n: prog.advance(task, n))
+        run_ = measure(opts, hw, lambda n: prog.advance(task, n),
+                       profile=read_profile(profile_path) if profile_path else None)
     if not args.calibrate:
         add_predictions(run_, hw, load_calibration(profile_path, args.backend) if profile_path else None)
     else:
@@ -161,7 +173,7 @@ def print_run(run: dict, console) -> None:
               f"{p['decode_tok_s']:,.2f}" + (" !" if p["decode_step"]["unstable"] else ""),
               f"{pred['tok_s']:,.2f}" if pred else "-",
               f"{p['error_pct']:+.0f} %" if pred else "-",
-              f"{p['achieved_gbps']:.1f}", f"{p['mbu']:.0%}", f"{p['mfu']:.1%}" if p.get("mfu") else "-")
+              f"{p['achieved_gbps']:.1f}", "?" if p.get("mbu") is None else f"{p['mbu']:.0%}", f"{p['mfu']:.1%}" if p.get("mfu") else "-")
     t.print(console)
     stages = run["points"][0].get("stages_ms") if run["points"] else None
     if stages:
@@ -213,3 +225,64 @@ def _generate(args, err) -> int:
     else:
         out.print(f"generated: {text}", markup=False)
     return 0
+
+
+def run_from(args, err, out) -> int:
+    """``--from FILE``: a llama-bench run beside the predictions, and with ``--calibrate`` this machine calibrated on
+    its decode tests (``tokspeed.measure.bench_compare``)."""
+    # lazy, as the rest of this verb: every tokspeed call imports the cli modules (start-up time)
+    from ..guard.escape import markup
+    from ..measure.bench_compare import calibrate_from, compare
+    from ..measure.llama_bench import read_bench
+    from ..measure.runner import resolve_hardware
+
+    _check_from(args)
+    rows = read_bench(args.from_file)
+    hw, profile_path = None, None
+    hardware = args.hardware if args.hardware != "local" or args.calibrate else ""
+    if hardware:
+        hw, profile_path = resolve_hardware(hardware)
+    compared, skipped = compare(rows, args.model, hw)
+    cal = None
+    if args.calibrate:
+        cal = calibrate_from(compared, hw, profile_path)
+        compared, skipped = compare(rows, args.model, resolve_hardware(hardware)[0])   # read back: calibrated
+        err.print(f"calibration stored in {markup(profile_path)}: eta_memory {cal.eta_memory:.3f}, overhead "
+                  f"{cal.overhead_s * 1e3:.2f} ms/token (fit rms error {cal.rms_rel_error:.1%} over {cal.n_points} "
+                  "decode tests); later llama.cpp predictions on this profile use it")
+    for line in skipped:
+        err.print(f"[yellow]not predicted:[/] {markup(line)}")
+    if args.json:
+        print_json({"file": str(args.from_file), "tests": [_as_dict(c) for c in compared], "not_predicted": skipped,
+                    "calibration": cal.to_dict() if cal else None}, ensure_ascii=False)
+        return 0
+    _table(compared, out)
+    return 0
+
+
+def _as_dict(c) -> dict:
+    r = c.row
+    return {"test": r.test, "metric": r.metric, "model": c.model, "quant": c.quant, "engine": c.engine,
+            "device": c.device, "measured_tok_s": r.avg_ts, "stddev_tok_s": r.stddev_ts,
+            "predicted_tok_s": c.predicted_tok_s, "error_pct": c.error_pct, "build": r.build, "source": c.source}
+
+
+def _table(compared, console) -> None:
+    from ..report.text import FitTable      # lazy: start-up time, as above
+
+    t = FitTable(title="llama-bench measured beside predicted (tok/s)")
+    for col, numeric, drop in (("test", True, 0), ("model", False, 0), ("quant", False, 2), ("backend", False, 3),
+                               ("measured", True, 0), ("predicted", True, 0), ("error", True, 0)):
+        t.column(col, numeric=numeric, drop=drop)
+    for c in compared:
+        t.row(c.row.test, c.model, c.quant, c.engine.replace("llama.cpp-", ""),
+              f"{c.row.avg_ts:,.2f} ± {c.row.stddev_ts:,.2f}", f"{c.predicted_tok_s:,.2f}", f"{c.error_pct:+.0f} %")
+    t.print(console)
+    devices = sorted({c.device for c in compared})
+    console.print(f"on {', '.join(devices)}; predicted by {compared[0].source.split(';')[0]}", markup=False)
+
+
+def _check_from(args) -> None:
+    if args.text is not None or args.output or args.plot:
+        raise UserError("--from compares a llama-bench file: --text, --output and --plot do not apply",
+                        "drop them")

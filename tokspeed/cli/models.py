@@ -81,7 +81,7 @@ def run(args) -> int:
     for col, num, drop in (("id", False, 0), ("params", True, 0), ("active", True, 0), ("layers", True, 3),
                            ("d_model", True, 4), ("heads/kv", True, 2), ("context", True, 0),
                            ("features", False, 1), ("use", False, 6), ("huggingface.co/...", False, 5)):
-        t.column(col, numeric=num, drop=drop, min_width=10)
+        t.column(col, numeric=num, drop=drop, min_width=10, whole=col == "id")
     for m, _ in rows:
         repo = _repo(m)
         t.row(m.id, _count(m.n_params), _count(m.n_active_params) if m.is_moe else "", str(m.n_layers),

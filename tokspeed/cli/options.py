@@ -64,11 +64,36 @@ def add_hardware_options(p, required: bool = True):
                         "every socket's memory (default: one socket's, where the mmap'd file was first read)")
 
 
+# -- options that mean one thing in every verb: declared once here, each verb states its default and why -------
+
+# why each verb's default engine is what it is (the --help of the verb says it)
+ENGINE_DEFAULT_WHY = {
+    "llama.cpp": "the engine people run a downloaded model with on one machine",
+    "vllm": "the engine people serve many concurrent requests with",
+}
+
+
+def add_engine_option(p, default: str = DEFAULT_ENGINE, what: str = "engine the numbers are for"):
+    """--engine/-e: every engine of the capability table (tokspeed/engines/capabilities.toml, ``engine_help``)."""
+    why = ENGINE_DEFAULT_WHY.get(default, "")
+    p.add_argument("--engine", "-e", default=default, metavar="ENGINE",
+                   help=f"{what}: {engine_help()} (llama.cpp picks its backend by the device's vendor) "
+                        f"(default {default}{': ' + why if why else ''})")
+
+
+def add_kv_dtype_option(p):
+    """--kv-dtype: one set of choices (tokspeed.quant.kv.KV_BYTES); an engine that cannot run one says so."""
+    from ..quant.kv import KV_BYTES
+
+    p.add_argument("--kv-dtype", default="f16", type=str.lower, choices=list(KV_BYTES), metavar="DTYPE",
+                   help=f"KV-cache dtype: {' '.join(KV_BYTES)} (default f16: what every engine keeps unless told; "
+                        "the engine's own limits are checked with the rest of the setup)")
+
+
 def add_model_options(p):
     p.add_argument("--quant", "-q", default=None, help=quant_help())
-    p.add_argument("--kv-dtype", default="f16", help="KV-cache dtype: f16 bf16 fp8 q8_0 q4_0 (default f16)")
-    p.add_argument("--engine", "-e", default=DEFAULT_ENGINE,
-                   help=engine_help())
+    add_kv_dtype_option(p)
+    add_engine_option(p)
 
 
 def _batch_or_max(text):
@@ -79,7 +104,9 @@ def _batch_or_max(text):
 def add_run_options(p, batch_max: bool = False):
     p.add_argument("--prompt", type=positive_int, default=DEFAULT_PROMPT, help=f"tokens prefilled (default {DEFAULT_PROMPT})")
     p.add_argument("--gen", type=positive_int, default=DEFAULT_GEN, help=f"tokens generated (default {DEFAULT_GEN})")
-    p.add_argument("--context", type=positive_int, default=0, help="tokens already in the KV cache (llama-bench -d)")
+    p.add_argument("--context", type=positive_int, default=0,
+                   help="tokens already in the KV cache (llama-bench -d) (default 0: one answer from an empty cache, "
+                        "as llama-bench measures by default; fit ranks at 8192, a chat's context)")
     p.add_argument("--batch", type=_batch_or_max if batch_max else positive_int, default=1,
                    help="concurrent sequences (default 1)" + ("; max: the largest batch the engine runs" if batch_max else ""))
 

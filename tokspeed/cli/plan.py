@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..workload import DEFAULT_ENGINE
-from .options import add_engine_build_options, engine_build_kwargs, number, positive_int, print_json
+from .options import (add_engine_build_options, add_engine_option, add_kv_dtype_option, engine_build_kwargs, number,
+                      positive_int, print_json)
 
 
 def add_parser(sub):
@@ -14,8 +15,8 @@ def add_parser(sub):
     p.add_argument("model", help="catalog id, config.json or Hugging Face folder")
     p.add_argument("--target-tok-s", dest="target", type=number, required=True, help="per-user decode tok/s wanted")
     p.add_argument("--quant", "-q", default=None, help="weight format (default: as `tokspeed predict` assumes it per engine)")
-    p.add_argument("--kv-dtype", default="f16")
-    p.add_argument("--engine", "-e", default=DEFAULT_ENGINE)
+    add_kv_dtype_option(p)
+    add_engine_option(p)
     add_engine_build_options(p)
     p.add_argument("--context", type=positive_int, default=4096, help="tokens in the KV cache (default 4096)")
     p.add_argument("--batch", type=positive_int, default=1, help="concurrent sequences (default 1)")

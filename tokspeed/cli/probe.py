@@ -72,7 +72,9 @@ def run(args) -> int:
     else:
         t = Table(title="Measured limits (median of repeats)")
         for col in ("probe", "median", "best", "unit", "spread", "what was counted"):
-            t.add_column(col, justify="right" if col in ("median", "best", "spread") else "left")
+            t.add_column(col, justify="right" if col in ("median", "best", "spread") else "left",
+                         no_wrap=col != "what was counted",      # a probe's name and a number stay whole
+                         min_width=max(len(r.name) for r in results) if col == "probe" else None)
         for r in results:
             t.add_row(r.name, f"{r.value:,.2f}", f"{r.best:,.2f}", r.unit,
                       f"{r.timing.spread:.0%}" + (" !" if r.timing.unstable else ""), r.what)

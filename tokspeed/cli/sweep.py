@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..models import window
 from .options import (add_engine_build_options, add_hardware_options, add_model_options, add_plot_option,
                       add_scale_options, check_plot, engine_build_kwargs, int_list, note_driver, positive_int,
                       print_json, resolve_hardware, scale_kwargs)
@@ -77,8 +78,8 @@ def run(args) -> int:
         t.caption = "* hypothetical: does not fit. " + largest_contexts(rows)
     if past:
         t.caption = ((t.caption + " ") if t.caption else "") + (
-            "past window: memory holds it, but context + prompt + gen exceed the model's trained window "
-            "(the numbers assume the engine extends it with RoPE scaling). " + largest_contexts(rows))
+            "past window: memory holds it, but not the trained window (" + window.RULE + "; the numbers "
+            "assume the engine extends it with RoPE scaling). " + largest_contexts(rows))
     t.print(con)
     if misfits:
         render_misfit_ways(con, args, hw, rows)
@@ -106,18 +107,21 @@ def render_misfit_ways(con, args, hw, rows) -> None:
 
 
 def past_window(r) -> bool:
-    """The row fits memory but runs past the trained window: memory.max_context (capped at that window, prompt
-    and output counted) is below its tokens."""
+    """The row fits memory but runs past the trained window (``tokspeed.models.window``: memory.max_context is
+    capped at that window)."""
     m = r["memory"]
-    return bool(m["fits"]) and r["context"] + r["prompt"] + r["gen"] > m["max_context"]
+    return bool(m["fits"]) and not window.within(m["max_context"], r["context"], r["prompt"], r["gen"])
 
 
 def largest_contexts(rows) -> str:
-    """The longest --context that fits, per quant and batch (memory.max_context counts prompt and output too)."""
+    """The longest --context that fits memory and the trained window, per quant and batch, with its arithmetic
+    (memory.max_context, capped at the window, counts prompt and output too)."""
     seen = {}
     for r in rows:
         key = (r["quant"], r["batch"])
         if key not in seen:
-            longest = r["memory"]["max_context"] - r["prompt"] - r["gen"]
-            seen[key] = f"{r['quant']} batch {r['batch']}: " + (f"{longest:,}" if longest >= 0 else "none")
+            most = r["memory"]["max_context"]
+            longest = window.longest_context(most, r["prompt"], r["gen"])
+            seen[key] = f"{r['quant']} batch {r['batch']}: " + (
+                f"{longest:,} ({most:,} - prompt {r['prompt']:,} - gen {r['gen']:,})" if longest >= 0 else "none")
     return "Longest context that fits: " + "; ".join(seen.values())

@@ -43,6 +43,11 @@ def _calibrated(profile) -> bool:
     return "this machine's calibration" in getattr(profile, "source", "")
 
 
+def _unseen_family(profile) -> bool:
+    """A fitted backend answering from its priors: the device's architecture family has no rows in the fit."""
+    return getattr(profile, "arch_rows", -1) == 0
+
+
 def _unfitted_llama(profile) -> bool:
     from .compat import runtime_of
 
@@ -59,8 +64,8 @@ def device_terms(profile, hw, kind: str) -> list[tuple[str, float, str]]:
     """(term, factor, why) for the distance of ``hw`` from ``profile``'s fitted rows (vendor, backend)."""
     name = getattr(profile, "name", "")
     entry = _bands().get(name)
-    if _calibrated(profile):
-        return []
+    if _calibrated(profile) or _unseen_family(profile):
+        return []      # an unseen family's band is already the held-out spread of the priors on unseen families
     if getattr(profile, "fitted", False) and entry and entry.get("fitted", True):
         if hw is not None and hw.vendor not in entry.get("vendors", []):
             return [("unseen_vendor", _factor(kind, "unseen_vendor", entry),
@@ -140,9 +145,17 @@ def band_basis(profile, hw, **question) -> dict:
     entry = _bands().get(name) or {}
     if _calibrated(profile):
         basis, detail = "calibrated", "this machine's own calibration runs"
+    elif _unseen_family(profile):
+        basis, detail = "prior", (f"no rows of this device's architecture family in {name}'s fit: its priors, with "
+                                  f"the spread of the priors on the families held out of the fit "
+                                  f"({entry.get('unseen_band_rows', 0)} held-out rows)")
     elif getattr(profile, "fitted", False) and entry:
+        n = getattr(profile, "arch_rows", -1)
         basis, detail = "fitted", (f"{name} fitted on {entry.get('rows', 0)} rows of "
-                                   + ", ".join(entry.get("vendors", [])) + " devices")
+                                   + ", ".join(entry.get("vendors", [])) + " devices"
+                                   + (f", {n} of this architecture family" if n > 0 else "")
+                                   + (f"; band: the spread of {entry['seen_band_rows']} rows held out by source and "
+                                      "by device" if entry.get("seen_band_rows") else ""))
     else:
         basis, detail = "prior", f"{name} has no fitted rows: its priors' band"
     out = {"basis": basis, "detail": detail}

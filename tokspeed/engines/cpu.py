@@ -18,7 +18,7 @@ from ..errors import UserError
 
 # [BARRIER] (priors.toml): a barrier arrival moves the shared counter's cache line from the core that last held it,
 # ~30 ns inside a CCX (the cores sharing one L3) and ~100 ns between AMD CCDs (public core-to-core latency maps,
-# recalled; the prior's 60 ns per thread per ledger kernel is two barriers at the first). Cores per CCX by arch (AMD
+# confidence medium; the prior's 60 ns per thread per ledger kernel is two barriers at the first). Cores per CCX by arch (AMD
 # Zen 2: 4-core CCX; Zen 3 / 4 / 5: 8-core CCD with one L3).
 CCX_CORES = {"zen2": 4, "zen3": 8, "zen4": 8, "zen5": 8}
 LOCAL_LINE_NS, CROSS_CCX_LINE_NS = 30.0, 100.0

@@ -28,7 +28,7 @@ vendored copy, read for this file):
 ik_llama.cpp (``iqk``): its ``iqk_mul_mat`` (ggml/src/iqk/iqk_mul_mat.cpp) multiplies every quantized type, after
 ``-rtr`` run-time repacking into its row-interleaved ``_R4``/``_R8`` layouts, as int8 dot products on the full-width
 SIMD (its README: prompt processing "2-3x faster than mainline" on CPUs, for all quant types), 512-bit where its
-``HAVE_FANCY_SIMD`` holds (iqk_config.h: AVX-512 F, BW, DQ, VL and VNNI, as recalled: Zen 4/5, Ice Lake and later),
+``HAVE_FANCY_SIMD`` holds (iqk_config.h: AVX-512 F, BW, DQ, VL and VNNI: Zen 4/5, Ice Lake and later),
 its AVX2 code elsewhere (Skylake-SP has AVX-512 but no VNNI); its 16-bit weights run on the 16-bit units as
 ``float16`` above.
 
@@ -37,7 +37,7 @@ at 512 bits; a 256-bit kernel there issues half as many lanes (``width_share``).
 units: its listed peak is already the 256-bit one.
 
 Which types a build repacks moved over time: ``REPACK`` holds each entry of today's dispatch with the month it is
-ASSUMED to have arrived (recalled from the llama.cpp pull requests, not re-read here: no network); a build before
+ASSUMED to have arrived (from the llama.cpp pull requests; the month, low confidence); a build before
 it runs the type through llamafile or vec_dot. The efficiency of each path (its share of its unit's peak) is the
 engine's ``eta_compute_format`` keyed by path (priors.toml [CPUPATH], written by scripts/fit_cpu_kernels.py).
 """

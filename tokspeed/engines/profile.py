@@ -102,6 +102,7 @@ kernels (``kernels_of``: llama.cpp-rocm from llama.cpp-cuda) takes that engine's
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from ..errors import UserError, did_you_mean
 from ..quant.format_key import FORMAT_GROUPS, format_key, format_group  # noqa: F401  (re-exported)
@@ -109,6 +110,7 @@ from .compat import backend_for, engine_defaults, engine_key, engine_names, runt
 from .cpu_kernels import build_month_of
 from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
 from .memory import memory_class
+from .pooling import pooled
 from .rates import (CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, compute_class,  # noqa: F401
                     soft_min)
 from .kernel_cost import driver_launch_s
@@ -167,6 +169,8 @@ class EngineProfile:
     driver: str = ""
     driver_assumed: str | None = None
     build_month: str = ""         # the build's year-month where one was asked ("" = today's): CPU kernel paths
+    arch_rows: int = -1           # rows of the device's architecture family in the fit (engines/pooling.py; -1: none
+                                  # counted -- no device, or a fit written without them)
 
     def __post_init__(self):
         if not self.runtime:
@@ -234,6 +238,7 @@ class EngineProfile:
 IDEAL = EngineProfile("ideal", source="roofline bound: eta = 1, no overhead (the seeds' formula)")
 
 
+@lru_cache(maxsize=64)       # a file read per call otherwise; the profile is frozen and its dicts never mutated
 def prior_profile(engine: str) -> EngineProfile:
     """The documented prior of an engine, ignoring any fit (the fit's starting point)."""
     entry = dict(load_table("priors.toml")[engine])
@@ -343,14 +348,16 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     entry, label = engine_entry(e, version, flash_attention)
     if label:       # say which era the answer is for (the text output prints the engine's source)
         entry["source"] = (f"{era_family(e)} era {label}"
-                           + (" (the newest fitted; engine_version names another)" if version is None else "")
+                           + (" (the newest fitted era: no engine version was given)" if version is None else "")
                            + (f", FlashAttention {'on' if flash_attention else 'off'}" if flash_attention is not None
                               else "")
                            + f"; {entry.get('source', '')}")
     profile = EngineProfile(name=e, version=label, build_month=build_month_of(version), **entry)
     if hardware is None:
         return profile
-    from .bands import with_band          # off the fitted vendors: the held-out band (issue 27)
+    from .bands import with_band          # off the fitted vendors: the held-out band
+    # a device of an architecture family with few or no rows in the fit answers nearer to (or at) the priors
+    profile = pooled(profile, prior_profile(e), _tables()[e], hardware)
     return calibrated(with_band(with_driver(profile, hardware), hardware), hardware)
 
 

@@ -14,6 +14,8 @@ from .compat import engine_defaults
 from .eras import era_family, era_labels, nearest_era, newest_unfused_era, parse_version, unfused_attention
 
 HERE = Path(__file__).parent
+# fitted.toml's per-engine partial pooling (tokspeed.engines.pooling): rows per architecture family, pooling strength
+POOLING_KEYS = ("arch_rows", "pool_rows", "decode_unseen_pct", "prefill_unseen_pct")
 
 def load_table(fname: str) -> dict:
     """One engine table (``priors.toml`` or ``fitted.toml``) as {engine: {key: value}}; {} if absent."""
@@ -50,8 +52,11 @@ def with_shared_kernels(entry: dict, shared: dict, of: str, era: str = "") -> di
     if of not in _tables() or "kernels_of" in _tables()[of]:
         raise ValueError(f"priors.toml: kernels_of = {of!r} must name an engine with its own values")
     out = {**{k: shared[k] for k in SHARED_KERNEL_FIELDS if k in shared}, **entry}
-    out["source"] = (f"{entry.get('source', '')}; decode memory model (eta_mem, kernel bound, eta_format, "
-                     f"eta_kv, fixed_s) of {of}{' era ' + era if era else ''}, whose kernels it compiles")
+    own = entry.get("source", "")
+    if "whose kernels it compiles" not in own:      # a fitted source quotes its prior's, which says it already
+        own += (f"; decode memory model (eta_mem, kernel bound, eta_format, eta_kv, fixed_s) of {of}"
+                f"{' era ' + era if era else ''}, whose kernels it compiles")
+    out["source"] = own
     return out
 
 
@@ -112,6 +117,8 @@ def _own_entry(engine: str, version=None) -> tuple[dict, str]:
     """``engine_entry`` before ``kernels_of`` is resolved (``version``: an ``EngineVersion`` or None)."""
     entry = dict(_tables()[engine])
     eras = entry.pop("eras", {})
+    for key in POOLING_KEYS:                  # read by engines.pooling, not profile fields
+        entry.pop(key, None)
     base = entry.pop("version", "")
     if not era_family(engine):               # parse_version refused a version for it
         return entry, ""

@@ -151,14 +151,32 @@ class Hardware:
         return self.memory_gb * GIB
 
     @property
+    def apple_wired_share(self) -> float:
+        """The share of an Apple SoC's RAM macOS lets the GPU wire by default (0 for any other device):
+        Metal's ``recommendedMaxWorkingSetSize``, which llama.cpp and MLX take as their limit, is about 3/4 of
+        RAM on machines with more than 36 GB and about 2/3 on smaller ones (llama.cpp ggml-metal logs and
+        issues #1870, #2011 report e.g. 21.3 GB of 32 GB and 147 GB of 192 GB). The ``iogpu.wired_limit_mb``
+        sysctl (macOS 14 and later; ``debug.iogpu.wired_limit`` before) raises it until the next boot."""
+        if self.kind == "soc" and self.vendor.lower() == "apple" and not self.usable_memory_gb:
+            return 0.75 if self.memory_gb > 36 else 2 / 3
+        return 0.0
+
+    @property
     def usable_bytes(self) -> float:
-        """Memory a model may use. Apple SoCs: Metal's recommendedMaxWorkingSetSize is ~75 % of RAM
-        for machines above 36 GB and ~67 % below (llama.cpp #1870/#2011); others: the label."""
+        """Memory a model may use: ``usable_memory_gb`` where stated; an Apple SoC: its GPU wired limit
+        (``apple_wired_share`` of RAM); others: the label."""
         if self.usable_memory_gb:
             return self.usable_memory_gb * GIB
-        if self.kind == "soc" and self.vendor.lower() == "apple":
-            return self.capacity_bytes * (0.75 if self.memory_gb > 36 else 2 / 3)
-        return self.capacity_bytes
+        return self.capacity_bytes * (self.apple_wired_share or 1.0)
+
+    def usable_note(self) -> str:
+        """Why the usable memory is what it is, in one sentence (shown beside the fit)."""
+        gib = self.usable_bytes / GIB
+        if self.apple_wired_share:
+            share = "3/4" if self.apple_wired_share == 0.75 else "2/3"
+            return (f"{gib:,.4g} GiB: macOS lets the GPU wire {share} of {self.memory_gb:,.4g} GB by default "
+                    f"(`sudo sysctl iogpu.wired_limit_mb=N` raises it)")
+        return f"{gib:,.4g} GiB: a label's \"GB\" of device memory is GiB"
 
     @property
     def matmul_flops(self) -> float:

@@ -72,6 +72,9 @@ class LlamaModel:
 def load_llama(path: str, n_ctx: int, threads: int | None = None, flash_attention: bool = False) -> LlamaModel:
     """The GGUF at ``path`` in a llama.cpp context of ``n_ctx`` tokens on ``threads`` threads, with FlashAttention
     on or off (llama-cpp-python's ``flash_attn``: off unless asked, where llama.cpp's own tools run ``-fa auto``)."""
+    p = Path(path).expanduser()
+    if p.suffix != ".gguf":         # the user's input first, then the optional dependency
+        raise UserError(f"backend='llama.cpp' needs a .gguf file, got {path!r}", field="backend")
     try:
         import llama_cpp
     except ImportError:
@@ -83,9 +86,6 @@ def load_llama(path: str, n_ctx: int, threads: int | None = None, flash_attentio
 
     from ..userfile import require_file
 
-    p = Path(path).expanduser()
-    if p.suffix != ".gguf":
-        raise UserError(f"backend='llama.cpp' needs a .gguf file, got {path!r}", field="backend")
     require_file(p, "GGUF file")
     meta, shapes = gguf_tensor_shapes(p)
     spec, _ = spec_from_gguf(meta, shapes, p.stem)

@@ -3,7 +3,7 @@ with tensor-core dtypes, and the host link (pinned host -> device copy)."""
 
 from __future__ import annotations
 
-from .probe_cpu import probe_bandwidth, probe_matmul, probe_matvec
+from .probe_cpu import probe_bandwidth, probe_matmul, probe_matvec, steadier
 from .probe_result import ProbeResult
 from .stats import time_call
 
@@ -25,7 +25,7 @@ def probe_gpu(quick: bool = False, repeats: int = 5, device: str = "cuda") -> li
 
     sync = torch.cuda.synchronize
     size = GIB if quick else 4 * GIB
-    r = probe_bandwidth(size, repeats, 2, prefix="gpu", device=device, sync=sync)
+    r = steadier(lambda: probe_bandwidth(size, repeats, 2, prefix="gpu", device=device, sync=sync))
     r += probe_matvec(8192 if quick else 16384, ("fp32", "bf16", "fp16"), repeats, 3, "gpu", device, sync)
     r += probe_matmul(4096 if quick else 8192, ("fp32", "bf16", "fp16"), repeats, 3, "gpu", device, sync)
     r.append(probe_h2d(GIB // 4 if quick else GIB, repeats, device))

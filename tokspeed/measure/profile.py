@@ -11,44 +11,16 @@ from __future__ import annotations
 import datetime as _dt
 from pathlib import Path
 
+from ..toml_writer import dumps, sig6
 from .detect import int8_dot_per_fp32, llama_threads
 
 
 PROFILE_VERSION = 1
 
 
-# ---- a minimal TOML writer (flat keys and one level of tables are all a profile holds) -----------
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return repr(float(f"{v:.6g}")) if v == v and abs(v) != float("inf") else "0.0"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    s = str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{s}"'
-
-
-def _key(k: str) -> str:
-    return k if k.replace("_", "").replace("-", "").isalnum() else _toml_value(k)
-
-
 def dumps_toml(data: dict) -> str:
-    lines, tables = [], []
-    for k, v in data.items():
-        if isinstance(v, dict):
-            tables.append((k, v))
-        else:
-            lines.append(f"{_key(k)} = {_toml_value(v)}")
-    for name, table in tables:
-        sub = [(k, v) for k, v in table.items() if isinstance(v, dict)]
-        flat = {k: v for k, v in table.items() if not isinstance(v, dict)}
-        lines += ["", f"[{_key(name)}]"] + [f"{_key(k)} = {_toml_value(v)}" for k, v in flat.items()]
-        for sk, sv in sub:
-            lines += ["", f"[{_key(name)}.{_key(sk)}]"] + [f"{_key(k)} = {_toml_value(v)}" for k, v in sv.items()]
-    return "\n".join(lines) + "\n"
+    """A profile as TOML text (the one writer: ``tokspeed.toml_writer``)."""
+    return dumps(data, number=sig6)
 
 
 # ---- building, reading, writing ---------------------------------------------------------------

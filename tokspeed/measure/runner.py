@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from .mbu import untrusted_bandwidth, utilisation
 
 
 @dataclass
@@ -60,19 +61,23 @@ def gguf_quant_name(path) -> str:
     return name.replace("MOSTLY_", "").replace("ALL_", "")
 
 
-def derive_rates(point: dict, hw, quant: str) -> dict:
-    """Achieved GB/s, MBU (of the profile's bandwidth) and MFU (of its fp32 or fp16 TFLOP/s) of a point."""
+def derive_rates(point: dict, hw, quant: str, untrusted: str = "") -> dict:
+    """Achieved GB/s, MBU (of the profile's bandwidth; None with ``mbu_unreliable`` where it is no measurement:
+    ``tokspeed.measure.mbu``) and MFU (of its fp32 or fp16 TFLOP/s) of a point."""
     step_s = point["batch"] / point["decode_tok_s"]
     gbps = point["bytes_per_step"] / step_s / 1e9
     peak = (hw.fp32_tflops if quant.upper() == "F32" else hw.fp16_tflops or hw.fp32_tflops) * 1e12
     point["achieved_gbps"] = gbps
-    point["mbu"] = gbps / hw.bandwidth_gbps
+    point["mbu"], why = utilisation(gbps, hw.bandwidth_gbps, untrusted)
+    if why:
+        point["mbu_unreliable"] = why
     point["mfu"] = point["flops_per_step"] / step_s / peak if peak else None
     return point
 
 
-def measure(opts: MeasureOptions, hw, progress=None) -> dict:
-    """Time every point; ``progress(advance)`` is called after each decode step."""
+def measure(opts: MeasureOptions, hw, progress=None, profile: dict | None = None) -> dict:
+    """Time every point; ``progress(advance)`` is called after each decode step. ``profile``: the probed
+    hardware profile ``hw`` came from (its bandwidth probe's spread decides whether MBU is shown)."""
     from .detect import detect
     from .run_file import new_run
 
@@ -113,7 +118,10 @@ def measure(opts: MeasureOptions, hw, progress=None) -> dict:
         raise UserError(f"unknown backend {opts.backend!r}", "use torch or llama.cpp")
     # MFU of what the engine computes on: llama.cpp's CPU kernels run FP32 SIMD / int8, not a probe's BF16 figure
     rated = hw.simd_view() if opts.backend == "llama.cpp" else hw
-    points = [derive_rates(p, rated, quant) for p in points]
+    untrusted = untrusted_bandwidth(profile)
+    points = [derive_rates(p, rated, quant, untrusted) for p in points]
+    if any(p["mbu"] is None for p in points):
+        warnings.append("MBU not shown: " + next(p["mbu_unreliable"] for p in points if p["mbu"] is None))
     for p in points:
         if p["decode_step"]["unstable"]:
             warnings.append(f"batch {p['batch']} depth {p['context']}: decode steps spread "

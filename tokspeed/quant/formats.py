@@ -78,10 +78,12 @@ def exl2(bpw: float) -> Format:
 
 
 def mlx_affine(bits: int, group: int = 64) -> Format:
-    """MLX affine quantization (mlx.core.quantize; mlx-lm's default group size 64): ``bits`` per weight packed in
-    uint32 words plus one FP16 scale and one FP16 bias per group: 4-bit g64 = (64 x 4 + 2 x 16) / 64 = 4.5 bpw."""
+    """MLX affine quantization (``mlx.core.quantize``; mlx-lm ``convert --quantize`` defaults ``q_bits=4``,
+    ``q_group_size=64`` in mlx_lm/convert.py): ``bits`` per weight packed in uint32 words plus one scale and one
+    bias per group, both in the model's 16-bit dtype (BF16 for a BF16 checkpoint, 2 bytes either way):
+    4-bit g64 = (64 x 4 + 2 x 16) / 64 = 4.5 bpw."""
     return Format(f"MLX-{bits}BIT", group, group * bits / 8 + 2 + 2,
-                  f"MLX affine {bits}-bit, group {group}: FP16 scale + FP16 bias per group")
+                  f"MLX affine {bits}-bit, group {group}: 16-bit (BF16/FP16) scale + bias per group")
 
 
 # NVFP4 (NVIDIA Blackwell; ModelOpt checkpoints): FP4 E2M1 values in blocks of 16 with one FP8 E4M3 scale each

@@ -13,6 +13,6 @@ def make_console(stderr: bool = False):
     if width is not None:
         return Console(stderr=stderr, width=width, soft_wrap=False)
     c = Console(stderr=stderr, soft_wrap=False)
-    if not c.is_terminal:
-        c = Console(stderr=stderr, width=200, soft_wrap=False)
+    if not c.is_terminal:       # piped without COLUMNS: 80, as a terminal's default width
+        c = Console(stderr=stderr, width=80, soft_wrap=False)
     return c

@@ -49,7 +49,7 @@ def ridge_line(p, j) -> str:
                 f"it is, prefill time is unknown). {j.kernels:,} kernel launches per pass.")
     line = (f"ridge point of {name}: {j.ridge_flops_per_byte:.0f} FLOP/byte ({p.hw.matmul_flops / 1e12:g} TFLOPS ÷ "
             f"{p.hw.bandwidth_gbps:g} GB/s); stages below it are memory-bound. {j.kernels:,} kernel launches per pass.")
-    # what the stated range is made of: the fitted or prior band and each distance term (issue 27)
+    # what the stated range is made of: the fitted or prior band and each distance term
     line += f" Range {describe(prediction_basis(p), j.mode)}."
     rate = int8_rates(p.engine_profile, p.hw, p.quant)[0] if j.mode == "decode" else 0.0
     if rate and j.stream_gbps:

@@ -108,8 +108,7 @@ def render_prediction(pred, console=None):
     t.row("memory", f"{fmt_bytes(m.total_bytes)} / {fmt_bytes(m.capacity_bytes)}",
           f"weights {fmt_bytes(m.weights_bytes)} + KV {fmt_bytes(m.kv_bytes)} + activations "
           f"{fmt_bytes(m.activations_bytes)} + runtime {fmt_bytes(m.overhead_bytes)}")
-    t.row("fits", fit, f"capacity is the device's usable memory ({m.capacity_bytes / 2**30:,.4g} GiB: a label's "
-                       "\"GB\" of device memory is GiB)")
+    t.row("fits", fit, f"capacity is the device's usable memory ({usable_note(pred, m)})")
     t.row("largest context / batch", *context_cell(m, pred))
     t.row("bytes read per token", fmt_bytes(d.bytes_per_token),
           f"weights {fmt_bytes(d.weight_bytes_per_token)} + KV {fmt_bytes(d.kv_bytes_per_token)} (+ activations)")
@@ -133,3 +132,12 @@ def render_prediction(pred, console=None):
     if getattr(pred, "quant_assumed", None):
         console.print(f"[dim]weight format assumed (no --quant): {markup_safe(pred.quant_assumed)}[/]")
     console.print(f"[dim]engine model: {markup_safe(pred.engine_source)}[/]")
+
+
+def usable_note(pred, m) -> str:
+    """Why the capacity is what it is: the device's own note (a Mac: macOS's GPU wired limit), or a label's
+    GB read as GiB where the device is not at hand (several devices, an offload split)."""
+    hw = getattr(pred, "hw", None)
+    if hw is not None and abs(hw.usable_bytes - m.capacity_bytes) < 1:
+        return hw.usable_note()
+    return f"{m.capacity_bytes / 2**30:,.4g} GiB: a label's \"GB\" of device memory is GiB"

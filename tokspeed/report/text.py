@@ -69,17 +69,29 @@ def console_width() -> int | None:
     return None
 
 
-def say(text: str, kind: str = "") -> None:
-    """One message on stderr (``tokspeed: [kind: ]text``), made safe (``one_line``). On a terminal it wraps at
-    COLUMNS (or the terminal's width); piped it stays one line, whatever COLUMNS says: a log line to grep, as the
-    errors are."""
+def text_width() -> int:
+    """The width messages wrap at: ``COLUMNS``, else the terminal's, else 80 (piped without COLUMNS)."""
     import shutil
+
+    return console_width() or shutil.get_terminal_size((80, 24)).columns
+
+
+def wrapped(line: str, width: int | None = None) -> str:
+    """``line`` folded at word boundaries to ``width`` (``text_width()``), continuation lines indented two
+    spaces; words are never broken (an id, a path, a flag stays whole even when longer than the width)."""
+    width = width or text_width()
+    if len(line) <= width:
+        return line
+    return textwrap.fill(line, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+
+
+def say(text: str, kind: str = "") -> None:
+    """One message on stderr (``tokspeed: [kind: ]text``), made safe (``one_line``), wrapped at the width
+    (``wrapped``): COLUMNS, the terminal's, or 80 when piped; continuation lines start with two spaces, so a
+    message is still one entry to grep (each starts ``tokspeed:``)."""
     import sys
 
-    line = f"tokspeed: {kind + ': ' if kind else ''}{one_line(text)}"
-    width = (console_width() or shutil.get_terminal_size().columns) if sys.stderr.isatty() else None
-    sys.stderr.write((textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False)
-                      if width and len(line) > width else line) + "\n")
+    sys.stderr.write(wrapped(f"tokspeed: {kind + ': ' if kind else ''}{one_line(text)}") + "\n")
 
 
 class FitTable:
@@ -94,9 +106,10 @@ class FitTable:
         self.shown_caption = ""
 
     def column(self, name: str, numeric: bool = False, drop: int = 0, justify: str | None = None,
-               min_width: int = 12, style: str = "") -> "FitTable":
+               min_width: int = 12, style: str = "", whole: bool = False) -> "FitTable":
+        """``whole``: an id people copy (a model, a device): never folded, as wide as its longest cell."""
         self.cols.append(dict(name=name, numeric=numeric, drop=drop, justify=justify or ("right" if numeric else "left"),
-                              min_width=min_width, style=style))
+                              min_width=min_width, style=style, whole=whole))
         return self
 
     def row(self, *cells) -> None:
@@ -112,7 +125,7 @@ class FitTable:
         column's longest word (up to 14 or ``min_width``: longer words fold)."""
         c = self.cols[i]
         cells = [r[i].plain for r in self.rows if r is not None]
-        if c["numeric"]:
+        if c["numeric"] or c.get("whole"):
             need = max([_cell_len(s) for s in cells] + [max((_cell_len(w) for w in c["name"].split()), default=1)])
         else:
             longest = max([_cell_len(w) for s in cells for w in s.split()] + [1])
@@ -151,7 +164,7 @@ class FitTable:
         for i, w in zip(keep, widths):
             c = self.cols[i]
             header = c["name"]
-            if c["numeric"]:
+            if c["numeric"] or c.get("whole"):
                 header = "\n".join(textwrap.wrap(header, max(w, 1), break_long_words=False)) or header
                 t.add_column(styled(header), justify=c["justify"], no_wrap=True, width=w, style=c["style"])
             else:
@@ -171,7 +184,8 @@ class FitTable:
         want = []
         for i, n in zip(keep, need):
             cells = [r[i].plain for r in self.rows if r is not None] + [self.cols[i]["name"]]
-            want.append(0 if self.cols[i]["numeric"] else max(n, max(_cell_len(s) for s in cells)) - n)
+            fixed = self.cols[i]["numeric"] or self.cols[i].get("whole")
+            want.append(0 if fixed else max(n, max(_cell_len(s) for s in cells)) - n)
         spare = room - sum(need)
         give = [0] * len(keep)
         open_ = sorted((k for k in range(len(keep)) if want[k] > 0), key=lambda k: want[k])

@@ -31,8 +31,8 @@ Which all-reduce an engine runs, by message size (``allreduce``):
   beyond) or without peer access; one-shot up to 128 tokens, two-shot above;
 - other engines: NCCL.
 Read from the released packages (vllm 0.13.0, sglang 0.5.6 wheels): the size limits, world sizes and the order
-of the paths. Not in the wheels, as recalled from the sources: the one-/two-stage switch of
-``custom_all_reduce.cuh`` and TensorRT-LLM's AUTO rule (``thop/allreduceOp.cpp``, ``customAllReduceUtils.h``).
+of the paths. Not in the wheels, from the sources (not re-read against a release; confidence medium): the
+one-/two-stage switch of ``custom_all_reduce.cuh`` and TensorRT-LLM's AUTO rule (``thop/allreduceOp.cpp``, ``customAllReduceUtils.h``).
 """
 
 from __future__ import annotations

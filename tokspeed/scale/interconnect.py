@@ -28,7 +28,7 @@ from ..errors import UserError
 
 # Synchronisation latency per operation (software + link round trip; bandwidth is counted separately).
 # Fitted by scripts/eval_scale_calibration.py --fit on the tensor-parallel decode rows of
-# shared/validation/calibration.csv, as the median speed-up error minimiser over a grid (docs/scale.md):
+# data/validation/calibration.csv, as the median speed-up error minimiser over a grid (docs/scale.md):
 SYNC_LATENCY_S = {
     "all-reduce": 1.5e-5,   # one NCCL all-reduce of a decode-size message (gpt-fast on 2-8x A100 NVLink:
                             # 12 rows with a one-GPU counterpart; the NCCL small-message range is ~10-50 us)

@@ -13,7 +13,7 @@ here is a lower bound on the engine's kernel-level MBU.
 
 Aggregate output throughput (what the report draws over the measured curve), from tokspeed's serving
 model: a concurrency phase c is batch c, ``predicted_output_tok_s`` = c x per-sequence tok/s (the
-batch curve of ``tokspeed.scale.serving``); a rate phase R is ``continuous_batching`` at R requests/s
+batch curve of ``tokspeed.serving.curve``); a rate phase R is ``continuous_batching`` at R requests/s
 (steady state: R x output tokens per request, or none when the rate is beyond the setup).
 
 ``simulated_*`` (what the report draws over the measured curve when present): the step-level scheduler
@@ -65,9 +65,10 @@ def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | Non
             row["bytes_per_step"] = c * d["bytes_per_token"]
             if measured:
                 row["mbu"] = measured * row["bytes_per_step"] / bandwidth_Bps
-                if row["mbu"] > 1:
-                    row["note"] = ("MBU over 100%: the server cannot read this many bytes per token; "
-                                   "it is not running this model/quant on this hardware")
+                if row["mbu"] > 1:      # not a measurement (tokspeed.measure.mbu): shown as none, said why
+                    row["note"] = (f"MBU not shown: it would be {row['mbu']:.0%}, and the server cannot read this "
+                                   "many bytes per token; it is not running this model/quant on this hardware")
+                    row["mbu"] = None
         if measured and d.get("tok_s"):
             row["measured_over_predicted"] = measured / d["tok_s"]
         rows.append(_simulated(row, ph, records, model, hw, quant, engine))
@@ -83,7 +84,7 @@ def _lengths(ph: dict) -> tuple[int, int]:
 def _rate_row(ph: dict, model: str, hw, opts: dict) -> dict | None:
     """A rate phase: the steady state of continuous batching at its arrival rate."""
     from ..predict import predict
-    from ..scale.serving import continuous_batching
+    from ..serving.curve import continuous_batching
 
     prompt, gen = _lengths(ph)
     steps: dict[int, float] = {}
@@ -113,13 +114,14 @@ def _rate_row(ph: dict, model: str, hw, opts: dict) -> dict | None:
 
 def _simulated(row: dict, ph: dict, records, model, hw, quant, engine) -> dict:
     """``row`` with the scheduler simulation of its level (``serving.overlay``)."""
-    from ..serving.overlay import phase_lengths, simulate_phase
+    from ..serving.overlay import phase_lengths
+    from ..serving_api import overlay_phase
 
     try:
         sizes = phase_lengths(records, ph.get("phase"))
         row["simulated_lengths"] = "recorded" if sizes else "mean"
         sizes = sizes or [(row["prompt"], row["gen"])]
-        sim = simulate_phase(model, hw, quant, engine, sizes, concurrency=int(ph.get("concurrency") or 1),
+        sim = overlay_phase(model, hw, quant, engine, sizes, concurrency=int(ph.get("concurrency") or 1),
                              rate_rps=float(ph.get("rate_rps") or 0.0))
     except Exception as e:  # the simulation must not cost the run its other figures
         row["simulation_error"] = f"{type(e).__name__}: {e}"

@@ -3,7 +3,7 @@
 Sections: what was run (server, engine version, prompts and whether their length was verified);
 a table per load level; output throughput vs load with tokspeed's prediction for the same model and
 hardware over it (from the serving model: batch c decodes c sequences per step; a rate phase is
-``tokspeed.scale.serving.continuous_batching``) and the gap stated; latency percentiles vs load with
+``tokspeed.serving.curve.continuous_batching``) and the gap stated; latency percentiles vs load with
 the SLO lines; goodput vs load; TTFT and inter-token-gap distributions (empirical CDFs per level);
 failed requests by kind over time. Every text from the server or the user is HTML-escaped.
 """

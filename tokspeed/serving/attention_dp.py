@@ -19,15 +19,13 @@ from __future__ import annotations
 import math
 
 from .expert import EXPERT_ROLES
-from .schedulers import scheduler_key
+from .schedulers import scheduler_for
 from .steptime import grid_below
 
-WHOLE_INSTANCE_LIMITS = frozenset({"sglang"})    # engines whose limits are the instance's (see above)
-
-
 def per_rank(engine_name: str) -> bool:
-    """Whether the engine's ``max_seqs`` and ``token_budget`` bound each attention-DP rank."""
-    return scheduler_key(engine_name) not in WHOLE_INSTANCE_LIMITS
+    """Whether the engine's ``max_seqs`` and ``token_budget`` bound each attention-DP rank (schedulers.toml
+    ``dp_limits_per_rank``; see above)."""
+    return scheduler_for(engine_name).dp_limits_per_rank
 
 
 def instance_scheduler(sched, dp: int):

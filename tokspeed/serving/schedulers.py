@@ -32,6 +32,7 @@ class Scheduler:
     sliding_window: bool = True  # attends (and caches) only a sliding layer's window by default
     memory_fraction_of: str = "total"   # memory_fraction of the whole device, or of what the weights leave ("free")
     overlap_host: bool = False  # the host prepares step N+1 while the device runs step N: no host time per step
+    dp_limits_per_rank: bool = True     # under attention DP, token_budget / max_seqs bound each rank (else the instance)
 
     def __post_init__(self):
         for name in ("token_budget", "max_seqs"):
@@ -95,7 +96,7 @@ def scheduler_for(engine_name: str, version=None) -> Scheduler:
 
     key = scheduler_key(engine_name)
     e = dict(_table()[key])
-    for k in ("graph_source", "sliding_source", "overlap_source"):
+    for k in ("graph_source", "sliding_source", "overlap_source", "dp_limits_source"):
         e.pop(k, None)
     if "graph_sizes" in e:
         e["graph_sizes"] = tuple(e["graph_sizes"])

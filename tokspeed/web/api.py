@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import threading
+import tomllib
 from pathlib import Path
 
 from ..errors import UserError, did_you_mean
@@ -35,18 +36,7 @@ MAX_FIT_CONTEXT = 1 << 24
 MIN_TOKEN_LIMIT = 131072
 # The context sweep of the calculator's chart: the seeds' 1K..128K (report.html's SWEEP_CONTEXTS).
 CURVE_CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
-PRESETS = [
-    {"id": "gaming-24", "label": "24 GB gaming GPU (RTX 4090)", "settings": {"hardware": "rtx-4090", "quant": "Q4_K_M"}},
-    {"id": "gaming-16", "label": "16 GB gaming GPU (RTX 4080 Super)",
-     "settings": {"hardware": "rtx-4080-super", "quant": "Q4_K_M"}},
-    {"id": "mac-64", "label": "Mac with 64 GB (M4 Max)", "settings": {"hardware": "m4-max-40", "quant": "Q4_K_M"}},
-    {"id": "mac-192", "label": "Mac Studio with 192 GB (M2 Ultra)",
-     "settings": {"hardware": "m2-ultra-76", "quant": "Q4_K_M"}},
-    {"id": "h100", "label": "One H100 80 GB with vLLM", "settings": {"hardware": "h100-sxm", "quant": "FP8",
-                                                                    "engine": "vllm"}},
-    {"id": "8xh100", "label": "8× H100 server (tensor parallel)",
-     "settings": {"hardware": "h100-sxm", "quant": "BF16", "engine": "vllm", "gpus": "8"}},
-]
+PRESETS = tomllib.loads((Path(__file__).with_name("presets.toml")).read_text())["preset"]
 
 
 def hf_id(source: str) -> str | None:
@@ -297,15 +287,16 @@ def fit_available() -> bool:
 
 
 def api_fit(q) -> dict:
-    from ..advise.runs_here import rank_models
+    from ..advise.runs_here import DEFAULT_FIT_CONTEXT, rank_models
 
     if q.prompt > MAX_FIT_PROMPT:
         raise ApiError(400, f"the ranking takes prompts up to {MAX_FIT_PROMPT:,} tokens, got {q.prompt:,}", "prompt")
-    if q.context > MAX_FIT_CONTEXT:
+    if q.context is not None and q.context > MAX_FIT_CONTEXT:
         raise ApiError(400, f"context {q.context:,} is above this server's limit of {MAX_FIT_CONTEXT:,}", "context")
 
     hw = catalog_hardware(q.hardware)
-    rows = rank_models(hw, context=q.context, prompt=q.prompt, min_tok_s=q.min_tok_s, **engine_options(q), gpus=q.gpus,
+    context = DEFAULT_FIT_CONTEXT if q.context is None else q.context     # the default is clamped to each window
+    rows = rank_models(hw, context=context, context_to_window=q.context is None, prompt=q.prompt, min_tok_s=q.min_tok_s, **engine_options(q), gpus=q.gpus,
                        offload=q.offload, family=q.family, max_params=q.max_params, moe=q.moe, use=q.use,
                        top=q.top)
     return {"hardware": hw.id, "rows": [r.to_dict() for r in rows]}
@@ -365,12 +356,11 @@ SERVED_KEPT = 32
 
 
 def _serve_doc(model, hw, engine, quant, kv_dtype, engine_version, gpus, isl, osl, ttft_ms, tpot_ms) -> dict:
-    from ..serving.document import search_document
     from ..serving.metrics import SLO
-    from ..serving.run import Setup
+    from ..serving_api import ServeQuery, serve
 
-    return search_document(Setup(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=isl, osl=osl,
-                                 engine_version=engine_version), gpus, SLO(ttft_ms=ttft_ms, tpot_ms=tpot_ms))
+    return serve(ServeQuery(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=isl, osl=osl,
+                            engine_version=engine_version, gpus=gpus, slo=SLO(ttft_ms=ttft_ms, tpot_ms=tpot_ms)))
 
 
 def api_upload(q, data: bytes, uploads: Uploads) -> dict:

@@ -68,7 +68,8 @@ class FitQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     hardware: str = Field(description="a catalog id")
-    context: Count = Field(8192, ge=0)
+    context: Optional[Count] = Field(None, ge=0, description="tokens in the KV cache; default 8192, clamped to "
+                                                           "each model's trained window")
     prompt: Count = Field(DEFAULT_PROMPT, ge=0)
     min_tok_s: Optional[float] = Field(None, ge=0, allow_inf_nan=False)
     engine: str = DEFAULT_ENGINE

@@ -441,7 +441,7 @@ async function runFit() {
     for (const r of fitRows) {
       const tr = el("tr", r.fits ? "" : "dim");
       const dec = r.decode || {}, pf = r.prefill || {}, mem = r.memory || {};
-      tr.append(el("td", "", r.model), el("td", "", r.quant), el("td", "", r.fits ? "yes" : "no: hypothetical"),
+      tr.append(el("td", "", r.model), el("td", "", r.quant), el("td", "", r.fits ? "yes" : r.reason ? "no: window" : "no: hypothetical"),
         el("td", "n", known(mem.total_bytes) ? fmtBytes(mem.total_bytes) : ""), el("td", "n", orUnknown(dec.tok_s, fmtRate)),
         el("td", "n", orUnknown(pf.tok_s, fmtRate)), el("td", "n", orUnknown(r.ttft_s, fmtSeconds)));
       body.append(tr);

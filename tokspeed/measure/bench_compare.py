@@ -1,0 +1,145 @@
+"""A llama-bench run set beside tokspeed's predictions, and this machine's calibration from its decode tests.
+
+Each test (``llama_bench.BenchRow``) is predicted as asked: the model from its file name (or the one given), the
+weight format from its file type (``Q4_K - Medium`` is Q4_K_M), the backend from llama-bench's ``backends`` (CPU
+where no layer is offloaded), the device from its ``gpu_info`` / ``cpu_info`` (or the one given), the build's era from
+its build number, its prompt, generation, depth and ``-fa``. A prompt test compares with the prefill rate, a
+generation test with the decode rate, a ``pp+tg`` test with both tokens over both times (as llama-bench counts it).
+
+``calibrate``: the decode tests fit this machine's ``llama.cpp`` calibration (``calibrate.fit``: eta, eta_kv and a
+per-step overhead against the profile's bandwidth, net of the engine model's attention traffic) and store it in the
+hardware profile; every later llama.cpp prediction on that profile uses it, its band two of the fit's RMS errors.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import UserError
+from ..hardware.catalog import get_hardware
+from ..models.catalog import resolve_id
+from ..predict import predict
+from ..quant.schemes import canonical
+from .calibrate import fit, store_calibration
+from .llama_bench import BenchRow
+from .predicted import predict_point
+
+# llama-bench's backend names (ggml_backend_reg_name) -> tokspeed's llama.cpp backend
+BACKEND_ENGINE = {"cuda": "llama.cpp-cuda", "metal": "llama.cpp-metal", "vulkan": "llama.cpp-vulkan",
+                  "rocm": "llama.cpp-rocm", "hip": "llama.cpp-rocm", "sycl": "llama.cpp-sycl",
+                  "cpu": "llama.cpp-cpu", "blas": "llama.cpp-cpu"}
+# llama_model_ftype_name's size words -> the K-quant suffix
+SIZE_WORD = {"small": "S", "medium": "M", "large": "L", "extra small": "XS"}
+FILE_QUANT = re.compile(r"[-._](?:UD-)?((?:I?Q\d[A-Z0-9_]*)|BF16|F16|F32|MXFP4)$", re.I)
+
+
+@dataclass(frozen=True)
+class Compared:
+    row: BenchRow
+    model: str
+    quant: str
+    engine: str
+    device: str
+    predicted_tok_s: float
+    error_pct: float
+    source: str
+
+
+def quant_of(row: BenchRow) -> str:
+    """The weight format of a test: its file type (``llama 8B Q4_K - Medium``), else its file name's suffix."""
+    m = re.search(r"\b(I?Q\d\w*|BF16|F16|F32|MXFP4)(?: - (Small|Medium|Large|Extra small))?\b", row.model_type, re.I)
+    if m:
+        base = m.group(1).upper()
+        return canonical(base + ("_" + SIZE_WORD[m.group(2).lower()] if m.group(2) and "_K" in base else ""))
+    stem = re.sub(r"(-\d{5}-of-\d{5})?\.gguf$", "", row.model_filename.rsplit("/", 1)[-1], flags=re.I)
+    f = FILE_QUANT.search(stem)
+    if f:
+        return canonical(f.group(1).upper())
+    raise UserError(f"no weight format in {row.model_type or row.model_filename!r}", "give the model's --quant")
+
+
+def model_of(row: BenchRow) -> str:
+    """The catalog model of a test from its file name: the longest leading part of the name the catalog knows."""
+    stem = re.sub(r"(-\d{5}-of-\d{5})?\.gguf$", "", row.model_filename.replace("\\", "/").rsplit("/", 1)[-1],
+                  flags=re.I)
+    stem = FILE_QUANT.sub("", stem)
+    parts = re.split(r"(?<=[^-._])[-._](?=[A-Za-z])", stem)
+    for n in range(len(parts), 0, -1):
+        found = resolve_id("-".join(parts[:n]), packaging=True)
+        if found:
+            return found
+    raise UserError(f"model {row.model_filename or row.model_type!r} is not in the catalog",
+                    "name it: tokspeed measure MODEL --from FILE")
+
+
+def engine_of(row: BenchRow) -> str:
+    if row.n_gpu_layers == 0:
+        return "llama.cpp-cpu"
+    first = row.backend.split(",")[0].strip().lower()
+    if first not in BACKEND_ENGINE:
+        raise UserError(f"llama-bench backend {row.backend[:40]!r} is not one tokspeed models",
+                        "one of " + ", ".join(sorted(BACKEND_ENGINE)))
+    return BACKEND_ENGINE[first]
+
+
+def device_of(row: BenchRow, engine: str) -> str:
+    name = row.cpu_info if engine == "llama.cpp-cpu" else row.gpu_info.split(",")[0]
+    if not name.strip():
+        raise UserError("the file names no device", "give --hardware NAME or a probed profile")
+    return name.strip()
+
+
+def predicted_rate(row: BenchRow, model, hw, quant: str, engine: str) -> tuple[float, str]:
+    fa = {1: True, 0: False}.get(row.flash_attn)
+    build = re.search(r"\((\d+)\)", row.build)
+    p = predict(model, hw, quant=quant, engine=engine, prompt=row.n_prompt, gen=max(row.n_gen, 1),
+                context=row.n_depth, flash_attention=fa, engine_version=f"b{build.group(1)}" if build else None)
+    if row.metric == "prefill":
+        return p.prefill.tok_s, p.engine_profile.source
+    if row.metric == "decode":
+        return p.decode.tok_s, p.engine_profile.source
+    seconds = row.n_prompt / p.prefill.tok_s + row.n_gen / p.decode.tok_s
+    return (row.n_prompt + row.n_gen) / seconds, p.engine_profile.source
+
+
+def compare(rows, model: str | None = None, hardware=None) -> tuple[list[Compared], list[str]]:
+    """(the tests predicted, one line per test that could not be: which and why)."""
+    out, skipped = [], []
+    for i, row in enumerate(rows):
+        try:
+            engine = engine_of(row)
+            hw = hardware if hardware is not None else get_hardware(device_of(row, engine))
+            m, q = model or model_of(row), quant_of(row)
+            rate, source = predicted_rate(row, m, hw, q, engine)
+        except UserError as e:
+            skipped.append(f"test {i + 1} ({row.test}): {e.message}")
+            continue
+        out.append(Compared(row, m, q, engine, getattr(hw, "name", str(hw)), rate,
+                            (rate / row.avg_ts - 1) * 100, source))
+    if not out:
+        raise UserError("no test of the file could be predicted: " + (skipped[0] if skipped else "none"),
+                        "give the model (tokspeed measure MODEL --from FILE) or --hardware")
+    return out, skipped
+
+
+def calibrate_from(compared: list[Compared], hw, profile_path):
+    """Fit this machine's llama.cpp calibration on the decode tests and store it in ``profile_path``."""
+    if profile_path is None:
+        raise UserError("--calibrate stores the fit in a probed hardware profile",
+                        "add --hardware local (after `tokspeed probe`) or --hardware PROFILE.toml")
+    dec = [c for c in compared if c.row.metric == "decode"]
+    if not dec:
+        raise UserError("--calibrate needs generation tests (tg128 ...): the file has none")
+    pts, fa = [], set()
+    for c in dec:
+        pred = predict_point(c.model, hw, "llama.cpp", c.quant, c.row.n_depth, c.row.n_gen, 1, 0,
+                             flash_attention={1: True, 0: False}.get(c.row.flash_attn))
+        x = pred.get("attn_extra_bytes_per_step", 0.0)
+        pts.append((pred["bytes_per_step"] + x, 1.0 / c.row.avg_ts, pred["kv_bytes_per_step"] + x))
+        fa.add(c.row.flash_attn)
+    tests = sorted({f"{c.model} {c.quant} {c.row.test}" for c in dec})
+    cal = fit(pts, hw.bandwidth_gbps, "llama.cpp", fitted_on="llama-bench: " + "; ".join(tests)[:400],
+              flash_attention={1: True, 0: False}.get(fa.pop()) if len(fa) == 1 else None, attention_net=True)
+    store_calibration(profile_path, cal)
+    return cal
