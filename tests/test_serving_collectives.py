@@ -92,7 +92,7 @@ PUBLISHED_TOK_S_PER_GPU = 1436
 
 # the serving step's kernels at their measured efficiency by path (serving/kernel_efficiency.toml: the FP8
 # block-scaled GEMMs, DeepSeek's grouped expert GEMM, prefill attention, fitted on Hopper kernel tables, none on
-# this row) give 1,623 (+13 %); the roofline profile alone gave 2,533
+# this row) give 1,639 (+14 %); the roofline profile alone gave 2,559
 def test_deepseek_r1_attention_dp8_ep8_against_nvidia():
     s = make_setup("deepseek-r1", "h200-sxm", "tensorrt-llm", quant="FP8", kv_dtype="fp8", isl=1024, osl=2048,
               sched_overrides={"max_seqs": 128})
