@@ -136,6 +136,7 @@ def run_rows(aic, held_out: bool = False) -> dict:
     from tokspeed.hardware.catalog import get_hardware
     from tokspeed.serving.fitted import forward_for
     from tokspeed.serving.rows import CSV, CSV2, evaluate_case, load_cases
+    from tokspeed.serving_api import make_setup
 
     cases, skipped = load_cases(CSV2 if held_out else CSV)
     skipped = {f"tokspeed: {k}": v for k, v in skipped.items()}
@@ -151,7 +152,8 @@ def run_rows(aic, held_out: bool = False) -> dict:
     for (c, q), a in zip(asked, answers):
         t = time.perf_counter()
         try:
-            ts = evaluate_case(c, forward_for(c.engine, get_hardware(c.hardware).vendor) if held_out else None)
+            ts = evaluate_case(c, forward_for(c.engine, get_hardware(c.hardware).vendor) if held_out else None,
+                               make_setup=make_setup)
         except Exception as e:       # noqa: BLE001  a case the simulator refuses is reported, not fatal
             ts = {"error": f"{type(e).__name__}: {e}"}
         t_ts += time.perf_counter() - t

@@ -25,9 +25,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tokspeed.serving.metrics import SLO  # noqa: E402
-from tokspeed.serving.run import Load, Setup, evaluate  # noqa: E402
+from tokspeed.serving.run import Load, evaluate  # noqa: E402
 from tokspeed.serving.search import search  # noqa: E402
 from tokspeed.serving.worker import Parallelism  # noqa: E402
+from tokspeed.serving_api import make_setup  # noqa: E402
 
 
 def timed(fn):
@@ -37,17 +38,17 @@ def timed(fn):
 
 
 def cases():
-    s8 = Setup("llama-3.1-8b", "h100-sxm", "vllm", quant="FP8", kv_dtype="fp8", isl=1024, osl=256)
+    s8 = make_setup("llama-3.1-8b", "h100-sxm", "vllm", quant="FP8", kv_dtype="fp8", isl=1024, osl=256)
     for name, load in (("1,000 requests offline", Load("offline", n_requests=1000)),
                        ("1,000 requests at concurrency 64", Load("concurrency", concurrency=64, n_requests=1000)),
                        ("1,000 requests Poisson 20/s", Load("rate", rate_rps=20.0, n_requests=1000))):
-        yield f"8B / 1 x H100 / vLLM: {name}", lambda load=load: evaluate(s8, Parallelism(), 1, load)["output_tok_s"]
+        yield f"8B / 1 x H100 / vLLM: {name}", lambda load=load: evaluate(s8, Parallelism(), 1, load).output_tok_s
     yield "search 70B / 8 x H200 / TensorRT-LLM", lambda: search(
-        Setup("llama-3.1-70b", "h200-sxm", "tensorrt-llm", quant="FP8", kv_dtype="fp8", isl=4000, osl=500), 8, None,
-        SLO(ttft_ms=1000, tpot_ms=50))[0][0]["output_tok_s_per_gpu"]
+        make_setup("llama-3.1-70b", "h200-sxm", "tensorrt-llm", quant="FP8", kv_dtype="fp8", isl=4000, osl=500), 8, None,
+        SLO(ttft_ms=1000, tpot_ms=50))[0][0].output_tok_s_per_gpu
     yield "search DeepSeek-V3 / 8 x H200 / SGLang", lambda: search(
-        Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000), 8, None,
-        SLO(tpot_ms=50))[0][0]["output_tok_s_per_gpu"]
+        make_setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000), 8, None,
+        SLO(tpot_ms=50))[0][0].output_tok_s_per_gpu
 
 
 def main() -> int:

@@ -38,7 +38,7 @@ def snapshot() -> dict:
     from tokspeed.engines.issue import fp32_lanes_per_core
     from tokspeed.engines.memory import memory_class
     from tokspeed.engines.mmq import has_tensor_cores, mmq_unit
-    from tokspeed.hardware.catalog import all_hardware
+    from tokspeed.hardware.devices import all_hardware
     from tokspeed.predict import predict
 
     out = {}

@@ -58,7 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tokspeed.calibration import load_rows  # noqa: E402
-from tokspeed.calibration.evaluate import percentile  # noqa: E402
+from tokspeed.stats import percentile
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
 from tokspeed.calibration.holdout import (CONDITIONS, band_results, bands_toml, held_out_tables,  # noqa: E402
                                           is_moe)
@@ -69,7 +69,8 @@ from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.pooling import arch_family, blend  # noqa: E402
 from tokspeed.toml_writer import Inline, dumps  # noqa: E402
-from tokspeed.engines.profile import EngineProfile, format_group, prior_profile  # noqa: E402
+from tokspeed.engines.profile import EngineProfile, prior_profile
+from tokspeed.quant.format_key import format_group
 
 BACKENDS = ["llama.cpp-cuda", "llama.cpp-metal", "llama.cpp-vulkan", "llama.cpp-rocm", "llama.cpp-sycl", "gpt-fast"]
 FITTED = REPO / "tokspeed" / "engines" / "fitted.toml"
@@ -447,7 +448,7 @@ CORE_BOUNDS = ("bytes_per_core_cycle", "quant_flops_per_core_cycle", "pj_per_flo
 def shared_eta_mem(results, engine: str) -> dict:
     """eta_mem per memory technology fitted for the engine whose kernels ``engine`` compiles (its priors'
     ``kernels_of``), without its default; {} if none or not fitted here."""
-    from tokspeed.engines.profile import load_table
+    from tokspeed.engines.tables import load_table
 
     of = load_table("priors.toml").get(engine, {}).get("kernels_of")
     for res in results:

@@ -37,7 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tokspeed.calibration.answered import why_unanswered  # noqa: E402
-from tokspeed.calibration.evaluate import percentile, predicted_tok_s  # noqa: E402
+from tokspeed.calibration.evaluate import predicted_tok_s
+from tokspeed.stats import percentile
 from tokspeed.calibration.rows import load_rows  # noqa: E402
 from tokspeed.engines.profile import get_engine  # noqa: E402
 from tokspeed.engines.cpu_kernels import matvec_key  # noqa: E402

@@ -40,6 +40,7 @@ sys.path.insert(0, str(ROOT))
 from tokspeed.hardware.catalog import get_hardware  # noqa: E402
 from tokspeed.serving.fitted import fitted_key, shared_key  # noqa: E402
 from tokspeed.serving.rows import CSV, CSV2, evaluate_case, load_cases  # noqa: E402
+from tokspeed.serving_api import make_setup  # noqa: E402
 from tokspeed.stats import percentile  # noqa: E402
 
 MIN_GROUP = 10          # rows an engine needs on one vendor's devices for a gpu_scale of its own
@@ -60,7 +61,8 @@ def simulate_all(cases):
         preds = []
         for c in cases:
             try:
-                preds.append(evaluate_case(c, {"gpu_scale": 1.0, "step_s": o, "link_scale": link}))
+                preds.append(evaluate_case(c, {"gpu_scale": 1.0, "step_s": o, "link_scale": link},
+                                           make_setup=make_setup))
             except Exception as e:           # noqa: BLE001  report and go on: a case the simulator refuses
                 print(f"  {c.id}: {type(e).__name__}: {e}", file=sys.stderr)
                 preds.append(None)

@@ -75,6 +75,18 @@ class HostileServer:
                 body = json.loads(self.rfile.read(n) or b"{}")
                 auth = self.headers.get("Authorization", "")
                 mode = body.get("model", "ok")
+                if mode == "gzip_blank":     # 47 KB of gzip that inflates to 48 MiB of blank lines, then an answer
+                    import gzip
+
+                    data = gzip.compress(b"\n" * (48 * 2**20) + b"".join(
+                        event("t", "length" if i == 3 else None) for i in range(4)) + b"data: [DONE]\n\n")
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Content-Encoding", "gzip")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self._send(data)
+                    return
                 self._start()
                 if mode == "ok":
                     for i in range(4):

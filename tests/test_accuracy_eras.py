@@ -10,7 +10,8 @@ from tokspeed.engines.eras import build_month, era_of
 from tokspeed.engines.memory import memory_class
 from tokspeed.engines.profile import get_engine
 from tokspeed.errors import UserError
-from tokspeed.hardware.catalog import all_hardware, get_hardware
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.hardware.devices import all_hardware
 from tokspeed.hardware.spec import Hardware
 from tokspeed.predict import predict
 

@@ -66,7 +66,7 @@ def test_a_backend_without_rows_decodes_with_the_kernels_it_compiles():
 
 
 def test_an_engines_own_values_win_over_the_kernels_it_borrows():
-    from tokspeed.engines.profile import with_shared_kernels
+    from tokspeed.engines.tables import with_shared_kernels
 
     shared = {"eta_mem": {"default": 0.9}, "fixed_s": 3e-4, "launch_s": 1e-6}
     out = with_shared_kernels({"eta_mem": {"default": 0.6}, "launch_s": 7e-6}, shared, "llama.cpp-cuda")

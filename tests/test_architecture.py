@@ -144,3 +144,17 @@ def test_the_serving_simulation_stands_below_predict():
     up = {m for m, deps in graph.items() if _under(m, ["tokspeed.serving"]) and "tokspeed.predict" in deps}
     assert not up, f"serving modules importing predict: {sorted(up)}"
     assert "tokspeed.predict" not in reach(graph, "tokspeed.prediction_setup")
+
+
+def test_the_serving_package_stands_below_predicts_setup():
+    """The layer rule of the serving package: no module of ``tokspeed.serving`` imports predict or predict's
+    setup, nor reaches them through another module; predict's resolution comes in as an argument
+    (``tokspeed.serving_api.make_setup`` passes ``prediction_setup.resolve``), and the entry point stands above
+    both."""
+    graph = import_graph()
+    serving = [m for m in graph if _under(m, ["tokspeed.serving"])]
+    assert len(serving) > 10
+    above = {"tokspeed.predict", "tokspeed.prediction_setup", "tokspeed.serving_api"}
+    up = {f"{m} -> {sorted(reach(graph, m) & above)}" for m in serving if reach(graph, m) & above}
+    assert not up, f"serving modules reaching predict or its setup: {sorted(up)}"
+    assert {"tokspeed.prediction_setup", "tokspeed.serving.run"} <= reach(graph, "tokspeed.serving_api")

@@ -9,7 +9,7 @@ import pytest
 
 import tokspeed
 from tokspeed.engines.compat import supported_formats
-from tokspeed.engines.profile import format_group
+from tokspeed.quant.format_key import format_group
 from tokspeed.errors import UserError
 from tokspeed.hardware.catalog import get_hardware
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tokspeed.calibration import DEFAULT_CSV, load_rows
-from tokspeed.calibration.evaluate import error_pct, percentile, predicted_tok_s
+from tokspeed.calibration.evaluate import error_pct, predicted_tok_s
+from tokspeed.stats import percentile
 from tokspeed.engines.profile import EngineProfile, get_engine, prior_profile
 from tokspeed.hardware.spec import Hardware
 from tokspeed.ledger import Op, Role, Scope

@@ -6,7 +6,10 @@ import pytest
 from tests.conftest import run_cli
 from tokspeed.engines import compat
 from tokspeed.engines.compat import check, engines_for, supported_formats
-from tokspeed.engines.profile import ENGINES, compute_class, format_group, get_engine, load_table
+from tokspeed.engines.profile import ENGINES, get_engine
+from tokspeed.engines.rates import compute_class
+from tokspeed.quant.format_key import format_group
+from tokspeed.engines.tables import load_table
 from tokspeed.errors import UserError
 from tokspeed.hardware import get_hardware
 from tokspeed.hardware.spec import Hardware

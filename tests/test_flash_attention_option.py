@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from tokspeed.engines.profile import get_engine, load_table
+from tokspeed.engines.profile import get_engine
+from tokspeed.engines.tables import load_table
 from tokspeed.errors import UserError
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.predict import predict

@@ -14,7 +14,8 @@ from tokspeed.engines.memory import memory_class
 from tokspeed.engines.mmq import has_tensor_cores, mmq_unit
 from tokspeed.errors import UserError
 from tokspeed.hardware.arch import ARCHS, MATRIX_UNITS
-from tokspeed.hardware.catalog import all_hardware, get_hardware, hardware_from_toml
+from tokspeed.hardware.catalog import get_hardware, hardware_from_toml
+from tokspeed.hardware.devices import all_hardware
 from tokspeed.hardware.spec import Hardware
 
 REPO = Path(__file__).resolve().parent.parent

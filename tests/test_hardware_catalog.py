@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from tokspeed.errors import UserError
-from tokspeed.hardware.catalog import DATA, all_hardware, get_hardware
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.hardware.datafile import DATA
+from tokspeed.hardware.devices import all_hardware
 from tokspeed.hardware.spec import KINDS, Hardware
 
 REPO = Path(__file__).resolve().parent.parent

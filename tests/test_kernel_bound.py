@@ -147,7 +147,8 @@ def test_metal_moe_decode_reads_each_expert_once_per_pair_below_32_tokens():
 def test_dequantising_costs_core_cycles_not_memory():
     # eta_format scales the kernel bound (cores x clock x bytes_per_core_cycle), not the memory's rate: by hand
     # with the p = 4 soft minimum, on two GeForce-like parts of 1,000 GB/s with 128 FP32 lanes per core
-    from tokspeed.engines.profile import CAP_SHARPNESS, EngineProfile
+    from tokspeed.engines.profile import EngineProfile
+    from tokspeed.engines.rates import CAP_SHARPNESS
 
     def soft(a, b):
         return (a ** -CAP_SHARPNESS + b ** -CAP_SHARPNESS) ** (-1 / CAP_SHARPNESS)

@@ -10,7 +10,8 @@ import pytest
 from tokspeed.calibration import DEFAULT_CSV, load_rows
 from tokspeed.calibration.evaluate import predicted_tok_s
 from tokspeed.engines.mmq import DP4A_OPS_PER_FP32_FLOP, MMQ_DP4A_MAX_BATCH_SIZE, mmq_unit
-from tokspeed.engines.profile import INT8_OPS_PER_FP16_ENERGY, EngineProfile, get_engine
+from tokspeed.engines.profile import EngineProfile, get_engine
+from tokspeed.engines.rates import INT8_OPS_PER_FP16_ENERGY
 from tokspeed.hardware.spec import Hardware
 from tokspeed.ledger import Op, Role, Scope
 from tokspeed.engines.rates import BOARD_POWER, MMQ_BOUND, matmul_rate, mmq_kernel

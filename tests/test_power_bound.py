@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from tokspeed.engines.profile import CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, EngineProfile, get_engine
+from tokspeed.engines.profile import EngineProfile, get_engine
+from tokspeed.engines.rates import CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.hardware.spec import Hardware
 from tokspeed.ledger import Op, Role, Scope

@@ -81,7 +81,8 @@ def test_a_format_is_its_name_parsed_once():
 
 
 def test_predict_carries_the_parsed_format():
-    from tokspeed.predict import ScaleOptions, resolve
+    from tokspeed.predict import ScaleOptions
+    from tokspeed.prediction_setup import resolve
     from tokspeed.workload import Workload
 
     r = resolve("llama-3-8b", "rtx-4090", "q4_k_m", "f16", "llama.cpp", None, ScaleOptions(), Workload())

@@ -4,7 +4,7 @@ import pytest
 
 from scale_models import LLAMA3_8B
 from tokspeed.predict import predict
-from tokspeed.scale.serving import continuous_batching, cost, ridge_batch
+from tokspeed.serving.curve import continuous_batching, cost, ridge_batch
 
 
 def test_ridge_batch_h100_fp16_near_peak_over_bandwidth():
@@ -79,7 +79,7 @@ def test_rate_gives_ttft_and_tpot():
 def test_continuous_batching_carries_its_capacity():
     # a fixed 10 ms decode step and 0.1 ms a prompt token: continuous_batching states the max_rate it checked
     # against (no cache keyed on the step function's identity); an overloaded rate is refused at that figure
-    from tokspeed.scale.serving import continuous_batching, max_rate
+    from tokspeed.serving.curve import continuous_batching, max_rate
 
     step = lambda b: 0.01                  # noqa: E731
     cap = max_rate(step, 1e-4, 100, 10, 8, "vllm")

@@ -8,12 +8,13 @@ import pytest
 from tokspeed.errors import UserError
 from tokspeed.serving.expert import deepep_exchange_s, moe_exchange_s
 from tokspeed.serving.requests import Arrivals, lengths, make_requests
-from tokspeed.serving.run import Setup, kv_transfer_s
+from tokspeed.serving.run import kv_transfer_s
 from tokspeed.serving.schedulers import Scheduler
 from tokspeed.serving.search import frontier, layouts
 from tokspeed.serving.simulate import simulate
 from tokspeed.serving.speculative import Speculation, tokens_per_step
 from tokspeed.serving.worker import Parallelism
+from tokspeed.serving_api import make_setup
 
 
 def test_moe_exchange_by_hand():
@@ -34,7 +35,7 @@ def test_moe_exchange_by_hand():
 
 
 def test_attention_dp_multiplies_an_mla_kv_pool():
-    s = Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000)
+    s = make_setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000)
     tp8 = s.worker(Parallelism(tp=8))[0]
     dep8 = s.worker(Parallelism(tp=1, ep=8, dp=8))[0]
     # MLA's latent is whole on every TP rank: TP8 holds each token 8 times, attention-DP once. But DP keeps
@@ -52,11 +53,11 @@ def test_parallelism_checks():
         Parallelism(tp=4, ep=6)
     assert Parallelism(tp=2, ep=8, dp=4).gpus == 8
     with pytest.raises(UserError):
-        Setup("llama-3.1-8b", "h100-sxm", "vllm").worker(Parallelism(tp=1, ep=2, dp=2))   # dense model
+        make_setup("llama-3.1-8b", "h100-sxm", "vllm").worker(Parallelism(tp=1, ep=2, dp=2))   # dense model
 
 
 def test_kv_transfer_by_hand():
-    s = Setup("llama-3.1-8b", "h100-sxm", "vllm", quant="F16")
+    s = make_setup("llama-3.1-8b", "h100-sxm", "vllm", quant="F16")
     r = s.group(1, 1)
     # 1000 tokens x 32 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes over H100 NVLink (900 GB/s bidirectional)
     assert kv_transfer_s(s, r, 1000, 2) == pytest.approx(1000 * 131072 / 450e9)
@@ -95,10 +96,11 @@ def test_layouts_of_eight_gpus():
 
 
 def test_frontier_keeps_undominated_points():
-    rows = [{"output_tok_s_per_gpu": g, "tok_s_per_user": u} for g, u in ((100, 10), (80, 20), (90, 5), (50, 30),
-                                                                       (40, 25))]
-    assert frontier(rows) == [{"tok_s_per_gpu": 100, "tok_s_per_user": 10}, {"tok_s_per_gpu": 80, "tok_s_per_user": 20},
-                              {"tok_s_per_gpu": 50, "tok_s_per_user": 30}]
+    rows = [SimpleNamespace(output_tok_s_per_gpu=g, tok_s_per_user=u)
+            for g, u in ((100, 10), (80, 20), (90, 5), (50, 30), (40, 25))]
+    assert [p.to_dict() for p in frontier(rows)] == [
+        {"tok_s_per_gpu": 100, "tok_s_per_user": 10}, {"tok_s_per_gpu": 80, "tok_s_per_user": 20},
+        {"tok_s_per_gpu": 50, "tok_s_per_user": 30}]
 
 
 def test_fitted_constants_by_engine_and_vendor(tmp_path, monkeypatch):
@@ -132,7 +134,7 @@ def test_attention_dp_step_reads_by_hand(monkeypatch):
     import tokspeed.serving.expert as expert
     from tokspeed.serving.steptime import StepCost
 
-    s = Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000)
+    s = make_setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000)
     r = s.group(1, 1)
     seen = {}
 
@@ -162,7 +164,7 @@ def _link_only(monkeypatch, par, link_s):
     import tokspeed.serving.expert as expert
     from tokspeed.serving.steptime import StepCost
 
-    s = Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000)
+    s = make_setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=1000, osl=1000)
     r = s.group(1, 1)
     timer = lambda ops, prof, batch, n: SimpleNamespace(seconds=link_s, link_s=link_s)    # noqa: E731
     monkeypatch.setattr(expert, "pass_time", lambda ops, hw, prof, q, t, m: SimpleNamespace(seconds=prof.fixed_s))
@@ -201,10 +203,10 @@ def test_sglang_attention_dp_before_deepep_is_not_modelled():
     assert not_modelled("sglang", "0.4.1", dp8) == [SGLANG_DP_BEFORE_DEEPEP]
     assert not_modelled("sglang", "0.4.5", dp8) == not_modelled("sglang", "0.4.1", Parallelism(tp=8)) == []
     assert not_modelled("sglang", None, dp8) == not_modelled("vllm", "0.4.1", dp8) == []
-    s = Setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=256, osl=64, engine_version="0.4.1")
+    s = make_setup("deepseek-v3", "h200-sxm", "sglang", quant="FP8", kv_dtype="fp8", isl=256, osl=64, engine_version="0.4.1")
     from tokspeed.serving.run import Load, evaluate
     cfg = evaluate(s, dp8, 1, Load("concurrency", concurrency=8, n_requests=8))
-    assert "DeepEP" in cfg["warnings"][0]
+    assert "DeepEP" in cfg.warnings[0]
     _, skipped = load_cases()
     assert skipped[f"not modelled ({SGLANG_DP_BEFORE_DEEPEP})"] == 8     # datacrunch's eight v0.4.1 rows
 

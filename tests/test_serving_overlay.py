@@ -3,7 +3,8 @@ replayed with the prompt and output lengths its requests actually had."""
 
 import pytest
 
-from tokspeed.serving.overlay import MIN_REQUESTS, phase_lengths, simulate_phase
+from tokspeed.serving.overlay import MIN_REQUESTS, phase_lengths
+from tokspeed.serving_api import overlay_phase
 
 
 def test_phase_lengths_are_the_levels_answered_requests():
@@ -20,7 +21,7 @@ def test_a_slow_constant_rate_serves_rate_times_mean_output():
     # 0.5 requests/s, lengths alternating (100, 50) and (300, 150): mean output 100 tokens. Each request is over
     # in well under the 2 s between arrivals on an RTX 4090 (8B Q4_K_M, ~7 ms a step), so the server delivers
     # 0.5 x 100 = 50 tok/s; a 64-request run spans 63 gaps + the last request's ~1 s: 6,400 / ~127 s
-    sim = simulate_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(100, 50), (300, 150)], rate_rps=0.5)
+    sim = overlay_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(100, 50), (300, 150)], rate_rps=0.5)
     assert sim["requests"] == MIN_REQUESTS
     assert sim["output_tok_s"] == pytest.approx(50.0, rel=0.03)
     # a user decodes alone: TPOT is one batch-1 step, far below the 2 s gap
@@ -29,8 +30,8 @@ def test_a_slow_constant_rate_serves_rate_times_mean_output():
 
 def test_recorded_lengths_change_the_answer():
     # the same mean output (100 tokens) at concurrency 4: long prompts take prefill time from the decode steps
-    short = simulate_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(64, 100)], concurrency=4)
-    long = simulate_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(4000, 100)], concurrency=4)
+    short = overlay_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(64, 100)], concurrency=4)
+    long = overlay_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(4000, 100)], concurrency=4)
     assert long["output_tok_s"] < short["output_tok_s"] and long["ttft_ms_p50"] > short["ttft_ms_p50"]
 
 
@@ -41,4 +42,4 @@ def test_a_servers_impossible_lengths_are_dropped_and_the_replay_bounded():
     from tokspeed.errors import UserError
 
     with pytest.raises(UserError, match="beyond the simulation"):
-        simulate_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(100, 1 << 20)], concurrency=1)
+        overlay_phase("llama-3-8b", "rtx-4090", "Q4_K_M", "llama.cpp", [(100, 1 << 20)], concurrency=1)

@@ -6,6 +6,7 @@ from tokspeed.serving.metrics import SLO, percentile, summarize, weighted_percen
 from tokspeed.serving.requests import Arrivals, lengths, make_requests
 from tokspeed.serving.schedulers import Scheduler, scheduler_for
 from tokspeed.serving.simulate import simulate
+from tokspeed.prediction_setup import resolve
 
 
 class Fixed:
@@ -170,7 +171,7 @@ def test_decode_step_runs_the_padded_batch():
     # a vLLM decode step of 9 sequences runs its matmuls over 16 rows (the captured size), attention over 9
     from tokspeed.serving.worker import Parallelism, build_worker, resolve_group
 
-    r = resolve_group("llama-3.1-8b", "h100-sxm", "vllm", "F16", "f16", 1, 1)
+    r = resolve_group(resolve, "llama-3.1-8b", "h100-sxm", "vllm", "F16", "f16", 1, 1)
     cost = build_worker(r, Parallelism(), scheduler_for("vllm"), {}, 2048).cost
     dense9 = cost.step(9, 0, 9 * 1000, 0) - cost.attn_decode(9, 9 * 1000)
     assert dense9 == pytest.approx(cost.decode_dense(16), rel=1e-9)

@@ -13,9 +13,10 @@ import pytest
 from tokspeed.predict import predict
 from tokspeed.serving.fitted import FILE, predict_constants
 from tokspeed.serving.rows import CSV, load_cases
-from tokspeed.serving.run import Load, Setup, evaluate
+from tokspeed.serving.run import Load, evaluate
 from tokspeed.serving.worker import Parallelism
 from tokspeed.stats import percentile
+from tokspeed.serving_api import make_setup
 
 SAME = [   # (model, device, engine, quant, tp, isl, osl): an entry of each vendor and engine the fit has
     ("llama-3.1-8b", "h100-sxm", "tensorrt-llm", "FP8", 1, 128, 128),
@@ -28,10 +29,10 @@ SAME = [   # (model, device, engine, quant, tp, isl, osl): an entry of each vend
 @pytest.mark.parametrize("model,hw,engine,quant,tp,isl,osl", SAME)
 def test_predict_batch1_is_serve_concurrency1(model, hw, engine, quant, tp, isl, osl):
     p = predict(model, hw, quant, "f16", engine, prompt=isl, gen=osl, gpus=tp, parallel=f"tp={tp}" if tp > 1 else None)
-    c = evaluate(Setup(model, hw, engine, quant=quant, kv_dtype="f16", isl=isl, osl=osl), Parallelism(tp=tp), 1,
+    c = evaluate(make_setup(model, hw, engine, quant=quant, kv_dtype="f16", isl=isl, osl=osl), Parallelism(tp=tp), 1,
                  Load("concurrency", concurrency=1, n_requests=4))
-    assert p.decode.ms_per_token == pytest.approx(c["tpot_ms"]["p50"], rel=0.01)
-    assert p.ttft_s * 1e3 == pytest.approx(c["ttft_ms"]["p50"], rel=0.02)
+    assert p.decode.ms_per_token == pytest.approx(c.tpot_ms.p50, rel=0.01)
+    assert p.ttft_s * 1e3 == pytest.approx(c.ttft_ms.p50, rel=0.02)
 
 
 def test_constants_are_the_tables_and_scale_the_roofline(monkeypatch):
@@ -102,9 +103,9 @@ def test_predict_batch8_is_serve_one_wave_of_8(engine, hw):
     """A batch whose prompts fit one step's token budget (8 x 1,024 <= 8,192): every sequence decodes together from
     the next step on, as predict's batch does; vLLM and SGLang capture a CUDA graph of 8 (no padding)."""
     p = predict("llama-3.1-8b", hw, "FP8", "f16", engine, prompt=1024, gen=256, batch=8)
-    c = evaluate(Setup("llama-3.1-8b", hw, engine, quant="FP8", kv_dtype="f16", isl=1024, osl=256), Parallelism(), 1,
+    c = evaluate(make_setup("llama-3.1-8b", hw, engine, quant="FP8", kv_dtype="f16", isl=1024, osl=256), Parallelism(), 1,
                  Load("concurrency", concurrency=8, n_requests=8))
-    assert p.decode.ms_per_token == pytest.approx(c["tpot_ms"]["p50"], rel=0.01)
+    assert p.decode.ms_per_token == pytest.approx(c.tpot_ms.p50, rel=0.01)
 
 
 @pytest.mark.parametrize("engine,hw", [("tensorrt-llm", "h100-sxm"), ("vllm", "h100-sxm")])

@@ -9,7 +9,8 @@ import sys
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.serving.engine_versions import release_entry, version_tuple
 from tokspeed.serving.gemm_device import gemm_hardware, gemm_path
-from tokspeed.serving.run import Load, Setup, evaluate
+from tokspeed.serving.run import Load, evaluate
+from tokspeed.serving_api import make_setup
 from tokspeed.serving.schedulers import scheduler_for
 from tokspeed.serving.worker import Parallelism
 
@@ -52,9 +53,9 @@ def test_gemm_paths_by_format_and_units():
 
 
 def _tpot(tp: int) -> float:
-    setup = Setup("gpt-oss-120b", "h200-sxm", "vllm", quant="MXFP4", isl=1024, osl=256, engine_version="0.13.0")
+    setup = make_setup("gpt-oss-120b", "h200-sxm", "vllm", quant="MXFP4", isl=1024, osl=256, engine_version="0.13.0")
     out = evaluate(setup, Parallelism(tp=tp), 1, Load("concurrency", concurrency=4, n_requests=8))
-    return out["tpot_ms"]["p50"]
+    return out.tpot_ms.p50
 
 
 def test_tpot_falls_with_tp_gpt_oss_h200_vllm_concurrency_4():

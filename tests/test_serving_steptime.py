@@ -5,17 +5,19 @@ import pytest
 from scale_models import LLAMA3_8B
 from tokspeed.ledger import forward_ops
 from tokspeed.predict import predict
-from tokspeed.serving.run import Load, Setup, evaluate
+from tokspeed.serving.run import Load, evaluate
 from tokspeed.serving.steptime import chunk_pairs, grid_below
 from tokspeed.serving.worker import Parallelism, build_worker, resolve_group
 from tokspeed.serving.schedulers import scheduler_for
 from tokspeed.serving.fitted import fitted_for
+from tokspeed.serving_api import make_setup
+from tokspeed.prediction_setup import resolve
 
 H100_BYTES = 80 * 2**30        # an H100 SXM "80 GB": 80 GiB of HBM3 (nvidia-smi: 81,559 MiB of 81,920)
 
 
 def _worker(tp=1):
-    r = resolve_group(LLAMA3_8B, "h100-sxm", "vllm", "F16", "f16", tp, 1)
+    r = resolve_group(resolve, LLAMA3_8B, "h100-sxm", "vllm", "F16", "f16", tp, 1)
     return r, build_worker(r, Parallelism(tp=tp), scheduler_for("vllm"), {"gpu_scale": 1.0, "step_s": 0.0}, 2048)
 
 
@@ -61,16 +63,16 @@ def test_kv_pool_by_hand():
 
 
 def test_more_load_more_throughput_less_per_user():
-    s = Setup(LLAMA3_8B, "h100-sxm", "vllm", quant="F16", isl=512, osl=128)
+    s = make_setup(LLAMA3_8B, "h100-sxm", "vllm", quant="F16", isl=512, osl=128)
     lo = evaluate(s, Parallelism(), 1, Load("concurrency", concurrency=4))
     hi = evaluate(s, Parallelism(), 1, Load("concurrency", concurrency=64))
-    assert hi["output_tok_s"] > 4 * lo["output_tok_s"]
-    assert hi["tok_s_per_user"] < lo["tok_s_per_user"]
+    assert hi.output_tok_s > 4 * lo.output_tok_s
+    assert hi.tok_s_per_user < lo.tok_s_per_user
 
 
 def test_link_scale_adds_the_pass_link_time():
     # TP2: a decode step's all-reduces take link_s in predict's layout pass; link_scale 2 takes them twice
-    r = resolve_group(LLAMA3_8B, "h100-sxm", "vllm", "F16", "f16", 2, 1)
+    r = resolve_group(resolve, LLAMA3_8B, "h100-sxm", "vllm", "F16", "f16", 2, 1)
     sched = scheduler_for("vllm")
     one = build_worker(r, Parallelism(tp=2), sched, {"link_scale": 1.0}, 2048).cost
     two = build_worker(r, Parallelism(tp=2), sched, {"link_scale": 2.0}, 2048).cost
@@ -142,7 +144,7 @@ def test_kv_pool_holds_a_sliding_layer_at_its_window():
     # the pool's tokens are the free bytes over (23 x 10,000 + 23 x 4,096) x 8,192 / 10,000 a token
     from tokspeed.memory import activation_bytes
 
-    r = resolve_group("gemma-2-27b", "h100-sxm", "vllm", "F16", "f16", 1, 1)
+    r = resolve_group(resolve, "gemma-2-27b", "h100-sxm", "vllm", "F16", "f16", 1, 1)
     w = build_worker(r, Parallelism(), scheduler_for("vllm"), {}, 10_000)
     free = 0.9 * H100_BYTES - r.weights_bytes - activation_bytes(r.spec, 1, 512) - 2**30
     assert w.kv_tokens == pytest.approx(free / ((23 * 10_000 + 23 * 4096) * 8192 / 10_000), rel=1e-9)
@@ -154,20 +156,20 @@ def test_tensorrt_llm_pool_is_a_share_of_free_memory_at_full_attention():
     # caches all 32 layers x 8 KV heads x 128 x 2 (K, V) x 1 byte (FP8) = 65,536 bytes a token at any length
     from tokspeed.memory import activation_bytes
 
-    r = resolve_group("mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
+    r = resolve_group(resolve, "mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
     w = build_worker(r, Parallelism(), scheduler_for("tensorrt-llm"), {}, 22_000)
     rest = activation_bytes(r.spec, 1, 512) + r.profile.runtime_overhead_gib * 2**30
     assert w.kv_tokens == pytest.approx(0.9 * (H100_BYTES - r.weights_bytes - rest) / 65_536, rel=1e-9)
-    assert resolve_group("mistral-7b", "h100-sxm", "vllm", "FP8", "fp8", 1, 1).spec.sliding_window == 4096
+    assert resolve_group(resolve, "mistral-7b", "h100-sxm", "vllm", "FP8", "fp8", 1, 1).spec.sliding_window == 4096
 
 
 def test_batch_max_takes_the_engines_window_and_pool():
     # predict --batch max on TensorRT-LLM sizes Mistral 7B v0.1 as the serving worker does: 65,536 bytes a token
     # at any length (no window), 0.9 of what the weights leave; 22,000-token sequences: pool // 22,000 of them
     from tokspeed.memory import activation_bytes
-    from tokspeed.serving.batch import max_batch
+    from tokspeed.serving_api import max_batch
 
-    r = resolve_group("mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
+    r = resolve_group(resolve, "mistral-7b", "h100-sxm", "tensorrt-llm", "FP8", "fp8", 1, 1)
     rest = activation_bytes(r.spec, 1, 512) + r.profile.runtime_overhead_gib * 2**30
     pool = 0.9 * (H100_BYTES - r.weights_bytes - rest) / 65_536
     got = max_batch("mistral-7b", "h100-sxm", 22_000, quant="FP8", kv_dtype="fp8", engine="tensorrt-llm")
@@ -179,9 +181,9 @@ def test_sglang_overlap_scheduler_hides_the_host_step():
     # the GPU runs step N: a fitted 2 ms of host time per step is not paid there, but is by vLLM, and by SGLang
     # with pipeline parallelism (which turns the overlap off)
     fit = {"gpu_scale": 1.0, "step_s": 0.002}
-    sg = resolve_group(LLAMA3_8B, "h100-sxm", "sglang", "F16", "f16", 1, 1)
+    sg = resolve_group(resolve, LLAMA3_8B, "h100-sxm", "sglang", "F16", "f16", 1, 1)
     assert build_worker(sg, Parallelism(), scheduler_for("sglang"), fit, 2048).cost.step_s == 0.0
     _, vl = _worker()
     assert build_worker(vl.resolved, Parallelism(), scheduler_for("vllm"), fit, 2048).cost.step_s == 0.002
-    sg2 = resolve_group(LLAMA3_8B, "h100-sxm", "sglang", "F16", "f16", 1, 2)
+    sg2 = resolve_group(resolve, LLAMA3_8B, "h100-sxm", "sglang", "F16", "f16", 1, 2)
     assert build_worker(sg2, Parallelism(pp=2), scheduler_for("sglang"), fit, 2048).cost.step_s == 0.002

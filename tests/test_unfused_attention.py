@@ -231,7 +231,7 @@ def test_fused_2025_builds_drop_unfused_score_traffic_under_fa_auto():
     # calibration-3.csv; the unfused prior where a fit has no prefill rows to move it); a 2025 build runs -fa auto
     # on ROCm and Vulkan (capabilities.toml) and keeps the scores on chip. SYCL is assumed to have no FlashAttention
     # kernel: unfused in every era. ollama leaves FlashAttention off on every backend.
-    from tokspeed.engines.profile import load_table
+    from tokspeed.engines.tables import load_table
 
     prior = {e: load_table("priors.toml")[e]["attn_bytes_per_flop"] for e in ("llama.cpp-rocm", "llama.cpp-sycl")}
     assert min(prior.values()) > 0

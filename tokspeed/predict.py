@@ -23,14 +23,14 @@ from .engines.profile import IDEAL, EngineProfile
 from .ledger import Op, depth_kinks, forward_ops
 from .memory import Memory, memory_budget
 from .models import window as trained_window
-from .prediction_setup import Resolved, resolve  # noqa: F401  (the first step; ``predict.resolve`` for callers above)
+from .prediction_setup import Resolved, resolve
 from .quant.kv import kv_bytes as kv_dtype_bytes
 from .scale.options import ScaleOptions
 from .scale.parallel import ROW_SPLIT_PREFILL
 from .scale.sections import scale_sections
 from .scale.timing import pipelined_s, pipelines_prompt
 from .serving.fitted import constants_note, engine_seconds, predict_constants
-from .timing import PassTime, RooflineTimer, Timer, depth_sum, op_time, pass_time  # noqa: F401  (re-exported)
+from .timing import PassTime, depth_sum
 from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, NBATCH, UBATCH, Workload
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from .scale.configure import configure
 from .scale.options import ScaleOptions
 from .scale.timing import LayoutTimer
 from .serving.gemm_device import gemm_hardware
+from .serving.kernel_efficiency import kernel_profile
 from .timing import RooflineTimer, Timer
 from .workload import Workload
 
@@ -79,6 +80,7 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
     spec = attention_spec(prof, spec)            # e.g. llama.cpp runs Mistral v0.1 with full attention
     prof, hw = _runnable(prof, hw, quant, kv_dtype, spec)  # refuse what cannot run; a SoC's CPU for llama.cpp-cpu
     hw = _gemm_hardware(hw, quant, prof.name)    # a server engine's FP8 checkpoint: FP8 GEMMs, as serve runs them
+    prof = kernel_profile(prof, hw, quant)        # a server engine's kernels by path (serving.kernel_efficiency)
     quant = format_key(quant)                     # parsed once: its kernel group rides along (quant.format_key)
     # a real file may hold tensors no decoder role reads (a vision tower, rope tables): resident all the same
     weights = resident_weight_bytes(spec, storage) + getattr(storage, "unmodelled_bytes", 0)

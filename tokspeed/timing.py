@@ -26,7 +26,7 @@ from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from .engines.profile import EngineProfile
 from .engines.rates import op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
-from .quant.format_key import F32_NAMES, format_key  # noqa: F401  (F32_NAMES re-exported)
+from .quant.format_key import format_key
 from .ledger import Op
 
 
@@ -104,6 +104,8 @@ class PassRates:
         t_c = op.flops / rate.value if rate.peak and op.flops else 0.0
         bw = self.bw
         wbw = self.wbw if op.unit == "tensor" else bw
+        if op.pairs_per_expert and op.unit == "tensor":     # routed experts' grouped GEMM: its own stream factor
+            wbw *= engine.expert_factors(self.quant)[0]
         t_m = (op.weight_bytes * weight_reads(engine, op, tokens) / wbw
                + op.act_bytes / bw
                + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes) / (bw * engine.eta_kv)

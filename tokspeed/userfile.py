@@ -7,9 +7,9 @@ shard indexes, manifests): looked at and read with every failure turned into one
 - ``read_bytes`` reads a regular file whole, refusing one larger than ``MAX_DOCUMENT_BYTES`` before
   reading (a 1 GB sparse config.json fails at once, without allocating). Every reader of a whole file
   goes through it; readers of big files (GGUF, safetensors) read headers only, with their own caps.
-- ``parse_json`` / ``parse_toml``: nesting beyond Python's parser depth, an integer of more than
-  4,300 digits (``sys.int_info.default_max_str_digits``), and ``NaN`` / ``Infinity`` / ``1e309``
-  (not finite) are one line each. The caps are listed in docs/limits.md.
+- ``parse_json``: the one JSON gate (``guard.typed.loads``): nesting beyond 64 levels, a number beyond
+  2**53 and ``NaN`` / ``Infinity`` / ``1e309`` are one line each. ``parse_toml``: nesting beyond Python's
+  parser depth, an integer of more than 4,300 digits and ``inf``/``nan`` are one line each. The caps are listed in docs/limits.md.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import tomllib
 from pathlib import Path
 
 from .errors import UserError
+from .guard.typed import loads
 
 MAX_DOCUMENT_BYTES = 16 * 2**20     # config.json, TOML, run JSON, shard index: real ones are < 2 MB
 MAX_TOKENIZER_BYTES = 256 * 2**20   # tokenizer.json: the largest real ones (Gemma 3, 262k tokens) are ~33 MB
@@ -134,9 +135,9 @@ def _parse(p: Path, fmt: str, parse):
 
 
 def parse_json(p: Path, data: bytes | str):
-    """JSON with finite numbers only (no NaN/Infinity, no 1e309), depth and digits capped."""
+    """JSON through the one gate (``guard.typed.loads``): finite numbers within 2**53, nesting capped."""
     text = data if isinstance(data, str) else _decode(p, data, "JSON")
-    return _parse(p, "JSON", lambda: json.loads(text, parse_float=_finite, parse_constant=_no_constant))
+    return loads(text, str(p))
 
 
 def parse_toml(p: Path, data: bytes | str) -> dict:

@@ -88,7 +88,7 @@ def offload_modes(spec, engine: str) -> list[str]:
 
 
 def candidate_devices(kinds=("gpu", "soc", "accelerator", "cpu")):
-    from ..hardware.catalog import all_hardware
+    from ..hardware.devices import all_hardware
 
     return [h for h in all_hardware() if h.kind in kinds and "unstated" not in h.id]
 

@@ -3,7 +3,6 @@ exactly as a user would call it, with each row's own prompt, gen, context depth 
 
 from __future__ import annotations
 
-from ..stats import percentile  # noqa: F401  (re-exported; one definition: tokspeed.stats)
 
 
 def answer_kwargs(row) -> dict:

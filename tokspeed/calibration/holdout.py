@@ -222,7 +222,7 @@ HEADER = """# Written by scripts/fit_calibration.py: do not edit by hand (tokspe
 
 def bands_data(results) -> dict:
     """The content of ``tokspeed/engines/bands.toml`` (``tokspeed.toml_writer`` writes it)."""
-    from ..engines.profile import format_group
+    from ..quant.format_key import format_group
 
     pooled = factors(results)
     data = {"terms": {k: {t: round(v[k], 2) for t, v in pooled.items() if v[k] is not None} for k in KINDS}}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .options import print_json
 
 
@@ -27,10 +29,17 @@ def compare(runs: list[dict]) -> list[dict]:
             p = idx.get(key)
             row["runs"].append(None if p is None else {
                 "decode_tok_s": p.get("decode_tok_s"), "prefill_tok_s": p.get("prefill_tok_s"), "mbu": p.get("mbu"),
-                "speedup": p["decode_tok_s"] / bp["decode_tok_s"] if p.get("decode_tok_s") and bp.get("decode_tok_s")
-                else None})
+                "speedup": _ratio(p.get("decode_tok_s"), bp.get("decode_tok_s"))})
         rows.append(row)
     return rows
+
+
+def _ratio(a, b):
+    """a / b when both are positive and the quotient is finite (the text and --json agree); None otherwise."""
+    if not a or not b:
+        return None
+    r = a / b
+    return r if math.isfinite(r) else None
 
 
 def _label(run: dict) -> str:
@@ -38,7 +47,7 @@ def _label(run: dict) -> str:
 
 
 def run(args) -> int:
-    from rich.console import Console
+    from ..guard.console import safe_console
     from rich.table import Table
 
     from ..errors import UserError
@@ -53,7 +62,7 @@ def run(args) -> int:
         print_json({"runs": [{"path": p, "label": _label(r), "created": r["created"]}
                              for p, r in zip(args.runs, runs)], "points": rows})
         return 0
-    con = Console()
+    con = safe_console()
     for i, (p, r) in enumerate(zip(args.runs, runs)):
         con.print(f"[bold]{chr(65 + i)}[/] = {markup(p)}: {markup(_label(r))} ({markup(r['created'])})")
     t = Table(title="decode tok/s (MBU) by point; × = speed-up over A")

@@ -1,4 +1,6 @@
-"""`tokspeed explain MODEL --hardware HW`: the journey of one token, stage by stage, and the four levers."""
+"""`tokspeed explain MODEL --hardware HW`: the journey of one token, stage by stage, and the four levers; with
+a layout or a load (``--gpus``, ``--parallel``, ``--disagg``, ``--concurrency``, ``--rate``): one serving step
+per GPU by kernel family and where TTFT and TPOT go (``serving.step_explain``)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,71 @@ def add_parser(sub):
     p.add_argument("--measured", metavar="RUN.json", help="a measurement file: its stage times go beside ours")
     p.add_argument("--plot", metavar="FILE", help="also draw the stage times (.png or .svg)")
     p.add_argument("--json", action="store_true", help="print the JSON document instead of tables")
+    serving = p.add_argument_group("a serving step (as tokspeed serve takes the layout and load)")
+    serving.add_argument("--gpus", type=positive_int, default=None, help="GPUs in all")
+    serving.add_argument("--parallel", default=None, help="the layout: tp=4,pp=1,ep=8,dp=2")
+    serving.add_argument("--replicas", type=positive_int, default=None, help="copies of the layout")
+    serving.add_argument("--disagg", default=None, help="disaggregated prefill:decode workers, PxTP:DxTP")
+    load = serving.add_mutually_exclusive_group()
+    load.add_argument("--concurrency", type=positive_int, default=None, help="requests in flight (closed loop)")
+    load.add_argument("--rate", type=float, default=None, help="requests per second")
+    serving.add_argument("--isl", type=positive_int, default=1024, help="prompt tokens per request (default 1024)")
+    serving.add_argument("--osl", type=positive_int, default=256, help="output tokens per request (default 256)")
+    serving.add_argument("--token-budget", type=positive_int, default=None, help="tokens per step (as serve)")
+    serving.add_argument("--max-seqs", type=positive_int, default=None,
+                         help="sequences in flight (per attention rank under attention DP, as serve)")
     return p
+
+
+SERVING_FLAGS = ("gpus", "parallel", "disagg", "concurrency", "rate", "replicas")
+
+
+def _serving(args) -> int:
+    """The serving step of a layout (``serving.step_explain``)."""
+    from ..errors import UserError
+    from ..serving.run import Load
+    from ..serving.step_explain import explain_serving
+    from ..serving_api import make_setup
+    from .serve import parse_disagg, parse_layout
+
+    if args.prefill or args.measured or args.plot:
+        raise UserError("--prefill, --measured and --plot explain one token, not a serving step",
+                        "drop them, or drop --gpus/--parallel/--disagg/--concurrency")
+    if args.rate is not None and not args.rate > 0:
+        raise UserError(f"--rate must be a number > 0, got {args.rate!r}")
+    hw = resolve_hardware(args)
+    par = parse_layout(args.parallel)
+    dis = parse_disagg(args.disagg, par.tp if par else 1)
+    if dis is not None and par is not None and (par.pp > 1 or par.ep > 1):
+        raise UserError("--disagg takes only tp from --parallel")
+    used = dis.gpus if dis else (par.gpus if par else 1)
+    if par is None and dis is None:
+        from ..serving.worker import Parallelism
+
+        par = Parallelism(tp=args.gpus or 1)
+        used = par.gpus
+    replicas = 1 if dis else (args.replicas or max(1, (args.gpus or used) // used))
+    if args.gpus and args.gpus != used * replicas:
+        raise UserError(f"the layout uses {used} GPUs x {replicas} replicas = {used * replicas}, but --gpus is "
+                        f"{args.gpus}", f"use --gpus {used * replicas}")
+    setup = make_setup(args.model, hw, args.engine, quant=args.quant, kv_dtype=args.kv_dtype, isl=args.isl,
+                  osl=args.osl, engine_version=args.engine_version,
+                  sched_overrides={"token_budget": args.token_budget, "max_seqs": args.max_seqs})
+    setup.group(1, 1)
+    if args.rate is not None:
+        load = Load("rate", rate_rps=args.rate)
+    else:
+        load = Load("concurrency", concurrency=args.concurrency or 64 * replicas)
+    batch = args.batch if args.batch > 1 and args.concurrency is None and args.rate is None else 0
+    expl = explain_serving(setup, par, replicas, load, dis, batch, args.context or None)
+    if args.json:
+        print_json(expl.to_dict())
+    else:
+        from ..report.console import make_console
+        from ..report.serving_explain import render_serving_explanation
+
+        render_serving_explanation(expl, make_console())
+    return 0
 
 
 def run(args) -> int:
@@ -31,6 +97,8 @@ def run(args) -> int:
 
     if args.batch < 1:
         raise UserError("--batch must be at least 1")
+    if any(getattr(args, k) is not None for k in SERVING_FLAGS):
+        return _serving(args)
     if args.plot:
         from ..plots import check_path
 

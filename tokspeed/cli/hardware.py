@@ -23,7 +23,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..hardware.catalog import all_hardware, get_hardware, lookup_hardware
+    from ..hardware.catalog import get_hardware, lookup_hardware
+    from ..hardware.devices import all_hardware
     from ..hardware.names import name_key
 
     if args.links:

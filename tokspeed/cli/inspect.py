@@ -36,13 +36,13 @@ def run(args) -> int:
 
 
 def _print(fp: dict) -> None:
-    from rich.console import Console
+    from ..guard.console import safe_console
     from rich.table import Table
 
     from ..report.text import markup_safe
     from ..units import fmt_bytes
 
-    con = Console()
+    con = safe_console()
     s = fp["shape"]
     con.print(f"[bold]{markup_safe(fp['model'])}[/] — {markup_safe(fp['format'])} {markup_safe(fp['quant'])}, "
               f"architecture {markup_safe(fp['architecture'])}, "

@@ -7,6 +7,7 @@ anything heavy inside ``run`` so that ``tokspeed predict`` starts fast.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
 
@@ -36,10 +37,11 @@ COMMANDS = {
 
 
 def one_line(text: str) -> str:
-    """An error made of data stays one line: control characters (a newline, ESC) shown escaped."""
-    from ..guard.escape import control_free
+    """An error made of data stays one line: control characters (a newline, ESC) and bidirectional
+    overrides shown escaped, known secrets masked (the terminal is a writer: guard.redact)."""
+    from ..guard.escape import line
 
-    return control_free(text)
+    return line(text)
 
 
 class WholeWordsHelp(argparse.HelpFormatter):
@@ -101,6 +103,22 @@ def main(argv=None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as e:        # the file system refused a path (a name too long, a loop, no space): one line
+        sys.stderr.write(f"tokspeed: error: {one_line(os_message(e))}\n")
+        return 2
+
+
+def os_message(e: OSError) -> str:
+    """An OSError that reached the top, in one line: what, on which path (shortened), and the limit when it is
+    a name too long."""
+    name = e.filename if e.filename is not None else ""
+    text = str(name)
+    shown = text if len(text) <= 80 else text[:80] + f"… ({len(text)} characters)"
+    msg = f"cannot use {shown}: {e.strerror or type(e).__name__}" if text else f"{e.strerror or e}"
+    if e.errno == errno.ENAMETOOLONG:
+        longest = max((len(part.encode()) for part in text.split("/")), default=0)
+        msg += f" (a path part has {longest} bytes; file names have at most 255)"
+    return msg
 
 
 if __name__ == "__main__":

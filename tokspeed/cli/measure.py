@@ -54,11 +54,11 @@ MAX_THREADS = 1024  # policy: more threads than any CPU offers (4 x the cores of
 def run(args) -> int:
     from ..guard.escape import markup
 
-    from rich.console import Console
+    from ..guard.console import safe_console
 
-    err = Console(stderr=True)
+    err = safe_console(stderr=True)
     if args.from_file:
-        return run_from(args, err, Console())
+        return run_from(args, err, safe_console())
     if not args.model:
         raise UserError("measure needs a MODEL to run, or --from FILE (a llama-bench output)")
     most = max(MAX_THREADS, 4 * (os.cpu_count() or 1))
@@ -122,7 +122,7 @@ def run(args) -> int:
     if args.json:
         print_json(out, ensure_ascii=False)
     else:
-        print_run(out, Console())
+        print_run(out, safe_console())
     return 0
 
 
@@ -191,11 +191,11 @@ def print_run(run: dict, console) -> None:
 def _generate(args, err) -> int:
     """--text: stream generated tokens with their times, after the first step's top candidates (the model's
     text is printed as it is, never read as markup)."""
-    from rich.console import Console
+    from ..guard.console import safe_console
 
     from ..guard.escape import markup
 
-    out = Console()
+    out = safe_console()
     events = []
 
     def emit(ev):

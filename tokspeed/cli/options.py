@@ -261,4 +261,6 @@ def dumps_json(obj, **kw) -> str:
 def print_json(obj, **kw):
     import sys
 
-    sys.stdout.write(dumps_json(obj, indent=2, **kw) + "\n")
+    from ..guard.redact import known
+
+    sys.stdout.write(known().text(dumps_json(obj, indent=2, **kw)) + "\n")   # the writer masks known secrets

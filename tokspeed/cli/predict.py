@@ -26,7 +26,7 @@ def run(args) -> int:
     hw = resolve_hardware(args)
     kwargs = predict_kwargs(args)
     if kwargs["batch"] == "max":          # the engine's largest batch (tokspeed.serving.batch)
-        from ..serving.batch import max_batch
+        from ..serving_api import max_batch
 
         mb = max_batch(args.model, hw, kwargs["context"] + kwargs["prompt"] + kwargs["gen"],
                        **{k: kwargs[k] for k in ("quant", "kv_dtype", "engine", "gpus", "parallel")},

@@ -35,7 +35,7 @@ def run(args) -> int:
         import torch
     except ImportError:
         raise UserError("`tokspeed probe` needs torch", "pip install 'tokspeed[measure]' (torch==2.13.0)") from None
-    from rich.console import Console
+    from ..guard.console import safe_console
     from rich.table import Table
 
     from ..measure.detect import detect
@@ -43,7 +43,7 @@ def run(args) -> int:
     from ..measure.profile import build_profile, write_profile
     from ..measure.stats import instability_warning
 
-    err = Console(stderr=True)
+    err = safe_console(stderr=True)
     machine = detect()
     err.print(f"[bold]{markup(machine.cpu_model)}[/] · {machine.physical_cores} cores · "
               f"{machine.ram_bytes / 1e9:.1f} GB RAM · torch threads {torch.get_num_threads()}"
@@ -78,7 +78,7 @@ def run(args) -> int:
         for r in results:
             t.add_row(r.name, f"{r.value:,.2f}", f"{r.best:,.2f}", r.unit,
                       f"{r.timing.spread:.0%}" + (" !" if r.timing.unstable else ""), r.what)
-        Console().print(t)
+        safe_console().print(t)
     use = "--hardware local" if path == local_profile_path().expanduser() else f"--hardware {path}"
     err.print(f"profile written to [bold]{markup(path)}[/] (use {markup(use)})")
     return 0

@@ -132,11 +132,10 @@ def parse_disagg(text: str | None, tp: int):
 
 
 def run(args) -> int:
-    from ..serving.document import search_document, serve_document
     from ..serving.metrics import SLO
     from ..serving.requests import read_trace
-    from ..serving.run import Setup, evaluate
     from ..serving.speculative import Speculation
+    from ..serving_api import ServeQuery, serve
 
     check_plot(args)
     hw = resolve_hardware(args)
@@ -147,30 +146,18 @@ def run(args) -> int:
     spec = None
     if args.speculative:
         spec = Speculation(args.speculative, args.spec_tokens, args.spec_acceptance, args.draft_model)
-    slo = SLO(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2e_s, args.slo_percentile)
-    setup = Setup(args.model, hw, args.engine, quant=args.quant, kv_dtype=args.kv_dtype, isl=args.isl,
-                  osl=args.osl, length_ratio=args.length_ratio, prefix_hit=args.prefix_hit,
-                  engine_version=args.engine_version, speculation=spec,
-                  sched_overrides={"token_budget": args.token_budget, "max_seqs": args.max_seqs,
-                                   "memory_fraction": args.memory_fraction})
-    load = _load(args, read_trace)
-    setup.group(1, 1)          # resolve (and refuse a bad model or device) before any layout
     single = par is not None or dis is not None
-    if single:
-        used = dis.gpus if dis else par.gpus
-        replicas = 1 if dis else (args.replicas or max(1, (args.gpus or used) // used))
-        gpus = args.gpus or used * replicas
-        if gpus != used * replicas:
-            raise UserError(f"the layout uses {used} GPUs x {replicas} replicas = {used * replicas}, but --gpus is {gpus}",
-                            f"use --gpus {used * replicas} or a layout that divides {gpus}")
-        configs = [evaluate(setup, par, replicas, load or _default_load(args), slo, dis)]
-        frontier = []
-        if not configs[0]["requests"]:
-            raise UserError(f"no request was served: {configs[0].get('stopped') or 'nothing finished'}",
-                            "use shorter requests, more GPUs or a smaller --quant")
-        doc = serve_document(setup, gpus, (load or _default_load(args)).scenario, slo, configs, frontier)
-    else:
-        doc = search_document(setup, args.gpus or 1, slo, load, disagg=not args.no_disagg)
+    load = _load(args, read_trace)
+    if single and load is None:
+        load = _default_load(args)
+    doc = serve(ServeQuery(args.model, hw, args.engine, quant=args.quant, kv_dtype=args.kv_dtype, isl=args.isl,
+                           osl=args.osl, length_ratio=args.length_ratio, prefix_hit=args.prefix_hit,
+                           engine_version=args.engine_version, speculation=spec,
+                           sched_overrides={"token_budget": args.token_budget, "max_seqs": args.max_seqs,
+                                            "memory_fraction": args.memory_fraction},
+                           gpus=args.gpus, parallel=None if dis else par, replicas=args.replicas, disagg=dis,
+                           load=load, slo=SLO(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2e_s,
+                                              args.slo_percentile), search_disagg=not args.no_disagg))
     from ..report.text import say
 
     note_driver(doc["driver"], doc["driver_assumed"])
@@ -232,10 +219,23 @@ def _table(doc, top: int):
     t.column("TPOT p50 ms", numeric=True, drop=1).column("SLO", numeric=True, drop=3)
     for c in doc["configs"][:top]:
         ok = {True: "yes", False: "no", None: "-"}[c["meets_slo"]]
+        if c.get("slo_misses"):           # the limits it misses and by how much
+            ok = ", ".join(f"{x['metric']} +{x['margin_pct']:.0f} %" if x["margin_pct"] is not None else x["metric"]
+                           for x in c["slo_misses"])
+        if not c.get("measured", True):
+            ok += " *"
         t.row(layout_text(c["layout"]), f"{c['concurrency']}", f"{c['output_tok_s_per_gpu']:,.0f}",
               f"{(c['tok_s_per_user'] or 0):,.1f}", _ms(c["ttft_ms"]), _ms(c["tpot_ms"]), ok)
     console = make_console()
     t.print(console)
+    misses = [c for c in doc["configs"][:top] if c.get("slo_misses")]
+    if misses:
+        console.print(markup_safe(f"SLO {layout_text(misses[0]['layout'])}: "
+                                  + "; ".join(x["text"] for x in misses[0]["slo_misses"])), soft_wrap=False,
+                      overflow="fold")
+    if any(not c.get("measured", True) for c in doc["configs"][:top]):
+        console.print("* no serving measurement is behind this layout (pipeline parallelism): ranked after the "
+                      "measured ones", soft_wrap=False, overflow="fold")
     if doc["frontier"]:
         pts = ", ".join(f"{p['tok_s_per_gpu']:,.0f}@{p['tok_s_per_user']:,.0f}" for p in doc["frontier"][:8])
         console.print(markup_safe(f"frontier (tok/s/GPU @ tok/s/user): {pts}"), soft_wrap=False, overflow="fold")

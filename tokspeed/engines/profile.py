@@ -57,6 +57,9 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   tiles costs ALU work, quantized kernels may use INT8 tensor cores. CPU engines key it by kernel path (repack,
   llamafile, vec_dot, float, float16, iqk: ``engines.cpu_kernels``), the share of that path's units' peak; the
   path depends on the build (``build_month``, from the asked ``engine_version``; "" = today's build).
+- ``eta_expert_format`` / ``eta_expert_compute``: a routed expert's grouped GEMM against a dense GEMM of the same
+  format (weight stream / math), by format group; 1 where not listed (a server engine's fitted kernel paths set
+  them: ``serving.kernel_efficiency``).
 - ``eta_matvec`` / ``gemm_half_tokens``: matmul efficiency by tokens in the pass. Up to
   ``MATVEC_MAX_TOKENS`` tokens (decode, small batches) engines run matrix-vector kernels (dequantise and
   dot on the SIMD ALUs) at ``eta_matvec`` of the matmul efficiency; above, tiled GEMMs whose efficiency
@@ -102,17 +105,15 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 
 from ..errors import UserError, did_you_mean
-from ..quant.format_key import FORMAT_GROUPS, format_key, format_group  # noqa: F401  (re-exported)
+from ..quant.format_key import format_key
 from .compat import backend_for, engine_defaults, engine_key, engine_names, runtime_of, sliding_window_spec
 from .cpu_kernels import build_month_of
 from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
 from .memory import memory_class
 from .pooling import pooled
-from .rates import (CAP_SHARPNESS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, compute_class,  # noqa: F401
-                    soft_min)
+from .rates import compute_class
 from .kernel_cost import driver_launch_s
-from .tables import (SHARED_KERNEL_FIELDS, _tables, engine_entry, load_table, runs_flash_attention,  # noqa: F401
-                     with_attention, with_shared_kernels)
+from .tables import _tables, engine_entry, load_table, with_shared_kernels
 
 ENGINES = engine_names()  # the capability table's engines (capabilities.toml): ideal, llama.cpp + backends, ...
 
@@ -131,6 +132,8 @@ class EngineProfile:
     eta_compute: dict = field(default_factory=lambda: {"default": 1.0})  # by hardware kind
     eta_format: dict = field(default_factory=dict)                       # by format group
     eta_compute_format: dict = field(default_factory=dict)               # by format group (prefill)
+    eta_expert_format: dict = field(default_factory=dict)     # routed experts' weight stream, x eta_format, by group
+    eta_expert_compute: dict = field(default_factory=dict)    # routed experts' math, x eta_compute_format, by group
     eta_attn: float = 1.0
     eta_kv: float = 1.0
     bw_cap_gbps: float = 0.0
@@ -213,6 +216,13 @@ class EngineProfile:
     def format_eff(self, quant: str) -> float:
         """eta_format of a weight format's kernel group (1 where not listed)."""
         return self.eta_format.get(format_key(quant).group, 1.0)
+
+    def expert_factors(self, quant) -> tuple[float, float]:
+        """(weight stream, math) of a routed expert's GEMM relative to a dense one of format ``quant``."""
+        if not (self.eta_expert_format or self.eta_expert_compute) or not quant:
+            return 1.0, 1.0
+        g = format_key(quant).group
+        return self.eta_expert_format.get(g, 1.0), self.eta_expert_compute.get(g, 1.0)
 
     def compute_format_eff(self, quant: str) -> float:
         """eta_compute_format of a weight format's kernel group (1 where not listed)."""

@@ -267,6 +267,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     kernel = mmq_kernel(engine, hw, fmt, tokens)
     peak, scale, listed = _weight_peak(hw, engine, fmt, tokens, kernel)
     fmt_eff, cpu_unit = engine.compute_format_eff(fmt), ""
+    if pairs_per_expert:            # a routed expert's grouped GEMM (1 unless the profile lists its path)
+        fmt_eff *= engine.expert_factors(fmt)[1]
     path = cpu_gemm_path(engine, hw, fmt)
     if path:            # a CPU engine: the kernel ggml-cpu / ik_llama.cpp picks, on its units (engines.cpu_kernels)
         up = path_peak(hw, path)

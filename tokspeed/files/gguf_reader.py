@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ..guard.limits import MAX_ARRAY_ENTRIES, MAX_ARRAY_ENTRIES_TOTAL, MAX_TENSORS
 from .ggml_types import GGML_TYPE_NAMES, GGML_TYPES
 from .tensor import TensorInfo
 
 MAGIC = b"GGUF"
 MAX_DIMS = 4                    # GGML_MAX_DIMS
 MAX_DIM = 1 << 40               # no real dimension comes near a trillion
-MAX_STRING_ARRAY = 1 << 24      # 16.7M strings: vocabularies and merge lists are < 1M
+MAX_STRING_ARRAY = MAX_ARRAY_ENTRIES   # 4.2M strings: vocabularies and merge lists are < 1M
 EAGER_ARRAY = 64                # arrays up to this many elements are decoded at once
 DEFAULT_ALIGNMENT = 32          # GGUF_DEFAULT_ALIGNMENT
 
@@ -161,6 +162,9 @@ class _Parser:
             raise _Bad(f"header claims {n_kv:,} metadata entries, more than the {left:,} bytes left can hold")
         if n_tensors * _MIN_TENSOR_INFO_BYTES > left:
             raise _Bad(f"header claims {n_tensors:,} tensors, more than the {left:,} bytes left can hold")
+        if n_tensors > MAX_TENSORS:
+            raise _Bad(f"header claims {n_tensors:,} tensors, more than the {MAX_TENSORS:,} any real model has")
+        self.entries = 0                                # array entries so far: MAX_ARRAY_ENTRIES_TOTAL in all
 
         metadata: dict = {}
         for i in range(n_kv):
@@ -180,7 +184,7 @@ class _Parser:
             raise _Bad(f"general.alignment must be a power of two, got {alignment!r}")
         data_offset = -(-self.pos // alignment) * alignment
 
-        tensors, seen = [], set()
+        tensors, seen, spans = [], set(), []
         for name, shape, type_id, rel in infos:
             if name in seen:
                 raise _Bad(f"tensor {name!r} appears twice")
@@ -197,10 +201,14 @@ class _Parser:
                 raise _Bad(f"truncated: tensor {name!r} ends at byte {end:,} but the file has {self.size:,}")
             tensors.append(TensorInfo(name=name, dtype=tname, shape=tuple(reversed(shape)), n_bytes=nbytes,
                                       offset=data_offset + rel, file=str(self.path)))
+            if nbytes:
+                spans.append((data_offset + rel, end, name))
+        _no_overlap(spans)
         return GGUFFile(path=self.path, version=version, file_size=self.size, metadata=metadata,
                         tensors=tensors, alignment=alignment, data_offset=data_offset)
 
     def value(self, vtype: int, key: str):
+        """One metadata value; arrays counted against the entry budgets before anything is made."""
         if vtype in SCALAR_FORMATS:
             return self.unpack(SCALAR_FORMATS[vtype], f"value of {key!r}")
         if vtype == STRING:
@@ -210,6 +218,15 @@ class _Parser:
         itype, count = self.unpack("IQ", f"array header of {key!r}")
         start = self.pos
         left = self.size - self.pos
+        if itype in SCALAR_FORMATS and count * struct.calcsize(SCALAR_FORMATS[itype]) > left:
+            raise _Bad(f"metadata {key!r} claims {count:,} values, more than the {left:,} bytes left")
+        if itype == STRING and count * 8 > left:
+            raise _Bad(f"metadata {key!r} claims {count:,} strings, more than the file can hold")
+        self.entries += count
+        if count > MAX_ARRAY_ENTRIES or self.entries > MAX_ARRAY_ENTRIES_TOTAL:
+            raise _Bad(f"metadata {key!r} claims {count:,} entries ({self.entries:,} in all arrays so far), more than "
+                       f"any real model file holds ({MAX_ARRAY_ENTRIES:,} in one array, "
+                       f"{MAX_ARRAY_ENTRIES_TOTAL:,} in all)")
         if itype == STRING:
             if count * 8 > left or count > MAX_STRING_ARRAY:
                 raise _Bad(f"metadata {key!r} claims {count:,} strings, more than the file can hold")
@@ -265,3 +282,12 @@ class _Parser:
             raise _Bad(f"tensor {name!r}: rows of {shape[0]} elements are not whole {GGML_TYPES[type_id][0]} "
                        f"blocks of {block}")
         return name, shape, type_id, rel
+
+
+def _no_overlap(spans: list) -> None:
+    """Tensor data ranges (start, end, name) may not overlap: each byte of weights belongs to one tensor
+    (a file whose tensors all sit at offset 0 claims weights it does not hold)."""
+    spans.sort()
+    for (s0, e0, n0), (s1, e1, n1) in zip(spans, spans[1:]):
+        if s1 < e0:
+            raise _Bad(f"tensors {n0!r} and {n1!r} overlap (bytes {s1:,} to {min(e0, e1):,}): a tensor's data is its own")

@@ -49,55 +49,62 @@ def _scalar(v, key: str, pick=max, integer: bool = True):
     return v
 
 
-def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
-    arch = g.arch
+class _View:
+    """The file as spec_from_gguf reads it: its ``{arch}.*`` keys (per-layer arrays collapsed) and its tensors
+    by name, with block 0's by (role, weight|bias)."""
 
-    def key(k, default=None, pick=max, integer=True):
-        v = _scalar(g.arch_get(k), f"{arch}.{k}", pick, integer)
+    def __init__(self, g: GGUFFile):
+        self.g, self.arch = g, g.arch
+        self.by_name = {t.name: t for t in g.tensors}
+        self.blk0: dict = {}
+        self.layers: set = set()
+        for t in g.tensors:
+            m = _BLK.match(t.name)
+            if m:
+                self.layers.add(int(m.group(1)))
+                if m.group(1) == "0":
+                    self.blk0[(m.group(2), m.group(3) or "weight")] = t
+
+    def key(self, k, default=None, pick=max, integer=True):
+        v = _scalar(self.g.arch_get(k), f"{self.arch}.{k}", pick, integer)
         return default if v is None else v
 
-    by_name = {t.name: t for t in g.tensors}
-    blk0 = {}
-    layers = set()
-    for t in g.tensors:
-        m = _BLK.match(t.name)
-        if m:
-            layers.add(int(m.group(1)))
-            if m.group(1) == "0":
-                blk0[(m.group(2), m.group(3) or "weight")] = t
+    def has0(self, base, suffix="weight") -> bool:
+        return (base, suffix) in self.blk0
 
-    def has0(base, suffix="weight"):
-        return (base, suffix) in blk0
+    def any_tensor(self, *endings) -> bool:
+        return any(t.name.endswith(endings) for t in self.g.tensors)
 
-    n_layers = int(key("block_count", len(layers)))
-    embd = by_name.get("token_embd.weight")
+
+def _shape(v: _View) -> tuple[int, int, int]:
+    """(layers, width, heads): the three every language model file states."""
+    g, key = v.g, v.key
+    n_layers = int(key("block_count", len(v.layers)))
+    embd = v.by_name.get("token_embd.weight")
     d_model = int(key("embedding_length", embd.cols if embd else 0))
     n_heads = int(key("attention.head_count", 0))
     if not (n_layers and d_model and n_heads):
-        missing = [k for k, v in (("block_count", n_layers), ("embedding_length", d_model),
-                                  ("attention.head_count", n_heads)) if not v]
-        raise UserError(f"{g.path}: GGUF metadata lacks {', '.join(f'{arch}.{k}' for k in missing)}",
+        missing = [k for k, x in (("block_count", n_layers), ("embedding_length", d_model),
+                                  ("attention.head_count", n_heads)) if not x]
+        raise UserError(f"{g.path}: GGUF metadata lacks {', '.join(f'{v.arch}.{k}' for k in missing)}",
                         "not a language model file? (a vision projector or an embedding-only file)")
-    n_kv = int(key("attention.head_count_kv", n_heads) or n_heads)
-    tokens = g.get("tokenizer.ggml.tokens")
-    vocab = embd.rows if embd else int(key("vocab_size", len(tokens) if tokens is not None else 0))
+    return n_layers, d_model, n_heads
 
+
+def _ffn(v: _View, n_layers: int) -> dict:
+    """The MLP and the experts: widths, gating, shared experts, leading dense layers."""
+    key, by_name, layers = v.key, v.by_name, v.layers
     n_experts = int(key("expert_count", 0))
     exps = by_name.get("blk.%d.ffn_up_exps.weight" % max(layers)) if layers else None
     d_ff_expert = int(key("expert_feed_forward_length", 0)) or (exps.shape[-2] if exps else 0)
     d_ff = int(key("feed_forward_length", 0))
     if not d_ff and "blk.0.ffn_down.weight" in by_name:
         d_ff = by_name["blk.0.ffn_down.weight"].cols
-    gated = has0("ffn_gate") or has0("ffn_gate_exps") or has0("ffn_gate_up_exps")
-    up = blk0.get(("ffn_up", "weight"))
+    gated = v.has0("ffn_gate") or v.has0("ffn_gate_exps") or v.has0("ffn_gate_up_exps")
+    up = v.blk0.get(("ffn_up", "weight"))
     if not gated and up is not None and d_ff and up.rows == 2 * d_ff:     # Phi-3: gate and up fused
         gated = True
-
-    shexp = None
-    for t in g.tensors:
-        if t.name.endswith("ffn_up_shexp.weight"):
-            shexp = t
-            break
+    shexp = next((t for t in v.g.tensors if t.name.endswith("ffn_up_shexp.weight")), None)
     n_shared = int(key("expert_shared_count", 1 if shexp else 0)) if n_experts else 0
     d_ff_shared = 0
     if shexp is not None and n_shared:
@@ -109,7 +116,16 @@ def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
         while n_dense < n_layers and f"blk.{n_dense}.ffn_gate_inp.weight" not in by_name \
                 and f"blk.{n_dense}.ffn_up.weight" in by_name:
             n_dense += 1
+    return dict(d_ff=d_ff if (not n_experts or n_dense) else 0, gated_mlp=gated, n_experts=n_experts,
+                n_active_experts=int(key("expert_used_count", 0)) if n_experts else 0,
+                n_shared_experts=n_shared, d_ff_expert=d_ff_expert if n_experts else 0, d_ff_shared=d_ff_shared,
+                n_dense_layers=n_dense)
 
+
+def _attention(v: _View, n_layers: int, n_heads: int) -> dict:
+    """Heads, head width, MLA ranks, sliding-window layers and a second (global) attention shape."""
+    key, arch = v.key, v.arch
+    n_kv = int(key("attention.head_count_kv", n_heads) or n_heads)
     mla = {}
     kv_lora = int(key("attention.kv_lora_rank", 0))
     if kv_lora:
@@ -119,54 +135,54 @@ def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
         mla = dict(kv_lora_rank=kv_lora, q_lora_rank=int(key("attention.q_lora_rank", 0)),
                    qk_rope_head_dim=rope, qk_nope_head_dim=k_len - rope, v_head_dim=v_len)
     head_dim = 0 if kv_lora else int(key("attention.key_length", 0))
-
-    norm_names = [b for (b, s) in blk0 if "norm" in b and s == "weight"
-                  and b not in ("attn_q_norm", "attn_k_norm", "attn_q_a_norm", "attn_kv_a_norm")]
     sliding = int(key("attention.sliding_window", 0))
     n_sliding = 0
     if sliding and arch == "gemma2":
         n_sliding = n_layers // 2                       # every other layer (llama.cpp gemma2)
     elif sliding and arch == "gemma3":
         n_sliding = n_layers - n_layers // 6            # 5 local : 1 global
-    glob = {} if kv_lora else _global_shape(g.path, by_name, n_layers, n_heads)
+    glob = {} if kv_lora else _global_shape(v.g.path, v.by_name, n_layers, n_heads)
     if glob:
         if not sliding:
-            raise UserError(f"{g.path}: layers of two attention shapes but no {arch}.attention.sliding_window",
+            raise UserError(f"{v.g.path}: layers of two attention shapes but no {arch}.attention.sliding_window",
                             "tokspeed reads such files as sliding-window layers plus full-attention layers (Gemma 4)")
         head_dim, n_kv, n_sliding = glob.pop("head_dim"), glob.pop("n_kv_heads"), glob.pop("n_sliding_layers")
+    return dict(n_kv_heads=n_kv, head_dim=head_dim, sliding_window=sliding if n_sliding else 0,
+                n_sliding_layers=n_sliding, **mla, **glob)
+
+
+def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
+    v = _View(g)
+    n_layers, d_model, n_heads = _shape(v)
+    embd = v.by_name.get("token_embd.weight")
+    tokens = g.get("tokenizer.ggml.tokens")
+    vocab = embd.rows if embd else int(v.key("vocab_size", len(tokens) if tokens is not None else 0))
+    norm_names = [b for (b, s) in v.blk0 if "norm" in b and s == "weight"
+                  and b not in ("attn_q_norm", "attn_k_norm", "attn_q_a_norm", "attn_kv_a_norm")]
+    has0 = v.has0
     name = str(g.get("general.name", "") or "")
     return ModelSpec(
         id=id or name or g.path.stem,
         name=name,
-        family=arch,
-        n_layers=n_layers, d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv, head_dim=head_dim,
-        d_ff=d_ff if (not n_experts or n_dense) else 0,
+        family=v.arch,
+        n_layers=n_layers, d_model=d_model, n_heads=n_heads,
         vocab_size=vocab,
-        gated_mlp=gated,
-        tied_embeddings="output.weight" not in by_name,
+        tied_embeddings="output.weight" not in v.by_name,
         norm="layernorm" if has0("attn_norm", "bias") else "rmsnorm",
         norms_per_layer=max(1, len(norm_names)),
         qkv_bias=has0("attn_q", "bias") or has0("attn_qkv", "bias"),
         o_bias=has0("attn_output", "bias"),
         mlp_bias=has0("ffn_up", "bias") or has0("ffn_down", "bias"),
-        lm_head_bias="output.bias" in by_name,
+        lm_head_bias="output.bias" in v.by_name,
         qk_norm=has0("attn_q_norm"),
         attn_sinks=has0("attn_sinks") or has0("attn_sinks", "bias"),
-        rope_theta=float(key("rope.freq_base", 10000.0, integer=False)),
-        max_context=int(key("context_length", 4096)),
-        sliding_window=sliding if n_sliding else 0,
-        n_sliding_layers=n_sliding,
-        n_experts=n_experts,
-        n_active_experts=int(key("expert_used_count", 0)) if n_experts else 0,
-        n_shared_experts=n_shared,
-        d_ff_expert=d_ff_expert if n_experts else 0,
-        d_ff_shared=d_ff_shared,
-        n_dense_layers=n_dense,
-        router_bias=any(t.name.endswith(("exp_probs_b.bias", "ffn_gate_inp.bias")) for t in g.tensors),
-        expert_bias=has0("ffn_up_exps", "bias") or any(t.name.endswith("ffn_up_exps.bias") for t in g.tensors),
-        shared_expert_gate=any(t.name.endswith("ffn_gate_inp_shexp.weight") for t in g.tensors),
+        rope_theta=float(v.key("rope.freq_base", 10000.0, integer=False)),
+        max_context=int(v.key("context_length", 4096)),
+        router_bias=v.any_tensor("exp_probs_b.bias", "ffn_gate_inp.bias"),
+        expert_bias=has0("ffn_up_exps", "bias") or v.any_tensor("ffn_up_exps.bias"),
+        shared_expert_gate=v.any_tensor("ffn_gate_inp_shexp.weight"),
         source=str(g.path),
-        **mla, **glob,
+        **_ffn(v, n_layers), **_attention(v, n_layers, n_heads),
     )
 
 

@@ -20,6 +20,7 @@ import struct
 from pathlib import Path
 
 from ..errors import UserError
+from ..guard.typed import loads
 from .safetensors_reader import MAX_HEADER, _tensor
 from .tensor import TensorInfo
 
@@ -157,10 +158,7 @@ class _Hub:
         if n is None or n > MAX_HEADER:
             raise UserError(f"{self.repo_id}/{filename}: not a safetensors file (header length {n})")
         raw, size = self._range(filename, 8, 8 + n, want_size=True)
-        try:
-            header = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise UserError(f"{self.repo_id}/{filename}: header is not valid JSON ({str(e)[:60]})") from None
+        header = loads(raw, f"{self.repo_id}/{filename}: header")     # the one JSON gate
         if not isinstance(header, dict):
             raise UserError(f"{self.repo_id}/{filename}: header is not a JSON object")
         return {"header_len": n, "file_size": size, "header": header}

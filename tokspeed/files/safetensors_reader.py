@@ -12,6 +12,7 @@ from math import prod
 from pathlib import Path
 
 from ..errors import UserError
+from ..guard.limits import MAX_TENSORS
 from .tensor import TensorInfo
 
 # bits per element of each safetensors dtype (safetensors/src/tensor.rs Dtype)
@@ -49,6 +50,8 @@ def read_safetensors_header(path) -> tuple[list[TensorInfo], dict]:
         raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
     from ..userfile import parse_json
 
+    if raw.count(b"{") > MAX_TENSORS + 2:            # one object per tensor: counted before any is made
+        raise _bad(p, f"header holds more than {MAX_TENSORS:,} tensors, more than any real model file")
     try:
         header = parse_json(p, raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -64,7 +67,16 @@ def read_safetensors_header(path) -> tuple[list[TensorInfo], dict]:
     tensors = []
     for name, info in header.items():
         tensors.append(_tensor(p, name, info, 8 + n, data_size))
+    _no_overlap(p, tensors)
     return tensors, meta
+
+
+def _no_overlap(p, tensors: list[TensorInfo]) -> None:
+    """Tensor data ranges may not overlap (each byte of weights belongs to one tensor)."""
+    spans = sorted((t.offset, t.offset + t.n_bytes, t.name) for t in tensors if t.n_bytes)
+    for (s0, e0, n0), (s1, _, n1) in zip(spans, spans[1:]):
+        if s1 < e0:
+            raise _bad(p, f"tensors {n0!r} and {n1!r} overlap at byte {s1:,}: a tensor's data is its own")
 
 
 def _tensor(p: Path, name: str, info, data_start: int, data_size: int) -> TensorInfo:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 
 from ..errors import UserError
 
@@ -29,6 +28,12 @@ MAX_JSON_DEPTH = 64               # a prompt or run file line: real ones nest 3-
 MAX_FIELD_BYTES = 4 * 2**20       # one CSV field: a 131,072-token prompt is ~0.5 MB of text
 MAX_RUN_FILE_BYTES = 2 * 2**30    # a requests.jsonl read back whole (--summarize, --compare): 100,000 requests with
                                   # ~500 gaps each are ~1.2 GB; held in memory as ~1.5x its size
+# Memory budgets in objects, not bytes: what a parser holds grows with the entries it makes, and a few bytes of
+# file (or none: a sparse file) can claim millions of them. Each parser counts and stops at its budget.
+MAX_TENSORS = 2**18               # tensors in one model file: an unmerged 256-expert MoE (DeepSeek-V3) has ~47,000
+MAX_ARRAY_ENTRIES = 2**22         # one GGUF metadata array: the vocabulary limit above (per-layer arrays have <= 2,048)
+MAX_ARRAY_ENTRIES_TOTAL = 2**24   # all GGUF metadata arrays together: vocabulary, scores, types and merges, 4x over
+MAX_ROWS = 2**18                  # rows of a prompt file or lines of a trace: 262,144 requests, above any benchmark
 MIN_RATE_RPS = 0.01               # one request per 100 s: slower arrivals are no load (bench-server) and a
                                   # simulated run of 1e-300 requests/s would never reach its second arrival
 
@@ -45,39 +50,41 @@ def check_shape(field: str, value: int, where: str) -> None:
                         "is the file damaged or made up?")
 
 
-def _depth_ok(text: str) -> bool:
-    """A quick upper bound on JSON nesting: brackets opened before any closes (strings may over-count,
-    which only refuses the absurd)."""
-    depth = 0
-    for ch in text:
-        if ch in "[{":
-            depth += 1
-            if depth > MAX_JSON_DEPTH:
-                return False
-        elif ch in "]}":
-            depth -= 1
-    return True
-
-
 def json_line(text: str, where: str):
-    """One JSON value from one line of a file, nesting capped, every failure one UserError."""
-    if text.count("[") + text.count("{") > MAX_JSON_DEPTH and not _depth_ok(text):
-        raise UserError(f"{where}: nested deeper than {MAX_JSON_DEPTH} levels", "is this the right file?")
+    """One JSON value from one line of a file, through the one gate (``guard.typed``): nesting capped,
+    numbers bounded, every failure one UserError."""
+    from .typed import OutOfRange, parse   # typed imports nothing of limits; kept here so limits stays import-light
+
     try:
-        return json.loads(text)
-    except RecursionError:
-        raise UserError(f"{where}: nested too deeply") from None
+        return parse(text, MAX_JSON_DEPTH)
+    except OutOfRange as e:
+        raise UserError(f"{where}: {e}") from None
     except ValueError as e:
-        raise UserError(f"{where}: not a JSON object ({str(e)[:80]})", "one JSON object per line (JSONL)") from None
+        reason = str(e).removeprefix("not valid JSON ")
+        raise UserError(f"{where}: " + (reason if "nested" in reason else f"not a JSON object {reason}"),
+                        "one JSON object per line (JSONL)") from None
+
+
+def over_budget(n: int, budget: int, what: str, where: str) -> None:
+    """UserError when ``n`` entries pass ``budget`` (a parser counts what it makes and stops there)."""
+    if n > budget:
+        raise UserError(f"{where}: more than {budget:,} {what}, beyond any real file",
+                        "is the file damaged or made up?")
 
 
 def csv_dict_rows(raw: str, where: str) -> tuple[list[str], list[dict]]:
-    """(field names, rows) of a CSV text; a field longer than MAX_FIELD_BYTES or a broken row is one line."""
+    """(field names, rows) of a CSV text; a field longer than MAX_FIELD_BYTES, more than MAX_ROWS rows or a
+    broken row is one line. Rows with no value at all are skipped, never held."""
     limit = csv.field_size_limit()
     csv.field_size_limit(MAX_FIELD_BYTES)
     try:
         reader = csv.DictReader(io.StringIO(raw))
-        rows = list(reader)
+        rows = []
+        for row in reader:
+            if not any(v for k, v in row.items() if k is not None):
+                continue
+            rows.append(row)
+            over_budget(len(rows), MAX_ROWS, "rows", where)
         return list(reader.fieldnames or []), rows
     except csv.Error as e:
         raise UserError(f"{where}: not a readable CSV ({str(e)[:80]}; a field may hold at most "

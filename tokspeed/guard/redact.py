@@ -1,44 +1,90 @@
-"""Secrets out of everything tokspeed records: one ``Redactor`` per run, applied to every record as it is
-written, to the summary, to the report and to console lines made from data.
+"""Secrets out of everything tokspeed writes: redaction happens once, at the writer.
 
-It removes what it was told (the API key; the user and password of the URL) wherever it appears: plain,
-percent-encoded, or as HTTP Basic credentials (base64 of ``user:password``), so a server that echoes the
-``Authorization`` header in ``/props`` or in an error body gets nothing into the files. It also removes
-credentials it was not told about: the ``user:password@`` of any URL, the values of token-like query
-parameters (``?token=``, ``&api_key=``, ``sig``...), ``Bearer …`` / ``Basic …`` values, and the value
-of any dict entry whose key names a credential (``authorization``, ``api_key``, ``cookie``...).
+The writers are ``guard.outputs`` (every file: ``write_file`` and the line-by-line ``open_append``) and the
+terminal (``guard.console.safe_console`` and the error line of ``cli.main``); each passes its text through
+``known().text`` -- the process's one ``Redactor``, which holds every secret this process was told of
+(``remember``: a run's API key and the user and password of its URL, ``Redactor.for_run``) and every
+credential in its environment (``HF_TOKEN``, ``TOKSPEED_API_KEY`` and any variable whose name says key,
+token, secret, password or auth).
+
+A known secret is removed in every spelling: raw, percent-encoded, JSON-escaped (``\\/`` and ``\\uXXXX``
+included), base64 (HTTP Basic credentials), and any prefix of 8 characters or more of any of these (a
+300-character excerpt that cuts a key still hides the part it kept). Credentials nobody told it of are
+removed by shape: the ``user:password@`` of any URL; the value of a query parameter, a JSON entry or a
+header whose name says key, token, secret, password, auth, sig, signature, cookie, session or
+subscription-key, in any spelling (``api_key``, ``apiKey``, ``X-Api-Key``, ``subscription-key``); ``Bearer …``
+/ ``Basic …`` values.
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import os
 import re
+import threading
 from urllib.parse import quote, unquote, urlsplit
 
 MASK = "***"
 MIN_SECRET = 4                    # shorter "secrets" (a user name "a") would mask ordinary text
-TOKEN_PARAMS = ("token", "access_token", "auth", "auth_token", "api_key", "apikey", "api-key", "key", "secret",
-                "client_secret", "password", "passwd", "pwd", "sig", "signature", "hf_token", "session", "code")
-SECRET_KEYS = re.compile(r"^(x-)?(proxy-)?(authori[sz]ation|api[_-]?key|access[_-]?token|auth[_-]?token|bearer|token|"
-                         r"secret|client[_-]?secret|password|passwd|(set-)?cookie|credentials?)$", re.I)
+MIN_PREFIX = 8                    # a cut secret: this many of its first characters are enough to mask
+# words that make a name a credential's name, as parts of it (api_key, apiKey, X-Api-Key, subscription-key);
+# "key" alone (a dict's "key") and plurals ("prompt_tokens") are not
+_SECRET_WORDS = {"token", "secret", "password", "passwd", "pwd", "auth", "authorization", "authorisation", "sig",
+                 "signature", "cookie", "credential", "credentials", "bearer", "session", "apikey"}
+_KEY_PAIRS = {("api", "key"), ("subscription", "key"), ("access", "key"), ("private", "key"), ("secret", "key"),
+              ("client", "key"), ("account", "key"), ("hf", "token")}
+_NAME_PARTS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/\s@?#\"'<>]+)@")
-_QUERY = re.compile(r"(?P<k>[?&;](?:%s)=)[^&#\s\"'<>]*" % "|".join(re.escape(p) for p in TOKEN_PARAMS), re.I)
+_QUERY = re.compile(r"(?P<k>[?&;](?P<name>[A-Za-z0-9_.\-]{1,64})=)(?P<v>[^&#\s\"'<>\\]*)")
+_JSON_PAIR = re.compile(r'(?P<k>"(?P<name>[A-Za-z0-9_.\- ]{1,64})"\s*:\s*")(?P<v>(?:[^"\\]|\\.)*)"')
+_HEADER = re.compile(r"(?P<k>\b(?P<name>[A-Za-z][A-Za-z0-9-]{0,63}):[ \t]*)(?P<v>[^\s,;\"'<>]{8,})")
 # an Authorization value: "Bearer <token>" (any case) or "Basic <base64>"; 8+ characters, so prose ("basic usage")
 # is left alone
 _SCHEME_VALUE = re.compile(r"\b(?P<s>[Bb]earer|BEARER|Basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 
 
+def secret_name(name: str) -> bool:
+    """True when ``name`` (a query parameter, a JSON key, a header, an environment variable) names a
+    credential."""
+    parts = [w.lower() for w in _NAME_PARTS.findall(name)]
+    if any(w in _SECRET_WORDS for w in parts):
+        return True
+    if parts == ["key"] or parts[-1:] == ["key"] and len(parts) <= 3 and parts[0] in ("x", "api", "subscription"):
+        return True
+    return any(pair in _KEY_PAIRS for pair in zip(parts, parts[1:]))
+
+
+def _harmless(value: str) -> bool:
+    """The run line's ``api_key: "from TOKSPEED_API_KEY"`` (where the key came from) is not a credential."""
+    return value.startswith("from ") or value in ("none", "", MASK)
+
+
+def spellings(secret: str) -> set[str]:
+    """The ways ``secret`` appears in text: raw, percent-encoded, JSON-escaped (with ``\\/``), base64."""
+    out = {secret, quote(secret, safe=""), quote(secret), quote(secret, safe="").replace("%20", "+")}
+    esc = json.dumps(secret)[1:-1]
+    out |= {esc, esc.replace("/", "\\/"), json.dumps(secret, ensure_ascii=False)[1:-1]}
+    out.add(base64.b64encode(secret.encode()).decode())
+    return {s for s in out if len(s) >= MIN_SECRET}
+
+
 class Redactor:
     def __init__(self, secrets=()):
-        found: set[str] = set()
+        self._secrets: list[str] = []
+        self.add(*secrets)
+
+    def add(self, *secrets) -> None:
+        found = set(self._secrets)
         for s in secrets:
             if isinstance(s, str) and len(s) >= MIN_SECRET:
-                found |= {s, quote(s, safe=""), quote(s)}
+                found |= spellings(s)
         self._secrets = sorted(found, key=len, reverse=True)
 
     @classmethod
     def for_run(cls, url: str | None = None, api_key: str | None = None) -> "Redactor":
-        """The key, and the user/password of ``url`` (plain and as Basic credentials)."""
+        """The key, and the user/password of ``url`` (plain and as Basic credentials); also remembered by the
+        process's writers (``remember``)."""
         secrets = [api_key] if api_key else []
         try:
             p = urlsplit(url or "")
@@ -49,18 +95,27 @@ class Redactor:
             if part:
                 secrets += [part, unquote(part)]
         if user is not None and password is not None:
-            pair = f"{unquote(user)}:{unquote(password)}".encode()
-            secrets.append(base64.b64encode(pair).decode())
-        if api_key:
-            secrets.append(base64.b64encode(api_key.encode()).decode())
+            secrets.append(base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode())
+        remember(*secrets)
         return cls(secrets)
 
-    def text(self, value: str) -> str:
+    def _known(self, value: str) -> str:
         for s in self._secrets:
             if s in value:
                 value = value.replace(s, MASK)
+        for s in self._secrets:                  # what is left of a cut secret: its longest prefix of 8+
+            if len(s) > MIN_PREFIX and s[:MIN_PREFIX] in value:
+                value = _mask_prefixes(value, s)
+        return value
+
+    def text(self, value: str) -> str:
+        value = self._known(str(value))
         value = _USERINFO.sub(lambda m: m["scheme"] + MASK + "@", value)
-        value = _QUERY.sub(lambda m: m["k"] + MASK, value)
+        named = lambda m: m["k"] + MASK if secret_name(m["name"]) and not _harmless(m["v"]) else m.group()  # noqa: E731
+        value = _QUERY.sub(lambda m: m["k"] + MASK if m["name"].lower() == "code" else named(m), value)  # OAuth ?code=
+        value = _JSON_PAIR.sub(lambda m: (m["k"] + MASK + '"') if secret_name(m["name"]) and not _harmless(m["v"])
+                               else m.group(), value)
+        value = _HEADER.sub(named, value)
         return _SCHEME_VALUE.sub(lambda m: m["s"] + " " + MASK, value)
 
     def obj(self, value):
@@ -69,17 +124,55 @@ class Redactor:
         if isinstance(value, str):
             return self.text(value)
         if isinstance(value, dict):
-            return {k: (MASK if isinstance(k, str) and SECRET_KEYS.search(k) and isinstance(v, str) and v
-                        and not _harmless(k, v) else self.obj(v))
-                    for k, v in value.items()}
+            return {k: (MASK if isinstance(k, str) and secret_name(k) and isinstance(v, str) and not _harmless(v)
+                        else self.obj(v)) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [self.obj(v) for v in value]
         return value
 
 
-def _harmless(key: str, value: str) -> bool:
-    """The run line's ``api_key: "from TOKSPEED_API_KEY"`` (where the key came from) is not a credential."""
-    return value.startswith("from ") or value == "none"
+def _mask_prefixes(value: str, secret: str) -> str:
+    """Every run of ``value`` that is a prefix of ``secret`` of MIN_PREFIX characters or more, masked."""
+    out, i, head = [], 0, secret[:MIN_PREFIX]
+    while (j := value.find(head, i)) >= 0:
+        n = MIN_PREFIX
+        while n < len(secret) and j + n < len(value) and value[j + n] == secret[n]:
+            n += 1
+        out.append(value[i:j] + MASK)
+        i = j + n
+    out.append(value[i:])
+    return "".join(out)
 
 
 PLAIN = Redactor()                 # credentials nobody told us about (a run file someone sent)
+_KNOWN = Redactor()
+_LOCK = threading.Lock()
+_ENV_READ = False
+
+
+def remember(*secrets) -> None:
+    """Secrets every writer of this process masks from now on."""
+    with _LOCK:
+        _KNOWN.add(*secrets)
+
+
+def known() -> Redactor:
+    """The process's redactor: what it was told (``remember``) and the credentials in its environment."""
+    global _ENV_READ
+    if not _ENV_READ:
+        with _LOCK:
+            _ENV_READ = True
+            _KNOWN.add(*(v for k, v in os.environ.items() if env_credential(k, v)))
+    return _KNOWN
+
+
+_NOT_A_VALUE = {"path", "file", "dir", "home", "sock", "socket", "url", "endpoint", "host", "port", "mode", "level",
+                "timeout", "enabled", "disable", "parallelism"}
+
+
+def env_credential(name: str, value: str) -> bool:
+    """An environment variable that holds a credential: its name says so (``HF_TOKEN``, ``OPENAI_API_KEY``),
+    its last word is not where one is kept (``HF_TOKEN_PATH``, ``SSH_AUTH_SOCK``) and its value is not a path."""
+    parts = [w.lower() for w in _NAME_PARTS.findall(name)]
+    return (secret_name(name) and len(value) >= MIN_PREFIX and not (parts and parts[-1] in _NOT_A_VALUE)
+            and not value.startswith(("/", "~", "./")))

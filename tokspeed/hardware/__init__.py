@@ -1,6 +1,7 @@
 """Hardware: devices (GPU, SoC, CPU memory system, accelerator), their links, and where to find one."""
 
-from .catalog import all_hardware, get_hardware, hardware_from_flags, hardware_from_toml
+from .catalog import get_hardware, hardware_from_flags, hardware_from_toml
+from .devices import all_hardware
 from .links import all_links, get_link
 from .spec import Hardware
 

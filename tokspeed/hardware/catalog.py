@@ -10,8 +10,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UserError
-from .datafile import DATA, load_data  # noqa: F401  (DATA: path of the committed catalog)
-from .devices import all_hardware, catalog_devices as _catalog  # noqa: F401  (all_hardware: its public name)
+from .devices import catalog_devices as _catalog
 from .names import NameIndex
 from .spec import Hardware
 
@@ -137,8 +136,10 @@ def local_profile_path() -> Path:
 def local_hardware() -> Hardware:
     """This machine as ``tokspeed probe -o`` recorded it (``$TOKSPEED_LOCAL_PROFILE`` or
     ``~/.config/tokspeed/local.toml``)."""
+    from ..userfile import path_kind
+
     p = local_profile_path()
-    if not p.is_file():
+    if path_kind(p, "local hardware profile ($TOKSPEED_LOCAL_PROFILE)") != "file":   # a name too long is one line
         raise UserError(f"no local hardware profile at {p}",
                         f"run `tokspeed probe -o {p}` first, or set ${LOCAL_ENV}")
     return hardware_from_toml(p, default_id=LOCAL_NAME)

@@ -44,12 +44,11 @@ def new_run(**fields) -> dict:
 
 
 def write_run(run: dict, path) -> Path:
-    """Through ``guard.redact`` (a model path or URL with credentials, an HF token in a URL) and
-    ``guard.outputs.write_file``."""
-    from ..guard.redact import PLAIN
+    """Through ``guard.outputs.write_file``, whose writer masks secrets (a model path or URL with credentials,
+    an HF token in a URL)."""
     from ..userfile import write_text
 
-    return write_text(path, json.dumps(PLAIN.obj(run), indent=2, ensure_ascii=False) + "\n", "run file")
+    return write_text(path, json.dumps(run, indent=2, ensure_ascii=False) + "\n", "run file")
 
 
 def read_run(path) -> dict:
@@ -71,6 +70,7 @@ def read_run(path) -> dict:
 # what the readers of a run file (compare-runs, explain --measured, the plots) use, by type
 _TOP = {"created": str, "engine_version": str, "backend": str, "device": str, "quant": str, "model": dict, "hardware": dict,
         "settings": dict, "warnings": list}
+_REQUIRED = ("created", "backend", "device", "quant", "model", "hardware")   # what every reader shows
 _POINT_INT = ("batch", "context")
 _POINT_NUM = ("prefill_tok_s", "prefill_s", "decode_tok_s_median", "decode_ms_per_token", "mbu", "mfu",
               "achieved_gbps", "bytes_per_token", "error_pct")
@@ -86,9 +86,11 @@ def check_types(p, run: dict) -> None:
     """A file with the right schema but wrong types (a string speed, a list as context) is one UserError
     naming the field, not a KeyError or TypeError in whatever reads it next."""
     for k, t in _TOP.items():
+        if k in _REQUIRED and k not in run:
+            raise UserError(f"{p}: run file field {k} is missing", "is this a run file from `tokspeed measure`?")
         if k in run and not isinstance(run[k], t):
             raise UserError(f"{p}: run file field {k} should be a {t.__name__}, got {type(run[k]).__name__}")
-    if "id" in run.get("model", {}) and not isinstance(run["model"]["id"], str):
+    if not isinstance(run["model"].get("id"), str):
         raise UserError(f"{p}: run file field model.id should be a string")
     for i, pt in enumerate(run["points"]):
         where = f"{p}: run file points[{i}]"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from .spec import ModelSpec
-from .unmodelled import COST_FIELDS, refuse_unmodelled as _refuse_unmodelled  # noqa: F401  (COST_FIELDS: docs)
+from .unmodelled import refuse_unmodelled as _refuse_unmodelled
 
 
 def spec_from_path(path) -> ModelSpec:

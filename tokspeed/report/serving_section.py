@@ -29,13 +29,12 @@ def serving_table(doc: dict) -> str:
 def serving_section(model, hw, gpus: int, *, quant, kv_dtype: str, engine: str, isl: int, osl: int,
                     engine_version: str | None = None, charts: bool = True) -> str:
     """The section's HTML; a setup no layout of ``gpus`` devices holds gets one line saying so."""
-    from ..serving.document import search_document
-    from ..serving.run import Setup
+    from ..serving_api import ServeQuery, serve
 
     head = f"<h2>Serving on {gpus} × {esc(hw.name)}</h2>"
     try:
-        doc = search_document(Setup(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=max(isl, 1), osl=max(osl, 1),
-                                    engine_version=engine_version), gpus)
+        doc = serve(ServeQuery(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=max(isl, 1), osl=max(osl, 1),
+                               engine_version=engine_version, gpus=gpus))
     except UserError as e:
         return head + f"<p class='note'>{esc(e.message)}</p>"
     parts = [head, f"<p>The scheduler simulation of <code>tokspeed serve</code> ({esc(doc['engine'])}, ISL "

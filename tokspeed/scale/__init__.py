@@ -6,5 +6,5 @@
   (Accelerate ``device_map``: weights cross the host link every pass).
 - ``layout``: stages (which layers on which device, TP degree), memory per device.
 - ``timing``: one forward pass timed over a layout (per stage roofline + link time).
-- ``serving``: batch curve, ridge batch, continuous batching at a request rate, cost and energy.
+- ``sections``: predict's serving section (its batch curve, ridge batch and rate answer: ``serving.curve``).
 """

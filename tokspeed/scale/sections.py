@@ -9,7 +9,7 @@ from ..workload import UBATCH
 from .collectives import engine_allreduce
 from .interconnect import ring_allreduce_bytes
 from .offload import vram_vs_host_ratio, weights_in_ram_bytes
-from .serving import (batch_curve, continuous_batching, cost, default_batches, ridge_batch,
+from ..serving.curve import (batch_curve, continuous_batching, cost, default_batches, ridge_batch,
                       weight_matmul_bound)
 from .timing import pipelines_prompt
 

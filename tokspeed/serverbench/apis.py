@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import UserError
+from ..guard.typed import count
 
 APIS = ("openai-completions", "openai-chat", "ollama", "ollama-chat")
 PATHS = {"openai-completions": "/v1/completions", "openai-chat": "/v1/chat/completions", "ollama": "/api/generate",
@@ -128,13 +129,18 @@ DURATION_KEYS = ("predicted_ms", "prompt_ms", "predicted_per_second", "prompt_pe
                  "prompt_eval_duration", "load_duration")
 
 
+MAX_TOKENS_PER_ANSWER = 2**24   # tokens one request can hold: 16.8 M, above every model's context (10 M, Llama 4
+                                # Scout); a larger count is a server's lie, and the gap reservoir's work grows with it
+
+
 def sane(obj: dict, bad: list) -> dict:
-    """``obj`` without impossible counts (not a non-negative integer) or durations/speeds (not a finite
-    number >= 0); each one dropped is noted in ``bad`` (the request is then recorded as malformed)."""
+    """``obj`` without impossible counts (not a whole number in [0, MAX_TOKENS_PER_ANSWER]) or durations/speeds
+    (not a finite number >= 0); each one dropped is noted in ``bad`` (the request is then recorded as
+    malformed)."""
     out = dict(obj)
     for k in COUNT_KEYS:
         v = out.get(k)
-        if v is not None and not (isinstance(v, int) and not isinstance(v, bool) and v >= 0):
+        if v is not None and (not isinstance(v, int) or count(v, MAX_TOKENS_PER_ANSWER) is None):
             bad.append(f"{k}={v!r}")
             out[k] = None
     for k in DURATION_KEYS:
@@ -159,7 +165,7 @@ def read_chunk(api: str, obj: dict) -> Chunk:
             text = str(obj.get("response") or "") + str(obj.get("thinking") or "")
         c = Chunk(text=text, done=bool(obj.get("done")), bad=bad)
         if c.done:
-            c.finish_reason = obj.get("done_reason")
+            c.finish_reason = text_or_none(obj.get("done_reason"))
             obj = sane(obj, bad)
             if "eval_count" in obj or "prompt_eval_count" in obj:
                 c.usage = {"prompt_tokens": obj.get("prompt_eval_count"), "completion_tokens": obj.get("eval_count")}
@@ -167,19 +173,24 @@ def read_chunk(api: str, obj: dict) -> Chunk:
         return c
     c = Chunk(bad=bad)
     choices = obj.get("choices") or []
-    if choices and isinstance(choices[0], dict):
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
         ch = choices[0]
         if api == "openai-chat":
-            delta = ch.get("delta") or {}
+            delta = ch.get("delta") if isinstance(ch.get("delta"), dict) else {}
             c.text = "".join(str(delta.get(k) or "") for k in ("content", "reasoning_content", "reasoning"))
         else:
             c.text = str(ch.get("text") or "")
-        c.finish_reason = ch.get("finish_reason")
+        c.finish_reason = text_or_none(ch.get("finish_reason"))
     if isinstance(obj.get("usage"), dict):
         c.usage = sane(obj["usage"], bad)
     if isinstance(obj.get("timings"), dict):
         c.timings = llamacpp_timings(sane(obj["timings"], bad))
     return c
+
+
+def text_or_none(v) -> str | None:
+    """A label from a server: a string (at most 200 characters), else None."""
+    return v[:200] if isinstance(v, str) else None
 
 
 def ollama_timings(obj: dict) -> dict | None:

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import __version__
-from ..guard.redact import Redactor
+from ..guard.escape import line
+from ..guard.redact import PLAIN, Redactor
 from .apis import redact_url
 from .client import CANCELLED
 from .engine_info import server_info
 from .guard import MAX_CONSECUTIVE_FAILURES, RecordGuard, run_guarded, sweep_saturated
 from .interrupt import CtrlC
 from .loadgen import LoadGenerator
+from .phases import PhaseClock, phase_cpu
 from .record import Recorder, write_summary
 from .sending import auth_headers, build_prompts, http_client, make_plan, make_send
 from .summary import summarize
@@ -114,14 +115,14 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     out = Path(cfg.out_dir)
     counter = load_counter(cfg.tokenizer) if cfg.tokenizer else None  # fail before writing anything
     prompts = build_prompts(cfg, counter)
-    redact = Redactor.for_run(cfg.url, cfg.api_key)  # every record, the summary, the report, console lines
+    Redactor.for_run(cfg.url, cfg.api_key)  # remembered by every writer: files, the console, error lines
     ray_load = None
     if cfg.ray:  # connect, place the actors, measure their clocks: before any file is written
         from .ray_driver import RayLoad
 
         ray_load = RayLoad.start(cfg)
     try:
-        recorder = Recorder(out, cfg.run_info(), redact)
+        recorder = Recorder(out, cfg.run_info())
     except BaseException:
         if ray_load:
             ray_load.close()
@@ -164,18 +165,21 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     if misses:
         summary["exact_prompt_misses"] = misses
     if aborted:
-        sys.stderr.write(f"tokspeed: stopped early: {redact.text(aborted)}\n")
+        sys.stderr.write(f"tokspeed: stopped early: {line(aborted)}\n")
     hint = http_error_hint(records)
     if hint:
         summary["hint"] = hint
-        sys.stderr.write(f"tokspeed: {redact.text(hint)}\n")
+        sys.stderr.write(f"tokspeed: {line(hint)}\n")
     for note in console_notes(summary):
-        sys.stderr.write(f"tokspeed: {redact.text(note)}\n")
+        sys.stderr.write(f"tokspeed: {line(note)}\n")
     if cfg.hardware:
         attach_prediction(summary, cfg.predict_model or cfg.model, cfg.hardware, cfg.quant, cfg.engine, records)
-    summary = redact.obj(summary)
-    write_summary(out, summary, redact)
-    write_outputs(out, summary, records, report=cfg.report, redact=redact)
+    summary = PLAIN.obj(summary)          # the summary is also returned and printed: credential-named entries masked
+    try:
+        write_summary(recorder.rundir, summary)       # through the folder's descriptor, opened once
+        write_outputs(recorder.rundir, summary, records, report=cfg.report)
+    finally:
+        recorder.rundir.close()
     return summary, interrupted
 
 
@@ -194,15 +198,15 @@ def console_notes(summary: dict) -> list[str]:
     return notes
 
 
-def write_outputs(out: Path, summary: dict, records: list[dict], report: bool = True, redact=None) -> None:
-    from ..guard.redact import PLAIN
+def write_outputs(out, summary: dict, records: list[dict], report: bool = True) -> None:
+    """requests.csv and report.html (secrets masked by the writer, ``guard.outputs``)."""
     from .record import write_csv
 
-    write_csv(out, records, redact or PLAIN)
+    write_csv(out, records)
     if report:
         from .report_html import write_report
 
-        write_report(out, summary, records, redact or PLAIN)
+        write_report(out, summary, records)
 
 
 async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], counter, ctrl_c: CtrlC | None,
@@ -213,16 +217,14 @@ async def _main(cfg: BenchConfig, recorder: Recorder, records: list[dict], count
 
     async with http_client(n_conn) as client:
         state["server"] = await server_info(client, cfg.url, cfg.api, auth_headers(cfg))
-        clock: dict = {}
+        clock = PhaseClock()
 
         def on_phase(label, total, duration_s):
-            clock["label"], clock["cpu"], clock["wall"] = label, time.process_time(), time.perf_counter()
+            clock.start()
             progress.phase(label, total, duration_s)
 
         def after_phase(labels: dict) -> bool:
-            wall = time.perf_counter() - clock["wall"]
-            cpu = time.process_time() - clock["cpu"]
-            state["phases"][labels["phase"]] = {"client_cpu_s": cpu, "client_cpu_share": cpu / wall if wall else None}
+            state["phases"][labels["phase"]] = phase_cpu(clock)
             return bool(cfg.sweep) and sweep_saturated(cfg, records)
 
         gen = LoadGenerator(plan, None, None, on_phase, after_phase)
@@ -259,7 +261,7 @@ def attach_prediction(summary: dict, model: str, hardware: str, quant: str | Non
     except Exception as e:  # a bug in the prediction must not cost the run its summary
         summary["prediction_error"] = f"prediction failed ({type(e).__name__}: {e})"
     if "prediction_error" in summary:
-        sys.stderr.write(f"tokspeed: no prediction: {summary['prediction_error']}\n")
+        sys.stderr.write(f"tokspeed: no prediction: {line(summary['prediction_error'])}\n")
 
 
 class _Progress:
@@ -273,12 +275,12 @@ class _Progress:
 
     def __enter__(self):
         if self.enabled:
-            from rich.console import Console
+            from ..guard.console import safe_console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
             self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                TextColumn("{task.fields[errors]} failed"), TimeElapsedColumn(),
-                               console=Console(stderr=True), transient=False)
+                               console=safe_console(stderr=True), transient=False)
             self._p.__enter__()
         return self
 

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..guard.bounded import BodyTooLarge, abody_chunks
 from .apis import NDJSON_APIS, Chunk, read_chunk
 from .itl import Gaps
 from .sse import EventTooLong, LineReader, NDJSONParser, SSEParser, decode_json
@@ -183,7 +184,7 @@ async def _exchange(client, spec, timeouts, headers, st: "_StreamState", t0: flo
         if ctype.lower().startswith("text/html"):
             body = await _read_some(resp, min(timeouts.idle_s, total_left()))
             raise _Failure("malformed_stream", f"HTTP 200 with an HTML page, not a stream: {body}")
-        lines = st.reader = LineReader(resp.aiter_bytes())
+        lines = st.reader = LineReader(abody_chunks(resp))   # inflated in 64 KiB pieces, capped
         while True:
             if st.timing.chunks:
                 wait, kind = timeouts.idle_s, "timeout_idle"
@@ -199,6 +200,8 @@ async def _exchange(client, spec, timeouts, headers, st: "_StreamState", t0: flo
                 if kind == "timeout_total":
                     raise _Failure(kind, f"no end of stream after {timeouts.total_s:g} s") from None
                 raise _Failure(kind, f"no token within {wait:g} s") from None
+            except BodyTooLarge as e:
+                raise _Failure("malformed_stream", str(e)) from None
             if line is None:
                 break
             now = time.perf_counter() - t0
@@ -225,7 +228,7 @@ async def _read_some(resp, wait_s: float) -> str:
     buf = b""
     try:
         async with asyncio.timeout(wait_s):
-            async for part in resp.aiter_bytes():
+            async for part in abody_chunks(resp):
                 buf += part
                 if len(buf) >= DETAIL_CHARS:
                     break
@@ -310,6 +313,10 @@ class _StreamState:
         if self.stream_error:
             raise _Failure("stream_error", self.stream_error[:DETAIL_CHARS])
         f = self.parser.framing
+        if self.reader and self.reader.lines_dropped:   # its tokens are lost: the answer cannot be counted
+            raise _Failure("malformed_stream", f"{self.reader.lines_dropped} line(s) over the "
+                           f"{self.reader.max_line // 2**20} MiB line cap dropped ({self.reader.bytes_dropped:,} "
+                           "bytes): the tokens in them are lost")
         if f.malformed_lines:
             raise _Failure("malformed_stream", f"{f.malformed_lines} malformed line(s), first: {f.first_malformed!r}")
         if not self.done and self.finish_reason is None:

@@ -13,7 +13,7 @@ here is a lower bound on the engine's kernel-level MBU.
 
 Aggregate output throughput (what the report draws over the measured curve), from tokspeed's serving
 model: a concurrency phase c is batch c, ``predicted_output_tok_s`` = c x per-sequence tok/s (the
-batch curve of ``tokspeed.scale.serving``); a rate phase R is ``continuous_batching`` at R requests/s
+batch curve of ``tokspeed.serving.curve``); a rate phase R is ``continuous_batching`` at R requests/s
 (steady state: R x output tokens per request, or none when the rate is beyond the setup).
 
 ``simulated_*`` (what the report draws over the measured curve when present): the step-level scheduler
@@ -84,7 +84,7 @@ def _lengths(ph: dict) -> tuple[int, int]:
 def _rate_row(ph: dict, model: str, hw, opts: dict) -> dict | None:
     """A rate phase: the steady state of continuous batching at its arrival rate."""
     from ..predict import predict
-    from ..scale.serving import continuous_batching
+    from ..serving.curve import continuous_batching
 
     prompt, gen = _lengths(ph)
     steps: dict[int, float] = {}
@@ -114,13 +114,14 @@ def _rate_row(ph: dict, model: str, hw, opts: dict) -> dict | None:
 
 def _simulated(row: dict, ph: dict, records, model, hw, quant, engine) -> dict:
     """``row`` with the scheduler simulation of its level (``serving.overlay``)."""
-    from ..serving.overlay import phase_lengths, simulate_phase
+    from ..serving.overlay import phase_lengths
+    from ..serving_api import overlay_phase
 
     try:
         sizes = phase_lengths(records, ph.get("phase"))
         row["simulated_lengths"] = "recorded" if sizes else "mean"
         sizes = sizes or [(row["prompt"], row["gen"])]
-        sim = simulate_phase(model, hw, quant, engine, sizes, concurrency=int(ph.get("concurrency") or 1),
+        sim = overlay_phase(model, hw, quant, engine, sizes, concurrency=int(ph.get("concurrency") or 1),
                              rate_rps=float(ph.get("rate_rps") or 0.0))
     except Exception as e:  # the simulation must not cost the run its other figures
         row["simulation_error"] = f"{type(e).__name__}: {e}"

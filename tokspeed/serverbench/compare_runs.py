@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..guard.escape import html as escape
+from ..guard.escape import line
 from .report_html import CSS, load_axis
 from .svg import line_chart
 
@@ -69,7 +70,7 @@ def compare_runs(dirs: list[str], output: str | None = None) -> Path:
     write_file(out, html, "comparison")
     for name, s in runs:
         best = max((p.get("output_tok_s") or 0 for p in s["phases"]), default=0)
-        sys.stdout.write(f"{name}: best {best:,.0f} output tok/s; saturation {_sat(s)}\n")
+        sys.stdout.write(line(f"{name}: best {best:,.0f} output tok/s; saturation {_sat(s)}") + "\n")
     return out
 
 

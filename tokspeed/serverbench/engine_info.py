@@ -54,15 +54,14 @@ async def server_info(client, endpoint: str, api: str, headers: dict | None = No
 
 async def _probe(client, url: str, headers: dict | None):
     """The JSON of one probe, read through ``guard.bounded`` (at most PROBE_MAX_BYTES, PROBE_TIMEOUT_S in all)."""
-    import json
-
     from ..guard.bounded import aread_body
+    from ..guard.typed import parse
 
     async def go():
         async with client.stream("GET", url, headers=headers or {}, timeout=PROBE_TIMEOUT_S) as r:
             if r.status_code != 200:
                 return None
-            return json.loads(await aread_body(r, PROBE_MAX_BYTES, PROBE_TIMEOUT_S))
+            return parse(await aread_body(r, PROBE_MAX_BYTES, PROBE_TIMEOUT_S))   # the one JSON gate
 
     return await asyncio.wait_for(go(), PROBE_TIMEOUT_S)   # the headers too: a server may never send them
 

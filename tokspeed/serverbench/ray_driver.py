@@ -28,15 +28,18 @@ import sys
 import time
 
 from ..errors import UserError
+from ..guard.bounded import with_deadline
 from .client import CANCELLED
 from .guard import RecordGuard, run_guarded, sweep_saturated
 from .loadgen import LoadGenerator
+from .phases import PhaseClock, phase_cpu
 from .ray_actors import LoadActor
 from .sending import make_plan
 from .workers import EXIT_AFTER_ENV
 
 LOCAL = (None, "", "auto", "local")  # start or join a Ray instance on this machine
 PROBE_S = 5.0  # TCP connect to a given head address before ray.init (which otherwise retries for minutes)
+INIT_S = 60.0  # ray.init as a whole: a head that accepts the connection and never answers is given up on
 ACTOR_START_S = 120.0  # every actor placed and answering (policy: a busy cluster starts workers slowly)
 CALL_S = 30.0  # one call to an actor between phases (clock, CPU, server facts)
 CANCEL_WAIT_S = 10.0  # after a cancel, how long an actor has to return the request's record
@@ -58,7 +61,7 @@ def check_address(address: str | None) -> None:
     if address in LOCAL:
         return
     host, _, port = address.split("://", 1)[-1].rpartition(":")
-    if not host or not port.isdigit():
+    if not host or not (port.isascii() and port.isdigit() and 0 < int(port) < 65536):   # '²' is a digit to isdigit
         raise UserError(f"cannot read the Ray address {address!r}",
                         "give the head node's host:port (GCS, default port 6379), or auto")
     try:
@@ -94,8 +97,11 @@ class RayLoad:
         owns = not ray.is_initialized()
         if owns:
             try:
-                ray.init(address=None if cfg.ray in LOCAL else cfg.ray, logging_level=logging.ERROR,
-                         log_to_driver=False)
+                with_deadline(lambda: ray.init(address=None if cfg.ray in LOCAL else cfg.ray,
+                                               logging_level=logging.ERROR, log_to_driver=False),
+                              INIT_S, f"Ray at {cfg.ray}")
+            except UserError:
+                raise
             except (Exception, SystemExit) as e:  # Ray exits the process when it cannot reach a head
                 raise UserError(f"cannot connect to Ray at {cfg.ray}: {_first_line(e)}") from None
         load = cls(ray, cfg, owns)
@@ -173,11 +179,12 @@ class RayLoad:
             state["server"] = await asyncio.wait_for(self._wrap(self.actors[0].server.remote()), CALL_S)
         except (asyncio.TimeoutError, self.ray.exceptions.RayError):
             state["server"] = None
-        clock: dict = {}
+        clock: dict = {"parent": PhaseClock()}
 
         def on_phase(label, total, duration_s) -> None:
             self.label = label
-            clock.update(cpu=time.process_time(), wall=time.perf_counter(), actors=self._cpu())
+            clock["actors"] = self._cpu()
+            clock["parent"].start()
             progress.phase(label, total, duration_s)
 
         def after_phase(labels: dict) -> bool:
@@ -199,18 +206,13 @@ class RayLoad:
         return out
 
     def _phase_cpu(self, label: str, clock: dict) -> None:
-        wall = time.perf_counter() - clock["wall"]
-        driver = time.process_time() - clock["cpu"]
         end = self._cpu()
         rows = []
         for a, (cpu0, t0) in clock["actors"].items():
             if a in end:
                 cpu, t = end[a][0] - cpu0, end[a][1] - t0
                 rows.append({"worker": a, "cpu_s": cpu, "cpu_share": cpu / t if t else None})
-        shares = [r["cpu_share"] or 0 for r in rows] + [driver / wall if wall else 0]
-        self.state["phases"][label] = {"client_cpu_s": sum(r["cpu_s"] for r in rows) + driver,
-                                       "client_cpu_share": max(shares), "parent_cpu_s": driver,
-                                       "workers_cpu": rows}
+        self.state["phases"][label] = phase_cpu(clock["parent"], rows)
 
     @staticmethod
     def _wrap(ref):

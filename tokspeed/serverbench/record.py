@@ -6,7 +6,8 @@ finished request, each flushed and fsynced as it is written: a Ctrl-C, a crash o
 most the requests in flight. A run that ends (normally, by Ctrl-C, or aborted) adds ``{"type": "end",
 "interrupted": ..., "aborted": reason or null}``; without it the run was killed, and a rebuilt summary says ``partial``.
 The API key is never written: the run line only says where it came from, and every line, the summary and
-the CSV go through the run's ``guard.redact.Redactor`` (a server echoing the key gets nothing into them).
+the CSV are written through ``guard.outputs``, whose writer masks every secret (a server echoing the key gets
+nothing into them).
 ``read_jsonl`` skips a torn last line (a crash mid-write) and says how many lines it skipped.
 """
 
@@ -19,8 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import UserError
-from ..guard.redact import PLAIN, Redactor
-from ..stats import is_real
+from ..guard.typed import count, number, parse, rate, seconds
 
 REQUESTS = "requests.jsonl"
 MAX_LINE_CHARS = 16 * 2**20  # one record read back: ours are < 1 MB (32,768 gaps); longer is not ours
@@ -29,23 +29,23 @@ RUN_FILES = (REQUESTS, SUMMARY, "requests.csv", "report.html")  # what a run wri
 
 
 class Recorder:
-    def __init__(self, directory: Path, run_info: dict, redact: Redactor = PLAIN):
-        self.redact = redact
-        from ..guard.outputs import make_dir, open_append
+    def __init__(self, directory: Path, run_info: dict):
+        from ..guard.outputs import RunDir
 
-        self.dir = make_dir(directory, "run directory")
+        self.rundir = RunDir(directory, "run directory")   # held open: every file of the run written through it
+        self.dir = self.rundir.path
         self.path = self.dir / REQUESTS
-        if self.path.exists() and self.path.stat().st_size > 0:
+        if self.rundir.size(REQUESTS) > 0:
+            self.rundir.close()
             raise UserError(f"{self.path} already exists",
                             f"choose another `output`, or rebuild its summary from it: summarize='{self.dir}'",
                             field="output")
-        self._f = open_append(self.path, REQUESTS)
+        self._f = self.rundir.open_append(REQUESTS, REQUESTS)
         self.write({"type": "run", **run_info})
 
     def write(self, record: dict) -> dict:
-        """Append one line; returns the record as written (secrets redacted; sanitized if it held a NaN or an
-        odd type)."""
-        record = self.redact.obj(record)
+        """Append one line (secrets masked by the writer, ``guard.outputs``); returns the record (sanitized if it
+        held a NaN or an odd type)."""
         try:
             line = json.dumps(record, separators=(",", ":"), allow_nan=False)
         except (ValueError, TypeError):  # a NaN or an odd type slipped through: keep the record, say so
@@ -57,6 +57,7 @@ class Recorder:
         return record
 
     def close(self) -> None:
+        """The log closed; the folder stays held for the summary, the CSV and the report (``rundir``)."""
         self._f.close()
 
 
@@ -73,26 +74,31 @@ def json_safe(obj):
     return repr(obj)[:200]
 
 
-def _no_constant(name: str):
-    raise ValueError(f"{name} is not a number")
-
-
-# fields a summary computes with, and the type each must have; a run file someone sent may hold anything
-NUMBER_FIELDS = ("ttft_s", "tpot_s", "e2e_s", "decode_s", "prompt_tokens", "output_tokens", "target_prompt_tokens",
-                 "queued_s", "start_s", "end_s", "concurrency", "rate_rps", "max_tokens", "chunks", "http_status")
+# the schema of a request line: each field a summary computes with, and the range it can physically take
+# (guard.typed): a count of tokens or chunks a whole number <= 2**53, a time within a day, a rate finite
+REQUEST_FIELDS = {"ttft_s": seconds, "tpot_s": seconds, "e2e_s": seconds, "decode_s": seconds, "queued_s": seconds,
+                  "start_s": number, "end_s": number, "prompt_tokens": count, "output_tokens": count,
+                  "target_prompt_tokens": count, "max_tokens": count, "chunks": count, "concurrency": count,
+                  "rate_rps": rate, "http_status": count, "itl_n": count, "itl_mean_s": seconds, "itl_min_s": seconds,
+                  "itl_max_s": seconds, "sse_lines_dropped": count}
+NUMBER_FIELDS = tuple(REQUEST_FIELDS)
 
 
 def typed_request(rec: dict) -> dict:
-    """A request line read back: numbers that are not finite numbers, gaps that are not a list of numbers,
-    labels that are not text become None (a summary is computed from what is sound)."""
+    """A request line read back through its schema: a number outside its field's range (a negative time, a
+    count of 10**300, a fraction of a token), gaps that are not a list of times, labels that are not text
+    become None (a summary is computed from what is sound); a record whose end precedes its start has no
+    times."""
     out = dict(rec)
-    for k in NUMBER_FIELDS:
+    for k, reader in REQUEST_FIELDS.items():
         v = out.get(k)
-        if v is not None and not is_real(v):
-            out[k] = None
+        if v is not None:
+            out[k] = reader(v)
+    if out.get("start_s") is not None and out.get("end_s") is not None and out["end_s"] < out["start_s"]:
+        out["start_s"] = out["end_s"] = out["e2e_s"] = None
     gaps = out.get("itl_s")
     if gaps is not None:
-        out["itl_s"] = [g if is_real(g) else None for g in gaps] if isinstance(gaps, list) else []
+        out["itl_s"] = [seconds(g) for g in gaps] if isinstance(gaps, list) else []
     for k in ("phase", "error", "error_detail", "output_tokens_source", "prompt_tokens_source", "finish_reason"):
         if out.get(k) is not None and not isinstance(out[k], str):
             out[k] = str(out[k])[:200]
@@ -137,8 +143,8 @@ def read_jsonl(path: Path) -> RunLog:
                 if not line.strip():
                     continue
                 try:
-                    obj = json.loads(line, parse_constant=_no_constant)  # NaN / Infinity: not a line we wrote
-                except (ValueError, RecursionError):
+                    obj = parse(line)   # the one gate: NaN, 1e400, 400 digits, deep nesting: not a line we wrote
+                except ValueError:
                     bad += 1
                     continue
                 if not isinstance(obj, dict):
@@ -173,20 +179,19 @@ CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "erro
               "sse_lines_dropped", "itl_n", "itl_mean_s", "itl_max_s", "conversation", "turn", "error_detail")
 
 
-def write_csv(directory: Path, records: list[dict], redact: Redactor = PLAIN) -> Path:
+def write_csv(directory, records: list[dict]) -> Path:
     """``requests.csv``: one row per request (the JSONL's scalar fields; the gaps as count/mean/max)."""
     import csv
 
     import io
 
     from ..guard.escape import csv_cell
-    from ..guard.outputs import write_file
+    from ..guard.outputs import write_in
 
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
     w.writeheader()
     for r in records:
-        r = redact.obj(r)
         gaps = r.get("itl_s") or []
         row = {**r, "itl_n": r.get("itl_n", len(gaps)), "itl_mean_s": r.get("itl_mean_s"),
                "itl_max_s": r.get("itl_max_s")}
@@ -194,11 +199,12 @@ def write_csv(directory: Path, records: list[dict], redact: Redactor = PLAIN) ->
             row["itl_mean_s"] = (sum(gaps) / len(gaps)) if gaps else None
             row["itl_max_s"] = max(gaps) if gaps else None
         w.writerow({k: csv_cell(row.get(k)) for k in CSV_FIELDS})
-    return write_file(Path(directory) / "requests.csv", buf.getvalue(), "requests.csv")
+    return write_in(directory, "requests.csv", buf.getvalue())
 
 
-def write_summary(directory: Path, summary: dict, redact: Redactor = PLAIN) -> Path:
-    """Write atomically (``guard.outputs.write_file``: temp file + rename) so a reader never sees half a summary."""
-    from ..guard.outputs import write_file
+def write_summary(directory, summary: dict) -> Path:
+    """Write atomically (``guard.outputs.write_file``: temp file + rename, secrets masked) so a reader never sees
+    half a summary."""
+    from ..guard.outputs import write_in
 
-    return write_file(Path(directory) / SUMMARY, json.dumps(redact.obj(summary), indent=2, allow_nan=False) + "\n", SUMMARY)
+    return write_in(directory, SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n")

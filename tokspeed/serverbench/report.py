@@ -16,12 +16,12 @@ def _f(v, fmt=None, scale=1.0):
 
 
 def print_summary(summary: dict, console=None) -> None:
-    from rich.console import Console
+    from ..guard.console import safe_console
     from rich.table import Table
 
     from ..guard.escape import markup as esc
 
-    console = console or Console()
+    console = console or safe_console()
     run = summary.get("run", {})
     title = esc(f"{run.get('model', '?')} @ {run.get('url', '?')} ({run.get('api', '?')})")
     if summary.get("partial"):

@@ -3,7 +3,7 @@
 Sections: what was run (server, engine version, prompts and whether their length was verified);
 a table per load level; output throughput vs load with tokspeed's prediction for the same model and
 hardware over it (from the serving model: batch c decodes c sequences per step; a rate phase is
-``tokspeed.scale.serving.continuous_batching``) and the gap stated; latency percentiles vs load with
+``tokspeed.serving.curve.continuous_batching``) and the gap stated; latency percentiles vs load with
 the SLO lines; goodput vs load; TTFT and inter-token-gap distributions (empirical CDFs per level);
 failed requests by kind over time. Every text from the server or the user is HTML-escaped.
 """
@@ -13,7 +13,6 @@ from __future__ import annotations
 from ..guard.escape import html as escape
 from pathlib import Path
 
-from ..guard.redact import PLAIN
 from .svg import line_chart, stacked_bars
 
 CSS = """body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1300px;
@@ -25,12 +24,11 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}.grid{displa
 dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:0}dt{color:#666}dd{margin:0}"""
 
 
-def write_report(directory: Path, summary: dict, records: list[dict], redact=None) -> Path:
-    from ..guard.outputs import write_file
+def write_report(directory, summary: dict, records: list[dict]) -> Path:
+    """report.html through ``guard.outputs`` (a ``RunDir`` or a path; the writer masks secrets)."""
+    from ..guard.outputs import write_in
 
-    redact = redact or PLAIN
-    return write_file(Path(directory) / "report.html", render(redact.obj(summary), redact.obj(records)),
-                      "report.html")
+    return write_in(directory, "report.html", render(summary, records))
 
 
 def _g(ph: dict, metric: str, q: str):

@@ -16,15 +16,20 @@ A real token chunk is well under a kilobyte; these caps are three orders of magn
 
 from __future__ import annotations
 
-import json
 import re
+from collections import deque
 from dataclasses import dataclass
+
+from ..guard.bounded import BodyTooLarge
+from ..guard.typed import parse
 
 SSE_FIELDS = ("data", "event", "id", "retry")
 DONE = "[DONE]"
 MAX_LINE_BYTES = 4 * 1024 * 1024  # policy: far beyond any real chunk, small enough to never matter for memory
+MAX_LINES = 2**20  # lines of one answer (a run of blank lines counts once): a 32,768-token answer has ~100,000
 MAX_EVENT_BYTES = 8 * 1024 * 1024
 _EOL = re.compile(rb"\r\n|\r|\n")
+_BLANK_RUN = re.compile(rb"(?:\r\n|\r|\n){3,}")   # a line end and two or more blank lines
 
 
 class EventTooLong(ValueError):
@@ -43,9 +48,11 @@ class LineReader:
     def __init__(self, chunks, max_line: int = MAX_LINE_BYTES):
         self._chunks = chunks.__aiter__()
         self._buf = bytearray()
-        self._lines: list[bytes] = []
+        self._lines: deque = deque()
+        self._blank = False  # the last line queued was blank: a run of blank lines is one (SSE dispatches once)
+        self.lines = 0
         self._eof = False
-        self._max = max_line
+        self._max = self.max_line = max_line
         self._cr = False  # the last chunk ended in \r: a following \n belongs to it
         self._dropping = False  # inside a line past the cap: discard up to its end
         self.lines_dropped = 0
@@ -65,16 +72,23 @@ class LineReader:
                 self._eof = True
                 continue
             self._split(chunk)
-        return self._lines.pop(0).decode("utf-8", "replace")
+        return self._lines.popleft().decode("utf-8", "replace")
 
     def _split(self, chunk: bytes) -> None:
         if self._cr and chunk.startswith(b"\n"):
             chunk = chunk[1:]
         self._cr = chunk.endswith(b"\r")
+        chunk = _BLANK_RUN.sub(b"\n\n", chunk)   # a run of blank lines is one: never a list of a million b""
         parts = _EOL.split(chunk)
         for part in parts[:-1]:  # each ends a line
             if self._hold(part):
-                self._lines.append(bytes(self._buf))
+                line = bytes(self._buf)
+                if line or not self._blank:
+                    self._lines.append(line)
+                    self.lines += 1
+                    if self.lines > MAX_LINES:
+                        raise BodyTooLarge(f"more than {MAX_LINES:,} lines in one answer")
+                self._blank = not line
             self._buf = bytearray()
             self._dropping = False
         self._hold(parts[-1])
@@ -150,9 +164,9 @@ class SSEParser:
 def decode_json(payload: str, framing: Framing):
     """JSON of one event payload, or None (counted as malformed) when it is not a JSON object."""
     try:
-        obj = json.loads(payload)
-    except ValueError:
-        framing.bad(payload)
+        obj = parse(payload)          # the one gate: numbers within 2**53, nesting capped
+    except ValueError as e:           # NaN, 1e400, 400 digits: an impossible value; or not JSON at all
+        framing.bad(f"impossible value or not JSON ({str(e)[:80]}): {payload}")
         return None
     if not isinstance(obj, dict):
         framing.bad(payload)

@@ -32,6 +32,7 @@ from multiprocessing.connection import wait
 from .engine_info import server_info
 from .guard import RecordGuard, sweep_saturated
 from .loadgen import LoadGenerator
+from .phases import PhaseClock, phase_cpu
 from .sending import auth_headers, build_prompts, http_client, make_plan, make_send
 from .tokens import load_counter
 
@@ -51,7 +52,7 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
     info = state["workers"] = {"n": n, "dead": []}
     guard = RecordGuard(cfg, recorder, records, progress, state, lambda cancel: (hard if cancel else soft).set())
     live, ready, cpu = set(range(n)), {}, {}
-    phase = {"label": None, "cpu": 0.0, "wall": 0.0, "measured": False}
+    phase = {"label": None, "clock": PhaseClock(), "measured": False}
     errors: dict[int, str] = {}
     t0 = None  # the run's clock (--max-duration) starts with the first phase, after the workers start
     for p in procs:
@@ -72,7 +73,8 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
         if go:
             nonlocal t0
             t0 = t0 or time.perf_counter()
-            phase.update(label=label, cpu=time.process_time(), wall=time.perf_counter(), measured=label != "warm-up")
+            phase.update(label=label, measured=label != "warm-up")
+            phase["clock"].start()
             total, duration = _total_bounds(cfg, label)
             progress.phase(label, total, duration)
 
@@ -108,13 +110,7 @@ def run_workers(cfg, recorder, records: list[dict], ctrl_c, state: dict, progres
             state["exact_prompt_misses"] = state.get("exact_prompt_misses", 0) + msg[1]
 
     def phase_ended(label: str) -> None:
-        rows = cpu.pop(label)
-        wall = time.perf_counter() - phase["wall"]
-        parent_cpu = time.process_time() - phase["cpu"]
-        shares = [r["cpu_share"] or 0 for r in rows] + [parent_cpu / wall if wall else 0]
-        state["phases"][label] = {"client_cpu_s": sum(r["cpu_s"] for r in rows) + parent_cpu,
-                                  "client_cpu_share": max(shares), "parent_cpu_s": parent_cpu,
-                                  "workers_cpu": sorted(rows, key=lambda r: r["worker"])}
+        state["phases"][label] = phase_cpu(phase["clock"], cpu.pop(label))
 
     with progress:
         while live:
@@ -195,7 +191,7 @@ async def _worker(cfg, w: int, n: int, out, cmd, hard, soft, t_run: float) -> in
     exit_w, _, exit_k = os.environ.get(EXIT_AFTER_ENV, "").partition(":")
     exit_after = int(exit_k) if exit_w == str(w) else None
     sent = 0
-    clock: dict = {}
+    clock = PhaseClock()
 
     def on_record(rec: dict) -> None:
         nonlocal sent
@@ -208,11 +204,10 @@ async def _worker(cfg, w: int, n: int, out, cmd, hard, soft, t_run: float) -> in
         out.put(("ready", label))
         if not cmd.get():  # blocks between phases only: nothing is in flight
             gen.halt(False)
-        clock["cpu"], clock["wall"] = time.process_time(), time.perf_counter()
+        clock.start()
 
     def after_phase(labels: dict) -> bool:
-        wall, cpu = time.perf_counter() - clock["wall"], time.process_time() - clock["cpu"]
-        out.put(("phase", labels["phase"], {"worker": w, "cpu_s": cpu, "cpu_share": cpu / wall if wall else None}))
+        out.put(("phase", labels["phase"], {"worker": w, **clock.share()}))
         return False  # the parent decides at the next start
 
     async def watch_stop() -> None:

@@ -22,6 +22,7 @@ Caps: 64 MiB per file, 100,000 prompts.
 
 from __future__ import annotations
 
+import io
 import random
 import re
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ WORDS = ("the of and to in is was for on are with as at be this have from or one
          "long down day did get come made may part").split()
 MAX_PROMPT_FILE_BYTES = 64 * 1024 * 1024
 MAX_PROMPTS = 100_000
+MAX_TURNS = 1_024          # messages in one conversation: real multi-turn sets have at most a few hundred
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ def read_prompt_file(path: str, column: str = "prompt") -> tuple[list[str], list
     if p.suffix.lower() == ".csv":
         return _read_csv(raw, path, column), []
     texts, convs = [], []
-    for n, line in enumerate(raw.splitlines(), 1):
+    for n, line in enumerate(io.StringIO(raw), 1):   # lazily: 16 MiB of blank lines are never 16 M strings
         if not line.strip():
             continue
         obj = json_line(line, f"{path}:{n}")  # nesting capped: 100,000 '[' is one line, not a RecursionError
@@ -224,13 +226,15 @@ def _read_csv(raw: str, path: str, column: str) -> list[str]:
 def _conversation(msgs, where: str) -> dict:
     if not isinstance(msgs, list) or not msgs:
         raise UserError(f"{where}: messages must be a non-empty list of {{role, content}}")
+    if len(msgs) > MAX_TURNS:
+        raise UserError(f"{where}: {len(msgs):,} messages, more than the {MAX_TURNS:,} a conversation may have")
     out = []
     for m in msgs:
         if not isinstance(m, dict):
             raise UserError(f"{where}: each message must be an object with role and content")
         role = m.get("role", m.get("from"))
         content = m.get("content", m.get("value"))
-        role = {"human": "user", "gpt": "assistant"}.get(role, role)
+        role = {"human": "user", "gpt": "assistant"}.get(role, role) if isinstance(role, str) else None
         if role not in ("system", "user", "assistant") or not isinstance(content, str):
             raise UserError(f"{where}: a message needs role system/user/assistant and text content")
         out.append({"role": role, "content": content})

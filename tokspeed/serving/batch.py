@@ -15,13 +15,13 @@ from .schedulers import scheduler_for
 from .worker import Parallelism, build_worker, full_attention
 
 
-def max_batch(model, hardware, tokens: int, *, quant=None, kv_dtype="f16", engine=default_engine("serve"),
-              engine_version=None, gpus: int = 1, parallel: str | None = None, flash_attention=None) -> dict:
-    """{"batch", "kv_pool_tokens", "max_seqs", "limit"} for sequences of ``tokens`` tokens."""
-    from ..prediction_setup import resolve
-
+def max_batch(resolver, model, hardware, tokens: int, *, quant=None, kv_dtype="f16",
+              engine=default_engine("serve"), engine_version=None, gpus: int = 1, parallel: str | None = None,
+              flash_attention=None) -> dict:
+    """{"batch", "kv_pool_tokens", "max_seqs", "limit"} for sequences of ``tokens`` tokens; ``resolver``:
+    ``prediction_setup.resolve`` (passed in: the serving package never imports predict's setup)."""
     opts = ScaleOptions(gpus=gpus, parallel=parallel)
-    r = resolve(model, hardware, quant, kv_dtype, engine, engine_version, opts, Workload(prompt=0, gen=1),
+    r = resolver(model, hardware, quant, kv_dtype, engine, engine_version, opts, Workload(prompt=0, gen=1),
                 flash_attention)
     lay = r.setup.layout.parallel if r.setup is not None else None
     par = Parallelism(tp=lay.tp, pp=lay.pp) if lay is not None else Parallelism()

@@ -7,7 +7,8 @@ from ..errors import UserError
 
 
 def serve_document(setup, gpus: int, scenario: str, slo, configs: list, frontier: list) -> dict:
-    """The document of configurations ``configs`` (best first) of ``setup`` on ``gpus`` devices."""
+    """The document of configurations ``configs`` (``result.ServingConfig``, best first) and ``frontier``
+    (``result.FrontierPoint``) of ``setup`` on ``gpus`` devices: the dicts of the JSON contract."""
     r0 = setup.group(1, 1)
     return {"model": r0.spec.id, "hardware": r0.hw.id, "gpus": gpus, "engine": r0.profile.name,
             "engine_version": getattr(r0.profile, "version", None) or setup.engine_version or None, "quant": r0.quant,
@@ -16,7 +17,7 @@ def serve_document(setup, gpus: int, scenario: str, slo, configs: list, frontier
             "driver": getattr(r0.profile, "driver", "") or None, "driver_assumed": getattr(r0.profile, "driver_assumed", None),
             "scenario": "rate" if scenario == "trace" else scenario,
             "slo": slo.to_dict() if slo is not None and slo.any else None,
-            "configs": configs, "frontier": frontier}
+            "configs": [c.to_dict() for c in configs], "frontier": [p.to_dict() for p in frontier]}
 
 
 def search_document(setup, gpus: int, slo=None, load=None, disagg: bool = True) -> dict:

@@ -69,12 +69,15 @@ def summarize(out, gpus: int, slo: SLO | None = None) -> dict:
            "tok_s_per_user": (1e3 / tpot_ms["p50"]) if tpot_ms["p50"] else None,
            "ttft_ms": spread(ttft, 1e3), "tpot_ms": tpot_ms,
            "itl_ms": {f"p{q}": (None if (v := weighted_percentile(out.itl, q)) is None else v * 1e3) for q in PCTS},
-           "e2e_s": spread(e2e), "requests": len(reqs), "duration_s": dur,
+           "e2e_s": spread(e2e), "e2e_mean_s": sum(e2e) / len(e2e) if e2e else None, "requests": len(reqs),
+           "duration_s": dur,
            "request_rate_rps": len(reqs) / dur if dur > 0 else 0.0,
            "mean_running": out.mean_running, "peak_running": out.peak_running, "preemptions": out.preemptions,
            "steps": out.steps}
     if slo is not None and slo.any:
-        res["meets_slo"] = meets(res, slo)
+        misses = slo_misses(res, slo)
+        res["meets_slo"] = not misses
+        res["slo_misses"] = [x.to_dict() for x in misses]
         good = [r for r in reqs if _request_ok(r, slo)]
         res["goodput_rps"] = len(good) / dur if dur > 0 else 0.0
         res["goodput_tok_s"] = sum(r[3] for r in good) / dur if dur > 0 else 0.0
@@ -91,14 +94,54 @@ def _pct(d: dict, q: float):
     return d[f"p{key}"]
 
 
-def meets(res: dict, slo: SLO) -> bool:
-    checks = ((slo.ttft_ms, res["ttft_ms"]), (slo.tpot_ms, res["tpot_ms"]), (slo.e2e_s, res["e2e_s"]))
-    for limit, spread_ in checks:
+@dataclass(frozen=True)
+class SLOMiss:
+    """A limit a configuration misses: its metric at the SLO's percentile, the limit and the margin."""
+    metric: str               # "TTFT" | "TPOT" | "E2E"
+    percentile: int
+    value: float | None       # in the limit's unit (ms, or s for E2E); None: no request measured it
+    limit: float
+    unit: str
+
+    @property
+    def margin_pct(self) -> float | None:
+        return None if self.value is None else (self.value / self.limit - 1) * 100
+
+    def text(self) -> str:
+        """"TTFT p90 1.8 s > 1 s limit (+80 %)"."""
+        if self.value is None:
+            return f"{self.metric} p{self.percentile}: no request measured (limit {_size(self.limit, self.unit)})"
+        return (f"{self.metric} p{self.percentile} {_size(self.value, self.unit)} > {_size(self.limit, self.unit)} "
+                f"limit (+{self.margin_pct:.0f} %)")
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "percentile": self.percentile, "value": self.value, "limit": self.limit,
+                "unit": self.unit, "margin_pct": self.margin_pct, "text": self.text()}
+
+
+def _size(v: float, unit: str) -> str:
+    """A time in its limit's unit, ms past 1,000 written in s."""
+    if unit == "ms" and v >= 1000:
+        return f"{v / 1e3:.3g} s"
+    return f"{v:.3g} {unit}"
+
+
+def slo_misses(res: dict, slo: SLO) -> list[SLOMiss]:
+    """The limits ``res`` misses at the SLO's percentile (none: it meets them all)."""
+    q = min((p for p in PCTS if p >= slo.percentile), default=PCTS[-1])
+    checks = (("TTFT", slo.ttft_ms, res["ttft_ms"], "ms"), ("TPOT", slo.tpot_ms, res["tpot_ms"], "ms"),
+              ("E2E", slo.e2e_s, res["e2e_s"], "s"))
+    out = []
+    for name, limit, spread_, unit in checks:
         if limit is not None:
             v = _pct(spread_, slo.percentile)
             if v is None or v > limit:
-                return False
-    return True
+                out.append(SLOMiss(name, q, v, limit, unit))
+    return out
+
+
+def meets(res: dict, slo: SLO) -> bool:
+    return not slo_misses(res, slo)
 
 
 def _request_ok(r, slo: SLO) -> bool:

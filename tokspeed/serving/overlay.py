@@ -25,13 +25,13 @@ def phase_lengths(records, phase: str | None) -> list[tuple[int, int]]:
     return out
 
 
-def simulate_phase(model, hardware, quant, engine, sizes: list[tuple[int, int]], *, concurrency: int = 0,
+def simulate_phase(make_setup, model, hardware, quant, engine, sizes: list[tuple[int, int]], *, concurrency: int = 0,
                    rate_rps: float = 0.0) -> dict:
     """``{output_tok_s, ttft_ms_p50, tpot_ms_p50, requests}`` of the level; ``sizes``: its (prompt, output)
-    lengths, in the order they were sent."""
+    lengths, in the order they were sent; ``make_setup``: ``serving_api.make_setup`` (predict's resolution)."""
     from ..workload import DEFAULT_ENGINE
     from .metrics import summarize
-    from .run import Load, Setup, run_worker
+    from .run import Load, run_worker
     from .worker import Parallelism
 
     reps = -(-MIN_REQUESTS // len(sizes))
@@ -41,7 +41,7 @@ def simulate_phase(model, hardware, quant, engine, sizes: list[tuple[int, int]],
                         f"{MAX_REPLAY_OUTPUT:,}")
     isl = max(1, round(sum(s[0] for s in sizes) / len(sizes)))
     osl = max(1, round(sum(s[1] for s in sizes) / len(sizes)))
-    setup = Setup(model, hardware, engine or DEFAULT_ENGINE, quant=quant, isl=isl, osl=osl)
+    setup = make_setup(model, hardware, engine or DEFAULT_ENGINE, quant=quant, isl=isl, osl=osl)
     kind = "rate" if rate_rps else "concurrency"
     arr = Arrivals(kind, len(sizes), concurrency=concurrency, rate_rps=rate_rps, poisson=False)
     load = Load(kind, concurrency=concurrency, rate_rps=rate_rps, n_requests=len(sizes))

@@ -151,15 +151,16 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
     return out, skipped
 
 
-def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None = None) -> dict:
-    """Simulated {tok_s_per_gpu, tpot_ms, ttft_ms} of a case (``fitted``: gpu_scale, step_s)."""
+def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None = None, *, make_setup) -> dict:
+    """Simulated {tok_s_per_gpu, tpot_ms, ttft_ms} of a case (``fitted``: gpu_scale, step_s; ``make_setup``:
+    ``serving_api.make_setup``, predict's resolution)."""
     from .engine_versions import version_tuple
-    from .run import Load, Setup, evaluate
+    from .run import Load, evaluate
     from .worker import Parallelism
 
-    setup = Setup(case.model, case.hardware, case.engine, quant=case.quant, kv_dtype=case.kv_dtype, isl=case.isl,
-                  osl=case.osl, length_ratio=case.length_ratio, fitted=fitted,
-                  engine_version=case.engine_version if version_tuple(case.engine_version) else None)
+    setup = make_setup(case.model, case.hardware, case.engine, quant=case.quant, kv_dtype=case.kv_dtype, isl=case.isl,
+                       osl=case.osl, length_ratio=case.length_ratio, fitted=fitted,
+                       engine_version=case.engine_version if version_tuple(case.engine_version) else None)
     if case.dp_attn:
         par = Parallelism(tp=1, ep=case.gpus, dp=case.gpus)
     else:
@@ -172,4 +173,4 @@ def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None
     else:
         load = Load("rate", rate_rps=case.rate_rps, n_requests=n_requests)
     c = evaluate(setup, par, case.replicas, load)
-    return {"tok_s_per_gpu": c["output_tok_s_per_gpu"], "tpot_ms": c["tpot_ms"]["p50"], "ttft_ms": c["ttft_ms"]["p50"]}
+    return {"tok_s_per_gpu": c.output_tok_s_per_gpu, "tpot_ms": c.tpot_ms.p50, "ttft_ms": c.ttft_ms.p50}

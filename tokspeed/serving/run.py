@@ -5,12 +5,15 @@ Replicas (data parallelism across engine instances) share the load evenly: one r
 ``1/replicas`` of the concurrency, rate or requests, and its throughput multiplied.
 
 Disaggregated prefill/decode (``Disagg``): ``prefill_workers`` engines of ``prefill_tp`` GPUs only prefill,
-``decode_workers`` engines of ``decode_tp`` GPUs only decode; a prompt's KV cache moves between them over
-the device link (``kv bytes / link rate``; across servers the network link). Simulated in two stages: the
-decode pool (prompts arrive cached) sets the throughput under the load; the prefill pool's capacity (an
-offline run of prompts alone) bounds it, and a run at the resulting request rate (at most 95 % of that
-capacity) sets TTFT. A rate beyond the prefill pool's capacity gives no steady state (0 tok/s). E2E = TTFT + KV transfer +
-the decode pool's time.
+``decode_workers`` engines of ``decode_tp`` GPUs only decode, simulated together (``simulate.simulate_disagg``):
+a request waits for the least-loaded prefill worker, its KV cache waits for that worker's link and crosses
+it (``kv bytes / link rate``; across servers the network link), then it waits for admission on the
+least-loaded decode worker, whose first step with it returns the first token. TTFT and E2E run from the
+request's arrival at the prefill pool, so throughput, requests in flight and E2E obey Little's law.
+Pools of ``g = gcd(P, D)`` equal units (routers spread the load evenly) are simulated as one unit of
+``P/g`` prefill and ``D/g`` decode workers at ``1/g`` of the load, as replicas are.
+
+Attention data parallelism: the limits hold per attention rank (``attention_dp.instance_scheduler``).
 """
 
 from __future__ import annotations
@@ -23,17 +26,18 @@ from ..memory import kv_bytes
 from ..scale.interconnect import device_link
 from .attention_dp import instance_scheduler
 from .fitted import fitted_for
-from .metrics import SLO, summarize
+from .metrics import SLO, spread, summarize
 from .requests import Arrivals, Request, lengths, make_requests
+from .result import ServingConfig, Spread
 from .schedulers import Scheduler, scheduler_for
-from .simulate import simulate
+from .instance import Instance
+from .simulate import Pools, simulate, simulate_disagg
 from .speculative import Speculation, attach
-from .unmodelled import WARNINGS, not_modelled
+from .unmodelled import UNMEASURED, WARNINGS, not_modelled
 from .worker import Parallelism, build_worker, resolve_group
 
 DEFAULT_REQUESTS = {"offline": 1000, "rate": 500}
 MAX_DEFAULT_REQUESTS = 20_000   # a closed loop's default requests: 8 per client up to this
-PREFILL_PROBE = 64           # requests of the prefill pool's runs (per worker)
 MIN_CLOSED_LOOP = 8          # requests per client in a fixed-concurrency run (at least 64 in all)
 
 
@@ -89,14 +93,18 @@ class Setup:
     speculation: Speculation | None = None
     sched_overrides: dict = field(default_factory=dict)
     fitted: dict | None = None            # serving constants (default: the engine's fitted ones)
+    resolver: object = None               # prediction_setup.resolve (``serving_api.make_setup`` passes it)
     _groups: dict = field(default_factory=dict, repr=False)
     _workers: dict = field(default_factory=dict, repr=False)
 
     def group(self, tp: int, pp: int):
         key = (tp, pp)
         if key not in self._groups:
-            self._groups[key] = _GROUPS.get((self._key(), key)) or resolve_group(self.model, self.hardware, self.engine, self.quant, self.kv_dtype,
-                                              tp, pp, self.engine_version)
+            if self.resolver is None:
+                raise ValueError("Setup needs a resolver: build it with tokspeed.serving_api.make_setup")
+            self._groups[key] = _GROUPS.get((self._key(), key)) or resolve_group(
+                self.resolver, self.model, self.hardware, self.engine, self.quant, self.kv_dtype, tp, pp,
+                self.engine_version)
             if isinstance(self.model, str) and isinstance(self.hardware, str):
                 if len(_GROUPS) > 256:
                     _GROUPS.clear()
@@ -118,7 +126,7 @@ class Setup:
             if self.speculation is not None:
                 draft = None
                 if self.speculation.kind == "draft":
-                    draft = build_worker(resolve_group(self.speculation.draft_model, self.hardware, self.engine,
+                    draft = build_worker(resolve_group(self.resolver, self.speculation.draft_model, self.hardware, self.engine,
                                                        self.quant, self.kv_dtype, par.tp, par.pp,
                                                        self.engine_version), Parallelism(par.tp, par.pp),
                                          self.scheduler(r), fitted_for(r.profile.name, r.hw.vendor), self.isl + self.osl).cost
@@ -163,7 +171,7 @@ def run_worker(setup: Setup, par: Parallelism, load: Load, share: int, *, osl_ov
 
 
 def evaluate(setup: Setup, par: Parallelism, replicas: int, load: Load, slo: SLO | None = None,
-             disagg: Disagg | None = None) -> dict:
+             disagg: Disagg | None = None) -> ServingConfig:
     """One config of the ``tokspeed serve`` JSON contract (plus diagnostics)."""
     if disagg is not None:
         return _evaluate_disagg(setup, disagg, load, slo)
@@ -179,26 +187,21 @@ def evaluate(setup: Setup, par: Parallelism, replicas: int, load: Load, slo: SLO
     layout = {**par.to_dict(), "replicas": replicas, "disagg": None}
     cfg = _config(layout, gpus, conc, load, m, w)
     flags = not_modelled(setup.engine, setup.engine_version, par)
-    if flags:
-        cfg["warnings"] = [WARNINGS[f] for f in flags]
+    cfg.measured = not UNMEASURED.intersection(flags)
+    cfg.warnings = [WARNINGS[f] for f in flags]
     return cfg
 
 
-def _config(layout, gpus, conc, load, m, w) -> dict:
+def _config(layout, gpus, conc, load, m, w) -> ServingConfig:
     prof = w.resolved.profile
     lo = max(prof.decode_error_pct, prof.prefill_error_pct) / 100 if prof else 0.3
     band = {"low": m["output_tok_s"] * (1 - min(lo, 0.9)), "high": m["output_tok_s"] * (1 + lo)}
-    out = {"layout": layout, "gpus": gpus, "concurrency": conc,
-           "rate_rps": load.rate_rps if load.scenario == "rate" else None,
-           "output_tok_s": m["output_tok_s"], "output_tok_s_per_gpu": m["output_tok_s"] / gpus,
-           "tok_s_per_user": m["tok_s_per_user"], "ttft_ms": m["ttft_ms"], "tpot_ms": m["tpot_ms"],
-           "itl_ms": m["itl_ms"], "e2e_s": m["e2e_s"], "meets_slo": m["meets_slo"], "band": band,
-           "kv_pool_tokens": w.kv_tokens, "mean_running": m["mean_running"], "preemptions": m["preemptions"],
-           "requests": m["requests"]}
-    for k in ("goodput_rps", "goodput_tok_s", "stopped"):
-        if k in m:
-            out[k] = m[k]
-    return out
+    return ServingConfig(
+        layout, gpus, conc, load.rate_rps if load.scenario == "rate" else None, m["output_tok_s"],
+        m["output_tok_s"] / gpus, m["tok_s_per_user"], Spread.of(m["ttft_ms"]), Spread.of(m["tpot_ms"]),
+        Spread.of(m["itl_ms"]), Spread.of(m["e2e_s"]), m["meets_slo"], band, w.kv_tokens, m["mean_running"],
+        m["preemptions"], m["requests"], m["e2e_mean_s"], m["duration_s"], goodput_rps=m.get("goodput_rps"),
+        goodput_tok_s=m.get("goodput_tok_s"), slo_misses=m.get("slo_misses", []), stopped=m.get("stopped"))
 
 
 def kv_transfer_s(setup: Setup, r, isl: int, n_gpus: int) -> float:
@@ -208,43 +211,43 @@ def kv_transfer_s(setup: Setup, r, isl: int, n_gpus: int) -> float:
     return nbytes / link.per_direction_bytes_s if link else 0.0
 
 
-def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> dict:
-    from .metrics import spread
+def _instances(setup: Setup, par: Parallelism, n: int, prefilled: bool) -> list[Instance]:
+    w, tps = setup.worker(par)
+    sched = instance_scheduler(setup.scheduler(w.resolved), par.dp)
+    rows = setup.speculation.k + 1 if setup.speculation is not None and prefilled else 1
+    return [Instance(w.cost, sched, w.kv_tokens, prefix_hit=1.0 if prefilled else setup.prefix_hit,
+                     tokens_per_step=tps if prefilled else 1.0, rows_per_seq=rows) for _ in range(n)]
 
+
+def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> ServingConfig:
+    """Both pools simulated together (``simulate_disagg``): a request queues for a prefill worker, its KV
+    cache for the worker's link, then for a decode worker's admission."""
     dec_par, pf_par = Parallelism(tp=d.decode_tp), Parallelism(tp=d.prefill_tp)
-    dec_out, dec_w = run_worker(setup, dec_par, load, d.decode_workers, prefilled=True)
-    dec = summarize(dec_out, dec_w.gpus)
-    dec_tok_s = dec["output_tok_s"] * d.decode_workers
-    req_rps = dec["request_rate_rps"] * d.decode_workers if load.scenario != "rate" else load.rate_rps
-    one = lambda q: 1                                              # noqa: E731  prefill makes the first token
-    cap_out, pf_w = run_worker(setup, pf_par, Load("offline", n_requests=PREFILL_PROBE * d.prefill_workers,
-                                                   seed=load.seed), d.prefill_workers, osl_override=one)
-    pf_rps = summarize(cap_out, pf_w.gpus)["request_rate_rps"] * d.prefill_workers     # the pool's capacity
-    stable = pf_rps >= req_rps
-    pf_load = Load("rate", rate_rps=max(min(req_rps, 0.95 * pf_rps), 1e-9), n_requests=PREFILL_PROBE,
-                   poisson=load.poisson if load.scenario == "rate" else False, seed=load.seed)
-    if load.scenario == "offline":
-        pf_out = cap_out
-    else:
-        pf_out, _ = run_worker(setup, pf_par, pf_load, d.prefill_workers, osl_override=one)
-    avg_osl = dec_out.output_tokens / max(len(dec_out.requests), 1)
-    total = min(dec_tok_s, pf_rps * avg_osl)
-    if load.scenario == "rate" and not stable:
-        total = 0.0
-    xfer = kv_transfer_s(setup, dec_w.resolved, setup.isl, d.gpus)
-    ttft = [r[1] for r in pf_out.requests]
-    e2e = [a + xfer + b for a, b in zip(sorted(ttft), sorted(r[2] for r in dec_out.requests))]
-    m = dict(dec)
-    m.update(output_tok_s=total, ttft_ms=spread(ttft, 1e3), e2e_s=spread(e2e))
-    if slo is not None and slo.any:
-        from .metrics import meets
-        m["meets_slo"] = stable and meets(m, slo)
-    else:
-        m["meets_slo"] = None
-    gpus = d.gpus
-    conc = load.concurrency if load.scenario == "concurrency" else round(dec["mean_running"] * d.decode_workers)
+    dec_w = setup.worker(dec_par)[0]
+    g = math.gcd(d.prefill_workers, d.decode_workers) if load.scenario != "trace" else 1
+    unit = Disagg(d.prefill_workers // g, d.prefill_tp, d.decode_workers // g, d.decode_tp)
+    conc = max(1, math.ceil(load.concurrency / g)) if load.scenario == "concurrency" else 0
+    per_engine = max(1, math.ceil(conc / unit.decode_workers)) if conc else 0
+    n = _n_requests(load, per_engine) * unit.decode_workers if conc else max(1, math.ceil(_n_requests(load, 0) / g))
+    reqs = _requests(setup, load, g, load.scenario, n)
+    xfer: dict = {}
+
+    def transfer_s(q) -> float:
+        if q.isl not in xfer:
+            xfer[q.isl] = kv_transfer_s(setup, dec_w.resolved, q.isl, d.gpus)
+        return xfer[q.isl]
+
+    pools = Pools(_instances(setup, pf_par, unit.prefill_workers, False),
+                  _instances(setup, dec_par, unit.decode_workers, True), transfer_s)
+    out = simulate_disagg(pools, reqs, concurrency=conc)
+    m = summarize(out, dec_w.gpus, slo)
+    for k in ("output_tok_s", "request_rate_rps", "goodput_rps", "goodput_tok_s", "mean_running"):
+        if k in m:
+            m[k] *= g
+    conc = load.concurrency if load.scenario == "concurrency" else round(m["mean_running"])
     layout = {"tp": d.decode_tp, "pp": 1, "ep": 1, "dp": 1, "replicas": d.decode_workers, "disagg": d.to_dict()}
-    cfg = _config(layout, gpus, conc, load, m, dec_w)
-    cfg["kv_transfer_ms"] = xfer * 1e3
-    cfg["prefill_capacity_rps"] = pf_rps
+    cfg = _config(layout, d.gpus, conc, load, m, dec_w)
+    cfg.kv_transfer_ms = transfer_s(Request(0, 0.0, setup.isl, 1)) * 1e3
+    cfg.prefill_ms = Spread.of(spread([q[0] for q in out.queue_s or ()], 1e3))
+    cfg.kv_wait_ms = Spread.of(spread([q[1] for q in out.queue_s or ()], 1e3))
     return cfg

@@ -5,15 +5,20 @@ Layouts (``layouts``): ``tp x pp`` workers replicated over the GPUs (TP a diviso
 for a MoE model also experts over ``ep`` GPUs with attention TP (``dp = 1``) or attention data parallel
 groups (``tp x dp = ep``); and disaggregated prefill/decode pools (``P`` workers of ``tp_p`` GPUs + ``D``
 workers of ``tp_d`` GPUs filling the GPU count). Loads: the concurrency levels 1, 2, 4, ... until the
-throughput stops rising by 2 % or the KV pool is full, plus the level halfway where the SLOs start to fail (or
-the one load asked for); levels are per engine instance (replica or decode worker), so a layout of 8 replicas
+throughput stops rising by 2 % or the KV pool is full (a disaggregated layout also once two levels miss the
+SLOs: its prefill queue only grows), plus the level halfway where the SLOs start to fail (or the one load
+asked for); levels are per engine instance (replica or decode worker), so a layout of 8 replicas
 is tried at 8, 16, 32 ... in all.
+Ranking: configurations within the SLOs first, then layouts a serving measurement is behind before those
+none is (pipeline parallelism: ``unmodelled.UNMEASURED``), then output tok/s per GPU.
 """
 
 from __future__ import annotations
 
 from ..errors import UserError
+from ..guard.deadline import Deadline
 from .metrics import SLO
+from .result import FrontierPoint, ServingConfig
 from .run import Disagg, Load, Setup, evaluate
 from .worker import Parallelism
 
@@ -23,6 +28,7 @@ MAX_CONCURRENCY = 4096
 # one stated layout (`--parallel`, `--disagg`) is a single simulation and has no such cap
 MAX_SEARCH_GPUS = 64
 SEARCH_CLOSED_LOOP = 4        # requests per client in the search (the single-layout mode uses more)
+SEARCH_S = 60.0               # the whole search (guard.deadline): a 64-GPU search takes tens of seconds
 
 
 def divisors(n: int) -> list[int]:
@@ -63,26 +69,32 @@ def _fits(setup: Setup, par, d) -> bool:
         return False
 
 
-def search(setup: Setup, gpus: int, load: Load | None, slo: SLO | None, disagg: bool = True) -> tuple[list, list]:
+def search(setup: Setup, gpus: int, load: Load | None, slo: SLO | None,
+           disagg: bool = True) -> tuple[list[ServingConfig], list[FrontierPoint]]:
     """(configs best first, frontier points). ``load`` None sweeps concurrency levels."""
     if gpus > MAX_SEARCH_GPUS:
         raise UserError(f"a layout search covers at most {MAX_SEARCH_GPUS} GPUs, got gpus={gpus}",
                         "state one layout (parallel, disagg) for a larger cluster", field="gpus")
     spec = setup.group(1, 1).spec
     rows = []
-    for par, replicas, d in layouts(spec, gpus, disagg):
-        if not _fits(setup, par, d):
-            continue
-        if load is not None:
-            rows.append(evaluate(setup, par, replicas, load, slo, d))
-            continue
-        rows += _sweep(setup, par, replicas, d, slo)
-    rows = [r for r in rows if r["output_tok_s"] > 0]
-    rows.sort(key=lambda r: (r["meets_slo"] is False, -r["output_tok_s_per_gpu"]))
+    todo = layouts(spec, gpus, disagg)
+    clock = Deadline("the serving search", SEARCH_S, "state one layout (--parallel or --disagg), fewer GPUs or a "
+                     "shorter trace", unit="layouts")
+    with clock:                                   # simulations inside tick() it
+        for i, (par, replicas, d) in enumerate(todo):
+            clock.check(i, len(todo))
+            if not _fits(setup, par, d):
+                continue
+            if load is not None:
+                rows.append(evaluate(setup, par, replicas, load, slo, d))
+                continue
+            rows += _sweep(setup, par, replicas, d, slo, clock.check)
+    rows = [r for r in rows if r.output_tok_s > 0]
+    rows.sort(key=lambda r: (r.meets_slo is False, not r.measured, -r.output_tok_s_per_gpu))
     return rows, frontier(rows)
 
 
-def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None) -> list[dict]:
+def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None, check=lambda: None) -> list[dict]:
     """Concurrency 1, 2, 4 ... per engine instance until throughput stops rising (or the pool preempts);
     where the SLOs start to fail between two levels, also the level halfway (x 1.5) between them."""
     engines = d.decode_workers if d is not None else replicas       # the load splits over these
@@ -93,25 +105,28 @@ def _sweep(setup: Setup, par, replicas: int, d, slo: SLO | None) -> list[dict]:
 
     out, best, c = [], 0.0, 1
     while c <= MAX_CONCURRENCY:
+        check()
         cfg = at(c)
         out.append(cfg)
-        if len(out) > 1 and out[-2]["meets_slo"] and cfg["meets_slo"] is False and c >= 4:
+        if len(out) > 1 and out[-2].meets_slo and cfg.meets_slo is False and c >= 4:
             out.append(at(c * 3 // 4))
-        if cfg["output_tok_s"] < best * 1.02 or cfg.get("preemptions"):
+        if cfg.output_tok_s < best * 1.02 or cfg.preemptions:
             break
-        best = max(best, cfg["output_tok_s"])
+        if d is not None and len(out) > 1 and out[-1].meets_slo is False and out[-2].meets_slo is False:
+            break         # a disaggregated pool past its SLOs twice: its queues only grow from here
+        best = max(best, cfg.output_tok_s)
         c *= 2
     return out
 
 
 def frontier(rows: list) -> list[dict]:
     """The points no other point beats on both tok/s per GPU and tok/s per user."""
-    pts = sorted({(r["output_tok_s_per_gpu"], r["tok_s_per_user"]) for r in rows if r["tok_s_per_user"]},
+    pts = sorted({(r.output_tok_s_per_gpu, r.tok_s_per_user) for r in rows if r.tok_s_per_user},
                  key=lambda p: (-p[0], -p[1]))
     out, best_user = [], -1.0
     for g, u in pts:
         if u > best_user:
-            out.append({"tok_s_per_gpu": g, "tok_s_per_user": u})
+            out.append(FrontierPoint(g, u))
             best_user = u
     return out
 
@@ -120,7 +135,7 @@ def best_per_layout(rows: list) -> list:
     """The first (best) row of each layout, in order."""
     seen, out = set(), []
     for r in rows:
-        key = repr(r["layout"])
+        key = repr(r.layout)
         if key not in seen:
             seen.add(key)
             out.append(r)

@@ -63,12 +63,12 @@ class Worker:
     weights_per_gpu: float
 
 
-def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, engine_version=None):
-    """The ``predict`` resolution of one tp x pp group (model, device, engine, layout timer), on the device
+def resolve_group(resolver, model, hardware, engine, quant, kv_dtype, tp: int, pp: int, engine_version=None):
+    """``resolver``'s resolution (``prediction_setup.resolve``, passed in by ``tokspeed.serving_api``: the
+    serving package never imports predict's setup) of one tp x pp group (model, device, engine, layout timer), on the device
     as the engine computes on it (``gemm_device.gemm_hardware``, applied by ``resolve`` once the format is settled). ``engine_version`` picks a llama.cpp era; a serving
     engine's release (SGLang ``0.4.1``) only says which of its behaviours apply (``serving.unmodelled``)."""
     from ..engines.compat import runtime_of
-    from ..prediction_setup import resolve
     from .engine_versions import version_tuple
 
     n = tp * pp
@@ -80,7 +80,7 @@ def resolve_group(model, hardware, engine, quant, kv_dtype, tp: int, pp: int, en
             raise UserError(f"engine_version {engine_version!r} is not a release number of {engine}",
                             "write it as the release is numbered, e.g. 0.4.1", field="engine_version")
         era = None
-    r = resolve(model, hw, quant, kv_dtype, engine, era, opts, Workload(prompt=0, gen=1))
+    r = resolver(model, hw, quant, kv_dtype, engine, era, opts, Workload(prompt=0, gen=1))
     return full_attention(r) if not scheduler_for(r.profile.name).sliding_window else r
 
 

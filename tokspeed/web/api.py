@@ -63,7 +63,7 @@ def api_models() -> dict:
 
 
 def api_hardware() -> dict:
-    from ..hardware.catalog import all_hardware
+    from ..hardware.devices import all_hardware
 
     return {"hardware": [{"id": h.id, "name": h.name, "kind": h.kind, "vendor": h.vendor, "memory_gb": h.memory_gb,
                           "bandwidth_gbps": h.bandwidth_gbps, "fp16_tflops": h.fp16_tflops or None,
@@ -356,12 +356,11 @@ SERVED_KEPT = 32
 
 
 def _serve_doc(model, hw, engine, quant, kv_dtype, engine_version, gpus, isl, osl, ttft_ms, tpot_ms) -> dict:
-    from ..serving.document import search_document
     from ..serving.metrics import SLO
-    from ..serving.run import Setup
+    from ..serving_api import ServeQuery, serve
 
-    return search_document(Setup(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=isl, osl=osl,
-                                 engine_version=engine_version), gpus, SLO(ttft_ms=ttft_ms, tpot_ms=tpot_ms))
+    return serve(ServeQuery(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=isl, osl=osl,
+                            engine_version=engine_version, gpus=gpus, slo=SLO(ttft_ms=ttft_ms, tpot_ms=tpot_ms)))
 
 
 def api_upload(q, data: bytes, uploads: Uploads) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Annotated
@@ -45,7 +46,26 @@ SECURITY_HEADERS = {"X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-
 ERRORS = {400: {"model": schemas.Error, "description": "a value over the API's limits, or unknown"},
           404: {"model": schemas.Error, "description": "no such upload"},
           422: {"model": schemas.Error, "description": "a malformed field (named in `field`)"},
+          429: {"model": schemas.Error, "description": "costly answers are being computed; ask again after Retry-After"},
           503: {"model": schemas.Error, "description": "a serving search is already running (one at a time)"}}
+# Costly answers (the report page: a prediction and its charts, ~1-3 s of CPU; the serving search, 1-4 s) are
+# admitted COSTLY_AT_ONCE at a time; the next one is a 429 with Retry-After at once, so the other worker threads
+# stay free and cheap answers (/api/models, /api/hardware, a prediction) are never queued behind them.
+COSTLY_AT_ONCE = 2
+RETRY_AFTER_S = 2
+_COSTLY = threading.BoundedSemaphore(COSTLY_AT_ONCE)
+
+
+@contextlib.contextmanager
+def costly(what: str):
+    """Admit one costly answer, or refuse it at once with 429 + Retry-After."""
+    if not _COSTLY.acquire(blocking=False):
+        raise ApiError(429, f"{what}: {COSTLY_AT_ONCE} costly answers are being computed; ask again in "
+                            f"{RETRY_AFTER_S} s", retry_after_s=RETRY_AFTER_S)
+    try:
+        yield
+    finally:
+        _COSTLY.release()
 
 
 def error_response(status: int, message: str, field=None, suggestion=None, headers=None) -> JSONResponse:
@@ -55,6 +75,10 @@ def error_response(status: int, message: str, field=None, suggestion=None, heade
     if suggestion:
         doc["suggestion"] = suggestion
     return JSONResponse(doc, status_code=status, headers=headers)
+
+
+def json_out(doc) -> JSONResponse:
+    return JSONResponse(api.finite(doc))
 
 
 def validation_message(err: dict, known: list[str]) -> tuple[str, str]:
@@ -97,6 +121,16 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
                   redoc_url=None, description="Predict and explain the cost of one LLM token: the JSON API behind "
                                               "`tokspeed web`. Documents equal the CLI's `--json` output.")
 
+    _add_guard(app, loopback_only)
+    _add_error_handlers(app)
+    _add_pages(app)
+    _add_api(app, uploads)
+    _add_upload(app, uploads)
+    return app
+
+
+def _add_guard(app: FastAPI, loopback_only: bool) -> None:
+    """Every request: the Host allow-list, no cross-site calls, a bounded query, no repeated parameter."""
     @app.middleware("http")
     async def guard(request: Request, call_next):
         server = request.scope.get("server") or (None, None)
@@ -130,6 +164,9 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
             resp.headers.setdefault(k, v)
         return resp
 
+
+def _add_error_handlers(app: FastAPI) -> None:
+    """Every refusal is one JSON line ``{error, status, field?, suggestion?}``."""
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, exc: RequestValidationError):
         route = request.scope.get("route")
@@ -152,13 +189,17 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
 
     @app.exception_handler(ApiError)
     async def refused(request: Request, exc: ApiError):
-        return error_response(exc.status, exc.message, exc.field, exc.suggestion)
+        return error_response(exc.status, exc.message, exc.field, exc.suggestion,
+                              {"Retry-After": str(exc.retry_after_s)} if exc.retry_after_s else None)
 
     @app.exception_handler(UserError)
     async def user_error(request: Request, exc: UserError):
         e = refusal(exc)
         return error_response(e.status, e.message, e.field, e.suggestion)
 
+
+def _add_pages(app: FastAPI) -> None:
+    """The page and its static files."""
     def page(path: str):
         name, ctype = PAGES[path]
 
@@ -169,9 +210,9 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
     for path in PAGES:
         app.add_api_route(path, page(path), methods=["GET"], include_in_schema=False)
 
-    def json_out(doc) -> JSONResponse:
-        return JSONResponse(api.finite(doc))
 
+def _add_api(app: FastAPI, uploads: Uploads) -> None:
+    """The JSON API: cheap lookups answered at once, costly answers admitted a few at a time (``costly``)."""
     @app.get("/api/models", response_model=schemas.Models, summary="catalog models")
     def models():
         return api.api_models()
@@ -208,20 +249,26 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
         @app.get("/api/fit", response_model=schemas.FitList, responses=ERRORS,
                  summary="what runs here: catalog models ranked on one device (`tokspeed fit --json`)")
         def fit(q: Annotated[schemas.FitQuery, Query()]):
-            return json_out(api.api_fit(q))
+            with costly("the ranking of catalog models"):
+                return json_out(api.api_fit(q))
 
     @app.get("/api/serve", response_model=schemas.Serve, responses=ERRORS,
              summary="serving search: the best configuration of each layout and the frontier (tokspeed serve --json)")
     def serve(q: Annotated[schemas.ServeQuery, Query()]):
-        return json_out(api.api_serve(q))
+        with costly("the serving search"):
+            return json_out(api.api_serve(q))
 
     @app.get("/api/report.html", responses=ERRORS, response_class=Response,
              summary="the `tokspeed report` HTML page for one setting (a download)")
     def report(q: Annotated[schemas.PredictQuery, Query()]):
-        html = api.api_report(q, uploads)
+        with costly("the report page"):
+            html = api.api_report(q, uploads)
         return Response(html, media_type="text/html; charset=utf-8",
                         headers={"Content-Disposition": 'attachment; filename="tokspeed-report.html"'})
 
+
+def _add_upload(app: FastAPI, uploads: Uploads) -> None:
+    """POST /api/upload: a config.json or the start of a GGUF, by declared length, read in bounded chunks."""
     @app.post("/api/upload", response_model=schemas.Upload, status_code=200,
               responses={**ERRORS, 411: {"model": schemas.Error}, 413: {"model": schemas.Error},
                          415: {"model": schemas.Error}},
@@ -254,5 +301,3 @@ def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -
         except ClientDisconnect:             # the client hung up mid-upload: nothing to answer, nothing to log
             return error_response(400, "the client disconnected before the upload ended", headers=close)
         return json_out(await run_in_threadpool(api.api_upload, q, bytes(data), uploads))
-
-    return app

@@ -12,8 +12,10 @@ class ApiError(Exception):
     """400 for a value over the API's limits, 404 for something that is not there, 422 for a malformed
     field; ``field`` names the query field at fault when there is one."""
 
-    def __init__(self, status: int, message: str, field: str | None = None, suggestion: str | None = None):
+    def __init__(self, status: int, message: str, field: str | None = None, suggestion: str | None = None,
+                 retry_after_s: int | None = None):
         super().__init__(message)
+        self.retry_after_s = retry_after_s
         self.status = status
         self.message = message
         self.field = field

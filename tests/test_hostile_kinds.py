@@ -1,0 +1,281 @@
+"""A generator over input kinds, not a list (docs/security.md, "Gates"): for every field of every kind of file
+or body tokspeed reads, a valid document gets one hostile value at a time -- huge and tiny numbers, wrong types,
+control and bidirectional characters, deep nesting, many tiny entries -- and the verb that reads it must end in
+exit 0, 2 or 3 with at most one error line, no traceback and no raw control character on the terminal.
+
+The verbs run in-process (``tokspeed.cli.main.main``), so the walk over ~1,500 documents takes seconds; the
+peak memory and the wall time of the heaviest kinds are checked in a subprocess by tests/test_hostile_typed.py.
+A field added to a schema (``guard.typed``, ``serverbench.record.REQUEST_FIELDS``, ``guard.limits``) is added
+to the documents below, and a kind tokspeed learns to read gets a document here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import struct
+import time
+
+import pytest
+
+from hostile_cli import RAW_CONTROL
+from tokspeed.cli.main import main
+
+BIG = 10**400
+HOSTILE = [BIG, -BIG, 2**53 + 1, 1e300, -1e300, 1e-300, -1, 0, 2.5, "fast", "", None, True, [], {}, [0] * 20_000,
+           "\x1b[31mred\x00\u202e", "x" * 70_000, "[" * 70 + "]" * 70, "DEEP"]
+CALL_LIMIT_S = 20
+
+
+def _dump(doc) -> str:
+    text = json.dumps(doc, default=str)
+    text = text.replace(f'"{BIG}"', str(BIG)).replace(str(BIG), "1" + "0" * 400)
+    return text.replace('"DEEP"', "[" * 100 + "]" * 100)
+
+
+def _paths(doc, prefix=()):
+    """Every field path of ``doc`` (dict keys and list index 0)."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield prefix + (k,)
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(doc, list) and doc:
+        yield prefix + (0,)
+        yield from _paths(doc[0], prefix + (0,))
+
+
+def _set(doc, path, value):
+    out = copy.deepcopy(doc)
+    node = out
+    for p in path[:-1]:
+        node = node[p]
+    node[path[-1]] = value
+    return out
+
+
+def variants(doc):
+    for path in _paths(doc):
+        for v in HOSTILE:
+            yield path, _set(doc, path, v)
+        yield path, _drop(doc, path)
+
+
+def _drop(doc, path):
+    out = copy.deepcopy(doc)
+    node = out
+    for p in path[:-1]:
+        node = node[p]
+    if isinstance(node, dict):
+        node.pop(path[-1], None)
+    return out
+
+
+def run(args, capsys) -> tuple[int, str, str]:
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        code = main([str(a) for a in args])
+    err = capsys.readouterr().err
+    assert time.perf_counter() - t0 < CALL_LIMIT_S, args
+    return code, out.getvalue(), err
+
+
+def check(code, out, err, what):
+    lines = [ln for ln in err.splitlines() if ln.strip() and not ln[0].isspace()]   # wrapped lines continue one
+    assert code in (0, 2, 3), (what, code, err[-500:])
+    if code == 2:
+        assert len(lines) == 1 and "error:" in lines[0], (what, err[-800:])
+    assert not RAW_CONTROL.search(out + err), (what, repr((out + err)[:300]))
+
+
+@pytest.fixture
+def quiet(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+RUN = {"schema": "tokspeed.run", "schema_version": 1, "created": "2025-01-01T00:00:00Z", "model": {"id": "m"},
+       "hardware": {"id": "h"}, "settings": {"contexts": [512]}, "backend": "torch", "device": "cpu", "quant": "f16",
+       "points": [{"batch": 1, "context": 512, "decode_tok_s": 10.0, "prefill_tok_s": 100.0, "mbu": 0.5}],
+       "warnings": []}
+
+
+def test_run_files(tmp_path, capsys, quiet):
+    base = tmp_path / "a.json"
+    base.write_text(json.dumps(RUN))
+    n = 0
+    for path, doc in variants(RUN):
+        f = tmp_path / "b.json"
+        f.write_text(_dump(doc))
+        for extra in ([], ["--json"]):
+            check(*run(["compare-runs", base, f, *extra], capsys), ("run", path))
+            n += 1
+    assert n > 300
+
+
+SUMMARY = {"run": {"model": "m", "url": "http://x"}, "phases": [{"phase": "c=1", "concurrency": 1, "load": 1,
+           "output_tok_s": 5.0, "stats": {"ttft_s": {"p90": 0.1}}, "goodput_rps": 1.0}],
+           "saturation": {"concurrency": 1, "limit": "server"}, "server": {"engine": "llama.cpp"}}
+
+
+def test_summaries(tmp_path, capsys, quiet):
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "summary.json").write_text(json.dumps(SUMMARY))
+    a = tmp_path / "a"
+    a.mkdir()
+    for path, doc in variants(SUMMARY):
+        (a / "summary.json").write_text(_dump(doc))
+        check(*run(["bench-server", "--compare", a, b, "-o", tmp_path / "c.html"], capsys), ("summary", path))
+
+
+REQUEST = {"type": "request", "index": 0, "phase": "c=1", "concurrency": 1, "ok": True, "error": None,
+           "start_s": 0.0, "end_s": 1.0, "e2e_s": 1.0, "ttft_s": 0.1, "tpot_s": 0.01, "decode_s": 0.9,
+           "queued_s": 0.0, "prompt_tokens": 100, "output_tokens": 91, "max_tokens": 128, "chunks": 91,
+           "itl_s": [0.01, 0.01], "finish_reason": "length", "http_status": 200}
+RUN_LINE = {"type": "run", "model": "m", "url": "http://x", "api": "openai-completions", "concurrency": [1]}
+
+
+def test_request_logs(tmp_path, capsys, quiet):
+    d = tmp_path / "run"
+    d.mkdir()
+    for path, doc in variants(REQUEST):
+        lines = [json.dumps(RUN_LINE), json.dumps(REQUEST), _dump(doc), json.dumps({"type": "end"})]
+        (d / "requests.jsonl").write_text("\n".join(lines) + "\n")
+        check(*run(["bench-server", "--summarize", d, "--no-report"], capsys), ("requests", path))
+
+
+def test_lengths_traces(tmp_path, capsys, quiet):
+    line = {"start": 0.0, "prompt_tokens": 64, "output_tokens": 8}
+    f = tmp_path / "t.jsonl"
+    for path, doc in variants(line):
+        f.write_text(json.dumps(line) + "\n" + _dump(doc) + "\n")
+        check(*run(["serve", "llama-3-8b", "--hardware", "h100-sxm", "--gpus", "1", "--parallel", "tp=1",
+                    "--lengths", f, "--json"], capsys), ("trace", path))
+
+
+CONFIG = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+          "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 64, "max_position_embeddings": 4096,
+          "rope_theta": 10000.0, "torch_dtype": "bfloat16", "architectures": ["LlamaForCausalLM"]}
+
+
+def test_model_configs(tmp_path, capsys, quiet):
+    d = tmp_path / "m"
+    d.mkdir()
+    for path, doc in variants(CONFIG):
+        (d / "config.json").write_text(_dump(doc))
+        check(*run(["predict", d, "--hardware", "rtx-4090", "--json"], capsys), ("config", path))
+
+
+HARDWARE = {"name": "d", "kind": "gpu", "vendor": "NVIDIA", "memory_gb": 24, "bandwidth_gbps": 1000,
+            "fp16_tflops": 100}
+
+
+def _toml(doc) -> str | None:
+    lines = []
+    for k, v in doc.items():
+        if isinstance(v, bool):
+            lines.append(f"{k} = {'true' if v else 'false'}")
+        elif isinstance(v, (int, float)):
+            lines.append(f"{k} = {v!r}" if abs(v) < 1e30 or isinstance(v, float) else f"{k} = {v}")
+        elif isinstance(v, str):
+            lines.append(f"{k} = {json.dumps(v)}")
+        elif isinstance(v, list) and len(v) < 100:
+            lines.append(f"{k} = {json.dumps(v)}")
+        elif v is None or isinstance(v, (list, dict)):
+            continue
+    return "\n".join(lines) + "\n"
+
+
+def test_hardware_files(tmp_path, capsys, quiet):
+    f = tmp_path / "hw.toml"
+    for path, doc in variants(HARDWARE):
+        f.write_text(_toml(doc))
+        check(*run(["predict", "llama-3-8b", "--hardware", f, "--json"], capsys), ("hardware", path))
+
+
+def test_prompt_files(tmp_path):
+    from tokspeed.errors import UserError
+    from tokspeed.serverbench.workload import read_prompt_file
+
+    line = {"messages": [{"role": "user", "content": "hi"}]}
+    f = tmp_path / "p.jsonl"
+    for path, doc in variants(line):
+        f.write_text(_dump(doc) + "\n")
+        try:
+            read_prompt_file(str(f))
+        except UserError as e:
+            assert "\n" not in e.message
+    for v in HOSTILE:
+        g = tmp_path / "p.csv"
+        g.write_text("prompt\n" + (json.dumps(v) if not isinstance(v, str) else v).replace("\n", " ") + "\n")
+        try:
+            read_prompt_file(str(g))
+        except UserError:
+            pass
+
+
+def _gguf_kv(key: str, value) -> bytes | None:
+    def s(text):
+        b = text.encode("utf-8", "replace")
+        return struct.pack("<Q", len(b)) + b
+    if isinstance(value, bool):
+        return s(key) + struct.pack("<IB", 7, value)
+    if isinstance(value, int) and -2**63 <= value < 2**64:
+        return s(key) + (struct.pack("<IQ", 10, value) if value >= 0 else struct.pack("<Iq", 11, value))
+    if isinstance(value, float):
+        return s(key) + struct.pack("<If", 6, value if abs(value) < 3e38 else float("inf"))
+    if isinstance(value, str):
+        return s(key) + struct.pack("<I", 8) + s(value)
+    if isinstance(value, list):
+        return s(key) + struct.pack("<IIQ", 9, 4, len(value)) + b"".join(struct.pack("<I", 0) for _ in value)
+    return None
+
+
+def test_gguf_metadata(tmp_path, capsys, quiet):
+    """Every llama.* count a GGUF states, hostile: inspect and predict read the file and end in one line."""
+    def s(text):
+        b = text.encode()
+        return struct.pack("<Q", len(b)) + b
+    keys = {"llama.block_count": 2, "llama.embedding_length": 64, "llama.attention.head_count": 2,
+            "llama.attention.head_count_kv": 2, "llama.feed_forward_length": 128, "llama.context_length": 4096,
+            "llama.rope.freq_base": 10000.0, "general.name": "m"}
+    f = tmp_path / "m.gguf"
+    for key in keys:
+        for v in HOSTILE:
+            kvs = [_gguf_kv(k, v if k == key else keys[k]) for k in keys]
+            if any(x is None for x in kvs):
+                continue
+            head = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs) + 1) + s("general.architecture") \
+                + struct.pack("<I", 8) + s("llama")
+            f.write_bytes(head + b"".join(kvs) + b"\0" * 64)
+            for args in (["inspect", f], ["predict", f, "--hardware", "rtx-4090", "--json"]):
+                check(*run(args, capsys), ("gguf", key, repr(v)[:40]))
+
+
+def test_safetensors_headers(tmp_path, capsys, quiet):
+    d = tmp_path / "st"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(CONFIG))
+    entry = {"t.weight": {"dtype": "F16", "shape": [2, 2], "data_offsets": [0, 8]}, "__metadata__": {"a": "b"}}
+    for path, doc in variants(entry):
+        header = _dump(doc).encode()
+        (d / "model.safetensors").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
+        check(*run(["inspect", d], capsys), ("safetensors", path))
+
+
+def test_server_chunks_never_raise():
+    """Every field of a streamed chunk, hostile: the request is recorded (ok or malformed), never a crash."""
+    from tokspeed.serverbench.client import _StreamState
+
+    chunk = {"choices": [{"text": "a", "finish_reason": None, "delta": {"content": "a"}}],
+             "usage": {"prompt_tokens": 5, "completion_tokens": 1}, "timings": {"predicted_n": 1, "predicted_ms": 3.0}}
+    for api in ("openai-completions", "openai-chat", "ollama"):
+        for path, doc in variants(chunk):
+            st = _StreamState(api, None)
+            st.event(_dump(doc), 0.1)
+            st.event(_dump(doc), 0.2)
+            st.fields(0.3)
