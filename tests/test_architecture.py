@@ -158,3 +158,36 @@ def test_the_serving_package_stands_below_predicts_setup():
     up = {f"{m} -> {sorted(reach(graph, m) & above)}" for m in serving if reach(graph, m) & above}
     assert not up, f"serving modules reaching predict or its setup: {sorted(up)}"
     assert {"tokspeed.prediction_setup", "tokspeed.serving.run"} <= reach(graph, "tokspeed.serving_api")
+
+
+def _function_level_imports():
+    """(file, line, text) of every import made inside a function of the package."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        lines = source.splitlines()
+        for fn in ast.walk(ast.parse(source)):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)):
+                        out.append((path.relative_to(PACKAGE), node.lineno, lines[node.end_lineno - 1]))
+    return sorted(set(out))
+
+
+def test_imports_stand_at_the_top_unless_a_reason_is_written_beside_them():
+    """An import inside a function is there for an optional dependency or for start-up time, and says which
+    (``# lazy: ...`` on its line); the rest stand at the top of their module, where a reader looks for them."""
+    inside = _function_level_imports()
+    assert len(inside) <= 150, len(inside)
+    unexplained = [f"{p}:{n}" for p, n, text in inside if "# lazy:" not in text]
+    assert not unexplained, unexplained
+
+
+def test_no_name_is_re_exported():
+    """A name has one home: no module imports a name only to hand it on (``noqa: F401`` marks such a line)."""
+    offenders = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "noqa: F401" in line and "# lazy:" not in line:
+                offenders.append(f"{path.relative_to(PACKAGE)}:{n}")
+    assert not offenders, offenders

@@ -14,6 +14,7 @@ import contextlib
 import io
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -43,6 +44,14 @@ def paths(tmp_path_factory):
     return [str(fifo), str(d), str(loop), "/proc/self/mem", "/proc/tokspeed-none/x.json"]
 
 
+def _patch_everywhere(monkeypatch, original, replacement):
+    """Replace a function in its home module and in every module of the package that imported it by name."""
+    for mod in [m for name, m in sys.modules.items() if name.startswith("tokspeed") and m is not None]:
+        for attr, value in list(vars(mod).items()):
+            if value is original:
+                monkeypatch.setattr(mod, attr, replacement)
+
+
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
     """Work stops after validation; nothing reaches the network; stray files land in tmp_path."""
@@ -57,9 +66,12 @@ def sandbox(tmp_path, monkeypatch):
     import tokspeed.serverbench.bench
     from tokspeed.cli import measure as measure_cli
 
-    monkeypatch.setattr(tokspeed.serverbench.bench, "run_bench", _stop)
-    monkeypatch.setattr(tokspeed.measure.runner, "measure", _stop)
-    monkeypatch.setattr(tokspeed.measure.detect, "detect", _stop)
+    import tokspeed.cli.bench_server
+    import tokspeed.cli.probe
+
+    for original in (tokspeed.serverbench.bench.run_bench, tokspeed.measure.runner.measure,
+                     tokspeed.measure.detect.detect):
+        _patch_everywhere(monkeypatch, original, _stop)
     monkeypatch.setattr(measure_cli, "_generate", _stop)
     try:
         from tokspeed.web.server import Server
@@ -68,7 +80,7 @@ def sandbox(tmp_path, monkeypatch):
     except ImportError:
         pass
     ids = catalog.model_ids()
-    monkeypatch.setattr(catalog, "model_ids", lambda: [i for i in ids if i in ("llama-3-8b", "mixtral-8x7b")])
+    _patch_everywhere(monkeypatch, catalog.model_ids, lambda: [i for i in ids if i in ("llama-3-8b", "mixtral-8x7b")])
     return tmp_path
 
 

@@ -9,6 +9,7 @@ surfaces translate with ``reword``: the CLI writes ``--parallel none`` (``tokspe
 API answers with its query field (mostly the same names) in ``field``.
 """
 
+import difflib
 import re
 
 
@@ -24,8 +25,6 @@ class UserError(ValueError):
 
 def did_you_mean(name: str, choices, n: int = 3) -> str | None:
     """A 'did you mean ...' hint from the closest names, or None."""
-    import difflib
-
     close = difflib.get_close_matches(name.lower(), [c.lower() for c in choices], n=n, cutoff=0.5)
     if not close:
         return None

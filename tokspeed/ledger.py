@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .derived import hash_once
+from .models.tensors import attention_shapes, indexer_shapes, weight_tensors
 
 ACT_BYTES = 2.0
 NORM_FLOPS_PER_ELEMENT = 4
@@ -198,8 +199,6 @@ def weight_ledger(spec, storage) -> WeightLedger:
 def _attention_groups(spec) -> list[tuple[str, list, list, int]]:
     """(label, attention layers, input projections, output projection width) per attention shape: one group,
     or the sliding and the full-attention layers of a model whose full layers have their own (Gemma 4)."""
-    from .models.tensors import attention_shapes
-
     attn = [i for i in range(spec.n_layers) if not spec.is_linear_layer(i)]    # a hybrid's attention layers
     if not spec.has_global_shape:
         return [("", attn, _projections(spec), spec.attn_out_dim)]
@@ -226,8 +225,6 @@ def _projections(spec) -> list[tuple[str, int, int]]:
     projs += [("attn_kv_a_mqa", spec.kv_lora_rank + spec.qk_rope_head_dim, d),
               ("attn_kv_b", spec.n_heads * (spec.qk_nope_head_dim + spec.v_head_dim), spec.kv_lora_rank)]
     if spec.index_topk:
-        from .models.tensors import indexer_shapes
-
         projs += indexer_shapes(spec)
     return projs
 
@@ -253,8 +250,6 @@ def _mlp_groups(spec):
 
 
 def _build_weight_ledger(spec, storage) -> WeightLedger:
-    from .models.tensors import weight_tensors
-
     wb = storage.tensor_bytes
     d, L = spec.d_model, spec.n_layers
     by_role = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .ledger import STATE_BYTES
 from .workload import UBATCH
 
 GIB = 2**30
@@ -29,8 +30,6 @@ class Memory:
 def kv_bytes(spec, kv_elem_bytes: float, batch: int, tokens: int) -> float:
     """KV cache for ``batch`` sequences of ``tokens`` tokens (sliding layers hold at most the window; a
     sparse-attention indexer's key cache at its own dtype), plus a hybrid model's fixed-size recurrent state per sequence (F32, whatever ``tokens``)."""
-    from .ledger import STATE_BYTES
-
     return batch * (spec.kv_cached_elements(tokens) * kv_elem_bytes + spec.index_cache_bytes(tokens)
                     + spec.n_linear_layers * spec.state_elements_per_layer * STATE_BYTES)
 

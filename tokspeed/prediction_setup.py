@@ -14,10 +14,15 @@ from typing import TYPE_CHECKING
 from .derived import derived
 from .engines import profile as _profile
 from .engines.compat import runnable
+from .engines.default_format import default_quant
 from .engines.profile import EngineProfile, attention_spec, get_engine
+from .hardware.catalog import get_hardware
+from .hardware.spec import Hardware
 from .ledger import resident_weight_bytes
 from .quant.format_key import format_key
 from .quant.kv import kv_bytes as kv_dtype_bytes
+from .quant.schemes import canonical, scheme_for
+from .resolve import resolve_model
 from .scale.configure import configure
 from .scale.options import ScaleOptions
 from .scale.timing import LayoutTimer
@@ -27,7 +32,6 @@ from .timing import RooflineTimer, Timer
 from .workload import Workload
 
 if TYPE_CHECKING:
-    from .hardware.spec import Hardware
     from .models.spec import ModelSpec
     from .quant.storage import WeightStorage
     from .scale.configure import ScaleSetup
@@ -54,22 +58,15 @@ class Resolved:
 def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_version: str | None,
             scale: ScaleOptions, work: Workload, flash_attention: bool | None = None) -> Resolved:
     """Model, weights, device and engine; the layout when the scale options ask for one."""
-    from .hardware.spec import Hardware
-    from .quant.schemes import canonical, scheme_for
-    from .resolve import resolve_model
-
     spec, storage = resolve_model(model)
     if isinstance(hardware, Hardware):
         hw = hardware
     else:
-        from .hardware.catalog import get_hardware
-
         hw = get_hardware(hardware)
     prof = _engine(engine, hw, engine_version, flash_attention)
     assumed = None
     if storage is None:
         if not quant:            # the format people run: released (servers) or downloaded (llama.cpp)
-            from .engines.default_format import default_quant
 
             quant, assumed = default_quant(spec, prof, hw)
         quant = canonical(quant)

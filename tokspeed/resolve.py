@@ -33,7 +33,7 @@ def resolve_model(arg) -> tuple[ModelSpec, object | None]:
             and not os.path.exists(os.path.expanduser(text))):
         # not a file, folder, repo id or ollama reference: a catalog id (skips the file probes)
         return get_model(text), None
-    from .files.loader import open_model_file
+    from .files.loader import open_model_file  # lazy: start-up time (the file readers load only when MODEL names a file)
 
     mf = open_model_file(arg)
     if mf is not None:

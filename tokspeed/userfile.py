@@ -24,6 +24,7 @@ import tomllib
 from pathlib import Path
 
 from .errors import UserError
+from .guard.outputs import check_output, write_file
 from .guard.typed import loads
 
 MAX_DOCUMENT_BYTES = 16 * 2**20     # config.json, TOML, run JSON, shard index: real ones are < 2 MB
@@ -164,13 +165,9 @@ def read_json_object(path, what: str = "file", hint: str | None = None) -> tuple
 
 def check_writable(path, what: str = "file") -> Path:
     """Before a long run: the output can be written (``tokspeed.guard.outputs.check_output``)."""
-    from .guard.outputs import check_output
-
     return check_output(path, what)
 
 
 def write_text(path, text: str, what: str) -> Path:
     """Write a file the user named, creating its folder (``tokspeed.guard.outputs.write_file``)."""
-    from .guard.outputs import write_file
-
     return write_file(path, text, what)

@@ -24,7 +24,10 @@ from __future__ import annotations
 
 from ..engines.compat import runtime_of
 from ..errors import UserError
+from ..predict import predict
 from ..quant.format_table import alternative_formats
+from ..quant.schemes import canonical
+from .plan import offload_modes, parallel_for
 
 KINDS = ("offload", "gpus", "format", "context", "batch")
 MAX_GPUS = 64
@@ -56,8 +59,6 @@ def _fit_options(opts: dict) -> dict:
 
 
 def _fits(model, hardware, opts: dict):
-    from ..predict import predict
-
     try:
         p = predict(model, hardware, **_fit_options(opts))
     except UserError:
@@ -67,8 +68,6 @@ def _fits(model, hardware, opts: dict):
 
 def _fits_or_any(model, hardware, opts: dict):
     """The prediction for ``opts`` (one decode step), fitting or not; None if predict refuses it."""
-    from ..predict import predict
-
     try:
         return predict(model, hardware, **_fit_options(opts))
     except UserError:
@@ -76,8 +75,6 @@ def _fits_or_any(model, hardware, opts: dict):
 
 
 def _figures(model, hardware, opts: dict) -> tuple[dict, object] | None:
-    from ..predict import predict
-
     try:
         p = predict(model, hardware, **opts)
     except UserError:
@@ -94,8 +91,6 @@ def _entry(kind, description, changed: dict, figures: dict, **extra) -> dict:
 
 
 def _offload(model, hardware, base, opts) -> list[dict]:
-    from .plan import offload_modes
-
     hw = base.hw
     if hw.kind != "gpu" or not hw.host_link_gbps or (opts.get("offload") or "none") != "none" \
             or opts.get("gpu_layers") is not None or opts.get("gpus", 1) != 1 or opts.get("parallel"):
@@ -121,8 +116,6 @@ def _offload(model, hardware, base, opts) -> list[dict]:
 
 
 def _gpus(model, hardware, base, opts) -> list[dict]:
-    from .plan import parallel_for
-
     hw = base.hw
     if hw.kind not in ("gpu", "accelerator") or (opts.get("offload") or "none") != "none" \
             or opts.get("gpu_layers") is not None:
@@ -158,8 +151,6 @@ def _gpus(model, hardware, base, opts) -> list[dict]:
 
 
 def _format(model, hardware, base, opts) -> list[dict]:
-    from ..quant.schemes import canonical
-
     now = base.memory.weights_bytes
     probe = "Q8_0" if canonical(base.quant) != "Q8_0" else "F16"
     p = _fits_or_any(model, hardware, {**opts, "quant": probe})
@@ -212,8 +203,6 @@ def _batch(model, hardware, base, opts) -> list[dict]:
 
 def ways_to_run(model, hardware, **predict_options) -> list[dict]:
     """Ways to make a non-fitting setup fit (see the module docstring); [] when it already fits."""
-    from ..predict import predict
-
     base = predict(model, hardware, **predict_options)
     if base.memory.fits:
         return []

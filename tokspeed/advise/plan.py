@@ -17,8 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..engines.compat import engines_for, runtime_of
+from ..engines.profile import check_engine_build
 from ..errors import UserError
+from ..hardware.devices import all_hardware
 from ..predict import predict
+from ..scale.interconnect import scale_up_reach
+from ..userfile import read_toml
 from ..workload import DEFAULT_ENGINE, engine_build
 
 GROUP_SIZES = (2, 4, 8, 16)
@@ -50,8 +54,6 @@ class Option:
 
 def load_prices(path) -> dict[str, float]:
     """A TOML table ``hardware-id = USD per device-hour`` (your cloud or amortised price)."""
-    from ..userfile import read_toml
-
     p, data = read_toml(path, "prices file", "write lines like  h100-sxm = 2.99")
     out = {}
     for k, v in data.items():
@@ -64,8 +66,6 @@ def load_prices(path) -> dict[str, float]:
 def parallel_for(spec, engine: str, n: int, hw=None) -> str:
     """llama.cpp: layer split. Serving engines: tensor parallel within the scale-up fabric's reach
     (and the head count), pipeline stages across groups."""
-    from ..scale.interconnect import scale_up_reach
-
     if runtime_of(engine) == "llama.cpp":
         return "split"
     reach = scale_up_reach(hw) if hw is not None and hw.scale_up_gbps else n
@@ -88,8 +88,6 @@ def offload_modes(spec, engine: str) -> list[str]:
 
 
 def candidate_devices(kinds=("gpu", "soc", "accelerator", "cpu")):
-    from ..hardware.devices import all_hardware
-
     return [h for h in all_hardware() if h.kind in kinds and "unstated" not in h.id]
 
 
@@ -121,7 +119,6 @@ def plan(model, target_tok_s: float, quant=None, engine=DEFAULT_ENGINE, context=
     b = users or batch
     build = engine_build(engine_version, flash_attention)
     if build:                        # a bad build or -fa for this engine is one error, not every device left out
-        from ..engines.profile import check_engine_build
 
         check_engine_build(engine, **build)
     common = dict(quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=0, gen=1, context=context, batch=b,

@@ -30,9 +30,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from ..engines.compat import check, runtime_of, supported_formats as runs_on_device, supported_formats as table
+from ..engines.default_format import released_format
+from ..engines.profile import attention_spec, get_engine
 from ..errors import UserError
+from ..hardware.catalog import get_hardware
+from ..hardware.spec import Hardware
+from ..ledger import resident_weight_bytes
+from ..memory import memory_budget
 from ..models import window
+from ..models.catalog import get_model, model_ids
+from ..models.spec import USES
+from ..predict import predict
 from ..quant.format_table import fit_formats, fit_runtimes, quality_for, row
+from ..quant.kv import kv_bytes
+from ..quant.schemes import canonical, scheme_for
+from ..scale.offload import first_true
 from ..workload import engine_build
 
 # fit's context when none is asked: 8K, the window of the Llama 3 generation and a common chat length; each
@@ -47,17 +60,12 @@ def nominal_bits(fmt: str) -> float:
     """Bits per weight of a format's bulk tensors (its main type): the expert FFN of a 4096-wide MoE
     (Mixtral 8x7B, whose rows every block size divides), so a mix's small-model fallbacks do not blur it:
     Q4_K_M 4.5, IQ4_XS 4.25, Q3_K_M 3.44, Q2_K 2.625, MXFP4 4.25, AWQ-4B 4.16, EXL2-3.0 3.0."""
-    from ..models.catalog import get_model
-    from ..quant.schemes import scheme_for
-
     ref = get_model("mixtral-8x7b")
     return scheme_for(fmt, ref).element_bytes("ffn_up_exps", 1, ref.d_model) * 8
 
 
 def bits_per_weight(spec, storage) -> float:
     """Resident weight bits per parameter of ``spec`` stored as ``storage`` (the whole model, every tensor)."""
-    from ..ledger import resident_weight_bytes
-
     return resident_weight_bytes(spec, storage) * 8 / spec.n_params
 
 
@@ -65,8 +73,6 @@ def supported_formats(engine: str, hw=None) -> tuple[str, ...]:
     """Weight formats ``engine`` runs on ``hw`` that people download for it, highest precision first: the
     formats ``formats.toml`` has fit try for its runtime (ordered by bits per weight, which the bisection needs), kept where the capability table
     (``tokspeed.engines.compat``) says the engine runs the format on this device."""
-    from ..engines.compat import runtime_of, supported_formats as table
-
     tried = fit_formats(runtime_of(engine))
     if tried is None:
         raise UserError(f"unknown engine {engine!r} for fit", f"one of {', '.join(fit_runtimes())}")
@@ -137,8 +143,6 @@ def _candidates(spec, formats: tuple, floor_bits: float = 0.0, released: str = "
     """The model in each format, with memoised tensor sizes (kept for the next device, e.g. the web page),
     widest first: none below ``floor_bits`` bits per weight, none wider than the ``released`` format (which is
     tried itself) when that is given."""
-    from ..quant.schemes import scheme_for
-
     out = []
     for f in dict.fromkeys((*formats, released) if released else formats):
         if nominal_bits(f) < floor_bits:
@@ -180,8 +184,6 @@ def _row(spec, pred, min_tok_s, gguf: bool, context: int, reason: str = "") -> F
 def _bisect(n: int, ok) -> int:
     """The first index in 0..n-1 where the monotone predicate ``ok`` holds (n if none): the offload
     model's bisection (``tokspeed.scale.offload.first_true``) over the format list."""
-    from ..scale.offload import first_true
-
     return first_true(ok, 0, n - 1) if n else 0
 
 
@@ -233,11 +235,6 @@ def _memory_check(hw, engine, ctx_of, prompt):
     ``tokspeed.memory.memory_budget`` fits when weights + (KV cache + activations + runtime) <= capacity, and
     the bracket does not depend on the weights, so it is computed once per model (at ``ctx_of(spec)`` tokens
     of context)."""
-    from ..engines.profile import attention_spec, get_engine
-    from ..ledger import resident_weight_bytes
-    from ..memory import memory_budget
-    from ..quant.kv import kv_bytes
-
     prof = get_engine(engine, hw)
     kvb = kv_bytes("f16")
     rest_of = {}
@@ -294,11 +291,6 @@ def rank_models(hardware, *, context: int = DEFAULT_FIT_CONTEXT, prompt: int = 5
     ``context_to_window``: each model is tried at ``context`` or, where smaller, the longest context its
     trained window holds with this prompt and one generated token (``tokspeed.models.window``), so a default
     context never makes a model that runs at its own window read as not running (the row's ``context``)."""
-    from ..hardware.spec import Hardware
-    from ..models.catalog import get_model, model_ids
-    from ..models.spec import USES
-    from ..predict import predict
-
     if use is not None and use not in USES:
         raise UserError(f"use must be one of {', '.join(USES)}, got {use!r}", field="use")
     for name, v in (("context", context), ("prompt", prompt)):
@@ -314,17 +306,12 @@ def rank_models(hardware, *, context: int = DEFAULT_FIT_CONTEXT, prompt: int = 5
                             "drop the dense-only filter, or use offload auto", field="moe")
         moe = True
     if not isinstance(hardware, Hardware):
-        from ..hardware.catalog import get_hardware
-
         hardware = get_hardware(hardware)
     formats = supported_formats(engine, hardware)
     if not formats:
-        from ..engines.compat import check
-
         check(engine, hardware)      # raises the one-line reason (the engine does not run on this device)
     build = engine_build(engine_version, flash_attention)
     if build:                        # a bad build or -fa is one error, not every model skipped
-        from ..engines.profile import get_engine
 
         get_engine(engine, hardware, version=engine_version, flash_attention=flash_attention)
     specs = [get_model(m) if isinstance(m, str) else m for m in (models or model_ids())]
@@ -344,8 +331,6 @@ def rank_models(hardware, *, context: int = DEFAULT_FIT_CONTEXT, prompt: int = 5
 
     cheap, guess = _memory_check(hardware, engine, ctx_of, prompt) if gpus == 1 else (None, None)
     floor = _floor_bits(min_quality, allow_low_bits, formats)
-    from ..engines.compat import supported_formats as runs_on_device
-    from ..engines.default_format import released_format
 
     runnable = set(runs_on_device(engine, hardware))
     rows = []
@@ -379,7 +364,6 @@ def _floor_bits(min_quality, allow_low_bits, formats) -> float:
         return 0.0
     if min_quality is None:
         return QUALITY_FLOOR_BITS
-    from ..quant.schemes import canonical
 
     q = canonical(min_quality)
     if q not in formats:

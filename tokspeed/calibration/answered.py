@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from ..scale.parallel import row_split_prefill
+from ..stats import percentile
+from .evaluate import error_pct, metric_tok_s, predicted, predicted_tok_s, stated_band_pct
+
 # a row's ``skip`` text -> the group it falls in (what would have to be added to answer it)
 SKIP_GROUPS = (("model not in catalog", "model"), ("quant ", "quant"), ("engine ", "engine"),
                ("no FP16 peak", "device"), ("prompt length unstated", "workload"))
@@ -28,8 +32,6 @@ def why_unanswered(row) -> tuple[str, str] | None:
             if skip.startswith(prefix):
                 return group, _detail(group, row, skip)
         return "other", skip
-    from ..scale.parallel import row_split_prefill
-    from .evaluate import predicted_tok_s
 
     if row_split_prefill(row.engine, row.parallel, row.n_devices, row.metric):
         return "parallel", ROW_SPLIT_DETAIL    # predict says so in its warnings (``ROW_SPLIT_PREFILL``)
@@ -79,8 +81,6 @@ def report(rows) -> str:
 def user_view(rows) -> list[dict]:
     """Every answered row as a user gets it (the shipped fit, the band its answer states): backend, vendor, metric,
     signed % error, the stated band in %, whether the measurement lies inside it."""
-    from .evaluate import error_pct, metric_tok_s, predicted, stated_band_pct
-
     out = []
     for row in rows:
         if why_unanswered(row):
@@ -96,8 +96,6 @@ def user_view(rows) -> list[dict]:
 def user_table(view) -> str:
     """Markdown: per backend and metric, answered rows, median / p90 |error| %, signed median, band coverage and the
     median stated band."""
-    from ..stats import percentile
-
     lines = ["| backend | metric | answered | median / p90 abs error % | signed median % | inside the stated band | "
              "median band |", "|---|---|---|---|---|---|---|"]
     keys = sorted({(v["engine"], v["kind"]) for v in view}) + [("all", "decode"), ("all", "prefill")]

@@ -3,6 +3,9 @@ exactly as a user would call it, with each row's own prompt, gen, context depth 
 
 from __future__ import annotations
 
+from ..engines.profile import get_engine
+from ..predict import predict
+
 
 
 def answer_kwargs(row) -> dict:
@@ -17,9 +20,6 @@ def answer_kwargs(row) -> dict:
 def predicted(row, engine=None):
     """``predict``'s answer for this row. ``engine``: a name or EngineProfile (default: the row's engine as shipped
     for the row's era, i.e. priors overlaid with fitted.toml)."""
-    from ..engines.profile import get_engine
-    from ..predict import predict
-
     engine = engine or get_engine(row.engine, row.hw, version=row.era or None)
     return predict(row.model, row.hw, quant=row.quant, engine=engine, prompt=row.prompt,
                    gen=row.gen if row.kind == "decode" else 0, context=row.context, batch=row.batch,

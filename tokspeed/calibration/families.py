@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..errors import UserError
 from ..hardware.arch import validation_family
+from ..hardware.arch_names import infer_arch
+from ..hardware.catalog import get_hardware
 
 def device_family(name: str, vendor: str) -> str:
     """Family of a device: ``NVIDIA Ampere``, ``Apple M2``, ``AMD``... (``<vendor> other`` if unknown)."""
@@ -26,10 +29,6 @@ def device_family(name: str, vendor: str) -> str:
 @lru_cache(maxsize=1024)
 def _arch(name: str, vendor: str) -> str | None:
     """The ``arch`` of the catalog device called ``name``, else the one the name implies."""
-    from ..errors import UserError
-    from ..hardware.arch_names import infer_arch
-    from ..hardware.catalog import get_hardware
-
     try:
         hw = get_hardware(name)
     except UserError:

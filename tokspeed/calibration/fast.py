@@ -18,9 +18,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..engines.compat import unmodelled_kernels
 from ..engines.kernel_cost import driver_launch_s
+from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
+from ..engines.profile import prior_profile
 from ..engines.rates import BOARD_POWER, CAP_SHARPNESS, INT8_KERNELS, MMQ_BOUND, compute_rate
 from ..engines.rates_stream import stream_bytes_s
+from ..ledger import forward_ops
+from ..predict import decode_steps
+from ..quant.format_key import format_key
+from ..quant.kv import kv_bytes
+from ..quant.schemes import scheme_for
+from ..resolve import resolve_model
 from ..workload import Workload
 
 
@@ -52,9 +61,6 @@ class RowSet:
 
 
 def _passes(row, spec, storage, kvb):
-    from ..ledger import forward_ops
-    from ..predict import decode_steps
-
     if row.kind == "decode":
         steps = decode_steps(row.context, row.prompt, max(row.gen, 1))
         wsum = sum(w for _, w in steps)
@@ -69,14 +75,6 @@ def _passes(row, spec, storage, kvb):
 
 def build(rows, kv_dtype: str = "f16") -> RowSet:
     """Flatten the ledgers of ``rows`` (scorable CalibrationRows)."""
-    from ..engines.compat import unmodelled_kernels
-    from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
-    from ..engines.profile import prior_profile
-    from ..quant.format_key import format_key
-    from ..resolve import resolve_model
-    from ..quant.kv import kv_bytes
-    from ..quant.schemes import scheme_for
-
     kvb = kv_bytes(kv_dtype)
     P = {k: [] for k in ("row", "w", "kern", "tok")}
     O = {k: [] for k in ("pass", "row", "flops", "key", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe", "f16")}

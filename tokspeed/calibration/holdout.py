@@ -24,8 +24,14 @@ import math
 from collections import Counter
 from functools import lru_cache
 
+from ..engines.compat import runtime_of
+from ..engines.profile import prior_profile
+from ..quant.format_key import format_group
+from ..resolve import resolve_model
+from ..scale.parallel import row_split_prefill
 from ..stats import percentile, weighted_percentile
 from ..toml_writer import dumps, sig6
+from .evaluate import error_pct, predicted_tok_s
 
 KINDS = ("decode", "prefill")
 MIN_ROWS = 10        # below this many held-out rows a p90 means little
@@ -113,17 +119,12 @@ def factors(results) -> dict:
 
 @lru_cache(maxsize=None)
 def is_moe(model: str) -> bool:
-    from ..resolve import resolve_model
-
     return bool(resolve_model(model)[0].n_experts)
 
 
 def multi_device_errors(res, rows) -> tuple[list, list]:
     """The backend's multi-device rows (held out: the fit is single-device) and the signed % error of the fitted
     profile on them, as predict lays them out (row-split prefill is not modelled and left out)."""
-    from .evaluate import error_pct, predicted_tok_s
-    from ..scale.parallel import row_split_prefill
-
     prof = res["profile"]
     out_rows, errs = [], []
     for r in rows:
@@ -140,8 +141,6 @@ def multi_device_errors(res, rows) -> tuple[list, list]:
 
 def unfitted_engine(engine: str, rows) -> dict:
     """A llama.cpp-family engine without a fit (its priors, as a user gets them): its rows' errors."""
-    from .evaluate import error_pct, predicted_tok_s
-
     ok, errs = [], []
     for r in rows:
         try:
@@ -183,9 +182,6 @@ def held_out_tables(results) -> str:
 def band_results(results, rows, band) -> list[dict]:
     """The llama.cpp-family engines for the bands: the fitted backends with their bands and multi-device rows, and
     every engine of the rows without a fit (its priors). ``band(res, kind, prior_pct)``: the fit's band recipe."""
-    from ..engines.compat import runtime_of
-    from ..engines.profile import prior_profile
-
     llama = [res for res in results if res["engine"].startswith("llama.cpp")]
     for res in llama:
         prior = prior_profile(res["engine"])
@@ -222,8 +218,6 @@ HEADER = """# Written by scripts/fit_calibration.py: do not edit by hand (tokspe
 
 def bands_data(results) -> dict:
     """The content of ``tokspeed/engines/bands.toml`` (``tokspeed.toml_writer`` writes it)."""
-    from ..quant.format_key import format_group
-
     pooled = factors(results)
     data = {"terms": {k: {t: round(v[k], 2) for t, v in pooled.items() if v[k] is not None} for k in KINDS}}
     for res in results:

@@ -17,7 +17,17 @@ from pathlib import Path
 from ..engines.backends import backend_view
 from ..engines.compat import engine_key
 from ..engines.cpu import note_threads, with_numa, with_threads
+from ..engines.driver import VENDOR_OS, entry, resolve
+from ..engines.eras import era_family, era_of
+from ..engines.memory import memory_class
+from ..engines.profile import ENGINES
+from ..errors import UserError
+from ..hardware.catalog import get_hardware
+from ..hardware.match import closest_device
 from ..hardware.spec import Hardware
+from ..models.catalog import resolve_id
+from ..quant.dynamic import split_size
+from ..quant.schemes import canonical, scheme_for
 from ..workload import NBATCH, UBATCH
 from .families import device_family
 
@@ -110,8 +120,6 @@ def row_hardware(r: dict) -> Hardware:
     with its derivation in the catalog), so its prefill is scored. What the CSV has no column for comes from the
     catalog (``CATALOG_FIELDS``): the FP32 figure (cores x clock), board power, the GeForce flag, and a SoC's or CPU's
     view for a CPU engine -- the bandwidth its CPU cluster reaches, its SIMD FP32 and int8 figures, its threads."""
-    from ..engines.memory import memory_class
-
     known = {f: _catalog_value(r, f) for f in CATALOG_FIELDS}
     # the device's kind is the catalog's: an Apple SoC run CPU-only (a row's hardware_kind "cpu") is still a SoC,
     # whose CPU cluster (``Hardware.cpu_cluster``: its bandwidth and SIMD figures) the CPU engine runs on
@@ -159,8 +167,6 @@ NOTE_OSES = (("windows", r"\bWindows\b(?!/)"), ("linux", r"(?<!/)\bLinux\b|\bFed
 def with_row_driver(hw: Hardware, note: str) -> Hardware:
     """``hw`` with the driver and OS a row's note names ("Vulkan RADV (Mesa)", "Vulkan AMDVLK", "ROCm 7.1.1",
     "Windows"), where they fit the device's vendor ("Windows/Linux driver not stated" names neither)."""
-    from ..engines.driver import VENDOR_OS, entry
-
     os_name = next((o for o, pat in NOTE_OSES if re.search(pat, note or "")), "")
     if VENDOR_OS.get((hw.vendor or "").lower(), os_name) != os_name:   # a table's "Linux" over a Mac's row
         os_name = ""
@@ -185,9 +191,6 @@ def note_option(pattern: re.Pattern, note: str, default):
 
 def row_driver(engine: str, hw: Hardware) -> str:
     """The driver a row's backend ran under (``tokspeed.engines.driver.resolve``), "" where it has no choice."""
-    from ..engines.driver import resolve
-    from ..errors import UserError
-
     try:
         d = resolve(engine, hw)
     except UserError:               # a driver its note names that the row's backend does not use
@@ -198,8 +201,6 @@ def row_driver(engine: str, hw: Hardware) -> str:
 def row_era(engine: str, date: str, build: str) -> str:
     """The engine era of a row: from its date, else its build number, else "" (and "" for engines
     without eras)."""
-    from ..engines.eras import era_family, era_of
-
     if not era_family(engine):
         return ""
     m = re.match(r"\s*(\d+)\b", build.split("(")[-1]) if build else None
@@ -221,10 +222,6 @@ def _catalog_value(r: dict, field: str):
 
 @lru_cache(maxsize=4096)      # called once per field per row: a catalog scan per distinct device
 def _row_device(name: str, bandwidth_gbps: float, memory_gb: float):
-    from ..errors import UserError
-    from ..hardware.catalog import get_hardware
-    from ..hardware.match import closest_device
-
     try:
         return get_hardware(name)
     except UserError:
@@ -233,8 +230,6 @@ def _row_device(name: str, bandwidth_gbps: float, memory_gb: float):
 
 def map_quant(text: str) -> str:
     """``INT8 (weight-only)`` -> ``INT8``; other names through ``tokspeed.quant.schemes.canonical``."""
-    from ..quant.schemes import canonical
-
     return canonical(re.sub(r"\s*\(weight-only\)\s*$", "", text.strip(), flags=re.I))
 
 
@@ -246,11 +241,6 @@ def sized_quant(quant: str, model_bytes: str) -> str:
 
 
 def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
-    from ..models.catalog import resolve_id
-    from ..quant.dynamic import split_size
-    from ..quant.schemes import scheme_for
-    from ..engines.profile import ENGINES
-
     for flag in row_flags(r["flags"]):
         if flag in SKIP_FLAGS:
             return flag
@@ -284,8 +274,6 @@ def row_flags(text: str) -> list[str]:
 def _model_id(name: str) -> str:
     """The catalog id of a row's model ("meta-llama/Llama-3.1-8B-Instruct", "Qwen2.5-7B-Instruct-AWQ": the row's quant
     column gives the format), else the name as given."""
-    from ..models.catalog import resolve_id
-
     return resolve_id(name, packaging=True) or name.strip()
 
 

@@ -14,6 +14,23 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..guard.limits import MIN_RATE_RPS  # one request per 100 s: slower is not a load test
+import json
+import time
+from ..extras import require
+from ..guard.outputs import check_outputs
+from ..hardware.catalog import get_hardware
+from ..serverbench.apis import endpoint_url
+from ..serverbench.bench import BenchConfig, run_bench
+from ..serverbench.bench import attach_prediction
+from ..serverbench.bench import write_outputs
+from ..serverbench.compare_runs import compare_runs
+from ..serverbench.record import REQUESTS
+from ..serverbench.record import RUN_FILES
+from ..serverbench.record import read_jsonl, write_summary
+from ..serverbench.report import print_summary
+from ..serverbench.summary import summarize
+from ..serverbench.workload import parse_dist
+from ..userfile import path_kind
 
 # Safety caps (policy, not physics): a typo must not start an hours-long flood. Larger values are
 # capped and the run says so on stderr.
@@ -118,8 +135,6 @@ def add_parser(sub):
 
 def require_httpx() -> None:
     """bench-server needs the ``server`` extra; say so before any file is written."""
-    from ..extras import require
-
     require("server", "httpx", what="bench-server")
 
 
@@ -128,13 +143,10 @@ def run(args) -> int:
         return _foreign(_compare, args, "--compare")
     if args.summarize:
         return _foreign(_resummarize, args, "--summarize")
-    from ..serverbench.bench import BenchConfig, run_bench
 
     cfg = _config(args, BenchConfig)
     require_httpx()
     if cfg.ray:
-        from ..extras import require
-
         require("distributed", "ray", what="bench-server --ray")
     summary, interrupted = run_bench(cfg)
     _print(summary, args)
@@ -161,10 +173,6 @@ def _dead_workers(summary: dict) -> bool:
 
 
 def _resummarize(args) -> int:
-    from ..serverbench.bench import attach_prediction
-    from ..serverbench.record import read_jsonl, write_summary
-    from ..serverbench.summary import summarize
-
     log = read_jsonl(args.summarize)
     run_info, bad = log.run, log.unreadable
     end = log.end or {}
@@ -181,7 +189,6 @@ def _resummarize(args) -> int:
         pm = args.predict_model or run_info.get("predict_model") or run_info.get("model")
         attach_prediction(summary, pm, hw, args.quant or run_info.get("quant"), args.engine or run_info.get("engine"),
                           log.requests)
-    from ..serverbench.bench import write_outputs
 
     d = args.summarize if os.path.isdir(args.summarize) else os.path.dirname(args.summarize)
     write_summary(d, summary)
@@ -223,8 +230,6 @@ def _window(args) -> dict | None:
 
 
 def _compare(args) -> int:
-    from ..serverbench.compare_runs import compare_runs
-
     out = compare_runs(args.compare, args.output)
     sys.stderr.write(f"tokspeed: wrote {out}\n")
     return 0
@@ -270,11 +275,7 @@ def _ray(args, workers: int) -> tuple[str | None, int | None]:
 def check_out_dir(out_dir: str) -> None:
     """-o must be a directory (new or existing) without a run in it, in a place we can write: checked
     before any file is created."""
-    from pathlib import Path
 
-    from ..serverbench.record import REQUESTS
-
-    from ..userfile import path_kind
 
     p = Path(out_dir)
     kind = path_kind(p, "-o")                 # a FIFO, a loop, a name too long or a NUL: one line
@@ -283,8 +284,6 @@ def check_out_dir(out_dir: str) -> None:
     if kind == "dir" and path_kind(p / REQUESTS, REQUESTS) == "file" and (p / REQUESTS).stat().st_size > 0:
         raise UserError(f"{p / REQUESTS} already exists",
                         f"choose another -o, or rebuild its summary with `tokspeed bench-server --summarize {p}`")
-    from ..guard.outputs import check_outputs
-    from ..serverbench.record import RUN_FILES
 
     check_outputs(p, RUN_FILES, "run directory")
 
@@ -297,10 +296,6 @@ def _capped(value, cap, what, notes):
 
 
 def _config(args, BenchConfig):
-    import time
-
-    from ..serverbench.apis import endpoint_url
-    from ..serverbench.workload import parse_dist
 
     if not args.url:
         raise UserError("bench-server needs the server URL", "e.g. tokspeed bench-server http://127.0.0.1:8000 --model NAME")
@@ -363,8 +358,6 @@ def _config(args, BenchConfig):
         if args.shared_prefix > MAX_PROMPT_TOKENS:
             raise UserError(f"--shared-prefix {args.shared_prefix} is above the cap {MAX_PROMPT_TOKENS}")
     if args.hardware:
-        from ..hardware.catalog import get_hardware
-
         get_hardware(args.hardware)  # a bad name fails now, not after the run
     workers = _workers(args.workers)
     ray, ray_actors = _ray(args, workers)
@@ -399,11 +392,8 @@ def _config(args, BenchConfig):
 
 
 def _print(summary: dict, args) -> None:
-    import json
-
     if args.json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
         return
-    from ..serverbench.report import print_summary
 
     print_summary(summary)

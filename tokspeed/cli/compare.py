@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from ..advise.alternatives import ways_to_run
 from ..errors import UserError
-from .options import (add_engine_build_options, add_model_options, add_plot_option, add_run_options,
-                      add_scale_options, check_plot, engine_build_kwargs, print_json, scale_kwargs)
+from ..hardware.catalog import get_hardware
+from ..plots.verbs import plot_compare
+from ..predict import predict
+from ..report.console import make_console
+from ..report.text import FitTable, markup_safe, styled
+from ..units import fmt_bytes, fmt_rate, fmt_seconds
+from .options import (
+    add_engine_build_options, add_model_options, add_plot_option, add_run_options, add_scale_options, check_plot,
+    engine_build_kwargs, print_json, scale_kwargs,
+)
 
 
 def add_parser(sub):
@@ -23,9 +32,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..hardware.catalog import get_hardware
-    from ..predict import predict
-
     check_plot(args)
     hws = [h.strip() for h in args.hardware.split(",") if h.strip()]
     quants = ([q.strip() for q in args.quant.split(",") if q.strip()] if args.quant else []) or [None]
@@ -39,15 +45,10 @@ def run(args) -> int:
                                 prompt=args.prompt, gen=args.gen, context=args.context, batch=args.batch,
                                 **engine_build_kwargs(args), **scale_kwargs(args)))
     if args.plot:
-        from ..plots.verbs import plot_compare
-
         plot_compare(rows, args.plot)
     if args.json:
         print_json([r.to_dict() for r in rows])
         return 0
-    from ..report.console import make_console
-    from ..report.text import FitTable, styled
-    from ..units import fmt_bytes, fmt_rate, fmt_seconds
 
     con = make_console()
     t = FitTable(title=f"{rows[0].model}: context {args.context:,} + prompt {args.prompt:,} + gen {args.gen:,}, "
@@ -78,9 +79,6 @@ def run(args) -> int:
 
 def render_misfit_ways(con, args, misfits) -> None:
     """For each setup that does not fit, its ways to run (``tokspeed.advise.alternatives``), on one line each."""
-    from ..advise.alternatives import ways_to_run
-    from ..report.text import markup_safe
-
     con.print("[bold]ways to run what does not fit[/] (each predicted):")
     for r in misfits:
         ways = ways_to_run(args.model, r.hw, quant=r.quant, kv_dtype=args.kv_dtype, engine=args.engine,

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import math
 
+from rich.table import Table
+
+from ..errors import UserError
+from ..guard.console import safe_console
+from ..guard.escape import markup
+from ..measure.run_file import read_run
 from .options import print_json
 
 
@@ -47,12 +53,6 @@ def _label(run: dict) -> str:
 
 
 def run(args) -> int:
-    from ..guard.console import safe_console
-    from rich.table import Table
-
-    from ..errors import UserError
-    from ..guard.escape import markup
-    from ..measure.run_file import read_run
 
     if len(args.runs) < 2:
         raise UserError("compare-runs needs at least two run files")

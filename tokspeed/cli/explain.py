@@ -4,8 +4,22 @@ per GPU by kernel family and where TTFT and TPOT go (``serving.step_explain``)."
 
 from __future__ import annotations
 
-from .options import (add_engine_build_options, add_hardware_options, add_model_options, engine_build_kwargs,
-                      note_driver, positive_int, print_json, resolve_hardware)
+from ..errors import UserError
+from ..explain import explain
+from ..plots import check_path, measured_figure, save, stages_figure
+from ..report.console import make_console
+from ..report.explain_table import render_explanation
+from ..report.predict_table import render_ways
+from ..report.serving_explain import render_serving_explanation
+from ..serving.run import Load
+from ..serving.step_explain import explain_serving
+from ..serving.worker import Parallelism
+from ..serving_api import make_setup
+from .options import (
+    add_engine_build_options, add_hardware_options, add_model_options, engine_build_kwargs, note_driver, positive_int,
+    print_json, resolve_hardware,
+)
+from .serve import parse_disagg, parse_layout
 
 
 def add_parser(sub):
@@ -45,12 +59,6 @@ SERVING_FLAGS = ("gpus", "parallel", "disagg", "concurrency", "rate", "replicas"
 
 def _serving(args) -> int:
     """The serving step of a layout (``serving.step_explain``)."""
-    from ..errors import UserError
-    from ..serving.run import Load
-    from ..serving.step_explain import explain_serving
-    from ..serving_api import make_setup
-    from .serve import parse_disagg, parse_layout
-
     if args.prefill or args.measured or args.plot:
         raise UserError("--prefill, --measured and --plot explain one token, not a serving step",
                         "drop them, or drop --gpus/--parallel/--disagg/--concurrency")
@@ -63,8 +71,6 @@ def _serving(args) -> int:
         raise UserError("--disagg takes only tp from --parallel")
     used = dis.gpus if dis else (par.gpus if par else 1)
     if par is None and dis is None:
-        from ..serving.worker import Parallelism
-
         par = Parallelism(tp=args.gpus or 1)
         used = par.gpus
     replicas = 1 if dis else (args.replicas or max(1, (args.gpus or used) // used))
@@ -84,24 +90,16 @@ def _serving(args) -> int:
     if args.json:
         print_json(expl.to_dict())
     else:
-        from ..report.console import make_console
-        from ..report.serving_explain import render_serving_explanation
-
         render_serving_explanation(expl, make_console())
     return 0
 
 
 def run(args) -> int:
-    from ..errors import UserError
-    from ..explain import explain
-
     if args.batch < 1:
         raise UserError("--batch must be at least 1")
     if any(getattr(args, k) is not None for k in SERVING_FLAGS):
         return _serving(args)
     if args.plot:
-        from ..plots import check_path
-
         check_path(args.plot)
     hw = resolve_hardware(args)
     expl = explain(args.model, hw, prefill=args.prefill, context=args.context, batch=args.batch, quant=args.quant,
@@ -110,17 +108,11 @@ def run(args) -> int:
     if args.json:
         print_json(expl.to_dict())
     else:
-        from ..report.console import make_console
-        from ..report.explain_table import render_explanation
-        from ..report.predict_table import render_ways
-
         con = make_console()
         render_explanation(expl, con)
         render_ways(con, expl.prediction, args.model, quant=args.quant, kv_dtype=args.kv_dtype, engine=args.engine,
                     prompt=args.prefill, gen=1, context=args.context, batch=args.batch, **engine_build_kwargs(args))
     if args.plot:
-        from ..plots import measured_figure, save, stages_figure
-
         m = expl.measured
         if m is not None and m.comparison:     # a `tokspeed measure` run: blocks, measured beside predicted
             pairs = [{"label": r["block"], "predicted": r["predicted_s"] * 1e3, "measured": r["measured_s"] * 1e3}

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import sys
 
-from ..advise.runs_here import DEFAULT_FIT_CONTEXT
+from ..advise.runs_here import DEFAULT_FIT_CONTEXT, rank_models
+from ..engines.profile import get_engine
+from ..errors import UserError
 from ..models import window
-from .options import (add_engine_build_options, add_engine_option, add_hardware_options, engine_build_kwargs,
-                      note_driver, number, positive_int, print_json, resolve_hardware)
+from ..report.console import make_console
+from ..report.text import FitTable, styled
+from ..units import fmt_bytes, fmt_seconds
+from .options import (
+    add_engine_build_options, add_engine_option, add_hardware_options, engine_build_kwargs, note_driver, number,
+    positive_int, print_json, resolve_hardware,
+)
 
 RULE = ("Ranking: models that fit in memory at --context and decode at least --min-tok-s come first, "
         "largest parameter count first, then fastest expected decode; then models that fit but are slower; "
@@ -61,15 +68,11 @@ def _fmt_tok(x):
 
 
 def run(args) -> int:
-    from ..errors import UserError
-    from ..advise.runs_here import rank_models
-
     if args.min_tok_s is not None and args.min_tok_s <= 0:
         raise UserError("--min-tok-s must be positive")
     if args.top == 0:
         raise UserError("--top must be at least 1")
     hw = resolve_hardware(args)
-    from ..engines.profile import get_engine
 
     prof = get_engine(args.engine, hw)      # the backend's driver on this device: checked and said once
     note_driver(prof.driver, prof.driver_assumed)
@@ -89,9 +92,6 @@ def run(args) -> int:
     if not rows:
         sys.stderr.write("tokspeed: no catalog model matches these filters\n")
         return 0
-    from ..report.console import make_console
-    from ..report.text import FitTable, styled
-    from ..units import fmt_bytes, fmt_seconds
 
     gpus = f"{args.gpus} x " if (args.gpus or 1) > 1 else ""
     ctx = (f"context {DEFAULT_FIT_CONTEXT:,} (or the model's window)" if args.context is None

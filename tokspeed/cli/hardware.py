@@ -7,6 +7,13 @@ sources included; any other FILTER keeps the devices whose id, name, vendor or a
 from __future__ import annotations
 
 from ..errors import UserError
+from ..hardware.catalog import get_hardware, lookup_hardware
+from ..hardware.devices import all_hardware
+from ..hardware.links import all_links, get_link
+from ..hardware.names import name_key
+from ..report.console import make_console
+from ..report.text import FitTable
+from ..units import fmt_bytes
 from .options import print_json
 
 KINDS = ("gpu", "soc", "cpu", "accelerator")
@@ -23,10 +30,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..hardware.catalog import get_hardware, lookup_hardware
-    from ..hardware.devices import all_hardware
-    from ..hardware.names import name_key
-
     if args.links:
         return _links(args)
     if args.filter:
@@ -60,9 +63,6 @@ def _n(v) -> str:
 
 
 def _table(devices) -> None:
-    from ..report.console import make_console
-    from ..report.text import FitTable
-
     t = FitTable(title=f"{len(devices)} devices: vendor peaks. GiB = memory as labelled (a label's GB is GiB); "
                        "BW = memory GB/s; FP16/FP8 dense TFLOPS (FP32 accumulate); INT8 dense TOPS; "
                        "host = host link GB/s per direction; W = TDP; — = not published")
@@ -87,9 +87,6 @@ def _one(hw, as_json: bool) -> int:
     if as_json:
         print_json(d)
         return 0
-    from ..report.console import make_console
-    from ..report.text import FitTable
-    from ..units import fmt_bytes
 
     t = FitTable(show_header=False, title=f"{hw.id}: {hw.name}")
     t.column("field", style="bold", min_width=20).column("value", min_width=30)
@@ -107,15 +104,11 @@ def _one(hw, as_json: bool) -> int:
 
 
 def _links(args) -> int:
-    from ..hardware.links import all_links, get_link
-
     links = all_links()
     if args.filter:
         try:
             links = [get_link(args.filter)]
         except UserError:
-            from ..hardware.names import name_key
-
             key = name_key(args.filter)
             links = [l for l in links if any(key in name_key(s) for s in (l.id, l.name, *l.aliases))]
             if not links:
@@ -123,8 +116,6 @@ def _links(args) -> int:
     if args.json:
         print_json([l.to_dict() for l in links])
         return 0
-    from ..report.console import make_console
-    from ..report.text import FitTable
 
     t = FitTable(title="interconnects (per direction = payload one way; vendors print the bidirectional sum)")
     for col in ("id", "name", "GB/s per direction", "GB/s bidirectional", "year"):

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+from rich.table import Table
+
+from ..errors import UserError
+from ..files.footprint import footprint
+from ..files.loader import open_model_file
+from ..guard.console import safe_console
+from ..report.text import markup_safe
+from ..units import fmt_bytes
 from .options import add_kv_dtype_option, print_json
 
 LABELS = {"embedding": "token embedding", "attention": "attention", "ffn": "FFN (dense)",
@@ -19,9 +27,6 @@ def add_parser(sub):
 
 def run(args) -> int:
 
-    from ..errors import UserError
-    from ..files.footprint import footprint
-    from ..files.loader import open_model_file
 
     mf = open_model_file(args.file)
     if mf is None or mf.storage is None:
@@ -36,11 +41,6 @@ def run(args) -> int:
 
 
 def _print(fp: dict) -> None:
-    from ..guard.console import safe_console
-    from rich.table import Table
-
-    from ..report.text import markup_safe
-    from ..units import fmt_bytes
 
     con = safe_console()
     s = fp["shape"]

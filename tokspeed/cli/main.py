@@ -1,7 +1,7 @@
 """Entry point: builds the parser from one module per verb and turns user errors into one line + exit 2.
 
-Each verb module defines ``add_parser(subparsers)`` and ``run(args) -> int``, and imports
-anything heavy inside ``run`` so that ``tokspeed predict`` starts fast.
+Each verb module defines ``add_parser(subparsers)`` and ``run(args) -> int``; only the verb named on the
+command line is imported (see ``build_parser``), so ``tokspeed predict`` loads what predict needs and no more.
 """
 
 from __future__ import annotations
@@ -10,9 +10,13 @@ import argparse
 import errno
 import importlib
 import sys
+import textwrap
 
+from .. import __version__
 from ..errors import UserError
+from ..guard.escape import line
 from ..report.text import wrapped
+from .flag_words import cli_message
 
 # verb -> module under tokspeed.cli
 COMMANDS = {
@@ -39,8 +43,6 @@ COMMANDS = {
 def one_line(text: str) -> str:
     """An error made of data stays one line: control characters (a newline, ESC) and bidirectional
     overrides shown escaped, known secrets masked (the terminal is a writer: guard.redact)."""
-    from ..guard.escape import line
-
     return line(text)
 
 
@@ -48,13 +50,9 @@ class WholeWordsHelp(argparse.HelpFormatter):
     """Help text wrapped at word boundaries only: an id with a hyphen (lm-studio, llama.cpp-rocm) stays whole."""
 
     def _split_lines(self, text, width):
-        import textwrap
-
         return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
 
     def _fill_text(self, text, width, indent):
-        import textwrap
-
         return textwrap.fill(" ".join(text.split()), width, initial_indent=indent, subsequent_indent=indent,
                              break_on_hyphens=False, break_long_words=False)
 
@@ -72,13 +70,29 @@ class OneLineParser(argparse.ArgumentParser):
         sys.exit(2)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="tokspeed", description="Predict, measure and explain the cost of one LLM token.")
-    from .. import __version__
+def _verb_of(argv) -> str | None:
+    """The verb named on the command line (the first word that is not an option), if it is one of ours."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with ``only``, that verb's module alone is imported and builds its options, the others stand
+    as names.
+
+    Start-up time is why: a verb module imports what its ``run`` needs at its top, so importing all of them
+    would load the whole package for ``tokspeed predict``. Without a verb (``tokspeed --help``) every module is
+    imported to list its help line.
+    """
+    parser = OneLineParser(prog="tokspeed", description="Predict, measure and explain the cost of one LLM token.")
     parser.add_argument("--version", action="version", version=f"tokspeed {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for verb, mod in COMMANDS.items():
+        if only is not None and verb != only:
+            sub.add_parser(verb)
+            continue
         module = importlib.import_module(f"tokspeed.cli.{mod}")
         p = module.add_parser(sub)
         p.set_defaults(_run=module.run)
@@ -86,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
+    parser = build_parser(_verb_of(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help(sys.stderr)
@@ -94,8 +108,6 @@ def main(argv=None) -> int:
     try:
         return int(args._run(args) or 0)
     except UserError as e:
-        from .flag_words import cli_message
-
         sys.stderr.write(wrapped(f"tokspeed: error: {one_line(cli_message(e, parser))}") + "\n")
         return 2
     except KeyboardInterrupt:

@@ -4,10 +4,24 @@ FILE`: a llama-bench run's tests next to their predictions, and with `--calibrat
 from __future__ import annotations
 
 import os
+import re
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..errors import UserError
+from ..guard.console import safe_console
+from ..guard.escape import markup
+from ..measure.backend_torch import check_device, check_quant
+from ..measure.bench_compare import calibrate_from, compare
+from ..measure.calibrate import load_calibration
+from ..measure.llama_bench import read_bench
+from ..measure.profile import read_profile
+from ..measure.run_file import write_run
+from ..measure.runner import MeasureOptions, add_predictions, calibrate_run, finished, measure, resolve_hardware
+from ..plots.verbs import plot_run
 from ..quant.format_table import torch_default, torch_dtypes
+from ..report.text import FitTable, one_line
+from ..userfile import check_writable
 from .options import add_plot_option, check_plot, count, counts, print_json
 
 
@@ -52,9 +66,6 @@ MAX_THREADS = 1024  # policy: more threads than any CPU offers (4 x the cores of
 
 
 def run(args) -> int:
-    from ..guard.escape import markup
-
-    from ..guard.console import safe_console
 
     err = safe_console(stderr=True)
     if args.from_file:
@@ -67,19 +78,15 @@ def run(args) -> int:
                         "give the number of cores, or leave it out")
     check_plot(args)
     if args.output:
-        from ..userfile import check_writable
-
         check_writable(args.output, "run file")
     if args.flash_attn == "on" and args.backend != "llama.cpp":
         raise UserError("--flash-attn applies to --backend llama.cpp", "drop it, or add --backend llama.cpp")
     # every argument checked before torch or llama.cpp is imported and before any model is loaded
     opts = _options(args)
     if args.backend == "torch":
-        from ..measure.backend_torch import check_device
-
         check_device(args.device)
         try:
-            import torch
+            import torch  # lazy: optional dependency (torch, the measure extra)
         except ImportError:
             raise UserError("the torch backend needs torch", "pip install 'tokspeed[measure]' (torch==2.13.0)") from None
         if args.threads:
@@ -87,13 +94,8 @@ def run(args) -> int:
     if args.text is not None:
         return _generate(args, err)
 
-    from ..measure.calibrate import load_calibration
-    from ..measure.profile import read_profile
-    from ..measure.run_file import write_run
-    from ..measure.runner import add_predictions, calibrate_run, finished, measure, resolve_hardware
 
     hw, profile_path = resolve_hardware(args.hardware)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     total = len(opts.contexts) * (len(opts.batches) if opts.backend == "torch" else 1) * opts.gen
     with Progress(TextColumn("[bold]measuring[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("decode steps"),
@@ -114,8 +116,6 @@ def run(args) -> int:
         path = write_run(out, args.output)
         err.print(f"run written to {markup(path)}")
     if args.plot:
-        from ..plots.verbs import plot_run
-
         err.print(f"chart written to {markup(plot_run(out, args.plot))}")
     for w in out["warnings"]:
         err.print(f"[yellow]warning:[/] {markup(w)}")
@@ -133,13 +133,8 @@ FLAGS = {"gen": "--gen", "contexts": "--context", "batches": "--batch", "prompt"
 def _options(args):
     """The run's options, checked (``MeasureOptions`` validates itself; its field names become flags here), and
     the rest of what ``measure`` needs: the torch format, the hardware profile, the model path or name."""
-    import re
-
-    from ..measure.runner import MeasureOptions, resolve_hardware
 
     if args.backend == "torch" and args.quant:
-        from ..measure.backend_torch import check_quant
-
         check_quant(args.quant)
     if args.text is not None:
         if args.gen < 1:
@@ -157,8 +152,6 @@ def _options(args):
 
 
 def print_run(run: dict, console) -> None:
-    from ..report.text import FitTable, one_line
-
     hw = run["hardware"]
     t = FitTable(title=one_line(f"{run['model']['id']} ({run['model']['source']}, {run['quant']}) · {run['backend']} "
                                 f"on {run['device']} · predicted for {hw['id']}"))
@@ -191,9 +184,6 @@ def print_run(run: dict, console) -> None:
 def _generate(args, err) -> int:
     """--text: stream generated tokens with their times, after the first step's top candidates (the model's
     text is printed as it is, never read as markup)."""
-    from ..guard.console import safe_console
-
-    from ..guard.escape import markup
 
     out = safe_console()
     events = []
@@ -212,12 +202,12 @@ def _generate(args, err) -> int:
             out.print(f"[bold]{markup(repr(ev['text']))}[/] (#{ev['id']}) [dim]{ev['ms']:.1f} ms[/]")
 
     if args.backend == "llama.cpp":
-        from ..measure.backend_llamacpp import generate_text, load_llama
+        from ..measure.backend_llamacpp import generate_text, load_llama  # lazy: optional dependency (llama_cpp, the llamacpp extra)
 
         lm = load_llama(args.model, 4096, flash_attention=args.flash_attn == "on")
         text = generate_text(lm, args.text, args.gen, emit)
     else:
-        from ..measure.backend_torch import generate_text, load_model
+        from ..measure.backend_torch import generate_text, load_model  # lazy: optional dependency (torch, the measure extra)
 
         lm = load_model(args.model, args.device, args.quant or torch_default(args.device),
                         max_seq=len(args.text.encode()) + args.gen + 8, max_batch=1, prompt=len(args.text.encode()))
@@ -233,10 +223,6 @@ def run_from(args, err, out) -> int:
     """``--from FILE``: a llama-bench run beside the predictions, and with ``--calibrate`` this machine calibrated on
     its decode tests (``tokspeed.measure.bench_compare``)."""
     # lazy, as the rest of this verb: every tokspeed call imports the cli modules (start-up time)
-    from ..guard.escape import markup
-    from ..measure.bench_compare import calibrate_from, compare
-    from ..measure.llama_bench import read_bench
-    from ..measure.runner import resolve_hardware
 
     _check_from(args)
     rows = read_bench(args.from_file)
@@ -270,8 +256,6 @@ def _as_dict(c) -> dict:
 
 
 def _table(compared, console) -> None:
-    from ..report.text import FitTable      # lazy: start-up time, as above
-
     t = FitTable(title="llama-bench measured beside predicted (tok/s)")
     for col, numeric, drop in (("test", True, 0), ("model", False, 0), ("quant", False, 2), ("backend", False, 3),
                                ("measured", True, 0), ("predicted", True, 0), ("error", True, 0)):

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
+from ..errors import did_you_mean
+from ..models.catalog import DATA, get_model, load_entry_raw, model_ids
 from ..models.markers import markers
+from ..report.console import make_console
+from ..report.text import FitTable
 from .options import print_json
 
 
@@ -33,16 +38,12 @@ def _repo(m) -> str:
 
 def _order(m):
     """Catalog order: by series (the id without a trailing size like -7b), then by size."""
-    import re
-
     series = re.sub(r"-\d+(\.\d+)?[bm]$", "", m.id)
     return (series, m.n_params)
 
 
 def matching(text: str):
     """(spec, aliases) for catalog entries whose id, name, family, aliases or markers contain TEXT."""
-    from ..models.catalog import DATA, get_model, load_entry_raw, model_ids
-
     key = text.strip().lower()
     out = []
     for m in sorted((get_model(mid) for mid in model_ids()), key=_order):
@@ -64,17 +65,12 @@ def to_json(m, aliases) -> dict:
 def run(args) -> int:
     rows = matching(args.filter)
     if not rows:
-        from ..errors import did_you_mean
-        from ..models.catalog import model_ids
-
         hint = did_you_mean(args.filter, model_ids())
         sys.stderr.write(f"tokspeed: no catalog model matches {args.filter!r}"
                          f"{' (' + hint + ')' if hint else ''}; `tokspeed models` lists them all\n")
     if args.json:
         print_json([to_json(m, a) for m, a in rows])
         return 0
-    from ..report.console import make_console
-    from ..report.text import FitTable
 
     t = FitTable(title=f"{len(rows)} model(s)")
     # catalog entries may say what a model is for (``use``) and name their Hugging Face repo (``hf_repo``)

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
 from ..engines.compat import default_why, engine_help
+from ..engines.cpu import with_numa, with_threads
+from ..engines.driver import on_driver
 from ..errors import UserError
+from ..extras import require
+from ..guard.redact import known
+from ..hardware.catalog import hardware_from_flags, lookup_hardware, with_memory, with_tflops
+from ..plots.canvas import check_path
 from ..quant.format_table import quant_help
-from ..units import parse_bytes, parse_count, parse_counts, parse_number
-from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, NBATCH, UBATCH
+from ..quant.kv import KV_BYTES
+from ..report.text import say
+from ..units import GIB, parse_bytes, parse_capacity, parse_count, parse_counts, parse_number
+from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, FLASH_ATTN, NBATCH, UBATCH, engine_build
 
 
 def _arg_type(parse, name: str):
@@ -76,8 +86,6 @@ def add_engine_option(p, default: str = DEFAULT_ENGINE, what: str = "engine the 
 
 def add_kv_dtype_option(p):
     """--kv-dtype: one set of choices (tokspeed.quant.kv.KV_BYTES); an engine that cannot run one says so."""
-    from ..quant.kv import KV_BYTES
-
     p.add_argument("--kv-dtype", default="f16", type=str.lower, choices=list(KV_BYTES), metavar="DTYPE",
                    help=f"KV-cache dtype: {' '.join(KV_BYTES)} (default f16: what every engine keeps unless told; "
                         "the engine's own limits are checked with the rest of the setup)")
@@ -142,8 +150,6 @@ def add_engine_build_options(p):
 
 
 def engine_build_kwargs(args) -> dict:
-    from ..workload import FLASH_ATTN, engine_build
-
     return engine_build(getattr(args, "engine_version", None), FLASH_ATTN[getattr(args, "flash_attn", "auto")])
 
 
@@ -174,22 +180,15 @@ def add_plot_option(p):
 def check_plot(args):
     """Fail on a bad --plot path before any work is done."""
     if getattr(args, "plot", None):
-        from ..extras import require
-        from ..plots.canvas import check_path
-
         require("plot", "matplotlib", what="--plot")
         check_path(args.plot)
 
 
 def resolve_hardware(args, name: str | None = None):
     """The device named by --hardware, or a custom one from --bandwidth/--memory, under --driver / --os."""
-    from ..engines.driver import on_driver
-
     hw = _device(args, name)
     numa = getattr(args, "numa", None)
     if numa and not any(d.startswith(f"numa {numa}") for d in hw.derived):
-        from ..report.text import say
-
         say(f"--numa {numa} changes nothing on {hw.id}: it spreads the weights over the sockets of a multi-socket "
             "CPU (a catalog CPU with more than one socket)", "note")
     return on_driver(hw, getattr(args, "driver", None), getattr(args, "os", None))
@@ -198,8 +197,6 @@ def resolve_hardware(args, name: str | None = None):
 def note_driver(driver: str | None, assumed: str | None) -> None:
     """The stderr note of a driver assumed (no --driver named), as the other assumed inputs have."""
     if driver and assumed:
-        from ..report.text import say
-
         say(f"driver assumed: {assumed}", "note")
 
 
@@ -208,8 +205,6 @@ def _device(args, name: str | None = None):
     name = name if name is not None else args.hardware
     if name and getattr(args, "memory", None) and not getattr(args, "bandwidth", None):
         # a catalog device with another memory size (a Mac of another configuration): --memory overrides it
-        from ..hardware.catalog import with_memory
-        from ..units import GIB, parse_capacity
 
         hw = _named_hardware(args, name)
         return with_memory(hw, parse_capacity(args.memory, what="memory") / GIB, f"--memory {args.memory}")
@@ -219,7 +214,6 @@ def _device(args, name: str | None = None):
                             "--memory alone overrides the memory of a --hardware device")
         if not (args.bandwidth and args.memory):
             raise UserError("a custom device needs both --bandwidth and --memory", "e.g. --bandwidth 1008GB/s --memory 24GB")
-        from ..hardware.catalog import hardware_from_flags
 
         return hardware_from_flags(args.bandwidth, args.memory, fp16_tflops=args.tflops or 0.0)
     if not name:
@@ -230,10 +224,6 @@ def _device(args, name: str | None = None):
 def _named_hardware(args, name):
     """The --hardware device (a note on stderr when the name was read loosely or was a shared name's default
     variant), with --tflops over the catalog's figure."""
-    from ..hardware.catalog import lookup_hardware, with_tflops
-    from ..engines.cpu import with_numa, with_threads
-    from ..report.text import say
-
     hw, note = lookup_hardware(name)
     if note:
         say(note, "note")
@@ -249,8 +239,6 @@ def predict_kwargs(args) -> dict:
 
 def dumps_json(obj, **kw) -> str:
     """The one JSON encoder of --json output: strict JSON, never NaN or Infinity (RFC 8259)."""
-    import json
-
     try:
         return json.dumps(obj, allow_nan=False, default=str, **kw)
     except ValueError:
@@ -259,8 +247,5 @@ def dumps_json(obj, **kw) -> str:
 
 
 def print_json(obj, **kw):
-    import sys
-
-    from ..guard.redact import known
 
     sys.stdout.write(known().text(dumps_json(obj, indent=2, **kw)) + "\n")   # the writer masks known secrets

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from ..advise.plan import load_prices, plan
+from ..engines.default_format import default_quant
+from ..errors import UserError
+from ..hardware.catalog import get_hardware
+from ..report.console import make_console
+from ..report.text import FitTable, markup_safe
+from ..resolve import resolve_model
+from ..units import fmt_bytes, fmt_rate
 from ..workload import DEFAULT_ENGINE
-from .options import (add_engine_build_options, add_engine_option, add_kv_dtype_option, engine_build_kwargs, number,
-                      positive_int, print_json)
+from .options import (
+    add_engine_build_options, add_engine_option, add_kv_dtype_option, engine_build_kwargs, number, positive_int,
+    print_json,
+)
 
 
 def add_parser(sub):
@@ -31,13 +41,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..errors import UserError
-    from ..advise.plan import load_prices, plan
-
     hws = None
     if args.hardware:
-        from ..hardware.catalog import get_hardware
-
         hws = [get_hardware(h.strip()) for h in args.hardware.split(",") if h.strip()]
     if args.users == 0 or args.batch == 0:
         raise UserError("--users and --batch must be at least 1")
@@ -51,17 +56,12 @@ def run(args) -> int:
         print_json({"model": args.model, "target_tok_s": args.target, "meeting": sum(o.meets for o in opts),
                     "tried": len(opts), "options": [o.to_dict() for o in shown]})
         return 0
-    from ..report.console import make_console
-    from ..report.text import FitTable, markup_safe
-    from ..units import fmt_bytes, fmt_rate
 
     con = make_console()
     who = f"{args.users} users" if args.users else f"batch {args.batch}"
-    from ..resolve import resolve_model
 
     spec = resolve_model(args.model)[0]
     if not args.quant:      # what predict assumes for this engine (a device without it may fall back to BF16)
-        from ..engines.default_format import default_quant
 
         fmt = f"{default_quant(spec, args.engine, None)[0]} (assumed)"
     else:

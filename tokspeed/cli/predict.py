@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-
+from ..errors import UserError
+from ..plots.verbs import plot_prediction
+from ..predict import predict
+from ..report.console import make_console
+from ..report.predict_table import render_prediction, render_ways
+from ..report.scale_table import render_scale
 from ..report.text import say
-from .options import (add_plot_option, add_predict_options, check_plot, note_driver, predict_kwargs, print_json,
-                      resolve_hardware)
+from ..serving_api import max_batch
+from .options import (
+    add_plot_option, add_predict_options, check_plot, note_driver, predict_kwargs, print_json, resolve_hardware,
+)
 
 
 def add_parser(sub):
@@ -19,20 +26,15 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..predict import predict
-    from ..report.predict_table import render_prediction
-
     check_plot(args)
     hw = resolve_hardware(args)
     kwargs = predict_kwargs(args)
     if kwargs["batch"] == "max":          # the engine's largest batch (tokspeed.serving.batch)
-        from ..serving_api import max_batch
 
         mb = max_batch(args.model, hw, kwargs["context"] + kwargs["prompt"] + kwargs["gen"],
                        **{k: kwargs[k] for k in ("quant", "kv_dtype", "engine", "gpus", "parallel")},
                        engine_version=kwargs.get("engine_version"), flash_attention=kwargs.get("flash_attention"))
         if mb["batch"] < 1:
-            from ..errors import UserError
             raise UserError(f"no sequence of {kwargs['context'] + kwargs['prompt'] + kwargs['gen']} tokens fits the "
                             "KV cache left after the weights", "use fewer tokens, more GPUs or a smaller --quant")
         kwargs["batch"] = mb["batch"]
@@ -45,16 +47,10 @@ def run(args) -> int:
     if args.json:
         print_json(pred.to_dict())
     else:
-        from ..report.console import make_console
-        from ..report.predict_table import render_ways
-        from ..report.scale_table import render_scale
-
         con = make_console()
         render_prediction(pred, con)
         render_scale(pred, con)
         render_ways(con, pred, args.model, **kwargs)
     if args.plot:
-        from ..plots.verbs import plot_prediction
-
         plot_prediction(pred, args.plot)
     return 0

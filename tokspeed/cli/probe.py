@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+from rich.table import Table
 
 from ..errors import UserError
+from ..guard.console import safe_console
+from ..guard.escape import markup
+from ..hardware.catalog import local_profile_path
+from ..measure.detect import detect
+from ..measure.probe_cpu import probe_cpu
+from ..measure.probe_gpu import probe_gpu
+from ..measure.profile import build_profile, write_profile
+from ..measure.stats import instability_warning
+from ..userfile import check_writable
 from .options import count, print_json
 
 
@@ -23,25 +33,15 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from ..hardware.catalog import local_profile_path
-    from ..guard.escape import markup
-    from ..userfile import check_writable
-
     # every argument checked before torch is imported (seconds) and anything is measured
     if args.repeats < 3:
         raise UserError(f"--repeats must be at least 3 to give a median and a spread, got {args.repeats}")
     check_writable(args.output or local_profile_path(), "profile")
     try:
-        import torch
+        import torch  # lazy: optional dependency (torch, the measure extra)
     except ImportError:
         raise UserError("`tokspeed probe` needs torch", "pip install 'tokspeed[measure]' (torch==2.13.0)") from None
-    from ..guard.console import safe_console
-    from rich.table import Table
 
-    from ..measure.detect import detect
-    from ..measure.probe_cpu import probe_cpu
-    from ..measure.profile import build_profile, write_profile
-    from ..measure.stats import instability_warning
 
     err = safe_console(stderr=True)
     machine = detect()
@@ -54,8 +54,6 @@ def run(args) -> int:
     with err.status("probing CPU memory bandwidth and FLOP/s ..."):
         results = probe_cpu(args.quick, args.repeats, machine.available_ram_bytes)
     if use_gpu:
-        from ..measure.probe_gpu import probe_gpu
-
         with err.status("probing the GPU ..."):
             results += probe_gpu(args.quick, args.repeats)
     profile = build_profile(machine, results, torch.get_num_threads())

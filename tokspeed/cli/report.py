@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
-from .options import (add_engine_build_options, add_hardware_options, add_model_options, add_run_options,
-                      engine_build_kwargs, positive_int, resolve_hardware)
+import sys
+from pathlib import Path
+
+from ..errors import UserError
+from ..extras import require
+from ..guard.outputs import check_output, write_file
+from ..report.html import render_report
+from .options import (
+    add_engine_build_options, add_hardware_options, add_model_options, add_run_options, engine_build_kwargs,
+    positive_int, resolve_hardware,
+)
 
 
 def add_parser(sub):
@@ -23,21 +32,14 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    import sys
-    from pathlib import Path
-
-    from ..errors import UserError
-    from ..extras import require
 
     require("plot", "matplotlib", what="report")
-    from ..report.html import render_report
 
     out = Path(args.output)
     if out.suffix.lower() not in (".html", ".htm"):
         raise UserError(f"the report is HTML: name it FILE.html, not {args.output!r}")
     if not out.parent.exists():
         raise UserError(f"folder {out.parent} does not exist")
-    from ..guard.outputs import check_output, write_file
 
     check_output(out, "report")
     if args.batch < 1:

@@ -12,8 +12,22 @@ import re
 
 from ..engines.compat import default_engine
 from ..errors import UserError
-from .options import (add_engine_option, add_hardware_options, add_kv_dtype_option, add_plot_option, check_plot,
-                      count, note_driver, number, print_json, resolve_hardware)
+from ..plots.canvas import save
+from ..plots.frontier import frontier_figure
+from ..report.console import make_console
+from ..report.text import FitTable, markup_safe, say
+from ..scale.parallel import read_degrees
+from ..serving.document import layout_text
+from ..serving.metrics import SLO
+from ..serving.requests import MAX_TRACE_REQUESTS, read_trace
+from ..serving.run import Disagg, Load
+from ..serving.speculative import Speculation
+from ..serving.worker import Parallelism
+from ..serving_api import ServeQuery, serve
+from .options import (
+    add_engine_option, add_hardware_options, add_kv_dtype_option, add_plot_option, check_plot, count, note_driver,
+    number, print_json, resolve_hardware,
+)
 
 
 def _fraction(text):
@@ -42,8 +56,6 @@ def _clients(text):
 
 
 def _n_requests(text):
-    from ..serving.requests import MAX_TRACE_REQUESTS
-
     return _whole(text, MAX_TRACE_REQUESTS)     # requests one simulation runs, drawn or replayed
 
 
@@ -106,9 +118,6 @@ _DIS = re.compile(r"^(\d+)(?:x(\d+))?:(\d+)(?:x(\d+))?$")
 
 
 def parse_layout(text: str | None):
-    from ..scale.parallel import read_degrees
-    from ..serving.worker import Parallelism
-
     if not text:
         return None
     hint = "write tp=4,pp=1,ep=8,dp=2"
@@ -120,8 +129,6 @@ def parse_layout(text: str | None):
 
 
 def parse_disagg(text: str | None, tp: int):
-    from ..serving.run import Disagg
-
     if not text:
         return None
     m = _DIS.match(text.replace(" ", "").lower())
@@ -132,11 +139,6 @@ def parse_disagg(text: str | None, tp: int):
 
 
 def run(args) -> int:
-    from ..serving.metrics import SLO
-    from ..serving.requests import read_trace
-    from ..serving.speculative import Speculation
-    from ..serving_api import ServeQuery, serve
-
     check_plot(args)
     hw = resolve_hardware(args)
     par = parse_layout(args.parallel)
@@ -158,7 +160,6 @@ def run(args) -> int:
                            gpus=args.gpus, parallel=None if dis else par, replicas=args.replicas, disagg=dis,
                            load=load, slo=SLO(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2e_s,
                                               args.slo_percentile), search_disagg=not args.no_disagg))
-    from ..report.text import say
 
     note_driver(doc["driver"], doc["driver_assumed"])
     for note in dict.fromkeys(w for c in doc["configs"][:args.top] for w in c.get("warnings", ())):
@@ -168,16 +169,11 @@ def run(args) -> int:
     else:
         _table(doc, args.top)
     if args.plot:
-        from ..plots.canvas import save
-        from ..plots.frontier import frontier_figure
-
         save(frontier_figure(doc), args.plot)
     return 0
 
 
 def _load(args, read_trace):
-    from ..serving.run import Load
-
     n = args.requests
     if args.lengths:
         return Load("trace", trace=tuple(read_trace(args.lengths)))
@@ -191,8 +187,6 @@ def _load(args, read_trace):
 
 
 def _default_load(args):
-    from ..serving.run import Load
-
     return Load("offline", n_requests=args.requests, seed=args.seed)
 
 
@@ -204,10 +198,6 @@ def _ms(d, key="p50"):
 def _table(doc, top: int):
     """The configurations as a table sized to the console (``report.text.FitTable``: the title, caption and
     frontier line wrap at COLUMNS; the least needed columns go first when it is narrow)."""
-    from ..report.console import make_console
-    from ..report.text import FitTable, markup_safe
-    from ..serving.document import layout_text
-
     slo = doc["slo"]
     want = "" if not slo else " within " + ", ".join(
         f"{k.replace('_', ' ')} <= {v:g}" for k, v in slo.items() if v is not None and k != "percentile")

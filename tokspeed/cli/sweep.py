@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from ..advise.alternatives import ways_to_run
 from ..models import window
-from .options import (add_engine_build_options, add_hardware_options, add_model_options, add_plot_option,
-                      add_scale_options, check_plot, engine_build_kwargs, int_list, note_driver, positive_int,
-                      print_json, resolve_hardware, scale_kwargs)
+from ..plots.verbs import plot_sweep
+from ..predict import sweep
+from ..report.console import make_console
+from ..report.text import FitTable, markup_safe, styled
+from ..units import fmt_bytes, fmt_rate
+from .options import (
+    add_engine_build_options, add_hardware_options, add_model_options, add_plot_option, add_scale_options, check_plot,
+    engine_build_kwargs, int_list, note_driver, positive_int, print_json, resolve_hardware, scale_kwargs,
+)
 
 
 def add_parser(sub):
@@ -28,8 +35,6 @@ def add_parser(sub):
 
 
 def sweep_rows(args, hw) -> list[dict]:
-    from ..predict import sweep
-
     quants = [q.strip() for q in args.quant.split(",")] if args.quant else [None]   # None: predict's default
     return [p.to_dict() for p in sweep(args.model, hw, args.context, args.batch, quants, prompt=args.prompt,
                                        gen=args.gen, kv_dtype=args.kv_dtype, engine=args.engine,
@@ -42,15 +47,10 @@ def run(args) -> int:
     rows = sweep_rows(args, hw)
     note_driver(rows[0].get("driver"), rows[0].get("driver_assumed"))
     if args.plot:
-        from ..plots.verbs import plot_sweep
-
         plot_sweep(rows, args.plot)
     if args.json:
         print_json(rows)
         return 0
-    from ..report.console import make_console
-    from ..report.text import FitTable, styled
-    from ..units import fmt_bytes, fmt_rate
 
     t = FitTable(title=f"{rows[0]['model']} on {hw.name} ({rows[0]['engine']})")
     for col, num, drop in (("quant", False, 0), ("batch", True, 0), ("context", True, 0), ("weights/token", True, 3),
@@ -89,9 +89,6 @@ def run(args) -> int:
 def render_misfit_ways(con, args, hw, rows) -> None:
     """Per quant and batch, the ways to run the shortest context that does not fit
     (``tokspeed.advise.alternatives``)."""
-    from ..advise.alternatives import ways_to_run
-    from ..report.text import markup_safe
-
     first_misfit = {}
     for r in rows:
         key = (r["quant"], r["batch"])

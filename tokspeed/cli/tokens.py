@@ -3,6 +3,14 @@ tokenizer and, on a hardware, what that count costs to prefill (as a prompt) and
 
 from __future__ import annotations
 
+import sys
+
+from ..errors import UserError
+from ..extras import require
+from ..files.loader import open_model_file
+from ..files.tokenizer import load_tokenizer
+from ..predict import predict
+from ..units import fmt_seconds
 from .options import print_json
 
 
@@ -17,10 +25,6 @@ def add_parser(sub):
 
 
 def count_tokens(model, text: str) -> dict:
-    from ..errors import UserError
-    from ..files.loader import open_model_file
-    from ..files.tokenizer import load_tokenizer
-
     mf = open_model_file(model)
     if mf is None:
         raise UserError(f"{model}: counting tokens needs a model file with a tokenizer",
@@ -33,8 +37,6 @@ def count_tokens(model, text: str) -> dict:
 
 def token_cost(model, hardware: str, n_tokens: int, engine: str | None = None) -> dict:
     """Prefill time of ``n_tokens`` as a prompt and decode time of ``n_tokens`` as output (one sequence)."""
-    from ..predict import predict
-
     opts = {"engine": engine} if engine else {}
     d = predict(model, hardware, prompt=n_tokens, gen=n_tokens, **opts).to_dict()
     tok_s = d["decode"]["tok_s"]
@@ -44,10 +46,7 @@ def token_cost(model, hardware: str, n_tokens: int, engine: str | None = None) -
 
 
 def run(args) -> int:
-    from ..extras import require
-
     require("files", "tokenizers", what="tokens")
-    import sys
 
     text = sys.stdin.read() if args.text == "-" else args.text
     out = count_tokens(args.model, text)
@@ -56,7 +55,6 @@ def run(args) -> int:
     if args.json:
         print_json(out, ensure_ascii=False)
         return 0
-    from ..units import fmt_seconds
 
     print(f"{out['tokens']} tokens ({out['characters']} characters, {out['utf8_bytes']} UTF-8 bytes, "
           f"{out['utf8_bytes'] / max(1, out['tokens']):.2f} bytes/token) — {out['tokenizer']}")

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sys
+
+from ..errors import UserError
+
 
 def add_parser(sub):
     p = sub.add_parser("web", help="a local web calculator with a JSON API (/api/predict, /api/explain ...)",
@@ -15,15 +19,12 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    import sys
-
-    from ..errors import UserError
 
     try:
-        import fastapi  # noqa: F401
-        import uvicorn  # noqa: F401
+        import fastapi  # noqa: F401  # lazy: optional dependency (fastapi, the web extra)
+        import uvicorn  # noqa: F401  # lazy: optional dependency (uvicorn, the web extra)
 
-        from ..web.server import Server, is_loopback
+        from ..web.server import Server, is_loopback  # lazy: optional dependency (fastapi, the web extra)
     except ImportError as e:
         raise UserError(f"tokspeed web needs {e.name}", "pip install 'tokspeed[web]'") from None
 

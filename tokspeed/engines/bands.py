@@ -26,6 +26,9 @@ import math
 from dataclasses import replace
 from functools import lru_cache
 
+from ..errors import UserError
+from ..quant.format_key import format_group
+from .compat import runtime_of
 from .tables import HERE, load_table
 
 TABLE = HERE / "bands.toml"
@@ -49,8 +52,6 @@ def _unseen_family(profile) -> bool:
 
 
 def _unfitted_llama(profile) -> bool:
-    from .compat import runtime_of
-
     return not getattr(profile, "fitted", False) and runtime_of(getattr(profile, "name", "")) == "llama.cpp"
 
 
@@ -121,9 +122,6 @@ def question_of(spec, quant, context: int, n_devices: int) -> dict:
     """``workload_terms``' keywords for a prediction's model spec, weight format, context depth and devices."""
     group = getattr(quant, "group", "")
     if not group and quant:
-        from ..errors import UserError
-        from ..quant.format_key import format_group
-
         try:
             group = format_group(str(quant))
         except UserError:          # a file's own format: no group, no term

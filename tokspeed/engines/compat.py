@@ -11,14 +11,18 @@ sliding-window support and the engine's own defaults.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
+from dataclasses import replace
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UserError, did_you_mean
 from ..quant.format_table import engine_list, offered_names
+from .backends import backend_view
+from .moe_dispatch import dispatch_kernels
 
 TABLE = Path(__file__).parent / "capabilities.toml"
 
@@ -121,8 +125,6 @@ def engine_defaults(engine) -> dict:
 def sliding_window_spec(engine, spec):
     """The model as this engine attends it: a sliding window the engine does not apply (gpt-fast; llama.cpp
     on Mistral v0.1, whose GGUF carries no window) becomes full attention."""
-    from dataclasses import replace
-
     row = _table()["engine"].get(engine_key(getattr(engine, "name", engine)))
     if not spec.n_sliding_layers or row is None:
         return spec
@@ -280,7 +282,6 @@ def unmodelled_kernels(engine, spec, quant: str) -> int:
     k = row.get("kernels", {})
     if not k or spec is None:
         return 0
-    from .moe_dispatch import dispatch_kernels
 
     n = dispatch_kernels(k, spec)
     if (quant or "").strip().upper() in FP8_ACTIVATION_FORMATS:
@@ -303,10 +304,6 @@ def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None,
     ``hw.simd_view()`` (no BF16 matrix-unit figure: its kernels do not use it); a CPU engine's
     per-node barrier (``sync_s_per_thread`` x the device's ``cpu_threads``) joins ``launch_s``; kernels the
     ledger does not list (``unmodelled_kernels``) add ``launch_s`` each to the profile's per-pass ``fixed_s``."""
-    import math
-    from dataclasses import replace
-
-    from .backends import backend_view
 
     backend = check(profile, hw, quant, kv_dtype)       # the backend that runs: ollama -> cpu
     row = _table()["engine"].get(backend, {})

@@ -46,6 +46,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..quant.dynamic import base_name
+from ..quant.format_key import format_key
+from ..quant.format_table import ggml_types, row
+from .eras import _table
+
 PATHS = ("repack", "amx", "llamafile", "vec_dot", "float", "float16", "iqk")
 
 # x86 cores whose FP32 FMA datapath is 512 bits wide (two 512-bit FMA pipes per core): Intel's server cores from
@@ -110,9 +115,6 @@ def width_share(hw, bits: int) -> float:
 def ggml_type(fmt: str) -> str:
     """The ggml tensor type that carries most of a format's weights: ``Q4_K_M`` -> ``Q4_K``, ``UD-Q4_K_XL`` -> ``Q4_K``;
     a format without a GGML type of its own (``formats.toml``: no ftype, not a GGML block type) -> its kernel group."""
-    from ..quant.dynamic import base_name
-    from ..quant.format_table import ggml_types, row
-
     q = base_name(str(fmt))
     r = row(q)
     if r is not None and (r.ik or not (r.main_type or "block" in ggml_types().get(q, {}))):
@@ -130,7 +132,6 @@ def build_month_of(version) -> str:
         return ""
     if version.month:
         return version.month
-    from .eras import _table
 
     era = next((e for e in _table().get(version.family, {}).get("eras", []) if e["label"] == version.label), None)
     return era["until"] if era else ""
@@ -189,8 +190,6 @@ def matvec_key(engine, hw, fmt, month: str = "") -> str:
     """The key of a CPU engine's ``int8_matvec`` for one token's matmul over ``fmt``: ``repack`` (the repacked
     type's gemv, repack.cpp), ``iqk`` (ik_llama.cpp), else the format group (its type's vec_dot, arch/*/quants.c;
     an AMX build's matrix-vector products are AVX-512 VNNI code, amx/mmq.cpp, counted here too)."""
-    from ..quant.format_key import format_key
-
     path = gemm_path(engine, hw, fmt, month)
     return path if path in ("repack", "iqk") else format_key(fmt).group
 

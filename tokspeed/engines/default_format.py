@@ -13,7 +13,11 @@
 
 from __future__ import annotations
 
+from ..errors import UserError
+from ..ledger import resident_weight_bytes
 from ..quant.format_table import download_default, fallbacks
+from ..quant.schemes import scheme_for
+from .compat import runtime_of, supported_formats
 
 
 def released_format(spec) -> str:
@@ -22,9 +26,6 @@ def released_format(spec) -> str:
 
 
 def _weights(spec, quant: str) -> float:
-    from ..ledger import resident_weight_bytes
-    from ..quant.schemes import scheme_for
-
     return resident_weight_bytes(spec, scheme_for(quant, spec))
 
 
@@ -32,9 +33,6 @@ def default_quant(spec, engine, hw) -> tuple[str, str]:
     """(format, why) for a model given without ``quant``: see the module docstring. ``engine`` is a name or
     an EngineProfile (its name), ``hw`` the device (what the engine runs there; None: any device, the released
     format taken as runnable)."""
-    from .compat import runtime_of, supported_formats
-    from ..errors import UserError
-
     released = released_format(spec)
     try:
         runs = set(supported_formats(engine, hw)) if hw is not None else {released}

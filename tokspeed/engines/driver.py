@@ -26,7 +26,7 @@ none, the driver changes the kernel path (the units) only, never a fitted factor
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -232,8 +232,6 @@ def driver_fitted(backend: str, driver: str) -> bool:
 def on_driver(hw, driver: str | None = None, os: str | None = None):
     """``hw`` with the ``driver`` and ``os`` a user names (None: the device's own, or the default), checked by
     ``Hardware`` itself (one UserError naming the field)."""
-    from dataclasses import replace
-
     if driver is None and os is None:
         return hw
     changes = {k: v for k, v in (("driver", driver), ("os", os)) if v is not None}

@@ -27,6 +27,9 @@ host loop for float experts MMF declines. How each expert's GEMM ramps over its 
 
 from __future__ import annotations
 
+from ..ledger import Role
+from .rates import MATVEC_MAX_TOKENS
+
 
 def dispatch_kernels(kernels: dict, spec) -> int:
     """Launches per forward pass for MoE dispatch under an engine's ``kernels`` table (capabilities.toml)."""
@@ -75,8 +78,6 @@ def expert_loop_kernels(engine, op, tokens: int, quantized: bool = True) -> floa
         return 0.0
     rule = getattr(engine, "expert_loop", "")
     if rule == "float-no-mmf":
-        from .rates import MATVEC_MAX_TOKENS
-
         if quantized or tokens <= MATVEC_MAX_TOKENS or tokens <= MMF_ID_MAX_TOKENS[op.out_rows <= MMF_ID_ROWS]:
             return 0.0
     elif rule != "multi-token":
@@ -91,9 +92,6 @@ def dequant_bytes(engine, op, quantized: bool, tokens: int) -> float:
     the pass's, or for a routed expert ``op.pairs_per_expert``). 0 for the router (F32 weights), the LM head (the
     sequences' last positions only: a matrix-vector product), attention, float weights, matrix-vector passes and
     other engines."""
-    from ..ledger import Role
-    from .rates import MATVEC_MAX_TOKENS
-
     if not (getattr(engine, "dequant_f16_prefill", False) and quantized and tokens > MATVEC_MAX_TOKENS
             and op.unit == "tensor" and op.weight_bytes and op.role not in (Role.ROUTER, Role.LM_HEAD)
             and not (op.kv_read_bytes or op.kv_write_bytes)):

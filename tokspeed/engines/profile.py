@@ -106,13 +106,16 @@ from functools import lru_cache
 
 from ..errors import UserError, did_you_mean
 from ..quant.format_key import format_key
+from .bands import with_band
 from .compat import backend_for, engine_defaults, engine_key, engine_names, runtime_of, sliding_window_spec
+from .cpu import barrier_scale
 from .cpu_kernels import build_month_of
+from .driver import driver_fitted, resolve
 from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
+from .kernel_cost import driver_launch_s
 from .memory import memory_class
 from .pooling import pooled
 from .rates import compute_class
-from .kernel_cost import driver_launch_s
 from .tables import _tables, engine_entry, load_table, with_shared_kernels
 
 ENGINES = engine_names()  # the capability table's engines (capabilities.toml): ideal, llama.cpp + backends, ...
@@ -197,8 +200,6 @@ class EngineProfile:
         """This profile on ``hw``'s threads: a CPU engine's per-node barrier (``sync_s_per_thread`` x the
         device's ``cpu_threads`` x ``cpu.barrier_scale``: more across CCDs) joins ``launch_s``; unchanged for other
         engines or an unknown thread count."""
-        from .cpu import barrier_scale
-
         threads = getattr(hw, "cpu_threads", 0)
         if not (self.sync_s_per_thread and threads):
             return self
@@ -209,8 +210,6 @@ class EngineProfile:
         """Whether this engine's fit has scored rows run under its ``driver`` (True where there is no driver choice):
         an unfitted driver sets the kernel path (units) only, and the band says so (``engines/bands.py``): bands.toml's
         ``drivers`` lists, written by the fit (``driver.fitted_drivers``)."""
-        from .driver import driver_fitted
-
         return driver_fitted(self.name, self.driver)
 
     def format_eff(self, quant: str) -> float:
@@ -353,7 +352,6 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     profile = EngineProfile(name=e, version=label, build_month=build_month_of(version), **entry)
     if hardware is None:
         return profile
-    from .bands import with_band          # off the fitted vendors: the held-out band
     # a device of an architecture family with few or no rows in the fit answers nearer to (or at) the priors
     profile = pooled(profile, prior_profile(e), _tables()[e], hardware)
     return calibrated(with_band(with_driver(profile, hardware), hardware), hardware)
@@ -363,8 +361,6 @@ def with_driver(profile: EngineProfile, hardware) -> EngineProfile:
     """``profile`` saying which GPU driver its backend runs under on ``hardware`` (``driver.resolve``: named, else
     the OS default and why), with the per-kernel cost under that driver (``driver_launch_s``). The driver's
     features act on the device view (``backends.backend_view``), not here."""
-    from .driver import resolve
-
     d = resolve(profile.name, hardware)
     if d is None:
         return profile

@@ -9,7 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..engines.bands import prediction_basis
+from ..engines.compat import runtime_of
+from ..predict import predict
 from ..workload import DEFAULT_ENGINE
+from .journey import build_journey
+from .levers import levers as make_levers
+from .measured import attach, load_measured
 
 
 @dataclass
@@ -39,16 +44,9 @@ def explain(model, hardware, prefill: int = 0, context: int = 0, batch: int = 1,
     tokens on top of ``context``. ``measured``: a run-file path whose stage times sit beside ours;
     ``engine_version`` / ``flash_attention``: the engine era and llama.cpp's ``-fa`` (``predict``'s), which the
     levers keep; unset, a llama.cpp engine takes the ``-fa`` of the measured llama.cpp run beside it."""
-    from ..engines.compat import runtime_of
-    from ..predict import predict
-    from .journey import build_journey
-    from .levers import levers as make_levers
-
     mode = "prefill" if prefill else "decode"
     m = None
     if measured:
-        from .measured import load_measured
-
         m = load_measured(measured, context=context, batch=batch)
         if flash_attention is None and isinstance(engine, str) and runtime_of(engine) == "llama.cpp":
             flash_attention = m.flash_attention       # the attention the measured run had
@@ -56,7 +54,5 @@ def explain(model, hardware, prefill: int = 0, context: int = 0, batch: int = 1,
                    context=context, batch=batch, engine_version=engine_version, flash_attention=flash_attention)
     j = build_journey(pred, mode)
     if m is not None:
-        from .measured import attach
-
         attach(j, m)
     return Explanation(pred, j, make_levers(pred, mode, model) if with_levers else [], m)

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..engines.cpu import barrier_scale
 from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from ..engines.rates import int8_rates, matmul_rate, op_rate
 from ..engines.rates_stream import stream_rate, weight_reads
 from ..ledger import Role, Scope
+from ..predict import UBATCH, fit_of, prefill_passes
 from ..quant.format_key import format_key
+from ..quant.kv import kv_bytes
 from ..timing import kv_reads, pass_time
 from ..units import fmt_seconds
+from ..workload import Workload
 from .rates_text import matmul_how, stream_how
 from .roles import compute_unit, data_source, launch_path
 
@@ -138,10 +142,6 @@ def _group(op) -> tuple[str, str]:
 def passes(pred, mode: str):
     """The ledger passes the prediction is made of: [(ops, tokens in the pass)]. Decode: one step at depth
     ``context + prompt``; prefill: the prompt's micro-batches (``Workload.prefill_chunks``)."""
-    from ..predict import UBATCH, fit_of, prefill_passes
-    from ..quant.kv import kv_bytes
-    from ..workload import Workload
-
     if mode == "decode":
         return [(pred.decode_ops(pred.context + pred.prompt), pred.batch)]
     work = Workload(prompt=pred.prompt, gen=pred.gen, context=pred.context, batch=pred.batch)
@@ -183,8 +183,6 @@ def _bound_note(st: Stage, ridge: float, int8_how: str = "") -> str:
 def _serving_constants(pred, stages, samp, n_pass: int):
     """A server engine's passes as ``predict`` times them: every stage x the fitted ``gpu_scale``, the host time
     per step ``step_s`` with the sampling (``serving.fitted``; one device: no collectives to rescale)."""
-    from ..predict import fit_of
-
     fit = fit_of(pred.engine_profile, pred.hw, pred.layout)
     if fit is None:
         return
@@ -249,8 +247,6 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     cpu_launch.kernels = kernels
     per = f" × {n_pass} passes" if n_pass > 1 else ""
     if barrier:
-        from ..engines.cpu import barrier_scale
-
         per_thread = eng.sync_s_per_thread * barrier_scale(hw)         # more where the threads span CCDs
         own = eng.launch_s - threads * per_thread                      # what the engine has besides the barrier
         cpu_launch.note = (f"{kernels // n_pass:,} graph nodes per pass × {fmt_seconds(eng.launch_s)} "

@@ -9,7 +9,10 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from ..engines.compat import supported_formats
+from ..predict import predict
 from ..quant.format_table import four_bit_formats
+from ..quant.schemes import NAMES
 from ..workload import engine_build
 
 SEEDS_LONG_CONTEXT = 131072   # the seeds' 128K row, where KV ≈ weights for Llama 3 8B FP16
@@ -42,8 +45,6 @@ def _gqa_heads(n_heads: int) -> int:
 
 def _four_bit_format(pred) -> str | None:
     """The 4-bit format this prediction's engine runs on its device (the capability table), if any."""
-    from ..engines.compat import supported_formats
-
     runs = set(supported_formats(pred.engine, pred.hw))
     return next((f for f in four_bit_formats() if f in runs), None)
 
@@ -80,9 +81,6 @@ def lever_variants(pred, mode: str, model=None) -> list[tuple[str, str, object, 
 
 
 def levers(pred, mode: str = "decode", model=None) -> list[Lever]:
-    from ..predict import predict
-
-    from ..quant.schemes import NAMES
 
     quant = pred.quant if pred.quant.upper() in NAMES or pred.quant.upper().startswith("EXL2") else None
     base = dict(quant=quant, kv_dtype=pred.kv_dtype, engine=pred.engine, prompt=pred.prompt,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ..userfile import read_json_object
 
 RUN_SCHEMA = "tokspeed.run"
 # measured block -> the explain stages it covers
@@ -103,8 +104,6 @@ def _from_run(p: Path, data: dict, context: int, batch: int) -> Measured:
 
 
 def load_measured(path, context: int = 0, batch: int = 1) -> Measured:
-    from ..userfile import read_json_object
-
     p, data = read_json_object(path, "measurement file", "write one with `tokspeed measure MODEL -o RUN.json`")
     if data.get("schema") == RUN_SCHEMA:
         return _from_run(p, data, context, batch)

@@ -10,6 +10,8 @@ in context (K and V, or MLA's latent, in the KV dtype; f16 = 2 bytes by default)
 
 from __future__ import annotations
 
+import os
+
 from ..quant.kv import kv_bytes
 from .classify import COMPONENTS
 from .model_file import ModelFile
@@ -69,7 +71,5 @@ def footprint(mf: ModelFile, kv_dtype: str = "f16") -> dict:
 
 def _file_bytes(storage) -> int:
     """Size on disk of the files the tensors live in (headers and alignment padding included)."""
-    import os
-
     files = {e.tensor.file for e in storage.entries if e.tensor.file}
     return sum(os.path.getsize(f) for f in files if os.path.isfile(f))

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..guard.limits import MAX_ARRAY_ENTRIES, MAX_ARRAY_ENTRIES_TOTAL, MAX_TENSORS
+from ..userfile import require_file
 from .ggml_types import GGML_TYPE_NAMES, GGML_TYPES
 from .tensor import TensorInfo
 
@@ -92,8 +93,6 @@ class GGUFFile:
 
 
 def read_gguf(path) -> GGUFFile:
-    from ..userfile import require_file
-
     p = require_file(path)
     size = p.stat().st_size
     if size < 24:

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
+from ..userfile import path_kind, read_bytes, read_json_object
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
@@ -35,7 +36,6 @@ def find_in_hf_cache(repo_id: str, revision: str = "main") -> Path | None:
     if not REPO_ID.match(repo_id):
         return None
     org, name = repo_id.split("/", 1)
-    from ..userfile import path_kind, read_bytes
 
     for root in hf_cache_roots():
         repo = root / f"models--{org}--{name}"
@@ -59,8 +59,6 @@ def find_in_hf_cache(repo_id: str, revision: str = "main") -> Path | None:
 
 
 def read_config(folder: Path) -> dict:
-    from ..userfile import read_json_object
-
     return read_json_object(folder / "config.json", "config.json")[1]
 
 

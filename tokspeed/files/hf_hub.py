@@ -20,7 +20,15 @@ import struct
 from pathlib import Path
 
 from ..errors import UserError
+from ..guard.bounded import BodyTooLarge, BodyTooSlow, read_body, with_deadline
+from ..guard.names import remote_name
+from ..guard.outputs import write_file
 from ..guard.typed import loads
+from ..models.hf_config import spec_from_hf_config
+from ..userfile import read_json_object
+from .hf_folder import hf_cache_roots, read_config
+from .hf_storage import hf_storage
+from .model_file import ModelFile
 from .safetensors_reader import MAX_HEADER, _tensor
 from .tensor import TensorInfo
 
@@ -37,8 +45,6 @@ def _endpoint() -> str:
 
 
 def _hub_cache() -> str | None:
-    from .hf_folder import hf_cache_roots
-
     return str(hf_cache_roots()[0])
 
 
@@ -58,14 +64,14 @@ class _Hub:
         self.repo_id, self.revision = repo_id, revision
         self.offline = _env_true("HF_HUB_OFFLINE")
         self.commit = ""
-        from huggingface_hub import constants
+        from huggingface_hub import constants  # lazy: optional dependency (huggingface_hub, the files extra)
 
         # huggingface_hub reads HF_HUB_OFFLINE once, at import: follow the environment of this call
         constants.HF_HUB_OFFLINE = self.offline
 
     def _fail(self, e: Exception, what: str) -> UserError:
         from huggingface_hub.errors import (EntryNotFoundError, GatedRepoError, LocalEntryNotFoundError,
-                                            OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError)
+                                            OfflineModeIsEnabled, RepositoryNotFoundError, RevisionNotFoundError)  # lazy: optional dependency (huggingface_hub, the files extra)
 
         rid = self.repo_id
         if isinstance(e, (LocalEntryNotFoundError, OfflineModeIsEnabled)) or _is_network(e):
@@ -85,8 +91,8 @@ class _Hub:
 
     def reachable(self) -> bool:
         """One quick request to the hub (no retries): False when it cannot be reached at all."""
-        from huggingface_hub import hf_hub_url
-        from huggingface_hub.utils import get_session
+        from huggingface_hub import hf_hub_url  # lazy: optional dependency (huggingface_hub, the files extra)
+        from huggingface_hub.utils import get_session  # lazy: optional dependency (huggingface_hub, the files extra)
 
         try:
             r = get_session().head(hf_hub_url(self.repo_id, CONFIG, revision=self.revision, endpoint=_endpoint()),
@@ -102,9 +108,8 @@ class _Hub:
 
     def download(self, filename: str) -> Path:
         """A small file of the repo via the Hugging Face cache (config, shard index)."""
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download  # lazy: optional dependency (huggingface_hub, the files extra)
 
-        from ..guard.bounded import with_deadline
 
         try:
             path = Path(with_deadline(lambda: hf_hub_download(
@@ -129,8 +134,6 @@ class _Hub:
             raise
 
     def _cached_header(self, filename: str) -> Path:
-        from ..guard.names import remote_name
-
         org_name = remote_name(self.repo_id.replace("/", "--"), "repository id")
         rev = remote_name(self.commit or self.revision, f"{self.repo_id}: revision")  # the hub names the commit
         return _header_cache() / org_name / rev / f"{remote_name(filename, 'shard')}.json"
@@ -139,15 +142,12 @@ class _Hub:
         """The tensors of one safetensors file from its header (cached after the first read)."""
         cached = self._cached_header(filename)
         if cached.is_file():
-            from ..userfile import read_json_object
-
             data = read_json_object(cached, "header cache")[1]
         elif self.offline:
             raise UserError(f"reading {self.repo_id} needs the network: the header of {filename} is not cached",
                             "unset HF_HUB_OFFLINE and run once with network access")
         else:
             data = self._fetch_header(filename)
-            from ..guard.outputs import write_file
 
             write_file(cached, json.dumps(data), "header cache")
         return _tensors(f"{self.repo_id}/{filename}", data)
@@ -165,18 +165,17 @@ class _Hub:
 
     def _range(self, filename: str, start: int, end: int, want_size: bool = False):
         """Bytes [start, end) of a repo file by an HTTP range request (the hub redirects large files)."""
-        from huggingface_hub import hf_hub_url
-        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
+        from huggingface_hub import hf_hub_url  # lazy: optional dependency (huggingface_hub, the files extra)
+        from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status  # lazy: optional dependency (huggingface_hub, the files extra)
 
         url = hf_hub_url(self.repo_id, filename, revision=self.commit or self.revision, endpoint=_endpoint())
         headers = build_hf_headers(token=_token())
         headers["Range"] = f"bytes={start}-{end - 1}"
-        from ..guard.bounded import BodyTooLarge, BodyTooSlow, read_body
 
         try:
             with get_session().stream("GET", url, headers=headers, follow_redirects=True, timeout=30) as r:
                 if r.status_code >= 400:  # its message from at most 64 kB of the error page
-                    import httpx
+                    import httpx  # lazy: optional dependency (httpx, the server extra)
 
                     page = read_body(r, 1 << 16, HUB_DEADLINE_S, keep_first=True)
                     hf_raise_for_status(httpx.Response(r.status_code, headers=r.headers, content=page,
@@ -216,28 +215,21 @@ def _tensors(where: str, data: dict) -> list[TensorInfo]:
 
 def open_hub_repo(repo_id: str, revision: str = "main"):
     """ModelFile for a hub repository: spec from config.json, exact storage from the shard headers."""
-    from ..models.hf_config import spec_from_hf_config
-    from .hf_folder import read_config
-    from .hf_storage import hf_storage
-    from .model_file import ModelFile
-
     try:
-        import huggingface_hub  # noqa: F401
+        import huggingface_hub  # noqa: F401  # lazy: optional dependency (huggingface_hub, the files extra)
     except ImportError:
         raise UserError(f"reading {repo_id} from the Hugging Face hub needs huggingface_hub",
                         "pip install 'tokspeed[files]'") from None
     hub = _Hub(repo_id, revision)
     if not hub.offline and not hub.reachable():
         hub.offline = True          # no network: the cache alone, at once (huggingface_hub would retry ~25 s)
-        from huggingface_hub import constants
+        from huggingface_hub import constants  # lazy: optional dependency (huggingface_hub, the files extra)
 
         constants.HF_HUB_OFFLINE = True
     cfg_path = hub.download(CONFIG)
     config = read_config(cfg_path.parent)
     spec = spec_from_hf_config(config, id=repo_id)
     if hub.has(INDEX):
-        from ..userfile import read_json_object
-
         _, index = read_json_object(hub.download(INDEX), INDEX)   # size, nesting and numbers capped
         if not isinstance(index.get("weight_map") or {}, dict):
             raise UserError(f"{repo_id}: {INDEX} has no weight_map object")
@@ -245,7 +237,6 @@ def open_hub_repo(repo_id: str, revision: str = "main"):
         files = sorted(set(names)) if all(isinstance(f, str) for f in names) else []
         if not files or not all(f.endswith(".safetensors") for f in files):
             raise UserError(f"{repo_id}: {INDEX} lists no safetensors shards")
-        from ..guard.names import remote_name
 
         for f in files:                 # a shard is a name in the repo, never a path the hub chooses
             remote_name(f, f"{repo_id}: {INDEX} shard")

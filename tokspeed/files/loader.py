@@ -11,10 +11,19 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
-from ..models.hf_config import spec_from_hf_config
+from ..models.catalog import resolve_id
+from ..models.hf_config import config_title, spec_from_hf_config
 from ..quant.format_table import ftype_name
-from .classify import classify_gguf
+from ..userfile import path_kind, require_file
+from .classify import Part, classify_gguf
+from .gguf_reader import read_gguf
+from .gguf_spec import spec_from_gguf
+from .hf_folder import REPO_ID, find_in_hf_cache, read_config
+from .hf_hub import open_hub_repo
+from .hf_storage import hf_storage
 from .model_file import ModelFile
+from .ollama import resolve_ollama_layers
+from .safetensors_reader import read_safetensors_files, shard_files
 from .storage import Entry, FileStorage, dominant_dtype
 from .tensor import TensorInfo
 
@@ -24,15 +33,12 @@ _SPLIT = re.compile(r"^(.*)-(\d{5})-of-(\d{5})\.gguf$")
 def open_model_file(arg) -> ModelFile | None:
     text = str(arg)
     if text.startswith("ollama:"):
-        from .ollama import resolve_ollama_layers
-
         ref = text[len("ollama:"):]
         model, projectors = resolve_ollama_layers(ref)
         mf = open_gguf(model, id=ref)
         if projectors:
             mf.storage = _with_projectors(mf.storage, projectors)
         return mf
-    from ..userfile import path_kind, require_file
 
     p = Path(text).expanduser()
     if p.suffix.lower() == ".gguf":
@@ -47,7 +53,6 @@ def open_model_file(arg) -> ModelFile | None:
         return open_folder(p)
     if kind == "file":
         return None
-    from .hf_folder import REPO_ID, find_in_hf_cache
 
     forced = text.startswith("hf:")            # hf:ORG/NAME reads the hub even when the catalog knows the id
     text = text.removeprefix("hf:")
@@ -57,8 +62,6 @@ def open_model_file(arg) -> ModelFile | None:
     if snap is not None and any(snap.glob("*.safetensors")):
         return open_folder(snap, id=text)      # fully downloaded: the local files
     if REPO_ID.match(text) and (forced or _not_in_catalog(text)):
-        from .hf_hub import open_hub_repo
-
         return open_hub_repo(text)             # config.json + safetensors headers (tokspeed.files.hf_hub)
     if snap is not None:
         return open_folder(snap, id=text)
@@ -66,16 +69,11 @@ def open_model_file(arg) -> ModelFile | None:
 
 
 def _not_in_catalog(name: str) -> bool:
-    from ..models.catalog import resolve_id
-
     return resolve_id(name) is None
 
 
 # ---- GGUF --------------------------------------------------------------------------------------
 def open_gguf(path: Path, id: str = "") -> ModelFile:
-    from .gguf_reader import read_gguf
-    from .gguf_spec import spec_from_gguf
-
     g = read_gguf(path)
     tensors = list(g.tensors)
     n_split = g.get("split.count", 0)
@@ -92,9 +90,6 @@ def open_gguf(path: Path, id: str = "") -> ModelFile:
 
 def _with_projectors(storage: FileStorage, projectors: list[Path]) -> FileStorage:
     """Ollama keeps a vision model's image encoder in its own GGUF: resident, not read per text token."""
-    from .classify import Part
-    from .gguf_reader import read_gguf
-
     extra = [Entry(t, Part(None, None, "vision"), t.n_elements) for p in projectors for t in read_gguf(p).tensors]
     return FileStorage(storage.name, storage.entries + extra)
 
@@ -105,12 +100,9 @@ def _stem(p: Path) -> str:
 
 
 def _gguf_split_tensors(first: Path, n: int, tensors: list[TensorInfo]) -> list[TensorInfo]:
-    from .gguf_reader import read_gguf
-
     m = _SPLIT.match(first.name)
     if not m or int(m.group(2)) != 1:
         raise UserError(f"{first}: part of a {n}-file split GGUF; give the first file (-00001-of-{n:05d}.gguf)")
-    from ..userfile import path_kind
 
     out = list(tensors)
     for i in range(2, n + 1):
@@ -123,11 +115,6 @@ def _gguf_split_tensors(first: Path, n: int, tensors: list[TensorInfo]) -> list[
 
 # ---- safetensors / HF folder -------------------------------------------------------------------
 def open_folder(folder: Path, files: list[Path] | None = None, id: str = "") -> ModelFile:
-    from .hf_folder import read_config
-    from .hf_storage import hf_storage
-    from .safetensors_reader import read_safetensors_files, shard_files
-
-    from ..userfile import path_kind
 
     folder = Path(folder)
     has_config = path_kind(folder / "config.json", "config.json") == "file"
@@ -140,7 +127,6 @@ def open_folder(folder: Path, files: list[Path] | None = None, id: str = "") -> 
             raise UserError(f"{folder}: holds {len(firsts)} GGUF files", "name the one you mean")
         raise UserError(f"{folder}: a model folder needs a config.json (or one .gguf file)")
     config = read_config(folder)
-    from ..models.hf_config import config_title
 
     spec = spec_from_hf_config(config, id=id or config_title(folder / "config.json", config))
     tok = folder / "tokenizer.json"

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
+from ..userfile import path_kind, read_json
 
 MODEL_MEDIA_TYPE = "application/vnd.ollama.image.model"
 PROJECTOR_MEDIA_TYPE = "application/vnd.ollama.image.projector"   # vision encoder (a CLIP GGUF)
@@ -47,7 +48,6 @@ def resolve_ollama(ref: str, root: Path | None = None) -> Path:
 def resolve_ollama_layers(ref: str, root: Path | None = None) -> tuple[Path, list[Path]]:
     """(model GGUF blob, projector GGUF blobs) of ``NAME[:TAG]``."""
     root = root or ollama_root()
-    from ..userfile import path_kind, read_json
 
     m = manifest_path(ref, root)
     if path_kind(m, "Ollama manifest") != "file":
@@ -69,7 +69,6 @@ def _blob(ref: str, manifest: Path, root: Path, digest) -> Path:
     if not isinstance(digest, str) or not re.match(r"^sha256[:-][0-9a-f]{64}$", digest):
         raise UserError(f"{manifest}: bad digest {str(digest)[:80]!r}")
     blob = root / "blobs" / digest.replace(":", "-")
-    from ..userfile import path_kind
 
     if path_kind(blob, "Ollama blob") != "file":
         raise UserError(f"ollama:{ref}: the manifest points to blob {blob.name}, which is missing from {root / 'blobs'}",

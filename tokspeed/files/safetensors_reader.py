@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..guard.limits import MAX_TENSORS
+from ..userfile import parse_json, path_kind, read_json, require_file
 from .tensor import TensorInfo
 
 # bits per element of each safetensors dtype (safetensors/src/tensor.rs Dtype)
@@ -32,8 +33,6 @@ def _bad(path, msg):
 
 def read_safetensors_header(path) -> tuple[list[TensorInfo], dict]:
     """(tensors, __metadata__) of one .safetensors file."""
-    from ..userfile import require_file
-
     p = require_file(path)
     size = p.stat().st_size
     if size < 8:
@@ -48,7 +47,6 @@ def read_safetensors_header(path) -> tuple[list[TensorInfo], dict]:
             raw = f.read(n)
     except OSError as e:
         raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
-    from ..userfile import parse_json
 
     if raw.count(b"{") > MAX_TENSORS + 2:            # one object per tensor: counted before any is made
         raise _bad(p, f"header holds more than {MAX_TENSORS:,} tensors, more than any real model file")
@@ -116,8 +114,6 @@ def read_safetensors_files(paths) -> list[TensorInfo]:
 
 def shard_files(folder: Path) -> list[Path]:
     """The .safetensors files of a model folder: from the index when there is one, checked to exist."""
-    from ..userfile import path_kind, read_json
-
     index = folder / INDEX
     if path_kind(index, "shard index") == "file":
         _, data = read_json(index, "shard index")

@@ -13,7 +13,9 @@ Counts include the BOS token when the model adds one (``add_bos_token``), as an 
 from __future__ import annotations
 
 from ..errors import UserError
+from ..userfile import MAX_TOKENIZER_BYTES, read_bytes
 from .model_file import ModelFile
+from .spm import SpmTokenizer
 
 # the split regex of llama.cpp's LLAMA_VOCAB_PRE_TYPE_LLAMA3 (also used by the pre names below)
 LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
@@ -36,9 +38,8 @@ class CountingTokenizer:
 
 def load_tokenizer(mf: ModelFile) -> CountingTokenizer:
     if mf.tokenizer_json is not None:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # lazy: optional dependency (tokenizers, the files extra)
 
-        from ..userfile import MAX_TOKENIZER_BYTES, read_bytes
 
         _, data = read_bytes(mf.tokenizer_json, "tokenizer.json", cap=MAX_TOKENIZER_BYTES)
         try:
@@ -78,8 +79,6 @@ def gguf_tokenizer(g) -> CountingTokenizer:
     if model == "gpt2":
         return _bpe(g, tokens, bos)
     if model == "llama":
-        from .spm import SpmTokenizer
-
         scores = _array(g, "tokenizer.ggml.scores", (int, float), required=False) or [0.0] * len(tokens)
         spm = SpmTokenizer(tokens, [float(s) for s in scores], unk_id=_int_or_none(g, "tokenizer.ggml.unknown_token_id") or 0,
                            bos_id=bos, add_bos=bool(g.get("tokenizer.ggml.add_bos_token", True)),
@@ -90,7 +89,7 @@ def gguf_tokenizer(g) -> CountingTokenizer:
 
 
 def _bpe(g, tokens: list[str], bos) -> CountingTokenizer:
-    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers  # lazy: optional dependency (tokenizers, the files extra)
 
     merges_raw = _array(g, "tokenizer.ggml.merges", str, required=False)
     merges = []

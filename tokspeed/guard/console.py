@@ -1,15 +1,15 @@
 """The terminal as a writer: a rich Console whose every segment of text (not its own styling) passes
 ``guard.escape.terminal`` (control, escape and bidirectional characters shown escaped) and
 ``guard.redact.known`` (secrets masked), whatever printed it: a table cell, a title, a note."""
+from rich.console import Console
+from rich.segment import Segment
+
+from .escape import terminal
+from .redact import known
 
 
 def safe_console(**kw):
     """A rich Console whose written text is made inert (escaped, secrets masked) segment by segment."""
-    from rich.console import Console   # lazy: rich is only needed when something is printed (start-up time)
-    from rich.segment import Segment
-
-    from .escape import terminal
-    from .redact import known
 
     class SafeConsole(Console):
         def render_str(self, text, **kw):

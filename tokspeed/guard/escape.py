@@ -21,6 +21,10 @@ from __future__ import annotations
 import html as _html
 import re
 
+from rich.markup import escape
+
+from .redact import known
+
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _TERMINAL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
@@ -55,8 +59,6 @@ def terminal(text: str, newlines: bool = True) -> str:
 def line(text) -> str:
     """One line for the terminal: ``terminal`` with newlines escaped, known secrets masked (the terminal is a
     writer: ``guard.redact``)."""
-    from .redact import known      # redact imports nothing of escape; kept local so escape stays leaf-light
-
     return terminal(known().text(str(text)), newlines=False)
 
 
@@ -69,14 +71,12 @@ def csv_cell(value):
 
 def markup(text) -> str:
     """``text`` with rich markup escaped (shown as typed, never interpreted)."""
-    from rich.markup import escape
-
     return escape(str(text))
 
 
 def plain_figure(fig):
     """Every text already in ``fig`` drawn literally (no mathtext); returns ``fig``."""
-    from matplotlib.text import Text
+    from matplotlib.text import Text  # lazy: optional dependency (matplotlib, the plot extra)
 
     for t in fig.findobj(Text):
         t.set_parse_math(False)

@@ -16,6 +16,7 @@ import csv
 import io
 
 from ..errors import UserError
+from .typed import OutOfRange, parse
 
 MODEL_LIMITS = {                  # field -> the largest value accepted
     "n_layers": 2_048, "d_model": 262_144, "n_heads": 4_096, "n_kv_heads": 4_096, "vocab_size": 4_194_304,
@@ -53,8 +54,6 @@ def check_shape(field: str, value: int, where: str) -> None:
 def json_line(text: str, where: str):
     """One JSON value from one line of a file, through the one gate (``guard.typed``): nesting capped,
     numbers bounded, every failure one UserError."""
-    from .typed import OutOfRange, parse   # typed imports nothing of limits; kept here so limits stays import-light
-
     try:
         return parse(text, MAX_JSON_DEPTH)
     except OutOfRange as e:

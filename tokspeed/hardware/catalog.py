@@ -6,11 +6,17 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
 from ..errors import UserError
+from ..units import GIB, parse_bytes, parse_capacity
+from ..userfile import path_kind, read_toml
 from .devices import catalog_devices as _catalog
+from .links import parse_host_link
+from .match import closest_devices
 from .names import NameIndex
 from .spec import Hardware
 
@@ -26,16 +32,12 @@ def _index() -> NameIndex:
 @lru_cache(maxsize=1)
 def default_variants() -> dict[str, tuple[str, str]]:
     """{name: (id, why)}: the device a name shared by several entries stands for (``data/default_variants.toml``)."""
-    import tomllib
-
     with open(Path(__file__).parent / "data" / "default_variants.toml", "rb") as f:
         raw = tomllib.load(f)
     return {k: (v["id"], v["why"]) for k, v in raw.get("variant", {}).items()}
 
 
 def _path_kind(key: str):
-    from ..userfile import path_kind
-
     return path_kind(key, "hardware file")
 
 
@@ -81,7 +83,6 @@ def lookup_hardware(name) -> tuple[Hardware, str | None]:
     if found is not None:
         hw, why = found
         return hw, f"hardware {key!r} taken as {hw.id} ({hw.name}{'; ' + why if why else ''})"
-    from .match import closest_devices
 
     near = closest_devices(chip) if first.message.startswith("unknown") else []
     if not near:
@@ -101,7 +102,6 @@ def _loose(name: str) -> tuple[Hardware, str] | None:
         return _catalog()[eid], (why or "") + (f"; also: {', '.join(others)}" if why and others else "")
     if not any(ch.isdigit() for ch in name):
         return None           # no model number: a name like "NVIDIA Laptop GPU" is no one device
-    from .match import closest_devices
 
     near = closest_devices(name)
     if len(near) == 1:
@@ -117,8 +117,6 @@ def _loose(name: str) -> tuple[Hardware, str] | None:
 def with_memory(hw: Hardware, memory_gb: float, why: str) -> Hardware:
     """``hw`` with ``memory_gb`` GiB of memory (a Mac of another configuration, ``--memory``): its usable share derived
     again (Apple: the Metal working-set fraction), everything else kept."""
-    from dataclasses import replace
-
     if not 0 < memory_gb < 1e6:
         raise UserError(f"memory must be a positive number of GiB, got {memory_gb!r}")
     return replace(hw, memory_gb=memory_gb, usable_memory_gb=0.0,
@@ -136,8 +134,6 @@ def local_profile_path() -> Path:
 def local_hardware() -> Hardware:
     """This machine as ``tokspeed probe -o`` recorded it (``$TOKSPEED_LOCAL_PROFILE`` or
     ``~/.config/tokspeed/local.toml``)."""
-    from ..userfile import path_kind
-
     p = local_profile_path()
     if path_kind(p, "local hardware profile ($TOKSPEED_LOCAL_PROFILE)") != "file":   # a name too long is one line
         raise UserError(f"no local hardware profile at {p}",
@@ -148,8 +144,6 @@ def local_hardware() -> Hardware:
 def hardware_from_toml(path, default_id: str | None = None) -> Hardware:
     """One device from a TOML file. Top level or a ``[hardware]`` table (a probe profile) with at
     least name, kind (gpu|soc|cpu|accelerator), vendor, memory_gb, bandwidth_gbps."""
-    from ..userfile import read_toml
-
     p, raw = read_toml(path, "hardware file", "write a TOML file with name, kind, vendor, memory_gb, bandwidth_gbps")
     if isinstance(raw.get("hardware"), dict):
         raw = raw["hardware"]
@@ -173,8 +167,6 @@ def hardware_from_flags(bandwidth: str, memory: str, name: str = "custom", kind:
     """An ad-hoc device: ``hardware_from_flags("1008GB/s", "24GB", fp16_tflops=165.2)``.
     Bare numbers mean GB/s and GB; bandwidth's GB is 10^9 bytes, memory's GB (as labels write it) and GiB are
     2**30 bytes (``units.parse_capacity``)."""
-    from ..units import GIB, parse_bytes, parse_capacity
-
     bw = parse_bytes(bandwidth, what="bandwidth") / 1e9
     mem = parse_capacity(memory, what="memory") / GIB
     return Hardware.from_dict({
@@ -192,7 +184,6 @@ def with_tflops(hw: Hardware, tflops: float | None) -> Hardware:
     matmuls run at) and its int8 dot-product figure in the same ratio. ``None`` returns ``hw`` unchanged."""
     if tflops is None:
         return hw
-    from dataclasses import replace
 
     v = _number(tflops, "tflops")
     if not 0 < v < 1e8:
@@ -233,9 +224,6 @@ def _with_host_link(hw: Hardware) -> Hardware:
     """A custom device that names its host link ("PCIe 4.0 x16") but gives no rate gets it from
     the link rows, the same way the catalog does."""
     if hw.host_link and not hw.host_link_gbps:
-        from dataclasses import replace
-
-        from .links import parse_host_link
 
         gbps, basis = parse_host_link(hw.host_link)
         if gbps:

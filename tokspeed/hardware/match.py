@@ -22,6 +22,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from .devices import all_hardware
+from .names import name_key
+
 BANDWIDTH_TOLERANCE = 0.10    # a row's stated GB/s within 10 % of the device's (a Quadro RTX 4000's 416 is not an
                               # RTX 4000 Ada's 360)
 FILLER = frozenset("nvidia amd intel apple geforce radeon tesla instinct graphics gpu gpus core cores generation "
@@ -39,9 +42,6 @@ def _words(text: str) -> set[str]:
 @lru_cache(maxsize=1)
 def _bags() -> list[tuple[object, frozenset, frozenset]]:
     """(device, every word it answers to, the SKU words of its name)."""
-    from .devices import all_hardware
-    from .names import name_key
-
     out = []
     for hw in all_hardware():
         labels = (hw.id, *hw.aliases)

@@ -6,12 +6,14 @@ engine model's business (``tokspeed.engines``), never folded in here.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 
 from ..derived import hash_once
-from ..errors import UserError
+from ..engines.driver import check_hardware_driver
+from ..errors import UserError, did_you_mean
 from ..units import GIB
 from .arch import check_arch, check_matrix_units, default_matrix_units
+from .arch_names import infer_arch, infer_memory_type
 
 KINDS = ("gpu", "soc", "cpu", "accelerator")
 
@@ -103,7 +105,6 @@ class Hardware:
                 raise UserError(f"hardware {self.id}: {f} must be a list of strings")
             object.__setattr__(self, f, tuple(v))
         self._settle_arch()
-        from ..engines.driver import check_hardware_driver      # here: engines imports hardware at module level
 
         drv, os_name = check_hardware_driver(self.driver, self.os, self.vendor, f"hardware {self.id}")
         object.__setattr__(self, "driver", drv)
@@ -112,8 +113,6 @@ class Hardware:
     def _settle_arch(self) -> None:
         """Check a stated ``arch`` / ``matrix_units``; where none is stated, take what the name implies and the
         arch's usual units, and say so in ``derived`` (a guess is never silent)."""
-        from .arch_names import infer_arch, infer_memory_type
-
         where = f"hardware {self.id}"
         arch, units = check_arch(self.arch, where), check_matrix_units(self.matrix_units, where)
         notes = []
@@ -208,8 +207,6 @@ class Hardware:
         (``cpu_fp32_tflops``; 0 = prefill unknown) instead of the GPU's FLOP/s. Prefill then runs at the fractions of
         that SIMD FP32 peak llama.cpp's CPU kernels reach per weight format (priors.toml [CPUPP], measured on
         AVX2); quantized weights run int8 dot products, whose peak (up to 4x) is ``int8_tops``."""
-        from dataclasses import replace
-
         if not self.cpu_bandwidth_gbps:
             return self
         return replace(self, bandwidth_gbps=self.cpu_bandwidth_gbps, fp16_tflops=0.0, fp8_tflops=0.0,
@@ -224,8 +221,6 @@ class Hardware:
         """This CPU as llama.cpp's CPU kernels see it: FP32 SIMD and int8 dot products (priors.toml [CPUPP],
         [CPUMV]), not a 16-bit matrix-unit figure (a probe's torch BF16 matmul: oneDNN on AMX / AVX512-BF16).
         Unchanged where there is no FP32 figure to fall back on."""
-        from dataclasses import replace
-
         if self.kind != "cpu" or not self.fp32_tflops or not (self.fp16_tflops or self.fp8_tflops):
             return self
         return replace(self, fp16_tflops=0.0, fp8_tflops=0.0)
@@ -237,8 +232,6 @@ class Hardware:
         if self.kind == "soc" and self.cpu_bandwidth_gbps:
             return self.cpu_cluster()
         if self.kind == "cpu" and self.cpu_bandwidth_gbps and self.cpu_bandwidth_gbps < self.bandwidth_gbps:
-            from dataclasses import replace      # a multi-socket CPU: the one socket's memory its weights sit in
-
             return replace(self.simd_view(), bandwidth_gbps=self.cpu_bandwidth_gbps,
                            derived=self.derived + (f"bandwidth_gbps: the {self.cpu_bandwidth_gbps:g} GB/s a CPU engine "
                                                    f"reaches (the machine's {self.bandwidth_gbps:g}: NUMA)",))
@@ -249,8 +242,6 @@ class Hardware:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            from ..errors import did_you_mean
-
             raise UserError(f"hardware {data.get('id', data.get('name', '?'))}: unknown field(s) {', '.join(unknown)}",
                             did_you_mean(unknown[0], sorted(known)) or "fields: " + ", ".join(sorted(known)))
         missing = [k for k in ("name", "kind", "vendor", "memory_gb", "bandwidth_gbps") if k not in data]

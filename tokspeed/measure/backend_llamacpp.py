@@ -3,13 +3,19 @@ quant kernels and tokenizer, timed at each KV depth like llama-bench ``-d`` (bat
 
 from __future__ import annotations
 
+import codecs
+import ctypes
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UserError
 from ..stats import median
+from ..userfile import require_file
+from .detect import detect
+from .memory_guard import check_fits
 from .stats import Timing
+from .weights import gguf_tensor_shapes, spec_from_gguf
 
 # llama.cpp's default KV cache type is F16 (2 bytes per value) unless --cache-type-k/v says otherwise.
 KV_BYTES_PER_VALUE = 2
@@ -76,15 +82,11 @@ def load_llama(path: str, n_ctx: int, threads: int | None = None, flash_attentio
     if p.suffix != ".gguf":         # the user's input first, then the optional dependency
         raise UserError(f"backend='llama.cpp' needs a .gguf file, got {path!r}", field="backend")
     try:
-        import llama_cpp
+        import llama_cpp  # lazy: optional dependency (llama_cpp, the llamacpp extra)
     except ImportError:
         raise UserError("backend='llama.cpp' needs llama-cpp-python", "pip install 'tokspeed[llamacpp]'",
                         field="backend") from None
-    from .detect import detect
-    from .memory_guard import check_fits
-    from .weights import gguf_tensor_shapes, spec_from_gguf
 
-    from ..userfile import require_file
 
     require_file(p, "GGUF file")
     meta, shapes = gguf_tensor_shapes(p)
@@ -101,8 +103,6 @@ def _open(llama_cpp, p: Path, **kw):
     """``llama_cpp.Llama(p)`` with llama.cpp's own log captured: on a file it cannot load, llama-cpp-python
     says only "Failed to load model from file" (its log went to /dev/null with verbose=False); the
     user gets llama.cpp's reason instead ("error loading model: ... not within the file bounds")."""
-    import ctypes
-
     log: list[str] = []
     callback_type = getattr(llama_cpp, "llama_log_callback", None)
     log_set = getattr(llama_cpp, "llama_log_set", None)
@@ -141,7 +141,7 @@ def engine_version(llama_cpp) -> dict:
 
 
 def _last_logits(lm: LlamaModel):
-    import numpy as np
+    import numpy as np  # lazy: optional dependency (numpy, the files/measure extra)
 
     return np.ctypeslib.as_array(lm.llm._ctx.get_logits(), shape=(lm.n_vocab,))
 
@@ -151,7 +151,7 @@ def measure_point(lm: LlamaModel, context: int, prompt: int, gen: int, warmup: i
     """Same protocol as the torch backend: fill ``context`` tokens, time a ``prompt``-token
     prefill at that depth, rewind to the depth, time ``gen`` single-token steps (greedy argmax
     on the CPU between steps)."""
-    import numpy as np
+    import numpy as np  # lazy: optional dependency (numpy, the files/measure extra)
 
     llm = lm.llm
     rng = np.random.default_rng(seed)
@@ -209,9 +209,7 @@ def generate_text(lm: LlamaModel, text: str, gen: int, emit, top: int = 5):
     """Tokenize with the GGUF's own tokenizer, prefill, then stream ``gen`` greedy tokens. Token
     bytes go through an incremental UTF-8 decoder: a token holding part of a character (one byte
     of a Hangul syllable) shows as '' until the character completes."""
-    import codecs
-
-    import numpy as np
+    import numpy as np  # lazy: optional dependency (numpy, the files/measure extra)
 
     llm = lm.llm
     kind = (getattr(llm, "metadata", None) or {}).get("tokenizer.ggml.model", "no_vocab")

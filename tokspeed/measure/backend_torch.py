@@ -9,8 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ..guard.limits import check_tensor_shapes
 from ..quant.format_table import torch_default, torch_dtypes
+from ..resolve import resolve_model
+from ..userfile import path_kind, require_file
+from .decoder import Decoder, DecoderConfig, StageTimer
+from .memory_guard import check_fits, torch_run_bytes
 from .stats import Timing
+from .weights import gguf_tensor_shapes, gguf_weights, hf_overrides, random_weights, safetensors_weights, spec_from_gguf
 
 FILL_CHUNK = 512   # depth tokens are prefilled in chunks of this many (llama.cpp's default n_batch)
 
@@ -61,7 +67,7 @@ def check_quant(quant: str) -> str:
 
 
 def torch_dtype(quant: str):
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     return getattr(torch, check_quant(quant))
 
@@ -70,18 +76,12 @@ def load_model(model_arg: str, device: str, quant: str, max_seq: int, max_batch:
                seed: int = 0) -> LoadedModel:
     """Build the reference decoder for MODEL: a catalog id or config (random weights), a
     safetensors folder, or a .gguf file; refuse before allocating if it does not fit."""
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
-    from ..resolve import resolve_model
-    from .decoder import Decoder, DecoderConfig
-    from .memory_guard import check_fits, torch_run_bytes
-    from .weights import gguf_tensor_shapes, gguf_weights, hf_overrides, random_weights, safetensors_weights
-    from .weights import spec_from_gguf
 
     check_device(device, torch)
     dtype = torch_dtype(quant)
     elt = torch.tensor([], dtype=dtype).element_size()
-    from ..userfile import path_kind, require_file
 
     p = Path(model_arg).expanduser()
     tokenizer = None
@@ -89,7 +89,6 @@ def load_model(model_arg: str, device: str, quant: str, max_seq: int, max_batch:
         require_file(p, "GGUF file")
         meta, shapes = gguf_tensor_shapes(p)
         spec, over = spec_from_gguf(meta, shapes, p.stem)
-        from ..guard.limits import check_tensor_shapes
 
         check_tensor_shapes(spec, shapes, p.name)      # tensors that disagree with the metadata: one line
         check_fits(torch_run_bytes(spec, elt, max_seq, max_batch, prompt, from_file=True), device, f"{p.name} in {quant}")
@@ -101,7 +100,7 @@ def load_model(model_arg: str, device: str, quant: str, max_seq: int, max_batch:
         weights, config = safetensors_weights(p)
         over = hf_overrides(config, weights)
         if path_kind(p / "tokenizer.json", "tokenizer.json") == "file":
-            from tokenizers import Tokenizer
+            from tokenizers import Tokenizer  # lazy: optional dependency (tokenizers, the files extra)
 
             tokenizer = Tokenizer.from_file(str(p / "tokenizer.json"))
         source = "safetensors"
@@ -118,7 +117,7 @@ def load_model(model_arg: str, device: str, quant: str, max_seq: int, max_batch:
 def sample_cpu(logits, temperature: float = 0.0, generator=None):
     """The next token of each row, chosen on the CPU as engines do: logits copied to host,
     greedy (temperature 0) or sampled from softmax(logits / temperature)."""
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     host = logits.float().cpu()
     if temperature <= 0:
@@ -127,7 +126,7 @@ def sample_cpu(logits, temperature: float = 0.0, generator=None):
 
 
 def _sync(device):
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     if str(device).startswith("cuda"):
         torch.cuda.synchronize()
@@ -138,9 +137,8 @@ def measure_point(lm: LoadedModel, batch: int, context: int, prompt: int, gen: i
     """One (batch, depth) point: fill the KV cache with ``context`` tokens (untimed), time a
     prefill of ``prompt`` tokens at that depth, then ``gen`` decode steps from the depth (after
     ``warmup`` untimed steps), then one instrumented step for the per-stage split."""
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
-    from .decoder import StageTimer
 
     m, dev = lm.decoder, lm.device
     g = torch.Generator().manual_seed(seed)
@@ -197,7 +195,7 @@ def generate_text(lm: LoadedModel, text: str, gen: int, emit, top: int = 5, temp
     """Tokenize ``text``, prefill it, then decode ``gen`` tokens, calling ``emit(event)`` with
     {"kind": "candidates", ...} for the first step's top-``top`` next-token probabilities and
     {"kind": "token", "text", "ms"} for each new token as it appears."""
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     if lm.tokenizer is None:
         raise UserError("`text` needs real weights with a tokenizer", "give a safetensors folder with tokenizer.json, "

@@ -16,6 +16,9 @@ import datetime as _dt
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from ..hardware.catalog import local_profile_path
+from .profile import read_profile, write_profile
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -47,7 +50,7 @@ class Calibration:
 
 def _lstsq_relative(rows, ts):
     """Coefficients minimising sum(((rows . c) - t) / t)^2."""
-    import numpy as np
+    import numpy as np  # lazy: optional dependency (numpy, the files/measure extra)
 
     A = np.array(rows, dtype=float) / np.array(ts, dtype=float)[:, None]
     c, *_ = np.linalg.lstsq(A, np.ones(len(ts)), rcond=None)
@@ -93,8 +96,6 @@ def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "", flash_
 
 def store_calibration(profile_path, cal: Calibration) -> Path:
     """Write ``cal`` into the profile's [calibration.<backend>] table, keeping everything else."""
-    from .profile import read_profile, write_profile
-
     prof = read_profile(profile_path)
     table = dict(prof.get("calibration") or {})
     table[cal.backend] = cal.to_dict()
@@ -117,9 +118,6 @@ def load_calibration(hardware, backend: str | None = None) -> Calibration | None
     """The calibration stored for ``hardware``: a profile path, or a Hardware whose name matches the
     local profile (``tokspeed.hardware.catalog.local_profile_path()``). None when there is none, so a
     catalog device never picks up this machine's fit. ``backend`` None takes the first stored."""
-    from ..hardware.catalog import local_profile_path
-    from .profile import read_profile
-
     if isinstance(hardware, (str, Path)):
         p = Path(hardware).expanduser()
         return calibration_from_profile(read_profile(p), backend) if p.is_file() else None

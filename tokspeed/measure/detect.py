@@ -63,7 +63,7 @@ def _cpu_model() -> tuple[str, str]:
 
 def _ram() -> tuple[int, int]:
     try:
-        import psutil
+        import psutil  # lazy: optional dependency (psutil, the measure extra)
 
         vm = psutil.virtual_memory()
         return int(vm.total), int(vm.available)
@@ -93,7 +93,7 @@ def llama_threads(apple: bool) -> int:
         except ValueError:
             return 0
     try:
-        import psutil
+        import psutil  # lazy: optional dependency (psutil, the measure extra)
 
         return int(psutil.cpu_count(logical=False) or 0)
     except ImportError:
@@ -128,7 +128,7 @@ def int8_dot_per_fp32(apple: bool = False) -> int:
 
 def _physical_cores() -> int:
     try:
-        import psutil
+        import psutil  # lazy: optional dependency (psutil, the measure extra)
 
         return psutil.cpu_count(logical=False) or os.cpu_count() or 1
     except ImportError:
@@ -139,7 +139,7 @@ def nvidia_gpus() -> list[GpuInfo]:
     """CUDA devices through torch; through NVML (pynvml) when torch has no CUDA."""
     out = []
     try:
-        import torch
+        import torch  # lazy: optional dependency (torch, the measure extra)
 
         if torch.cuda.is_available():
             for i in range(torch.cuda.device_count()):
@@ -150,7 +150,7 @@ def nvidia_gpus() -> list[GpuInfo]:
     except ImportError:
         pass
     try:
-        import pynvml
+        import pynvml  # lazy: optional dependency (pynvml, the measure extra)
 
         pynvml.nvmlInit()
         for i in range(pynvml.nvmlDeviceGetCount()):
@@ -177,7 +177,7 @@ def detect() -> MachineInfo:
 def free_memory_bytes(device: str = "cpu") -> int:
     """Memory a new allocation can take now: available RAM, or free VRAM on a CUDA device."""
     if device.startswith("cuda"):
-        import torch
+        import torch  # lazy: optional dependency (torch, the measure extra)
 
         idx = int(device.split(":")[1]) if ":" in device else 0
         return int(torch.cuda.mem_get_info(idx)[0])

@@ -24,7 +24,7 @@ def _bytes_to_unicode() -> dict:
 def _add_byte_vocab(w) -> None:
     """A byte-level BPE vocabulary (every UTF-8 byte is a token): real tokenization with no
     download. Korean text becomes 3 tokens per syllable."""
-    from gguf import TokenType
+    from gguf import TokenType  # lazy: optional dependency (gguf, the files extra)
 
     b2u = _bytes_to_unicode()
     tokens = [b2u[b] for b in range(256)] + [b2u[32] + "a", "<s>", "</s>"]
@@ -44,8 +44,8 @@ def write_gguf(path, cfg, weights: dict, dtype: str = "F32", name: str = "tokspe
     Q and K are stored for llama.cpp's adjacent-pair rotation, so a GGUF loader must set
     ``rope_interleaved`` (``weights.spec_from_gguf`` does, from the architecture). ``byte_vocab``
     adds a byte-level tokenizer (cfg.vocab_size must be BYTE_VOCAB_SIZE); otherwise no vocabulary."""
-    import numpy as np
-    from gguf import GGUFWriter, LlamaFileType
+    import numpy as np  # lazy: optional dependency (numpy, the files/measure extra)
+    from gguf import GGUFWriter, LlamaFileType  # lazy: optional dependency (gguf, the files extra)
 
     if cfg.n_experts or cfg.qkv_bias or cfg.qk_norm:
         raise ValueError("write_gguf writes dense llama-architecture models only")

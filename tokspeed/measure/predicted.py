@@ -9,7 +9,10 @@ Rates are aggregate over the batch (tokens of all sequences per second), like th
 
 from __future__ import annotations
 
+from ..engines.profile import get_engine
+from ..predict import predict
 from ..quant.format_table import torch_dtypes
+from ..timing import kv_reads
 
 # Engine model used for the uncalibrated prediction of each backend. The reference decoder is a
 # gpt-fast-style decoder (fused weights, preallocated KV cache, one kernel per matrix), so it is
@@ -24,8 +27,6 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
     engine model's expectation, or the calibrated one when ``calibration`` is given. ``spec`` is a
     ModelSpec, or a GGUF path whose exact tensor bytes the core then reads. ``flash_attention``: what the
     measured llama.cpp context ran; False (llama-cpp-python's default) predicts its attention unfused."""
-    from ..predict import predict
-
     engine = ENGINE_FOR_BACKEND.get(backend, "ideal")
     fa = flash_attention if backend == "llama.cpp" else None      # the run's -fa, as the engine model takes it
     label = f"{engine} (FlashAttention {'on' if fa else 'off'}, as measured)" if fa is not None else engine
@@ -67,9 +68,6 @@ def attention_extra_bytes(pred, depth: int) -> float:
     prediction's engine counts them: the per-query-head re-reads that reach memory (``timing.kv_reads``) and the
     score matrix of unfused attention (``attn_bytes_per_flop``); 0 for fused attention. A machine calibration
     fitted with them (``Calibration.attention_net``) holds the K/V efficiency net of the attention it ran."""
-    from ..engines.profile import get_engine
-    from ..timing import kv_reads
-
     eng = pred.engine_profile       # the engine's own attention, not as an earlier calibration of the machine set it
     eng = get_engine(eng.name, version=eng.version or None, flash_attention=eng.flash_attention)
     return sum(op.kv_read_bytes * (kv_reads(op, eng) - 1.0) + op.flops * eng.attn_bytes_per_flop

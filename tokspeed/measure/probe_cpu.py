@@ -7,6 +7,7 @@ Bytes counted as STREAM does: read = 1 array read, copy = 1 read + 1 write, tria
 
 from __future__ import annotations
 
+from .decoder import _onednn_available, _pack
 from .probe_result import ProbeResult
 from .stats import time_call
 
@@ -22,7 +23,7 @@ def buffer_bytes(requested: int, available: int, arrays: int = 3) -> int:
 
 def probe_bandwidth(nbytes: int, repeats: int = 5, warmup: int = 1, prefix: str = "cpu",
                     device: str = "cpu", sync=None) -> list[ProbeResult]:
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     n = nbytes // 4
     a = torch.ones(n, dtype=torch.float32, device=device)
@@ -61,7 +62,7 @@ def steadier(probe, tries: int = REMEASURES) -> list[ProbeResult]:
 
 
 def _torch_dtype(name: str):
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
@@ -71,8 +72,8 @@ def probe_matvec(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefi
     """y = W x with W [rows, n] as a decoder's linear layer does for one token (F.linear, batch 1);
     rows such that W holds as many bytes as an n x n fp32 matrix whatever the dtype (narrower
     dtypes would otherwise fit a large last-level cache). Reported as weight bytes per second."""
-    import torch
-    import torch.nn.functional as F
+    import torch  # lazy: optional dependency (torch, the measure extra)
+    import torch.nn.functional as F  # lazy: optional dependency (torch, the measure extra)
 
     out = []
     for dt in dtypes:
@@ -85,7 +86,6 @@ def probe_matvec(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefi
         out.append(ProbeResult(f"{prefix}_matvec_{dt}", "GB/s", w.numel() * w.element_size(), t,
                                f"F.linear of 1 x {n} by a {rows} x {n} {dt} weight: weight bytes read"))
         if device == "cpu":   # the prepacked oneDNN product the reference decoder uses (decoder.py)
-            from .decoder import _onednn_available, _pack
 
             if _onednn_available(_torch_dtype(dt)):
                 pk = _pack(w)
@@ -100,7 +100,7 @@ def probe_matvec(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefi
 def probe_matmul(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefix: str = "cpu",
                  device: str = "cpu", sync=None) -> list[ProbeResult]:
     """C = A B with square n x n operands: 2 n^3 FLOPs (compute bound)."""
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     out = []
     for dt in dtypes:

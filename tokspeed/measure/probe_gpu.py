@@ -11,7 +11,7 @@ GIB = 2**30
 
 
 def probe_h2d(nbytes: int, repeats: int = 5, device: str = "cuda") -> ProbeResult:
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     host = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
     dev = torch.empty(nbytes, dtype=torch.uint8, device=device)
@@ -21,7 +21,7 @@ def probe_h2d(nbytes: int, repeats: int = 5, device: str = "cuda") -> ProbeResul
 
 def probe_gpu(quick: bool = False, repeats: int = 5, device: str = "cuda") -> list[ProbeResult]:
     """Full: 4 GiB arrays (far above any L2), 16384^2 matvec, 8192^3 matmul; quick: a quarter."""
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     sync = torch.cuda.synchronize
     size = GIB if quick else 4 * GIB

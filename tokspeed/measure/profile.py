@@ -12,6 +12,7 @@ import datetime as _dt
 from pathlib import Path
 
 from ..toml_writer import dumps, sig6
+from ..userfile import read_toml, write_text
 from .detect import int8_dot_per_fp32, llama_threads
 
 
@@ -80,12 +81,8 @@ def build_profile(machine, results, threads: int, tool: str = "tokspeed probe") 
 
 
 def write_profile(profile: dict, path) -> Path:
-    from ..userfile import write_text
-
     return write_text(path, dumps_toml(profile), "profile")
 
 
 def read_profile(path) -> dict:
-    from ..userfile import read_toml
-
     return read_toml(path, "hardware profile", "run `tokspeed probe` first")[1]

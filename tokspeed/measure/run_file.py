@@ -24,17 +24,18 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 from pathlib import Path
 
+from .. import __version__
 from ..errors import UserError
+from ..userfile import read_json_object, write_text
 
 SCHEMA = "tokspeed.run"
 SCHEMA_VERSION = 1
 
 
 def new_run(**fields) -> dict:
-    from .. import __version__
-
     run = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "tokspeed_version": __version__,
            "created": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     run.update({"machine": {}, "hardware": {}, "model": {}, "backend": "", "device": "", "quant": "",
@@ -46,14 +47,10 @@ def new_run(**fields) -> dict:
 def write_run(run: dict, path) -> Path:
     """Through ``guard.outputs.write_file``, whose writer masks secrets (a model path or URL with credentials,
     an HF token in a URL)."""
-    from ..userfile import write_text
-
     return write_text(path, json.dumps(run, indent=2, ensure_ascii=False) + "\n", "run file")
 
 
 def read_run(path) -> dict:
-    from ..userfile import read_json_object
-
     p, run = read_json_object(path, "run file", "write one with `tokspeed measure MODEL -o RUN.json`")
     if run.get("schema") != SCHEMA:
         raise UserError(f"{p}: not a tokspeed run file (no \"schema\": \"{SCHEMA}\")")
@@ -77,8 +74,6 @@ _POINT_NUM = ("prefill_tok_s", "prefill_s", "decode_tok_s_median", "decode_ms_pe
 
 
 def _is_num(v) -> bool:
-    import math
-
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 

@@ -9,8 +9,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import UserError
+from ..hardware.catalog import LOCAL_NAME, get_hardware, local_profile_path
 from ..quant.format_table import ftype_name, row as format_row, torch_default
+from . import backend_llamacpp as bl, backend_torch as bt
+from .calibrate import fit, store_calibration
+from .detect import detect
 from .mbu import untrusted_bandwidth, utilisation
+from .predicted import predict_point
+from .run_file import new_run
+from .weights import gguf_tensor_shapes
 
 
 @dataclass
@@ -40,8 +47,6 @@ class MeasureOptions:
 
 def resolve_hardware(name: str):
     """(Hardware, profile path or None). ``local`` is the probed profile (hardware.catalog.local_profile_path)."""
-    from ..hardware.catalog import LOCAL_NAME, get_hardware, local_profile_path
-
     hw = get_hardware(name)
     p = local_profile_path() if name.strip().lower() == LOCAL_NAME else Path(name).expanduser()
     return hw, (p if p.is_file() else None)
@@ -49,9 +54,8 @@ def resolve_hardware(name: str):
 
 def gguf_quant_name(path) -> str:
     """The file type llama.cpp recorded (``general.file_type``) as a --quant name (Q4_K_M, F16 ...)."""
-    from gguf import LlamaFileType
+    from gguf import LlamaFileType  # lazy: optional dependency (gguf, the files extra)
 
-    from .weights import gguf_tensor_shapes
 
     meta, _ = gguf_tensor_shapes(path)
     ft = meta.get("general.file_type")
@@ -81,17 +85,12 @@ def derive_rates(point: dict, hw, quant: str, untrusted: str = "") -> dict:
 def measure(opts: MeasureOptions, hw, progress=None, profile: dict | None = None) -> dict:
     """Time every point; ``progress(advance)`` is called after each decode step. ``profile``: the probed
     hardware profile ``hw`` came from (its bandwidth probe's spread decides whether MBU is shown)."""
-    from .detect import detect
-    from .run_file import new_run
-
     machine = detect()
     warnings = []
     max_seq = max(opts.contexts) + max(opts.prompt, opts.gen + opts.warmup) + 1
     step = (lambda: progress(1)) if progress else None
     if opts.backend == "torch":
-        import torch
-
-        from . import backend_torch as bt
+        import torch  # lazy: optional dependency (torch, the measure extra)
 
         quant = (opts.quant or torch_default(opts.device)).upper()
         lm = bt.load_model(opts.model, opts.device, quant, max_seq, max(opts.batches), opts.prompt, opts.seed)
@@ -103,8 +102,6 @@ def measure(opts: MeasureOptions, hw, progress=None, profile: dict | None = None
         engine = bt.engine_version(torch)
         model = {"id": spec.id, "source": lm.source, "path": lm.path, "n_params": spec.n_params}
     elif opts.backend == "llama.cpp":
-        from . import backend_llamacpp as bl
-
         if opts.batches != [1]:
             warnings.append("llama.cpp backend: batch sizes other than 1 are not measured (single sequence)")
         quant = gguf_quant_name(opts.model) if Path(opts.model).suffix == ".gguf" else (opts.quant or "?")
@@ -113,7 +110,7 @@ def measure(opts: MeasureOptions, hw, progress=None, profile: dict | None = None
         points = [bl.measure_point(lm, c, opts.prompt, opts.gen, opts.warmup, opts.seed, step) for c in opts.contexts]
         spec, counted, threads = lm.spec, bl.COUNTED, lm.threads
         flash = lm.flash_attention
-        import llama_cpp
+        import llama_cpp  # lazy: optional dependency (llama_cpp, the llamacpp extra)
 
         engine = bl.engine_version(llama_cpp)
         model = {"id": spec.id, "source": "gguf", "path": lm.path, "n_params": spec.n_params}
@@ -150,8 +147,6 @@ def measure(opts: MeasureOptions, hw, progress=None, profile: dict | None = None
 
 def add_predictions(run: dict, hw, calibration=None) -> dict:
     """Set ``predicted`` and ``error_pct`` (predicted vs measured decode tok/s) on every point."""
-    from .predicted import predict_point
-
     # llama.cpp runs the file's own quant mix: the core reads its exact tensor bytes from the GGUF
     spec = run["model"]["path"] if run["backend"] == "llama.cpp" else run["_spec"]
     for p in run["points"]:
@@ -165,8 +160,6 @@ def add_predictions(run: dict, hw, calibration=None) -> dict:
 
 def calibrate_run(run: dict, hw, profile_path) -> object:
     """Fit (eta, overhead) over the run's points, store it in the profile, return it."""
-    from .calibrate import fit, store_calibration
-
     if profile_path is None:
         raise UserError("`calibrate` stores the fit in a probed hardware profile",
                         "use hardware='local' (after `tokspeed probe`) or hardware='PROFILE.toml'", field="calibrate")

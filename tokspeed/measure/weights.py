@@ -8,6 +8,9 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
+from ..files.loader import open_gguf
+from ..models.spec import ModelSpec
+from ..userfile import read_json_object
 
 # Hugging Face parameter name (after "model.layers.{i}.") -> GGUF role
 _HF_LAYER = {
@@ -29,7 +32,7 @@ _HF_EXPERT = {"gate_proj": "ffn_gate_exps", "up_proj": "ffn_up_exps", "down_proj
 def random_weights(cfg, dtype, device="cpu", seed: int = 0, std: float = 0.02) -> dict:
     """Normal(0, std) matrices and unit norms at the config's shape, made directly in ``dtype``
     on ``device`` (no float32 copy of a large model ever exists)."""
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     g = torch.Generator(device=device).manual_seed(seed)
 
@@ -67,7 +70,7 @@ def random_weights(cfg, dtype, device="cpu", seed: int = 0, std: float = 0.02) -
 
 
 def _stack_experts(w: dict, experts: dict) -> dict:
-    import torch
+    import torch  # lazy: optional dependency (torch, the measure extra)
 
     for (layer, role), by_index in experts.items():
         w[f"blk.{layer}.{role}"] = torch.stack([by_index[j] for j in sorted(by_index)])
@@ -76,13 +79,12 @@ def _stack_experts(w: dict, experts: dict) -> dict:
 
 def safetensors_weights(folder) -> tuple[dict, dict]:
     """(weights by role, config.json) from a Hugging Face folder of ``*.safetensors`` files."""
-    from safetensors.torch import load_file
+    from safetensors.torch import load_file  # lazy: optional dependency (safetensors, the files extra)
 
     folder = Path(folder)
     files = sorted(folder.glob("*.safetensors"))
     if not files:
         raise UserError(f"{folder}: no .safetensors files")
-    from ..userfile import read_json_object
 
     config = read_json_object(folder / "config.json", "config.json")[1]
     w, experts = {}, {}
@@ -121,9 +123,8 @@ def _role(tensor_name: str) -> str:
 
 def gguf_tensor_shapes(path) -> tuple[dict, dict]:
     """(metadata, role -> (shape, bytes in the file)) without reading tensor data."""
-    from gguf import GGUFReader
+    from gguf import GGUFReader  # lazy: optional dependency (gguf, the files extra)
 
-    from ..files.loader import open_gguf
 
     # tokspeed's own header reader first: it checks every count against the file and every hyper-parameter
     # (a FLOAT32 inf block_count, a 2^40-element array) and refuses a hostile file in one line, where
@@ -140,10 +141,10 @@ def gguf_tensor_shapes(path) -> tuple[dict, dict]:
 def gguf_weights(path) -> tuple[dict, dict]:
     """(weights by role as float32 tensors, metadata) from a GGUF file; quantized tensors are
     dequantized with gguf.quants.dequantize."""
-    import numpy as np
-    import torch
-    from gguf import GGUFReader
-    from gguf.quants import dequantize
+    import numpy as np  # lazy: optional dependency (numpy, the files/measure extra)
+    import torch  # lazy: optional dependency (torch, the measure extra)
+    from gguf import GGUFReader  # lazy: optional dependency (gguf, the files extra)
+    from gguf.quants import dequantize  # lazy: optional dependency (gguf, the files extra)
 
     try:
         reader = GGUFReader(str(path))
@@ -166,8 +167,6 @@ _GGUF_NORM_ROPE = {"llama", "mixtral", "granite", "granitemoe", "deci", "baichua
 def spec_from_gguf(meta: dict, shapes: dict, name: str):
     """A ModelSpec and decoder overrides from GGUF metadata and the tensors present
     (``shapes``: role -> (shape, bytes), from ``gguf_tensor_shapes``)."""
-    from ..models.spec import ModelSpec
-
     arch = meta.get("general.architecture", "llama")
 
     def get(key, default=None):

@@ -7,6 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .catalog import DATA, all_models, load_entry_raw
+from .markers import markers
+
 START, END = "<!-- catalog-table:start -->", "<!-- catalog-table:end -->"
 
 
@@ -15,9 +18,6 @@ def _b(n: float) -> str:
 
 
 def table() -> str:
-    from .catalog import all_models, load_entry_raw, DATA
-    from .markers import markers
-
     rows = ["| id | params (B) | active (B) | published (B) | features | use | aliases | source |",
             "|---|---:|---:|---:|---|---|---|---|"]
     for m in sorted(all_models(), key=lambda m: m.id):

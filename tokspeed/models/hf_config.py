@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
+from ..userfile import read_json_object, read_toml
 from .spec import ModelSpec
 from .unmodelled import refuse_unmodelled as _refuse_unmodelled
 
@@ -22,7 +23,6 @@ def spec_from_path(path) -> ModelSpec:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    from ..userfile import read_json_object, read_toml
 
     if p.suffix == ".toml":
         p, raw = read_toml(p, "model file")

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 from ..derived import hash_once
 from ..errors import UserError
+from ..guard.limits import check_shape
 
 USES = ("chat", "code", "reasoning")
 LINEAR_KINDS = ("gated_deltanet", "mamba2")
@@ -109,7 +110,6 @@ class ModelSpec:
         def bad(msg):
             raise UserError(f"model {self.id or '?'}: {msg}")
 
-        from ..guard.limits import check_shape
 
         for f in ("n_layers", "d_model", "n_heads", "n_kv_heads", "vocab_size"):
             v = getattr(self, f)

@@ -6,6 +6,8 @@ import io
 from pathlib import Path
 
 from ..errors import UserError
+from ..guard.escape import plain_figure
+from ..guard.outputs import check_output, write_file
 
 FORMATS = (".png", ".svg")
 # One palette for every chart: the same quantity has the same colour everywhere.
@@ -20,13 +22,12 @@ def check_path(path) -> Path:
         raise UserError(f"cannot draw {path!r}: the file must end in .png or .svg")
     if p.parent and not p.parent.exists():
         raise UserError(f"cannot draw {path!r}: folder {p.parent} does not exist")
-    from ..guard.outputs import check_output
 
     return check_output(p, "chart")
 
 
 def new_figure(width: float = 8.0, height: float = 4.5, nrows: int = 1, ncols: int = 1, **kw):
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # lazy: optional dependency (matplotlib, the plot extra)
 
     fig = Figure(figsize=(width, height), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False, **kw)
@@ -38,9 +39,6 @@ def new_figure(width: float = 8.0, height: float = 4.5, nrows: int = 1, ncols: i
 
 
 def save(fig, path) -> Path:
-    from ..guard.outputs import write_file
-
-    from ..guard.escape import plain_figure
 
     p = check_path(path)
     plain_figure(fig)                     # a `$…$` model or device name is text, not TeX
@@ -51,8 +49,6 @@ def save(fig, path) -> Path:
 
 def to_svg(fig) -> str:
     """The figure as an SVG element (no XML prolog, no DOCTYPE) to inline in HTML."""
-    from ..guard.escape import plain_figure
-
     buf = io.StringIO()
     plain_figure(fig).savefig(buf, format="svg")
     text = buf.getvalue()

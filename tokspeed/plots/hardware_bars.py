@@ -51,8 +51,8 @@ def hardware_figure(rows: list[dict], names: dict | None = None):
     engines = sorted({r["engine"] for r in rows})
     ax.set_title(f"{rows[0]['model']}: decode speed by hardware\n" +
                  "\n".join(textwrap.wrap(f"engine: {', '.join(engines)}", 70)), fontsize=11)
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D  # lazy: optional dependency (matplotlib, the plot extra)
+    from matplotlib.patches import Patch  # lazy: optional dependency (matplotlib, the plot extra)
 
     handles = [Patch(color=COLORS["bound"], label="bound (bandwidth ÷ bytes)"),
                Patch(color=COLORS["expected"], label="expected (engine model)"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .canvas import COLORS, gb, new_figure
+from .roofline import draw_roofline
 
 PARTS = (("weights_bytes", "weights", "weights"), ("kv_bytes", "KV cache", "kv"),
          ("activations_bytes", "activations", "activations"), ("overhead_bytes", "runtime", "runtime"))
@@ -33,8 +34,6 @@ def memory_figure(pred: dict):
 
 def prediction_figure(pred: dict, hw: dict, journeys: list[dict]):
     """``tokspeed predict --plot``: memory against capacity above, the roofline below."""
-    from .roofline import draw_roofline
-
     fig, axes = new_figure(8, 7, nrows=2, height_ratios=[1, 4])
     draw_memory(axes[0, 0], pred)
     draw_roofline(axes[1, 0], hw, journeys)

@@ -13,8 +13,8 @@ SHAPE_COLOR = "#555555"     # the legend's marker-shape entries are neutral; col
 
 def draw_roofline(ax, hw: dict, journeys: list[dict]):
     """``hw``: {name, bandwidth_gbps, matmul_tflops}; ``journeys``: ``Journey.to_dict()`` documents."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D  # lazy: optional dependency (matplotlib, the plot extra)
+    from matplotlib.patches import Patch  # lazy: optional dependency (matplotlib, the plot extra)
 
     bw = hw["bandwidth_gbps"] * 1e9
     peak = (hw.get("matmul_tflops") or 0) * 1e12

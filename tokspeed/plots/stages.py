@@ -33,7 +33,7 @@ def stages_figure(expl: dict):
     else:
         total = f"{expl['total_s'] * 1e3:.2f} ms"
     ax.set_title(f"{expl['model']} · {expl['quant']} on {expl['hardware']}\n{what} = {total}")
-    from matplotlib.patches import Patch
+    from matplotlib.patches import Patch  # lazy: optional dependency (matplotlib, the plot extra)
 
     handles = [Patch(color=COLORS[k], label=f"{k}-bound" if k != "cpu" else "CPU") for k in ("memory", "compute", "cpu")]
     if has_measured:

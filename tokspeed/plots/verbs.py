@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from ..errors import UserError
+from ..explain.journey import build_journey
 from .canvas import save
+from .context import context_figure
+from .hardware_bars import hardware_figure
+from .measured import measured_figure
+from .memory import prediction_figure
 
 
 def hw_info(hw) -> dict:
@@ -13,28 +19,20 @@ def hw_info(hw) -> dict:
 
 def prediction_journeys(pred) -> list[dict]:
     """Decode (and, with a prompt, prefill) journeys of a Prediction, for the roofline."""
-    from ..explain.journey import build_journey
-
     modes = ["decode"] + (["prefill"] if pred.prompt else [])
     return [build_journey(pred, m).to_dict() for m in modes]
 
 
 def plot_prediction(pred, path):
-    from .memory import prediction_figure
-
     return save(prediction_figure(pred.to_dict(), hw_info(pred.hw), prediction_journeys(pred)), path)
 
 
 def plot_sweep(rows: list[dict], path):
     """Every (quant, batch) series as its own curve; the bytes panel shows the first and says so."""
-    from .context import context_figure
-
     return save(context_figure(rows), path)
 
 
 def plot_compare(preds, path):
-    from .hardware_bars import hardware_figure
-
     return save(hardware_figure([p.to_dict() for p in preds], {p.hw.id: p.hw.name for p in preds}), path)
 
 
@@ -52,9 +50,6 @@ def run_pairs(run: dict) -> list[dict]:
 
 def plot_run(run: dict, path):
     """``tokspeed measure --plot``: measured beside predicted decode tok/s, one pair per point."""
-    from ..errors import UserError
-    from .measured import measured_figure
-
     pairs = run_pairs(run)
     if not pairs:
         raise UserError("nothing to draw: the run has no point with both a measured and a predicted decode speed")

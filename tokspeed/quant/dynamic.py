@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import UserError
+from ..ledger import resident_weight_bytes
 from .format_table import ik_ftypes, ud_mixes
 
 UD_XL = ud_mixes()          # formats.toml mix_of: UD-Q4_K_XL -> Q4_K_M
@@ -76,8 +77,6 @@ class SizedScheme:
 def sized(base, target_bytes: float, spec, name: str) -> SizedScheme:
     """``base`` scaled to ``target_bytes`` of resident weights for ``spec`` (needs the model: a size alone says
     nothing without the tensors it is spread over)."""
-    from ..ledger import resident_weight_bytes
-
     if spec is None:
         raise UserError(f"quant {name!r} states a file size: it needs a model to spread it over")
     return SizedScheme(base, target_bytes / resident_weight_bytes(spec, base), name)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..derived import hash_once
-from ..errors import UserError
+from ..errors import UserError, did_you_mean
 from . import formats
-from .formats import Format
 from .dynamic import IK_FTYPES, ik_output_type, sized, split_size, ud_base
 from .format_table import help_names, layout
+from .formats import Format
 from .llamacpp_mix import DEFAULT as GGUF_FTYPES, tensor_type
 
 MLX_BITS = (3, 4, 6, 8)
@@ -166,7 +166,6 @@ def _scheme_for(name: str, spec=None) -> QuantScheme:
             raise UserError(f"EXL2 bits per weight must be between 2 and 8, got {bpw:g}")
         return QuantScheme(q, linear=formats.exl2(bpw), embedding=f["F16"], lm_head=formats.exl2(6.0),
                            small=f["F16"], **ctx)
-    from ..errors import did_you_mean
 
     raise UserError(f"unknown quant {name!r}", did_you_mean(q, NAMES) or "choose one of " + " ".join(NAMES),
                     field="quant")

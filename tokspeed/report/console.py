@@ -8,11 +8,10 @@ styling) passes ``guard.escape.terminal`` (control, escape and bidirectional cha
 ``guard.redact.known`` (secrets masked), whatever printed it: a table cell, a title, a note."""
 
 from ..guard.console import safe_console
+from .text import console_width
 
 
 def make_console(stderr: bool = False):
-    from .text import console_width
-
     width = console_width()
     if width is not None:
         return safe_console(stderr=stderr, width=width, soft_wrap=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..engines.bands import describe, prediction_basis
 from ..engines.rates import int8_rates
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
+from .console import make_console
 from .predict_table import fit_headline
 from .text import FitTable, markup_safe, one_line, styled, unknown
 
@@ -63,8 +64,6 @@ BOUND_STYLE = {"memory": "cyan", "compute": "magenta", "cpu": "yellow"}
 
 
 def render_explanation(expl, console=None):
-    from .console import make_console
-
     console = console or make_console()
     p, j = expl.prediction, expl.journey
     low = unknown_compute(expl)

@@ -3,12 +3,20 @@ journey of one token with its levers. No scripts, no fonts, no network: it opens
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
+from .. import __version__
+from ..advise.alternatives import ways_to_run
+from ..explain import explain
 from ..guard.escape import html as esc
+from ..plots import context_figure, prediction_figure, stages_figure, to_svg
+from ..plots.verbs import hw_info, prediction_journeys
+from ..predict import predict
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
 from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, engine_build
 from .explain_table import fmt_flops, headline
+from .serving_section import serving_section
 from .text import ttft_how, unknown
 
 SWEEP_CONTEXTS = (1024, 4096, 16384, 32768, 65536, 131072)   # the seeds' table
@@ -98,8 +106,6 @@ def split_citations(text: str) -> list[str]:
 
 
 def citations(hw, pred) -> str:
-    import re
-
     def fmt(c: str) -> str:
         m = re.match(r"^\[([A-Z0-9_-]+)\]\s*(.*)$", c, re.S)
         return f"<b>[{esc(m.group(1))}]</b> {esc(m.group(2))}" if m else esc(c)
@@ -205,10 +211,6 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_EN
                   batch=1, charts: bool = True, engine_version: str | None = None,
                   flash_attention: bool | None = None, gpus: int = 1) -> str:
     """The report's HTML; with ``gpus`` > 1 it adds the serving section (layouts, frontier) of ``serve``."""
-    from .. import __version__
-    from ..explain import explain
-    from ..predict import predict
-
     build = engine_build(engine_version, flash_attention)     # kept by every prediction below
     pred = predict(model, hardware, quant=quant, kv_dtype=kv_dtype, engine=engine, prompt=prompt, gen=gen,
                    context=context, batch=batch, **build)
@@ -221,14 +223,9 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_EN
              f"batch {pred.batch} · context {pred.context:,} + prompt {pred.prompt:,} + generate {pred.gen:,}</div>",
              _cards(pred)]
     if not pred.memory.fits:
-        from ..advise.alternatives import ways_to_run
-
         parts.insert(2, _nofit(pred, ways_to_run(model, hw, quant=quant, kv_dtype=kv_dtype, engine=engine,
                                                  prompt=prompt, gen=gen, context=context, batch=batch, **build)))
     if charts:
-        from ..plots import context_figure, prediction_figure, stages_figure, to_svg
-        from ..plots.verbs import hw_info, prediction_journeys
-
         parts.append(_figure(to_svg(prediction_figure(pred.to_dict(), hw_info(hw), prediction_journeys(pred))),
                              "Memory against capacity; every stage of a decode step (rings) and of the prefill "
                              "(squares) on the roofline: left of the ridge is memory-bound."))
@@ -249,8 +246,6 @@ def render_report(model, hardware, quant=None, kv_dtype="f16", engine=DEFAULT_EN
                           "The KV cache grows with context; at long context it rivals the weights and speed falls. "
                           "The star is this setup; hollow red points do not fit (hypothetical).")]
     if gpus > 1:
-        from .serving_section import serving_section
-
         parts.append(serving_section(model, hw, gpus, quant=quant, kv_dtype=kv_dtype, engine=engine, isl=prompt,
                                      osl=gen, engine_version=engine_version, charts=charts))
     parts.append(citations(hw, pred))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from ..advise.alternatives import ways_to_run
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
+from .console import make_console
 from .text import FitTable, markup_safe, one_line, styled, ttft_how
 
 
@@ -44,8 +46,6 @@ def render_ways(console, pred, model, ways=None, **predict_options) -> list[dict
     if pred.memory.fits:
         return []
     if ways is None:
-        from ..advise.alternatives import ways_to_run
-
         ways = ways_to_run(model, pred.hw, **predict_options)
     if not ways:
         console.print("[bold red]no way tried makes it fit[/] (offload, more devices, a smaller format, a shorter "
@@ -96,8 +96,6 @@ def bound_label(d) -> str:
 
 
 def render_prediction(pred, console=None):
-    from .console import make_console
-
     console = console or make_console()
     m, d, p = pred.memory, pred.decode, pred.prefill
     hyp = not m.fits

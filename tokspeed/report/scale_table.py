@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..units import fmt_bytes, fmt_rate, fmt_seconds
+from .console import make_console
 from .text import FitTable, markup_safe, styled
 
 
@@ -20,8 +21,6 @@ def _no():
 
 
 def render_scale(pred, console=None):
-    from .console import make_console
-
     console = console or make_console()
     x = pred.extra
     devs = x.get("devices", {}).get("per_device", [])

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 from ..errors import UserError
 from ..guard.escape import html as esc
+from ..plots import to_svg
+from ..plots.frontier import frontier_figure
+from ..serving.document import layout_text
+from ..serving_api import ServeQuery, serve
 
 TOP = 8          # configurations listed
 
@@ -15,8 +19,6 @@ def _num(v, digits: int = 0) -> str:
 
 
 def serving_table(doc: dict) -> str:
-    from ..serving.document import layout_text
-
     rows = "".join(
         f"<tr><td class='s'>{esc(layout_text(c['layout']))}</td><td>{c['concurrency']:,}</td>"
         f"<td>{_num(c['output_tok_s_per_gpu'])}</td><td>{_num(c['tok_s_per_user'], 1)}</td>"
@@ -29,8 +31,6 @@ def serving_table(doc: dict) -> str:
 def serving_section(model, hw, gpus: int, *, quant, kv_dtype: str, engine: str, isl: int, osl: int,
                     engine_version: str | None = None, charts: bool = True) -> str:
     """The section's HTML; a setup no layout of ``gpus`` devices holds gets one line saying so."""
-    from ..serving_api import ServeQuery, serve
-
     head = f"<h2>Serving on {gpus} × {esc(hw.name)}</h2>"
     try:
         doc = serve(ServeQuery(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=max(isl, 1), osl=max(osl, 1),
@@ -41,9 +41,6 @@ def serving_section(model, hw, gpus: int, *, quant, kv_dtype: str, engine: str, 
                    f"{doc['isl']:,} / OSL {doc['osl']:,}): every layout of {gpus} devices at rising concurrency, "
                    f"the best of each layout first. See docs/serving.md.</p>"]
     if charts and doc["frontier"]:
-        from ..plots import to_svg
-        from ..plots.frontier import frontier_figure
-
         parts.append(f"<figure>{to_svg(frontier_figure(doc))}<figcaption>Throughput against interactivity: output "
                      "tok/s per GPU against tok/s per user; the line joins the configurations no other beats on "
                      "both.</figcaption></figure>")

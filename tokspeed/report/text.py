@@ -14,7 +14,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import sys
 import textwrap
+
+from rich.cells import cell_len
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
 # C0 controls but tab/newline, DEL, C1 controls; bidi embeddings/overrides/isolates/marks; zero-width joiners
 # are harmless and kept.
@@ -34,15 +41,11 @@ def one_line(value) -> str:
 
 def markup_safe(value) -> str:
     """``clean`` text escaped for a rich markup string (e.g. inside a title built with styles)."""
-    from rich.markup import escape
-
     return escape(clean(value))
 
 
 def styled(value, style: str = ""):
     """A rich Text of ``value`` (cleaned, never parsed as markup) in ``style``."""
-    from rich.text import Text
-
     return Text(clean(value), style=style)
 
 
@@ -71,8 +74,6 @@ def console_width() -> int | None:
 
 def text_width() -> int:
     """The width messages wrap at: ``COLUMNS``, else the terminal's, else 80 (piped without COLUMNS)."""
-    import shutil
-
     return console_width() or shutil.get_terminal_size((80, 24)).columns
 
 
@@ -89,8 +90,6 @@ def say(text: str, kind: str = "") -> None:
     """One message on stderr (``tokspeed: [kind: ]text``), made safe (``one_line``), wrapped at the width
     (``wrapped``): COLUMNS, the terminal's, or 80 when piped; continuation lines start with two spaces, so a
     message is still one entry to grep (each starts ``tokspeed:``)."""
-    import sys
-
     sys.stderr.write(wrapped(f"tokspeed: {kind + ': ' if kind else ''}{one_line(text)}") + "\n")
 
 
@@ -135,8 +134,6 @@ class FitTable:
         return need
 
     def build(self, width: int):
-        from rich.table import Table
-
         # a droppable column with nothing in it is left out silently
         keep = [i for i in range(len(self.cols))
                 if not self.cols[i]["drop"] or any(r is not None and r[i].plain.strip() for r in self.rows)]
@@ -215,12 +212,8 @@ class FitTable:
 
 
 def _is_text(c) -> bool:
-    from rich.text import Text
-
     return isinstance(c, Text)
 
 
 def _cell_len(s: str) -> int:
-    from rich.cells import cell_len
-
     return max((cell_len(line) for line in s.split("\n")), default=0)

@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UserError
+from ..hardware.links import get_link
 
 # Synchronisation latency per operation (software + link round trip; bandwidth is counted separately).
 # Fitted by scripts/eval_scale_calibration.py --fit on the tensor-parallel decode rows of
@@ -107,8 +108,6 @@ def host_link(hw, kind: str = "host") -> Interconnect:
     if hw.host_link_gbps:
         return Interconnect(hw.host_link or "host link", kind, hw.host_link_gbps * 1e9)
     if hw.kind == "gpu":
-        from ..hardware.links import get_link
-
         link = get_link(ASSUMED_GPU_LINK)
         return Interconnect(f"{link.name} (assumed: no host link in the catalog for {hw.id})", kind,
                             link.per_direction_bytes_s)

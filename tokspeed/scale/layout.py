@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ledger import weight_ledger
+from ..memory import activation_bytes
 from .interconnect import Interconnect
 from .parallel import Parallel
 
@@ -104,8 +105,6 @@ def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: in
                   overhead_bytes: float, host_hw=None) -> list[DeviceMemory]:
     """Memory per device: one row per GPU stage (standing for its ``tp`` ranks), plus host RAM when
     weights are offloaded."""
-    from ..memory import activation_bytes
-
     per_layer, embd, head = layer_weight_bytes(spec, storage)
     experts = layer_expert_bytes(spec, storage) if any(s.ops != "all" for s in layout.stages) else None
     kv_all = batch * spec.kv_cached_elements(tokens) * kv_elem_bytes + batch * spec.index_cache_bytes(tokens)

@@ -20,7 +20,10 @@ direction, 32x slower.
 
 from __future__ import annotations
 
+from ..engines.profile import get_engine
 from ..errors import UserError
+from ..hardware.catalog import get_hardware
+from ..hardware.spec import Hardware
 from .interconnect import host_link
 from .layout import Layout, Stage, device_memory, layer_expert_bytes, layer_weight_bytes
 from .parallel import Parallel
@@ -41,9 +44,6 @@ def normalize_mode(offload: str | None, gpu_layers: int | None) -> str:
 
 
 def resolve_cpu(cpu):
-    from ..hardware.catalog import get_hardware
-    from ..hardware.spec import Hardware
-
     if isinstance(cpu, Hardware):
         return cpu
     return get_hardware(cpu or DEFAULT_CPU)
@@ -57,8 +57,6 @@ def _host_bytes(spec, sizes, a, b, embedding, head) -> float:
 def cpu_stage_engine(cpu_hw):
     """(device, engine) of an offload's CPU stage, as ``compat.runnable`` sees a CPU engine: a SoC's CPU cluster or
     a CPU's SIMD view, and llama.cpp-cpu with its threads' barrier after each graph node."""
-    from ..engines.profile import get_engine
-
     view = cpu_hw.cpu_engine_view()
     return view, get_engine("llama.cpp-cpu").with_barrier(view)
 

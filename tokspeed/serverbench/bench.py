@@ -14,17 +14,24 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
 from .. import __version__
+from ..errors import UserError
+from ..guard.console import safe_console
 from ..guard.escape import line
 from ..guard.redact import PLAIN, Redactor
 from .apis import redact_url
 from .client import CANCELLED
+from .compare import compare_phases
 from .engine_info import server_info
 from .guard import MAX_CONSECUTIVE_FAILURES, RecordGuard, run_guarded, sweep_saturated
 from .interrupt import CtrlC
 from .loadgen import LoadGenerator
 from .phases import PhaseClock, phase_cpu
-from .record import Recorder, write_summary
+from .ray_driver import RayLoad
+from .record import Recorder, write_csv, write_summary
+from .report_html import write_report
 from .sending import auth_headers, build_prompts, http_client, make_plan, make_send
 from .summary import summarize
 from .tokens import load_counter
@@ -118,7 +125,6 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
     Redactor.for_run(cfg.url, cfg.api_key)  # remembered by every writer: files, the console, error lines
     ray_load = None
     if cfg.ray:  # connect, place the actors, measure their clocks: before any file is written
-        from .ray_driver import RayLoad
 
         ray_load = RayLoad.start(cfg)
     try:
@@ -136,8 +142,6 @@ def _run(cfg: BenchConfig, ctrl_c: CtrlC) -> tuple[dict, bool]:
             elif ray_load:
                 ray_load.run(recorder, records, ctrl_c, prompts, state, _Progress(cfg.progress))
             elif cfg.workers > 1:
-                from .workers import run_workers
-
                 run_workers(cfg, recorder, records, ctrl_c, state, _Progress(cfg.progress))
             else:
                 asyncio.run(_main(cfg, recorder, records, counter, ctrl_c, prompts, state))
@@ -200,12 +204,8 @@ def console_notes(summary: dict) -> list[str]:
 
 def write_outputs(out, summary: dict, records: list[dict], report: bool = True) -> None:
     """requests.csv and report.html (secrets masked by the writer, ``guard.outputs``)."""
-    from .record import write_csv
-
     write_csv(out, records)
     if report:
-        from .report_html import write_report
-
         write_report(out, summary, records)
 
 
@@ -250,9 +250,6 @@ def attach_prediction(summary: dict, model: str, hardware: str, quant: str | Non
                       records=None) -> None:
     """Add ``prediction`` to the summary, or ``prediction_error`` saying why there is none; ``records``: the
     run's requests, whose lengths the scheduler simulation replays."""
-    from ..errors import UserError
-    from .compare import compare_phases
-
     try:
         summary["prediction"] = compare_phases(summary, model, hardware, quant=quant, engine=engine,
                                                records=records)
@@ -275,9 +272,6 @@ class _Progress:
 
     def __enter__(self):
         if self.enabled:
-            from ..guard.console import safe_console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
             self._p = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                TextColumn("{task.fields[errors]} failed"), TimeElapsedColumn(),
                                console=safe_console(stderr=True), transient=False)

@@ -117,7 +117,7 @@ async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict |
     Cancellation (Ctrl-C) is recorded as ``cancelled`` with whatever was measured so far; ``stop``
     (set on Ctrl-C) is also checked after every line, since a task cancellation can be lost on 3.11.
     """
-    import httpx
+    import httpx  # lazy: optional dependency (httpx, the server extra)
 
     rec: dict = {"type": "request", "index": spec.index, **spec.labels, "ok": False, "error": None,
                  "error_detail": None, "http_status": None, "start_unix_s": time.time()}
@@ -152,7 +152,7 @@ async def measure(client, spec: RequestSpec, timeouts: Timeouts, headers: dict |
 
 async def _exchange(client, spec, timeouts, headers, st: "_StreamState", t0: float, rec: dict,
                     stop: asyncio.Event | None = None) -> None:
-    import httpx
+    import httpx  # lazy: optional dependency (httpx, the server extra)
 
     deadline = t0 + timeouts.total_s
 

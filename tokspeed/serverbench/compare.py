@@ -25,12 +25,15 @@ there is none.
 
 from __future__ import annotations
 
+from ..hardware.catalog import get_hardware
+from ..predict import predict
+from ..serving.curve import continuous_batching
+from ..serving.overlay import phase_lengths
+from ..serving_api import overlay_phase
+
 
 def compare_phases(summary: dict, model: str, hardware: str, *, quant: str | None = None,
                    engine: str | None = None, records=None) -> dict:
-    from ..hardware.catalog import get_hardware
-    from ..predict import predict
-
     hw = get_hardware(hardware)
     bandwidth_Bps = hw.bandwidth_bytes_s
     opts = {k: v for k, v in (("quant", quant), ("engine", engine)) if v}
@@ -83,9 +86,6 @@ def _lengths(ph: dict) -> tuple[int, int]:
 
 def _rate_row(ph: dict, model: str, hw, opts: dict) -> dict | None:
     """A rate phase: the steady state of continuous batching at its arrival rate."""
-    from ..predict import predict
-    from ..serving.curve import continuous_batching
-
     prompt, gen = _lengths(ph)
     steps: dict[int, float] = {}
 
@@ -114,9 +114,6 @@ def _rate_row(ph: dict, model: str, hw, opts: dict) -> dict | None:
 
 def _simulated(row: dict, ph: dict, records, model, hw, quant, engine) -> dict:
     """``row`` with the scheduler simulation of its level (``serving.overlay``)."""
-    from ..serving.overlay import phase_lengths
-    from ..serving_api import overlay_phase
-
     try:
         sizes = phase_lengths(records, ph.get("phase"))
         row["simulated_lengths"] = "recorded" if sizes else "mean"

@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from ..guard.escape import html as escape
-from ..guard.escape import line
+from ..guard.escape import html as escape, line
+from ..guard.outputs import write_file
+from ..userfile import path_kind, read_json
 from .report_html import CSS, load_axis
 from .svg import line_chart
 
@@ -16,8 +17,6 @@ MAX_RUNS = 12
 
 
 def read_summary(d: str) -> dict:
-    from ..userfile import path_kind, read_json
-
     p = Path(d)
     p = p / "summary.json" if path_kind(p, "run") == "dir" else p
 
@@ -65,7 +64,6 @@ def compare_runs(dirs: list[str], output: str | None = None) -> Path:
     out = Path(output) if output else Path("bench-compare.html")
     if out.is_dir():
         out = out / "compare.html"
-    from ..guard.outputs import write_file
 
     write_file(out, html, "comparison")
     for name, s in runs:

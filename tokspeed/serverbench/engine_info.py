@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 from urllib.parse import urlsplit, urlunsplit
 
+from ..guard.bounded import aread_body
+from ..guard.typed import parse
 from .apis import PATHS
 
 PROBE_TIMEOUT_S = 3.0  # each probe, headers and body together
@@ -54,9 +56,6 @@ async def server_info(client, endpoint: str, api: str, headers: dict | None = No
 
 async def _probe(client, url: str, headers: dict | None):
     """The JSON of one probe, read through ``guard.bounded`` (at most PROBE_MAX_BYTES, PROBE_TIMEOUT_S in all)."""
-    from ..guard.bounded import aread_body
-    from ..guard.typed import parse
-
     async def go():
         async with client.stream("GET", url, headers=headers or {}, timeout=PROBE_TIMEOUT_S) as r:
             if r.status_code != 200:

@@ -42,7 +42,7 @@ class LoadActor:
             self._send = make_send(self.cfg, self._client, self.counter, self._cancel)
 
     async def where(self) -> dict:
-        import ray
+        import ray  # lazy: optional dependency (ray, the distributed extra)
 
         ctx = ray.get_runtime_context()
         return {"actor_id": ctx.get_actor_id(), "host": socket.gethostname(), "pid": os.getpid()}

@@ -50,7 +50,7 @@ INSTALL = "pip install 'tokspeed[distributed]'"
 
 def import_ray():
     try:
-        import ray
+        import ray  # lazy: optional dependency (ray, the distributed extra)
     except ImportError:
         raise UserError("bench-server on Ray needs the ray package, which is not installed", INSTALL) from None
     return ray
@@ -113,7 +113,7 @@ class RayLoad:
         return load
 
     def _place(self) -> None:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # lazy: optional dependency (ray, the distributed extra)
 
         ray, cfg = self.ray, self.cfg
         nodes = [n for n in ray.nodes() if n.get("Alive")]

@@ -13,6 +13,8 @@ nothing into them).
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import os
@@ -20,7 +22,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import UserError
+from ..guard.escape import csv_cell
+from ..guard.limits import MAX_RUN_FILE_BYTES
+from ..guard.outputs import RunDir, write_in
 from ..guard.typed import count, number, parse, rate, seconds
+from ..userfile import path_kind
 
 REQUESTS = "requests.jsonl"
 MAX_LINE_CHARS = 16 * 2**20  # one record read back: ours are < 1 MB (32,768 gaps); longer is not ours
@@ -30,8 +36,6 @@ RUN_FILES = (REQUESTS, SUMMARY, "requests.csv", "report.html")  # what a run wri
 
 class Recorder:
     def __init__(self, directory: Path, run_info: dict):
-        from ..guard.outputs import RunDir
-
         self.rundir = RunDir(directory, "run directory")   # held open: every file of the run written through it
         self.dir = self.rundir.path
         self.path = self.dir / REQUESTS
@@ -121,14 +125,11 @@ class RunLog(NamedTuple):
 
 
 def read_jsonl(path: Path) -> RunLog:
-    from ..userfile import path_kind
-
     path = Path(path)
     if path_kind(path, "run") == "dir":       # a FIFO, a loop, a name too long or a NUL: one line
         path = path / REQUESTS
     if path_kind(path, REQUESTS) != "file":
         raise UserError(f"no {REQUESTS} at {path}", "give the directory a bench-server run wrote (-o DIR)")
-    from ..guard.limits import MAX_RUN_FILE_BYTES
 
     if path.stat().st_size > MAX_RUN_FILE_BYTES:     # every record is held: the file's size bounds the memory
         raise UserError(f"{path} is {path.stat().st_size / 2**30:.1f} GiB, over the {MAX_RUN_FILE_BYTES / 2**30:g} GiB "
@@ -181,12 +182,7 @@ CSV_FIELDS = ("index", "phase", "concurrency", "rate_rps", "warmup", "ok", "erro
 
 def write_csv(directory, records: list[dict]) -> Path:
     """``requests.csv``: one row per request (the JSONL's scalar fields; the gaps as count/mean/max)."""
-    import csv
 
-    import io
-
-    from ..guard.escape import csv_cell
-    from ..guard.outputs import write_in
 
     buf = io.StringIO(newline="")
     w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
@@ -205,6 +201,4 @@ def write_csv(directory, records: list[dict]) -> Path:
 def write_summary(directory, summary: dict) -> Path:
     """Write atomically (``guard.outputs.write_file``: temp file + rename, secrets masked) so a reader never sees
     half a summary."""
-    from ..guard.outputs import write_in
-
     return write_in(directory, SUMMARY, json.dumps(summary, indent=2, allow_nan=False) + "\n")

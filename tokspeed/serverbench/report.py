@@ -4,6 +4,11 @@ a model called ``[/bold]`` is printed as typed."""
 
 from __future__ import annotations
 
+from rich.table import Table
+
+from ..guard.console import safe_console
+from ..guard.escape import markup as esc
+
 
 def _f(v, fmt=None, scale=1.0):
     """A number in few characters: 3 significant digits unless a format is given."""
@@ -16,10 +21,6 @@ def _f(v, fmt=None, scale=1.0):
 
 
 def print_summary(summary: dict, console=None) -> None:
-    from ..guard.console import safe_console
-    from rich.table import Table
-
-    from ..guard.escape import markup as esc
 
     console = console or safe_console()
     run = summary.get("run", {})

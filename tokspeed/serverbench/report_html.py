@@ -10,9 +10,10 @@ failed requests by kind over time. Every text from the server or the user is HTM
 
 from __future__ import annotations
 
-from ..guard.escape import html as escape
 from pathlib import Path
 
+from ..guard.escape import html as escape
+from ..guard.outputs import write_in
 from .svg import line_chart, stacked_bars
 
 CSS = """body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1300px;
@@ -26,8 +27,6 @@ dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:0}dt{
 
 def write_report(directory, summary: dict, records: list[dict]) -> Path:
     """report.html through ``guard.outputs`` (a ``RunDir`` or a path; the writer masks secrets)."""
-    from ..guard.outputs import write_in
-
     return write_in(directory, "report.html", render(summary, records))
 
 

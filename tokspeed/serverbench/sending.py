@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import asyncio
 
-from .apis import request_body
+from .apis import CHAT_APIS, request_body
 from .client import RequestSpec, Timeouts, measure
 from .loadgen import Job, LoadPlan
-from .workload import PromptSource
+from .workload import PromptSource, read_prompt_file, shared_prefix_text
 
 
 def build_prompts(cfg, counter) -> PromptSource:
-    from .apis import CHAT_APIS
-    from .workload import read_prompt_file, shared_prefix_text
-
     src = PromptSource(chat=cfg.api in CHAT_APIS, count=counter.count if counter else None)
     if cfg.prompts_file:
         src.texts, src.conversations = read_prompt_file(cfg.prompts_file, cfg.prompt_column)
@@ -59,7 +56,7 @@ def make_send(cfg, client, counter, cancel: asyncio.Event):
 
 
 def http_client(n_conn: int):
-    import httpx
+    import httpx  # lazy: optional dependency (httpx, the server extra)
 
     # identity: a compressed body could expand a thousandfold past every size cap before it is counted
     return httpx.AsyncClient(trust_env=False, follow_redirects=False, headers={"Accept-Encoding": "identity"},

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UserError
+from ..files.loader import open_model_file
+from ..files.tokenizer import load_tokenizer
+from ..userfile import MAX_TOKENIZER_BYTES, read_bytes
 
 
 class TokenCounter:
@@ -27,12 +30,10 @@ def load_counter(path: str) -> TokenCounter:
     if not p.exists():
         raise UserError(f"no such tokenizer: {path}", "give a tokenizer.json, a .gguf or a Hugging Face model folder")
     try:
-        import tokenizers  # noqa: F401  (the GGUF BPE path builds a tokenizers object too)
+        import tokenizers  # noqa: F401  # lazy: optional dependency (tokenizers, the files extra; the GGUF BPE path builds one too)
     except ImportError:
         raise UserError("`tokenizer` needs the tokenizers package", "pip install 'tokspeed[files]'",
                         field="tokenizer") from None
-    from ..files.loader import open_model_file
-    from ..files.tokenizer import load_tokenizer
 
     mf = open_model_file(str(p))
     if mf is None:
@@ -44,11 +45,10 @@ def load_counter(path: str) -> TokenCounter:
 
 def _tokenizer_json(p: Path) -> TokenCounter:
     try:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # lazy: optional dependency (tokenizers, the files extra)
     except ImportError:
         raise UserError("`tokenizer` needs the tokenizers package", "pip install 'tokspeed[files]'",
                         field="tokenizer") from None
-    from ..userfile import MAX_TOKENIZER_BYTES, read_bytes
 
     # size checked before reading (a 2 GB file is refused at once); FIFOs, folders and links to them refused
     _, data = read_bytes(p, "tokenizer", "give a Hugging Face tokenizer.json", cap=MAX_TOKENIZER_BYTES)

@@ -16,6 +16,10 @@
 from __future__ import annotations
 
 from ..timing import op_time
+from .metrics import percentile, tpot_of
+from .requests import Arrivals, lengths, make_requests
+from .schedulers import scheduler_for
+from .simulate import simulate
 
 RIDGE_LIMIT = 1 << 16
 
@@ -84,10 +88,6 @@ RATE_REQUESTS = 300     # requests of a simulated rate run (constant gaps: the s
 
 def _rate_run(step_s, prefill_s_per_token: float, prompt: int, gen: int, rate: float, max_batch: int,
               engine: str | None, offline: bool = False):
-    from .requests import Arrivals, lengths, make_requests
-    from .schedulers import scheduler_for
-    from .simulate import simulate
-
     sched = scheduler_for(engine or "default")
     sched = sched.with_(max_seqs=max(1, min(sched.max_seqs, max_batch)))
     n = max(RATE_REQUESTS, 4 * sched.max_seqs) if offline else RATE_REQUESTS
@@ -104,8 +104,6 @@ def continuous_batching(step_s, prefill_s_per_token: float, prompt: int, gen: in
     at most ``max_batch`` sequences at once. Stable when the rate is within what the engine serves at full
     batch (``max_rate``) and the requests finish as fast as they arrive (the last third's median TTFT under
     twice the first third's plus one second). ``max_rate_rps`` rides along in every answer (simulated once)."""
-    from .metrics import percentile, tpot_of
-
     cap = max_rate(step_s, prefill_s_per_token, prompt, gen, max_batch, engine)
     rho = rate * prompt * prefill_s_per_token
     base = {"rate_rps": rate, "prompt": prompt, "gen": gen, "prefill_share": rho}

@@ -4,6 +4,7 @@ report's serving section and the web page's /api/serve."""
 from __future__ import annotations
 
 from ..errors import UserError
+from .search import best_per_layout, search
 
 
 def serve_document(setup, gpus: int, scenario: str, slo, configs: list, frontier: list) -> dict:
@@ -23,8 +24,6 @@ def serve_document(setup, gpus: int, scenario: str, slo, configs: list, frontier
 def search_document(setup, gpus: int, slo=None, load=None, disagg: bool = True) -> dict:
     """Search every layout of ``gpus`` devices (``serving.search``): the best configuration of each layout and
     the frontier. Raises ``UserError`` when no layout holds a request."""
-    from .search import best_per_layout, search
-
     rows, frontier = search(setup, gpus, load, slo, disagg=disagg)
     if not rows:
         r0 = setup.group(1, 1)

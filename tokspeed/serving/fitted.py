@@ -25,7 +25,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..engines.compat import engine_family
-from .schedulers import scheduler_key
+from .schedulers import host_hidden, scheduler_for, scheduler_key
 
 FILE = Path(__file__).parent / "serving_fitted.toml"
 NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "link_scale": 1.0}
@@ -93,7 +93,6 @@ def predict_constants(engine_name: str, vendor: str = "", pp: int = 1) -> dict |
     The host time per step is hidden as the simulator hides it (SGLang's overlap scheduler)."""
     if not _entry(engine_name, vendor):
         return None
-    from .schedulers import host_hidden, scheduler_for
 
     sched = scheduler_for(engine_name)
     fit = fitted_for(engine_name, vendor)

@@ -26,6 +26,12 @@ from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
+from ..engines.compat import runtime_of
+from ..hardware.catalog import get_hardware
+from ..hardware.spec import Hardware
+from ..quant.format_table import gemm_kind
+from ..quant.schemes import canonical
+
 FP4_UNITS = frozenset({"tensor-fp4", "mfma-fp4"})
 FP8_UNITS = frozenset({"tensor-fp8", "mfma-fp8", "wmma-fp8"})
 
@@ -41,10 +47,6 @@ def _fp4_table() -> dict:
 def gemm_path(hw, quant: str | None, engine: str) -> str:
     """The tensor-core path of a server engine's GEMMs for weights in ``quant`` on ``hw`` (module docstring);
     ``native``: the device's 16-bit path (llama.cpp engines, 16-bit weights, a part without the units)."""
-    from ..engines.compat import runtime_of
-    from ..quant.format_table import gemm_kind
-    from ..quant.schemes import canonical
-
     kind = gemm_kind(canonical(quant)) if quant else ""
     units = set(getattr(hw, "matrix_units", ()) or ())
     if runtime_of(engine) == "llama.cpp" or not kind:
@@ -68,9 +70,6 @@ def fp4_tflops(hw) -> float:
 def gemm_hardware(hardware, quant: str | None, engine: str):
     """The device as a serving engine computes on it: its matrix peak set to the one of its GEMM path
     (``gemm_path``): FP8 for W8A8 FP8 and W4A8 MXFP4, FP4 for W4A4; the 16-bit peak otherwise."""
-    from ..hardware.catalog import get_hardware
-    from ..hardware.spec import Hardware
-
     hw = hardware if isinstance(hardware, Hardware) else get_hardware(hardware)
     path = gemm_path(hw, quant, engine)
     if path in ("w8a8-fp8", "w4a8-mxfp4") and hw.fp8_tflops:

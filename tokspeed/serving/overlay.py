@@ -5,7 +5,11 @@ run's records), at its concurrency (closed loop) or its request rate (constant a
 from __future__ import annotations
 
 from ..errors import UserError
+from ..workload import DEFAULT_ENGINE
+from .metrics import summarize
 from .requests import Arrivals, make_requests
+from .run import Load, run_worker
+from .worker import Parallelism
 
 MIN_REQUESTS = 64          # a level with fewer recorded requests is repeated to this many (a steady state)
 MAX_LENGTH = 1 << 24       # tokens of one request (as ``requests.check_length``); a server's claim beyond it is dropped
@@ -29,11 +33,6 @@ def simulate_phase(make_setup, model, hardware, quant, engine, sizes: list[tuple
                    rate_rps: float = 0.0) -> dict:
     """``{output_tok_s, ttft_ms_p50, tpot_ms_p50, requests}`` of the level; ``sizes``: its (prompt, output)
     lengths, in the order they were sent; ``make_setup``: ``serving_api.make_setup`` (predict's resolution)."""
-    from ..workload import DEFAULT_ENGINE
-    from .metrics import summarize
-    from .run import Load, run_worker
-    from .worker import Parallelism
-
     reps = -(-MIN_REQUESTS // len(sizes))
     sizes = (list(sizes) * reps)[:max(len(sizes), MIN_REQUESTS)]
     if sum(s[1] for s in sizes) > MAX_REPLAY_OUTPUT:

@@ -18,6 +18,8 @@ import random
 from dataclasses import dataclass
 
 from ..errors import UserError
+from ..guard.limits import MAX_FIELD_BYTES, json_line
+from ..userfile import require_file
 
 KINDS = ("offline", "concurrency", "rate", "trace")
 MAX_TRACE_BYTES = 256 << 20      # a requests.jsonl of a million requests is ~200 MB
@@ -92,9 +94,6 @@ def read_trace(path) -> list[Request]:
     ``output_tokens``/``completion_tokens``/``osl``). Times are shifted so the first request arrives at 0.
     Read as a stream of bounded lines from a regular file (``guard.limits``: a line at most ``MAX_FIELD_BYTES``,
     nesting capped), at most ``MAX_TRACE_REQUESTS`` requests: memory holds one line and the small requests."""
-    from ..guard.limits import MAX_FIELD_BYTES, json_line
-    from ..userfile import require_file
-
     p = require_file(path, "requests file", "a bench-server requests.jsonl")
     out = []
     try:

@@ -19,8 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engines.compat import engine_key, engine_names
+from ..hardware.match import closest_device
 from ..quant.format_table import gemm_kind
+from ..resolve import resolve_model
+from .engine_versions import version_tuple
+from .run import Load, evaluate
 from .schedulers import scheduler_key
+from .unmodelled import not_modelled
+from .worker import Parallelism
 
 ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "data" / "validation" / "serving-calibration.csv"
@@ -74,11 +80,6 @@ def _num(text: str) -> float | None:
 
 def load_cases(path=CSV) -> tuple[list[Case], dict]:
     """(cases, {reason: rows skipped})."""
-    from ..hardware.match import closest_device
-    from ..resolve import resolve_model
-    from .unmodelled import not_modelled
-    from .worker import Parallelism
-
     out, skipped = [], {}
 
     def skip(reason):
@@ -154,10 +155,6 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
 def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None = None, *, make_setup) -> dict:
     """Simulated {tok_s_per_gpu, tpot_ms, ttft_ms} of a case (``fitted``: gpu_scale, step_s; ``make_setup``:
     ``serving_api.make_setup``, predict's resolution)."""
-    from .engine_versions import version_tuple
-    from .run import Load, evaluate
-    from .worker import Parallelism
-
     setup = make_setup(case.model, case.hardware, case.engine, quant=case.quant, kv_dtype=case.kv_dtype, isl=case.isl,
                        osl=case.osl, length_ratio=case.length_ratio, fitted=fitted,
                        engine_version=case.engine_version if version_tuple(case.engine_version) else None)

@@ -12,7 +12,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
+from ..engines.compat import runtime_of
 from ..errors import UserError
+from .engine_versions import release_changes
 
 HERE = Path(__file__).parent
 
@@ -79,8 +81,6 @@ def _table() -> dict:
 
 def scheduler_key(engine_name: str) -> str:
     """The ``schedulers.toml`` entry of an engine profile name."""
-    from ..engines.compat import runtime_of
-
     table = _table()
     if engine_name in table:
         return engine_name
@@ -92,8 +92,6 @@ def scheduler_key(engine_name: str) -> str:
 def scheduler_for(engine_name: str, version=None) -> Scheduler:
     """The engine's scheduler as ``version`` of it runs (``engine_versions.toml``: CUDA graphs, host overlap; no
     version: the newest release the table lists)."""
-    from .engine_versions import release_changes
-
     key = scheduler_key(engine_name)
     e = dict(_table()[key])
     for k in ("graph_source", "sliding_source", "overlap_source", "dp_limits_source"):

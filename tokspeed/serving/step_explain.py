@@ -21,6 +21,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ledger import PassOps, Role, forward_ops
+from .document import layout_text
+from .fitted import fitted_for
+from .run import evaluate
+from .worker import Parallelism
 
 FAMILIES = (
     ("GEMM (weights)", frozenset({Role.QKV, Role.O_PROJ, Role.MLP, Role.LINEAR_PROJ, Role.LM_HEAD,
@@ -134,11 +138,6 @@ def explain_serving(setup, par, replicas: int, load, disagg=None, batch: int = 0
                     context: int | None = None) -> ServingExplanation:
     """Explain ``setup`` served on ``par`` x ``replicas`` (or ``disagg``): at ``batch`` decode rows (no
     simulation), else under ``load`` (``run.Load``)."""
-    from .document import layout_text
-    from .fitted import fitted_for
-    from .run import evaluate
-    from .worker import Parallelism
-
     dec_par = Parallelism(tp=disagg.decode_tp) if disagg is not None else par
     pf_par = Parallelism(tp=disagg.prefill_tp) if disagg is not None else par
     w, _ = setup.worker(dec_par)

@@ -19,6 +19,7 @@ row that meets one is left out of the fit's scoring with its flag as the reason 
 from __future__ import annotations
 
 from .engine_versions import version_tuple
+from .schedulers import scheduler_key
 
 SGLANG_DP_BEFORE_DEEPEP = "sglang-dp-attention-before-deepep"
 PIPELINE = "pipeline-parallel-unmeasured"
@@ -40,8 +41,6 @@ UNMEASURED = frozenset({PIPELINE})      # flags of layouts no serving measuremen
 
 def not_modelled(engine: str, engine_version, par) -> list[str]:
     """The flags of the unmodelled mechanisms a configuration meets (``par``: its ``Parallelism``)."""
-    from .schedulers import scheduler_key
-
     flags = []
     v = version_tuple(engine_version)
     if scheduler_key(engine) == "sglang" and par.dp > 1 and v is not None and v < SGLANG_DEEPEP_SINCE:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..engines.compat import runtime_of
 from ..errors import UserError
 from ..ledger import weight_ledger
 from ..memory import activation_bytes, kv_bytes
@@ -22,6 +23,8 @@ from ..scale.layout import kv_share
 from ..scale.options import ScaleOptions
 from ..workload import UBATCH, Workload
 from .attention_dp import rank_budget, rank_straggler
+from .engine_versions import version_tuple
+from .expert import expert_time_ops
 from .fitted import engine_seconds
 from .schedulers import Scheduler, host_hidden, scheduler_for
 from .steptime import StepCost
@@ -68,9 +71,6 @@ def resolve_group(resolver, model, hardware, engine, quant, kv_dtype, tp: int, p
     serving package never imports predict's setup) of one tp x pp group (model, device, engine, layout timer), on the device
     as the engine computes on it (``gemm_device.gemm_hardware``, applied by ``resolve`` once the format is settled). ``engine_version`` picks a llama.cpp era; a serving
     engine's release (SGLang ``0.4.1``) only says which of its behaviours apply (``serving.unmodelled``)."""
-    from ..engines.compat import runtime_of
-    from .engine_versions import version_tuple
-
     n = tp * pp
     opts = ScaleOptions(gpus=n, parallel=f"tp={tp},pp={pp}" if n > 1 else None)
     hw = hardware             # resolve takes the device as the engine computes on it (gemm_device), quant settled
@@ -104,8 +104,6 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
     """The worker of resolved group ``r`` under ``par``; ``fitted``: the engine's serving constants
     (``gpu_scale``, ``step_s``, ``link_scale``: the engine's collectives take that multiple of the link model's
     time); ``context``: a typical cached length (sliding windows hold less)."""
-    from .expert import expert_time_ops
-
     spec = r.spec
     if par.ep > 1 and not spec.is_moe:
         raise UserError(f"{spec.id} has no routed experts: expert parallelism ep={par.ep} does not apply")

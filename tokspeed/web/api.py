@@ -7,16 +7,34 @@ a path a client names: models are catalog ids or ``upload:<id>``, hardware is a 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import threading
 import tomllib
 from pathlib import Path
 
+from ..advise.runs_here import DEFAULT_FIT_CONTEXT, rank_models
+from ..engines.profile import ENGINES
 from ..errors import UserError, did_you_mean
+from ..explain import explain
+from ..explain.journey import build_journey
+from ..guard.names import catalog_ref
+from ..hardware.catalog import get_hardware
+from ..hardware.devices import all_hardware
+from ..hardware.spec import Hardware
+from .. import resolve
+from ..models.catalog import all_models, get_model, model_ids, resolve_id
+from ..predict import predict
+from ..quant.kv import KV_BYTES
+from ..quant.schemes import NAMES
+from ..report.html import render_report
+from ..serving.metrics import SLO
+from ..serving_api import ServeQuery, serve
+from ..userfile import parse_json
 from .errors import ApiError
 from .uploads import MAX_GGUF_SIZE, Uploads
-from .ways import engine_options, predict_options
+from .ways import engine_options, predict_options, ways_to_run
 
 # What one request may cost. The prefill ledger is summed per 512-token micro-batch, so its CPU time grows
 # with the prompt: DeepSeek-V3 on an H100 takes 1.3 s (predict) to 2.3 s (explain) at 131,072 tokens and
@@ -50,8 +68,6 @@ def hf_id(source: str) -> str | None:
 
 # ---- catalogs -------------------------------------------------------------------------------------
 def api_models() -> dict:
-    from ..models.catalog import all_models
-
     out = []
     for m in all_models():
         active = getattr(m, "n_active_params", m.n_params)
@@ -63,8 +79,6 @@ def api_models() -> dict:
 
 
 def api_hardware() -> dict:
-    from ..hardware.devices import all_hardware
-
     return {"hardware": [{"id": h.id, "name": h.name, "kind": h.kind, "vendor": h.vendor, "memory_gb": h.memory_gb,
                           "bandwidth_gbps": h.bandwidth_gbps, "fp16_tflops": h.fp16_tflops or None,
                           "power_w": h.tdp_w or None} for h in all_hardware()]}
@@ -72,10 +86,6 @@ def api_hardware() -> dict:
 
 def api_options() -> dict:
     """Choices for the form: quants, KV dtypes, engines, presets."""
-    from ..engines.profile import ENGINES
-    from ..quant.kv import KV_BYTES
-    from ..quant.schemes import NAMES
-
     return {"quant": [n for n in NAMES if "<" not in n], "kv_dtype": list(KV_BYTES), "engine": ENGINES,
             "presets": PRESETS}
 
@@ -87,7 +97,6 @@ def resolve_model(ref: str, uploads: Uploads):
     if ref.startswith("upload:"):
         path = str(uploads.path(ref))
         return path, read_model(path)
-    from ..models.catalog import get_model, model_ids, resolve_id
 
     mid = resolve_id(ref)
     if mid is None:
@@ -98,9 +107,7 @@ def resolve_model(ref: str, uploads: Uploads):
 
 def read_model(path: str):
     """The ModelSpec of a file the server stored."""
-    from ..resolve import resolve_model
-
-    return resolve_model(path)[0]
+    return resolve.resolve_model(path)[0]
 
 
 CUSTOM_FIELDS = ("bandwidth_gbps", "memory_gb", "fp16_tflops", "host_link_gbps")
@@ -109,8 +116,6 @@ CUSTOM_FIELDS = ("bandwidth_gbps", "memory_gb", "fp16_tflops", "host_link_gbps")
 def resolve_hardware(q):
     ref = q.hardware.strip()
     if ref.lower() == "custom":
-        from ..hardware.spec import Hardware
-
         for name in ("bandwidth_gbps", "memory_gb"):
             if getattr(q, name) is None:
                 raise ApiError(422, f"custom hardware needs {name}", name)
@@ -122,9 +127,6 @@ def resolve_hardware(q):
 
 def catalog_hardware(ref: str):
     """A catalog device by id or alias: never a file (``guard.names.catalog_ref`` before any lookup)."""
-    from ..guard.names import catalog_ref
-    from ..hardware.catalog import get_hardware
-
     try:
         return get_hardware(catalog_ref(ref, "hardware"))
     except UserError as e:
@@ -167,8 +169,6 @@ def prediction_doc(pred) -> dict:
 
 
 def make_prediction(q, uploads: Uploads):
-    from ..predict import predict
-
     model, spec = resolve_model(q.model, uploads)
     hw = resolve_hardware(q)
     check_cost(spec, context=q.context, prefill=q.prompt, gen=q.gen, batch=q.batch)
@@ -189,8 +189,6 @@ def explanation_doc(expl) -> dict:
 
 
 def api_explain(q, uploads: Uploads) -> dict:
-    from ..explain import explain
-
     model, spec = resolve_model(q.model, uploads)
     hw = resolve_hardware(q)
     check_cost(spec, context=q.context, prefill=q.prefill, gen=1, batch=q.batch)
@@ -208,7 +206,6 @@ def context_curve(model, hw, pred, q) -> list[dict]:
     with _CURVES_LOCK:
         if key in _CURVES:
             return _CURVES[key]
-    from ..predict import predict
 
     quant = None if pred.quant == "file" else pred.quant
     out = []
@@ -233,8 +230,6 @@ def api_calculator(q, uploads: Uploads) -> dict:
     """What the page shows for one setting: the prediction, the journey (of the first generated token or the
     prefill; on one device: with gpus/offload the journey is the single-device one, said so by the page),
     the decode-vs-context curve."""
-    from ..explain import explain
-
     model, hw, pred = make_prediction(q, uploads)
     if q.explain == "prefill" and q.prompt > 0:
         ex = dict(prefill=q.prompt, context=q.context)
@@ -249,9 +244,6 @@ def api_calculator(q, uploads: Uploads) -> dict:
 def roofline_points(model, hw, pred, q) -> dict:
     """Every GPU stage of one decode step and of the prefill at its attained FLOP/s (FLOPs ÷ its time) and
     arithmetic intensity (FLOPs ÷ bytes): the points of the roofline chart. Single device, no offload."""
-    from ..explain.journey import build_journey
-    from ..predict import predict
-
     if q.gpus > 1 or q.offload != "none" or q.parallel:
         pred = predict(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, **engine_options(q), prompt=q.prompt,
                        gen=q.gen, context=q.context, batch=q.batch)
@@ -270,8 +262,6 @@ def roofline_points(model, hw, pred, q) -> dict:
 
 
 def api_alternatives(q, uploads: Uploads) -> dict:
-    from .ways import ways_to_run
-
     if q.prompt > MAX_WAYS_PROMPT:
         raise ApiError(400, f"the ways to run are searched for prompts up to {MAX_WAYS_PROMPT:,} tokens, "
                             f"got {q.prompt:,}", "prompt")
@@ -281,14 +271,10 @@ def api_alternatives(q, uploads: Uploads) -> dict:
 
 
 def fit_available() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("tokspeed.advise.runs_here") is not None
 
 
 def api_fit(q) -> dict:
-    from ..advise.runs_here import DEFAULT_FIT_CONTEXT, rank_models
-
     if q.prompt > MAX_FIT_PROMPT:
         raise ApiError(400, f"the ranking takes prompts up to {MAX_FIT_PROMPT:,} tokens, got {q.prompt:,}", "prompt")
     if q.context is not None and q.context > MAX_FIT_CONTEXT:
@@ -304,8 +290,6 @@ def api_fit(q) -> dict:
 
 def api_report(q, uploads: Uploads) -> str:
     """The `tokspeed report` page for one setting (without its matplotlib charts: the page draws its own)."""
-    from ..report.html import render_report
-
     model, hw, _ = make_prediction(q, uploads)       # validates and bounds the request first
     return render_report(model, hw, quant=q.quant or None, kv_dtype=q.kv_dtype, **engine_options(q), prompt=q.prompt,
                          gen=q.gen, context=q.context, batch=q.batch, charts=False)
@@ -313,8 +297,6 @@ def api_report(q, uploads: Uploads) -> str:
 
 def api_serve(q) -> dict:
     """`tokspeed serve --json` (search mode) for catalog names: the layouts of ``q.gpus`` devices and the frontier."""
-    from ..guard.names import catalog_ref
-
     try:
         ref = catalog_ref(q.model, "model")
     except UserError as e:
@@ -356,9 +338,6 @@ SERVED_KEPT = 32
 
 
 def _serve_doc(model, hw, engine, quant, kv_dtype, engine_version, gpus, isl, osl, ttft_ms, tpot_ms) -> dict:
-    from ..serving.metrics import SLO
-    from ..serving_api import ServeQuery, serve
-
     return serve(ServeQuery(model, hw, engine, quant=quant, kv_dtype=kv_dtype, isl=isl, osl=osl,
                             engine_version=engine_version, gpus=gpus, slo=SLO(ttft_ms=ttft_ms, tpot_ms=tpot_ms)))
 
@@ -375,8 +354,6 @@ def api_upload(q, data: bytes, uploads: Uploads) -> dict:
         size = q.size
     name = q.name
     if q.kind == "config":
-        from ..userfile import parse_json
-
         try:        # finite numbers, nesting and digits capped: 100,000 '[' is a 400, not a RecursionError
             cfg = parse_json(Path("config.json"), data)
         except UserError as e:

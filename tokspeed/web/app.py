@@ -20,6 +20,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
+from .. import __version__
 from ..errors import UserError, did_you_mean
 from ..guard.names import host_header
 from . import api, schemas
@@ -105,11 +106,9 @@ def validation_message(err: dict, known: list[str]) -> tuple[str, str]:
 
 def create_app(uploads: Uploads, loopback_only: bool = True, workers: int = 8) -> FastAPI:
     """The app; ``workers`` bounds the threads computing answers at once (the rest wait in line)."""
-    from .. import __version__
-
     @contextlib.asynccontextmanager
     async def lifespan(app):
-        import anyio.to_thread
+        import anyio.to_thread  # lazy: optional dependency (anyio, the web extra)
 
         anyio.to_thread.current_default_thread_limiter().total_tokens = workers
         try:

@@ -11,6 +11,8 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..engines.compat import default_engine, engine_help
+from ..memory import Memory as MemoryRecord
+from ..predict import Decode as DecodeRecord, Prediction as PredictionRecord, Prefill as PrefillRecord
 from ..workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT
 
 Count = int       # tokens / sequences: whole numbers from the query string
@@ -196,9 +198,6 @@ def json_model(cls, types: dict, doc: str | None = None) -> type[BaseModel]:
 
 
 def _prediction_models():
-    from ..memory import Memory as MemoryRecord
-    from ..predict import Decode as DecodeRecord, Prediction as PredictionRecord, Prefill as PrefillRecord
-
     types, out = {}, {}
     for record in (MemoryRecord, DecodeRecord, PrefillRecord):
         out[record.__name__] = json_model(record, types, f"The {record.__name__.lower()} section of a prediction.")

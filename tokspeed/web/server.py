@@ -29,6 +29,7 @@ import threading
 import time
 
 from ..errors import UserError
+from .app import create_app
 from .uploads import Uploads
 
 BACKLOG = 1024       # pending connections the kernel queues (socketserver's default of 5 dropped clients)
@@ -77,9 +78,8 @@ class Server:
 
     def __init__(self, host: str = "127.0.0.1", port: int = 8765, verbose: bool = False, workers: int = WORKERS,
                  backlog: int = BACKLOG):
-        import uvicorn
+        import uvicorn  # lazy: optional dependency (uvicorn, the web extra)
 
-        from .app import create_app
 
         self.socket = bind(host, port, backlog)
         self.server_address = self.socket.getsockname()[:2]

@@ -7,11 +7,12 @@ figure and the form settings that select it.
 
 from __future__ import annotations
 
+from ..advise.alternatives import ways_to_run as ways
+from ..workload import FLASH_ATTN, engine_build
+
 
 def engine_options(q) -> dict:
     """The engine keywords of a query: the engine, its build (``engine_version``) and llama.cpp's -fa."""
-    from ..workload import FLASH_ATTN, engine_build
-
     return {"engine": q.engine, **engine_build(q.engine_version, FLASH_ATTN[q.flash_attn])}
 
 
@@ -29,8 +30,6 @@ def predict_options(q) -> dict:
 
 
 def ways_to_run(model, hw, q) -> list[dict]:
-    from ..advise.alternatives import ways_to_run as ways
-
     out = []
     for w in ways(model, hw, **predict_options(q)):
         settings = {k: str(v) for k, v in w["options"].items()}
