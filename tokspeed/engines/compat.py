@@ -83,6 +83,11 @@ def llama_bench_backends() -> dict[str, str]:
     return dict(_table()["llama_bench"]["backends"])
 
 
+def offload_cpu_engine() -> str:
+    """The engine that runs an offload's CPU stage (the layers or experts left in RAM)."""
+    return _table()["offload"]["cpu_engine"]
+
+
 def engine_help() -> str:
     """The engine names for a help line: ``ideal, llama.cpp[-cuda|-metal|...], ollama, ...`` in table order."""
     names = engine_names()
