@@ -279,3 +279,62 @@ def test_server_chunks_never_raise():
             st.event(_dump(doc), 0.1)
             st.event(_dump(doc), 0.2)
             st.fields(0.3)
+
+
+def _gguf_blob() -> bytes:
+    """A valid tiny llama GGUF (metadata only), the blob an Ollama manifest points to."""
+    def s(text):
+        b = text.encode()
+        return struct.pack("<Q", len(b)) + b
+    keys = {"llama.block_count": 2, "llama.embedding_length": 64, "llama.attention.head_count": 2,
+            "llama.attention.head_count_kv": 2, "llama.feed_forward_length": 128, "llama.context_length": 4096, "llama.vocab_size": 64,
+            "general.file_type": 15}
+    kvs = [_gguf_kv(k, v) for k, v in keys.items()]
+    head = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs) + 1) + s("general.architecture") + struct.pack("<I", 8) \
+        + s("llama")
+    return head + b"".join(kvs) + b"\0" * 64
+
+
+GGUF_DIGEST = "sha256:" + "ab" * 32
+MANIFEST = {"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "config": {"mediaType": "application/vnd.docker.container.image.v1+json",
+                       "digest": "sha256:" + "cd" * 32, "size": 485},
+            "layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": GGUF_DIGEST, "size": 400}]}
+# digests that would name a path outside the store if they reached a path join unchecked
+DIGEST_PATHS = ["sha256:../../../outside", "sha256-" + "ab" * 32 + "/../../../outside", "/etc/passwd",
+                "sha256:" + "ab" * 32 + "\x00", "..", "sha256:" + "AB" * 32, "sha256:" + "ab" * 32 + "\n"]
+
+
+def test_ollama_manifests(tmp_path, capsys, quiet, monkeypatch):
+    """Every field of an Ollama manifest, hostile (and digests shaped as paths): one line, and no blob read
+    from outside ``<store>/blobs``."""
+    store = tmp_path / "store"
+    (store / "blobs").mkdir(parents=True)
+    (store / "blobs" / GGUF_DIGEST.replace(":", "-")).write_bytes(_gguf_blob())
+    (tmp_path / "outside").write_bytes(_gguf_blob())       # what a traversing digest would reach
+    m = store / "manifests" / "registry.ollama.ai" / "library" / "m" / "latest"
+    m.parent.mkdir(parents=True)
+    monkeypatch.setenv("OLLAMA_MODELS", str(store))
+    m.write_text(json.dumps(MANIFEST))
+    code, out, err = run(["predict", "ollama:m", "--hardware", "rtx-4090", "--json"], capsys)
+    assert code == 0, err                                   # the valid store is read
+    digest = ("layers", 0, "digest")
+    docs = list(variants(MANIFEST)) + [(digest, _set(MANIFEST, digest, d)) for d in DIGEST_PATHS]
+    n = 0
+    for path, doc in docs:
+        m.write_text(_dump(doc))
+        for args in (["inspect", "ollama:m"], ["predict", "ollama:m", "--hardware", "rtx-4090", "--json"]):
+            code, out, err = run(args, capsys)
+            check(code, out, err, ("ollama", path))
+            if path == digest and doc["layers"][0].get("digest") in DIGEST_PATHS:
+                assert code == 2 and "bad digest" in err, (path, err)
+            n += 1
+    assert n > 400
+    m.write_text(json.dumps(MANIFEST))
+    blob = store / "blobs" / GGUF_DIGEST.replace(":", "-")
+    for target in (tmp_path / "outside", blob):             # a link out of the store; a link to itself (a loop)
+        blob.unlink()
+        blob.symlink_to(target)
+        code, out, err = run(["inspect", "ollama:m"], capsys)
+        check(code, out, err, ("ollama", "link", target))
+        assert code == 2 and ("link out of" in err or "loop" in err), err

@@ -19,6 +19,7 @@ MODEL_MEDIA_TYPE = "application/vnd.ollama.image.model"
 PROJECTOR_MEDIA_TYPE = "application/vnd.ollama.image.projector"   # vision encoder (a CLIP GGUF)
 DEFAULT_HOST, DEFAULT_NAMESPACE, DEFAULT_TAG = "registry.ollama.ai", "library", "latest"
 _PART = re.compile(r"^[A-Za-z0-9][\w.-]*$")
+_DIGEST = re.compile(r"sha256[:-][0-9a-f]{64}")     # matched whole: no trailing newline, no path
 
 
 def ollama_root() -> Path:
@@ -66,9 +67,12 @@ def resolve_ollama_layers(ref: str, root: Path | None = None) -> tuple[Path, lis
 
 
 def _blob(ref: str, manifest: Path, root: Path, digest) -> Path:
-    if not isinstance(digest, str) or not re.match(r"^sha256[:-][0-9a-f]{64}$", digest):
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
         raise UserError(f"{manifest}: bad digest {str(digest)[:80]!r}")
     blob = root / "blobs" / digest.replace(":", "-")
+    if os.path.islink(blob) and Path(os.path.realpath(blob)).parent != Path(os.path.realpath(root / "blobs")):
+        raise UserError(f"ollama:{ref}: blob {blob.name} is a link out of the store ({root / 'blobs'})",
+                        "a blob is a file inside the store's blobs folder")
 
     if path_kind(blob, "Ollama blob") != "file":
         raise UserError(f"ollama:{ref}: the manifest points to blob {blob.name}, which is missing from {root / 'blobs'}",
