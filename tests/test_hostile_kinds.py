@@ -338,3 +338,57 @@ def test_ollama_manifests(tmp_path, capsys, quiet, monkeypatch):
         code, out, err = run(["inspect", "ollama:m"], capsys)
         check(code, out, err, ("ollama", "link", target))
         assert code == 2 and ("link out of" in err or "loop" in err), err
+
+
+HUB_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+HUB_SHARD = "model-00001-of-00001.safetensors"
+DOWN = "model.layers.0.mlp.down_proj.weight"                 # 64 x 128 BF16: 16,384 bytes
+HUB_INDEX = {"metadata": {"total_size": 16384}, "weight_map": {DOWN: HUB_SHARD}}
+HUB_HEADER = {"header_len": 200, "file_size": 8 + 200 + 16384,   # the hub's answer as tokspeed keeps it
+              "header": {DOWN: {"dtype": "BF16", "shape": [64, 128], "data_offsets": [0, 16384]},
+                         "__metadata__": {"format": "pt"}}}
+
+
+def _hub_cache(tmp_path, config, index, header) -> None:
+    """A repository as a hub leaves it in the caches: config.json and the index in the Hugging Face cache,
+    the shard's header in tokspeed's header cache; read offline, every byte of it is the hub's."""
+    repo = tmp_path / "hf" / "hub" / "models--org--tiny"
+    snap = repo / "snapshots" / HUB_COMMIT
+    snap.mkdir(parents=True, exist_ok=True)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(HUB_COMMIT)
+    (snap / "config.json").write_text(config)
+    (snap / "model.safetensors.index.json").write_text(index)
+    head = tmp_path / "cache" / "tokspeed" / "hf-headers" / "org--tiny" / HUB_COMMIT
+    head.mkdir(parents=True, exist_ok=True)
+    (head / f"{HUB_SHARD}.json").write_text(header)
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch, quiet):
+    pytest.importorskip("huggingface_hub")
+    for var in ("HF_TOKEN", "HUGGINGFACE_HUB_CACHE", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def test_hub_responses(tmp_path, capsys, hub_cache):
+    """Every field of a hub's config.json, shard index and safetensors header (header length, file size,
+    dtypes, shapes, offsets), hostile: one line, exit 2, never a traceback."""
+    base = (json.dumps(CONFIG), json.dumps(HUB_INDEX), json.dumps(HUB_HEADER))
+    _hub_cache(tmp_path, *base)
+    args = ["predict", "hf:org/tiny", "--hardware", "rtx-4090", "--json"]
+    code, out, err = run(["inspect", "hf:org/tiny"], capsys)
+    assert code == 0 and "16.38 KB" in out, err             # the valid cache is read: 64 x 128 x 2 bytes
+    n = 0
+    for which, doc in enumerate((CONFIG, HUB_INDEX, HUB_HEADER)):
+        for path, bad in variants(doc):
+            files = list(base)
+            files[which] = _dump(bad)
+            _hub_cache(tmp_path, *files)
+            check(*run(args, capsys), ("hub", which, path))
+            n += 1
+    assert n > 400
