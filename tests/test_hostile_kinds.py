@@ -392,3 +392,36 @@ def test_hub_responses(tmp_path, capsys, hub_cache):
             check(*run(args, capsys), ("hub", which, path))
             n += 1
     assert n > 400
+
+
+def _shard(length: int | None, body: bytes) -> bytes:
+    return (struct.pack("<Q", length) if length is not None else b"") + body
+
+
+def test_hub_header_bytes(tmp_path, capsys, quiet, monkeypatch):
+    """The bytes a hub sends for a shard's header, hostile: the 8-byte length (zero, past the file, past the
+    100 MB cap, 2^64 - 1, cut short) and the JSON after it (not UTF-8, not an object, a 262,147-tensor flood)."""
+    pytest.importorskip("huggingface_hub")
+    from test_hf_hub import FakeHub  # lazy: that module skips itself without huggingface_hub
+
+    flood = b"{" + b",".join(b'"%d":{}' % i for i in range(262_147)) + b"}"     # MAX_TENSORS + 3 entries
+    good = json.dumps({DOWN: {"dtype": "BF16", "shape": [64, 128], "data_offsets": [0, 16384]}}).encode()
+    shards = {"zero": _shard(0, b""), "past_end": _shard(len(good) + 1000, good), "cap": _shard(100_000_001, good),
+              "max": _shard(2**64 - 1, good), "short": b"\x10\x00\x00", "utf8": _shard(4, b"\xff\xfe{}"),
+              "list": _shard(2, b"[]"), "flood": _shard(len(flood), flood),
+              "dtype": _shard(len(good), good.replace(b"BF16", b"\\u001b[2J\\u202e"))}
+    hub = FakeHub()
+    try:
+        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HUGGINGFACE_HUB_CACHE"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        for name, raw in shards.items():
+            hub.repos[f"org/{name}"] = {"config.json": json.dumps(CONFIG).encode(), "model.safetensors": raw}
+            code, out, err = run(["predict", f"org/{name}", "--hardware", "rtx-4090", "--json"], capsys)
+            check(code, out, err, ("hub header", name))
+            assert code == 2 and "model.safetensors" in err, (name, err)
+    finally:
+        hub.stop()
