@@ -3,7 +3,7 @@ or body tokspeed reads, a valid document gets one hostile value at a time -- hug
 control and bidirectional characters, deep nesting, many tiny entries -- and the verb that reads it must end in
 exit 0, 2 or 3 with at most one error line, no traceback and no raw control character on the terminal.
 
-The verbs run in-process (``tokspeed.cli.main.main``), so the walk over ~1,500 documents takes seconds; the
+The verbs run in-process (``tokspeed.cli.main.main``), so the walk over ~3,000 documents takes a minute; the
 peak memory and the wall time of the heaviest kinds are checked in a subprocess by tests/test_hostile_typed.py.
 A field added to a schema (``guard.typed``, ``serverbench.record.REQUEST_FIELDS``, ``guard.limits``) is added
 to the documents below, and a kind tokspeed learns to read gets a document here.
@@ -400,16 +400,20 @@ def _shard(length: int | None, body: bytes) -> bytes:
 
 def test_hub_header_bytes(tmp_path, capsys, quiet, monkeypatch):
     """The bytes a hub sends for a shard's header, hostile: the 8-byte length (zero, past the file, past the
-    100 MB cap, 2^64 - 1, cut short) and the JSON after it (not UTF-8, not an object, a 262,147-tensor flood)."""
+    100 MB cap, 2^64 - 1, cut short) and the JSON after it (not UTF-8, not an object, a 262,147-tensor flood,
+    two tensors on the same bytes)."""
     pytest.importorskip("huggingface_hub")
     from test_hf_hub import FakeHub  # lazy: that module skips itself without huggingface_hub
 
     flood = b"{" + b",".join(b'"%d":{}' % i for i in range(262_147)) + b"}"     # MAX_TENSORS + 3 entries
+    down = {"dtype": "BF16", "shape": [64, 128], "data_offsets": [0, 16384]}
+    two = json.dumps({DOWN: down, DOWN.replace(".0.", ".1."): down}).encode()   # both at data byte 0
     good = json.dumps({DOWN: {"dtype": "BF16", "shape": [64, 128], "data_offsets": [0, 16384]}}).encode()
     shards = {"zero": _shard(0, b""), "past_end": _shard(len(good) + 1000, good), "cap": _shard(100_000_001, good),
               "max": _shard(2**64 - 1, good), "short": b"\x10\x00\x00", "utf8": _shard(4, b"\xff\xfe{}"),
               "list": _shard(2, b"[]"), "flood": _shard(len(flood), flood),
-              "dtype": _shard(len(good), good.replace(b"BF16", b"\\u001b[2J\\u202e"))}
+              "dtype": _shard(len(good), good.replace(b"BF16", b"\\u001b[2J\\u202e")),
+              "overlap": _shard(len(two), two + bytes(16384))}
     hub = FakeHub()
     try:
         for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HUGGINGFACE_HUB_CACHE"):
