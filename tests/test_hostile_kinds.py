@@ -429,3 +429,27 @@ def test_hub_header_bytes(tmp_path, capsys, quiet, monkeypatch):
             assert code == 2 and "model.safetensors" in err, (name, err)
     finally:
         hub.stop()
+
+
+def test_the_heaviest_manifest_and_cached_header_stay_in_memory(tmp_path):
+    """Bounded RSS in a subprocess: an Ollama manifest of empty layers filling the document cap, and a hub
+    header (as the header cache keeps it) of 300,000 tiny tensors."""
+    from hostile_cli import MAX_RSS_MB, assert_hostile_ok, cli  # lazy: the subprocess helper, this test only
+    from tokspeed.userfile import MAX_DOCUMENT_BYTES  # lazy: the cap this test fills, this test only
+
+    store = tmp_path / "store"
+    m = store / "manifests" / "registry.ollama.ai" / "library" / "m" / "latest"
+    m.parent.mkdir(parents=True)
+    n = (MAX_DOCUMENT_BYTES - 100) // 3
+    m.write_text('{"schemaVersion": 2, "layers": [' + ",".join(["{}"] * n) + "]}")
+    r, rss, _ = cli(["inspect", "ollama:m"], {"OLLAMA_MODELS": str(store)})
+    assert_hostile_ok(r, rss, (2,))
+    entries = ",".join(f'"t{i}":{{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}' for i in range(300_000))
+    header = json.dumps({"header_len": 100, "file_size": 108, "header": "HEADER"}).replace('"HEADER"',
+                                                                                    "{" + entries + "}")
+    _hub_cache(tmp_path, json.dumps(CONFIG), json.dumps(HUB_INDEX), header)
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_CACHE": str(tmp_path / "hf" / "hub"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r, rss, _ = cli(["inspect", "hf:org/tiny"], env)
+    assert_hostile_ok(r, rss, (2,))
+    assert rss <= MAX_RSS_MB

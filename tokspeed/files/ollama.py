@@ -13,12 +13,14 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
-from ..userfile import path_kind, read_json
+from ..userfile import parse_json, path_kind, read_bytes
 
 MODEL_MEDIA_TYPE = "application/vnd.ollama.image.model"
 PROJECTOR_MEDIA_TYPE = "application/vnd.ollama.image.projector"   # vision encoder (a CLIP GGUF)
 DEFAULT_HOST, DEFAULT_NAMESPACE, DEFAULT_TAG = "registry.ollama.ai", "library", "latest"
 _PART = re.compile(r"^[A-Za-z0-9][\w.-]*$")
+# a real manifest is under 4 KB (a config and a handful of layers); 1 MiB bounds the objects it can make
+MANIFEST_BYTES = 2**20
 _DIGEST = re.compile(r"sha256[:-][0-9a-f]{64}")     # matched whole: no trailing newline, no path
 
 
@@ -55,7 +57,7 @@ def resolve_ollama_layers(ref: str, root: Path | None = None) -> tuple[Path, lis
         raise UserError(f"ollama:{ref} is not in the Ollama store at {root}",
                         "run `ollama pull` first, or set OLLAMA_MODELS to your store")
     try:
-        manifest = read_json(m, "Ollama manifest")[1]
+        manifest = parse_json(*read_bytes(m, "Ollama manifest", cap=MANIFEST_BYTES))
         layers = manifest["layers"]
         digests = [layer["digest"] for layer in layers if layer.get("mediaType") == MODEL_MEDIA_TYPE]
         projectors = [layer["digest"] for layer in layers if layer.get("mediaType") == PROJECTOR_MEDIA_TYPE]
