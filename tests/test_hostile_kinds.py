@@ -431,9 +431,10 @@ def test_hub_header_bytes(tmp_path, capsys, quiet, monkeypatch):
         hub.stop()
 
 
-def test_the_heaviest_manifest_and_cached_header_stay_in_memory(tmp_path):
-    """Bounded RSS in a subprocess: an Ollama manifest of empty layers filling the document cap, and a hub
-    header (as the header cache keeps it) of 300,000 tiny tensors."""
+def test_the_heaviest_manifest_and_hub_headers_stay_in_memory(tmp_path):
+    """Bounded RSS in a subprocess: an Ollama manifest of empty layers filling the document cap, a hub header
+    (as the header cache keeps it) of 300,000 tiny tensors, and a 60 MB header of one 30-million-entry shape
+    sent by a hub and read from a local file (400 MB of integers before the entries were counted)."""
     from hostile_cli import MAX_RSS_MB, assert_hostile_ok, cli  # lazy: the subprocess helper, this test only
     from tokspeed.userfile import MAX_DOCUMENT_BYTES  # lazy: the cap this test fills, this test only
 
@@ -452,4 +453,21 @@ def test_the_heaviest_manifest_and_cached_header_stay_in_memory(tmp_path):
            "XDG_CACHE_HOME": str(tmp_path / "cache")}
     r, rss, _ = cli(["inspect", "hf:org/tiny"], env)
     assert_hostile_ok(r, rss, (2,))
+    # one bytes object (a child's peak RSS starts at its parent's at the fork: no 30-million-item list here)
+    long = b'{"t":{"dtype":"U8","shape":[' + b"0," * 29_999_999 + b'0],"data_offsets":[0,0]}}'
+    (tmp_path / "st").mkdir()
+    (tmp_path / "st" / "config.json").write_text(json.dumps(CONFIG))
+    (tmp_path / "st" / "model.safetensors").write_bytes(_shard(len(long), long))
+    r, rss, _ = cli(["inspect", tmp_path / "st"])
+    assert_hostile_ok(r, rss, (2,), ["entries"])
+    from test_hf_hub import FakeHub  # lazy: that module skips itself without huggingface_hub
+
+    hub = FakeHub()
+    try:
+        hub.repos["org/long"] = {"config.json": json.dumps(CONFIG).encode(), "model.safetensors": _shard(len(long), long)}
+        env = {**env, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub.url}
+        r, rss, _ = cli(["inspect", "org/long"], env)
+        assert_hostile_ok(r, rss, (2,), ["entries"])
+    finally:
+        hub.stop()
     assert rss <= MAX_RSS_MB

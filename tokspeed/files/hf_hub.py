@@ -30,7 +30,7 @@ from ..userfile import read_json_object
 from .hf_folder import hf_cache_roots, read_config
 from .hf_storage import hf_storage
 from .model_file import ModelFile
-from .safetensors_reader import MAX_HEADER, _bad, _no_overlap, _tensor
+from .safetensors_reader import MAX_HEADER, _bad, _no_overlap, _tensor, check_header_counts
 from .tensor import TensorInfo
 
 CONFIG, INDEX, SINGLE = "config.json", "model.safetensors.index.json", "model.safetensors"
@@ -159,8 +159,7 @@ class _Hub:
         if n is None or n > MAX_HEADER:
             raise UserError(f"{self.repo_id}/{filename}: not a safetensors file (header length {n})")
         raw, size = self._range(filename, 8, 8 + n, want_size=True)
-        if raw.count(b"{") > MAX_TENSORS + 2:            # one object per tensor: counted before any is made
-            raise UserError(f"{self.repo_id}/{filename}: header holds more than {MAX_TENSORS:,} tensors")
+        check_header_counts(f"{self.repo_id}/{filename}", raw)
         header = loads(raw, f"{self.repo_id}/{filename}: header")     # the one JSON gate
         if not isinstance(header, dict):
             raise UserError(f"{self.repo_id}/{filename}: header is not a JSON object")
