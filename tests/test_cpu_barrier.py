@@ -65,7 +65,7 @@ def test_a_socs_cpu_cluster_syncs_its_p_cores_and_its_gpu_engine_does_not():
     cpu, _ = decode_ms(m4, engine="llama.cpp-cpu")
     gpu, _ = decode_ms(m4)
     assert cpu.engine_profile.launch_s == pytest.approx(12 * SYNC, rel=1e-12)
-    assert gpu.engine == "llama.cpp-metal" and gpu.engine_profile.launch_s == get_engine("llama.cpp-metal").launch_s
+    assert gpu.engine == "llama.cpp-metal" and gpu.engine_profile.launch_s == get_engine("llama.cpp-metal", m4).launch_s  # its device's (pooled) profile
 
 
 def test_explain_says_sync_threads_for_a_cpu_engine():
@@ -102,7 +102,7 @@ def test_cpu_stages_of_an_offload_pay_the_barrier_too():
         stages = p.layout.stages
         assert any(st.kind == "cpu" for st in stages), offload
         for st in stages:
-            want = GENOA if st.kind == "cpu" else get_engine("llama.cpp-cuda").launch_s
+            want = GENOA if st.kind == "cpu" else get_engine("llama.cpp-cuda", get_hardware("rtx-4060")).launch_s
             assert st.engine.launch_s == pytest.approx(want, rel=1e-12), (offload, st.name)
 
 

@@ -108,7 +108,7 @@ def test_run_file_without_points(tmp_path):
 
 def test_reads_what_tokspeed_measure_writes(tmp_path):
     from tokspeed.measure import run_file as run_file_mod     # pure Python: no optional dependency to skip on
-    run = run_file_mod.new_run(backend="torch", device="cpu", quant="F32", points=[
+    run = run_file_mod.new_run(backend="torch", device="cpu", quant="F32", model={"id": "qwen2.5-0.5b"}, points=[
         {"batch": 1, "context": 512, "prompt": 64, "gen": 8, "decode_ms_per_token": 40.0,
          "stages_ms": {"embedding": 0.1, "attention": 12.0, "ffn": 25.0, "lm_head": 2.5, "sampling": 0.2}}])
     path = run_file_mod.write_run(run, tmp_path / "RUN.json")

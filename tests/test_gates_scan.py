@@ -35,6 +35,7 @@ PROJECT_DATA = {   # module -> the packaged data it reads (not input)
     "scale/collectives.py": "scale/fabrics.toml",
     "serving/engine_versions.py": "serving/engine_versions.toml",
     "serving/gemm_device.py": "serving/fp4_peaks.toml",
+    "serving/kernel_efficiency.py": "serving/kernel_efficiency.toml",
     "web/api.py": "web/presets.toml",
     "serving/schedulers.py": "serving/schedulers.toml",
     "serving/rows.py": "the serving calibration CSVs of the repository",

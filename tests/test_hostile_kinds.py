@@ -3,7 +3,7 @@ or body tokspeed reads, a valid document gets one hostile value at a time -- hug
 control and bidirectional characters, deep nesting, many tiny entries -- and the verb that reads it must end in
 exit 0, 2 or 3 with at most one error line, no traceback and no raw control character on the terminal.
 
-The verbs run in-process (``tokspeed.cli.main.main``), so the walk over ~1,500 documents takes seconds; the
+The verbs run in-process (``tokspeed.cli.main.main``), so the walk over ~3,000 documents takes a minute; the
 peak memory and the wall time of the heaviest kinds are checked in a subprocess by tests/test_hostile_typed.py.
 A field added to a schema (``guard.typed``, ``serverbench.record.REQUEST_FIELDS``, ``guard.limits``) is added
 to the documents below, and a kind tokspeed learns to read gets a document here.
@@ -279,3 +279,195 @@ def test_server_chunks_never_raise():
             st.event(_dump(doc), 0.1)
             st.event(_dump(doc), 0.2)
             st.fields(0.3)
+
+
+def _gguf_blob() -> bytes:
+    """A valid tiny llama GGUF (metadata only), the blob an Ollama manifest points to."""
+    def s(text):
+        b = text.encode()
+        return struct.pack("<Q", len(b)) + b
+    keys = {"llama.block_count": 2, "llama.embedding_length": 64, "llama.attention.head_count": 2,
+            "llama.attention.head_count_kv": 2, "llama.feed_forward_length": 128, "llama.context_length": 4096, "llama.vocab_size": 64,
+            "general.file_type": 15}
+    kvs = [_gguf_kv(k, v) for k, v in keys.items()]
+    head = b"GGUF" + struct.pack("<IQQ", 3, 0, len(kvs) + 1) + s("general.architecture") + struct.pack("<I", 8) \
+        + s("llama")
+    return head + b"".join(kvs) + b"\0" * 64
+
+
+GGUF_DIGEST = "sha256:" + "ab" * 32
+MANIFEST = {"schemaVersion": 2, "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+            "config": {"mediaType": "application/vnd.docker.container.image.v1+json",
+                       "digest": "sha256:" + "cd" * 32, "size": 485},
+            "layers": [{"mediaType": "application/vnd.ollama.image.model", "digest": GGUF_DIGEST, "size": 400}]}
+# digests that would name a path outside the store if they reached a path join unchecked
+DIGEST_PATHS = ["sha256:../../../outside", "sha256-" + "ab" * 32 + "/../../../outside", "/etc/passwd",
+                "sha256:" + "ab" * 32 + "\x00", "..", "sha256:" + "AB" * 32, "sha256:" + "ab" * 32 + "\n"]
+
+
+def test_ollama_manifests(tmp_path, capsys, quiet, monkeypatch):
+    """Every field of an Ollama manifest, hostile (and digests shaped as paths): one line, and no blob read
+    from outside ``<store>/blobs``."""
+    store = tmp_path / "store"
+    (store / "blobs").mkdir(parents=True)
+    (store / "blobs" / GGUF_DIGEST.replace(":", "-")).write_bytes(_gguf_blob())
+    (tmp_path / "outside").write_bytes(_gguf_blob())       # what a traversing digest would reach
+    m = store / "manifests" / "registry.ollama.ai" / "library" / "m" / "latest"
+    m.parent.mkdir(parents=True)
+    monkeypatch.setenv("OLLAMA_MODELS", str(store))
+    m.write_text(json.dumps(MANIFEST))
+    code, out, err = run(["predict", "ollama:m", "--hardware", "rtx-4090", "--json"], capsys)
+    assert code == 0, err                                   # the valid store is read
+    digest = ("layers", 0, "digest")
+    docs = list(variants(MANIFEST)) + [(digest, _set(MANIFEST, digest, d)) for d in DIGEST_PATHS]
+    n = 0
+    for path, doc in docs:
+        m.write_text(_dump(doc))
+        for args in (["inspect", "ollama:m"], ["predict", "ollama:m", "--hardware", "rtx-4090", "--json"]):
+            code, out, err = run(args, capsys)
+            check(code, out, err, ("ollama", path))
+            if path == digest and doc["layers"][0].get("digest") in DIGEST_PATHS:
+                assert code == 2 and "bad digest" in err, (path, err)
+            n += 1
+    assert n > 400
+    m.write_text(json.dumps(MANIFEST))
+    blob = store / "blobs" / GGUF_DIGEST.replace(":", "-")
+    for target in (tmp_path / "outside", blob):             # a link out of the store; a link to itself (a loop)
+        blob.unlink()
+        blob.symlink_to(target)
+        code, out, err = run(["inspect", "ollama:m"], capsys)
+        check(code, out, err, ("ollama", "link", target))
+        assert code == 2 and ("link out of" in err or "loop" in err), err
+
+
+HUB_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+HUB_SHARD = "model-00001-of-00001.safetensors"
+DOWN = "model.layers.0.mlp.down_proj.weight"                 # 64 x 128 BF16: 16,384 bytes
+HUB_INDEX = {"metadata": {"total_size": 16384}, "weight_map": {DOWN: HUB_SHARD}}
+HUB_HEADER = {"header_len": 200, "file_size": 8 + 200 + 16384,   # the hub's answer as tokspeed keeps it
+              "header": {DOWN: {"dtype": "BF16", "shape": [64, 128], "data_offsets": [0, 16384]},
+                         "__metadata__": {"format": "pt"}}}
+
+
+def _hub_cache(tmp_path, config, index, header) -> None:
+    """A repository as a hub leaves it in the caches: config.json and the index in the Hugging Face cache,
+    the shard's header in tokspeed's header cache; read offline, every byte of it is the hub's."""
+    repo = tmp_path / "hf" / "hub" / "models--org--tiny"
+    snap = repo / "snapshots" / HUB_COMMIT
+    snap.mkdir(parents=True, exist_ok=True)
+    (repo / "refs").mkdir(exist_ok=True)
+    (repo / "refs" / "main").write_text(HUB_COMMIT)
+    (snap / "config.json").write_text(config)
+    (snap / "model.safetensors.index.json").write_text(index)
+    head = tmp_path / "cache" / "tokspeed" / "hf-headers" / "org--tiny" / HUB_COMMIT
+    head.mkdir(parents=True, exist_ok=True)
+    (head / f"{HUB_SHARD}.json").write_text(header)
+
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch, quiet):
+    pytest.importorskip("huggingface_hub")
+    for var in ("HF_TOKEN", "HUGGINGFACE_HUB_CACHE", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+
+def test_hub_responses(tmp_path, capsys, hub_cache):
+    """Every field of a hub's config.json, shard index and safetensors header (header length, file size,
+    dtypes, shapes, offsets), hostile: one line, exit 2, never a traceback."""
+    base = (json.dumps(CONFIG), json.dumps(HUB_INDEX), json.dumps(HUB_HEADER))
+    _hub_cache(tmp_path, *base)
+    args = ["predict", "hf:org/tiny", "--hardware", "rtx-4090", "--json"]
+    code, out, err = run(["inspect", "hf:org/tiny"], capsys)
+    assert code == 0 and "16.38 KB" in out, err             # the valid cache is read: 64 x 128 x 2 bytes
+    n = 0
+    for which, doc in enumerate((CONFIG, HUB_INDEX, HUB_HEADER)):
+        for path, bad in variants(doc):
+            files = list(base)
+            files[which] = _dump(bad)
+            _hub_cache(tmp_path, *files)
+            check(*run(args, capsys), ("hub", which, path))
+            n += 1
+    assert n > 400
+
+
+def _shard(length: int | None, body: bytes) -> bytes:
+    return (struct.pack("<Q", length) if length is not None else b"") + body
+
+
+def test_hub_header_bytes(tmp_path, capsys, quiet, monkeypatch):
+    """The bytes a hub sends for a shard's header, hostile: the 8-byte length (zero, past the file, past the
+    100 MB cap, 2^64 - 1, cut short) and the JSON after it (not UTF-8, not an object, a 262,147-tensor flood,
+    two tensors on the same bytes)."""
+    pytest.importorskip("huggingface_hub")
+    from test_hf_hub import FakeHub  # lazy: that module skips itself without huggingface_hub
+
+    flood = b"{" + b",".join(b'"%d":{}' % i for i in range(262_147)) + b"}"     # MAX_TENSORS + 3 entries
+    down = {"dtype": "BF16", "shape": [64, 128], "data_offsets": [0, 16384]}
+    two = json.dumps({DOWN: down, DOWN.replace(".0.", ".1."): down}).encode()   # both at data byte 0
+    good = json.dumps({DOWN: {"dtype": "BF16", "shape": [64, 128], "data_offsets": [0, 16384]}}).encode()
+    shards = {"zero": _shard(0, b""), "past_end": _shard(len(good) + 1000, good), "cap": _shard(100_000_001, good),
+              "max": _shard(2**64 - 1, good), "short": b"\x10\x00\x00", "utf8": _shard(4, b"\xff\xfe{}"),
+              "list": _shard(2, b"[]"), "flood": _shard(len(flood), flood),
+              "dtype": _shard(len(good), good.replace(b"BF16", b"\\u001b[2J\\u202e")),
+              "overlap": _shard(len(two), two + bytes(16384))}
+    hub = FakeHub()
+    try:
+        for var in ("HF_TOKEN", "HF_HUB_OFFLINE", "HUGGINGFACE_HUB_CACHE"):
+            monkeypatch.delenv(var, raising=False)
+        monkeypatch.setenv("HF_ENDPOINT", hub.url)
+        monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+        monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        for name, raw in shards.items():
+            hub.repos[f"org/{name}"] = {"config.json": json.dumps(CONFIG).encode(), "model.safetensors": raw}
+            code, out, err = run(["predict", f"org/{name}", "--hardware", "rtx-4090", "--json"], capsys)
+            check(code, out, err, ("hub header", name))
+            assert code == 2 and "model.safetensors" in err, (name, err)
+    finally:
+        hub.stop()
+
+
+def test_the_heaviest_manifest_and_hub_headers_stay_in_memory(tmp_path):
+    """Bounded RSS in a subprocess: an Ollama manifest of empty layers filling the document cap, a hub header
+    (as the header cache keeps it) of 300,000 tiny tensors, and a 60 MB header of one 30-million-entry shape
+    sent by a hub and read from a local file (400 MB of integers before the entries were counted)."""
+    from hostile_cli import MAX_RSS_MB, assert_hostile_ok, cli  # lazy: the subprocess helper, this test only
+    from tokspeed.userfile import MAX_DOCUMENT_BYTES  # lazy: the cap this test fills, this test only
+
+    store = tmp_path / "store"
+    m = store / "manifests" / "registry.ollama.ai" / "library" / "m" / "latest"
+    m.parent.mkdir(parents=True)
+    n = (MAX_DOCUMENT_BYTES - 100) // 3
+    m.write_text('{"schemaVersion": 2, "layers": [' + ",".join(["{}"] * n) + "]}")
+    r, rss, _ = cli(["inspect", "ollama:m"], {"OLLAMA_MODELS": str(store)})
+    assert_hostile_ok(r, rss, (2,))
+    entries = ",".join(f'"t{i}":{{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}' for i in range(300_000))
+    header = json.dumps({"header_len": 100, "file_size": 108, "header": "HEADER"}).replace('"HEADER"',
+                                                                                    "{" + entries + "}")
+    _hub_cache(tmp_path, json.dumps(CONFIG), json.dumps(HUB_INDEX), header)
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf"), "HF_HUB_CACHE": str(tmp_path / "hf" / "hub"),
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    r, rss, _ = cli(["inspect", "hf:org/tiny"], env)
+    assert_hostile_ok(r, rss, (2,))
+    # one bytes object (a child's peak RSS starts at its parent's at the fork: no 30-million-item list here)
+    long = b'{"t":{"dtype":"U8","shape":[' + b"0," * 29_999_999 + b'0],"data_offsets":[0,0]}}'
+    (tmp_path / "st").mkdir()
+    (tmp_path / "st" / "config.json").write_text(json.dumps(CONFIG))
+    (tmp_path / "st" / "model.safetensors").write_bytes(_shard(len(long), long))
+    r, rss, _ = cli(["inspect", tmp_path / "st"])
+    assert_hostile_ok(r, rss, (2,), ["entries"])
+    from test_hf_hub import FakeHub  # lazy: that module skips itself without huggingface_hub
+
+    hub = FakeHub()
+    try:
+        hub.repos["org/long"] = {"config.json": json.dumps(CONFIG).encode(), "model.safetensors": _shard(len(long), long)}
+        env = {**env, "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub.url}
+        r, rss, _ = cli(["inspect", "org/long"], env)
+        assert_hostile_ok(r, rss, (2,), ["entries"])
+    finally:
+        hub.stop()
+    assert rss <= MAX_RSS_MB

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..guard.bounded import BodyTooLarge, BodyTooSlow, read_body, with_deadline
+from ..guard.limits import MAX_TENSORS
 from ..guard.names import remote_name
 from ..guard.outputs import write_file
 from ..guard.typed import loads
@@ -29,7 +30,7 @@ from ..userfile import read_json_object
 from .hf_folder import hf_cache_roots, read_config
 from .hf_storage import hf_storage
 from .model_file import ModelFile
-from .safetensors_reader import MAX_HEADER, _tensor
+from .safetensors_reader import MAX_HEADER, _bad, _no_overlap, _tensor, check_header_counts
 from .tensor import TensorInfo
 
 CONFIG, INDEX, SINGLE = "config.json", "model.safetensors.index.json", "model.safetensors"
@@ -158,6 +159,7 @@ class _Hub:
         if n is None or n > MAX_HEADER:
             raise UserError(f"{self.repo_id}/{filename}: not a safetensors file (header length {n})")
         raw, size = self._range(filename, 8, 8 + n, want_size=True)
+        check_header_counts(f"{self.repo_id}/{filename}", raw)
         header = loads(raw, f"{self.repo_id}/{filename}: header")     # the one JSON gate
         if not isinstance(header, dict):
             raise UserError(f"{self.repo_id}/{filename}: header is not a JSON object")
@@ -204,13 +206,31 @@ def _is_network(e: Exception) -> bool:
     return any(k in name for k in ("Connect", "Timeout", "Network", "Transport", "Connection"))
 
 
-def _tensors(where: str, data: dict) -> list[TensorInfo]:
-    header = dict(data["header"])
-    header.pop("__metadata__", None)
-    n, size = int(data["header_len"]), data.get("file_size")
-    end = max((info.get("data_offsets", [0, 0])[1] for info in header.values() if isinstance(info, dict)), default=0)
-    data_size = (size - 8 - n) if isinstance(size, int) else end
-    return [_tensor(Path(where), name, info, 8 + n, data_size) for name, info in header.items()]
+def _whole(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _tensors(where: str, data) -> list[TensorInfo]:
+    """The tensors of a hub's header, fresh or from the header cache, every field typed: the header length
+    within MAX_HEADER, the file size (when the hub stated one) holding it, at most MAX_TENSORS entries, each
+    range inside the data and apart from the others."""
+    p = Path(where)
+    data = data if isinstance(data, dict) else {}
+    header, n, size = data.get("header"), data.get("header_len"), data.get("file_size")
+    if not isinstance(header, dict) or not _whole(n) or not 0 <= n <= MAX_HEADER:
+        raise _bad(p, f"not a safetensors header (length {str(n)[:40]}, "
+                      f"{type(header).__name__} where an object belongs)")
+    if size is not None and (not _whole(size) or not 8 + n <= size < 1 << 53):
+        raise _bad(p, f"file size {str(size)[:40]} cannot hold its {n:,}-byte header")
+    header = dict(header)
+    meta = header.pop("__metadata__", None) or {}
+    if not isinstance(meta, dict) or len(header) > MAX_TENSORS:
+        raise _bad(p, f"__metadata__ is not an object, or more than {MAX_TENSORS:,} tensors")
+    # no stated size (no Content-Range): the offsets cannot be checked against the file's end
+    data_size = size - 8 - n if size is not None else float("inf")
+    tensors = [_tensor(p, name, info, 8 + n, data_size) for name, info in header.items()]
+    _no_overlap(p, tensors)
+    return tensors
 
 
 def open_hub_repo(repo_id: str, revision: str = "main"):

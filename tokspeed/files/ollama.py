@@ -13,12 +13,15 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
-from ..userfile import path_kind, read_json
+from ..userfile import parse_json, path_kind, read_bytes
 
 MODEL_MEDIA_TYPE = "application/vnd.ollama.image.model"
 PROJECTOR_MEDIA_TYPE = "application/vnd.ollama.image.projector"   # vision encoder (a CLIP GGUF)
 DEFAULT_HOST, DEFAULT_NAMESPACE, DEFAULT_TAG = "registry.ollama.ai", "library", "latest"
 _PART = re.compile(r"^[A-Za-z0-9][\w.-]*$")
+# a real manifest is under 4 KB (a config and a handful of layers); 1 MiB bounds the objects it can make
+MANIFEST_BYTES = 2**20
+_DIGEST = re.compile(r"sha256[:-][0-9a-f]{64}")     # matched whole: no trailing newline, no path
 
 
 def ollama_root() -> Path:
@@ -54,7 +57,7 @@ def resolve_ollama_layers(ref: str, root: Path | None = None) -> tuple[Path, lis
         raise UserError(f"ollama:{ref} is not in the Ollama store at {root}",
                         "run `ollama pull` first, or set OLLAMA_MODELS to your store")
     try:
-        manifest = read_json(m, "Ollama manifest")[1]
+        manifest = parse_json(*read_bytes(m, "Ollama manifest", cap=MANIFEST_BYTES))
         layers = manifest["layers"]
         digests = [layer["digest"] for layer in layers if layer.get("mediaType") == MODEL_MEDIA_TYPE]
         projectors = [layer["digest"] for layer in layers if layer.get("mediaType") == PROJECTOR_MEDIA_TYPE]
@@ -66,9 +69,12 @@ def resolve_ollama_layers(ref: str, root: Path | None = None) -> tuple[Path, lis
 
 
 def _blob(ref: str, manifest: Path, root: Path, digest) -> Path:
-    if not isinstance(digest, str) or not re.match(r"^sha256[:-][0-9a-f]{64}$", digest):
+    if not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
         raise UserError(f"{manifest}: bad digest {str(digest)[:80]!r}")
     blob = root / "blobs" / digest.replace(":", "-")
+    if os.path.islink(blob) and Path(os.path.realpath(blob)).parent != Path(os.path.realpath(root / "blobs")):
+        raise UserError(f"ollama:{ref}: blob {blob.name} is a link out of the store ({root / 'blobs'})",
+                        "a blob is a file inside the store's blobs folder")
 
     if path_kind(blob, "Ollama blob") != "file":
         raise UserError(f"ollama:{ref}: the manifest points to blob {blob.name}, which is missing from {root / 'blobs'}",

@@ -25,6 +25,9 @@ DTYPE_BITS = {
 }
 MAX_HEADER = 100_000_000        # the safetensors library refuses headers above 100 MB too
 INDEX = "model.safetensors.index.json"
+MAX_DIMS = 8                    # a tensor of more dimensions is refused (no model has one)
+# separators one entry can hold: its shape's (MAX_DIMS - 1), its offsets' 1, between its three keys 2, after it 1
+ENTRY_COMMAS = (MAX_DIMS - 1) + 1 + 2 + 1
 
 
 def _bad(path, msg):
@@ -48,8 +51,7 @@ def read_safetensors_header(path) -> tuple[list[TensorInfo], dict]:
     except OSError as e:
         raise UserError(f"{p}: cannot read ({e.strerror or e})") from None
 
-    if raw.count(b"{") > MAX_TENSORS + 2:            # one object per tensor: counted before any is made
-        raise _bad(p, f"header holds more than {MAX_TENSORS:,} tensors, more than any real model file")
+    check_header_counts(p, raw)
     try:
         header = parse_json(p, raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -69,6 +71,16 @@ def read_safetensors_header(path) -> tuple[list[TensorInfo], dict]:
     return tensors, meta
 
 
+def check_header_counts(p, raw: bytes) -> None:
+    """Objects and array entries counted before any is made: one object per tensor, at most ENTRY_COMMAS
+    separators per tensor (a 60 MB header of one long shape made 400 MB of integers)."""
+    if raw.count(b"{") > MAX_TENSORS + 2:
+        raise _bad(p, f"header holds more than {MAX_TENSORS:,} tensors, more than any real model file")
+    if raw.count(b",") > ENTRY_COMMAS * (MAX_TENSORS + 2):
+        raise _bad(p, f"header holds more than {ENTRY_COMMAS * (MAX_TENSORS + 2):,} entries, "
+                      f"more than {MAX_TENSORS:,} tensors of {MAX_DIMS} dimensions can")
+
+
 def _no_overlap(p, tensors: list[TensorInfo]) -> None:
     """Tensor data ranges may not overlap (each byte of weights belongs to one tensor)."""
     spans = sorted((t.offset, t.offset + t.n_bytes, t.name) for t in tensors if t.n_bytes)
@@ -83,7 +95,7 @@ def _tensor(p: Path, name: str, info, data_start: int, data_size: int) -> Tensor
     dtype, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
     if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
         raise _bad(p, f"tensor {name!r} has unknown dtype {str(dtype)[:40]!r}")
-    if not isinstance(shape, list) or len(shape) > 8 or \
+    if not isinstance(shape, list) or len(shape) > MAX_DIMS or \
             not all(isinstance(d, int) and not isinstance(d, bool) and 0 <= d < 1 << 40 for d in shape):
         raise _bad(p, f"tensor {name!r} has an impossible shape {str(shape)[:60]}")
     if not (isinstance(offs, list) and len(offs) == 2

@@ -13,7 +13,6 @@ from ..guard.limits import check_tensor_shapes
 from ..quant.format_table import torch_default, torch_dtypes
 from ..resolve import resolve_model
 from ..userfile import path_kind, require_file
-from .decoder import Decoder, DecoderConfig, StageTimer
 from .memory_guard import check_fits, torch_run_bytes
 from .stats import Timing
 from .weights import gguf_tensor_shapes, gguf_weights, hf_overrides, random_weights, safetensors_weights, spec_from_gguf
@@ -78,6 +77,8 @@ def load_model(model_arg: str, device: str, quant: str, max_seq: int, max_batch:
     safetensors folder, or a .gguf file; refuse before allocating if it does not fit."""
     import torch  # lazy: optional dependency (torch, the measure extra)
 
+    from .decoder import Decoder, DecoderConfig  # lazy: optional dependency (torch, through measure.decoder; the measure extra)
+
 
     check_device(device, torch)
     dtype = torch_dtype(quant)
@@ -138,6 +139,8 @@ def measure_point(lm: LoadedModel, batch: int, context: int, prompt: int, gen: i
     prefill of ``prompt`` tokens at that depth, then ``gen`` decode steps from the depth (after
     ``warmup`` untimed steps), then one instrumented step for the per-stage split."""
     import torch  # lazy: optional dependency (torch, the measure extra)
+
+    from .decoder import StageTimer  # lazy: optional dependency (torch, through measure.decoder; the measure extra)
 
 
     m, dev = lm.decoder, lm.device

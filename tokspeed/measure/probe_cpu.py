@@ -7,7 +7,6 @@ Bytes counted as STREAM does: read = 1 array read, copy = 1 read + 1 write, tria
 
 from __future__ import annotations
 
-from .decoder import _onednn_available, _pack
 from .probe_result import ProbeResult
 from .stats import time_call
 
@@ -86,6 +85,7 @@ def probe_matvec(n: int, dtypes=DTYPES, repeats: int = 5, warmup: int = 2, prefi
         out.append(ProbeResult(f"{prefix}_matvec_{dt}", "GB/s", w.numel() * w.element_size(), t,
                                f"F.linear of 1 x {n} by a {rows} x {n} {dt} weight: weight bytes read"))
         if device == "cpu":   # the prepacked oneDNN product the reference decoder uses (decoder.py)
+            from .decoder import _onednn_available, _pack  # lazy: optional dependency (torch, through measure.decoder; the measure extra)
 
             if _onednn_available(_torch_dtype(dt)):
                 pk = _pack(w)
