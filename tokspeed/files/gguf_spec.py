@@ -196,7 +196,9 @@ def _global_shape(path, by_name, n_layers: int, n_heads: int) -> dict:
     q0, k0 = rows(0, "attn_q"), rows(0, "attn_k")
     if not (q0 and k0 and rows(0, "attn_v")):
         return {}
-    full = [i for i in range(n_layers) if rows(i, "attn_q") and (rows(i, "attn_q") != q0 or not rows(i, "attn_v"))]
+    # the layers the file holds (a block count is read from metadata and may be any number: never loop over it)
+    held = sorted({int(n.split(".")[1]) for n in by_name if n.startswith("blk.") and n.split(".")[1].isdigit()})
+    full = [i for i in held if i < n_layers and rows(i, "attn_q") and (rows(i, "attn_q") != q0 or not rows(i, "attn_v"))]
     if not full:
         return {}
     j = full[0]
@@ -207,6 +209,9 @@ def _global_shape(path, by_name, n_layers: int, n_heads: int) -> dict:
                         "the file is damaged or its head count is wrong")
     out = dict(head_dim=hd, n_kv_heads=k0 // hd, n_sliding_layers=n_layers - len(full), global_head_dim=ghd,
                global_kv_heads=rows(j, "attn_k") // ghd, global_kv_shared=not rows(j, "attn_v"))
+    if n_layers > len(held):
+        raise UserError(f"{path}: {n_layers:,} layers in the metadata but {len(held):,} in the tensors",
+                        "the file is damaged or its block count is wrong")
     F = len(full)
     spread = [i for i in range(n_layers) if (i + 1) * F // n_layers != i * F // n_layers]
     same = all((rows(i, "attn_q"), rows(i, "attn_k"), rows(i, "attn_v")) == (rows(j, "attn_q"), rows(j, "attn_k"),
