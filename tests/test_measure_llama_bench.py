@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tokspeed.errors import UserError
-from tokspeed.measure.bench_compare import calibrate_from, compare, model_of, quant_of
+from tokspeed.measure.bench_compare import calibrate_from, compare, engine_of, model_of, quant_of
 from tokspeed.measure.llama_bench import BenchRow, read_bench, sniff
 from tokspeed.measure.profile import dumps_toml
 from tokspeed.predict import predict
@@ -54,6 +54,25 @@ def test_file_names_give_model_and_format():
     row = BenchRow("Qwen3-30B-A3B-UD-Q4_K_XL-00001-of-00002.gguf", "qwen3moe 30B.A3B Q4_K - Medium", 0, 0, "CUDA",
                    99, 0, 128, 0, 100.0)
     assert model_of(row) == "qwen3-30b-a3b" and quant_of(row) == "Q4_K_M"
+
+
+@pytest.mark.parametrize("model_type, quant", [
+    # llama_model_ftype_name's words for the file types outside the (I)Qn_ pattern (llama-model-loader.cpp)
+    ("gpt-oss 20B MXFP4 MoE", "MXFP4"), ("llama 8B BF16", "BF16"), ("llama 8B F16", "F16"),
+    ("llama 8B all F32", "F32"), ("bitnet 3B TQ1_0 - 1.69 bpw ternary", "TQ1_0")])
+def test_file_types_outside_the_q_pattern(model_type, quant):
+    assert quant_of(BenchRow("m.gguf", model_type, 0, 0, "CUDA", 99, 0, 128, 0, 100.0)) == quant
+
+
+def test_backend_words_pick_the_engine():
+    # llama-bench's backends column: the first backend ran the test; HIP is ROCm's older name; -ngl 0 is the CPU
+    def engine(backend, ngl=99):
+        return engine_of(BenchRow("m.gguf", "", 0, 0, backend, ngl, 0, 128, 0, 100.0))
+
+    assert engine("CUDA") == "llama.cpp-cuda" and engine("Metal,BLAS") == "llama.cpp-metal"
+    assert engine("HIP") == engine("ROCm") == "llama.cpp-rocm" and engine("CUDA", ngl=0) == "llama.cpp-cpu"
+    with pytest.raises(UserError):
+        engine("OpenCL")
 
 
 def test_each_test_is_predicted_as_predict_would():

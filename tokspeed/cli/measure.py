@@ -19,6 +19,7 @@ from ..measure.profile import read_profile
 from ..measure.run_file import write_run
 from ..measure.runner import MeasureOptions, add_predictions, calibrate_run, finished, measure, resolve_hardware
 from ..plots.verbs import plot_run
+from ..quant.format_table import torch_default, torch_dtypes
 from ..report.text import FitTable, one_line
 from ..userfile import check_writable
 from .options import add_plot_option, check_plot, count, counts, print_json
@@ -36,8 +37,9 @@ def add_parser(sub):
                         "of running; with --calibrate, fit this machine's calibration on its decode tests")
     p.add_argument("--backend", choices=["torch", "llama.cpp"], default="torch")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N] (torch backend)")
-    p.add_argument("--quant", default="", help="torch: F32 (CPU default), BF16 (CUDA default) or F16; "
-                                                "llama.cpp: read from the GGUF file")
+    p.add_argument("--quant", default="", help=f"torch: {' '.join(torch_dtypes())} (default {torch_default('cpu')} on "
+                                                f"a CPU, {torch_default('cuda')} on CUDA); llama.cpp: read from the "
+                                                "GGUF file")
     p.add_argument("--context", type=counts, default=[0, 512, 2048], help="KV depths before each run (default 0,512,2048)")
     p.add_argument("--batch", type=counts, default=[1], help="concurrent sequences, comma-separated (torch backend)")
     p.add_argument("--prompt", type=count, default=512, help="tokens prefilled at each depth (default 512)")
@@ -207,7 +209,7 @@ def _generate(args, err) -> int:
     else:
         from ..measure.backend_torch import generate_text, load_model  # lazy: optional dependency (torch, the measure extra)
 
-        lm = load_model(args.model, args.device, args.quant or ("BF16" if args.device.startswith("cuda") else "F32"),
+        lm = load_model(args.model, args.device, args.quant or torch_default(args.device),
                         max_seq=len(args.text.encode()) + args.gen + 8, max_batch=1, prompt=len(args.text.encode()))
         text = generate_text(lm, args.text, args.gen, emit)
     if args.json:

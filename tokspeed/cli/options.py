@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from ..engines.compat import engine_help
+from ..engines.compat import default_why, engine_help
 from ..engines.cpu import with_numa, with_threads
 from ..engines.driver import on_driver
 from ..errors import UserError
@@ -76,16 +76,9 @@ def add_hardware_options(p, required: bool = True):
 
 # -- options that mean one thing in every verb: declared once here, each verb states its default and why -------
 
-# why each verb's default engine is what it is (the --help of the verb says it)
-ENGINE_DEFAULT_WHY = {
-    "llama.cpp": "the engine people run a downloaded model with on one machine",
-    "vllm": "the engine people serve many concurrent requests with",
-}
-
-
 def add_engine_option(p, default: str = DEFAULT_ENGINE, what: str = "engine the numbers are for"):
     """--engine/-e: every engine of the capability table (tokspeed/engines/capabilities.toml, ``engine_help``)."""
-    why = ENGINE_DEFAULT_WHY.get(default, "")
+    why = default_why(default)     # why the verb assumes it (the engine table's why_default)
     p.add_argument("--engine", "-e", default=default, metavar="ENGINE",
                    help=f"{what}: {engine_help()} (llama.cpp picks its backend by the device's vendor) "
                         f"(default {default}{': ' + why if why else ''})")

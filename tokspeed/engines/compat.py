@@ -66,6 +66,28 @@ def default_engine(verb: str) -> str:
     return _table()["default_engine"][verb]
 
 
+def default_why(engine: str) -> str:
+    """Why a verb that assumes ``engine`` when none is named does so (the row's ``why_default``; "" if it says
+    nothing)."""
+    return _table()["engine"].get(engine_key(engine), {}).get("why_default", "")
+
+
+def engine_family(engine) -> str:
+    """The row's ``family`` (``server``: a serving engine whose serving fit shares a per-vendor entry); "" for
+    an engine with none or outside the table."""
+    return _table()["engine"].get(engine_key(getattr(engine, "name", engine)), {}).get("family", "")
+
+
+def llama_bench_backends() -> dict[str, str]:
+    """llama-bench's backend words (its ``backends`` column, lower case) -> the engine that ran the test."""
+    return dict(_table()["llama_bench"]["backends"])
+
+
+def offload_cpu_engine() -> str:
+    """The engine that runs an offload's CPU stage (the layers or experts left in RAM)."""
+    return _table()["offload"]["cpu_engine"]
+
+
 def engine_help() -> str:
     """The engine names for a help line: ``ideal, llama.cpp[-cuda|-metal|...], ollama, ...`` in table order."""
     names = engine_names()

@@ -10,13 +10,13 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..guard.limits import check_tensor_shapes
+from ..quant.format_table import torch_default, torch_dtypes
 from ..resolve import resolve_model
 from ..userfile import path_kind, require_file
 from .memory_guard import check_fits, torch_run_bytes
 from .stats import Timing
 from .weights import gguf_tensor_shapes, gguf_weights, hf_overrides, random_weights, safetensors_weights, spec_from_gguf
 
-DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
 FILL_CHUNK = 512   # depth tokens are prefilled in chunks of this many (llama.cpp's default n_batch)
 
 
@@ -28,7 +28,7 @@ class LoadedModel:
     path: str = ""
     tokenizer: object = None
     device: str = "cpu"
-    quant: str = "F32"
+    quant: str = field(default_factory=lambda: torch_default("cpu"))
     notes: list = field(default_factory=list)
 
 
@@ -57,12 +57,12 @@ def check_device(device: str, torch=None) -> None:
                         f"use device='cuda:0' … device='cuda:{torch.cuda.device_count() - 1}'", field="device")
 
 def check_quant(quant: str) -> str:
-    """The torch dtype name of ``quant`` (F32, F16, BF16), checked without importing torch."""
-    q = quant.upper()
-    if q not in DTYPES:
-        raise UserError(f"the torch backend runs {', '.join(DTYPES)} weights, not {quant!r}",
+    """The torch dtype name of ``quant`` (the format table's ``torch_dtype``), checked without importing torch."""
+    q, dtypes = quant.upper(), torch_dtypes()
+    if q not in dtypes:
+        raise UserError(f"the torch backend runs {', '.join(dtypes)} weights, not {quant!r}",
                         "use backend='llama.cpp' for quantized GGUF kernels", field="quant")
-    return DTYPES[q]
+    return dtypes[q]
 
 
 def torch_dtype(quant: str):

@@ -16,22 +16,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..engines.compat import llama_bench_backends, runtime_of
 from ..errors import UserError
 from ..hardware.catalog import get_hardware
 from ..models.catalog import resolve_id
 from ..predict import predict
+from ..quant.format_table import rows as format_rows
 from ..quant.schemes import canonical
 from .calibrate import fit, store_calibration
 from .llama_bench import BenchRow
 from .predicted import predict_point
 
-# llama-bench's backend names (ggml_backend_reg_name) -> tokspeed's llama.cpp backend
-BACKEND_ENGINE = {"cuda": "llama.cpp-cuda", "metal": "llama.cpp-metal", "vulkan": "llama.cpp-vulkan",
-                  "rocm": "llama.cpp-rocm", "hip": "llama.cpp-rocm", "sycl": "llama.cpp-sycl",
-                  "cpu": "llama.cpp-cpu", "blas": "llama.cpp-cpu"}
+CPU_BACKEND = "cpu"      # ggml-cpu's backend word: the one a test with -ngl 0 ran on
 # llama_model_ftype_name's size words -> the K-quant suffix
 SIZE_WORD = {"small": "S", "medium": "M", "large": "L", "extra small": "XS"}
-FILE_QUANT = re.compile(r"[-._](?:UD-)?((?:I?Q\d[A-Z0-9_]*)|BF16|F16|F32|MXFP4)$", re.I)
+# llama.cpp file types (the format table's rows with a LLAMA_FTYPE) not of the (I)Qn_ pattern: F32, BF16, MXFP4, ...
+OTHER_FTYPES = "|".join(sorted((n for n, r in format_rows().items()
+                                if r.ftype_id is not None and not re.fullmatch(r"I?Q\d\w*", n)), key=len, reverse=True))
+FILE_QUANT = re.compile(rf"[-._](?:UD-)?((?:I?Q\d[A-Z0-9_]*)|{OTHER_FTYPES})$", re.I)
+FTYPE_WORDS = re.compile(rf"\b(I?Q\d\w*|{OTHER_FTYPES})(?: - (Small|Medium|Large|Extra small))?\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class Compared:
 
 def quant_of(row: BenchRow) -> str:
     """The weight format of a test: its file type (``llama 8B Q4_K - Medium``), else its file name's suffix."""
-    m = re.search(r"\b(I?Q\d\w*|BF16|F16|F32|MXFP4)(?: - (Small|Medium|Large|Extra small))?\b", row.model_type, re.I)
+    m = FTYPE_WORDS.search(row.model_type)
     if m:
         base = m.group(1).upper()
         return canonical(base + ("_" + SIZE_WORD[m.group(2).lower()] if m.group(2) and "_K" in base else ""))
@@ -74,17 +77,19 @@ def model_of(row: BenchRow) -> str:
 
 
 def engine_of(row: BenchRow) -> str:
+    """The engine that ran a test: its first backend (the engine table's ``[llama_bench]``), CPU where -ngl 0."""
+    backends = llama_bench_backends()
     if row.n_gpu_layers == 0:
-        return "llama.cpp-cpu"
+        return backends[CPU_BACKEND]
     first = row.backend.split(",")[0].strip().lower()
-    if first not in BACKEND_ENGINE:
+    if first not in backends:
         raise UserError(f"llama-bench backend {row.backend[:40]!r} is not one tokspeed models",
-                        "one of " + ", ".join(sorted(BACKEND_ENGINE)))
-    return BACKEND_ENGINE[first]
+                        "one of " + ", ".join(sorted(backends)))
+    return backends[first]
 
 
 def device_of(row: BenchRow, engine: str) -> str:
-    name = row.cpu_info if engine == "llama.cpp-cpu" else row.gpu_info.split(",")[0]
+    name = row.cpu_info if engine == llama_bench_backends()[CPU_BACKEND] else row.gpu_info.split(",")[0]
     if not name.strip():
         raise UserError("the file names no device", "give --hardware NAME or a probed profile")
     return name.strip()
@@ -133,13 +138,13 @@ def calibrate_from(compared: list[Compared], hw, profile_path):
         raise UserError("--calibrate needs generation tests (tg128 ...): the file has none")
     pts, fa = [], set()
     for c in dec:
-        pred = predict_point(c.model, hw, "llama.cpp", c.quant, c.row.n_depth, c.row.n_gen, 1, 0,
+        pred = predict_point(c.model, hw, runtime_of(c.engine), c.quant, c.row.n_depth, c.row.n_gen, 1, 0,
                              flash_attention={1: True, 0: False}.get(c.row.flash_attn))
         x = pred.get("attn_extra_bytes_per_step", 0.0)
         pts.append((pred["bytes_per_step"] + x, 1.0 / c.row.avg_ts, pred["kv_bytes_per_step"] + x))
         fa.add(c.row.flash_attn)
     tests = sorted({f"{c.model} {c.quant} {c.row.test}" for c in dec})
-    cal = fit(pts, hw.bandwidth_gbps, "llama.cpp", fitted_on="llama-bench: " + "; ".join(tests)[:400],
+    cal = fit(pts, hw.bandwidth_gbps, runtime_of(dec[0].engine), fitted_on="llama-bench: " + "; ".join(tests)[:400],
               flash_attention={1: True, 0: False}.get(fa.pop()) if len(fa) == 1 else None, attention_net=True)
     store_calibration(profile_path, cal)
     return cal

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..engines.profile import get_engine
 from ..predict import predict
+from ..quant.format_table import torch_dtypes
 from ..timing import kv_reads
 
 # Engine model used for the uncalibrated prediction of each backend. The reference decoder is a
@@ -18,8 +19,6 @@ from ..timing import kv_reads
 # predicted with the core's gpt-fast prior until this machine's calibration replaces it; llama.cpp
 # uses the core's llama.cpp model. The ideal bound (eta = 1) is kept next to it as bound_tok_s.
 ENGINE_FOR_BACKEND = {"torch": "gpt-fast", "llama.cpp": "llama.cpp"}
-# KV cache element type each backend keeps: the torch decoder in the weights' dtype, llama.cpp F16.
-KV_DTYPE = {"F32": "f32", "BF16": "bf16", "F16": "f16"}
 
 
 def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: int, batch: int,
@@ -31,8 +30,11 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
     engine = ENGINE_FOR_BACKEND.get(backend, "ideal")
     fa = flash_attention if backend == "llama.cpp" else None      # the run's -fa, as the engine model takes it
     label = f"{engine} (FlashAttention {'on' if fa else 'off'}, as measured)" if fa is not None else engine
-    kv = KV_DTYPE.get(quant.upper(), "f16") if backend == "torch" else "f16"
-    q = quant if quant.upper() in ("F32", "F16", "BF16") or backend != "torch" else "F16"
+    # the KV cache each backend keeps: the torch decoder's in the weights' dtype (its --kv-dtype spelling is the
+    # format's name in lower case: F32 -> f32), llama.cpp's F16
+    torch_weights = quant.upper() in torch_dtypes()
+    kv = quant.lower() if backend == "torch" and torch_weights else "f16"
+    q = quant if torch_weights or backend != "torch" else "F16"
     pred = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=0, gen=gen, context=context,
                    batch=batch, flash_attention=fa)
     dec = pred.to_dict()["decode"]

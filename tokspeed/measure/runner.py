@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..hardware.catalog import LOCAL_NAME, get_hardware, local_profile_path
+from ..quant.format_table import ftype_name, row as format_row, torch_default
 from . import backend_llamacpp as bl, backend_torch as bt
 from .calibrate import fit, store_calibration
 from .detect import detect
@@ -61,7 +62,7 @@ def gguf_quant_name(path) -> str:
     try:
         name = LlamaFileType(int(ft)).name
     except (TypeError, ValueError):
-        return "F32"
+        return ftype_name(0)     # LLAMA_FTYPE_ALL_F32: a file that records no (known) file type
     return name.replace("MOSTLY_", "").replace("ALL_", "")
 
 
@@ -70,7 +71,9 @@ def derive_rates(point: dict, hw, quant: str, untrusted: str = "") -> dict:
     ``tokspeed.measure.mbu``) and MFU (of its fp32 or fp16 TFLOP/s) of a point."""
     step_s = point["batch"] / point["decode_tok_s"]
     gbps = point["bytes_per_step"] / step_s / 1e9
-    peak = (hw.fp32_tflops if quant.upper() == "F32" else hw.fp16_tflops or hw.fp32_tflops) * 1e12
+    fmt = format_row(quant)
+    fp32 = fmt is not None and fmt.bits == 32       # 32-bit weights run on the FP32 units
+    peak = (hw.fp32_tflops if fp32 else hw.fp16_tflops or hw.fp32_tflops) * 1e12
     point["achieved_gbps"] = gbps
     point["mbu"], why = utilisation(gbps, hw.bandwidth_gbps, untrusted)
     if why:
@@ -89,8 +92,7 @@ def measure(opts: MeasureOptions, hw, progress=None, profile: dict | None = None
     if opts.backend == "torch":
         import torch  # lazy: optional dependency (torch, the measure extra)
 
-
-        quant = (opts.quant or ("BF16" if opts.device.startswith("cuda") else "F32")).upper()
+        quant = (opts.quant or torch_default(opts.device)).upper()
         lm = bt.load_model(opts.model, opts.device, quant, max_seq, max(opts.batches), opts.prompt, opts.seed)
         for b in opts.batches:   # untimed: first calls build kernels/primitives for each shape
             bt.measure_point(lm, b, 0, min(opts.prompt, 16), 5, opts.warmup, opts.seed)

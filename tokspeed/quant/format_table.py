@@ -37,6 +37,7 @@ class FormatRow:
     offered: bool = True
     ppl: tuple = ()                         # (ppl_delta, file GB, model)
     gemm: str = ""                          # a server engine's GEMM kind (tokspeed.serving.gemm_device); "" = 16-bit
+    torch_dtype: str = ""                   # the torch dtype the reference decoder loads it as; "" = it cannot
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
 
@@ -56,7 +57,7 @@ def _row(name: str, d: dict) -> FormatRow:
                      engine_lists=tuple(d.get("engine_lists", ())), fit=tuple(d.get("fit", ())),
                      alternatives=tuple(d.get("alternatives", ())), four_bit=int(d.get("four_bit", 0)),
                      help=d.get("help", True), offered=d.get("offered", True), ppl=ppl,
-                     gemm=d.get("gemm", ""))
+                     gemm=d.get("gemm", ""), torch_dtype=d.get("torch_dtype", ""))
 
 
 @lru_cache(maxsize=1)
@@ -153,6 +154,16 @@ def quant_help() -> str:
                            if isinstance(v, str))
     return (f"weight format: {' '.join(d['help_examples'])} ... (default: the released format for server engines, "
             f"{downloads}; the output says which)")
+
+
+def torch_dtypes() -> dict[str, str]:
+    """The formats the torch reference decoder (``tokspeed measure``) runs -> their torch dtype names."""
+    return {n: r.torch_dtype for n, r in rows().items() if r.torch_dtype}
+
+
+def torch_default(device: str) -> str:
+    """The format the torch reference decoder assumes on ``device`` (``cpu``, ``cuda[:N]``) when none is named."""
+    return _data()["torch"]["cuda" if str(device).startswith("cuda") else "cpu"]
 
 
 def fallbacks() -> tuple[str, ...]:

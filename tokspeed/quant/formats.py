@@ -83,7 +83,7 @@ def mlx_affine(bits: int, group: int = 64) -> Format:
     bias per group, both in the model's 16-bit dtype (BF16 for a BF16 checkpoint, 2 bytes either way):
     4-bit g64 = (64 x 4 + 2 x 16) / 64 = 4.5 bpw."""
     return Format(f"MLX-{bits}BIT", group, group * bits / 8 + 2 + 2,
-                  f"MLX affine {bits}-bit, group {group}: 16-bit (BF16/FP16) scale + bias per group")
+                  f"MLX affine {bits}-bit, group {group}: 16-bit scale + bias per group, the model's dtype")
 
 
 # NVFP4 (NVIDIA Blackwell; ModelOpt checkpoints): FP4 E2M1 values in blocks of 16 with one FP8 E4M3 scale each

@@ -20,6 +20,7 @@ direction, 32x slower.
 
 from __future__ import annotations
 
+from ..engines.compat import offload_cpu_engine
 from ..engines.profile import get_engine
 from ..errors import UserError
 from ..hardware.catalog import get_hardware
@@ -56,9 +57,10 @@ def _host_bytes(spec, sizes, a, b, embedding, head) -> float:
 
 def cpu_stage_engine(cpu_hw):
     """(device, engine) of an offload's CPU stage, as ``compat.runnable`` sees a CPU engine: a SoC's CPU cluster or
-    a CPU's SIMD view, and llama.cpp-cpu with its threads' barrier after each graph node."""
+    a CPU's SIMD view, and the table's offload CPU engine (llama.cpp's CPU backend) with its threads' barrier after
+    each graph node."""
     view = cpu_hw.cpu_engine_view()
-    return view, get_engine("llama.cpp-cpu").with_barrier(view)
+    return view, get_engine(offload_cpu_engine()).with_barrier(view)
 
 
 def llamacpp_layout(spec, storage, hw, prof, cpu_hw, n_gpu: int) -> Layout:

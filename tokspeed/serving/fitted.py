@@ -24,10 +24,12 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 
+from ..engines.compat import engine_family
 from .schedulers import host_hidden, scheduler_for, scheduler_key
 
 FILE = Path(__file__).parent / "serving_fitted.toml"
 NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "link_scale": 1.0}
+SERVER = "server"      # the engine table's family of the engines that share serving@VENDOR
 
 
 @lru_cache(maxsize=1)
@@ -44,9 +46,6 @@ def fitted_key(engine_name: str, vendor: str = "") -> str:
     return f"{scheduler_key(engine_name)}@{vendor.lower()}" if vendor else scheduler_key(engine_name)
 
 
-SERVER_ENGINES = frozenset({"vllm", "sglang", "tensorrt-llm"})
-
-
 def shared_key(vendor: str) -> str:
     """The entry every server engine on ``vendor``'s devices shares."""
     return f"serving@{vendor.lower()}"
@@ -57,7 +56,7 @@ def _key(engine_name: str, vendor: str = "") -> str | None:
     for k in (fitted_key(engine_name, vendor), engine_name, scheduler_key(engine_name)):
         if t.get(k):
             return k
-    if vendor and scheduler_key(engine_name) in SERVER_ENGINES and t.get(shared_key(vendor)):
+    if vendor and engine_family(scheduler_key(engine_name)) == SERVER and t.get(shared_key(vendor)):
         return shared_key(vendor)
     return None
 
