@@ -24,6 +24,6 @@ def test_a_fitted_engine_line_never_says_it_has_no_rows_nor_repeats_a_clause():
 def test_the_era_note_says_why_the_newest_era_was_taken():
     p = predict("llama-3-8b", "rtx-4090")
     assert "engine_version names another" not in p.engine_source
-    assert "no engine version was given" in p.engine_source
+    assert "no engine_version was given" in p.engine_source
     named = predict("llama-3-8b", "rtx-4090", engine_version="2024")
-    assert "no engine version was given" not in named.engine_source
+    assert "no engine_version was given" not in named.engine_source

@@ -77,7 +77,7 @@ def serve(q: ServeQuery) -> dict:
         cfg = evaluate(setup, par, replicas, load, q.slo, dis)
     if not cfg.requests:
         raise UserError(f"no request was served: {cfg.stopped or 'nothing finished'}",
-                        "use shorter requests, more GPUs or a smaller --quant")
+                        "use shorter requests, more GPUs or a smaller `quant`")
     return serve_document(setup, gpus, load.scenario, q.slo, [cfg], [])
 
 

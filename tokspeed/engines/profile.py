@@ -345,7 +345,7 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     entry, label = engine_entry(e, version, flash_attention)
     if label:       # say which era the answer is for (the text output prints the engine's source)
         entry["source"] = (f"{era_family(e)} era {label}"
-                           + (" (the newest fitted era: no engine version was given)" if version is None else "")
+                           + (" (the newest fitted era: no engine_version was given)" if version is None else "")
                            + (f", FlashAttention {'on' if flash_attention else 'off'}" if flash_attention is not None
                               else "")
                            + f"; {entry.get('source', '')}")

@@ -59,7 +59,7 @@ def quant_of(row: BenchRow) -> str:
     f = FILE_QUANT.search(stem)
     if f:
         return canonical(f.group(1).upper())
-    raise UserError(f"no weight format in {row.model_type or row.model_filename!r}", "give the model's --quant")
+    raise UserError(f"no weight format in {row.model_type or row.model_filename!r}", "give the model's `quant`")
 
 
 def model_of(row: BenchRow) -> str:
@@ -73,7 +73,7 @@ def model_of(row: BenchRow) -> str:
         if found:
             return found
     raise UserError(f"model {row.model_filename or row.model_type!r} is not in the catalog",
-                    "name it: tokspeed measure MODEL --from FILE")
+                    "name it: tokspeed measure MODEL `from_file` FILE")
 
 
 def engine_of(row: BenchRow) -> str:
@@ -91,7 +91,7 @@ def engine_of(row: BenchRow) -> str:
 def device_of(row: BenchRow, engine: str) -> str:
     name = row.cpu_info if engine == llama_bench_backends()[CPU_BACKEND] else row.gpu_info.split(",")[0]
     if not name.strip():
-        raise UserError("the file names no device", "give --hardware NAME or a probed profile")
+        raise UserError("the file names no device", "give `hardware` NAME or a probed profile")
     return name.strip()
 
 
@@ -124,18 +124,18 @@ def compare(rows, model: str | None = None, hardware=None) -> tuple[list[Compare
                             (rate / row.avg_ts - 1) * 100, source))
     if not out:
         raise UserError("no test of the file could be predicted: " + (skipped[0] if skipped else "none"),
-                        "give the model (tokspeed measure MODEL --from FILE) or --hardware")
+                        "give the model (tokspeed measure MODEL `from_file` FILE) or `hardware`")
     return out, skipped
 
 
 def calibrate_from(compared: list[Compared], hw, profile_path):
     """Fit this machine's llama.cpp calibration on the decode tests and store it in ``profile_path``."""
     if profile_path is None:
-        raise UserError("--calibrate stores the fit in a probed hardware profile",
-                        "add --hardware local (after `tokspeed probe`) or --hardware PROFILE.toml")
+        raise UserError("`calibrate` stores the fit in a probed hardware profile",
+                        "add `hardware` local (after `tokspeed probe`) or `hardware` PROFILE.toml")
     dec = [c for c in compared if c.row.metric == "decode"]
     if not dec:
-        raise UserError("--calibrate needs generation tests (tg128 ...): the file has none")
+        raise UserError("`calibrate` needs generation tests (tg128 ...): the file has none")
     pts, fa = [], set()
     for c in dec:
         pred = predict_point(c.model, hw, runtime_of(c.engine), c.quant, c.row.n_depth, c.row.n_gen, 1, 0,

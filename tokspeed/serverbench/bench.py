@@ -35,6 +35,7 @@ from .report_html import write_report
 from .sending import auth_headers, build_prompts, http_client, make_plan, make_send
 from .summary import summarize
 from .tokens import load_counter
+from .workers import run_workers
 from .workload import Dist, PromptSource
 
 HTTP_ERROR_KINDS = ("http_4xx", "http_429", "http_5xx", "http_other")
