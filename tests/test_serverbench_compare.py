@@ -1,6 +1,5 @@
 """Measured vs predicted: the MBU arithmetic, checked by hand with a stand-in prediction."""
 
-
 import pytest
 
 from tokspeed.serverbench.compare import compare_phases
