@@ -13,8 +13,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MAX_RSS_MB = 400
 RAW_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_WRAP = ("import atexit, resource, sys\n"
-         "atexit.register(lambda: open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)))\n"
+# the child's own peak at exit: VmHWM of its address space. getrusage's ru_maxrss keeps the forked test process's
+# high-water mark from before exec (hundreds of MB late in a full run; tests/test_guard_bounded.py says the same)
+_WRAP = ("import atexit, sys\n"
+         "def peak():\n"
+         "    with open('/proc/self/status') as f, open(sys.argv[1], 'w') as o:\n"
+         "        o.write(next(x for x in f if x.startswith('VmHWM:')).split()[1])\n"
+         "atexit.register(peak)\n"
          "from tokspeed.cli.main import main\n"
          "sys.exit(main(sys.argv[2:]))\n")
 
