@@ -120,7 +120,10 @@ def test_every_field_takes_hostile_values_of_its_type_without_a_500(client):
         for p in params:
             for value in HOSTILE:
                 check(send(client, path, method, {**base_query(params), p["name"]: value}), value)
-    assert time.perf_counter() - t0 < 60
+    # a bound against a hang, not a speed test: values a field reads as its default run /api/serve's whole layout
+    # search (29 layouts, disaggregated pools simulated together: 10-15 s each on two cores; each request has its
+    # own 60 s deadline, guard.deadline); 64 s measured on a quiet two-core machine
+    assert time.perf_counter() - t0 < 120
 
 
 def test_fit_and_predict_refuse_paths_alike_and_reveal_nothing(client, secret):
