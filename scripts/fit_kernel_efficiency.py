@@ -41,6 +41,7 @@ from tokspeed.engines.profile import get_engine
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.serving import kernel_shapes as ks
 from tokspeed.serving.kernel_efficiency import TABLE
+from tokspeed.toml_writer import dumps
 
 ROOT = Path(__file__).resolve().parents[1]
 ROWS = ROOT / "benchmarks" / "aiconfigurator_kernels.jsonl"
@@ -122,10 +123,58 @@ def fit(points: list[tuple], fix_c: float | None = None, fix_s: float | None = N
     return c, s, float(err)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="write tokspeed/serving/kernel_efficiency.toml")
-    a = ap.parse_args()
+HEADER = f"""# Kernel-path efficiency factors of server engines' kernels (tokspeed/serving/kernel_efficiency.py):
+# compute / stream multiply the engine profile's eta_compute_format / eta_format for the path's
+# format, attn / kv its eta_attn / eta_kv. Written by scripts/fit_kernel_efficiency.py: fitted on
+# AIConfigurator 0.12's measured TensorRT-LLM 1.3.0rc20 kernel tables of H100 SXM and H200 SXM
+# (benchmarks/aiconfigurator_kernels.jsonl), shrunk toward 1 with {PRIOR_ROWS:g} prior rows;
+# Blackwell tables held out (benchmarks/RESULTS_kernels.md).
+"""
+DIGITS = 3           # factors written to 0.001: the fit's grid steps by 1.4 % (GRID), finer digits say nothing
+
+
+def _r(v: float) -> float:
+    return round(v, DIGITS)
+
+
+def table_data(out: dict, attn: tuple, n_attn: int) -> dict:
+    """kernel_efficiency.toml's tables (``toml_writer.dumps`` writes them) from the fits: ``out`` {path: (c, s,
+    median error, rows)} of the dense paths and of the two expert fits (``"<path> experts"``), ``attn`` the prefill
+    attention fit (c, s, error) on ``n_attn`` rows."""
+    out = dict(out)
+    ec, es, ee, en = out.pop("w8a8-fp8-block experts")
+    wc, ws, we, wn = out.pop("w4a16 experts")
+    expert = {"expert_compute": _r(ec), "expert_stream": _r(es)}
+    data = {"applies": {"engines": [ENGINE], "source": APPLIES_WHY}}
+    for path, (c, s, e, n) in out.items():
+        entry = {"compute": _r(c), "stream": _r(s)}
+        extra = ""
+        if path == "w8a8-fp8-block":
+            entry.update({"of": "w8a8-fp8", "formats": ["FP8-BLOCK"], **expert})
+            extra = f"; experts: {en} Hopper MoE rows ({100 * ee:.0f} %)"
+        entry["source"] = f"fitted on {n} Hopper dense GEMM rows (in-sample median error {100 * e:.0f} %){extra}"
+        data[path] = entry
+    kept = we <= MAX_FIT_ERROR
+    data["w4a16"] = {"compute": 1.0, "stream": 1.0, "expert_compute": _r(wc) if kept else 1.0,
+                     "expert_stream": _r(ws) if kept else 1.0,
+                     "source": "dense: the prior (no table has a dense W4A16 GEMM); experts: "
+                     + (f"{wn} Hopper MoE rows ({100 * we:.0f} %)" if kept else
+                        f"the prior: fitted on {wn} Hopper MoE rows the model still missed by {100 * we:.0f} % "
+                        f"(median; fitted c {wc:.3f}, s {ws:.3f}): the kernel is fixed time per layer, not a rate")}
+    c, s = out["w8a8-fp8-block"][:2]
+    for path in ("w4a4-fp4", "w4a8-mxfp4"):
+        data[path] = {"compute": _r(c), "stream": _r(s), **expert,
+                      "source": "w8a8-fp8-block's factors, dense and experts (block-scaled GEMMs); no Hopper table "
+                                "runs this path"}
+    data["attention"] = {"attn": _r(attn[0]), "kv": 1.0,
+                         "source": f"attn: {n_attn} Hopper prefill rows of {MIN_CHUNK}+ tokens (median error "
+                                   f"{100 * attn[2]:.0f} %); kv: the prior (decode attention reaches the cache stream "
+                                   "at long KV and is latency at short KV, which no stream factor describes)"}
+    return data
+
+
+def fitted_text() -> str:
+    """kernel_efficiency.toml as the fit on the Hopper rows writes it."""
     rows = [r for r in map(json.loads, ROWS.read_text().splitlines()) if "family" in r]
     by: dict = {}
     for r in rows:
@@ -140,47 +189,19 @@ def main() -> int:
     for path in ("native", "w8a8-fp8", "w8a8-fp8-block", "w4a16 experts", "w8a8-fp8-block experts"):
         c, s, e = fit(by[(path, True)])
         out[path] = (c, s, e, len(by[(path, True)]))
-    ec, es, ee, en = out.pop("w8a8-fp8-block experts")
-    wc, ws, we, wn = out.pop("w4a16 experts")
     attn = fit(by[("attention prefill", True)], fix_s=1.0)
-    lines = ["# Kernel-path efficiency factors of server engines' kernels (tokspeed/serving/kernel_efficiency.py):",
-             "# compute / stream multiply the engine profile's eta_compute_format / eta_format for the path's",
-             "# format, attn / kv its eta_attn / eta_kv. Written by scripts/fit_kernel_efficiency.py: fitted on",
-             "# AIConfigurator 0.12's measured TensorRT-LLM 1.3.0rc20 kernel tables of H100 SXM and H200 SXM",
-             f"# (benchmarks/aiconfigurator_kernels.jsonl), shrunk toward 1 with {PRIOR_ROWS:g} prior rows;",
-             "# Blackwell tables held out (benchmarks/RESULTS_kernels.md).", "",
-             "[applies]", 'engines = ["tensorrt-llm"]', 'source = "' + APPLIES_WHY + '"', ""]
-    expert = f"expert_compute = {ec:.3f}\nexpert_stream = {es:.3f}"
-    for path, (c, s, e, n) in out.items():
-        lines += [f'["{path}"]', f"compute = {c:.3f}", f"stream = {s:.3f}"]
-        extra = ""
-        if path == "w8a8-fp8-block":
-            lines += ['of = "w8a8-fp8"', 'formats = ["FP8-BLOCK"]', expert]
-            extra = f"; experts: {en} Hopper MoE rows ({100 * ee:.0f} %)"
-        lines += [f'source = "fitted on {n} Hopper dense GEMM rows (in-sample median error {100 * e:.0f} %){extra}"',
-                  ""]
-    kept = we <= MAX_FIT_ERROR
-    lines += ['["w4a16"]', "compute = 1.0", "stream = 1.0",
-              f"expert_compute = {wc if kept else 1.0:.3f}", f"expert_stream = {ws if kept else 1.0:.3f}",
-              f'source = "dense: the prior (no table has a dense W4A16 GEMM); experts: '
-              + (f'{wn} Hopper MoE rows ({100 * we:.0f} %)"' if kept else
-                 f'the prior: fitted on {wn} Hopper MoE rows the model still missed by {100 * we:.0f} % (median; '
-                 f'fitted c {wc:.3f}, s {ws:.3f}): the kernel is fixed time per layer, not a rate"'), ""]
-    c, s = out["w8a8-fp8-block"][:2]
-    for path in ("w4a4-fp4", "w4a8-mxfp4"):
-        lines += [f'["{path}"]', f"compute = {c:.3f}", f"stream = {s:.3f}", expert,
-                  'source = "w8a8-fp8-block\'s factors, dense and experts (block-scaled GEMMs); no Hopper table '
-                  'runs this path"', ""]
-    lines += ['[attention]', f"attn = {attn[0]:.3f}", "kv = 1.0",
-              f'source = "attn: {len(by[("attention prefill", True)])} Hopper prefill rows of {MIN_CHUNK}+ tokens '
-              f'(median error {100 * attn[2]:.0f} %); kv: the prior (decode attention reaches the cache stream at '
-              f'long KV and is latency at short KV, which no stream factor describes)"', ""]
-    text = "\n".join(lines)
+    return dumps(table_data(out, attn, len(by[("attention prefill", True)])), header=HEADER)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="write tokspeed/serving/kernel_efficiency.toml")
+    a = ap.parse_args()
+    text = fitted_text()
     print(text)
     if a.write:
         TABLE.write_text(text)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -77,3 +77,32 @@ def test_fit_recovers_known_factors_and_shrinks_toward_one():
     # two rows cannot pull a factor far from the prior: the 5 prior rows weigh more than they do
     c2, _, _ = fke.fit([(1e-4, 1e-6, 4e-4), (2e-4, 1e-6, 8e-4)])
     assert 0.25 < c2 < 1.0 and abs(math.log(c2)) < abs(math.log(0.25))
+
+
+def test_the_table_is_written_through_the_toml_writer_as_the_loader_reads_it():
+    import tomllib
+
+    # fits as (c, s, median error, rows): factors rounded to 0.001 by hand, the W4A16 experts missed by 45 % > 30 %
+    # (MAX_FIT_ERROR) and so kept at the prior 1, NVFP4 / MXFP4 taking FP8-BLOCK's dense and expert factors
+    out = {"native": (1.11449, 0.9256, 0.05, 144), "w8a8-fp8": (0.7601, 0.511, 0.2, 144),
+           "w8a8-fp8-block": (0.7391, 0.7284, 0.1, 144), "w4a16 experts": (0.597, 0.364, 0.45, 33),
+           "w8a8-fp8-block experts": (0.6504, 0.8386, 0.19, 44)}
+    text = fke.dumps(fke.table_data(out, (0.6318, 1.0, 0.12), 72), header=fke.HEADER)
+    assert text.startswith("# Kernel-path efficiency factors") and "with 5 prior rows" in text
+    t = tomllib.loads(text)
+    assert t["applies"]["engines"] == ["tensorrt-llm"]
+    assert (t["native"]["compute"], t["native"]["stream"]) == (1.114, 0.926)
+    assert t["w8a8-fp8-block"]["of"] == "w8a8-fp8" and t["w8a8-fp8-block"]["formats"] == ["FP8-BLOCK"]
+    assert (t["w8a8-fp8-block"]["expert_compute"], t["w8a8-fp8-block"]["expert_stream"]) == (0.65, 0.839)
+    assert (t["w4a16"]["expert_compute"], t["w4a16"]["expert_stream"]) == (1.0, 1.0)
+    assert "missed by 45 %" in t["w4a16"]["source"]
+    for path in ("w4a4-fp4", "w4a8-mxfp4"):
+        assert (t[path]["compute"], t[path]["stream"], t[path]["expert_compute"]) == (0.739, 0.728, 0.65)
+    assert (t["attention"]["attn"], t["attention"]["kv"]) == (0.632, 1.0)
+    assert "72 Hopper prefill rows" in t["attention"]["source"]
+
+
+def test_the_shipped_table_is_what_the_fit_writes():
+    # the fit is deterministic (a grid search): rerun on the committed rows it writes the committed file byte for
+    # byte; a change to the roofline parts it fits against (serving.kernel_shapes) fails here until it is rerun
+    assert fke.fitted_text() == fke.TABLE.read_text()
