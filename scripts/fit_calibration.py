@@ -65,6 +65,7 @@ from tokspeed.calibration.holdout import (CONDITIONS, band_results, bands_toml, 
 from tokspeed.calibration.pooled_holdout import (POOL_GRID, SCHEMES, backend_bands, band_rows,  # noqa: E402
                                                  choose_k, era_blend, pooled_errors, pooled_tables, seen_mask,
                                                  test_masks)
+from tokspeed.engines.driver import kernel_cost_sources  # noqa: E402
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.pooling import arch_family, blend  # noqa: E402
@@ -279,7 +280,9 @@ def _fmt(n, med, p90) -> str:
     return f"{'-':>5} {'-':>5}" if not n else f"{med:5.1f} {p90:5.1f}"
 
 
-def run_engine(engine: str, rows, verbose=True) -> dict:
+def run_engine(engine: str, rows, verbose=True, launch_of: dict | None = None) -> dict:
+    """Fit one backend on its rows and hold its rows out every way the bands need. ``launch_of``: {backend: launch_s}
+    fitted in this run for the backends a driver takes its per-kernel cost from (``fit_engines``)."""
     t0 = time.time()
     newest = (eras_of(rows) or [""])[-1]
     prior = replace(prior_profile(engine), version=newest)
@@ -290,7 +293,7 @@ def run_engine(engine: str, rows, verbose=True) -> dict:
         # and keeps the scores on chip (attn_prior: 0), also where the newest era has no prefill rows to fit the
         # score traffic on (ROCm's 2025 rows are decode only); older eras fit their own from the unfused prior
         prior = replace(prior, attn_bytes_per_flop=0.0)
-    rs = build(rows)
+    rs = build(rows, launch_of=launch_of)
     prof, space, x = fit(rs, prior)
     ins = (predict_rows(rs, prof) / rs.measured - 1) * 100
     pri = (predict_rows(rs, pri_prof) / rs.measured - 1) * 100
@@ -374,6 +377,27 @@ def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe, start=None)
     return out
 
 
+def newest_profile(res) -> EngineProfile:
+    """A fit result's newest-era profile (the values fitted.toml writes at the engine's top level)."""
+    prof = res["profile"]
+    return prof[res["version"]] if isinstance(prof, dict) else prof
+
+
+def fit_engines(by_engine: dict, run=run_engine) -> list[dict]:
+    """``run`` (the fit of one backend) over the backends with rows, in ``by_engine``'s order. The backends a driver
+    takes its per-kernel cost from (drivers.toml ``kernel_cost_of``: CUDA for Vulkan on NVIDIA) are fitted first and
+    their newest era's launch_s, as fitted.toml writes it (``_num``), is handed to the others: a refit then depends on
+    the rows alone, not on the fitted.toml an earlier run left (a backend not fitted in this run: the tables')."""
+    sources = kernel_cost_sources()
+    order = sorted((e for e, rows in by_engine.items() if rows), key=lambda e: e not in sources)
+    done, launch_of = {}, {}
+    for e in order:
+        done[e] = run(e, by_engine[e], launch_of=dict(launch_of))
+        if e in sources:
+            launch_of[e] = float(_num(newest_profile(done[e]).launch_s))
+    return [done[e] for e in by_engine if e in done]
+
+
 def table(results) -> str:
     head = (f"{'engine':16} {'family':17} {'n_dec':>5} {'dec in-sample':>11} {'dec held-out':>11}  "
             f"{'n_pre':>5} {'pre in-sample':>11} {'pre held-out':>11}")
@@ -453,8 +477,7 @@ def shared_eta_mem(results, engine: str) -> dict:
     of = load_table("priors.toml").get(engine, {}).get("kernels_of")
     for res in results:
         if res["engine"] == of:
-            prof = res["profile"][res["version"]] if isinstance(res["profile"], dict) else res["profile"]
-            return {k: v for k, v in prof.eta_mem.items() if k != "default"}
+            return {k: v for k, v in newest_profile(res).eta_mem.items() if k != "default"}
     return {}
 
 
@@ -480,8 +503,7 @@ def fitted_toml(results) -> str:
 
 def engine_table(res, results) -> dict:
     """One engine's fitted.toml table: its newest era's values, the pooling, the bands, and its older eras."""
-    prof = res["profile"]
-    p = prof[res["version"]] if isinstance(prof, dict) else prof
+    prof, p = res["profile"], newest_profile(res)
     rows = res["rows"]
     nd = sum(r.kind == "decode" for r in rows)
     counts = Counter([memory_class(r.hw) for r in rows] + [r.hw.kind for r in rows])
@@ -559,7 +581,7 @@ def main(argv=None) -> int:
             skipped[r.skip] = skipped.get(r.skip, 0) + 1
     print(f"{len(rows)} rows read; scored {sum(len(v) for v in by_engine.values())}; skipped: "
           + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])))
-    results = [run_engine(e, rs) for e, rs in by_engine.items() if rs]
+    results = fit_engines(by_engine)
     k = choose_k(results)
     bands = backend_bands(results, k)
     for res in results:

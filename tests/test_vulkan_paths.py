@@ -107,3 +107,30 @@ def test_vulkan_on_nvidia_kernels_cost_the_cuda_graph_gap():
     # of the device's architecture family (engines/pooling.py)
     own_launch = get_engine("llama.cpp-vulkan", on_driver(get_hardware("rtx-4090"), "nvk")).launch_s
     assert (gap - fixed) / (own - fixed) == pytest.approx(launch("llama.cpp-cuda") / own_launch)
+
+
+def test_the_fit_times_vulkan_on_nvidia_kernels_at_the_cuda_launch_cost_it_is_handed():
+    # Vulkan decode rows on GeForce cards under the proprietary driver (kernel_cost_of = llama.cpp-cuda): the fit's
+    # evaluator takes the per-kernel cost from the CUDA launch_s handed to it (launch_of), not from fitted.toml nor
+    # from the Vulkan trial profile's own launch_s
+    from dataclasses import replace
+
+    from tokspeed.calibration import load_rows
+    from tokspeed.calibration.fast import build, predict_rows
+    from tokspeed.engines.profile import prior_profile
+    from tokspeed.predict import predict
+    from tokspeed.timing import pass_time
+
+    rows = [r for r in load_rows() if r.id in ("r0242", "r0248", "c3-0300")]
+    assert len(rows) == 3 and all(r.kind == "decode" and r.batch == 1 for r in rows)
+    prof = prior_profile("llama.cpp-vulkan")
+    at = {x: 1.0 / predict_rows(build(rows, launch_of={"llama.cpp-cuda": x}), prof) for x in (2e-6, 7e-6)}
+    own = 1.0 / predict_rows(build(rows, launch_of={"llama.cpp-cuda": 2e-6}), replace(prof, launch_s=40e-6))
+    assert own == pytest.approx(at[2e-6], rel=1e-12)
+    for i, r in enumerate(rows):
+        # the kernels of one decode step, from predict's pass (its overhead less fixed_s, over the launch it used)
+        p = predict(r.model, r.hw, quant=r.quant, engine="llama.cpp-vulkan", prompt=0, gen=1)
+        kernels = (pass_time(p.decode_ops(), p.hw, p.engine_profile, p.quant, 1).overhead_s
+                   - p.engine_profile.fixed_s) / p.engine_profile.launch_s
+        # seconds per token grow by the kernels x the 5 us more each costs
+        assert at[7e-6][i] - at[2e-6][i] == pytest.approx(kernels * 5e-6, rel=1e-6), r.id

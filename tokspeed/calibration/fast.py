@@ -14,7 +14,7 @@ Needs numpy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -58,6 +58,9 @@ class RowSet:
     bw: np.ndarray
     pairs_per_expert: np.ndarray   # routed experts: weight reads per pass under per-pair kernels (else 0)
     f16_bytes: np.ndarray          # an engine's F16 copy of quantized weights, a kernel before the GEMM (else 0)
+    # {backend: launch_s} of the backends whose per-kernel cost a driver borrows (kernel_cost.driver_launch_s), as
+    # this fit has them; a backend not listed: the engine tables'
+    launch_of: dict = field(default_factory=dict)
 
 
 def _passes(row, spec, storage, kvb):
@@ -73,8 +76,8 @@ def _passes(row, spec, storage, kvb):
             yield 1.0, row.batch * chunk, forward_ops(spec, storage, kvb, row.batch, chunk, depth)
 
 
-def build(rows, kv_dtype: str = "f16") -> RowSet:
-    """Flatten the ledgers of ``rows`` (scorable CalibrationRows)."""
+def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None) -> RowSet:
+    """Flatten the ledgers of ``rows`` (scorable CalibrationRows); ``launch_of``: RowSet.launch_of."""
     kvb = kv_bytes(kv_dtype)
     P = {k: [] for k in ("row", "w", "kern", "tok")}
     O = {k: [] for k in ("pass", "row", "flops", "key", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe", "f16")}
@@ -126,7 +129,8 @@ def build(rows, kv_dtype: str = "f16") -> RowSet:
                   rate_key=a(O["key"], int), kinds=list(kinds), attn=a(O["attn"], bool), tensor=a(O["tensor"], bool),
                   wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
                   kv_reread=a(O["kvx"], float),
-                  bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float), f16_bytes=a(O["f16"], float))
+                  bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float), f16_bytes=a(O["f16"], float),
+                  launch_of=dict(launch_of or {}))
 
 
 def profile_for(prof, row):
@@ -147,8 +151,8 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     v = {k: np.empty(n) for k in cols}
     for i, (r, p) in enumerate(zip(rs.rows, profs)):      # launch: under the row's driver, as get_engine's with_driver
         for k, x in zip(cols, (stream_bytes_s(p, r.hw), stream_bytes_s(p, r.hw, r.quant), p.eta_kv,
-                               p.attn_bytes_per_flop, driver_launch_s(p, r.hw), p.fixed_s, p.expert_pairs_below_tokens,
-                               p.kv_reread)):
+                               p.attn_bytes_per_flop, driver_launch_s(p, r.hw, rs.launch_of), p.fixed_s,
+                               p.expert_pairs_below_tokens, p.kv_reread)):
             v[k][i] = x
     rates = [compute_rate(rs.rows[i].hw, profs[i], rs.rows[i].quant, tokens, unit, attn, ppe)
              for i, tokens, unit, attn, ppe in rs.kinds]        # as op_time: the operator's Rate

@@ -136,6 +136,12 @@ def kernel_cost_of(backend: str, hw) -> str | None:
     return _table()[d.name].get("kernel_cost_of") if d is not None else None
 
 
+def kernel_cost_sources() -> set[str]:
+    """The backends some driver takes its per-kernel cost from (drivers.toml ``kernel_cost_of``): the engine fit
+    fits them first and hands their launch_s to the backends that take it (scripts/fit_calibration.py)."""
+    return {e["kernel_cost_of"] for e in _table().values() if "kernel_cost_of" in e}
+
+
 def for_api(api: str | None, vendor: str) -> list[str]:
     """The drivers of an API that drive a vendor's GPUs."""
     return [n for n, e in _table().items() if e["api"] == api and (vendor or "").lower() in e["vendors"]]

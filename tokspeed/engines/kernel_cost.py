@@ -8,9 +8,11 @@ from .driver import kernel_cost_of
 from .tables import engine_entry
 
 
-def driver_launch_s(profile, hardware) -> float:
+def driver_launch_s(profile, hardware, launch_of: dict | None = None) -> float:
     """What one kernel costs ``profile``'s backend on ``hardware`` under its driver: ``profile.launch_s``, or, where
-    the driver names a ``kernel_cost_of`` backend (drivers.toml: Vulkan on NVIDIA), that backend's newest era's.
+    the driver names a ``kernel_cost_of`` backend (drivers.toml: Vulkan on NVIDIA), that backend's newest era's:
+    ``launch_of[backend]`` where given (the fit passes the value it has just fitted, so a refit does not depend on
+    the fitted.toml a previous fit wrote), else the engine tables' (fitted.toml over priors.toml).
 
     ggml-vulkan records a pass's nodes into command buffers and submits them every 100 nodes or so, recording the
     next batch while the GPU runs the last (ggml-vulkan.cpp ``ggml_vk_graph_compute``: "Submit after enough work has
@@ -23,4 +25,8 @@ def driver_launch_s(profile, hardware) -> float:
     measures theirs apart (the Vulkan fit's 2024 era, NVIDIA rows only, put ~0 on it; its 2025 era, mostly Intel
     rows, 11 us)."""
     of = kernel_cost_of(profile.name, hardware)
-    return float(engine_entry(of)[0].get("launch_s", profile.launch_s)) if of else profile.launch_s
+    if not of:
+        return profile.launch_s
+    if launch_of and of in launch_of:
+        return float(launch_of[of])
+    return float(engine_entry(of)[0].get("launch_s", profile.launch_s))
