@@ -97,6 +97,7 @@ class Prediction:
     storage: WeightStorage | None = field(default=None, repr=False)
     engine_profile: EngineProfile | None = field(default=None, repr=False)
     layout: Layout | None = field(default=None, repr=False)
+    ttft_lead_tokens: float = field(default=0.0, repr=False)    # decode steps in ttft_s before a client's first text
     devices: dict = field(default_factory=dict)                 # scale sections (tokspeed.scale.sections)
     parallel: dict = field(default_factory=dict)
     offload: dict | None = None
@@ -332,6 +333,7 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
                       flash_attention=getattr(r.profile, "flash_attention", None), spec=r.spec, hw=r.hw,
                       storage=r.storage,
                       engine_profile=r.profile, layout=r.setup.layout if r.setup else None, warnings=notes,
+                      ttft_lead_tokens=lead if ttft is not None and dec.ms_per_token else 0.0,
                       quant_assumed=r.quant_assumed, driver=getattr(r.profile, "driver", "") or None,
                       driver_assumed=getattr(r.profile, "driver_assumed", None),
                       **sections)
