@@ -318,8 +318,12 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
         notes.append(ROW_SPLIT_PREFILL)
     fit = serving_fit(r)
     sections = scale_sections(replace(r, timer=served_timer(r.timer, r.profile, fit)), mem, dec, pre, first, work)
-    # a server engine samples the first token in the step that ends the prompt (serve's TTFT)
+    # a server engine samples the first token in the step that ends the prompt; a streaming client sees text
+    # ``lead_tokens`` decode steps later (serve's TTFT: serving.metrics.client_view)
     ttft = None if pre.seconds is None else pre.seconds + (0.0 if fit else r.profile.fixed_s)
+    lead = min((fit or {}).get("lead_tokens", 0.0), max(work.gen - 1, 0))    # a reply of fewer: text at its end
+    if ttft is not None and lead and dec.ms_per_token:
+        ttft += lead * dec.ms_per_token / 1e3
     source = r.profile.source + (f"; {constants_note(fit)}" if fit else "")
     return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,
                       batch=work.batch, prompt=work.prompt, gen=work.gen, context=work.context, memory=mem,
