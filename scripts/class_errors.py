@@ -6,9 +6,9 @@ priors and leave the other classes as they were.
 
     python scripts/class_errors.py [--priors] [--build] [--json FILE] [CSV ...]
 
-``--build``: each row predicted under its own build (the ``build`` column: b7423, else its era), so the kernels
-that changed within an era (cpu_kernels.REPACK / FA_TILED_SINCE, backends.HIP_FA_MMA_SINCE) are those it ran;
-without it a row of an open era runs today's build, as the fit sees it.
+Each row is predicted at the build month it ran (``CalibrationRow.month``, ``evaluate.predicted``), as the fit sees
+it, so the kernels that changed within an era (cpu_kernels.REPACK / FA_TILED_SINCE, backends.HIP_FA_MMA_SINCE) are
+those it ran. ``--build``: also with the -fa its flags state (``FA``), else the build's default.
 """
 
 from __future__ import annotations
@@ -56,10 +56,10 @@ def priors_only() -> None:
 
 
 def own_build_engine(row):
-    """The row's engine at its own build (``b<number>``), else None (its era, as ``predicted`` takes it)."""
-    if not str(row.build).startswith("b") or not str(row.build)[1:].isdigit():
+    """The row's engine at its build month with the -fa its flags state, else None (as ``predicted`` takes it)."""
+    if not row.month or row.flash_attention is None:
         return None
-    return get_engine(row.engine, row.hw, version=row.build, flash_attention=row.flash_attention)
+    return get_engine(row.engine, row.hw, version=row.month, flash_attention=row.flash_attention)
 
 
 def errors(rows, by_build: bool = False) -> dict:

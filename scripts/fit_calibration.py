@@ -63,12 +63,12 @@ from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
 from tokspeed.calibration.holdout import (CONDITIONS, band_results, bands_toml, held_out_tables,  # noqa: E402
                                           is_moe)
 from tokspeed.calibration.pooled_holdout import (POOL_GRID, SCHEMES, backend_bands, band_rows,  # noqa: E402
-                                                 choose_k, era_blend, pooled_errors, pooled_tables, seen_mask,
-                                                 test_masks)
+                                                 choose_k, era_blend, held_out_eras, pooled_errors, pooled_tables,
+                                                 seen_mask, test_masks)
 from tokspeed.engines.driver import kernel_cost_sources  # noqa: E402
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
-from tokspeed.engines.pooling import arch_family, blend  # noqa: E402
+from tokspeed.engines.pooling import arch_family  # noqa: E402
 from tokspeed.toml_writer import Inline, dumps  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, prior_profile
 from tokspeed.quant.format_key import format_group
@@ -324,11 +324,11 @@ def run_engine(engine: str, rows, verbose=True, launch_of: dict | None = None) -
 
 def refit(rs: RowSet, prior: EngineProfile, train, start, full=None, pri_prof=None):
     """The backend refitted on the ``train`` rows (its priors where there are none). An era of the full fit ``full``
-    that the train rows lack is answered by the priors on that era's kernel paths (``pooling.blend`` at weight 0)."""
+    that the train rows lack, the newest included, is answered by the priors on that era's kernel paths
+    (``pooled_holdout.held_out_eras``)."""
     prof = fit(rs, prior, train, start)[0] if np.any(train) else prior
     if isinstance(full, dict):
-        base = prof if isinstance(prof, dict) else {}
-        prof = {**{e: blend(pri_prof, p, 0.0) for e, p in full.items()}, **base}
+        prof = held_out_eras(prof, full, pri_prof, {r.era for r, m in zip(rs.rows, train) if m})
     return prof
 
 

@@ -36,6 +36,7 @@ PROJECT_DATA = {   # module -> the packaged data it reads (not input)
     "serving/engine_versions.py": "serving/engine_versions.toml",
     "serving/gemm_device.py": "serving/fp4_peaks.toml",
     "serving/kernel_efficiency.py": "serving/kernel_efficiency.toml",
+    "serving/moe_routing.py": "serving/moe_routing.toml",
     "web/api.py": "web/presets.toml",
     "serving/schedulers.py": "serving/schedulers.toml",
     "serving/rows.py": "the serving calibration CSVs of the repository",

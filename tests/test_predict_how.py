@@ -69,10 +69,15 @@ def test_band_top_is_the_bound_where_the_fitted_error_would_pass_it(hw):
 
 
 def test_time_to_first_token_says_how_it_is_made():
-    """A fitted server engine's TTFT is its prefill steps (the last samples the first token); llama.cpp adds a step."""
+    """A fitted server engine's TTFT is its prefill steps (the last samples the first token) and the decode steps of the
+    tokens before a streaming client's first text; llama.cpp adds a step."""
     from tokspeed.report.text import ttft_how
 
+    from tokspeed.serving.fitted import predict_constants
+
     served = tokspeed.predict("llama-3.1-8b", "h100-sxm", engine="vllm")
-    assert served.ttft_s == served.prefill.seconds and ttft_how(served).startswith("prefill steps")
+    lead = predict_constants("vllm", "NVIDIA")["lead_tokens"]        # tokens before a streaming client's text
+    assert served.ttft_s == pytest.approx(served.prefill.seconds + lead * served.decode.ms_per_token / 1e3, rel=1e-12)
+    assert ttft_how(served).startswith(f"prefill steps + {lead:g} decode steps")
     local = tokspeed.predict("llama-3.1-8b", "h100-sxm", engine="llama.cpp-cuda")
     assert local.ttft_s > local.prefill.seconds and ttft_how(local) == "prefill + one sampling step"

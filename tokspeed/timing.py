@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .derived import derived
+from .engines.graph_kernels import op_kernels
 from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from .engines.profile import EngineProfile
 from .engines.rates import op_rate
@@ -181,7 +182,7 @@ def _segment(ops, rates: PassRates) -> tuple:
             comp += t
         else:
             mem += t
-        kernels += op.kernels * op.count + expert_loop_kernels(rates.engine, op, rates.tokens, rates.quantized)
+        kernels += op_kernels(rates.engine, op) + expert_loop_kernels(rates.engine, op, rates.tokens, rates.quantized)
         op_kv = op.kv_read_bytes + op.kv_write_bytes
         nbytes += op.weight_bytes + op.act_bytes + op_kv
         wbytes += op.weight_bytes

@@ -3,9 +3,10 @@ exactly as a user would call it, with each row's own prompt, gen, context depth 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..engines.profile import get_engine
 from ..predict import predict
-
 
 
 def answer_kwargs(row) -> dict:
@@ -17,10 +18,19 @@ def answer_kwargs(row) -> dict:
     return out
 
 
+def at_row_build(profile, row):
+    """``profile`` (an EngineProfile of the row's era) as the build the row ran: its ``build_month`` the row's
+    (``CalibrationRow.month``), so the kernels chosen by month within an era are the row's; unchanged for a row
+    without one or a profile that is not an EngineProfile."""
+    if not row.month or not hasattr(profile, "build_month") or profile.build_month == row.month:
+        return profile
+    return replace(profile, build_month=row.month)
+
+
 def predicted(row, engine=None):
-    """``predict``'s answer for this row. ``engine``: a name or EngineProfile (default: the row's engine as shipped
-    for the row's era, i.e. priors overlaid with fitted.toml)."""
-    engine = engine or get_engine(row.engine, row.hw, version=row.era or None)
+    """``predict``'s answer for this row, at the build it ran (``at_row_build``). ``engine``: a name or EngineProfile
+    (default: the row's engine as shipped for the row's build month, i.e. priors overlaid with fitted.toml)."""
+    engine = at_row_build(engine or get_engine(row.engine, row.hw, version=row.month or row.era or None), row)
     return predict(row.model, row.hw, quant=row.quant, engine=engine, prompt=row.prompt,
                    gen=row.gen if row.kind == "decode" else 0, context=row.context, batch=row.batch,
                    **answer_kwargs(row))

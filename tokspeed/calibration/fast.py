@@ -31,6 +31,7 @@ from ..quant.kv import kv_bytes
 from ..quant.schemes import scheme_for
 from ..resolve import resolve_model
 from ..workload import Workload
+from .evaluate import at_row_build
 
 
 @dataclass
@@ -134,7 +135,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None) -> RowSet:
 
 
 def profile_for(prof, row):
-    """The profile that predicts ``row``: ``prof`` itself, or ``prof[row.era]`` when ``prof`` maps engine
+    """The profile of ``row``'s era: ``prof`` itself, or ``prof[row.era]`` when ``prof`` maps engine
     eras to profiles (the fit's trial profiles; an era without one takes the newest, the ``""`` key or
     the last)."""
     if not isinstance(prof, dict):
@@ -142,11 +143,21 @@ def profile_for(prof, row):
     return prof.get(row.era) or prof.get("") or list(prof.values())[-1]
 
 
+def row_profiles(rs: RowSet, prof) -> list:
+    """The profile that predicts each row of ``rs``: its era's (``profile_for``) at the row's build month
+    (``evaluate.at_row_build``, as ``evaluate.predicted``), one per distinct (era, month)."""
+    made = {}
+    for r in rs.rows:
+        if (r.era, r.month) not in made:
+            made[r.era, r.month] = at_row_build(profile_for(prof, r), r)
+    return [made[r.era, r.month] for r in rs.rows]
+
+
 def predict_rows(rs: RowSet, prof) -> np.ndarray:
     """Predicted tok/s of every row of ``rs`` under EngineProfile ``prof`` (= predict()'s figure), or
     under {era: EngineProfile} with each row predicted by its era's profile."""
     n = len(rs.rows)
-    profs = [profile_for(prof, r) for r in rs.rows]
+    profs = row_profiles(rs, prof)
     cols = ("bw", "bw_w", "kv", "abpf", "launch", "fixed", "pairs_below", "per_head")
     v = {k: np.empty(n) for k in cols}
     for i, (r, p) in enumerate(zip(rs.rows, profs)):      # launch: under the row's driver, as get_engine's with_driver

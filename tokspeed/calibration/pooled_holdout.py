@@ -70,6 +70,18 @@ def era_blend(prior, prof, w):
     return {e: blend(prior, p, w) for e, p in prof.items()} if isinstance(prof, dict) else blend(prior, prof, w)
 
 
+def held_out_eras(refitted, full: dict, prior, train_eras) -> dict:
+    """{era: profile} answering rows held out of a refit: ``refitted`` (the backend fitted on the train rows: one
+    profile, or {era: profile}) for each era the train rows have (``train_eras``), and for every other era of the
+    full fit ``full`` its priors on that era's kernel paths (``pooling.blend`` at weight 0). The newest era counts
+    like the others: its values are the fit's only where rows of that era were in it. An era begins with a kernel
+    change (``tokspeed/engines/eras.toml``); a refit without its rows would carry it the older eras' efficiencies
+    through the era multipliers' prior of 1 (no change), which is a claim about the kernels no row made."""
+    own = refitted if isinstance(refitted, dict) else {}
+    return {**{e: blend(prior, p, 0.0) for e, p in full.items()},
+            **{e: p for e, p in own.items() if e in train_eras}}
+
+
 def pooled_errors(rs, predict_rows, prior, prof, train, test, ks=POOL_GRID) -> dict:
     """{k: signed % error of the ``test`` rows (NaN elsewhere)} for the fit ``prof`` (trained on ``train``), pooled
     toward ``prior`` per architecture family at each ``k``; key ``"unpooled"``: ``prof`` as it stands."""

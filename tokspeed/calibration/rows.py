@@ -18,7 +18,7 @@ from ..engines.backends import backend_view
 from ..engines.compat import engine_key
 from ..engines.cpu import note_threads, with_numa, with_threads
 from ..engines.driver import VENDOR_OS, entry, resolve
-from ..engines.eras import era_family, era_of
+from ..engines.eras import build_month, era_family, era_of
 from ..engines.memory import memory_class
 from ..engines.profile import ENGINES
 from ..errors import UserError
@@ -82,6 +82,7 @@ class CalibrationRow:
     date: str = ""          # YYYY-MM of the measurement (or of its source)
     build: str = ""         # llama.cpp build number or commit, where printed
     era: str = ""           # the engine era the row measures (tokspeed/engines/eras.toml; "" = none)
+    month: str = ""         # the year-month of the build it ran (``row_month``; "" = unknown or no eras)
     parallel: str = "none"  # how n_devices > 1 split the model: layer-split | tp (data/validation/README.md)
     model_bytes: float = 0.0   # the weight file's size where the source states it (bytes), else 0
     driver: str = ""        # the GPU driver it ran under: named in its note, else the OS default ("" = no choice)
@@ -211,6 +212,19 @@ def row_era(engine: str, date: str, build: str) -> str:
     return ""
 
 
+def row_month(engine: str, date: str, build: str) -> str:
+    """The year-month of the build a row ran, as ``row_era`` reads it: its date (the build is of that month or a little
+    older), else its build number's month (the anchors of ``eras.toml``), else "" (and "" for engines without eras).
+    The kernels that changed within an era by month (``backends.HIP_FA_MMA_SINCE``, ``cpu_kernels.REPACK`` /
+    ``FA_TILED_SINCE``) are chosen by it."""
+    if not era_family(engine):
+        return ""
+    if date.strip():
+        return date.strip()
+    m = re.match(r"\s*(\d+)\b", build.split("(")[-1]) if build else None
+    return build_month(engine, int(m.group(1))) if m else ""
+
+
 def _catalog_value(r: dict, field: str):
     """A field of the row's device from the hardware catalog: a capability (``fp16_accumulate_2x``) or a figure the
     CSV does not carry (``fp32_tflops``, for the core clock rate; ``tdp_w``). The device is the catalog's entry of that
@@ -309,6 +323,7 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
                 confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen),
                 date=r.get("date", "").strip(), build=r.get("build", "").strip(),
                 era=row_era(engine_key(r["engine"]), r.get("date", ""), r.get("build", "")),
+                month=row_month(engine_key(r["engine"]), r.get("date", ""), r.get("build", "")),
                 parallel=r.get("parallel", "").strip() or "none", model_bytes=_float(r.get("model_bytes", "")),
                 driver=row_driver(engine_key(r["engine"]), hw),
                 ubatch=note_option(NOTE_UBATCH, r.get("note", ""), UBATCH),

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..errors import UserError, did_you_mean
 from ..quant.format_table import engine_list, offered_names
 from .backends import backend_view
+from .graph_kernels import kernel_shares
 from .moe_dispatch import dispatch_kernels
 
 TABLE = Path(__file__).parent / "capabilities.toml"
@@ -308,7 +309,8 @@ def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None,
     and its decode band widens by that bandwidth's uncertainty (root sum of squares), and on a CPU
     ``hw.simd_view()`` (no BF16 matrix-unit figure: its kernels do not use it); a CPU engine's
     per-node barrier (``sync_s_per_thread`` x the device's ``cpu_threads``) joins ``launch_s``; kernels the
-    ledger does not list (``unmodelled_kernels``) add ``launch_s`` each to the profile's per-pass ``fixed_s``."""
+    ledger does not list (``unmodelled_kernels``) add ``launch_s`` each to the profile's per-pass ``fixed_s``; those it
+    lists but the engine fuses (``graph_kernels.kernel_shares``) are counted as the engine launches them."""
 
     backend = check(profile, hw, quant, kv_dtype)       # the backend that runs: ollama -> cpu
     row = _table()["engine"].get(backend, {})
@@ -324,6 +326,9 @@ def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None,
     extra = unmodelled_kernels(profile, spec, quant or "")
     if extra and hasattr(profile, "fixed_s"):
         profile = replace(profile, fixed_s=profile.fixed_s + extra * profile.launch_s)
+    shares = kernel_shares(row.get("kernels", {}), spec)
+    if shares and hasattr(profile, "kernel_shares"):
+        profile = replace(profile, kernel_shares=shares)
     return profile, hw
 
 

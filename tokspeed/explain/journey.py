@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..engines.cpu import barrier_scale
+from ..engines.graph_kernels import op_kernels
 from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from ..engines.rates import int8_rates, matmul_rate, op_rate
 from ..engines.rates_stream import stream_rate, weight_reads
@@ -237,11 +238,12 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                            if f16 else "") + ("; " if f16 and loop else "") + (
                     f"one GEMM per touched expert: {loop / op.count:,.0f} launches per layer" if loop else "")
             st.act_bytes += op.act_bytes + f16
-            st.kernels += op.kernels * op.count + loop
+            launched = op_kernels(eng, op)       # the engine's fusions (graph_kernels)
+            st.kernels += round(launched) + loop
             st.seconds += t
             if bound == "compute":
                 st.compute_s += t
-            kernels += op.kernels * op.count + loop
+            kernels += round(launched) + loop
         cpu_launch.seconds += pt.overhead_s - eng.fixed_s
         rows["sampling"].seconds += eng.fixed_s
     cpu_launch.kernels = kernels

@@ -56,9 +56,13 @@ def unknown(v, fmt, missing: str = "unknown") -> str:
 
 def ttft_how(pred) -> str:
     """How a prediction's time to first token is made: a llama.cpp-style engine's prefill and then a sampling step;
-    a fitted server engine's prefill steps alone (the step that ends the prompt samples the first token)."""
+    a fitted server engine's prefill steps (the step that ends the prompt samples the first token) and the decode steps
+    of the tokens a streaming client receives before its first text."""
     if pred.ttft_s is None:
         return "prefill time unknown"
+    lead = getattr(pred, "ttft_lead_tokens", 0.0)
+    if lead:
+        return f"prefill steps + {lead:g} decode steps to a client's first text"
     if pred.prefill.seconds is not None and pred.ttft_s == pred.prefill.seconds:
         return "prefill steps (the last one samples the first token)"
     return "prefill + one sampling step"

@@ -36,6 +36,7 @@ from ..scale.collectives import all_to_all_s as a2a_s
 from ..scale.collectives import allgather_s, deepep_efficiency, fabric, reducescatter_s
 from ..scale.interconnect import device_link
 from ..timing import pass_time
+from .moe_routing import routing_skew
 
 EXPERT_ROLES = frozenset({Role.EXPERTS, Role.EXPERTS_ACT})
 DISPATCH_BYTES = 1.0      # FP8 dispatch (DeepEP low-latency / normal kernels)
@@ -77,7 +78,8 @@ def moe_link_share(spec, syncs_per_layer: int = 2) -> float:
 
 def expert_time_ops(r, par, link_scale: float = 1.0):
     """``time_ops(ops, batch, n_tokens) -> seconds`` of a worker with experts over ``par.ep`` GPUs; its link
-    times x ``link_scale`` (the engine's fitted collective efficiency). The ranks' tokens are even shares here;
+    times x ``link_scale`` (the engine's fitted collective efficiency). The routed experts take the measured skew of
+    real routing over even routing (``moe_routing.routing_skew``); the attention ranks' tokens are even shares here,
     the busiest rank's excess is ``attention_dp.rank_straggler``'s."""
     spec, hw, prof, quant = r.spec, r.hw, r.profile, r.quant
     link = device_link(hw, par.ep)
@@ -96,7 +98,9 @@ def expert_time_ops(r, par, link_scale: float = 1.0):
         if a2a:              # the MoE layers' MLP all-reduces give way to the all-to-all
             t -= link_scale * pt.link_s * moe_link_share(spec, syncs)
         if experts:
-            t += pass_time(experts, hw, prof, quant, tokens, False).seconds - prof.fixed_s   # a list: nothing shared
+            # the routed experts as a trained router loads the ranks: the step waits for the hottest (moe_routing)
+            skew = routing_skew(ep, tokens, spec.n_active_experts, spec.n_experts)
+            t += skew * (pass_time(experts, hw, prof, quant, tokens, False).seconds - prof.fixed_s)   # a list
             if a2a:
                 t += link_scale * moe_exchange_s(spec, link, tokens, ep, hw)
         return t

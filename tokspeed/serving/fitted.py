@@ -5,7 +5,10 @@
 - ``step_s``: host time per step the GPU does not hide (scheduling, input preparation, detokenizing);
 - ``link_scale``: the engine's collectives (TP all-reduces, EP all-to-alls) over the link model's time
   (``tokspeed.scale.interconnect``: the link's rate and latency); NCCL reaches a share of the link rate
-  and the collectives wait on the kernels around them.
+  and the collectives wait on the kernels around them;
+- ``lead_tokens``: tokens an engine generates before a streaming client's first chunk with text (the reply's
+  leading tokens carry none; HTTP benchmark clients time TTFT there): TTFT as such a client counts it is the
+  engine's first token plus that many more (``metrics.client_view``).
 One entry per device vendor (``serving@nvidia``, ``serving@amd``: CUDA and ROCm kernels differ), shared by the
 server engines (vLLM, SGLang, TensorRT-LLM): what differs between engines and releases is mechanism (CUDA graphs,
 host overlap: ``engine_versions.toml``; GEMM paths: ``gemm_device``). Each constant is shrunk toward its prior
@@ -28,7 +31,7 @@ from ..engines.compat import engine_family
 from .schedulers import host_hidden, scheduler_for, scheduler_key
 
 FILE = Path(__file__).parent / "serving_fitted.toml"
-NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "link_scale": 1.0}
+NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "link_scale": 1.0, "lead_tokens": 0.0}
 SERVER = "server"      # the engine table's family of the engines that share serving@VENDOR
 
 

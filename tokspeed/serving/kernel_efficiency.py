@@ -12,9 +12,10 @@ time on scales; a routed expert's grouped GEMM (``expert_compute`` / ``expert_st
 
 The factors are fitted on measured kernel tables of Hopper GPUs (``scripts/fit_kernel_efficiency.py``, shrunk
 toward 1, the engine profile's sourced prior) and scored on Blackwell tables held out
-(``benchmarks/RESULTS_kernels.md``). Only the server engines the table's ``[applies]`` lists take them (vLLM,
-SGLang, TensorRT-LLM: CUTLASS / FlashInfer / TensorRT-LLM kernels); llama.cpp engines' kernels are fitted
-elsewhere.
+(``benchmarks/RESULTS_kernels.md``). Only the server engines the table's ``[applies]`` lists take them: every
+factor for ``engines`` (TensorRT-LLM, whose kernels the tables time), the compute and attention factors for
+``compute_engines`` (vLLM, SGLang: the same class of kernels at prompt sizes, other kernels at decode batches);
+llama.cpp engines' kernels are fitted elsewhere.
 """
 
 from __future__ import annotations
@@ -57,29 +58,35 @@ def kernel_profile(profile, hw, quant):
     an engine the table's ``[applies]`` does not list (llama.cpp, gpt-fast, transformers: other kernels) unchanged.
     One object per (profile, device, format): the timers remember rates
     per profile object."""
-    if engine_key(profile.name) not in table()["applies"]["engines"] or not quant:
+    applies = table()["applies"]
+    name = engine_key(profile.name)
+    rates_only = name in applies.get("compute_engines", ())
+    if not quant or (name not in applies["engines"] and not rates_only):
         return profile
     key = (profile.name, profile.version, hw.id, str(quant))
     hit = _MADE.get(key)
     if hit is None or hit[0] is not profile or hit[1] is not hw:
         if len(_MADE) > 256:
             _MADE.clear()
-        hit = _MADE[key] = (profile, hw, _fitted(profile, hw, quant))
+        hit = _MADE[key] = (profile, hw, _fitted(profile, hw, quant, streams=not rates_only))
     return hit[2]
 
 
-def _fitted(profile, hw, quant):
+def _fitted(profile, hw, quant, streams: bool = True):
+    """``profile`` with the path's factors; ``streams`` False: the compute and attention factors only (an engine
+    whose prompt kernels the tables time but whose decode kernels they do not: ``[applies] compute_engines``)."""
     t = table()
     g = t.get(path_key(hw, quant, profile.name)) or {}
     a = t["attention"]
     group = format_key(quant).group
     eta_c = min(profile.compute_eff_for(hw), 1.0)
-    c, st = g.get("compute", 1.0), g.get("stream", 1.0)
+    c, st = g.get("compute", 1.0), g.get("stream", 1.0) if streams else 1.0
+    expert_st = g.get("expert_stream", st) / st if streams else 1.0
     return replace(profile,
                    eta_compute_format={**profile.eta_compute_format,
                                        group: min(profile.compute_format_eff(quant) * c, 1.0 / eta_c)},
                    eta_format={**profile.eta_format, group: profile.format_eff(quant) * st},
                    eta_expert_compute={**profile.eta_expert_compute, group: g.get("expert_compute", c) / c},
-                   eta_expert_format={**profile.eta_expert_format, group: g.get("expert_stream", st) / st},
+                   eta_expert_format={**profile.eta_expert_format, group: expert_st},
                    eta_attn=min(profile.eta_attn * a["attn"], 1.0 / eta_c),
-                   eta_kv=min(profile.eta_kv * a["kv"], 1.0))
+                   eta_kv=min(profile.eta_kv * (a["kv"] if streams else 1.0), 1.0))

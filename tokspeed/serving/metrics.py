@@ -1,7 +1,10 @@
 """What a simulated run reports, as serving benchmarks count it (vLLM ``benchmark_serving``, SGLang
 ``bench_serving``, ``tokspeed bench-server``):
 
-- TTFT: arrival to first token; E2E: arrival to last token;
+- TTFT: arrival to the first token a streaming client shows: the engine's first token, or with ``lead_tokens``
+  (``client_view``) the token after that many more, which HTTP benchmark clients count because the first chunks of
+  a reply carry no text (SGLang's ``bench_serving`` times the first chunk whose ``text`` is non-empty);
+  E2E: arrival to last token;
 - TPOT: per request ``(E2E - TTFT) / (output tokens - 1)`` (requests of one output token have none);
 - ITL: every gap between two tokens of a sequence (one per decode step and sequence);
 - percentiles p50/p90/p99 by linear interpolation between order statistics (numpy's default), ITL's
@@ -56,9 +59,21 @@ def tpot_of(ttft: float, e2e: float, osl: int) -> float | None:
     return (e2e - ttft) / (osl - 1) if osl > 1 else None
 
 
-def summarize(out, gpus: int, slo: SLO | None = None) -> dict:
-    """The metrics of a simulation ``Outcome`` (``tokspeed.serving.simulate``)."""
-    reqs = out.requests
+def client_view(reqs, lead_tokens: float) -> list:
+    """The requests ``(arrival, ttft, e2e, osl)`` with TTFT counted ``lead_tokens`` tokens later, at the request's own
+    mean inter-token time (E2E unchanged; a request of fewer tokens shows its text at its end)."""
+    if not lead_tokens:
+        return list(reqs)
+    out = []
+    for arrival, ttft, e2e, osl in reqs:
+        shown = e2e if osl - 1 <= lead_tokens else ttft + lead_tokens * (e2e - ttft) / (osl - 1)
+        out.append((arrival, shown, e2e, osl))
+    return out
+
+
+def summarize(out, gpus: int, slo: SLO | None = None, lead_tokens: float = 0.0) -> dict:
+    """The metrics of a simulation ``Outcome`` (``tokspeed.serving.simulate``); ``lead_tokens``: ``client_view``."""
+    reqs = client_view(out.requests, lead_tokens)
     ttft = [r[1] for r in reqs]
     e2e = [r[2] for r in reqs]
     tpot = [x for r in reqs if (x := tpot_of(r[1], r[2], r[3])) is not None]

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engines.compat import engine_key, engine_names
+from ..hardware.catalog import get_hardware
 from ..hardware.match import closest_device
 from ..quant.format_table import gemm_kind
 from ..resolve import resolve_model
 from .engine_versions import version_tuple
+from .fitted import fitted_for
 from .run import Load, evaluate
 from .schedulers import scheduler_key
 from .unmodelled import not_modelled
@@ -34,6 +36,9 @@ CSV2 = ROOT / "data" / "validation" / "serving-calibration-2.csv"   # newer engi
 QUANTS = {"F16": "F16", "BF16": "F16"}           # 16-bit weights; else a format whose serving GEMMs are modelled
 DEVICES = {"NVIDIA GH200 480GB": "gh200-96g"}     # the TensorRT-LLM doc's GH200 is the 96 GB HBM3 board
 MAX_DEVICES = 8                                    # one server (multi-node rows are left out)
+# engines whose rows here time TTFT in the benchmarking process (TensorRT-LLM's trtllm-bench / gptManagerBenchmark):
+# the engine's first token, no streaming client's ``lead_tokens`` (serving.metrics.client_view)
+IN_PROCESS = ("tensorrt-llm",)
 
 
 @dataclass
@@ -155,6 +160,9 @@ def load_cases(path=CSV) -> tuple[list[Case], dict]:
 def evaluate_case(case: Case, fitted: dict | None = None, n_requests: int | None = None, *, make_setup) -> dict:
     """Simulated {tok_s_per_gpu, tpot_ms, ttft_ms} of a case (``fitted``: gpu_scale, step_s; ``make_setup``:
     ``serving_api.make_setup``, predict's resolution)."""
+    if case.engine in IN_PROCESS:
+        fitted = {**(fitted if fitted is not None else fitted_for(case.engine, get_hardware(case.hardware).vendor)),
+                  "lead_tokens": 0.0}
     setup = make_setup(case.model, case.hardware, case.engine, quant=case.quant, kv_dtype=case.kv_dtype, isl=case.isl,
                        osl=case.osl, length_ratio=case.length_ratio, fitted=fitted,
                        engine_version=case.engine_version if version_tuple(case.engine_version) else None)

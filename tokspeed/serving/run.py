@@ -177,7 +177,7 @@ def evaluate(setup: Setup, par: Parallelism, replicas: int, load: Load, slo: SLO
         return _evaluate_disagg(setup, disagg, load, slo)
     out, w = run_worker(setup, par, load, replicas)
     gpus = w.gpus * replicas
-    m = summarize(out, w.gpus, slo)
+    m = summarize(out, w.gpus, slo, w.lead_tokens)
     m["output_tok_s"] *= replicas
     m["request_rate_rps"] *= replicas
     for k in ("goodput_rps", "goodput_tok_s"):
@@ -240,7 +240,7 @@ def _evaluate_disagg(setup: Setup, d: Disagg, load: Load, slo: SLO | None) -> Se
     pools = Pools(_instances(setup, pf_par, unit.prefill_workers, False),
                   _instances(setup, dec_par, unit.decode_workers, True), transfer_s)
     out = simulate_disagg(pools, reqs, concurrency=conc)
-    m = summarize(out, dec_w.gpus, slo)
+    m = summarize(out, dec_w.gpus, slo, dec_w.lead_tokens)
     for k in ("output_tok_s", "request_rate_rps", "goodput_rps", "goodput_tok_s", "mean_running"):
         if k in m:
             m[k] *= g

@@ -151,22 +151,26 @@ def explain_serving(setup, par, replicas: int, load, disagg=None, batch: int = 0
         batch = max(1, round(cfg.mean_running / per))
     dec = breakdown(w, fit, decode_rows=batch, context=ctx)
     pf = breakdown(pf_w, fit, prompt=max(1, setup.isl))
-    lays = [] if cfg is None else _latencies(cfg, dec, pf)
+    lays = [] if cfg is None else _latencies(cfg, dec, pf, w.lead_tokens)
     lay = layout_text({**dec_par.to_dict(), "replicas": 1 if disagg is not None else replicas,
                        "disagg": disagg.to_dict() if disagg is not None else None})
     return ServingExplanation(lay, w.gpus, dec, pf, lays, cfg)
 
 
-def _latencies(cfg, dec: StepBreakdown, pf: StepBreakdown) -> list[LatencySplit]:
+def _latencies(cfg, dec: StepBreakdown, pf: StepBreakdown, lead_tokens: float = 0.0) -> list[LatencySplit]:
     out = []
     ttft = (cfg.ttft_ms.p50 or 0.0) / 1e3
+    # the tokens a streaming client waits for before its first text (metrics.client_view), at the p50 TPOT
+    lead = [Part(f"{lead_tokens:g} tokens before the client's first text", lead_tokens * (cfg.tpot_ms.p50 or 0.0) / 1e3)
+            ] if lead_tokens else []
+    shown = sum(p.seconds for p in lead)
     if cfg.prefill_ms is not None:       # disaggregated: prefill queue, KV transfer, decode admission
         pre = (cfg.prefill_ms.p50 or 0.0) / 1e3
         kv = (cfg.kv_wait_ms.p50 or 0.0) / 1e3
         rest = [Part("prefill queue", max(0.0, pre - pf.total_s)), Part("KV transfer (link wait included)", kv),
-                Part("decode admission and first step", max(0.0, ttft - pre - kv))]
+                Part("decode admission and first step", max(0.0, ttft - pre - kv - shown))] + lead
     else:
-        rest = [Part("queueing and steps shared with other sequences", ttft - pf.total_s)]
+        rest = [Part("queueing and steps shared with other sequences", max(0.0, ttft - pf.total_s - shown))] + lead
     out.append(LatencySplit("TTFT p50", ttft, pf.total_s, rest))
     tpot = (cfg.tpot_ms.p50 or 0.0) / 1e3
     if tpot:

@@ -64,6 +64,7 @@ class Worker:
     par: Parallelism
     resolved: object          # the predict ``Resolved`` of the attention group (tp x pp)
     weights_per_gpu: float
+    lead_tokens: float = 0.0  # tokens before a streaming client sees text (serving constants; metrics.client_view)
 
 
 def resolve_group(resolver, model, hardware, engine, quant, kv_dtype, tp: int, pp: int, engine_version=None):
@@ -138,4 +139,4 @@ def build_worker(r, par: Parallelism, sched: Scheduler, fitted: dict, context: i
     ctx = max(context, 1)
     per_token = kv_bytes(spec, r.kv_elem_bytes, 1, ctx) / ctx * kv_share(spec, par.tp) / par.pp
     kv_tokens = max(0.0, free) / per_token * par.dp if per_token > 0 else float("inf")
-    return Worker(cost, kv_tokens, par.gpus, par, r, w_gpu)
+    return Worker(cost, kv_tokens, par.gpus, par, r, w_gpu, fitted.get("lead_tokens", 0.0))
