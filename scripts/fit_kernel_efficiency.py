@@ -52,8 +52,12 @@ PRIOR_ROWS = 5.0
 APPLIES_WHY = ("the engine whose GEMM, grouped-GEMM and attention kernels the tables time (TensorRT-LLM 1.3.0rc20). "
                "vLLM and SGLang call other kernels on these paths at small M (CUTLASS scaled_mm, Marlin FP8, "
                "FlashInfer): applied to them the per-tensor FP8 stream factor made FP8 decode slower than FP8-BLOCK "
-               "and DeepSeek-V3 FP8 slower than BF16 (tests/test_bytes_monotone.py), so they keep their profiles "
-               "until their own tables are read")
+               "and DeepSeek-V3 FP8 slower than BF16 (tests/test_bytes_monotone.py), so they take the compute and "
+               "attention factors only (compute_engines): their prompt passes run the same class of GEMM and "
+               "attention kernels at large M")
+# engines that take the compute and attention factors only (kernel_efficiency.kernel_profile): prompt-size kernels of
+# the same class, other kernels at decode batches (APPLIES_WHY)
+COMPUTE_ENGINES = ["vllm", "sglang"]
 MIN_CHUNK = 2048     # prefill attention fits on prompts of 2048+ tokens, the chunks serving engines schedule
 GEMM_PATH = {"bfloat16": "native", "fp8": "w8a8-fp8", "fp8_block": "w8a8-fp8-block", "nvfp4": "w4a4-fp4"}
 MOE_PATH = {"fp8_block": "w8a8-fp8-block", "w4a16_mxfp4": "w4a16", "nvfp4": "w4a4-fp4",
@@ -145,7 +149,7 @@ def table_data(out: dict, attn: tuple, n_attn: int) -> dict:
     ec, es, ee, en = out.pop("w8a8-fp8-block experts")
     wc, ws, we, wn = out.pop("w4a16 experts")
     expert = {"expert_compute": _r(ec), "expert_stream": _r(es)}
-    data = {"applies": {"engines": [ENGINE], "source": APPLIES_WHY}}
+    data = {"applies": {"engines": [ENGINE], "compute_engines": COMPUTE_ENGINES, "source": APPLIES_WHY}}
     for path, (c, s, e, n) in out.items():
         entry = {"compute": _r(c), "stream": _r(s)}
         extra = ""

@@ -90,7 +90,7 @@ def test_the_table_is_written_through_the_toml_writer_as_the_loader_reads_it():
     text = fke.dumps(fke.table_data(out, (0.6318, 1.0, 0.12), 72), header=fke.HEADER)
     assert text.startswith("# Kernel-path efficiency factors") and "with 5 prior rows" in text
     t = tomllib.loads(text)
-    assert t["applies"]["engines"] == ["tensorrt-llm"]
+    assert t["applies"]["engines"] == ["tensorrt-llm"] and t["applies"]["compute_engines"] == ["vllm", "sglang"]
     assert (t["native"]["compute"], t["native"]["stream"]) == (1.114, 0.926)
     assert t["w8a8-fp8-block"]["of"] == "w8a8-fp8" and t["w8a8-fp8-block"]["formats"] == ["FP8-BLOCK"]
     assert (t["w8a8-fp8-block"]["expert_compute"], t["w8a8-fp8-block"]["expert_stream"]) == (0.65, 0.839)
