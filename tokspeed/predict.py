@@ -97,7 +97,7 @@ class Prediction:
     storage: WeightStorage | None = field(default=None, repr=False)
     engine_profile: EngineProfile | None = field(default=None, repr=False)
     layout: Layout | None = field(default=None, repr=False)
-    ttft_lead_tokens: float = field(default=0.0, repr=False)    # decode steps in ttft_s before a client's first text
+    ttft_lead_tokens: float = 0.0       # decode steps in ttft_s before a streaming client's first text (server engines)
     devices: dict = field(default_factory=dict)                 # scale sections (tokspeed.scale.sections)
     parallel: dict = field(default_factory=dict)
     offload: dict | None = None
@@ -133,7 +133,8 @@ class Prediction:
             "flash_attention": self.flash_attention, "batch": self.batch,
             "prompt": self.prompt, "gen": self.gen, "context": self.context, "memory": self.memory.to_dict(),
             "hypothetical": self.hypothetical, "decode": self.decode.to_dict(), "prefill": self.prefill.to_dict(),
-            "ttft_s": self.ttft_s, "engine_source": self.engine_source, **self.extra,
+            "ttft_s": self.ttft_s, "ttft_lead_tokens": self.ttft_lead_tokens, "engine_source": self.engine_source,
+            **self.extra,
             **({"warnings": list(self.warnings)} if self.warnings else {}),
         }
 

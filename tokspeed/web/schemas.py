@@ -166,7 +166,9 @@ class Options(BaseModel):
 # field, with the descriptions below; tests/test_web_schemas.py holds real documents against them.
 DESCRIPTIONS = {
     "Prediction": {"hypothetical": "true when the setup does not fit memory: its numbers describe a machine that "
-                                   "cannot run it"},
+                                   "cannot run it",
+                   "ttft_lead_tokens": "decode steps ttft_s holds after the first token, before a streaming client's "
+                                       "first text (server engines' fitted lead_tokens; 0 elsewhere)"},
     "Prefill": {"tok_s": "null when the device has no published FLOP/s figure"},
 }
 # the names a JSON field's annotation may use (a float may be null: strict JSON writes no Infinity)
