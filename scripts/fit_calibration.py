@@ -307,10 +307,10 @@ def run_engine(engine: str, rows, verbose=True, launch_of: dict | None = None) -
     if len(vendors) > 1:
         for ven in vendors:
             m = ven_arr != ven
-            p_ho, _, _ = fit(rs, prior, m, start)
+            p_ho = refit(rs, prior, m, start, prof, raw)
             lovo[~m] = (predict_rows(rs, p_ho)[~m] / rs.measured[~m] - 1) * 100
     moe = [is_moe(r.model) for r in rows]
-    loco = leave_condition_out(rs, prior, rows, moe, start)
+    loco = leave_condition_out(rs, prior, rows, moe, start, prof, raw)
     pooled, seen = pooled_holdouts(rs, prior, raw, start, prof)
     if verbose:
         print(f"  fitted {engine} on {len(rows)} rows in {time.time() - t0:.1f} s", file=sys.stderr)
@@ -361,10 +361,11 @@ def pooled_holdouts(rs: RowSet, prior: EngineProfile, pri_prof: EngineProfile, s
     return pooled, seen
 
 
-def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe, start=None) -> dict:
+def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe, start=None, full=None, pri_prof=None) -> dict:
     """{term: signed % error of each row held out that way (NaN where not)} for holdout.CONDITIONS: the backend
     refitted without one weight-format group's rows, without the rows deeper than its median context depth, without
-    its MoE rows, predicts them (the distance terms of tokspeed/engines/bands.py)."""
+    its MoE rows, predicts them (the distance terms of tokspeed/engines/bands.py). Each refit answers an era its
+    rows lack with the priors (``refit``), as every other hold-out does."""
     out = {t: np.full(len(rows), np.nan) for t in CONDITIONS}
     groups = np.array([format_group(r.quant) for r in rows])
     ctx = np.array([r.context for r in rows])
@@ -372,7 +373,7 @@ def leave_condition_out(rs: RowSet, prior: EngineProfile, rows, moe, start=None)
     tests += [("deep_context", ctx > np.median(ctx)), ("moe_unseen", np.array(moe, bool))]
     for term, out_rows in tests:
         if out_rows.any() and not out_rows.all():
-            p_ho, _, _ = fit(rs, prior, ~out_rows, start)
+            p_ho = refit(rs, prior, ~out_rows, start, full, pri_prof)
             out[term][out_rows] = (predict_rows(rs, p_ho)[out_rows] / rs.measured[out_rows] - 1) * 100
     return out
 

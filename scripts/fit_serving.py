@@ -18,8 +18,9 @@ output tok/s per GPU + TPOT p50 + half of TTFT p50 (TensorRT-LLM's in-process TT
 SGLang fits ``lead_tokens`` instead: ``fit_lead``), over the engine's rows (each source weighted equally: its rows'
 errors enter once per source through the per-source median). No row is tuned alone.
 
-Each entry also carries the p90 of its rows' held-out TPOT and TTFT errors (leave one GPU out), the band ``predict``
-states where it applies these constants.
+Each entry also carries the p90 of its rows' held-out TPOT and TTFT errors (leave one GPU out; the error a band
+covers, max(predicted / measured, measured / predicted) - 1), the band ``predict`` states where it applies these
+constants.
 
 Evaluation, printed and written to docs/serving.md, held out first: forward in time (fit on
 ``serving-calibration.csv`` alone, score the newer ``serving-calibration-2.csv`` rows), leave-one-GPU-out (fit
@@ -43,7 +44,7 @@ from tokspeed.hardware.catalog import get_hardware  # noqa: E402
 from tokspeed.serving.fitted import fitted_key, shared_key  # noqa: E402
 from tokspeed.serving.rows import CSV, CSV2, IN_PROCESS, evaluate_case, load_cases  # noqa: E402
 from tokspeed.serving_api import make_setup  # noqa: E402
-from tokspeed.stats import percentile  # noqa: E402
+from tokspeed.stats import band_error_pct, percentile  # noqa: E402
 from tokspeed.toml_writer import dumps  # noqa: E402
 
 MIN_GROUP = 10          # rows an engine needs on one vendor's devices for a gpu_scale of its own
@@ -223,8 +224,9 @@ def params_of(c, table: dict) -> dict:
 NEUTRAL = {"gpu_scale": 1.0, "step_s": 0.0, "link_scale": 1.0, "lead_tokens": 0.0, "o": (0.0, 1.0)}
 
 
-def rel_errors(idx, cases, sims, params) -> dict:
-    """{metric: [|pred/meas - 1|]} for the cases ``idx`` under ``params`` (one pair, or a table by group)."""
+def rel_errors(idx, cases, sims, params, band: bool = False) -> dict:
+    """{metric: [|pred/meas - 1|]} for the cases ``idx`` under ``params`` (one pair, or a table by group);
+    ``band``: the error a band covers instead (``stats.band_error_pct``, as a fraction: max(pred/meas, meas/pred) - 1)."""
     out = {k: [] for k, _, _ in METRICS}
     for i in idx:
         p = params_of(cases[i], params) if "gpu_scale" not in params else params
@@ -235,7 +237,7 @@ def rel_errors(idx, cases, sims, params) -> dict:
         for k, _, _ in METRICS:
             meas = getattr(cases[i], k)
             if meas and q[k] is not None:
-                out[k].append(abs(q[k] / meas - 1))
+                out[k].append(band_error_pct((q[k] / meas - 1) * 100) / 100 if band else abs(q[k] / meas - 1))
     return out
 
 
@@ -247,10 +249,11 @@ HEADER = """# Written by scripts/fit_serving.py (do not edit): serving constants
 # SGLang and TensorRT-LLM, fitted on data/validation/serving-calibration.csv and serving-calibration-2.csv.
 # gpu_scale: measured / roofline step time; step_s: host time per step (s), where the release does not
 # hide it; link_scale: collectives / the link model. tpot_error_pct / ttft_error_pct: p90 of the held-out
-# (leave one GPU out) error, predict's band. lead_tokens: tokens before a streaming client's first text (TTFT as
-# HTTP benchmark clients count it; one value for every entry). The [forward] entries are fitted on serving-calibration.csv
-# alone: the forward-in-time test's constants (the newer rows held out; benchmarks/bench_aiconfigurator.py
-# scores those rows with them), not read by predictions. See docs/serving.md.
+# (leave one GPU out) max(predicted / measured, measured / predicted) - 1, predict's band. lead_tokens: tokens
+# before a streaming client's first text (TTFT as HTTP benchmark clients count it; one value for every entry).
+# The [forward] entries are fitted on serving-calibration.csv alone: the forward-in-time test's constants (the
+# newer rows held out; benchmarks/bench_aiconfigurator.py scores those rows with them), not read by predictions.
+# See docs/serving.md.
 """
 
 
@@ -329,10 +332,11 @@ def held_out_sections(cases, sims, idx_old, idx_new) -> tuple[list, dict, dict]:
         errs = rel_errors(test, cases, sims, t_dev)
         for k, v in errs.items():
             pooled[k] += v
+        for k, v in rel_errors(test, cases, sims, t_dev, band=True).items():
             held.setdefault(group_of(cases[test[0]]), {m: [] for m, _, _ in METRICS})[k] += v
         for e in sorted({cases[i].engine for i in test}):
             sub = [i for i in test if cases[i].engine == e]
-            for k, v in rel_errors(sub, cases, sims, t_dev).items():
+            for k, v in rel_errors(sub, cases, sims, t_dev, band=True).items():
                 held.setdefault(fitted_key(e, vendor_of(cases[sub[0]])), {m: [] for m, _, _ in METRICS})[k] += v
         lines.append(f"| {dev} | {len(test)} | {fmt(errs)} |")
     lines += [f"| **all** | {len(cases)} | {fmt(pooled)} |", "",

@@ -7,7 +7,9 @@ import re
 import pytest
 
 import tokspeed
+from tokspeed.predict import band_high, band_low
 from tokspeed.report.predict_table import bound_how
+from tokspeed.stats import band_error_pct
 
 UNITS = {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
 
@@ -64,8 +66,20 @@ def test_band_top_is_the_bound_where_the_fitted_error_would_pass_it(hw):
     # the issue's DDR5-5600 2-channel CPU (range to 19.7 tok/s, bound 19.0) and Strix Halo (58.7 vs 54.4)
     p = tokspeed.predict("llama-3.1-8b", hw, quant="Q4_K_M")
     d = p.decode
-    b = p.engine_profile.decode_error_pct / 100      # |predicted - measured| / measured <= b: measured <= tok_s / (1 - b)
-    assert d.tok_s_high == pytest.approx(min(d.tok_s / (1 - b) if b < 1 else d.bound_tok_s, d.bound_tok_s))
+    b = p.engine_profile.decode_error_pct / 100      # max(predicted / measured, measured / predicted) <= 1 + b
+    assert d.tok_s_high == pytest.approx(min(d.tok_s * (1 + b), d.bound_tok_s))
+    assert d.tok_s_low == pytest.approx(d.tok_s / (1 + b))
+
+
+def test_band_is_symmetric_in_ratio():
+    """A band of b holds measurements from prediction / (1 + b) to prediction x (1 + b): a prediction twice too fast
+    and one twice too slow are both 100 % off (the error the conformal bands are fitted on)."""
+    assert band_low(100.0, 0.25) == pytest.approx(80.0) and band_high(100.0, 0.25, 1e9) == pytest.approx(125.0)
+    assert band_high(100.0, 3.0, 1e9) == pytest.approx(400.0)        # finite past 100 %
+    assert band_high(100.0, 3.0, 150.0) == 150.0                     # never above the bound
+    assert band_error_pct(100.0) == pytest.approx(100.0)             # predicted 2x the measurement
+    assert band_error_pct(-50.0) == pytest.approx(100.0)             # predicted half of it
+    assert band_error_pct(-20.0) == pytest.approx(25.0)              # 80 vs 100: 100 / 80 - 1
 
 
 def test_time_to_first_token_says_how_it_is_made():

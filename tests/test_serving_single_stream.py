@@ -107,6 +107,7 @@ def test_vllm_on_nvidia_takes_its_entry_and_band_a_server_engine_without_rows_th
     p = predict("llama-3.1-8b", "h100-sxm", "FP8", "f16", "vllm", prompt=128, gen=128)
     band = entry["tpot_error_pct"] / 100
     assert p.decode.tok_s_low == pytest.approx(p.decode.tok_s / (1 + band), rel=1e-12)
+    assert p.decode.tok_s_high == pytest.approx(min(p.decode.tok_s * (1 + band), p.decode.bound_tok_s), rel=1e-12)
     assert "vllm@nvidia" in p.engine_source
     assert "tensorrt-llm@amd" not in table
     assert predict_constants("tensorrt-llm", "AMD")["source"] == "serving@amd"

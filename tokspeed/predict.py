@@ -293,17 +293,17 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
 
 
 def band_low(tok_s: float, band: float) -> float:
-    """The bottom of the error band: the slowest measurement within ``band`` of the prediction (|predicted -
-    measured| / measured <= band, the error the band is fitted on): ``tok_s / (1 + band)``, above 0 however wide."""
+    """The bottom of the error band: the slowest measurement within ``band`` of the prediction (the band covers
+    predicted / measured and measured / predicted up to 1 + band, ``stats.band_error_pct``, the error every band is
+    fitted on): ``tok_s / (1 + band)``, above 0 however wide."""
     return tok_s / (1 + band)
 
 
 def band_high(tok_s: float, band: float, bound_tok_s: float) -> float:
     """The top of the error band: the fastest measurement within ``band`` of the prediction (the same error as
-    ``band_low``): ``tok_s / (1 - band)``, unbounded from a band of 100 %; never above the ideal bound (no engine
-    beats the roofline; the band is the fitted error, not a licence to), and never below ``tok_s``."""
-    top = tok_s / (1 - band) if band < 1 else float("inf")
-    return max(tok_s, min(top, bound_tok_s))
+    ``band_low``): ``tok_s x (1 + band)``; never above the ideal bound (no engine beats the roofline; the band is the
+    fitted error, not a licence to), and never below ``tok_s``."""
+    return max(tok_s, min(tok_s * (1 + band), bound_tok_s))
 
 
 def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill) -> Prediction:

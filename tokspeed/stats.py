@@ -23,6 +23,17 @@ def percentile(values, q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+def band_error_pct(err_pct: float) -> float:
+    """The error an error band covers, from a signed % error (predicted / measured - 1, in %): the larger of
+    predicted / measured and measured / predicted, less 1, in % (``exp(|log(predicted / measured)|) - 1``). A band
+    of ``b`` % holds the measurements from prediction / (1 + b) to prediction x (1 + b): symmetric in ratio, so a
+    prediction twice too fast and one half too slow are the same 100 % off. NaN stays NaN."""
+    if math.isnan(err_pct):
+        return err_pct
+    ratio = 1 + err_pct / 100
+    return (max(ratio, 1 / ratio) - 1) * 100 if ratio > 0 else math.inf
+
+
 def median(values) -> float:
     """The 50th percentile (the mean of the two middle values for an even count)."""
     return percentile(values, 50)

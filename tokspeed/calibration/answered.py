@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from ..scale.parallel import row_split_prefill
-from ..stats import percentile
+from ..stats import band_error_pct, percentile
 from .evaluate import error_pct, metric_tok_s, predicted, predicted_tok_s, stated_band_pct
 
 # a row's ``skip`` text -> the group it falls in (what would have to be added to answer it)
@@ -88,16 +88,18 @@ def user_view(rows) -> list[dict]:
         p = predicted(row)
         err = error_pct(metric_tok_s(p, row), row.tok_s)
         band = stated_band_pct(p, row)     # as the answer states it: the fitted band and its distance terms
+        part = p.prefill if row.metric == "prefill" else p.decode
         out.append({"id": row.id, "engine": row.engine, "vendor": row.hw.vendor, "kind": row.kind, "error": err,
-                    "band": band, "inside": abs(err) <= band})
+                    "band": band, "inside": band_error_pct(err) <= band,
+                    "width": part.tok_s_high / part.tok_s_low if part.tok_s_low else float("nan")})
     return out
 
 
 def user_table(view) -> str:
-    """Markdown: per backend and metric, answered rows, median / p90 |error| %, signed median, band coverage and the
-    median stated band."""
+    """Markdown: per backend and metric, answered rows, median / p90 |error| %, signed median, band coverage, the
+    median stated band and the median width of the stated range (its high end over its low end)."""
     lines = ["| backend | metric | answered | median / p90 abs error % | signed median % | inside the stated band | "
-             "median band |", "|---|---|---|---|---|---|---|"]
+             "median band | median width (high / low) |", "|---|---|---|---|---|---|---|---|"]
     keys = sorted({(v["engine"], v["kind"]) for v in view}) + [("all", "decode"), ("all", "prefill")]
     for eng, kind in keys:
         vs = [v for v in view if v["kind"] == kind and eng in ("all", v["engine"])]
@@ -107,5 +109,6 @@ def user_table(view) -> str:
         inside = 100 * sum(v["inside"] for v in vs) / len(vs)
         lines.append(f"| {eng} | {kind} | {len(vs)} | {percentile(a, 50):.0f} / {percentile(a, 90):.0f} | "
                      f"{percentile([v['error'] for v in vs], 50):+.0f} | {inside:.0f} % | "
-                     f"±{percentile([v['band'] for v in vs], 50):.0f} % |")
+                     f"±{percentile([v['band'] for v in vs], 50):.0f} % | "
+                     f"×{percentile([v['width'] for v in vs], 50):.2f} |")
     return "\n".join(lines)

@@ -29,7 +29,7 @@ from ..engines.profile import prior_profile
 from ..quant.format_key import format_group
 from ..resolve import resolve_model
 from ..scale.parallel import row_split_prefill
-from ..stats import percentile, weighted_percentile
+from ..stats import band_error_pct, percentile, weighted_percentile
 from ..toml_writer import dumps, sig6
 from .evaluate import error_pct, predicted_tok_s
 
@@ -49,11 +49,12 @@ def p50_p90(xs) -> tuple[int, float, float]:
 
 
 def ratio_factor(errs, bases, groups=None) -> float | None:
-    """p90 of |error| / band over the rows with an error (at least 1: a term never narrows a band); None below
+    """p90 of the band error (``stats.band_error_pct``) / band over the rows with an error (at least 1: a term
+    never narrows a band); None below
     MIN_ROWS rows. ``groups`` (the rows' engines): each group weighs the same, so a factor pooled over the backends is
     not the largest backend's alone (an unseen backend is one more backend, not one more CUDA row)."""
     groups = groups if groups is not None else [""] * len(errs)
-    r = [(abs(e) / b, g) for e, b, g in zip(errs, bases, groups) if not math.isnan(e) and b > 0]
+    r = [(band_error_pct(e) / b, g) for e, b, g in zip(errs, bases, groups) if not math.isnan(e) and b > 0]
     if len(r) < MIN_ROWS:
         return None
     count = Counter(g for _, g in r)
@@ -254,11 +255,12 @@ def bands_toml(results) -> str:
 
 
 def _cover(pairs) -> tuple[int, float, float]:
-    """(n, % of |error| <= band, median band %) over (error, band, ...) pairs with an error."""
+    """(n, % of rows inside their band (``stats.band_error_pct`` <= band), median band %) over (error, band, ...)
+    pairs with an error."""
     ok = [(p[0], p[1]) for p in pairs if not math.isnan(p[0])]
     if not ok:
         return 0, float("nan"), float("nan")
-    return len(ok), 100.0 * sum(abs(e) <= b for e, b in ok) / len(ok), percentile([b for _, b in ok], 50)
+    return len(ok), 100.0 * sum(band_error_pct(e) <= b for e, b in ok) / len(ok), percentile([b for _, b in ok], 50)
 
 
 def _fallback(f, pooled):
@@ -268,11 +270,11 @@ def _fallback(f, pooled):
 def family_pairs(res, kind: str):
     """(LOFO error, band) with the band from the other families' LOFO errors (the fitted band's recipe)."""
     idx = [i for i, r in enumerate(res["rows"]) if r.kind == kind and not math.isnan(res["heldout"][i])]
-    ins = percentile(_abs(res["insample"][i] for i in idx), 90) if idx else float("nan")
+    ins = percentile([band_error_pct(res["insample"][i]) for i in idx], 90) if idx else float("nan")
     out = []
     for i in idx:
         fam = res["rows"][i].family
-        other = [abs(res["heldout"][j]) for j in idx if res["rows"][j].family != fam]
+        other = [band_error_pct(res["heldout"][j]) for j in idx if res["rows"][j].family != fam]
         out.append((res["heldout"][i], max(ins, percentile(other, 90)) if len(other) >= MIN_ROWS
                     else res["band"][kind]))
     return out
