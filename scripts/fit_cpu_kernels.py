@@ -20,8 +20,8 @@ value keeps the measured value: a fit that does not transfer across vendors is n
 
 ``--write`` puts the values into the engines' ``eta_compute_format`` and ``int8_matvec`` lines of
 tokspeed/engines/priors.toml (deterministic: 3 significant digits), and each engine's ``decode_error_pct`` /
-``prefill_error_pct``: the p90 error of all its answered rows of the metric (the fitted ones held out by vendor),
-never below the prior's band.
+``prefill_error_pct``: the p90 band error (``stats.band_error_pct``) of all its answered rows of the metric (the
+fitted ones held out by vendor), never below the prior's band.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 from tokspeed.calibration.answered import why_unanswered  # noqa: E402
 from tokspeed.calibration.evaluate import predicted_tok_s
-from tokspeed.stats import percentile
+from tokspeed.stats import band_error_pct, percentile
 from tokspeed.calibration.rows import load_rows  # noqa: E402
 from tokspeed.engines.profile import get_engine  # noqa: E402
 from tokspeed.engines.cpu_kernels import matvec_key  # noqa: E402
@@ -204,9 +204,9 @@ BAND_STEP = 5
 
 
 def bands(rows, engine: str, written: dict, held_by_id: dict) -> dict:
-    """{decode|prefill: band %}: the p90 |error| of the engine's answered rows of that metric under the written
-    values -- a row a part was fitted on counts with its held-out (by vendor) error --, rounded up to BAND_STEP and
-    never below the prior's band."""
+    """{decode|prefill: band %}: the p90 band error (``stats.band_error_pct``: max(predicted / measured, measured /
+    predicted) - 1) of the engine's answered rows of that metric under the written values -- a row a part was fitted
+    on counts with its held-out (by vendor) error --, rounded up to BAND_STEP and never below the prior's band."""
     out = {}
     for kind in ("decode", "prefill"):
         errs = []
@@ -214,11 +214,11 @@ def bands(rows, engine: str, written: dict, held_by_id: dict) -> dict:
             if r.engine != engine or r.kind != kind or why_unanswered(r):
                 continue
             if r.id in held_by_id:
-                errs.append(abs(held_by_id[r.id]))
+                errs.append(band_error_pct(held_by_id[r.id]))
                 continue
             prof = get_engine(r.engine, r.hw, version=r.era or None)
             prof = replace(prof, **{f: {**getattr(prof, f), **v} for f, v in written.items()})
-            errs.append(abs(predicted_tok_s(r, prof) - r.tok_s) / r.tok_s * 100)
+            errs.append(band_error_pct((predicted_tok_s(r, prof) / r.tok_s - 1) * 100))
         if errs:
             p90 = math.ceil(percentile(errs, 90) / BAND_STEP) * BAND_STEP
             out[kind] = float(max(BAND_PRIOR[engine][kind], p90))
