@@ -10,6 +10,7 @@ from tokspeed.calibration.answered import why_unanswered
 from tokspeed.calibration.rows import REPO_CSV3, load_rows
 from tokspeed.errors import UserError
 from tokspeed.models.catalog import get_model, left_out, resolve_id
+from tokspeed.models.hf_config import spec_from_hf_config
 
 GIB = 2 ** 30
 
@@ -73,6 +74,30 @@ def test_qwen35_9b_state_and_kv_by_hand():
     m = get_model("qwen3.5-9b")
     assert m.kv_elements_per_token_layer * m.n_attn_layers == 8 * 2 * 4 * 256 == 16_384
     assert m.state_elements_per_layer == 3 * (2 * 16 * 128 + 32 * 128) + 32 * 128 * 128 == 548_864
+
+
+# the class defaults as a config.json writes them (the multimodal wrapper with its text_config): the shape fields
+# and layer pattern only; rope and window are not the class defaults' (qwen3.5-9b's notes)
+MINISTRAL3_DEFAULTS = {"model_type": "mistral3", "text_config": {
+    "model_type": "ministral3", "vocab_size": 131072, "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 34, "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+    "tie_word_embeddings": False, "sliding_window": None}}
+QWEN3_5_DEFAULTS = {"model_type": "qwen3_5", "tie_word_embeddings": False, "text_config": {
+    "model_type": "qwen3_5_text", "vocab_size": 248320, "hidden_size": 4096, "intermediate_size": 12288,
+    "num_hidden_layers": 32, "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 256,
+    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32, "partial_rotary_factor": 0.25, "tie_word_embeddings": False,
+    "layer_types": ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(32)]}}
+SHAPE = ("n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size", "tied_embeddings",
+         "sliding_window", "qk_norm", "attn_output_gate", "rotary_dim", "n_linear_layers", "linear_k_heads",
+         "linear_k_dim", "linear_v_heads", "linear_v_dim", "linear_conv_kernel", "family")
+
+
+@pytest.mark.parametrize("cfg, mid", [(MINISTRAL3_DEFAULTS, "ministral-3-8b"), (QWEN3_5_DEFAULTS, "qwen3.5-9b")])
+def test_the_defaults_as_a_config_json_read_as_the_entry(cfg, mid):
+    read, entry = spec_from_hf_config(cfg), get_model(mid)
+    assert [getattr(read, f) for f in SHAPE] == [getattr(entry, f) for f in SHAPE]
+    assert read.n_params == entry.n_params
 
 
 @pytest.mark.parametrize("name, mid", [
