@@ -115,6 +115,11 @@ class Op:
     experts_touched: float = 0.0      # routed experts: distinct experts the pass multiplies, per layer (else 0)
     out_rows: int = 0                 # routed experts: output rows of each expert's matrix (ggml src0 ne[1])
     query_heads_per_kv: float = 1.0   # attention core: query heads sharing each cached K/V head
+    # attention core: the K/V bytes its query rows attend, summed over query rows and query heads (a kernel that
+    # reads the cache once per block of Br query rows of one head reads kv_row_bytes / Br: engines/fa_tiles.py),
+    # and the width of a key (the kernels' tile shapes depend on it)
+    kv_row_bytes: float = 0.0
+    score_dim: int = 0
 
     def __post_init__(self):
         if not isinstance(self.role, Role) or not isinstance(self.scope, Scope):
@@ -431,7 +436,8 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
                       kv_read_bytes=layers * B * (cached + n) * kv_per_tok_layer,
                       kv_write_bytes=layers * B * n * kv_per_tok_layer,
                       act_bytes=layers * T * act_width * ACT_BYTES,
-                      kernels=ATTENTION_KERNELS, query_heads_per_kv=share))
+                      kernels=ATTENTION_KERNELS, query_heads_per_kv=share,
+                      kv_row_bytes=layers * B * pairs * share * kv_per_tok_layer, score_dim=score_dim))
     if spec.index_topk:
         out.append(_indexer_op(spec, B, n, depth))
     return out

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .derived import derived
+from .engines.fa_tiles import extra_kv_bytes
 from .engines.graph_kernels import op_kernels
 from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from .engines.profile import EngineProfile
-from .engines.rates import op_rate
+from .engines.rates import MATVEC_MAX_TOKENS, op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
 from .quant.format_key import format_key
 from .ledger import Op
@@ -69,7 +70,8 @@ def op_time(op: Op, hw, engine: EngineProfile, quant, tokens: int = 0) -> tuple[
     experts under per-pair kernels) at the rate the engine streams their format
     (``tokspeed.engines.rates_stream.stream_bytes_s``), activations at that rate without a format, KV cache at it x
     eta_kv (where the engine's attention is unfused, re-read by each query head, the share ``kv_reread`` from
-    memory: ``kv_reads``), unfused attention's score matrix at attn_bytes_per_flop x the attention FLOPs. Where an
+    memory: ``kv_reads``; under ggml-vulkan's FA_SCALAR once per block of query rows: ``fa_tiles``), unfused
+    attention's score matrix at attn_bytes_per_flop x the attention FLOPs. Where an
     engine first writes quantized weights out as F16 (``moe_dispatch.dequant_bytes``), that kernel's bytes /
     bandwidth add to the time: it runs before the GEMM, not beside it.
     ``tokspeed.calibration.fast`` takes the same rates for the fit; a test holds the two equal."""
@@ -109,7 +111,8 @@ class PassRates:
             wbw *= engine.expert_factors(self.quant)[0]
         t_m = (op.weight_bytes * weight_reads(engine, op, tokens) / wbw
                + op.act_bytes / bw
-               + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes) / (bw * engine.eta_kv)
+               + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes
+                  + extra_kv_bytes(op, engine.name, self.hw, tokens, tokens > MATVEC_MAX_TOKENS)) / (bw * engine.eta_kv)
                + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
         t_f16 = dequant_bytes(engine, op, self.quantized, tokens) / bw     # its own kernel, before the GEMM
         return (t_c + t_f16, "compute") if t_c > t_m else (t_m + t_f16, "memory")

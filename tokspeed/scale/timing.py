@@ -65,7 +65,7 @@ def _tp_shard(op: Op, spec, tp: int) -> Op:
         s = kv_share(spec, tp)
         # a rank holds n_heads / tp query heads over its share s of the K/V heads (one, replicated, past n_kv)
         return replace(op, flops=op.flops / tp, act_bytes=op.act_bytes / tp, kv_read_bytes=op.kv_read_bytes * s,
-                       kv_write_bytes=op.kv_write_bytes * s,
+                       kv_write_bytes=op.kv_write_bytes * s, kv_row_bytes=op.kv_row_bytes / tp,
                        query_heads_per_kv=max(1.0, op.query_heads_per_kv / (tp * s)))
     return replace(op, flops=op.flops / tp, weight_bytes=op.weight_bytes / tp, act_bytes=op.act_bytes / tp)
 
