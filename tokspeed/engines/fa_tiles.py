@@ -24,6 +24,8 @@ once per 8-row block (4 for gpt-oss-20b's 64-wide heads), the pass-at-depth-0 ro
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .backends import flash_attn_on_vector, uses_matrix_units
 from .driver import api_of, driver_family, features, resolve
 
@@ -33,6 +35,7 @@ REDUCE_BELOW_KV = 1024          # reduce_block_rows below this many keys
 GCN_FAMILIES = ("gcn", "cdna")  # ggml-vulkan's AMD_GCN: wave64-only parts (GCN and CDNA)
 
 
+@lru_cache(maxsize=512)
 def fa_scalar(backend: str, hw) -> bool:
     """Whether ``backend``'s prompt FlashAttention runs ggml-vulkan's FA_SCALAR shader on ``hw``: Vulkan without
     coopmat2, and either no coopmat1 FlashAttention on the part (``backends.flash_attn_on_vector``) or no cooperative
