@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+import tokspeed
 from tokspeed.engines.fa_tiles import block_rows, extra_kv_bytes, fa_scalar
 from tokspeed.engines.profile import get_engine
+from tokspeed.explain.journey import build_journey
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.ledger import attention_core_ops
 from tokspeed.resolve import resolve_model
@@ -76,3 +78,14 @@ def test_b70_prompt_at_depth_pays_the_block_rereads():
     once = (op.kv_read_bytes + op.kv_write_bytes) / (bw * eng.eta_kv) + op.act_bytes / bw \
         + op.flops * eng.attn_bytes_per_flop / bw
     assert t == pytest.approx(once + extra / (bw * eng.eta_kv), rel=1e-9)
+
+
+def test_explain_counts_the_rereads_in_the_attention_bytes():
+    """explain's attention stage carries the bytes FA_SCALAR reads (one read + the block re-reads) and says why."""
+    p = tokspeed.predict("llama-2-7b", "arc-pro-b70", quant="Q4_0", engine="llama.cpp-vulkan", prompt=512, gen=0,
+                         context=16384)
+    st = next(s for s in build_journey(p, "prefill").stages if s.label.startswith("attention over"))
+    spec = resolve_model("llama-2-7b")[0]
+    (op,) = attention_core_ops(spec, 2.0, 1, 512, 16384)
+    assert st.kv_bytes == pytest.approx(op.kv_row_bytes / 8 + op.kv_write_bytes, rel=1e-9)
+    assert "FA_SCALAR" in st.note

@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..engines.cpu import barrier_scale
+from ..engines.fa_tiles import extra_kv_bytes
 from ..engines.graph_kernels import op_kernels
 from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
-from ..engines.rates import int8_rates, matmul_rate, op_rate
+from ..engines.rates import MATVEC_MAX_TOKENS, int8_rates, matmul_rate, op_rate
 from ..engines.rates_stream import stream_rate, weight_reads
 from ..ledger import Role, Scope
 from ..predict import UBATCH, fit_of, prefill_passes
@@ -226,7 +227,11 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                 st.ops.append(op.name)
             st.flops += op.flops
             st.weight_bytes += op.weight_bytes * weight_reads(eng, op, tokens)   # as the engine reads them
-            st.kv_bytes += op.kv_read_bytes + op.kv_write_bytes
+            tiles = extra_kv_bytes(op, eng.name, hw, tokens, tokens > MATVEC_MAX_TOKENS)    # as PassRates.time
+            st.kv_bytes += op.kv_read_bytes + op.kv_write_bytes + tiles
+            if tiles:
+                st.note = (f"ggml-vulkan's scalar FlashAttention (FA_SCALAR) reads the cache once per block of query "
+                           f"rows: {(op.kv_read_bytes + tiles) / op.kv_read_bytes:,.0f}x one read, counted in the bytes")
             if kv_reads(op, eng) > 1:
                 st.note = (f"unfused attention: each query head reads its K/V head, {eng.kv_reread:.0%} of the "
                            f"re-reads from memory: {kv_reads(op, eng):.3g}x the cache counted here (FlashAttention "
