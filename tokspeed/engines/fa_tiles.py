@@ -9,6 +9,10 @@ attend (``Op.kv_row_bytes``: per query row and query head) divided by ``Br``, wh
 paths (coopmat1/2 tiles of 16-64 rows sharing a K/V head's tiles, CUDA's and Metal's) read the cache about once.
 The device's caches are not credited: at the depths where the term matters a K/V head's cache slice (e.g. 8.9 MB at
 17K tokens of a 128-wide F16 head) is of the order of the whole L2 (ASSUMED; an upper bound of the traffic).
+Applied on Intel parts (``MEASURED_VENDORS``), where the rows below measure it and ggml-vulkan's Intel branch also
+disables subgroups and always reduces the block; the other parts on FA_SCALAR (AMD RDNA2 with 32-128 MB of Infinity
+Cache, GCN / CDNA, NVIDIA Turing under a coopmat1 driver) have last-level caches the catalog does not list and no
+row at depth: there the cache is read once, as before this term.
 
 ``Br`` is ``get_fa_tuning_params_scalar`` of ggml-vulkan.cpp (llama-cpp-python 0.3.36's vendored copy):
 - ``row_split``: 4 where the head is wider than ``row_split_max_hsk`` (64; 128 on AMD RDNA discrete parts for
@@ -33,6 +37,7 @@ ROW_SPLIT_MAX_HSK = 64          # get_fa_tuning_params_scalar: row_split_max_hsk
 ROW_SPLIT_MAX_HSK_RDNA = 128    # AMD, not GCN, not UMA, more than 8 rows
 REDUCE_BELOW_KV = 1024          # reduce_block_rows below this many keys
 GCN_FAMILIES = ("gcn", "cdna")  # ggml-vulkan's AMD_GCN: wave64-only parts (GCN and CDNA)
+MEASURED_VENDORS = ("intel",)   # where the re-reads are applied (module docstring)
 
 
 @lru_cache(maxsize=512)
@@ -69,9 +74,11 @@ def block_rows(hw, head_dim: int, n_kv: float, n_rows: int) -> int:
 
 def extra_kv_bytes(op, backend: str, hw, tokens: int, tiled: bool) -> float:
     """K/V bytes a prompt pass's attention core ``op`` reads beyond one read of the cache (``op.kv_read_bytes``)
-    under FA_SCALAR: ``op.kv_row_bytes / Br`` less the one read; 0 on every other path, for a decode pass (not
-    ``tiled``) and for an operator that is not the attention core."""
+    under FA_SCALAR on a part of ``MEASURED_VENDORS``: ``op.kv_row_bytes / Br`` less the one read; 0 on every other
+    path or part, for a decode pass (not ``tiled``) and for an operator that is not the attention core."""
     if not tiled or not op.kv_row_bytes or not op.kv_write_bytes or not fa_scalar(backend, hw):
+        return 0.0
+    if not (getattr(hw, "vendor", "") or "").strip().lower().startswith(MEASURED_VENDORS):
         return 0.0
     n_kv = tokens * op.kv_read_bytes / op.kv_write_bytes       # keys of the last row: (cached + n) per sequence
     br = block_rows(hw, op.score_dim, n_kv, tokens)
