@@ -63,8 +63,8 @@ from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
 from tokspeed.calibration.holdout import (CONDITIONS, band_results, bands_toml, held_out_tables,  # noqa: E402
                                           is_moe)
 from tokspeed.calibration.pooled_holdout import (POOL_GRID, SCHEMES, backend_bands, band_rows,  # noqa: E402
-                                                 choose_k, era_blend, held_out_eras, pooled_errors, pooled_tables,
-                                                 seen_mask, test_masks)
+                                                 choose_k, era_blend, format_cells, held_out_eras, pooled_errors,
+                                                 pooled_tables, seen_mask, test_masks)
 from tokspeed.engines.driver import kernel_cost_sources  # noqa: E402
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
@@ -586,7 +586,7 @@ def main(argv=None) -> int:
     k = choose_k(results)
     bands = backend_bands(results, k)
     for res in results:
-        res.update(pool_k=k, bands=bands[res["engine"]], band_rows={
+        res.update(pool_k=k, bands=bands[res["engine"]], format_bands=format_cells(res, k), band_rows={
             f"{d}_band_rows": sum(len(band_rows(res, kind, k, d)) for kind in ("decode", "prefill"))
             for d in ("seen", "unseen")})
     print()

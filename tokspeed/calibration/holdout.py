@@ -30,7 +30,7 @@ from ..quant.format_key import format_group
 from ..resolve import resolve_model
 from ..scale.parallel import row_split_prefill
 from ..stats import band_error_pct, percentile, weighted_percentile
-from ..toml_writer import dumps, sig6
+from ..toml_writer import Inline, dumps, sig6
 from .evaluate import error_pct, predicted_tok_s
 
 KINDS = ("decode", "prefill")
@@ -212,8 +212,10 @@ def band_results(results, rows, band) -> list[dict]:
 HEADER = """# Written by scripts/fit_calibration.py: do not edit by hand (tokspeed/calibration/holdout.py).
 # [terms.<kind>]: factors pooled over the backends; per engine: what its fit covers (vendors, families, weight-format
 # groups, the deepest context, MoE rows) and its own factors where it has enough held-out rows. A factor is the p90
-# of |held-out error| / band over the rows held out that way; tokspeed/engines/bands.py multiplies the band by each
-# factor that applies.
+# of the held-out band error / band over the rows held out that way; tokspeed/engines/bands.py multiplies the band by
+# each factor that applies. <kind>_format_pct: the seen-family band per weight-format cell (its held-out rows alone,
+# <kind>_format_rows of them; "other": the groups with few rows, pooled), <kind>_seen_pct: the backend's over every
+# format (fitted.toml's <kind>_error_pct), whose ratio bands.format_cell applies.
 """
 
 
@@ -231,6 +233,12 @@ def bands_data(results) -> dict:
                      # the GPU drivers of its single-device rows (engines/driver.py: driver_fitted reads this list)
                      drivers=sorted({r.driver for r in rows if getattr(r, "driver", "") and r.n_devices == 1}))
             e.update(res.get("band_rows", {}))   # held-out rows behind the band (pooled_holdout.band_rows)
+            for k in KINDS:       # the seen-family band by weight-format cell (pooled_holdout.format_cells)
+                cells = {c: v for (kind, c), v in res.get("format_bands", {}).items() if kind == k}
+                if cells:
+                    e[f"{k}_seen_pct"] = float(round(res["bands"][(k, "seen")]))    # as fitted.toml rounds it
+                    e[f"{k}_format_pct"] = Inline({c: float(round(b)) for c, (b, _) in cells.items()})
+                    e[f"{k}_format_rows"] = Inline({c: n for c, (_, n) in cells.items()})
             for k in KINDS:       # the backend's own factors where it has enough held-out rows (else pooled)
                 own = {"unseen_vendor": vendor_factor(res, k)}
                 own.update({t: _factor(condition_pairs([res], t, k)) for t in CONDITIONS + ("multi_device",)})

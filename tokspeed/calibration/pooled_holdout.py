@@ -22,7 +22,9 @@ import math
 
 import numpy as np
 
+from ..engines.bands import OTHER
 from ..engines.pooling import arch_family, blend, pool_weight
+from ..quant.format_key import format_group
 from ..stats import percentile
 
 SOURCE_FOLDS = 5
@@ -32,6 +34,7 @@ POOL_GRID = (0.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0)
 SCHEMES = ("source", "device", "time")
 COVER = 90                           # the quantile a band covers (conformal: of held-out |log error|)
 MIN_BAND_ROWS = 10                   # fewer held-out rows of a backend x metric x distance: the pooled band
+MIN_CELL_ROWS = 20                   # held-out rows a weight-format cell needs for a band of its own
 
 
 def group_folds(groups, n_folds: int) -> list[np.ndarray]:
@@ -134,15 +137,42 @@ def conformal(abs_log: list, cover: float = COVER) -> float:
     return (math.exp(xs[rank - 1]) - 1) * 100
 
 
-def band_rows(res, kind: str, k: float, distance: str) -> list:
+def band_rows(res, kind: str, k: float, distance: str, group=None) -> list:
     """|log error| of the backend's ``kind`` rows held out by source and by device at strength ``k``, whose family
-    was ``seen`` in the refit (or ``unseen``: the priors)."""
+    was ``seen`` in the refit (or ``unseen``: the priors); ``group``: only those whose weight format's group is
+    in it (a set of ``format_group`` names)."""
     out = []
     for s in ("source", "device"):
         err, seen = res["pooled"][s][k], res["seen"][s]
         pick = seen if distance == "seen" else ~seen
         out += [x for r, e, p, x in zip(res["rows"], err, pick, _log_abs(err))
-                if r.kind == kind and p and not math.isnan(e)]
+                if r.kind == kind and p and not math.isnan(e) and (group is None or format_group(r.quant) in group)]
+    return out
+
+
+def format_cells(res, k: float) -> dict:
+    """{(kind, cell): (band %, held-out rows)}: the backend's seen-family band split by the weight format's group
+    (Mondrian conformal: each held-out row in one cell, each cell's own COVER % quantile), for every group with
+    MIN_CELL_ROWS held-out rows and for the rest pooled (``OTHER``) where they are as many; a question in a cell
+    without a band takes the backend's."""
+    out = {}
+    for kind in ("decode", "prefill"):
+        count = {}
+        for r in res["rows"]:
+            if r.kind == kind:
+                count.setdefault(format_group(r.quant), 0)
+        for g in count:
+            count[g] = len(band_rows(res, kind, k, "seen", {g}))
+        big = sorted(g for g, n in count.items() if n >= MIN_CELL_ROWS)
+        if len(big) < 2 and not (big and sum(count.values()) - count[big[0]] >= MIN_CELL_ROWS):
+            continue        # one cell only: the backend's band is that cell's
+        cells = {g: {g} for g in big}
+        rest = {g for g in count if g not in big}
+        if rest and sum(count[g] for g in rest) >= MIN_CELL_ROWS:
+            cells[OTHER] = rest
+        for name, groups in cells.items():
+            xs = band_rows(res, kind, k, "seen", groups)
+            out[(kind, name)] = (conformal(xs), len(xs))
     return out
 
 
@@ -218,21 +248,29 @@ def band_table(results, k: float, bands: dict) -> str:
     backend has too few), median width high / low and the interval score (Winkler, at 90 %, in units of log)."""
     lines = ["| backend | metric | distance | held-out rows | band | in band | median width (high / low) | "
              "interval score |", "|---|---|---|---|---|---|---|---|"]
-    alpha = 1 - COVER / 100
     for res in results:
         for kind in ("decode", "prefill"):
             for d in ("seen", "unseen"):
                 xs = band_rows(res, kind, k, d)
-                if not xs:
-                    continue
-                b = bands[res["engine"]][(kind, d)]
-                half = math.log1p(b / 100)
-                inside = sum(x <= half for x in xs)
-                score = sum(2 * half + (2 / alpha) * max(0.0, x - half) for x in xs) / len(xs)
-                lines.append(f"| {res['engine']} | {kind} | {'family in the fit' if d == 'seen' else 'family unseen'} "
-                             f"| {len(xs)} | ±{b:.0f} % | {100 * inside / len(xs):.0f} % | ×{(1 + b / 100) ** 2:.2f} "
-                             f"| {score:.2f} |")
+                if xs:
+                    lines.append(_band_line(res["engine"], kind, "family in the fit" if d == "seen" else
+                                            "family unseen", xs, bands[res["engine"]][(kind, d)]))
+            cells = {c: b for (kd, c), (b, _) in res.get("format_bands", {}).items() if kd == kind}
+            for c, b in sorted(cells.items()):
+                groups = {c} if c != OTHER else {format_group(r.quant) for r in res["rows"]} - set(cells)
+                xs = band_rows(res, kind, k, "seen", groups)
+                lines.append(_band_line(res["engine"], kind, f"in the fit, {c} weights", xs, b))
     return "\n".join(lines)
+
+
+def _band_line(engine: str, kind: str, where: str, xs: list, b: float) -> str:
+    """A row of ``band_table``: the held-out |log errors| ``xs`` against the band ``b`` (%)."""
+    alpha = 1 - COVER / 100
+    half = math.log1p(b / 100)
+    inside = sum(x <= half for x in xs)
+    score = sum(2 * half + (2 / alpha) * max(0.0, x - half) for x in xs) / len(xs)
+    return (f"| {engine} | {kind} | {where} | {len(xs)} | ±{b:.0f} % | {100 * inside / len(xs):.0f} % | "
+            f"×{(1 + b / 100) ** 2:.2f} | {score:.2f} |")
 
 
 def pooled_tables(results, k: float) -> str:
@@ -250,6 +288,8 @@ def pooled_tables(results, k: float) -> str:
         check, "",
         "Bands: the split-conformal 90 % quantile of the held-out |log error| (by source and by device) per backend, "
         "metric and distance (the device's family in the fit, or not: its priors); fewer than 10 held-out rows take "
-        "every backend's. The coverage is over the rows the band is built from (about 90 % by construction); the "
-        "interval score is Winkler's at 90 % in log units (lower is sharper).", "",
+        "every backend's. A family in the fit is split by the weight format's group where a group has "
+        f"{MIN_CELL_ROWS} held-out rows or more (\"other\": the rest, pooled; a question takes its format's cell). "
+        "The coverage is over the rows the band is built from (about 90 % by construction); the interval score "
+        "is Winkler's at 90 % in log units (lower is sharper).", "",
         band_table(results, k, {r["engine"]: r["bands"] for r in results})])

@@ -31,6 +31,8 @@ from ..quant.format_key import format_group
 from .compat import runtime_of
 from .tables import HERE, load_table
 
+OTHER = "other"      # the cell of the format groups with few held-out rows (calibration.pooled_holdout.OTHER)
+
 TABLE = HERE / "bands.toml"
 KINDS = ("decode", "prefill")
 TERM_LABEL = {"unseen_vendor": "unseen vendor", "unseen_backend": "unseen backend", "unseen_format": "unseen format",
@@ -130,10 +132,34 @@ def question_of(spec, quant, context: int, n_devices: int) -> dict:
             "n_devices": int(n_devices or 1)}
 
 
+def format_cell(profile, kind: str, format_group: str = "") -> tuple[float, str]:
+    """(ratio, why): the seen-family band of the weight format's cell over the backend's (bands.toml
+    ``<kind>_format_pct``: the held-out rows split by format group, Mondrian conformal,
+    ``calibration.pooled_holdout.format_cells``); (1, "") where the backend has no cells, the format none (a group
+    the fit lacks: the backend's band and the unseen-format term), or the answer is not the fit's (priors, a
+    machine's calibration)."""
+    if _calibrated(profile) or _unseen_family(profile) or not getattr(profile, "fitted", False) or not format_group:
+        return 1.0, ""
+    entry = _bands().get(getattr(profile, "name", "")) or {}
+    cells, seen = entry.get(f"{kind}_format_pct") or {}, entry.get(f"{kind}_seen_pct")
+    if not seen or format_group not in entry.get("formats", []):
+        return 1.0, ""
+    cell = format_group if format_group in cells else OTHER if OTHER in cells else ""
+    if not cell:
+        return 1.0, ""
+    rows = (entry.get(f"{kind}_format_rows") or {}).get(cell, 0)
+    what = (f"{format_group} weights" if cell == format_group
+            else f"the formats with few rows ({format_group} among them)")
+    return cells[cell] / seen, (f"{what}: ±{cells[cell]:g} % over {rows} held-out rows of that cell, where "
+                                f"{getattr(profile, 'name', '')}'s rows of every format give ±{seen:g} %")
+
+
 def stated_pct(profile, kind: str, **question) -> float:
-    """The band ``predict`` states for ``kind``: the profile's (device terms in) times the question's terms."""
+    """The band ``predict`` states for ``kind``: the profile's (device terms in), scaled to its weight format's cell
+    (``format_cell``), times the question's terms."""
     base = profile.decode_error_pct if kind == "decode" else profile.prefill_error_pct
-    return base * product(workload_terms(profile, kind, **question))
+    ratio = format_cell(profile, kind, question.get("format_group", ""))[0]
+    return base * ratio * product(workload_terms(profile, kind, **question))
 
 
 def band_basis(profile, hw, **question) -> dict:
@@ -166,15 +192,18 @@ def band_basis(profile, hw, **question) -> dict:
         terms = device_terms(profile, hw, kind) + workload_terms(profile, kind, **question)
         shown = profile.decode_error_pct if kind == "decode" else profile.prefill_error_pct
         dev = product(device_terms(profile, hw, kind))
-        out[f"{kind}_base_pct"] = shown / dev
+        ratio, cell = format_cell(profile, kind, question.get("format_group", ""))
+        out[f"{kind}_base_pct"] = shown * ratio / dev
+        out[f"{kind}_cell"] = cell
         out[f"{kind}_terms"] = [{"term": t, "factor": f, "why": w} for t, f, w in terms]
         out[f"{kind}_pct"] = stated_pct(profile, kind, **question)
     return out
 
 
 def describe(basis: dict, kind: str) -> str:
-    """One line: ``±12 % fitted (...) × 1.9 unseen vendor (...) = ±23 %``."""
-    text = f"±{basis[f'{kind}_base_pct']:.0f} % {basis['basis']} ({basis['detail']})"
+    """One line: ``±12 % fitted (...; Q4 weights: ...) × 1.9 unseen vendor (...) = ±23 %``."""
+    cell = basis.get(f"{kind}_cell", "")
+    text = f"±{basis[f'{kind}_base_pct']:.0f} % {basis['basis']} ({basis['detail']}{'; ' + cell if cell else ''})"
     for t in basis[f"{kind}_terms"]:
         text += f" × {t['factor']:.2f} {TERM_LABEL.get(t['term'], t['term'])} ({t['why']})"
     return text + (f" = ±{basis[f'{kind}_pct']:.0f} %" if basis[f"{kind}_terms"] else "")
