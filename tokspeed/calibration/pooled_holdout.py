@@ -150,27 +150,26 @@ def band_rows(res, kind: str, k: float, distance: str, group=None) -> list:
     return out
 
 
+def cell_groups(res, kind: str, k: float) -> dict:
+    """{cell: format groups} of the backend's seen-family ``kind`` rows held out at strength ``k``: a cell per group
+    with MIN_CELL_ROWS held-out rows, the rest pooled (``OTHER``) where they are as many; {} where that leaves one
+    cell (the backend's band is that cell's)."""
+    groups = sorted({format_group(r.quant) for r in res["rows"] if r.kind == kind})
+    count = {g: len(band_rows(res, kind, k, "seen", {g})) for g in groups}
+    cells = {g: {g} for g in groups if count[g] >= MIN_CELL_ROWS}
+    rest = {g for g in groups if g not in cells}
+    if sum(count[g] for g in rest) >= MIN_CELL_ROWS:
+        cells[OTHER] = rest
+    return cells if len(cells) > 1 else {}
+
+
 def format_cells(res, k: float) -> dict:
     """{(kind, cell): (band %, held-out rows)}: the backend's seen-family band split by the weight format's group
-    (Mondrian conformal: each held-out row in one cell, each cell's own COVER % quantile), for every group with
-    MIN_CELL_ROWS held-out rows and for the rest pooled (``OTHER``) where they are as many; a question in a cell
-    without a band takes the backend's."""
+    (``cell_groups``; Mondrian conformal: each held-out row in one cell, each cell's own COVER % quantile); a
+    question in a cell without a band takes the backend's."""
     out = {}
     for kind in ("decode", "prefill"):
-        count = {}
-        for r in res["rows"]:
-            if r.kind == kind:
-                count.setdefault(format_group(r.quant), 0)
-        for g in count:
-            count[g] = len(band_rows(res, kind, k, "seen", {g}))
-        big = sorted(g for g, n in count.items() if n >= MIN_CELL_ROWS)
-        if len(big) < 2 and not (big and sum(count.values()) - count[big[0]] >= MIN_CELL_ROWS):
-            continue        # one cell only: the backend's band is that cell's
-        cells = {g: {g} for g in big}
-        rest = {g for g in count if g not in big}
-        if rest and sum(count[g] for g in rest) >= MIN_CELL_ROWS:
-            cells[OTHER] = rest
-        for name, groups in cells.items():
+        for name, groups in cell_groups(res, kind, k).items():
             xs = band_rows(res, kind, k, "seen", groups)
             out[(kind, name)] = (conformal(xs), len(xs))
     return out
@@ -255,11 +254,10 @@ def band_table(results, k: float, bands: dict) -> str:
                 if xs:
                     lines.append(_band_line(res["engine"], kind, "family in the fit" if d == "seen" else
                                             "family unseen", xs, bands[res["engine"]][(kind, d)]))
-            cells = {c: b for (kd, c), (b, _) in res.get("format_bands", {}).items() if kd == kind}
-            for c, b in sorted(cells.items()):
-                groups = {c} if c != OTHER else {format_group(r.quant) for r in res["rows"]} - set(cells)
+            cells = res.get("format_bands", {})
+            for c, groups in sorted(cell_groups(res, kind, k).items()):
                 xs = band_rows(res, kind, k, "seen", groups)
-                lines.append(_band_line(res["engine"], kind, f"in the fit, {c} weights", xs, b))
+                lines.append(_band_line(res["engine"], kind, f"in the fit, {c} weights", xs, cells[(kind, c)][0]))
     return "\n".join(lines)
 
 
