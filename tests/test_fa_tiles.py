@@ -61,15 +61,15 @@ def test_b70_prompt_at_depth_pays_the_block_rereads():
     spec = resolve_model("llama-2-7b")[0]
     (op,) = attention_core_ops(spec, 2.0, 1, 512, 16384)
     # Br = 8 on Intel for 128-wide heads: the cache is read kv_row_bytes / 8, one read of it already counted
-    extra = extra_kv_bytes(op, "llama.cpp-vulkan", B70, 512, True)
+    extra = extra_kv_bytes(op, "llama.cpp-vulkan", B70, 512)
     assert extra == pytest.approx(op.kv_row_bytes / 8 - op.kv_read_bytes)
     assert extra / op.kv_read_bytes == pytest.approx((16384 + 256.5) / (16384 + 512) * 512 / 8 - 1, rel=1e-9)
     # no re-reads for a decode pass, on a coopmat2 part, or for CUDA
-    assert extra_kv_bytes(op, "llama.cpp-vulkan", B70, 512, False) == 0.0
-    assert extra_kv_bytes(op, "llama.cpp-vulkan", RTX4090, 512, True) == 0.0
-    assert extra_kv_bytes(op, "llama.cpp-cuda", B70, 512, True) == 0.0
+    assert extra_kv_bytes(op, "llama.cpp-vulkan", B70, 8) == 0.0
+    assert extra_kv_bytes(op, "llama.cpp-vulkan", RTX4090, 512) == 0.0
+    assert extra_kv_bytes(op, "llama.cpp-cuda", B70, 512) == 0.0
     # RDNA2 runs FA_SCALAR too, but its Infinity Cache is not in the catalog and no row measures it: read once
-    assert fa_scalar("llama.cpp-vulkan", RX6800XT) and extra_kv_bytes(op, "llama.cpp-vulkan", RX6800XT, 512, True) == 0
+    assert fa_scalar("llama.cpp-vulkan", RX6800XT) and extra_kv_bytes(op, "llama.cpp-vulkan", RX6800XT, 512) == 0
     # the pass time: the attention core's memory side grows by the extra bytes at bandwidth x eta_kv
     eng = get_engine("llama.cpp-vulkan", B70)
     rates = PassRates(B70, eng, "Q4_0", 512)

@@ -26,7 +26,7 @@ from .engines.fa_tiles import extra_kv_bytes
 from .engines.graph_kernels import op_kernels
 from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from .engines.profile import EngineProfile
-from .engines.rates import MATVEC_MAX_TOKENS, op_rate
+from .engines.rates import op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
 from .quant.format_key import format_key
 from .ledger import Op
@@ -112,7 +112,7 @@ class PassRates:
         t_m = (op.weight_bytes * weight_reads(engine, op, tokens) / wbw
                + op.act_bytes / bw
                + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes
-                  + extra_kv_bytes(op, engine.name, self.hw, tokens, tokens > MATVEC_MAX_TOKENS)) / (bw * engine.eta_kv)
+                  + extra_kv_bytes(op, engine.name, self.hw, tokens)) / (bw * engine.eta_kv)
                + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
         t_f16 = dequant_bytes(engine, op, self.quantized, tokens) / bw     # its own kernel, before the GEMM
         return (t_c + t_f16, "compute") if t_c > t_m else (t_m + t_f16, "memory")

@@ -23,7 +23,7 @@ from ..engines.fa_tiles import extra_kv_bytes
 from ..engines.kernel_cost import driver_launch_s
 from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from ..engines.profile import prior_profile
-from ..engines.rates import BOARD_POWER, CAP_SHARPNESS, INT8_KERNELS, MATVEC_MAX_TOKENS, MMQ_BOUND, compute_rate
+from ..engines.rates import BOARD_POWER, CAP_SHARPNESS, INT8_KERNELS, MMQ_BOUND, compute_rate
 from ..engines.rates_stream import stream_bytes_s
 from ..ledger import forward_ops
 from ..predict import decode_steps
@@ -120,7 +120,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None) -> RowSet:
                 O["ab"].append(op.act_bytes)
                 O["f16"].append(dequant_bytes(flags, op, quantized, tokens))
                 O["kv"].append(op.kv_read_bytes + op.kv_write_bytes      # as PassRates.time: FA_SCALAR's re-reads
-                               + extra_kv_bytes(op, row.engine, row.hw, tokens, tokens > MATVEC_MAX_TOKENS))
+                               + extra_kv_bytes(op, row.engine, row.hw, tokens))
                 O["kvx"].append(op.kv_read_bytes * (op.query_heads_per_kv - 1))
                 O["bw"].append(row.hw.bandwidth_bytes_s)
                 O["ppe"].append(op.pairs_per_expert)

@@ -254,8 +254,8 @@ def band_table(results, k: float, bands: dict) -> str:
                 if xs:
                     lines.append(_band_line(res["engine"], kind, "family in the fit" if d == "seen" else
                                             "family unseen", xs, bands[res["engine"]][(kind, d)]))
-            cells = res.get("format_bands", {})
-            for c, groups in sorted(cell_groups(res, kind, k).items()):
+            cells = res.get("format_bands") or {}      # the fit's (format_cells); none: no cell rows
+            for c, groups in sorted(cell_groups(res, kind, k).items() if cells else ()):
                 xs = band_rows(res, kind, k, "seen", groups)
                 lines.append(_band_line(res["engine"], kind, f"in the fit, {c} weights", xs, cells[(kind, c)][0]))
     return "\n".join(lines)

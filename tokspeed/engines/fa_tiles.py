@@ -32,6 +32,7 @@ from functools import lru_cache
 
 from .backends import flash_attn_on_vector, uses_matrix_units
 from .driver import api_of, driver_family, features, resolve
+from .rates import MATVEC_MAX_TOKENS
 
 ROW_SPLIT_MAX_HSK = 64          # get_fa_tuning_params_scalar: row_split_max_hsk
 ROW_SPLIT_MAX_HSK_RDNA = 128    # AMD, not GCN, not UMA, more than 8 rows
@@ -72,11 +73,12 @@ def block_rows(hw, head_dim: int, n_kv: float, n_rows: int) -> int:
     return 4 if n_rows <= 4 else (8 if (n_rows <= 8 or reduce) else 16)
 
 
-def extra_kv_bytes(op, backend: str, hw, tokens: int, tiled: bool) -> float:
+def extra_kv_bytes(op, backend: str, hw, tokens: int) -> float:
     """K/V bytes a prompt pass's attention core ``op`` reads beyond one read of the cache (``op.kv_read_bytes``)
     under FA_SCALAR on a part of ``MEASURED_VENDORS``: ``op.kv_row_bytes / Br`` less the one read; 0 on every other
-    path or part, for a decode pass (not ``tiled``) and for an operator that is not the attention core."""
-    if not tiled or not op.kv_row_bytes or not op.kv_write_bytes or not fa_scalar(backend, hw):
+    path or part, for a decode pass (up to ``MATVEC_MAX_TOKENS`` rows: the matrix-vector kernels) and for an
+    operator that is not the attention core."""
+    if tokens <= MATVEC_MAX_TOKENS or not op.kv_row_bytes or not op.kv_write_bytes or not fa_scalar(backend, hw):
         return 0.0
     if not (getattr(hw, "vendor", "") or "").strip().lower().startswith(MEASURED_VENDORS):
         return 0.0

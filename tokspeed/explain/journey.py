@@ -18,7 +18,7 @@ from ..engines.cpu import barrier_scale
 from ..engines.fa_tiles import extra_kv_bytes
 from ..engines.graph_kernels import op_kernels
 from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
-from ..engines.rates import MATVEC_MAX_TOKENS, int8_rates, matmul_rate, op_rate
+from ..engines.rates import int8_rates, matmul_rate, op_rate
 from ..engines.rates_stream import stream_rate, weight_reads
 from ..ledger import Role, Scope
 from ..predict import UBATCH, fit_of, prefill_passes
@@ -227,7 +227,7 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                 st.ops.append(op.name)
             st.flops += op.flops
             st.weight_bytes += op.weight_bytes * weight_reads(eng, op, tokens)   # as the engine reads them
-            tiles = extra_kv_bytes(op, eng.name, hw, tokens, tokens > MATVEC_MAX_TOKENS)    # as PassRates.time
+            tiles = extra_kv_bytes(op, eng.name, hw, tokens)    # as PassRates.time
             st.kv_bytes += op.kv_read_bytes + op.kv_write_bytes + tiles
             if tiles:
                 st.note = (f"ggml-vulkan's scalar FlashAttention (FA_SCALAR) reads the cache once per block of query "
