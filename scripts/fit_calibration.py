@@ -66,6 +66,7 @@ from tokspeed.calibration.pooled_holdout import (POOL_GRID, SCHEMES, backend_ban
                                                  choose_k, era_blend, format_cells, held_out_eras, pooled_errors,
                                                  pooled_tables, seen_mask, test_masks)
 from tokspeed.engines.driver import kernel_cost_sources  # noqa: E402
+from tokspeed.engines.kernel_cost import own_cost_drivers  # noqa: E402
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.pooling import arch_family  # noqa: E402
@@ -151,6 +152,9 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
         if any(r.kind == "decode" for r in er):
             out.append(Param("launch_s", None, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False, era=e))
             out.append(Param("fixed_s", None, prior.fixed_s * 1e3, 0.0, 20.0, 1e-3, False, era=e))
+        if not e:       # the newest era's per-kernel cost under each driver its decode rows ran (kernel_cost.py)
+            for d in own_cost_drivers(prior.name, er):
+                out.append(Param("launch_by_driver", d, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False))
         if not e and prior.quant_flops_per_core_cycle and any(r.kind == "prefill" and format_group(r.quant) != "float"
                                                     for r in er):
             out.append(Param("quant_flops_per_core_cycle", None, prior.quant_flops_per_core_cycle, 16.0, 8192.0,
@@ -181,7 +185,8 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
 def make_profile(prior: EngineProfile, space: list[Param], x):
     """The trial profile for parameters ``x``: {era: EngineProfile} when the rows span eras (the
     newest under its label, older ones with their multipliers applied), else one EngineProfile."""
-    dicts = {f: dict(getattr(prior, f)) for f in ("eta_mem", "eta_compute", "eta_format", "eta_compute_format")}
+    dicts = {f: dict(getattr(prior, f)) for f in ("eta_mem", "eta_compute", "eta_format", "eta_compute_format",
+                                                  "launch_by_driver")}
     scalars, per_era = {}, {}
     for p, v in zip(space, x):
         val = float(v) * p.unit
@@ -204,6 +209,7 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
         vals.setdefault("quant_flops_per_core_cycle", 0.0)    # MMQ on tensor cores: the newest era only
         vals["kv_reread"] = share if unfused_attention(prior.name, era) else 0.0
         vals["flash_attention"] = not unfused_attention(prior.name, era)   # the era's default path
+        vals["launch_by_driver"] = {}          # an older era's launches: its own launch_s under every driver
         out[era] = replace(base, version=era,
                            eta_mem={k: v * m for k, v in base.eta_mem.items()},
                            bytes_per_core_cycle=base.bytes_per_core_cycle * m,
@@ -524,6 +530,8 @@ def engine_table(res, results) -> dict:
                attn_bytes_per_flop=p.attn_bytes_per_flop, kv_reread=p.kv_reread,
                gemm_half_tokens=round(p.gemm_half_tokens, 1), eta_kv=p.eta_kv, bw_cap_gbps=0.0,
                launch_s=p.launch_s, fixed_s=p.fixed_s)
+    if p.launch_by_driver:
+        out["launch_by_driver"] = Inline(p.launch_by_driver)
     out.update({k: getattr(p, k) for k in CORE_BOUNDS if getattr(p, k)})
     for kind in ("decode", "prefill"):
         out[f"{kind}_error_pct"] = float(round(band(res, kind, getattr(prior, f"{kind}_error_pct"))))
@@ -546,6 +554,8 @@ def engine_table(res, results) -> dict:
         eras[era] = {"eta_mem": Inline(era_mem), "eta_compute": Inline({k: v * c for k, v in eta_compute.items()})}
         # 0 = no bound in that era
         eras[era].update({k: getattr(ep, k) for k in ERA_SCALARS + tuple(b for b in CORE_BOUNDS if getattr(p, b))})
+        if p.launch_by_driver:      # an older era launches at its own launch_s (not the newest era's by driver)
+            eras[era]["launch_by_driver"] = Inline({})
     if eras:
         out["eras"] = eras
     return out

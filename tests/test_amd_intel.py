@@ -112,9 +112,10 @@ def test_sycl_prior_reproduces_the_arc_a770_figure_it_was_solved_from():
 
 def test_a_big_instinct_part_is_no_longer_capped_at_one_tb_s():
     # the 1,065 GB/s cap the ROCm prior carried (llama.cpp-cuda's 2024 fit) is gone: the kernel bound of 304 CUs
-    # lets an MI300X stream above 3 TB/s, an MI210 (104 CUs at 1.7 GHz) near 1 TB/s
+    # lets an MI300X stream at its HBM efficiency (0.6-0.8 of 5.3 TB/s, as CUDA's fit puts it on HBM parts) under its
+    # kernel bound (304 CUs x 2.1 GHz x ~7 B = 4.5 TB/s): well above 2.5 TB/s; an MI210 (104 CUs at 1.7 GHz) near 1 TB/s
     rocm = get_engine("llama.cpp-rocm")
-    assert stream_bytes_s(rocm, get_hardware("mi300x")) > 3e12
+    assert stream_bytes_s(rocm, get_hardware("mi300x")) > 2.5e12
     assert 0.8e12 < stream_bytes_s(rocm, get_hardware("mi210")) < 1.2e12
 
 

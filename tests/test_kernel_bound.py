@@ -77,9 +77,10 @@ def test_binned_apple_chips_are_slower_at_the_same_bandwidth(binned, full, measu
 
 def test_hbm3e_parts_gain_with_their_sms_not_their_bandwidth():
     # B200 8 TB/s vs A100 2.04 TB/s is 3.9x the bandwidth but 2.05x the core cycles (80 TF / 256 vs
-    # 19.5 TF / 128): the decode of an 8B F16 model gains at most the latter
+    # 19.5 TF / 128): the decode of an 8B F16 model gains about the latter -- the B200 is held by its kernel bound,
+    # the A100 by the softer minimum of its kernel bound and its HBM efficiency, so a few % either side of 2.05x
     a100, b200 = tok_s("llama-3.1-8b", "a100-80g-sxm", "F16"), tok_s("llama-3.1-8b", "b200", "F16")
-    assert 1.4 < b200 / a100 <= (80 / 256) / (19.5 / 128)
+    assert 1.4 < b200 / a100 <= 1.1 * (80 / 256) / (19.5 / 128) < 0.6 * 8000 / 2039
 
 
 def test_2025_quantized_prefill_follows_core_cycles_not_the_tensor_peak():

@@ -240,14 +240,14 @@ def test_fused_2025_builds_drop_unfused_score_traffic_under_fa_auto():
     # fitted from 0 (fused) on the 2025 rows (calibration-3.csv's R9700 rows at 16-32K depth): it stays at about
     # 1 % of the unfused era's traffic, far from the unfused figure
     assert 0 <= get_engine("llama.cpp-rocm").attn_bytes_per_flop < rocm_2024 / 20
-    # Vulkan's 2025 era has fitted prefill rows since calibration-3.csv: the fit starts it at 0 (fused) and the
-    # rows leave it well below the unfused 2024 era. Since the scalar FlashAttention's block re-reads are counted
-    # by their kernel (engines/fa_tiles.py: the Intel rows at depth), what the 2025 value carries is the NVIDIA
-    # coopmat FlashAttention rows' depth cost: ~1/3 of the unfused era's (it was ~1/11 while the Intel rows'
-    # depth cost went to other parameters)
+    # Vulkan's 2024 era ran attention unfused: it carries score traffic. Its 2025 era starts at 0 (fused) in the fit;
+    # what the rows move it to is a depth cost the fused kernels' model lacks, not score traffic: since the fit takes
+    # the two-R9700 layer splits (calibration/split_rows.py) it is RDNA4's coopmat1 FlashAttention at 16-32K depth
+    # (ROCm's FlashAttention on the same cards needs none, above), which puts it above the 2024 era's figure -- a
+    # known gap (docs/calibration.md), asserted here so that a kernel model of it shows up as a change
     vk_2025 = get_engine("llama.cpp-vulkan", version="b6500").attn_bytes_per_flop
     vk_2024 = get_engine("llama.cpp-vulkan", version="2024").attn_bytes_per_flop
-    assert vk_2024 > 0 and 0 <= vk_2025 < vk_2024 / 2
+    assert vk_2024 > 0 and vk_2025 > vk_2024
     sycl = {get_engine("llama.cpp-sycl", version=v).attn_bytes_per_flop for v in (None, "2024", "b6500")}
     assert len(sycl) == 1 and sycl.pop() == pytest.approx(prior["llama.cpp-sycl"], rel=0.1)
     assert get_engine("ollama", get_hardware("mi300x")).attn_bytes_per_flop == rocm_2024

@@ -28,7 +28,7 @@ from .quant.kv import kv_bytes as kv_dtype_bytes
 from .scale.options import ScaleOptions
 from .scale.parallel import ROW_SPLIT_PREFILL
 from .scale.sections import scale_sections
-from .scale.timing import pipelined_s, pipelines_prompt
+from .scale.timing import pipelined_s, pipelines_prompt, split_in_turn
 from .serving.fitted import constants_note, engine_seconds, predict_constants
 from .timing import PassTime, depth_sum
 from .workload import DEFAULT_ENGINE, DEFAULT_GEN, DEFAULT_PROMPT, NBATCH, UBATCH, Workload
@@ -107,6 +107,7 @@ class Prediction:
     quant_assumed: str | None = None   # no format named: which one was assumed and why (None: named)
     driver: str | None = None          # the GPU driver the backend runs under (engines.driver; None: no choice)
     driver_assumed: str | None = None  # no driver named: which one was assumed and why
+    band_in_turn: tuple = field(default=(), repr=False)   # kinds whose passes run a layer split in turn (in_turn_kinds)
 
     @property
     def hypothetical(self) -> bool:
@@ -201,8 +202,8 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     pt0 = passes[r.profile.name, first]
     # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
     cpu = [o for o in ledgers[first] if o.unit == "cpu"]
-    band = fitted_band(fit, "tpot") or stated_pct(r.profile, "decode", **question_of(r.spec, r.quant, work.context,
-                                                                                     r.scale.gpus)) / 100
+    band = fitted_band(fit, "tpot") or stated_pct(r.profile, "decode", **question_of(
+        r.spec, r.quant, work.context, r.scale.gpus, in_turn_kinds(r, work))) / 100
     tok_s = 1 / step_s               # per sequence: one token for each of the batch every step
     bound_tok_s = 1 / ideal_s
     return Decode(bytes_per_token=(pt0.bytes - sum(o.bytes for o in cpu)) / B,
@@ -284,12 +285,24 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
         ideal += pipelined_s(r.timer(ops, IDEAL, work.batch, chunk), first)
         bounds[pt.bound] = bounds.get(pt.bound, 0.0) + s
     tok_s = work.batch * work.prompt / seconds
-    band = fitted_band(fit, "ttft") or stated_pct(r.profile, "prefill", **question_of(r.spec, r.quant, work.context,
-                                                                                      r.scale.gpus)) / 100
+    band = fitted_band(fit, "ttft") or stated_pct(r.profile, "prefill", **question_of(
+        r.spec, r.quant, work.context, r.scale.gpus, in_turn_kinds(r, work))) / 100
     bound_tok_s = work.batch * work.prompt / ideal
     return Prefill(tok_s=tok_s, seconds=seconds, bound=max(bounds, key=bounds.get),
                    bound_tok_s=bound_tok_s, tok_s_low=band_low(tok_s, band),
                    tok_s_high=band_high(tok_s, band, bound_tok_s))
+
+
+def in_turn_kinds(r, work: Workload) -> tuple[str, ...]:
+    """The kinds (decode, prefill) whose passes run the answer's layer split in turn (``scale.timing.split_in_turn``:
+    the fit takes such rows, so their band adds no multi-device term); a prompt pipelines where the layout does and
+    it has more than one micro-batch."""
+    layout = r.setup.layout if r.setup else None
+    fit = serving_fit(r)
+    chunks = sum(1 for _ in work.prefill_chunks(fit["token_budget"] if fit else None))
+    pipelined = pipelines_prompt(layout, r.profile) and chunks > 1
+    return tuple(k for k, pipe in (("decode", False), ("prefill", pipelined))
+                 if split_in_turn(layout, r.profile, work.batch, pipe))
 
 
 def band_low(tok_s: float, band: float) -> float:
@@ -337,7 +350,7 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
                       ttft_lead_tokens=lead if ttft is not None and dec.ms_per_token else 0.0,
                       quant_assumed=r.quant_assumed, driver=getattr(r.profile, "driver", "") or None,
                       driver_assumed=getattr(r.profile, "driver_assumed", None),
-                      **sections)
+                      band_in_turn=in_turn_kinds(r, work), **sections)
 
 
 def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", engine: str = DEFAULT_ENGINE,

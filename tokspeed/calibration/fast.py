@@ -2,7 +2,8 @@
 
 The operator ledger of every pass a row needs (decode steps as the KV cache grows, prefill
 micro-batches) is built once with ``tokspeed.ledger.forward_ops`` and ``tokspeed.predict.decode_steps``
-and flattened into numpy arrays; evaluating a profile then costs a few array operations instead of
+and flattened into numpy arrays (a layer split the fit takes, ``split_rows``: its one-device passes plus its
+hand-offs); evaluating a profile then costs a few array operations instead of
 thousands of ``op_time`` calls. The FLOP/s of every operator comes from the one function ``op_time`` takes it
 from (``tokspeed.engines.rates.compute_rate``), called once per kind of operator (ledger unit, attention or not,
 tokens routed per expert) of each distinct pass of a row; the stream rates from ``rates_stream.stream_bytes_s``,
@@ -33,6 +34,7 @@ from ..quant.schemes import scheme_for
 from ..resolve import resolve_model
 from ..workload import Workload
 from .evaluate import at_row_build
+from .split_rows import handoff_s
 
 
 @dataclass
@@ -63,6 +65,8 @@ class RowSet:
     # {backend: launch_s} of the backends whose per-kernel cost a driver borrows (kernel_cost.driver_launch_s), as
     # this fit has them; a backend not listed: the engine tables'
     launch_of: dict = field(default_factory=dict)
+    # per row: the seconds a layer split's hand-offs add to its one-device passes (split_rows.handoff_s; else 0)
+    handoff_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def _passes(row, spec, storage, kvb):
@@ -84,7 +88,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None) -> RowSet:
     P = {k: [] for k in ("row", "w", "kern", "tok")}
     O = {k: [] for k in ("pass", "row", "flops", "key", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe", "f16")}
     kinds: dict = {}
-    measured, numer = [], []
+    measured, numer, handoff = [], [], []
     specs, priors = {}, {}
     for i, row in enumerate(rows):
         if row.model not in specs:
@@ -97,6 +101,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None) -> RowSet:
             priors[row.engine] = prior_profile(row.engine)
         flags, quantized = priors[row.engine], format_key(row.quant).quantized
         measured.append(row.tok_s)
+        handoff.append(handoff_s(row))
         numer.append(row.batch * row.prompt if row.kind == "prefill" else
                      (row.batch if row.metric == "decode_aggregate" else 1))
         for w, tokens, ops in _passes(row, spec, storage, kvb):
@@ -133,7 +138,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None) -> RowSet:
                   wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
                   kv_reread=a(O["kvx"], float),
                   bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float), f16_bytes=a(O["f16"], float),
-                  launch_of=dict(launch_of or {}))
+                  launch_of=dict(launch_of or {}), handoff_s=a(handoff, float))
 
 
 def profile_for(prof, row):
@@ -191,5 +196,5 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     t_pass = np.bincount(rs.op_pass, weights=t_op, minlength=len(rs.pass_row))
     pr = rs.pass_row
     t_pass = t_pass + rs.pass_kernels * v["launch"][pr] + v["fixed"][pr]
-    t_row = np.bincount(rs.pass_row, weights=t_pass * rs.pass_w, minlength=n)
+    t_row = np.bincount(rs.pass_row, weights=t_pass * rs.pass_w, minlength=n) + rs.handoff_s
     return rs.numer / t_row

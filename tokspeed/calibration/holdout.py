@@ -11,7 +11,8 @@ covers nine rows in ten. ``tokspeed.engines.bands`` multiplies an answer's band 
   band's recipe: the p90 of the rows' own errors); the tables score it with the other engines' only;
 - by format group, by depth, by MoE (pooled over the backends): the backend refitted without a format group's rows,
   without the rows deeper than its median depth, without its MoE rows, predicts them;
-- several devices (pooled): the fit is single-device, so its multi-device rows are all held out.
+- several devices (pooled): the multi-device rows the fit does not take (row split, pipelined prompts; a layer split
+  run in turn is fitted, calibration/split_rows.py) are all held out.
 
 Pooled factors weigh each engine the same. A fitted backend with MIN_ROWS held-out rows of a term has its own factor
 (narrow where its evidence allows); a factor resting on fewer rows is not written: the engine falls back to the
@@ -124,7 +125,7 @@ def is_moe(model: str) -> bool:
 
 
 def multi_device_errors(res, rows) -> tuple[list, list]:
-    """The backend's multi-device rows (held out: the fit is single-device) and the signed % error of the fitted
+    """The backend's multi-device rows the fit does not take (held out) and the signed % error of the fitted
     profile on them, as predict lays them out (row-split prefill is not modelled and left out)."""
     prof = res["profile"]
     out_rows, errs = [], []
@@ -158,8 +159,9 @@ def held_out_tables(results) -> str:
     rows = [r for res in results if res.get("fitted") for r in res["rows"]]
     fitted = [res for res in results if res.get("fitted")]
     return "\n".join([
-        f"Fitted on {len(rows)} single-device rows ({sum(r.id.startswith('c3-') for r in rows)} of them from "
-        "calibration-3.csv).", "",
+        f"Fitted on {len(rows)} rows ({sum(r.id.startswith('c3-') for r in rows)} of them from calibration-3.csv; "
+        f"{sum(r.n_devices > 1 for r in rows)} of them layer splits run in turn, each device's own passes plus the "
+        "hand-offs: tokspeed/calibration/split_rows.py).", "",
         "Band coverage: the share of rows whose measured value lies inside the band a user at that distance from the "
         "data is given, and the median band (±%). Same family: the fitted band on the fitted rows. Held out by "
         "family / vendor / backend: the row predicted by a fit without its device family / vendor / backend (the "
@@ -230,8 +232,8 @@ def bands_data(results) -> dict:
             e.update(vendors=sorted({r.hw.vendor for r in rows}), families=sorted({r.family for r in rows}),
                      formats=sorted({format_group(r.quant) for r in rows}), max_context=max(r.context for r in rows),
                      moe=any(res["moe"]),
-                     # the GPU drivers of its single-device rows (engines/driver.py: driver_fitted reads this list)
-                     drivers=sorted({r.driver for r in rows if getattr(r, "driver", "") and r.n_devices == 1}))
+                     # the GPU drivers of its rows (engines/driver.py: driver_fitted reads this list)
+                     drivers=sorted({r.driver for r in rows if getattr(r, "driver", "")}))
             e.update(res.get("band_rows", {}))   # held-out rows behind the band (pooled_holdout.band_rows)
             for k in KINDS:       # the seen-family band by weight-format cell (pooled_holdout.format_cells)
                 cells = {c: v for (kind, c), v in res.get("format_bands", {}).items() if kind == k}

@@ -30,6 +30,7 @@ from ..quant.dynamic import split_size
 from ..quant.schemes import canonical, scheme_for
 from ..workload import NBATCH, UBATCH
 from .families import device_family
+from .split_rows import stages_in_turn
 
 REPO = Path(__file__).resolve().parents[2]
 # the repository's copy of the published measurements (data/validation/README.md describes the columns)
@@ -254,7 +255,7 @@ def sized_quant(quant: str, model_bytes: str) -> str:
     return f"{quant}@{size:.0f}B" if quant.startswith("UD-") and size else quant
 
 
-def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
+def _skip_reason(r: dict, quant: str, prompt, gen, ubatch: int, n_batch: int, era: str) -> str:
     for flag in row_flags(r["flags"]):
         if flag in SKIP_FLAGS:
             return flag
@@ -275,8 +276,10 @@ def _skip_reason(r: dict, quant: str, prompt, gen) -> str:
             return "prompt length unstated"
         if not _row_fp16_tflops(r) and not _cpu_simd_peak(r):
             return "no FP16 peak (prefill not scored)"
-    if _int(r["n_devices"], 1) > 1:       # answered by predict (layer split), not fitted
-        return "multi-device"
+    if _int(r["n_devices"], 1) > 1 and not stages_in_turn(
+            engine_key(r["engine"]), r.get("parallel", "").strip(), _int(r["n_devices"], 1), r["metric"].strip(),
+            prompt or 0, _int(r["context_depth"], 0), _int(r["batch"], 1), ubatch, n_batch, era):
+        return "multi-device"     # answered by predict, not fitted (split_rows: the layer splits the fit takes)
     return ""
 
 
@@ -315,17 +318,20 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
             if hw.kind == "cpu" or "cpu" in engine_key(r["engine"]):
                 hw = with_numa(with_threads(hw, note_threads(r.get("note", ""))),      # the row's -t, --numa
                                note_option(NOTE_NUMA, r.get("note", ""), None))
+            engine = engine_key(r["engine"])
+            era = row_era(engine, r.get("date", ""), r.get("build", ""))
+            ubatch = note_option(NOTE_UBATCH, r.get("note", ""), UBATCH)
+            n_batch = note_option(NOTE_NBATCH, r.get("note", ""), NBATCH)
             out.append(CalibrationRow(
                 id=r["id"], source=r["source"], hw=hw, family=device_family(r["hardware"], r["vendor"]),
                 n_devices=_int(r["n_devices"], 1), model=_model_id(r["model"]), quant=quant,
                 engine=engine_key(r["engine"]), metric=r["metric"].strip(), prompt=prompt or 0, gen=gen,
                 context=_int(r["context_depth"], 0), batch=_int(r["batch"], 1), tok_s=float(r["tok_s"]),
-                confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen),
+                confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen, ubatch, n_batch, era),
                 date=r.get("date", "").strip(), build=r.get("build", "").strip(),
-                era=row_era(engine_key(r["engine"]), r.get("date", ""), r.get("build", "")),
+                era=era,
                 month=row_month(engine_key(r["engine"]), r.get("date", ""), r.get("build", "")),
                 parallel=r.get("parallel", "").strip() or "none", model_bytes=_float(r.get("model_bytes", "")),
                 driver=row_driver(engine_key(r["engine"]), hw),
-                ubatch=note_option(NOTE_UBATCH, r.get("note", ""), UBATCH),
-                n_batch=note_option(NOTE_NBATCH, r.get("note", ""), NBATCH)))
+                ubatch=ubatch, n_batch=n_batch))
     return out

@@ -13,7 +13,8 @@ nine in ten such rows. The terms:
 - ``deep context``: the context is beyond the deepest row of the backend's fit (rows deeper than the median depth
   predicted by a fit on the shallower half);
 - ``MoE unseen``: a mixture-of-experts model on a backend whose fit has no MoE rows (leave-MoE-out);
-- ``multi-device``: several devices (the fit is single-device; its multi-device rows are all held out).
+- ``multi-device``: several devices in a setup the fit does not take (row split, a pipelined prompt, batched decode:
+  its rows are all held out); a layer split whose passes run its stages in turn is fitted (calibration/split_rows.py).
 
 The first two depend on the device only and are applied when the engine is resolved (``with_band``); the others
 depend on the question and are applied by ``predict`` (``stated_pct``). ``band_basis`` lists them for ``explain``.
@@ -81,9 +82,10 @@ def device_terms(profile, hw, kind: str) -> list[tuple[str, float, str]]:
 
 
 def workload_terms(profile, kind: str, *, moe: bool = False, format_group: str = "", context: int = 0,
-                   n_devices: int = 1) -> list[tuple[str, float, str]]:
+                   n_devices: int = 1, in_turn: tuple = ()) -> list[tuple[str, float, str]]:
     """(term, factor, why) for how far the question lies from ``profile``'s fitted rows: a format group, a depth or
-    MoE the fit has no rows of, several devices."""
+    MoE the fit has no rows of, several devices (not for the kinds ``in_turn``: a layer split whose passes run its
+    stages one after another, which the fit takes: calibration/split_rows.py)."""
     if _calibrated(profile) or not (getattr(profile, "fitted", False) or _unfitted_llama(profile)):
         return []
     name = getattr(profile, "name", "")
@@ -99,9 +101,9 @@ def workload_terms(profile, kind: str, *, moe: bool = False, format_group: str =
                         f"context {context:,} beyond the fit's deepest row ({deepest:,})"))
         if moe and not entry.get("moe", True):
             out.append(("moe_unseen", _factor(kind, "moe_unseen", entry), f"no MoE rows in {name}'s fit"))
-    if n_devices > 1:
+    if n_devices > 1 and kind not in in_turn:
         out.append(("multi_device", _factor(kind, "multi_device", entry),
-                    f"{n_devices} devices; the fit is single-device"))
+                    f"{n_devices} devices, not a layer split run in turn (the fit's)"))
     return out
 
 
@@ -120,8 +122,9 @@ def with_band(profile, hw):
                    prefill_error_pct=profile.prefill_error_pct * p)
 
 
-def question_of(spec, quant, context: int, n_devices: int) -> dict:
-    """``workload_terms``' keywords for a prediction's model spec, weight format, context depth and devices."""
+def question_of(spec, quant, context: int, n_devices: int, in_turn: tuple = ()) -> dict:
+    """``workload_terms``' keywords for a prediction's model spec, weight format, context depth and devices (``in_turn``:
+    the kinds whose passes run a layer split's stages one after another)."""
     group = getattr(quant, "group", "")
     if not group and quant:
         try:
@@ -129,7 +132,7 @@ def question_of(spec, quant, context: int, n_devices: int) -> dict:
         except UserError:          # a file's own format: no group, no term
             group = ""
     return {"moe": bool(getattr(spec, "n_experts", 0)), "format_group": group, "context": int(context or 0),
-            "n_devices": int(n_devices or 1)}
+            "n_devices": int(n_devices or 1), "in_turn": tuple(in_turn)}
 
 
 def format_cell(profile, kind: str, format_group: str = "") -> tuple[float, str]:
@@ -213,4 +216,5 @@ def prediction_basis(p) -> dict:
     """``band_basis`` of a ``Prediction``: its engine, device, model, format, depth and devices."""
     layout = getattr(p, "layout", None)
     n = layout.parallel.n_devices if layout is not None and getattr(layout, "parallel", None) else 1
-    return band_basis(p.engine_profile, p.hw, **question_of(p.spec, p.quant, p.context, n))
+    return band_basis(p.engine_profile, p.hw, **question_of(p.spec, p.quant, p.context, n,
+                                                           getattr(p, "band_in_turn", ())))

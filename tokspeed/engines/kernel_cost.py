@@ -1,10 +1,11 @@
 """What one kernel launch costs a llama.cpp backend under its GPU driver (``driver_launch_s``): the engine profile's
-``launch_s``, or the per-kernel cost of the backend its driver names in drivers.toml (``kernel_cost_of``). Read by
+``launch_s`` or the value fitted under that driver (``launch_by_driver``), or the per-kernel cost of the backend its
+driver names in drivers.toml (``kernel_cost_of``). Read by
 ``profile.with_driver`` (predict) and ``calibration.fast`` (the fit), so both time a row the same way."""
 
 from __future__ import annotations
 
-from .driver import kernel_cost_of
+from .driver import api_of, kernel_cost_of, resolve
 from .tables import engine_entry
 
 
@@ -21,12 +22,28 @@ def driver_launch_s(profile, hardware, launch_of: dict | None = None) -> float:
     kernels: what each costs is the GPU front end's gap from one dispatch to the next, as under a replayed CUDA
     graph, on the same silicon. llama.cpp-cuda's newest era replays graphs (GGML_CUDA_GRAPHS: llama.cpp's
     CMakeLists.txt sets GGML_CUDA_GRAPHS_DEFAULT ON), so its per-kernel cost, fitted on 455 rows of NVIDIA GPUs, is
-    that gap (1.7 us against 4.6-4.7 us for its eras without graphs); under the priors alone it is the CUDA prior's. Other drivers: the backend's own, no source
-    measures theirs apart (the Vulkan fit's 2024 era, NVIDIA rows only, put ~0 on it; its 2025 era, mostly Intel
-    rows, 11 us)."""
+    that gap (1.7 us against 4.6-4.7 us for its eras without graphs); under the priors alone it is the CUDA prior's.
+
+    Other drivers: the gap is the front end's and the driver's own (the barrier between dependent dispatches, the
+    submit), so it is fitted per driver where the newest era has decode rows under it (``launch_by_driver``: Mesa ANV
+    on Intel Xe2, RADV and AMDVLK on RDNA4) and is the backend's ``launch_s`` -- its priors' where no row fits it --
+    under any other driver. One value for all of them put Intel's gap on AMD parts (11 us fitted on mostly Intel
+    rows; the R9700 rows decode small models 30-57 % faster than that allows)."""
     of = kernel_cost_of(profile.name, hardware)
     if not of:
-        return profile.launch_s
+        own = getattr(profile, "launch_by_driver", None) or {}
+        d = resolve(profile.name, hardware) if own and hardware is not None else None
+        return float(own[d.name]) if d is not None and d.name in own else profile.launch_s
     if launch_of and of in launch_of:
         return float(launch_of[of])
     return float(engine_entry(of)[0].get("launch_s", profile.launch_s))
+
+
+def own_cost_drivers(engine: str, rows) -> list[str]:
+    """The GPU drivers whose per-kernel cost the fit takes apart (``launch_by_driver``): a Vulkan backend's, where
+    its decode ``rows`` ran under them and the driver borrows no other backend's cost (drivers.toml kernel_cost_of).
+    Vulkan records a pass into command buffers, so what a kernel costs is the GPU's dispatch gap under that driver,
+    not a host launch (tokspeed/engines/kernel_cost.py); the other backends launch from the host, one cost each."""
+    if api_of(engine) != "vulkan":
+        return []
+    return sorted({r.driver for r in rows if r.kind == "decode" and r.driver and not kernel_cost_of(engine, r.hw)})

@@ -25,7 +25,7 @@ from dataclasses import replace
 # fields blended geometrically (positive efficiencies), linearly (costs that may sit at 0), or kept where either is 0
 DICT_FIELDS = ("eta_mem", "eta_compute", "eta_format", "eta_compute_format")
 GEOMETRIC = ("eta_attn", "eta_kv", "eta_matvec", "gemm_half_tokens", "decode_error_pct", "prefill_error_pct")
-LINEAR = ("launch_s", "fixed_s")
+LINEAR = ("launch_s", "fixed_s")          # (and launch_by_driver, each driver's launch_s)
 STRUCTURAL = ("bytes_per_core_cycle", "quant_flops_per_core_cycle", "pj_per_flop")
 ATTENTION = ("attn_bytes_per_flop", "kv_reread")     # the fit's, or the prior of its path where w = 0
 
@@ -69,6 +69,9 @@ def blend(prior, fitted, w: float):
         out[f] = _geo(getattr(prior, f), getattr(fitted, f), w)
     for f in LINEAR:
         out[f] = (1 - w) * getattr(prior, f) + w * getattr(fitted, f)
+    # a driver's own per-kernel cost, toward the prior's one launch cost (none left where the family has no rows)
+    out["launch_by_driver"] = {d: (1 - w) * prior.launch_s + w * v for d, v in fitted.launch_by_driver.items()} \
+        if w > 0 else {}
     for f in STRUCTURAL:
         a, b = getattr(prior, f), getattr(fitted, f)
         out[f] = _geo(a, b, w) if a > 0 and b > 0 else b

@@ -156,6 +156,7 @@ class EngineProfile:
     kv_reread: float = 0.0      # unfused attention: share of the per-query-head K/V re-reads reaching memory
     gemm_half_tokens: float = 0.0
     launch_s: float = 0.0
+    launch_by_driver: dict = field(default_factory=dict)    # per GPU driver, fitted (kernel_cost.driver_launch_s)
     kernel_shares: tuple = ()           # server engines: ((ledger role, share of its kernels launched), ...) (graph_kernels)
     sync_s_per_thread: float = 0.0      # CPU engines: barrier after each graph node, per thread (x cpu_threads)
     fixed_s: float = 0.0

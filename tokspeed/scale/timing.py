@@ -150,9 +150,30 @@ def pipelines_prompt(layout: Layout | None, prof) -> bool:
     Vulkan, ROCm without peer access): the stages take each micro-batch in turn."""
     if layout is None or layout.parallel.style != "split" or layout.offload != "none" or len(layout.stages) < 2:
         return False
-    if copies_through_host(getattr(prof, "name", "")):
-        return False
-    return getattr(prof, "runtime", "") == "llama.cpp" and getattr(prof, "version", None) != "2023"
+    return engine_pipelines_prompt(getattr(prof, "name", ""), getattr(prof, "runtime", ""),
+                                   getattr(prof, "version", None))
+
+
+def splits_layers(runtime: str) -> bool:
+    """Whether ``runtime``'s layer split is the one ``pipelines_prompt`` and ``split_in_turn`` describe: llama.cpp's
+    (its backends, ollama, lm-studio)."""
+    return runtime == "llama.cpp"
+
+
+def engine_pipelines_prompt(backend: str, runtime: str, era: str | None) -> bool:
+    """The engine's half of ``pipelines_prompt``: llama.cpp after its 2023 era, on a backend whose copies between
+    devices do not stage through host memory."""
+    return splits_layers(runtime) and era != "2023" and not copies_through_host(backend)
+
+
+def split_in_turn(layout: Layout | None, prof, batch: int, pipelined: bool = False) -> bool:
+    """Whether every pass of a multi-device layout runs its stages one after another on the GPUs: llama.cpp's layer
+    split, all layers on the GPUs, at batch 1, its prompt not ``pipelined``. Such a pass costs the one-device pass
+    plus its hand-offs, so the fit takes rows of it as its device's own (``calibration.split_rows``) and the band
+    adds no multi-device term."""
+    return (layout is not None and layout.parallel.style == "split" and layout.offload == "none"
+            and len(layout.stages) > 1 and batch == 1 and splits_layers(getattr(prof, "runtime", ""))
+            and not pipelined)
 
 
 def pipelined_s(pt: PassTime, first: bool) -> float:
