@@ -298,6 +298,8 @@ def in_turn_kinds(r, work: Workload) -> tuple[str, ...]:
     the fit takes such rows, so their band adds no multi-device term); a prompt pipelines where the layout does and
     it has more than one micro-batch."""
     layout = r.setup.layout if r.setup else None
+    if layout is None or len(layout.stages) < 2:
+        return ()                         # one device: nothing to run in turn
     fit = serving_fit(r)
     chunks = sum(1 for _ in work.prefill_chunks(fit["token_budget"] if fit else None))
     pipelined = pipelines_prompt(layout, r.profile) and chunks > 1
