@@ -135,7 +135,8 @@ def test_a_lost_actor_ends_partial_with_every_finished_request_kept(cluster, ser
     assert lost and all(r["actor"] == 1 and "actor 1" in r["error_detail"] for r in lost)
     # each of the 4 requests handed to actor 1 is one record: finished (kept) or lost with it. Two
     # had finished before the 3rd and the 4th were handed to it (2 slots of concurrency 4 are its)
-    ok_1 = sum(1 for r in recs if r["actor"] == 1 and r["ok"])
+    # (a request the stop cancelled before any actor was handed it has a record but no actor: .get)
+    ok_1 = sum(1 for r in recs if r.get("actor") == 1 and r["ok"])
     assert ok_1 + len(lost) == 4 and ok_1 >= 2
     # every request the server answered in full is a record (lost and cancelled ones may have reached it too)
     assert sum(r["ok"] for r in recs) <= len(server.bodies) <= len(recs)
