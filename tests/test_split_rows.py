@@ -20,7 +20,7 @@ def rows():
 
 
 def test_which_splits_run_in_turn():
-    args = dict(n_devices=2, prompt=512, context=0, batch=1, ubatch=512, n_batch=2048, era="2025")
+    args = dict(n_devices=2, prompt=512, batch=1, ubatch=512, n_batch=2048, era="2025")
     assert stages_in_turn("llama.cpp-cuda", "layer-split", metric="decode", **args)
     assert stages_in_turn("llama.cpp-cuda", "layer-split", metric="prefill", **args)       # one micro-batch
     assert not stages_in_turn("llama.cpp-cuda", "tp", metric="decode", **args)               # row split
@@ -76,3 +76,15 @@ def test_a_split_run_in_turn_has_no_multi_device_term():
     assert width(tp) > width(one)
     deep = predict("llama-3.1-8b", "rtx-4090", parallel="split", **{**common, "prompt": 4096})
     assert deep.band_in_turn == ("decode",)          # a pipelined prompt keeps its term
+
+
+@pytest.mark.parametrize("prompt, ubatch, n_batch", [(0, 512, 2048), (512, 512, 2048), (513, 512, 2048),
+                                                      (2048, 4096, 2048), (2049, 4096, 2048), (300, 256, 128)])
+def test_one_micro_batch_without_walking_the_chunks(prompt, ubatch, n_batch):
+    from tokspeed.workload import Workload, one_micro_batch
+
+    w = Workload(prompt=prompt, gen=0, ubatch=ubatch, n_batch=n_batch)
+    walked = sum(1 for _ in w.prefill_chunks())
+    assert one_micro_batch(prompt, ubatch, n_batch) == (walked <= 1) == (not w.splits_prompt())
+    # a hostile row's counts are compared, never walked: 2**31 tokens in micro-batches of one is one comparison
+    assert one_micro_batch(1 << 31, 1, 1) is False

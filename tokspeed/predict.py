@@ -301,8 +301,7 @@ def in_turn_kinds(r, work: Workload) -> tuple[str, ...]:
     if layout is None or len(layout.stages) < 2:
         return ()                         # one device: nothing to run in turn
     fit = serving_fit(r)
-    chunks = sum(1 for _ in work.prefill_chunks(fit["token_budget"] if fit else None))
-    pipelined = pipelines_prompt(layout, r.profile) and chunks > 1
+    pipelined = pipelines_prompt(layout, r.profile) and work.splits_prompt(fit["token_budget"] if fit else None)
     return tuple(k for k, pipe in (("decode", False), ("prefill", pipelined))
                  if split_in_turn(layout, r.profile, work.batch, pipe))
 

@@ -44,6 +44,12 @@ def check_count(name: str, v, lo: int) -> int:
     return v
 
 
+def one_micro_batch(prompt: int, ubatch: int, n_batch: int) -> bool:
+    """Whether a prompt of ``prompt`` tokens runs as one micro-batch: no longer than a micro-batch of ``ubatch`` tokens
+    within a call of ``n_batch`` (``Workload.prefill_chunks`` cuts at both), counted without walking the chunks."""
+    return prompt <= min(ubatch, n_batch)
+
+
 @dataclass(frozen=True)
 class Workload:
     prompt: int = DEFAULT_PROMPT   # tokens prefilled
@@ -61,6 +67,10 @@ class Workload:
     def micro_batch(self) -> int:
         """Tokens per prompt micro-batch as llama.cpp runs it: ``min(n_batch, ubatch)`` (llama-context.cpp)."""
         return min(self.ubatch, self.n_batch)
+
+    def splits_prompt(self, ubatch: int | None = None) -> bool:
+        """Whether ``prefill_chunks(ubatch)`` cuts the prompt into more than one micro-batch (``one_micro_batch``)."""
+        return not one_micro_batch(self.prompt, self.micro_batch if ubatch is None else ubatch, self.n_batch)
 
     def starts_call(self, depth: int) -> bool:
         """Whether the micro-batch at KV ``depth`` begins a llama_decode call (every ``n_batch`` prompt tokens)."""

@@ -278,7 +278,7 @@ def _skip_reason(r: dict, quant: str, prompt, gen, ubatch: int, n_batch: int, er
             return "no FP16 peak (prefill not scored)"
     if _int(r["n_devices"], 1) > 1 and not stages_in_turn(
             engine_key(r["engine"]), r.get("parallel", "").strip(), _int(r["n_devices"], 1), r["metric"].strip(),
-            prompt or 0, _int(r["context_depth"], 0), _int(r["batch"], 1), ubatch, n_batch, era):
+            prompt or 0, _int(r["batch"], 1), ubatch, n_batch, era):
         return "multi-device"     # answered by predict, not fitted (split_rows: the layer splits the fit takes)
     return ""
 

@@ -21,12 +21,12 @@ from functools import lru_cache
 from ..engines.compat import runtime_of
 from ..engines.profile import prior_profile
 from ..scale.timing import engine_pipelines_prompt, splits_layers
-from ..workload import Workload
+from ..workload import one_micro_batch
 from .evaluate import at_row_build, metric_tok_s, predicted
 
 
-def stages_in_turn(engine: str, parallel: str, n_devices: int, metric: str, prompt: int, context: int, batch: int,
-                   ubatch: int, n_batch: int, era: str) -> bool:
+def stages_in_turn(engine: str, parallel: str, n_devices: int, metric: str, prompt: int, batch: int, ubatch: int,
+                   n_batch: int, era: str) -> bool:
     """Whether a calibration row of ``n_devices`` runs every pass through its layer split's stages in turn (the
     module's docstring): a llama.cpp layer split at batch 1, decoding, or prefilling one micro-batch or on an engine
     that does not pipeline them."""
@@ -34,9 +34,8 @@ def stages_in_turn(engine: str, parallel: str, n_devices: int, metric: str, prom
         return False
     if metric != "prefill":
         return True
-    chunks = sum(1 for _ in Workload(prompt=prompt, gen=0, context=context, batch=1, ubatch=ubatch,
-                                     n_batch=n_batch).prefill_chunks())
-    return chunks <= 1 or not engine_pipelines_prompt(engine, runtime_of(engine), era or None)
+    return one_micro_batch(prompt, ubatch, n_batch) or not engine_pipelines_prompt(engine, runtime_of(engine),
+                                                                                  era or None)
 
 
 def handoff_s(row) -> float:

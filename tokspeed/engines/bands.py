@@ -103,7 +103,8 @@ def workload_terms(profile, kind: str, *, moe: bool = False, format_group: str =
             out.append(("moe_unseen", _factor(kind, "moe_unseen", entry), f"no MoE rows in {name}'s fit"))
     if n_devices > 1 and kind not in in_turn:
         out.append(("multi_device", _factor(kind, "multi_device", entry),
-                    f"{n_devices} devices, not a layer split run in turn (the fit's)"))
+                    f"{n_devices} devices in a setup the fit does not take: tensor or row split, a pipelined prompt or "
+                    "batched decode"))
     return out
 
 
@@ -123,8 +124,8 @@ def with_band(profile, hw):
 
 
 def question_of(spec, quant, context: int, n_devices: int, in_turn: tuple = ()) -> dict:
-    """``workload_terms``' keywords for a prediction's model spec, weight format, context depth and devices (``in_turn``:
-    the kinds whose passes run a layer split's stages one after another)."""
+    """``workload_terms``' keywords for a prediction's model spec, weight format, context depth and devices
+    (``in_turn``: the kinds whose passes run a layer split's stages one after another)."""
     group = getattr(quant, "group", "")
     if not group and quant:
         try:
