@@ -286,9 +286,10 @@ def _fmt(n, med, p90) -> str:
     return f"{'-':>5} {'-':>5}" if not n else f"{med:5.1f} {p90:5.1f}"
 
 
-def run_engine(engine: str, rows, verbose=True, launch_of: dict | None = None) -> dict:
-    """Fit one backend on its rows and hold its rows out every way the bands need. ``launch_of``: {backend: launch_s}
-    fitted in this run for the backends a driver takes its per-kernel cost from (``fit_engines``)."""
+def run_engine(engine: str, rows, verbose=True, launch_of: dict | None = None, step_of: dict | None = None) -> dict:
+    """Fit one backend on its rows and hold its rows out every way the bands need. ``launch_of``, ``step_of``:
+    {backend: launch_s}, {backend: fixed_s} fitted in this run for the backends a driver takes its per-kernel and
+    per-step costs from (``fit_engines``)."""
     t0 = time.time()
     newest = (eras_of(rows) or [""])[-1]
     prior = replace(prior_profile(engine), version=newest)
@@ -299,7 +300,7 @@ def run_engine(engine: str, rows, verbose=True, launch_of: dict | None = None) -
         # and keeps the scores on chip (attn_prior: 0), also where the newest era has no prefill rows to fit the
         # score traffic on (ROCm's 2025 rows are decode only); older eras fit their own from the unfused prior
         prior = replace(prior, attn_bytes_per_flop=0.0)
-    rs = build(rows, launch_of=launch_of)
+    rs = build(rows, launch_of=launch_of, step_of=step_of)
     prof, space, x = fit(rs, prior)
     ins = (predict_rows(rs, prof) / rs.measured - 1) * 100
     pri = (predict_rows(rs, pri_prof) / rs.measured - 1) * 100
@@ -392,16 +393,18 @@ def newest_profile(res) -> EngineProfile:
 
 def fit_engines(by_engine: dict, run=run_engine) -> list[dict]:
     """``run`` (the fit of one backend) over the backends with rows, in ``by_engine``'s order. The backends a driver
-    takes its per-kernel cost from (drivers.toml ``kernel_cost_of``: CUDA for Vulkan on NVIDIA) are fitted first and
-    their newest era's launch_s, as fitted.toml writes it (``_num``), is handed to the others: a refit then depends on
-    the rows alone, not on the fitted.toml an earlier run left (a backend not fitted in this run: the tables')."""
+    takes its per-kernel and per-step costs from (drivers.toml ``kernel_cost_of``: CUDA for Vulkan on NVIDIA) are fitted
+    first and their newest era's launch_s and fixed_s, as fitted.toml writes them (``_num``), are handed to the others:
+    a refit then depends on the rows alone, not on the fitted.toml an earlier run left (a backend not fitted in this
+    run: the tables')."""
     sources = kernel_cost_sources()
     order = sorted((e for e, rows in by_engine.items() if rows), key=lambda e: e not in sources)
-    done, launch_of = {}, {}
+    done, launch_of, step_of = {}, {}, {}
     for e in order:
-        done[e] = run(e, by_engine[e], launch_of=dict(launch_of))
+        done[e] = run(e, by_engine[e], launch_of=dict(launch_of), step_of=dict(step_of))
         if e in sources:
             launch_of[e] = float(_num(newest_profile(done[e]).launch_s))
+            step_of[e] = float(_num(newest_profile(done[e]).fixed_s))
     return [done[e] for e in by_engine if e in done]
 
 

@@ -197,19 +197,23 @@ def test_band_table_coverage_width_and_interval_score_by_hand():
 
 
 def test_the_fit_hands_cudas_fitted_launch_cost_to_the_backends_fitted_after_it():
-    # drivers.toml: Vulkan on NVIDIA takes llama.cpp-cuda's per-kernel cost, so CUDA is fitted first, whatever order
-    # the engines are asked in, and its newest era's launch_s reaches the later fits in memory, rounded to the 4
-    # significant digits fitted.toml is written with (1.23456 us -> 1.235 us); the results keep the asked order
+    # drivers.toml: Vulkan on NVIDIA takes llama.cpp-cuda's per-kernel and per-step costs, so CUDA is fitted first,
+    # whatever order the engines are asked in, and its newest era's launch_s and fixed_s reach the later fits in
+    # memory, rounded to the 4 significant digits fitted.toml is written with (1.23456 us -> 1.235 us); the results
+    # keep the asked order
     fit = _fit_module()
     calls = []
 
-    def run(engine, rows, launch_of=None):
-        calls.append((engine, launch_of))
-        newest = EngineProfile(engine, version="2025", launch_s=1.23456e-6 if engine == "llama.cpp-cuda" else 9e-6)
+    def run(engine, rows, launch_of=None, step_of=None):
+        calls.append((engine, launch_of, step_of))
+        cuda = engine == "llama.cpp-cuda"
+        newest = EngineProfile(engine, version="2025", launch_s=1.23456e-6 if cuda else 9e-6,
+                               fixed_s=1.492049e-4 if cuda else 7e-4)
         return {"engine": engine, "version": "2025", "profile": {"2024": EngineProfile(engine), "2025": newest}}
 
     by_engine = {"llama.cpp-vulkan": ["v"], "llama.cpp-metal": ["m"], "llama.cpp-cuda": ["c"], "gpt-fast": []}
     results = fit.fit_engines(by_engine, run=run)
     assert [c[0] for c in calls] == ["llama.cpp-cuda", "llama.cpp-vulkan", "llama.cpp-metal"]
     assert calls[0][1] == {} and calls[1][1] == {"llama.cpp-cuda": 1.235e-6} == calls[2][1]
+    assert calls[0][2] == {} and calls[1][2] == {"llama.cpp-cuda": 1.492e-4} == calls[2][2]     # and its step cost
     assert [r["engine"] for r in results] == ["llama.cpp-vulkan", "llama.cpp-metal", "llama.cpp-cuda"]

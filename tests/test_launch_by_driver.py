@@ -63,3 +63,16 @@ def test_the_shipped_fit_answers_each_driver_with_its_own_cost(r9700):
     assert xtx.launch_s == pytest.approx(prior_profile("llama.cpp-vulkan").launch_s)
     # an older era runs its own launch cost, not the newest era's per driver
     assert engine_entry("llama.cpp-vulkan", "2024")[0].get("launch_by_driver", {}) == {}
+
+
+def test_vulkan_on_nvidia_takes_cudas_step_cost_not_the_other_drivers_fit():
+    # drivers.toml kernel_cost_of: under NVIDIA's driver a Vulkan step costs what CUDA's newest era's does (the same
+    # driver submits and waits); under RADV it keeps the Vulkan fit's own, fitted on AMD and Intel rows
+    from tokspeed.engines.kernel_cost import driver_fixed_s
+    prof = EngineProfile("llama.cpp-vulkan", fixed_s=7.6e-4)
+    cuda = engine_entry("llama.cpp-cuda")[0]["fixed_s"]
+    assert driver_fixed_s(prof, get_hardware("rtx-4090")) == cuda
+    assert driver_fixed_s(prof, get_hardware("rtx-4090"), {"llama.cpp-cuda": 1e-4}) == 1e-4    # as the fit hands it
+    assert driver_fixed_s(prof, get_hardware("radeon-ai-pro-r9700")) == 7.6e-4
+    assert get_engine("llama.cpp-vulkan", get_hardware("rtx-4090")).fixed_s == cuda
+    assert get_engine("llama.cpp-cuda", get_hardware("rtx-4090")).fixed_s == pytest.approx(cuda, rel=0.05)

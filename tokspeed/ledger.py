@@ -55,6 +55,7 @@ SOFTMAX_FLOPS_PER_SCORE = 5
 SAMPLE_FLOPS_PER_LOGIT = 5
 ACTIVATION_FLOPS_PER_ELEMENT = 8
 ATTENTION_KERNELS = 3
+STATE_SCAN_KERNELS = 3      # a linear mixer's conv + state update (llama.cpp's graph: engines/linear_mixer.py)
 
 
 class Role(str, Enum):
@@ -506,7 +507,7 @@ def _linear_mixer_ops(spec, w: WeightLedger, B, T) -> list[Op]:
               act_bytes=n * T * (d + spec.linear_in_rows + spec.linear_value_dim + d) * ACT_BYTES)
     state = n * B * spec.state_elements_per_layer * STATE_BYTES
     scan = Op("conv + recurrent state update", Role.STATE_SCAN, Scope.DENSE, "vector", n, layers=span,
-              flops=n * T * spec.state_flops_per_token_layer, act_bytes=2 * state, kernels=3)
+              flops=n * T * spec.state_flops_per_token_layer, act_bytes=2 * state, kernels=STATE_SCAN_KERNELS)
     return [proj, scan]
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..engines.compat import unmodelled_kernels
 from ..engines.fa_tiles import extra_kv_bytes
-from ..engines.kernel_cost import driver_launch_s
+from ..engines.kernel_cost import driver_fixed_s, driver_launch_s
 from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from ..engines.profile import prior_profile
 from ..engines.rates import BOARD_POWER, CAP_SHARPNESS, INT8_KERNELS, MMQ_BOUND, compute_rate
@@ -65,6 +65,7 @@ class RowSet:
     # {backend: launch_s} of the backends whose per-kernel cost a driver borrows (kernel_cost.driver_launch_s), as
     # this fit has them; a backend not listed: the engine tables'
     launch_of: dict = field(default_factory=dict)
+    step_of: dict = field(default_factory=dict)     # {backend: fixed_s} likewise (kernel_cost.driver_fixed_s)
     # per row: the seconds a layer split's hand-offs add to its one-device passes (split_rows.handoff_s; else 0)
     handoff_s: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
@@ -82,8 +83,8 @@ def _passes(row, spec, storage, kvb):
             yield 1.0, row.batch * chunk, forward_ops(spec, storage, kvb, row.batch, chunk, depth)
 
 
-def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None) -> RowSet:
-    """Flatten the ledgers of ``rows`` (scorable CalibrationRows); ``launch_of``: RowSet.launch_of."""
+def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None, step_of: dict | None = None) -> RowSet:
+    """Flatten the ledgers of ``rows`` (scorable CalibrationRows); ``launch_of``, ``step_of``: RowSet's."""
     kvb = kv_bytes(kv_dtype)
     P = {k: [] for k in ("row", "w", "kern", "tok")}
     O = {k: [] for k in ("pass", "row", "flops", "key", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe", "f16")}
@@ -95,7 +96,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None) -> RowSet:
             specs[row.model] = resolve_model(row.model)[0]
         spec = specs[row.model]
         storage = scheme_for(row.quant, spec)
-        extra = unmodelled_kernels(row.engine, spec, row.quant)   # as compat.runnable: MoE dispatch (moe_dispatch.py)
+        extra = unmodelled_kernels(row.engine, spec, row.quant, row.month)   # as compat.runnable: MoE dispatch, mixers
         # as timing.PassRates: the expert loop and the F16 copy are priors read from the kernels, never fitted
         if row.engine not in priors:
             priors[row.engine] = prior_profile(row.engine)
@@ -138,7 +139,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None) -> RowSet:
                   wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
                   kv_reread=a(O["kvx"], float),
                   bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float), f16_bytes=a(O["f16"], float),
-                  launch_of=dict(launch_of or {}), handoff_s=a(handoff, float))
+                  launch_of=dict(launch_of or {}), step_of=dict(step_of or {}), handoff_s=a(handoff, float))
 
 
 def profile_for(prof, row):
@@ -169,7 +170,8 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     v = {k: np.empty(n) for k in cols}
     for i, (r, p) in enumerate(zip(rs.rows, profs)):      # launch: under the row's driver, as get_engine's with_driver
         for k, x in zip(cols, (stream_bytes_s(p, r.hw), stream_bytes_s(p, r.hw, r.quant), p.eta_kv,
-                               p.attn_bytes_per_flop, driver_launch_s(p, r.hw, rs.launch_of), p.fixed_s,
+                               p.attn_bytes_per_flop, driver_launch_s(p, r.hw, rs.launch_of),
+                               driver_fixed_s(p, r.hw, rs.step_of),
                                p.expert_pairs_below_tokens, p.kv_reread)):
             v[k][i] = x
     rates = [compute_rate(rs.rows[i].hw, profs[i], rs.rows[i].quant, tokens, unit, attn, ppe)

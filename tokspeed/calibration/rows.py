@@ -31,6 +31,7 @@ from ..quant.schemes import canonical, scheme_for
 from ..workload import NBATCH, UBATCH
 from .families import device_family
 from .split_rows import stages_in_turn
+from .series import mark_rising_series
 
 REPO = Path(__file__).resolve().parents[2]
 # the repository's copy of the published measurements (data/validation/README.md describes the columns)
@@ -334,4 +335,4 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
                 parallel=r.get("parallel", "").strip() or "none", model_bytes=_float(r.get("model_bytes", "")),
                 driver=row_driver(engine_key(r["engine"]), hw),
                 ubatch=ubatch, n_batch=n_batch))
-    return out
+    return mark_rising_series(out)      # series.py: a prompt series rising with its length times something else

@@ -23,6 +23,7 @@ from ..errors import UserError, did_you_mean
 from ..quant.format_table import engine_list, offered_names
 from .backends import backend_view
 from .graph_kernels import kernel_shares
+from .linear_mixer import mixer_kernels
 from .moe_dispatch import dispatch_kernels
 
 TABLE = Path(__file__).parent / "capabilities.toml"
@@ -280,16 +281,19 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
 FP8_ACTIVATION_FORMATS = ("FP8", "FP8-BLOCK")
 
 
-def unmodelled_kernels(engine, spec, quant: str) -> int:
+def unmodelled_kernels(engine, spec, quant: str, month: str | None = None) -> int:
     """Kernels per forward pass the operator ledger does not list but the engine launches (capabilities
-    ``kernels``): MoE dispatch (routing top-k, block alignment/permutation, weighted sum) per MoE layer, and
-    the activation quantisation before every FP8 GEMM. Each costs the engine's per-kernel ``launch_s``."""
+    ``kernels``): MoE dispatch (routing top-k, block alignment/permutation, weighted sum) per MoE layer, the
+    launches of llama.cpp's graph for a linear-mixer layer beyond the ledger's (``linear_mixer.mixer_kernels``, in
+    the build of ``month``: None = the engine profile's ``build_month``) and the activation quantisation before
+    every FP8 GEMM. Each costs the engine's per-kernel ``launch_s``."""
     row = _table()["engine"].get(engine_key(getattr(engine, "name", engine)), {})
     k = row.get("kernels", {})
     if not k or spec is None:
         return 0
 
     n = dispatch_kernels(k, spec)
+    n += mixer_kernels(k, spec, getattr(engine, "build_month", "") if month is None else month)
     if (quant or "").strip().upper() in FP8_ACTIVATION_FORMATS:
         attn = 5 if spec.is_mla and spec.q_lora_rank else 4
         if k.get("fp8_quant_fused"):

@@ -1,7 +1,8 @@
 """What one kernel launch costs a llama.cpp backend under its GPU driver (``driver_launch_s``): the engine profile's
 ``launch_s`` or the value fitted under that driver (``launch_by_driver``), or the per-kernel cost of the backend its
-driver names in drivers.toml (``kernel_cost_of``). Read by
-``profile.with_driver`` (predict) and ``calibration.fast`` (the fit), so both time a row the same way."""
+driver names in drivers.toml (``kernel_cost_of``); and what one step costs it (``driver_fixed_s``), likewise borrowed
+under such a driver. Read by ``profile.with_driver`` (predict) and ``calibration.fast`` (the fit), so both time a row
+the same way."""
 
 from __future__ import annotations
 
@@ -29,14 +30,35 @@ def driver_launch_s(profile, hardware, launch_of: dict | None = None) -> float:
     on Intel Xe2, RADV and AMDVLK on RDNA4) and is the backend's ``launch_s`` -- its priors' where no row fits it --
     under any other driver. One value for all of them put Intel's gap on AMD parts (11 us fitted on mostly Intel
     rows; the R9700 rows decode small models 30-57 % faster than that allows)."""
+    borrowed = _borrowed(profile, hardware, "launch_s", launch_of)
+    if borrowed is not None:
+        return borrowed
+    own = getattr(profile, "launch_by_driver", None) or {}
+    d = resolve(profile.name, hardware) if own and hardware is not None else None
+    return float(own[d.name]) if d is not None and d.name in own else profile.launch_s
+
+
+def driver_fixed_s(profile, hardware, step_of: dict | None = None) -> float:
+    """What one step (a pass's submission, the wait for it and the host's work per token) costs ``profile``'s backend
+    on ``hardware``: ``profile.fixed_s``, or under a driver that names a ``kernel_cost_of`` backend (Vulkan on NVIDIA)
+    that backend's newest era's (``step_of[backend]`` where the fit hands it over, else the engine tables'). The
+    same driver and silicon submit and wait, and llama.cpp's host work per token is the backend's either way; the
+    Vulkan fit's own step cost comes from AMD and Intel rows (RADV, AMDVLK, ANV) and would be another vendor's
+    residual on an NVIDIA part (0.72 ms against CUDA's 0.15 ms on an RTX 4090)."""
+    borrowed = _borrowed(profile, hardware, "fixed_s", step_of)
+    return profile.fixed_s if borrowed is None else borrowed
+
+
+def _borrowed(profile, hardware, field: str, given: dict | None) -> float | None:
+    """``field`` of the backend ``profile``'s driver on ``hardware`` borrows its costs from (drivers.toml
+    ``kernel_cost_of``): ``given[backend]`` where given, else its newest era's in the engine tables; None where the
+    driver borrows none."""
     of = kernel_cost_of(profile.name, hardware)
     if not of:
-        own = getattr(profile, "launch_by_driver", None) or {}
-        d = resolve(profile.name, hardware) if own and hardware is not None else None
-        return float(own[d.name]) if d is not None and d.name in own else profile.launch_s
-    if launch_of and of in launch_of:
-        return float(launch_of[of])
-    return float(engine_entry(of)[0].get("launch_s", profile.launch_s))
+        return None
+    if given and of in given:
+        return float(given[of])
+    return float(engine_entry(of)[0].get(field, getattr(profile, field)))
 
 
 def own_cost_drivers(engine: str, rows) -> list[str]:

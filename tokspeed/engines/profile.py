@@ -112,7 +112,7 @@ from .cpu import barrier_scale
 from .cpu_kernels import build_month_of
 from .driver import driver_fitted, resolve
 from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
-from .kernel_cost import driver_launch_s
+from .kernel_cost import driver_fixed_s, driver_launch_s
 from .memory import memory_class
 from .pooling import pooled
 from .rates import compute_class
@@ -361,12 +361,13 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
 
 def with_driver(profile: EngineProfile, hardware) -> EngineProfile:
     """``profile`` saying which GPU driver its backend runs under on ``hardware`` (``driver.resolve``: named, else
-    the OS default and why), with the per-kernel cost under that driver (``driver_launch_s``). The driver's
-    features act on the device view (``backends.backend_view``), not here."""
+    the OS default and why), with its per-kernel and per-step costs (``driver_launch_s``, ``driver_fixed_s``).
+    The driver's features act on the device view (``backends.backend_view``), not here."""
     d = resolve(profile.name, hardware)
     if d is None:
         return profile
-    return replace(profile, driver=d.name, driver_assumed=d.assumed, launch_s=driver_launch_s(profile, hardware))
+    return replace(profile, driver=d.name, driver_assumed=d.assumed, launch_s=driver_launch_s(profile, hardware),
+                   fixed_s=driver_fixed_s(profile, hardware))
 
 
 def check_engine_build(engine: str, engine_version=None, flash_attention: bool | None = None) -> None:

@@ -1,0 +1,69 @@
+"""A hybrid model's linear-attention / SSM layer as llama.cpp's graph launches it (tokspeed/engines/linear_mixer.py):
+the launches beyond the ledger's two operators, counted by hand from the graph code the module cites, by build
+month (the fused ggml_gated_delta_net from GDN_FUSED_SINCE), and what they add to a llama.cpp answer's per-pass cost
+(compat.runnable) and nothing to a server engine's."""
+
+from dataclasses import replace
+
+import pytest
+
+from tokspeed.engines.compat import runnable, unmodelled_kernels
+from tokspeed.engines.linear_mixer import GDN_FUSED_SINCE, layer_kernels, mixer_kernels
+from tokspeed.engines.profile import get_engine
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.resolve import resolve_model
+
+LLAMA = {"linear_mixer": "ggml"}
+
+
+def spec(name):
+    return resolve_model(name)[0]
+
+
+def test_gated_deltanet_layers_by_hand():
+    nxt = spec("qwen3-next-80b-a3b")       # 36 GDN layers, 16 key heads < 32 value heads, one ssm_in (legacy split)
+    # gates 4 + conv 5 + state gather 1 + L2 norms 2 + state copy 1 + gated norm 3 = 16; repeat of q, k 2;
+    # matmuls ssm_in, ssm_beta_alpha, ssm_out 3 and the 8 copies splitting them: 29 + the delta rule
+    assert layer_kernels(nxt, "2025-12") == 29 + 12          # build_delta_net_autoregressive: 12 launches
+    assert layer_kernels(nxt, "2026-04") == 29 + 1           # ggml_gated_delta_net
+    assert layer_kernels(nxt, "") == 29 + 1                  # today's build
+    assert GDN_FUSED_SINCE == "2026-03"
+    # beyond the ledger's 4 (projections 1, scan 3), over 36 layers
+    assert mixer_kernels(LLAMA, nxt, "2025-12") == (41 - 4) * 36 == 1332
+    assert mixer_kernels(LLAMA, nxt, "2026-03") == (30 - 4) * 36 == 936
+    # ggml-cuda (CUDA, HIP) fuses ssm_conv + silu, softplus + mul and silu + mul in the builds with the fused rule
+    assert layer_kernels(nxt, "2026-04", "ggml-cuda") == 29 + 1 - 3
+    assert layer_kernels(nxt, "2025-12", "ggml-cuda") == 29 + 12
+    q35 = spec("qwen3.5-9b")               # 24 GDN layers, 16 < 32 heads, five matmuls (wqkv, wqkv_gate, beta, alpha, out)
+    assert layer_kernels(q35) == 16 + 2 + 5 + 1 == 24
+    assert mixer_kernels(LLAMA, q35) == 20 * 24 == 480
+
+
+def test_mamba2_layers_by_hand():
+    nano = spec("nemotron-3-nano-30b-a3b")     # 23 Mamba-2 layers
+    # conv 6, dt 2, ssm_scan 1, state copy 1, x*D + add 2, z cont + swiglu 2, grouped norm 1 = 15; ssm_in, ssm_out
+    assert layer_kernels(nano, "2025-12") == layer_kernels(nano) == 17        # no build switch
+    assert layer_kernels(nano, "", "ggml-cuda") == 17                        # none of its pairs fuse
+    assert mixer_kernels(LLAMA, nano) == 13 * 23 == 299
+
+
+def test_only_llama_cpp_graphs_and_only_hybrid_models():
+    nxt = spec("qwen3-next-80b-a3b")
+    assert mixer_kernels({}, nxt) == 0                                    # an engine without the ggml graph
+    assert mixer_kernels(LLAMA, spec("llama-3.1-8b")) == 0                # no linear layers
+    assert unmodelled_kernels("vllm", nxt, "BF16") == unmodelled_kernels("vllm", nxt, "BF16", "2025-12")
+    for backend, fewer in (("llama.cpp-cuda", 14), ("llama.cpp-rocm", 14), ("llama.cpp-metal", 11),
+                           ("llama.cpp-sycl", 11), ("llama.cpp-vulkan", 11), ("llama.cpp-cpu", 11)):
+        # the engine's MoE dispatch is the same in both builds; the mixers differ by the 11 launches of the rule
+        # (and ggml-cuda's 3 fused pairs)
+        assert (unmodelled_kernels(backend, nxt, "Q4_K_M", "2025-12")
+                - unmodelled_kernels(backend, nxt, "Q4_K_M", "2026-03")) == fewer * 36
+
+
+def test_a_build_before_the_fused_rule_pays_its_launches_per_pass():
+    hw, nxt = get_hardware("rtx-4090"), spec("qwen3-next-80b-a3b")
+    eng = get_engine("llama.cpp-cuda", hw)
+    new, _ = runnable(replace(eng, build_month="2026-04"), hw, "Q4_K_M", spec=nxt)
+    old, _ = runnable(replace(eng, build_month="2025-12"), hw, "Q4_K_M", spec=nxt)
+    assert old.fixed_s - new.fixed_s == pytest.approx(14 * 36 * eng.launch_s)
+    assert new.fixed_s - eng.fixed_s > (27 - 4) * 36 * eng.launch_s    # today's mixers, the MoE dispatch on top
