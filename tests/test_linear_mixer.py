@@ -34,7 +34,7 @@ def test_gated_deltanet_layers_by_hand():
     # ggml-cuda (CUDA, HIP) fuses ssm_conv + silu, softplus + mul and silu + mul in the builds with the fused rule
     assert layer_kernels(nxt, "2026-04", "ggml-cuda") == 29 + 1 - 3
     assert layer_kernels(nxt, "2025-12", "ggml-cuda") == 29 + 12
-    q35 = spec("qwen3.5-9b")               # 24 GDN layers, 16 < 32 heads, five matmuls (wqkv, wqkv_gate, beta, alpha, out)
+    q35 = spec("qwen3.5-9b")     # 24 GDN layers, 16 < 32 heads, five matmuls (wqkv, wqkv_gate, beta, alpha, out)
     assert layer_kernels(q35) == 16 + 2 + 5 + 1 == 24
     assert mixer_kernels(LLAMA, q35) == 20 * 24 == 480
 
@@ -67,3 +67,20 @@ def test_a_build_before_the_fused_rule_pays_its_launches_per_pass():
     old, _ = runnable(replace(eng, build_month="2025-12"), hw, "Q4_K_M", spec=nxt)
     assert old.fixed_s - new.fixed_s == pytest.approx(14 * 36 * eng.launch_s)
     assert new.fixed_s - eng.fixed_s > (27 - 4) * 36 * eng.launch_s    # today's mixers, the MoE dispatch on top
+
+
+def test_explain_counts_them_among_the_launches_not_the_per_step_cost():
+    from tokspeed.explain.journey import build_journey
+    from tokspeed.predict import predict
+
+    hw = get_hardware("rtx-4090")
+    p = predict("qwen3-next-80b-a3b", hw, quant="Q4_K_M", engine="llama.cpp-cuda", prompt=0, gen=1,
+                engine_version="b7300")
+    j = build_journey(p)
+    launch = next(st for st in j.stages if st.key == "launch")
+    extra = unmodelled_kernels(p.engine_profile, p.spec, "Q4_K_M")
+    assert extra > mixer_kernels({"linear_mixer": "ggml-cuda"}, p.spec, p.engine_profile.build_month) > 0
+    # the per-step cost is the profile's own, before compat.runnable added the graph's launches to it
+    assert j.fixed_s == pytest.approx(p.engine_profile.fixed_s - extra * p.engine_profile.launch_s, rel=1e-9)
+    assert j.fixed_s == pytest.approx(get_engine("llama.cpp-cuda", hw, version="b7300").fixed_s, rel=1e-9)
+    assert f"with {extra:,} the graph adds per pass" in launch.note

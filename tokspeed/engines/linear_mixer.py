@@ -2,12 +2,12 @@
 or state-space mixer beyond the two operators the ledger lists for it (``ledger._linear_mixer_ops``: the in/out
 projections, counted as one kernel, and the conv + state update, ``STATE_SCAN_KERNELS``).
 
-Read from the graphs of llama.cpp as vendored by llama-cpp-python 0.3.17 (PyPI 2026-03-23): ``src/models/qwen3next.cpp``,
-``qwen35.cpp`` / ``qwen35moe.cpp`` (``build_layer_attn_linear``, ``build_qkvz``, ``build_norm_gated``),
-``delta-net-base.cpp``, ``mamba-base.cpp`` (``build_mamba2_layer``) and ``llama-graph.cpp`` (``build_rs``). One
-token per sequence: views, reshapes, permutes and transposes launch nothing; an RMSNorm and the multiply by its
-weight are one launch (the GPU backends fuse the pair); build_rs's clearing and its copy of the states beyond the
-batch's are empty views once the cache is warm (no launch), its gather is one.
+Read from the graphs of llama.cpp as vendored by llama-cpp-python 0.3.17 (PyPI 2026-03-23): ``src/models/``
+``qwen3next.cpp``, ``qwen35.cpp`` / ``qwen35moe.cpp`` (``build_layer_attn_linear``, ``build_qkvz``,
+``build_norm_gated``), ``delta-net-base.cpp``, ``mamba-base.cpp`` (``build_mamba2_layer``) and ``llama-graph.cpp``
+(``build_rs``). One token per sequence: views, reshapes, permutes and transposes launch nothing; an RMSNorm and the
+multiply by its weight are one launch (the GPU backends fuse the pair); build_rs's clearing and its copy of the
+states beyond the batch's are empty views once the cache is warm (no launch), its gather is one.
 
 Gated DeltaNet (Qwen3-Next, Qwen3.5, Qwen3.6), per layer (``GDN_KERNELS``):
 - the input gates: sigmoid (beta), add the dt bias, softplus, multiply by A: 4;
@@ -31,7 +31,8 @@ copied back, ssm_conv, the conv bias added, silu (6); dt made contiguous and its
 Each launch costs the backend's ``launch_s`` (``compat.unmodelled_kernels`` puts them in the pass's fixed cost). A
 prompt pass is counted as one token's graph: the chunked delta rule of builds before the fused op (per chunk of
 64 tokens nine more launches, ``build_delta_net_chunking``) and the unfused rule's state-sized temporaries (about
-14 extra passes over the state per layer) are not counted.
+14 extra passes over the state per layer) are not counted. Nor is what 0.3.36's copy (PyPI 2026-10-01) changed: it
+skips the q / k repeat where the fused rule runs (``build_recurrent_attn``), two launches fewer a GDN layer.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..engines.compat import unmodelled_kernels
 from ..engines.cpu import barrier_scale
 from ..engines.fa_tiles import extra_kv_bytes
 from ..engines.graph_kernels import op_kernels
@@ -211,6 +212,10 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                      "the prompt is tokenized once before the prefill (not modelled: microseconds)")
     n_pass, int8_how, first_tokens = 0, "", 0
     quantized = format_key(pred.quant).quantized if pred.quant else False
+    # launches the graph adds that the ledger does not list (MoE dispatch, hybrid layers, FP8 activation
+    # quantisation): compat.runnable put them in the profile's per-pass cost; shown here with the other launches
+    graph_extra = unmodelled_kernels(eng, pred.spec, pred.quant or "") if pred.spec is not None else 0
+    step_s = eng.fixed_s - graph_extra * eng.launch_s
     for ops, tokens in passes(pred, mode):
         n_pass += 1
         first_tokens = first_tokens or tokens
@@ -249,23 +254,25 @@ def build_journey(pred, mode: str = "decode") -> Journey:
             if bound == "compute":
                 st.compute_s += t
             kernels += round(launched) + loop
-        cpu_launch.seconds += pt.overhead_s - eng.fixed_s
-        rows["sampling"].seconds += eng.fixed_s
+        cpu_launch.seconds += pt.overhead_s - step_s
+        rows["sampling"].seconds += step_s
+        kernels += graph_extra
     cpu_launch.kernels = kernels
+    extra_note = f" (with {graph_extra:,} the graph adds per pass: MoE dispatch, hybrid layers)" if graph_extra else ""
     per = f" × {n_pass} passes" if n_pass > 1 else ""
     if barrier:
         per_thread = eng.sync_s_per_thread * barrier_scale(hw)         # more where the threads span CCDs
         own = eng.launch_s - threads * per_thread                      # what the engine has besides the barrier
-        cpu_launch.note = (f"{kernels // n_pass:,} graph nodes per pass × {fmt_seconds(eng.launch_s)} "
+        cpu_launch.note = (f"{kernels // n_pass:,} graph nodes per pass{extra_note} × {fmt_seconds(eng.launch_s)} "
                            f"({threads} threads × {per_thread * 1e9:.0f} ns at the barrier"
                            + (f" + {fmt_seconds(own)} launch" if own > 1e-12 else "") + f"){per}")
     else:
-        cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass × {fmt_seconds(eng.launch_s)}{per}"
+        cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass{extra_note} × {fmt_seconds(eng.launch_s)}{per}"
                            if eng.launch_s else "no launch cost in this engine model")
     samp = rows["sampling"]
     samp.unit = "CPU"
-    samp.note = (f"{fmt_seconds(eng.fixed_s)} per pass{per}: copy logits, sample, stop check, next step"
-                 if eng.fixed_s else "no per-step CPU cost in this engine model")
+    samp.note = (f"{fmt_seconds(step_s)} per pass{per}: copy logits, sample, stop check, next step"
+                 if step_s > 1e-12 else "no per-step CPU cost in this engine model")
     _serving_constants(pred, [cpu_launch, *rows.values()], samp, n_pass)
     for st in rows.values():
         bound = _bound_note(st, hw.ridge_flops_per_byte, int8_how)
@@ -278,7 +285,7 @@ def build_journey(pred, mode: str = "decode") -> Journey:
     stream = stream_rate(eng, hw, pred.quant)
     tokens = 1 if mode == "decode" else pred.prompt
     return Journey(mode, tokens, pred.context + (pred.prompt if mode == "decode" else 0), pred.batch, stages,
-                   total, predicted, hw.ridge_flops_per_byte, kernels // max(n_pass, 1), eng.launch_s, eng.fixed_s,
+                   total, predicted, hw.ridge_flops_per_byte, kernels // max(n_pass, 1), eng.launch_s, step_s,
                    stream.value / 1e9, stream_how(stream),
                    matmul_how(matmul_rate(hw, eng, pred.quant, first_tokens), hw, eng, pred.quant, first_tokens)
                    if mode == "prefill" else "")
