@@ -35,8 +35,11 @@ def test_gated_deltanet_layers_by_hand():
     assert layer_kernels(nxt, "2026-04", "ggml-cuda") == 29 + 1 - 3
     assert layer_kernels(nxt, "2025-12", "ggml-cuda") == 29 + 12
     q35 = spec("qwen3.5-9b")     # 24 GDN layers, 16 < 32 heads, five matmuls (wqkv, wqkv_gate, beta, alpha, out)
-    assert layer_kernels(q35) == 16 + 2 + 5 + 1 == 24
-    assert mixer_kernels(LLAMA, q35) == 20 * 24 == 480
+    # Qwen3.5's graph repeats q and k only without the fused rule (qwen35.cpp); Qwen3-Next's always (above)
+    assert layer_kernels(q35) == 16 + 5 + 1 == 22
+    assert layer_kernels(q35, "2025-12") == 16 + 5 + 12 + 2 == 35
+    assert layer_kernels(q35, "", "ggml-cuda") == 22 - 3
+    assert mixer_kernels(LLAMA, q35) == 18 * 24 == 432
 
 
 def test_mamba2_layers_by_hand():

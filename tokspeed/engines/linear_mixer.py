@@ -13,7 +13,9 @@ Gated DeltaNet (Qwen3-Next, Qwen3.5, Qwen3.6), per layer (``GDN_KERNELS``):
 - the input gates: sigmoid (beta), add the dt bias, softplus, multiply by A: 4;
 - the conv: the cached conv state gathered, concatenated with the new q/k/v, its tail copied back to the cache,
   ``ggml_ssm_conv``, silu: 5; the recurrent state gathered: 1;
-- q and k L2-normalised: 2, and repeated to the value heads where the key heads are fewer: 2;
+- q and k L2-normalised: 2, and repeated to the value heads where the key heads are fewer: 2 -- always in
+  Qwen3-Next's graph, in Qwen3.5 / 3.6's only without the fused rule (``qwen35*.cpp``: "need explicit repeat only if
+  we are not using the fused GDN");
 - the delta rule: ``ggml_gated_delta_net``, one kernel (``build_delta_net_fused``: llama-context.cpp sets
   ``fused_gdn_ar`` wherever the layer's backend runs the op -- CUDA/HIP, Vulkan, Metal, SYCL and the CPU in that
   copy), or in builds before it the 12 of ``build_delta_net_autoregressive`` (scale, exp, mul, mul, sum_rows, sub,
@@ -31,8 +33,8 @@ copied back, ssm_conv, the conv bias added, silu (6); dt made contiguous and its
 Each launch costs the backend's ``launch_s`` (``compat.unmodelled_kernels`` puts them in the pass's fixed cost). A
 prompt pass is counted as one token's graph: the chunked delta rule of builds before the fused op (per chunk of
 64 tokens nine more launches, ``build_delta_net_chunking``) and the unfused rule's state-sized temporaries (about
-14 extra passes over the state per layer) are not counted. Nor is what 0.3.36's copy (PyPI 2026-10-01) changed: it
-skips the q / k repeat where the fused rule runs (``build_recurrent_attn``), two launches fewer a GDN layer.
+14 extra passes over the state per layer) are not counted; nor is the CPU backend's RMSNorm and weight multiply,
+two graph nodes there (one barrier more a layer).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ GDN_FUSED_SINCE = "2026-03"
 LEDGER_KERNELS = 1 + STATE_SCAN_KERNELS      # ledger._linear_mixer_ops: projections (1) and the scan
 GDN_KERNELS = {"gates": 4, "conv": 5, "state_gather": 1, "l2_norm": 2, "state_copy": 1, "gated_norm": 3}
 GDN_REPEAT = 2                  # q and k repeated to the value heads (linear_k_heads < linear_v_heads)
+GDN_REPEAT_UNDER_FUSED = ("qwen3_next",)     # families whose graph repeats them under the fused rule too
 GDN_RULE = {True: 1, False: 12}     # fused ggml_gated_delta_net | build_delta_net_autoregressive
 GDN_MATMULS = {"qwen3_next": 3}     # ssm_in, ssm_beta_alpha, ssm_out; Qwen3.5 / 3.6 (the rest): GDN_SPLIT_MATMULS
 GDN_SPLIT_MATMULS = 5
@@ -70,7 +73,7 @@ def layer_kernels(spec, month: str = "", graph: str = "ggml") -> int:
         return 0
     fused = not before(month, GDN_FUSED_SINCE)
     n = sum(GDN_KERNELS.values()) + GDN_RULE[fused] - (GDN_FUSED_PAIRS.get(graph, 0) if fused else 0)
-    if spec.linear_k_heads < spec.linear_v_heads:
+    if spec.linear_k_heads < spec.linear_v_heads and (not fused or spec.family in GDN_REPEAT_UNDER_FUSED):
         n += GDN_REPEAT
     legacy = spec.family in GDN_MATMULS
     return n + (GDN_MATMULS[spec.family] + GDN_LEGACY_SPLIT if legacy else GDN_SPLIT_MATMULS)

@@ -258,7 +258,8 @@ def build_journey(pred, mode: str = "decode") -> Journey:
         rows["sampling"].seconds += step_s
         kernels += graph_extra
     cpu_launch.kernels = kernels
-    extra_note = f" (with {graph_extra:,} the graph adds per pass: MoE dispatch, hybrid layers)" if graph_extra else ""
+    extra_note = (f" (with {graph_extra:,} the graph adds per pass that the operators above do not list: MoE "
+                  f"dispatch, hybrid layers, FP8 quantisation)") if graph_extra else ""
     per = f" × {n_pass} passes" if n_pass > 1 else ""
     if barrier:
         per_thread = eng.sync_s_per_thread * barrier_scale(hw)         # more where the threads span CCDs
