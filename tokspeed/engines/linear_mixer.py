@@ -49,11 +49,13 @@ GDN_FUSED_SINCE = "2026-03"
 LEDGER_KERNELS = 1 + STATE_SCAN_KERNELS      # ledger._linear_mixer_ops: projections (1) and the scan
 GDN_KERNELS = {"gates": 4, "conv": 5, "state_gather": 1, "l2_norm": 2, "state_copy": 1, "gated_norm": 3}
 GDN_REPEAT = 2                  # q and k repeated to the value heads (linear_k_heads < linear_v_heads)
-GDN_REPEAT_UNDER_FUSED = ("qwen3_next",)     # families whose graph repeats them under the fused rule too
 GDN_RULE = {True: 1, False: 12}     # fused ggml_gated_delta_net | build_delta_net_autoregressive
-GDN_MATMULS = {"qwen3_next": 3}     # ssm_in, ssm_beta_alpha, ssm_out; Qwen3.5 / 3.6 (the rest): GDN_SPLIT_MATMULS
-GDN_SPLIT_MATMULS = 5
-GDN_LEGACY_SPLIT = 8            # Qwen3-Next: the copies that split ssm_in's and ssm_beta_alpha's outputs
+GDN_SPLIT_MATMULS = 5           # Qwen3.5 / 3.6: wqkv, wqkv_gate, ssm_beta, ssm_alpha, ssm_out
+# qwen3next.cpp's graph: ssm_in, ssm_beta_alpha and ssm_out (3 matmuls) and the 8 copies that split the first two's
+# outputs; q and k repeated whether or not the rule is fused
+LEGACY_GDN_FAMILIES = ("qwen3_next",)
+GDN_LEGACY_MATMULS = 3
+GDN_LEGACY_SPLIT = 8
 MAMBA2_KERNELS = 15
 MAMBA2_MATMULS = 2
 # ggml-cuda (and so the HIP build) fuses pairs of a GDN layer's launches (ggml-cuda.cu, the ggml_cuda_can_fuse
@@ -73,10 +75,10 @@ def layer_kernels(spec, month: str = "", graph: str = "ggml") -> int:
         return 0
     fused = not before(month, GDN_FUSED_SINCE)
     n = sum(GDN_KERNELS.values()) + GDN_RULE[fused] - (GDN_FUSED_PAIRS.get(graph, 0) if fused else 0)
-    if spec.linear_k_heads < spec.linear_v_heads and (not fused or spec.family in GDN_REPEAT_UNDER_FUSED):
+    legacy = spec.family in LEGACY_GDN_FAMILIES
+    if spec.linear_k_heads < spec.linear_v_heads and (legacy or not fused):
         n += GDN_REPEAT
-    legacy = spec.family in GDN_MATMULS
-    return n + (GDN_MATMULS[spec.family] + GDN_LEGACY_SPLIT if legacy else GDN_SPLIT_MATMULS)
+    return n + (GDN_LEGACY_MATMULS + GDN_LEGACY_SPLIT if legacy else GDN_SPLIT_MATMULS)
 
 
 def mixer_kernels(kernels: dict, spec, month: str = "") -> int:
@@ -86,5 +88,4 @@ def mixer_kernels(kernels: dict, spec, month: str = "") -> int:
     graph = kernels.get("linear_mixer", "")
     if graph not in ("ggml", *GDN_FUSED_PAIRS) or spec is None or not getattr(spec, "n_linear_layers", 0):
         return 0
-    per_layer = layer_kernels(spec, month, graph)
-    return max(per_layer - LEDGER_KERNELS, 0) * spec.n_linear_layers if per_layer else 0
+    return max(layer_kernels(spec, month, graph) - LEDGER_KERNELS, 0) * spec.n_linear_layers
