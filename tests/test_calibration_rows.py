@@ -163,3 +163,18 @@ def test_the_data_ships_with_the_repository(rows):
     assert llama and all(r.era in ("2023", "2024", "2025") for r in llama)
     by_id = {r.id: r for r in rows}
     assert by_id["r0001"].era == "2023" and by_id["r0348"].era == "2025"   # 2023-11 scoreboard; b7948
+
+
+def test_a_rate_that_is_not_a_finite_positive_number_skips_its_row(tmp_path):
+    # a user's calibration CSV (TOKSPEED_CALIBRATION_CSV) goes through the typed gate: nan, inf, 0, a negative rate,
+    # a word or a number past 2**53 skip the row with one reason; none raises, none reaches the fit as a number
+    from tokspeed.calibration.rows import REPO, load_rows
+    header = (REPO / "data" / "validation" / "calibration.csv").read_text().splitlines()[0]
+    line = ("{i},src,NVIDIA GeForce RTX 4090,gpu,NVIDIA,1,none,1008,165,24,llama-3-8b,F16,,llama.cpp-cuda,decode,"
+            "0,128,0,1,{v},high,,,2024-05,row,")
+    bad = ["nan", "inf", "-inf", "0", "-5", "fast", "1e400", str(2**60)]
+    path = tmp_path / "user.csv"
+    path.write_text("\n".join([header] + [line.format(i=f"u{k}", v=v) for k, v in enumerate(bad + ["150.5"])]) + "\n")
+    rows = load_rows(path)
+    assert [r.skip for r in rows[:-1]] == ["tok_s not a finite rate > 0"] * len(bad)
+    assert rows[-1].skip == "" and rows[-1].tok_s == 150.5

@@ -8,6 +8,7 @@ be scored keep a ``skip`` reason instead of being dropped, so every line of the 
 from __future__ import annotations
 
 import csv
+import math
 import os
 import re
 from dataclasses import dataclass, replace
@@ -22,6 +23,7 @@ from ..engines.eras import build_month, era_family, era_of
 from ..engines.memory import memory_class
 from ..engines.profile import ENGINES
 from ..errors import UserError
+from ..guard.typed import rate
 from ..hardware.catalog import get_hardware
 from ..hardware.match import closest_device
 from ..hardware.spec import Hardware
@@ -110,6 +112,16 @@ def _int(text: str, default: int | None = None) -> int | None:
 def _float(text: str, default: float = 0.0) -> float:
     text = text.strip()
     return float(text) if text else default
+
+
+def measured_rate(text: str) -> float:
+    """A row's tok/s through the typed gate (``guard.typed.rate``): a finite number > 0, else NaN (the row is then
+    skipped, ``_skip_reason``), never an exception or an infinity."""
+    try:
+        v = rate(float(text.strip()))
+    except (ValueError, OverflowError):
+        return math.nan
+    return v if v else math.nan
 
 
 def _slug(name: str) -> str:
@@ -262,6 +274,8 @@ def _skip_reason(r: dict, quant: str, prompt, gen, ubatch: int, n_batch: int, er
             return flag
         if flag not in INFO_FLAGS:
             return f"unknown flag {flag}"
+    if math.isnan(measured_rate(r["tok_s"])):
+        return "tok_s not a finite rate > 0"
     if r["metric"] not in METRICS:
         return f"metric {r['metric']}"
     if engine_key(r["engine"]) not in ENGINES:
@@ -327,7 +341,7 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
                 id=r["id"], source=r["source"], hw=hw, family=device_family(r["hardware"], r["vendor"]),
                 n_devices=_int(r["n_devices"], 1), model=_model_id(r["model"]), quant=quant,
                 engine=engine_key(r["engine"]), metric=r["metric"].strip(), prompt=prompt or 0, gen=gen,
-                context=_int(r["context_depth"], 0), batch=_int(r["batch"], 1), tok_s=float(r["tok_s"]),
+                context=_int(r["context_depth"], 0), batch=_int(r["batch"], 1), tok_s=measured_rate(r["tok_s"]),
                 confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen, ubatch, n_batch, era),
                 date=r.get("date", "").strip(), build=r.get("build", "").strip(),
                 era=era,
