@@ -69,7 +69,7 @@ from tokspeed.engines.driver import kernel_cost_sources  # noqa: E402
 from tokspeed.engines.kernel_cost import own_cost_drivers  # noqa: E402
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
-from tokspeed.engines.pooling import arch_family  # noqa: E402
+from tokspeed.engines.pooling import arch_family, vendor_key  # noqa: E402
 from tokspeed.toml_writer import Inline, dumps  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, prior_profile
 from tokspeed.quant.format_key import format_group
@@ -326,7 +326,8 @@ def run_engine(engine: str, rows, verbose=True, launch_of: dict | None = None, s
                 pooled=pooled, seen=seen, family_out=family_out, pri_prof=pri_prof,
                 # what a device of a family without rows is answered with: the priors on the fit's kernel paths
                 prior_alone=(predict_rows(rs, era_blend(raw, prof, 0.0)) / rs.measured - 1) * 100,
-                arch_rows=dict(sorted(Counter(arch_family(r.hw) for r in rows).items())))
+                arch_rows=dict(sorted(Counter(arch_family(r.hw) for r in rows).items())),
+                vendor_rows=dict(sorted(Counter(vendor_key(r.hw) for r in rows).items())))
 
 
 def refit(rs: RowSet, prior: EngineProfile, train, start, full=None, pri_prof=None):
@@ -539,7 +540,8 @@ def engine_table(res, results) -> dict:
     for kind in ("decode", "prefill"):
         out[f"{kind}_error_pct"] = float(round(band(res, kind, getattr(prior, f"{kind}_error_pct"))))
     # partial pooling toward the priors by architecture family (tokspeed/engines/pooling.py)
-    out.update(arch_rows=Inline(res["arch_rows"]), pool_rows=float(res["pool_k"]))
+    out.update(arch_rows=Inline(res["arch_rows"]), vendor_rows=Inline(res["vendor_rows"]),
+               pool_rows=float(res["pool_k"]))
     for kind in ("decode", "prefill"):
         unseen = res["bands"][(kind, "unseen")]
         out[f"{kind}_unseen_pct"] = float(round(unseen if not math.isnan(unseen) else band(res, kind, 0)))

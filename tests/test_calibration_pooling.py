@@ -68,6 +68,24 @@ def test_a_family_without_rows_is_answered_by_the_priors():
     assert q.decode_error_pct == pytest.approx(55.0 ** (1 / 3) * 12.0 ** (2 / 3))
 
 
+def test_per_kernel_and_per_step_costs_pool_by_the_vendors_rows():
+    # the costs are the engine's and its driver's: a family with few rows (Blackwell: 4, all prompts) takes them by
+    # the weight of the backend's rows on its vendor (NVIDIA: 688), its efficiencies by its own; none without rows
+    entry = {"arch_rows": {"ada": 40, "blackwell": 4}, "vendor_rows": {"nvidia": 44}, "pool_rows": 4.0}
+    prior = EngineProfile("llama.cpp-cuda", eta_mem={"default": 0.6}, launch_s=4e-6, fixed_s=3e-4, source="prior")
+    fit = EngineProfile("llama.cpp-cuda", eta_mem={"default": 0.9}, launch_s=2e-6, fixed_s=1e-4, fitted=True,
+                        source="fit")
+    p = pooled(fit, prior, entry, get_hardware("rtx-5090"))     # w = 4 / 8 = 1/2; costs 44 / 48
+    assert p.eta_mem["default"] == pytest.approx(math.sqrt(0.6 * 0.9))
+    assert p.launch_s == pytest.approx(4e-6 * 4 / 48 + 2e-6 * 44 / 48)
+    assert p.fixed_s == pytest.approx(3e-4 * 4 / 48 + 1e-4 * 44 / 48)
+    none = pooled(fit, prior, entry, get_hardware("rx-7900-xtx"))   # no rdna3 rows, no AMD rows: the priors
+    assert none.launch_s == pytest.approx(4e-6) and none.fixed_s == pytest.approx(3e-4)
+    old = pooled(fit, prior, {k: v for k, v in entry.items() if k != "vendor_rows"}, get_hardware("rtx-5090"))
+    assert old.launch_s == pytest.approx(3e-6)          # a fit written without vendor_rows: the family's weight
+    assert blend(prior, fit, 0.0, 1.0).launch_s == pytest.approx(4e-6)   # w = 0 keeps the priors' costs
+
+
 def test_shipped_fit_pools_by_the_rows_it_lists():
     fitted = _toml("fitted.toml")["llama.cpp-cuda"]
     if "arch_rows" not in fitted:

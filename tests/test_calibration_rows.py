@@ -178,3 +178,46 @@ def test_a_rate_that_is_not_a_finite_positive_number_skips_its_row(tmp_path):
     rows = load_rows(path)
     assert [r.skip for r in rows[:-1]] == ["tok_s not a finite rate > 0"] * len(bad)
     assert rows[-1].skip == "" and rows[-1].tok_s == 150.5
+
+
+def test_counts_figures_and_note_options_go_through_the_typed_gate(tmp_path):
+    # every other number of a user's calibration CSV: a word, nan, inf, a negative, a fraction or 5,000 digits in a
+    # count, a device figure or a note's -ub / -b / -t skips its row naming the column; none raises, and a prompt the
+    # fit would walk in more than workload.MAX_PREFILL_PASSES micro-batches is skipped before any walking
+    from tokspeed.calibration.rows import REPO, load_rows
+    from tokspeed.workload import MAX_PREFILL_PASSES
+    header = (REPO / "data" / "validation" / "calibration.csv").read_text().splitlines()[0]
+    cols = header.split(",")
+    good = dict(zip(cols, ("u,src,NVIDIA GeForce RTX 4090,gpu,NVIDIA,1,none,1008,165,24,llama-3-8b,F16,,"
+                           "llama.cpp-cuda,prefill,512,0,0,1,9000,high,,,2024-05,row,").split(",")))
+    huge = "9" * 5000
+    cases = [("prompt_tokens", "many", "prompt_tokens not a whole number in range"),
+             ("prompt_tokens", "512.5", "prompt_tokens not a whole number in range"),
+             ("context_depth", "-1", "context_depth not a whole number in range"),
+             ("batch", huge, "batch not a whole number in range"),
+             ("gen_tokens", "nan", "gen_tokens not a whole number in range"),
+             ("n_devices", str(2**40), "n_devices not a whole number in range"),
+             ("bandwidth_GBps", "inf", "bandwidth_GBps not a finite number in range"),
+             ("fp16_TFLOPS", "-165", "fp16_TFLOPS not a finite number in range"),
+             ("memory_GB", "1e400", "memory_GB not a finite number in range"),
+             ("model_bytes", "big", "model_bytes not a finite number in range"),
+             ("note", "llama-bench -ub 0", "note's -ub / -b not a whole number >= 1 in range"),
+             ("note", f"llama-bench -b {huge}", "note's -ub / -b not a whole number >= 1 in range"),
+             ("note", "llama-bench -t 0", "note's thread count not a whole number >= 1 in range"),
+             ("note", "llama-bench -ub 1", ""),                  # 512 micro-batches: scored
+             ]
+    lines = [header]
+    for k, (col, value, _) in enumerate(cases):
+        row = dict(good, id=f"u{k}", **{col: value})
+        lines.append(",".join(row[c] for c in cols))
+    long = dict(good, id="long", prompt_tokens=str(MAX_PREFILL_PASSES + 1), note="-ub 1")   # one pass too many
+    fine = dict(good, id="fine", prompt_tokens="512.0")                                       # a whole number
+    lines += [",".join(r[c] for c in cols) for r in (long, fine)]
+    path = tmp_path / "user.csv"
+    path.write_text("\n".join(lines) + "\n")
+    rows = {r.id: r for r in load_rows(path)}
+    for k, (col, value, reason) in enumerate(cases):
+        assert rows[f"u{k}"].skip == reason, (col, value[:20])
+    assert rows["u13"].ubatch == 1 and rows["u11"].n_batch == 2048
+    assert rows["long"].skip == f"prompt of {MAX_PREFILL_PASSES + 1:,} micro-batches (at most {MAX_PREFILL_PASSES:,})"
+    assert rows["fine"].skip == "" and rows["fine"].prompt == 512

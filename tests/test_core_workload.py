@@ -10,7 +10,7 @@ from tokspeed.ledger import forward_ops
 from tokspeed.models.catalog import get_model
 from tokspeed.quant.schemes import scheme_for
 from tokspeed.timing import RooflineTimer, depth_sum
-from tokspeed.workload import UBATCH, Workload
+from tokspeed.workload import MAX_PREFILL_PASSES, UBATCH, Workload, prefill_pass_count
 
 PRED = sys.modules["tokspeed.predict"]     # the package attribute ``tokspeed.predict`` is the function
 
@@ -27,6 +27,25 @@ def test_prefill_chunks_cover_the_prompt_in_micro_batches():
     w = Workload(prompt=2 * UBATCH + 7, gen=0, context=100)
     chunks = list(w.prefill_chunks())
     assert chunks == [(100, UBATCH), (100 + UBATCH, UBATCH), (100 + 2 * UBATCH, 7)]
+
+
+@pytest.mark.parametrize("prompt, ubatch, n_batch, passes", [
+    (5000, 512, 2048, 4 + 4 + 2),       # calls 2048 / 2048 / 904: 4 + 4 + ceil(904 / 512)
+    (5000, 4096, 2048, 3),              # -ub clamped to -b: 2048 / 2048 / 904
+    (0, 512, 2048, 0),
+])
+def test_prefill_pass_count_counts_without_walking(prompt, ubatch, n_batch, passes):
+    w = Workload(prompt=prompt, gen=0, ubatch=ubatch, n_batch=n_batch)
+    assert prefill_pass_count(prompt, ubatch, n_batch) == passes == len(list(w.prefill_chunks()))
+
+
+def test_a_prompt_of_too_many_micro_batches_is_one_line_before_any_work():
+    # a llama-bench file's n_prompt 10,000,000 at n_ubatch 1 (measure --from) would walk ten million ledgers
+    with pytest.raises(UserError) as e:
+        tokspeed.predict("llama-3-8b", "rtx-4090", prompt=10_000_000, ubatch=1)
+    assert "10,000,000 micro-batches" in str(e.value) and f"{MAX_PREFILL_PASSES:,}" in str(e.value)
+    Workload(prompt=MAX_PREFILL_PASSES, gen=0, ubatch=1)             # exactly the cap: accepted
+    Workload(prompt=10_000_000, gen=0)                               # the longest windows at -ub 512: accepted
 
 
 @pytest.mark.parametrize("model, engine, gen, context", [

@@ -43,15 +43,30 @@ def test_share_refits_from_the_paired_rows():
     assert COOPMAT1_SHARE["attn"] == pytest.approx(b2 / b1, abs=5e-4)
 
 
-def test_share_applies_to_nvidia_coopmat1_prompts_only():
+def test_share_applies_wherever_the_coopmat1_shaders_run():
     hw = get_hardware("rtx-5090")
     cm1 = on_driver(hw, "nvidia-cm1")
     assert coopmat1_share("llama.cpp-vulkan", hw, False) == 1.0            # the default driver has coopmat2
     assert coopmat1_share("llama.cpp-vulkan", cm1, False) == COOPMAT1_SHARE["matmul"]
     assert coopmat1_share("llama.cpp-vulkan", cm1, True) == COOPMAT1_SHARE["attn"]
     assert coopmat1_share("llama.cpp-cuda", cm1, False) == 1.0              # not a Vulkan backend
+    # AMD RDNA3 / RDNA4 under RADV and Intel Xe2 under ANV: VK_KHR_cooperative_matrix only (drivers.toml), the same
+    # coopmat1 shaders; the B70's FlashAttention runs FA_SCALAR on the vector ALUs (archs.toml: no coopmat1 FA)
     radv = on_driver(get_hardware("rx-7900-xtx"), "radv")
-    assert coopmat1_share("llama.cpp-vulkan", radv, False) == 1.0           # coopmat1 is AMD's only path
+    assert coopmat1_share("llama.cpp-vulkan", radv, False) == COOPMAT1_SHARE["matmul"]
+    assert coopmat1_share("llama.cpp-vulkan", radv, True) == COOPMAT1_SHARE["attn"]
+    anv = on_driver(get_hardware("arc-pro-b70"), "anv")
+    assert coopmat1_share("llama.cpp-vulkan", anv, False) == COOPMAT1_SHARE["matmul"]
+    assert coopmat1_share("llama.cpp-vulkan", anv, True) == 1.0
+    # BF16 weights under a driver without BF16 cooperative matrices run the FP32 fallback shader (matmul_bf16_fp32,
+    # driver.bf16_fallback): no coopmat1 shader, no share; RADV has them on RDNA4, AMDVLK and ANV do not
+    r9700 = get_hardware("radeon-ai-pro-r9700")
+    assert coopmat1_share("llama.cpp-vulkan", on_driver(r9700, "radv"), False, "BF16") == COOPMAT1_SHARE["matmul"]
+    assert coopmat1_share("llama.cpp-vulkan", on_driver(r9700, "amdvlk"), False, "BF16") == 1.0
+    assert coopmat1_share("llama.cpp-vulkan", anv, False, "BF16") == 1.0
+    assert coopmat1_share("llama.cpp-vulkan", anv, False, "Q4_0") == COOPMAT1_SHARE["matmul"]
+    # RDNA2 has no cooperative matrices: its prompts run the vector shaders, no share
+    assert coopmat1_share("llama.cpp-vulkan", on_driver(get_hardware("rx-6800-xt"), "radv"), False) == 1.0
 
 
 def test_rates_carry_the_share():

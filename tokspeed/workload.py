@@ -24,6 +24,11 @@ NBATCH = 2048     # tokens per llama_decode call of a prompt (llama.cpp -b defau
 # src/llama-context.cpp (llama_context constructor) clamps ``n_ubatch = min(n_batch, n_ubatch)``, and a ubatch
 # never spans two calls (llama_context::decode splits the call's batch with llama_batch_allocr).
 MAX_TOKENS = 1 << 31
+# A prompt is timed pass by pass (``prefill_chunks``: one ledger each, ~0.1 ms): a prompt of more micro-batches than
+# this is refused before any work, so no file or flag (a llama-bench file's n_prompt 10,000,000 at n_ubatch 1, a
+# calibration row's) buys hours of CPU. Policy (guard/limits.py's way): 16.8 M tokens at llama.cpp's -ub 512, above
+# the longest trained window (Llama 4 Scout's 10 M: 19,532 micro-batches).
+MAX_PREFILL_PASSES = 1 << 15
 # llama.cpp's -fa as the CLI and the web page take it: auto is the build's and front end's own default
 FLASH_ATTN = {"auto": None, "on": True, "off": False}
 
@@ -44,6 +49,14 @@ def check_count(name: str, v, lo: int) -> int:
     return v
 
 
+def prefill_pass_count(prompt: int, ubatch: int, n_batch: int) -> int:
+    """The micro-batches ``Workload.prefill_chunks`` cuts a prompt into, counted without walking them: each call of
+    ``n_batch`` tokens in chunks of ``min(ubatch, n_batch)``, the last call's remainder likewise."""
+    step = min(ubatch, n_batch)
+    calls, rest = divmod(prompt, n_batch)
+    return calls * -(-n_batch // step) + -(-rest // step)
+
+
 def one_micro_batch(prompt: int, ubatch: int, n_batch: int) -> bool:
     """Whether a prompt of ``prompt`` tokens runs as one micro-batch: no longer than a micro-batch of ``ubatch`` tokens
     within a call of ``n_batch`` (``Workload.prefill_chunks`` cuts at both), counted without walking the chunks."""
@@ -62,6 +75,11 @@ class Workload:
     def __post_init__(self):
         for name, lo in (("prompt", 0), ("gen", 0), ("context", 0), ("batch", 1), ("ubatch", 1), ("n_batch", 1)):
             check_count(name, getattr(self, name), lo)
+        passes = prefill_pass_count(self.prompt, self.ubatch, self.n_batch)
+        if passes > MAX_PREFILL_PASSES:
+            raise UserError(f"a prompt of {self.prompt:,} tokens at ubatch={self.ubatch} and n_batch={self.n_batch} "
+                            f"is {passes:,} micro-batches; tokspeed times at most {MAX_PREFILL_PASSES:,}",
+                            "use a larger `ubatch` (llama.cpp's default is 512)")
 
     @property
     def micro_batch(self) -> int:

@@ -23,7 +23,7 @@ import math
 import numpy as np
 
 from ..engines.bands import OTHER
-from ..engines.pooling import arch_family, blend, pool_weight
+from ..engines.pooling import arch_family, blend, pool_weight, vendor_key
 from ..quant.format_key import format_group
 from ..stats import percentile
 
@@ -69,8 +69,9 @@ def test_masks(rows) -> dict:
     return {"source": source_folds(rows), "device": device_folds(rows), "time": time_folds(rows)}
 
 
-def era_blend(prior, prof, w):
-    return {e: blend(prior, p, w) for e, p in prof.items()} if isinstance(prof, dict) else blend(prior, prof, w)
+def era_blend(prior, prof, w, w_cost=None):
+    return {e: blend(prior, p, w, w_cost) for e, p in prof.items()} if isinstance(prof, dict) \
+        else blend(prior, prof, w, w_cost)
 
 
 def held_out_eras(refitted, full: dict, prior, train_eras) -> dict:
@@ -87,20 +88,22 @@ def held_out_eras(refitted, full: dict, prior, train_eras) -> dict:
 
 def pooled_errors(rs, predict_rows, prior, prof, train, test, ks=POOL_GRID) -> dict:
     """{k: signed % error of the ``test`` rows (NaN elsewhere)} for the fit ``prof`` (trained on ``train``), pooled
-    toward ``prior`` per architecture family at each ``k``; key ``"unpooled"``: ``prof`` as it stands."""
+    toward ``prior`` per architecture family at each ``k`` (the per-kernel and per-step costs per vendor, as
+    ``pooling.pooled`` answers); key ``"unpooled"``: ``prof`` as it stands."""
     fams = np.array([arch_family(r.hw) for r in rs.rows])
+    vendors = np.array([vendor_key(r.hw) for r in rs.rows])
     out = {k: np.full(len(fams), np.nan) for k in (*ks, "unpooled")}
     raw = predict_rows(rs, prof)
     out["unpooled"][test] = (raw[test] / rs.measured[test] - 1) * 100
     cache = {}
-    for fam in sorted(set(fams[test])):
-        rows = test & (fams == fam)
-        n = int(np.sum(train & (fams == fam)))
+    for fam, vendor in sorted(set(zip(fams[test], vendors[test]))):
+        rows = test & (fams == fam) & (vendors == vendor)
+        n, nv = int(np.sum(train & (fams == fam))), int(np.sum(train & (vendors == vendor)))
         for k in ks:
-            w = pool_weight(n, k)
-            if w not in cache:
-                cache[w] = raw if w >= 1.0 else predict_rows(rs, era_blend(prior, prof, w))
-            out[k][rows] = (cache[w][rows] / rs.measured[rows] - 1) * 100
+            w, wc = pool_weight(n, k), pool_weight(nv, k)
+            if (w, wc) not in cache:
+                cache[(w, wc)] = raw if w >= 1.0 and wc >= 1.0 else predict_rows(rs, era_blend(prior, prof, w, wc))
+            out[k][rows] = (cache[(w, wc)][rows] / rs.measured[rows] - 1) * 100
     return out
 
 

@@ -30,7 +30,8 @@ from ..hardware.spec import Hardware
 from ..models.catalog import resolve_id
 from ..quant.dynamic import split_size
 from ..quant.schemes import canonical, scheme_for
-from ..workload import NBATCH, UBATCH
+from ..workload import MAX_TOKENS, NBATCH, UBATCH
+from .row_cells import cell_count, cell_number, gated, note_count, too_many_passes
 from .families import device_family
 from .split_rows import stages_in_turn
 from .series import mark_rising_series
@@ -105,13 +106,15 @@ class CalibrationRow:
 
 
 def _int(text: str, default: int | None = None) -> int | None:
-    text = text.strip()
-    return int(text) if text else default
+    """A gated count cell (``row_cells.gated``) as an int; ``default`` when blank."""
+    v = cell_count(text)
+    return v if isinstance(v, int) else default
 
 
 def _float(text: str, default: float = 0.0) -> float:
-    text = text.strip()
-    return float(text) if text else default
+    """A gated number cell as a float; ``default`` when blank."""
+    v = cell_number(text)
+    return v if isinstance(v, float) else default
 
 
 def measured_rate(text: str) -> float:
@@ -289,6 +292,8 @@ def _skip_reason(r: dict, quant: str, prompt, gen, ubatch: int, n_batch: int, er
     if r["metric"] == "prefill":
         if not prompt:
             return "prompt length unstated"
+        if too_many_passes(prompt, ubatch, n_batch):
+            return too_many_passes(prompt, ubatch, n_batch)
         if not _row_fp16_tflops(r) and not _cpu_simd_peak(r):
             return "no FP16 peak (prefill not scored)"
     if _int(r["n_devices"], 1) > 1 and not stages_in_turn(
@@ -324,25 +329,38 @@ def _load_csv(path: Path) -> list[CalibrationRow]:
     out = []
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
+            r, bad = gated(r)               # row_cells: counts and figures through the typed gate, else skipped
             quant = sized_quant(map_quant(r["quant"]), r.get("model_bytes", ""))
             decode = r["metric"] != "prefill"
             prompt = _int(r["prompt_tokens"], 0 if decode else None)   # unstated decode prompt: short
             gen = _int(r["gen_tokens"], DEFAULT_GEN if decode else 0)
-            hw = with_row_driver(row_hardware(r), r.get("note", ""))          # the driver and OS its note names
+            try:
+                hw = row_hardware(r)
+            except UserError:       # a zero or blanked bandwidth / capacity: a placeholder device, never scored
+                hw = row_hardware(dict(r, bandwidth_GBps="1", memory_GB=""))
+                bad = bad or "bandwidth_GBps / memory_GB not a positive number"
+            hw = with_row_driver(hw, r.get("note", ""))          # the driver and OS its note names
             hw = backend_view(engine_key(r["engine"]), hw, quant)   # as compat.runnable
+            threads = note_threads(r.get("note", ""))
+            if threads is not None and not 1 <= threads <= MAX_TOKENS:
+                bad, threads = bad or "note's thread count not a whole number >= 1 in range", None
             if hw.kind == "cpu" or "cpu" in engine_key(r["engine"]):
-                hw = with_numa(with_threads(hw, note_threads(r.get("note", ""))),      # the row's -t, --numa
+                hw = with_numa(with_threads(hw, threads),      # the row's -t, --numa
                                note_option(NOTE_NUMA, r.get("note", ""), None))
             engine = engine_key(r["engine"])
             era = row_era(engine, r.get("date", ""), r.get("build", ""))
-            ubatch = note_option(NOTE_UBATCH, r.get("note", ""), UBATCH)
-            n_batch = note_option(NOTE_NBATCH, r.get("note", ""), NBATCH)
+            ubatch = note_count(NOTE_UBATCH, r.get("note", ""), UBATCH)
+            n_batch = note_count(NOTE_NBATCH, r.get("note", ""), NBATCH)
+            if ubatch is None or n_batch is None:
+                bad = bad or "note's -ub / -b not a whole number >= 1 in range"
+                ubatch, n_batch = ubatch or UBATCH, n_batch or NBATCH
             out.append(CalibrationRow(
                 id=r["id"], source=r["source"], hw=hw, family=device_family(r["hardware"], r["vendor"]),
                 n_devices=_int(r["n_devices"], 1), model=_model_id(r["model"]), quant=quant,
                 engine=engine_key(r["engine"]), metric=r["metric"].strip(), prompt=prompt or 0, gen=gen,
                 context=_int(r["context_depth"], 0), batch=_int(r["batch"], 1), tok_s=measured_rate(r["tok_s"]),
-                confidence=r["confidence"], flags=r["flags"], skip=_skip_reason(r, quant, prompt, gen, ubatch, n_batch, era),
+                confidence=r["confidence"], flags=r["flags"],
+                skip=bad or _skip_reason(r, quant, prompt, gen, ubatch, n_batch, era),
                 date=r.get("date", "").strip(), build=r.get("build", "").strip(),
                 era=era,
                 month=row_month(engine_key(r["engine"]), r.get("date", ""), r.get("build", "")),

@@ -79,8 +79,13 @@ HOST_STAGED_DEVICE_COPY = {
 # in the mean depth d + 512 (residuals < 2.2 us), a + b (d + 512), with a (the weight matmuls) 85.7 us under
 # coopmat2 and 126.2 under coopmat1 -> 0.679, and b (FlashAttention per token of depth) 4.68 ns and 17.21 ns ->
 # 0.272 (tests/test_vulkan_paths.py refits both from the rows). A prompt's tiles only (a decode pass runs the
-# matrix-vector shaders, the same under both). Measured on NVIDIA only: AMD and Intel run coopmat1 as their one
-# cooperative-matrix path, held by their own efficiencies.
+# matrix-vector shaders, the same under both). The Vulkan efficiencies (priors.toml, fitted.toml) are coopmat2's, so
+# the share applies wherever the coopmat1 shaders run: NVIDIA without coopmat2, and AMD RDNA3 / RDNA4 and Intel Xe2,
+# whose drivers have VK_KHR_cooperative_matrix only (drivers.toml) and run the same SPIR-V (matmul_*_cm1 and, where
+# the part runs it, flash_attn_cm1.comp: dequantisation into shared memory, 16x16x16 fragments loaded from it).
+# ASSUMED: the shaders' share of a vendor's matrix peak is NVIDIA's measured one. Checked on the AMD rows, which
+# did not enter it (calibration-3.csv, the Radeon AI PRO R9700 under RADV / AMDVLK, -fa 1, priors alone): Llama 2 7B
+# Q4_0 pp2048 at depth 32,768 +205 -> +2 %, pp512 +39 / +81 -> -5 / +25 %, the class's median +155 -> +33 %.
 COOPMAT1_SHARE = {"matmul": 0.679, "attn": 0.272}
 BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD without fast BF16
 VECTOR_FP16_PER_FP32 = {"amd": 2.0, "intel": 2.0, "nvidia": 1.0}
@@ -142,14 +147,18 @@ def copies_through_host(backend: str) -> bool:
     return backend in HOST_STAGED_DEVICE_COPY
 
 
-def coopmat1_share(backend: str, hw, attn: bool) -> float:
+def coopmat1_share(backend: str, hw, attn: bool, quant=None) -> float:
     """The share of the coopmat2 rate a prompt's matmul (``attn``: FlashAttention) keeps on ``hw`` under
-    ``backend``: ``COOPMAT1_SHARE`` on NVIDIA under a Vulkan driver with cooperative matrices but no coopmat2,
-    else 1 (coopmat2, another vendor or backend, the vector path, unknown)."""
-    if api_of(backend) != "vulkan" or driver_family(hw) != "nvidia" or not uses_matrix_units(backend, hw):
+    ``backend``: ``COOPMAT1_SHARE`` under a Vulkan driver with cooperative matrices but no coopmat2 (any vendor: the
+    comment above), else 1 (coopmat2, another backend, the vector path -- FlashAttention on FA_SCALAR and ``quant``
+    BF16 weights on the FP32 fallback shader (``driver.bf16_fallback``) included --, unknown)."""
+    if api_of(backend) != "vulkan" or not uses_matrix_units(backend, hw):
         return 1.0
-    f = features(resolve(backend, hw), "nvidia")
-    return COOPMAT1_SHARE["attn" if attn else "matmul"] if f is not None and f.coopmat and not f.coopmat2 else 1.0
+    f = features(resolve(backend, hw), driver_family(hw))
+    if f is None or not f.coopmat or f.coopmat2 or (attn and flash_attn_on_vector(backend, hw)) or \
+            (quant is not None and bf16_fallback(backend, hw, driver_family(hw), quant)):
+        return 1.0
+    return COOPMAT1_SHARE["attn" if attn else "matmul"]
 
 
 def flash_attn_on_vector(backend: str, hw) -> bool:

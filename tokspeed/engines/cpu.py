@@ -22,7 +22,7 @@ from ..errors import UserError
 # Zen 2: 4-core CCX; Zen 3 / 4 / 5: 8-core CCD with one L3).
 CCX_CORES = {"zen2": 4, "zen3": 8, "zen4": 8, "zen5": 8}
 LOCAL_LINE_NS, CROSS_CCX_LINE_NS = 30.0, 100.0
-NOTE_THREADS = re.compile(r"(?:\b(\d+) threads\b|-t (\d+)\b)")
+NOTE_THREADS = re.compile(r"(?:\b(\d{1,20}) threads\b|-t (\d{1,20})\b)")   # int() never sees 5,000 digits
 
 
 def with_threads(hw, threads: int | None):

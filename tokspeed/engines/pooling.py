@@ -12,7 +12,13 @@ efficiency as the weighted geometric mean ``prior^(1-w) x fitted^w`` with
 no rows has ``w = 0``: the answer is the backend's prior, never a neighbour's residual, and it says so
 (``fitted = false``: its band is the priors' held-out band, ``tokspeed.engines.bands``).
 
-What is blended is what the fit moves: efficiencies, fixed costs and the band; attention traffic is the fit's
+What is blended is what the fit moves: efficiencies, fixed costs and the band. The per-kernel and per-step costs
+(``launch_s``, ``fixed_s``, ``launch_by_driver``) are the engine's and its driver's, not the silicon's efficiency:
+where the family has rows (``w > 0``) they move by the weight of the backend's rows on the device's vendor,
+``n_v / (n_v + k)`` (``fitted.toml`` ``vendor_rows``), the rows of the same driver stack; a family without rows keeps
+the priors' costs like everything else. (Pooled by the family's own weight, a CUDA family measured only on prompts
+-- Blackwell: 4 rows -- took the priors' pre-CUDA-graph launch cost, 4 us against the graph era's 1.8, and decoded
+llama-2-7b Q4_0 1.23x the RTX 4090's against a public 1.5x.) Attention traffic is the fit's
 wherever the family has rows and the priors' of the same path (none where attention is fused) where it has none. What says which kernel runs (an era without an MMQ bound) is the
 fitted profile's as it stands: a structural zero is kept.
 """
@@ -57,9 +63,16 @@ def _dict_value(profile, field: str, key: str) -> float:
     return getattr(profile, field).get(key, 1.0)
 
 
-def blend(prior, fitted, w: float):
-    """``fitted`` moved toward ``prior`` (both EngineProfiles) by the weight ``w`` of the fit (1: as fitted)."""
-    if w >= 1.0:
+def vendor_key(hw) -> str:
+    """The vendor a device's driver stack is of: its hardware entry's ``vendor``, lower case, first word."""
+    return ((getattr(hw, "vendor", None) or "unknown").strip().lower().split() or ["unknown"])[0]
+
+
+def blend(prior, fitted, w: float, w_cost: float | None = None):
+    """``fitted`` moved toward ``prior`` (both EngineProfiles) by the weight ``w`` of the fit (1: as fitted); the
+    per-kernel and per-step costs by ``w_cost`` (default ``w``; 0 wherever ``w`` is 0: the module's docstring)."""
+    w_cost = w if w_cost is None or w <= 0.0 else w_cost
+    if w >= 1.0 and w_cost >= 1.0:
         return fitted
     out = {}
     for f in DICT_FIELDS:
@@ -68,10 +81,10 @@ def blend(prior, fitted, w: float):
     for f in GEOMETRIC:
         out[f] = _geo(getattr(prior, f), getattr(fitted, f), w)
     for f in LINEAR:
-        out[f] = (1 - w) * getattr(prior, f) + w * getattr(fitted, f)
+        out[f] = (1 - w_cost) * getattr(prior, f) + w_cost * getattr(fitted, f)
     # a driver's own per-kernel cost, toward the prior's one launch cost (none left where the family has no rows)
-    out["launch_by_driver"] = {d: (1 - w) * prior.launch_s + w * v for d, v in fitted.launch_by_driver.items()} \
-        if w > 0 else {}
+    out["launch_by_driver"] = {d: (1 - w_cost) * prior.launch_s + w_cost * v
+                               for d, v in fitted.launch_by_driver.items()} if w > 0 else {}
     for f in STRUCTURAL:
         a, b = getattr(prior, f), getattr(fitted, f)
         out[f] = _geo(a, b, w) if a > 0 and b > 0 else b
@@ -93,6 +106,15 @@ def family_weight(entry: dict, hw) -> float:
     return pool_weight(int(rows.get(arch_family(hw), 0)), float(entry.get("pool_rows", 0.0)))
 
 
+def cost_weight(entry: dict, hw) -> float | None:
+    """The fit's weight on ``hw``'s per-kernel and per-step costs (``vendor_rows``, ``pool_rows``); None for an
+    entry written without ``vendor_rows`` (the family's weight then)."""
+    rows = entry.get("vendor_rows")
+    if rows is None:
+        return None
+    return pool_weight(int(rows.get(vendor_key(hw), 0)), float(entry.get("pool_rows", 0.0)))
+
+
 def pooled(profile, prior, entry: dict, hw):
     """``profile`` (fitted) as it answers on ``hw``: blended toward ``prior`` by ``family_weight``; the prior itself,
     unfitted and saying why, where the device's family has no rows in the fit. The band runs from the fit's
@@ -101,12 +123,12 @@ def pooled(profile, prior, entry: dict, hw):
         return profile
     fam = arch_family(hw)
     n = int(entry["arch_rows"].get(fam, 0))
-    w = family_weight(entry, hw)
-    if w >= 1.0:
+    w, wc = family_weight(entry, hw), cost_weight(entry, hw)
+    if w >= 1.0 and (wc is None or wc >= 1.0):
         return replace(profile, arch_rows=n)
     prior = replace(prior, **{f"{k}_error_pct": float(entry.get(f"{k}_unseen_pct", getattr(prior, f"{k}_error_pct")))
                               for k in ("decode", "prefill")})
-    mixed = blend(prior, profile, w)
+    mixed = blend(prior, profile, w, wc)
     if w <= 0.0:
         return replace(mixed, fitted=False, arch_rows=0,
                        source=f"priors: no {fam} rows in {profile.name}'s fit "

@@ -276,8 +276,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         fmt_eff = engine.eta_compute_format.get(path, fmt_eff)
     # eta_compute x (the format's x the pass's) x the usable multiple: the fit's evaluator multiplies in this order
     ramp = matmul_eff(engine, tokens, pairs_per_expert)
-    if tiled:           # Vulkan on NVIDIA without coopmat2: the coopmat1 shaders' share (backends.COOPMAT1_SHARE)
-        ramp *= coopmat1_share(engine.name, hw, False)
+    if tiled:           # Vulkan without coopmat2: the coopmat1 shaders' share (backends.COOPMAT1_SHARE)
+        ramp *= coopmat1_share(engine.name, hw, False, fmt)
     eta = min(engine.compute_eff_for(hw) * (fmt_eff * ramp) * scale, 1.0)
     value = peak * eta
     bounds = []

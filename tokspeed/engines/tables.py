@@ -15,7 +15,7 @@ from .eras import era_family, era_labels, nearest_era, newest_unfused_era, parse
 
 HERE = Path(__file__).parent
 # fitted.toml's per-engine partial pooling (tokspeed.engines.pooling): rows per architecture family, pooling strength
-POOLING_KEYS = ("arch_rows", "pool_rows", "decode_unseen_pct", "prefill_unseen_pct")
+POOLING_KEYS = ("arch_rows", "vendor_rows", "pool_rows", "decode_unseen_pct", "prefill_unseen_pct")
 
 def load_table(fname: str) -> dict:
     """One engine table (``priors.toml`` or ``fitted.toml``) as {engine: {key: value}}; {} if absent."""
