@@ -92,6 +92,31 @@ def test_mixed_test_counts_both_times():
     assert c.predicted_tok_s == pytest.approx(640 / (512 / p.prefill.tok_s + 128 / p.decode.tok_s), rel=1e-9)
 
 
+def test_a_test_is_predicted_at_its_own_ubatch_batch_and_threads():
+    # -ub 2048 -b 2048 over a 4,096-token prompt: two micro-batches of 2,048 (predict's ubatch / n_batch), not eight
+    # of llama.cpp's default 512; -t 4 on the CPU backend computes on 4 of the 16 cores' SIMD units
+    from dataclasses import replace
+
+    from tokspeed.engines.cpu import with_threads
+    from tokspeed.hardware.catalog import get_hardware
+    gpu = BenchRow("Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", "llama 8B Q4_K - Medium", 0, 0, "CUDA", 99, 4096, 0,
+                   0, 1000.0, n_batch=2048, n_ubatch=2048, gpu_info="NVIDIA GeForce RTX 4090")
+    (c,), _ = compare([gpu])
+    want = predict("llama-3.1-8b", "rtx-4090", quant="Q4_K_M", engine="llama.cpp-cuda", prompt=4096, gen=1,
+                   ubatch=2048, n_batch=2048).prefill.tok_s
+    default = predict("llama-3.1-8b", "rtx-4090", quant="Q4_K_M", engine="llama.cpp-cuda", prompt=4096,
+                      gen=1).prefill.tok_s
+    assert c.predicted_tok_s == pytest.approx(want, rel=1e-9) and want != pytest.approx(default, rel=1e-3)
+    cpu = replace(gpu, backend="CPU", n_gpu_layers=0, n_threads=4, cpu_info="AMD Ryzen 9 7950X 16-Core Processor")
+    hw = get_hardware("ryzen-9-7950x")
+    (c,), _ = compare([cpu], hardware=hw)
+    want = predict("llama-3.1-8b", with_threads(hw, 4), quant="Q4_K_M", engine="llama.cpp-cpu", prompt=4096, gen=1,
+                   ubatch=2048, n_batch=2048).prefill.tok_s
+    sixteen = predict("llama-3.1-8b", hw, quant="Q4_K_M", engine="llama.cpp-cpu", prompt=4096, gen=1,
+                      ubatch=2048, n_batch=2048).prefill.tok_s
+    assert c.predicted_tok_s == pytest.approx(want, rel=1e-9) and want < sixteen / 2
+
+
 @pytest.mark.parametrize("text, why", [
     ("hello world", "not llama-bench output"),
     ("[1, 2]", "not llama-bench JSON"),

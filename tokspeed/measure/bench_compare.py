@@ -3,7 +3,7 @@
 Each test (``llama_bench.BenchRow``) is predicted as asked: the model from its file name (or the one given), the
 weight format from its file type (``Q4_K - Medium`` is Q4_K_M), the backend from llama-bench's ``backends`` (CPU
 where no layer is offloaded), the device from its ``gpu_info`` / ``cpu_info`` (or the one given), the build's era from
-its build number, its prompt, generation, depth and ``-fa``. A prompt test compares with the prefill rate, a
+its build number, its prompt, generation, depth, ``-fa``, ``-ub`` / ``-b`` and, on the CPU backend, ``-t``. A prompt test compares with the prefill rate, a
 generation test with the decode rate, a ``pp+tg`` test with both tokens over both times (as llama-bench counts it).
 
 ``calibrate``: the decode tests fit this machine's ``llama.cpp`` calibration (``calibrate.fit``: eta, eta_kv and a
@@ -17,8 +17,10 @@ import re
 from dataclasses import dataclass
 
 from ..engines.compat import llama_bench_backends, runtime_of
+from ..engines.cpu import with_threads
 from ..errors import UserError
 from ..hardware.catalog import get_hardware
+from ..hardware.spec import Hardware
 from ..models.catalog import resolve_id
 from ..predict import predict
 from ..quant.format_table import rows as format_rows
@@ -96,10 +98,15 @@ def device_of(row: BenchRow, engine: str) -> str:
 
 
 def predicted_rate(row: BenchRow, model, hw, quant: str, engine: str) -> tuple[float, str]:
+    """The test's rate as ``predict`` gives it with the settings the test ran: its -fa, its build, its -ub / -b (the
+    prompt's micro-batches) and, on the CPU backend, its -t (``engines.cpu.with_threads``: the SIMD units it used)."""
     fa = {1: True, 0: False}.get(row.flash_attn)
     build = re.search(r"\((\d+)\)", row.build)
+    if engine == llama_bench_backends()[CPU_BACKEND] and row.n_threads > 0 and isinstance(hw, Hardware):
+        hw = with_threads(hw, row.n_threads)
     p = predict(model, hw, quant=quant, engine=engine, prompt=row.n_prompt, gen=max(row.n_gen, 1),
-                context=row.n_depth, flash_attention=fa, engine_version=f"b{build.group(1)}" if build else None)
+                context=row.n_depth, flash_attention=fa, engine_version=f"b{build.group(1)}" if build else None,
+                ubatch=row.n_ubatch, n_batch=row.n_batch)
     if row.metric == "prefill":
         return p.prefill.tok_s, p.engine_profile.source
     if row.metric == "decode":
