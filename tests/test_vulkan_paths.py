@@ -150,3 +150,15 @@ def test_the_fit_times_vulkan_on_nvidia_kernels_at_the_cuda_launch_cost_it_is_ha
                    - p.engine_profile.fixed_s) / p.engine_profile.launch_s
         # seconds per token grow by the kernels x the 5 us more each costs
         assert at[7e-6][i] - at[2e-6][i] == pytest.approx(kernels * 5e-6, rel=1e-6), r.id
+
+
+def test_explain_names_the_share_in_the_prompt_matmul_line():
+    # explain's "how the prompt matmul rate comes about" says what part of the efficiency is the coopmat1 shaders'
+    # (the R9700 under RADV has no coopmat2), and says nothing of it where coopmat2 runs (an RTX 4090's default driver)
+    from tokspeed.explain.rates_text import matmul_how
+
+    for name, driver, expect in (("radeon-ai-pro-r9700", "radv", True), ("rtx-4090", "nvidia", False)):
+        hw = on_driver(get_hardware(name), driver)
+        eng = get_engine("llama.cpp-vulkan", hw)
+        line = matmul_how(compute_rate(hw, eng, "Q4_0", 512), hw, eng, "Q4_0", 512)
+        assert ("coopmat1 shaders' share 0.679" in line) == expect, line

@@ -7,9 +7,10 @@
 
 from __future__ import annotations
 
+from ..engines.backends import coopmat1_share
 from ..engines.issue import fp32_lanes_per_core
 from ..engines.mmq import DP4A_OPS_PER_FP32_FLOP
-from ..engines.rates import BOARD_POWER, INT8_KERNELS, INT8_OPS_PER_FP16_ENERGY, MMQ_BOUND
+from ..engines.rates import BOARD_POWER, INT8_KERNELS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, MMQ_BOUND
 
 
 def tflops(x: float) -> str:
@@ -52,8 +53,10 @@ def matmul_how(rate, hw, engine, quant: str, tokens: int) -> str:
     if not rate.peak * rate.eta:
         return ""
     base = rate.peak * rate.eta
+    share = coopmat1_share(engine.name, hw, False, quant) if tokens > MATVEC_MAX_TOKENS else 1.0
+    of_which = f", of which the coopmat1 shaders' share {share:g} (no coopmat2 under this driver)" if share < 1 else ""
     parts = [f"{rate.unit} {tflops(base)} (listed {listed_peak(rate, hw)} x efficiency "
-             f"{base / (rate.peak * rate.scale):.2f})"]
+             f"{base / (rate.peak * rate.scale):.2f}{of_which})"]
     parts += [bound_how(b, rate, hw, engine, tokens) for b in rate.bounds]
     soft = any(b.name != INT8_KERNELS for b in rate.bounds)
     return (f"{quant} matmuls over {tokens:,} tokens run at {tflops(rate.value)}: " + ", ".join(parts)
