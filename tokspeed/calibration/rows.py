@@ -292,8 +292,8 @@ def _skip_reason(r: dict, quant: str, prompt, gen, ubatch: int, n_batch: int, er
     if r["metric"] == "prefill":
         if not prompt:
             return "prompt length unstated"
-        if too_many_passes(prompt, ubatch, n_batch):
-            return too_many_passes(prompt, ubatch, n_batch)
+        if (many := too_many_passes(prompt, ubatch, n_batch)):
+            return many
         if not _row_fp16_tflops(r) and not _cpu_simd_peak(r):
             return "no FP16 peak (prefill not scored)"
     if _int(r["n_devices"], 1) > 1 and not stages_in_turn(

@@ -28,6 +28,8 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from .rates import vendor_of
+
 # fields blended geometrically (positive efficiencies), linearly (costs that may sit at 0), or kept where either is 0
 DICT_FIELDS = ("eta_mem", "eta_compute", "eta_format", "eta_compute_format")
 GEOMETRIC = ("eta_attn", "eta_kv", "eta_matvec", "gemm_half_tokens", "decode_error_pct", "prefill_error_pct")
@@ -64,8 +66,8 @@ def _dict_value(profile, field: str, key: str) -> float:
 
 
 def vendor_key(hw) -> str:
-    """The vendor a device's driver stack is of: its hardware entry's ``vendor``, lower case, first word."""
-    return ((getattr(hw, "vendor", None) or "unknown").strip().lower().split() or ["unknown"])[0]
+    """The vendor a device's driver stack is of (``rates.vendor_of``), "unknown" where none is stated."""
+    return vendor_of(hw) or "unknown"
 
 
 def blend(prior, fitted, w: float, w_cost: float | None = None):

@@ -309,7 +309,8 @@ def op_rate(op, hw, engine, fmt, tokens: int) -> Rate:
 
 # -- what runs it ---------------------------------------------------------------------------------------------
 
-def _vendor(hw) -> str:
+def vendor_of(hw) -> str:
+    """A device's vendor, lower case, its long names folded ("Advanced Micro Devices" is amd)."""
     v = (hw.vendor or "").strip().lower()
     return "nvidia" if v.startswith("nvidia") else "amd" if v.startswith(("amd", "advanced micro")) else \
         "apple" if v.startswith("apple") else v
@@ -318,14 +319,14 @@ def _vendor(hw) -> str:
 def _vector_unit(hw) -> str:
     if hw.kind == "cpu":
         return "CPU cores (SIMD)"
-    return "CUDA cores" if _vendor(hw) == "nvidia" else "GPU vector ALUs" if hw.kind in ("gpu", "soc") \
+    return "CUDA cores" if vendor_of(hw) == "nvidia" else "GPU vector ALUs" if hw.kind in ("gpu", "soc") \
         else "vector units"
 
 
 def _matrix_unit(hw, listed: str) -> str:
     """The units a GEMM at the ``listed`` figure runs on: the FP32 figure on the vector units, the FP16 one on the
     part's matrix units (NVIDIA tensor cores from Volta; half2 on the CUDA cores of GP100)."""
-    vendor = _vendor(hw)
+    vendor = vendor_of(hw)
     if hw.kind == "cpu":
         return "CPU cores (SIMD)"
     if listed == "FP32":
@@ -337,7 +338,7 @@ def _matrix_unit(hw, listed: str) -> str:
 
 def _weight_unit(hw, engine, fmt: FormatKey, tokens: int, kernel: str, listed: str, int8: bool) -> str:
     """What runs a weight matmul (the module docstring's kernel list)."""
-    nvidia = _vendor(hw) == "nvidia"
+    nvidia = vendor_of(hw) == "nvidia"
     if hw.kind == "cpu":
         return "CPU cores (int8 SIMD dot products)" if int8 and int8_matvec_flops(engine, hw, fmt) else \
             "CPU cores (SIMD)"
