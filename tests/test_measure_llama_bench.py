@@ -92,6 +92,19 @@ def test_mixed_test_counts_both_times():
     assert c.predicted_tok_s == pytest.approx(640 / (512 / p.prefill.tok_s + 128 / p.decode.tok_s), rel=1e-9)
 
 
+def test_a_file_of_too_much_prompt_work_is_one_line_before_any_prediction(tmp_path):
+    # 40 tests of 32,768 one-token micro-batches each: every test is within the per-prompt cap, the file is not
+    from tokspeed.measure.llama_bench import MAX_FILE_PASSES
+    line = json.dumps({"n_prompt": 32768, "n_gen": 0, "n_ubatch": 1, "n_batch": 2048, "avg_ts": 100.0})
+    path = tmp_path / "big.jsonl"
+    path.write_text((line + "\n") * 40)
+    with pytest.raises(UserError) as e:
+        read_bench(path)
+    assert f"{40 * 32768:,} micro-batches in all" in e.value.message and f"{MAX_FILE_PASSES:,}" in e.value.message
+    path.write_text((line + "\n") * 32)                 # 32 x 32,768 = the file cap: read
+    assert len(read_bench(path)) == 32
+
+
 def test_a_test_is_predicted_at_its_own_ubatch_batch_and_threads():
     # -ub 2048 -b 2048 over a 4,096-token prompt: two micro-batches of 2,048 (predict's ubatch / n_batch), not eight
     # of llama.cpp's default 512; -t 4 on the CPU backend computes on 4 of the 16 cores' SIMD units

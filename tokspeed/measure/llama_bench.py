@@ -22,9 +22,13 @@ from dataclasses import dataclass
 from ..errors import UserError
 from ..guard.limits import csv_dict_rows, json_line
 from ..userfile import read_bytes
+from ..workload import MAX_PREFILL_PASSES, prefill_pass_count
 
 MAX_ROWS = 10_000            # a llama-bench run is tens of tests; more is not a bench file
 MAX_TOKENS = 10**7           # n_prompt / n_gen / n_depth beyond any context window
+# the prompt micro-batches a whole file asks tokspeed to time (each a ledger pass, 0.05-0.1 ms): 32 tests at the
+# per-prompt cap (workload.MAX_PREFILL_PASSES), about a minute; a real run's pp512..pp16384 tests need a few hundred
+MAX_FILE_PASSES = 32 * MAX_PREFILL_PASSES
 FORMATS = ("json", "jsonl", "csv", "md", "sql")
 
 
@@ -93,7 +97,12 @@ def read_bench(path) -> list[BenchRow]:
         raise UserError(f"{p}: no tests in this llama-bench {fmt} output", "was the run interrupted?")
     if len(records) > MAX_ROWS:
         raise UserError(f"{p}: {len(records):,} tests; a llama-bench output holds at most {MAX_ROWS:,} here")
-    return [_row(r, f"{p}: test {i + 1}") for i, r in enumerate(records)]
+    rows = [_row(r, f"{p}: test {i + 1}") for i, r in enumerate(records)]
+    passes = sum(prefill_pass_count(r.n_prompt, r.n_ubatch, r.n_batch) for r in rows)
+    if passes > MAX_FILE_PASSES:
+        raise UserError(f"{p}: its prompt tests are {passes:,} micro-batches in all; tokspeed times at most "
+                        f"{MAX_FILE_PASSES:,} for one file", "split the file, or give the tests a larger n_ubatch")
+    return rows
 
 
 def _json(text: str, where: str) -> list[dict]:
