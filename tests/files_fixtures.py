@@ -94,6 +94,17 @@ def write_llama_gguf(path: Path, shape=TINY, weight_type="Q8_0", embd_type=None,
     return path
 
 
+def write_loadable_llama(path: Path, shape: dict, weight_type: str = "Q8_0", name: str = "test-model") -> Path:
+    """``write_llama_gguf`` with every 2-D tensor in ``weight_type`` and an SPM vocabulary of the shape's size
+    (``<unk>``, ``<s>``, ``</s>``, the 256 byte tokens, fillers) that llama.cpp loads, runs and benchmarks: the
+    files scripts/record_llama_bench_here.py and benchmarks/bench_cpu_attention.py hand to llama-bench."""
+    v = shape["vocab"]
+    tokens = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tokens += [f"\u2581t{i}" for i in range(v - len(tokens))]
+    return write_llama_gguf(path, shape=shape, weight_type=weight_type, embd_type=weight_type,
+                            output_type=weight_type, name=name, tokenizer=spm_tokenizer_kv(tokens, [0.0] * v))
+
+
 # ---- tokenizers ------------------------------------------------------------------------------
 def byte_level_bpe(corpus: list[str], vocab_size: int = 400):
     """A byte-level BPE trained (by the `tokenizers` package) on ``corpus``: (tokens, merges)."""

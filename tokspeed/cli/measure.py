@@ -240,6 +240,8 @@ def run_from(args, err, out) -> int:
                   "decode tests); later llama.cpp predictions on this profile use it")
     for line in skipped:
         err.print(f"[yellow]not predicted:[/] {markup(line)}")
+    for note in sorted({c.era for c in compared if c.era}):
+        err.print(f"note: {markup(note)}")
     if args.json:
         print_json({"file": str(args.from_file), "tests": [_as_dict(c) for c in compared], "not_predicted": skipped,
                     "calibration": cal.to_dict() if cal else None}, ensure_ascii=False)
@@ -252,7 +254,8 @@ def _as_dict(c) -> dict:
     r = c.row
     return {"test": r.test, "metric": r.metric, "model": c.model, "quant": c.quant, "engine": c.engine,
             "device": c.device, "measured_tok_s": r.avg_ts, "stddev_tok_s": r.stddev_ts,
-            "predicted_tok_s": c.predicted_tok_s, "error_pct": c.error_pct, "build": r.build, "source": c.source}
+            "predicted_tok_s": c.predicted_tok_s, "error_pct": c.error_pct, "build": r.build, "era": c.era,
+            "source": c.source}
 
 
 def _table(compared, console) -> None:

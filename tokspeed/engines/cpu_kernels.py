@@ -229,9 +229,17 @@ FA_TILED_SINCE = "2026-03"
 # Without F16 arithmetic in the vectors (x86 before AVX512-FP16: simd-mappings.h "F16 arithmetic is not supported
 # by AVX, so we use F32 instead", GGML_F32Cx8/Cx16) GGML_F16_VEC_LOAD widens every half (vcvtph2ps) and
 # GGML_F16_VEC_STORE narrows it (vcvtps2ph): ggml_vec_dot_f16 converts 2 values per FMA (both rows), vec.h
-# ggml_vec_mad_f16 3 (x, the accumulator y, y stored back). Arm cores with FP16 vector arithmetic (every Armv8.2+
-# core llama.cpp's CPU rows run on) multiply the halves as they are (GGML_F16x8).
-CVT_PER_FMA_DOT, CVT_PER_FMA_MAD = 2, 3
+# ggml_vec_mad_f16 3 (x, the accumulator y, y stored back), which alone would leave 1/3 and 2/7 of the FMA rate. The
+# row kernels do more per key than their FMAs and conversions: a horizontal sum per dot product, and with -fa an
+# online-softmax step (an expf, a branch on the running maximum) that the key's multiply-add waits on, over rows
+# of a head strided by the cache's other heads. Measured instead (benchmarks/bench_cpu_attention.py, llama-bench of
+# llama-cpp-python 0.3.36's llama.cpp on this project's 2-core AVX2 machine, one token at depths 1,024 and 4,096,
+# head dims 64 and 128, 16 readings per kernel over four runs; RESULTS-cpu-prefill.md): the 4 D FLOPs per key and
+# query head as a share of the FP32 FMA peak. fa_row 0.050 (0.042-0.059), vec_dot 0.09 (0.039-0.172: the -fa off
+# graph's three nodes per head, noisier). Arm cores with FP16 vector arithmetic (every Armv8.2+ core llama.cpp's CPU
+# rows run on) multiply the halves as they are (GGML_F16x8): no measurement there, the kernels' issue share stays 1
+# (ASSUMED: optimistic by the per-key serial work, which Arm pays too).
+ROW_ATTENTION_SHARE = {"vec_dot": 0.09, "fa_row": 0.050}
 
 
 def attention_path(engine, tokens: int, month: str = "") -> str:
@@ -244,14 +252,12 @@ def attention_path(engine, tokens: int, month: str = "") -> str:
 
 
 def attention_issue_share(hw, path: str) -> float:
-    """The share of the FP32 FMA peak an attention kernel can issue on ``hw`` (1: no conversion binds): where the
-    vectors cannot multiply halves, every F16<->F32 conversion takes a slot of the two vector pipes the FMAs issue
-    on (ASSUMED: Intel's vcvtph2ps/vcvtps2ph run on the FMA ports p0/p5, and Zen's share its FP pipes), so c
-    conversions per FMA leave 1 / (1 + c) of the FMA rate: vec_dot 1/3, fa_row (as many dot as mad FMAs, DK = DV)
-    2 / (2 + 2 + 3) = 2/7. An AVX512-FP16 build (Sapphire Rapids and later, GGML_F16x32) multiplies halves as they
-    are; the catalog's matrix units do not say AVX512-FP16, so those CPUs predict as converting (pessimistic)."""
+    """The share of the FP32 FMA peak an attention kernel reaches on ``hw`` (1: the engine's eta_attn alone): the
+    tiled kernels (``gemm``: tinyBLAS, ``fa_tiled``) widen a half once per tile, at eta_attn as [CPUPP] measured;
+    on x86 the row kernels (``vec_dot``, ``fa_row``) run at ``ROW_ATTENTION_SHARE``, measured per key and query head
+    (their conversions alone would allow 1/3 and 2/7). An AVX512-FP16 build (Sapphire Rapids and later, GGML_F16x32)
+    skips the conversions but not the per-key work; the catalog's matrix units do not say AVX512-FP16, so those CPUs
+    take the measured shares. On Arm 1 (not measured)."""
     if path in ("gemm", "fa_tiled") or isa(hw) == "arm":
         return 1.0
-    if path == "vec_dot":
-        return 1.0 / (1.0 + CVT_PER_FMA_DOT)
-    return 2.0 / (2.0 + CVT_PER_FMA_DOT + CVT_PER_FMA_MAD)
+    return ROW_ATTENTION_SHARE[path]

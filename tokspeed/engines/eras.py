@@ -153,6 +153,14 @@ def flash_attention_since(engine: str) -> str:
     return _table()[fam].get("flash_attention_since", "") if fam else ""
 
 
+def release_build(engine: str, number: int) -> bool:
+    """Whether a build number llama-bench printed can be ``engine``'s release number: it places the build no earlier
+    than the month llama-bench first shipped (eras.toml ``llama_bench_since``; True where the family lists none)."""
+    fam = era_family(engine)
+    since = _table()[fam].get("llama_bench_since", "") if fam else ""
+    return not since or _month(build_month(engine, number)) >= _month(since)
+
+
 def flash_attention_available(engine: str, version) -> bool:
     """Whether a build of ``engine`` (a build number, a month, or an era label: its last month; or its
     ``EngineVersion``) could run FlashAttention: on or after ``flash_attention_since``. True where the family lists

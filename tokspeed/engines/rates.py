@@ -256,12 +256,13 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         eta = min(engine.compute_eff_for(hw) * engine.eta_attn * vec *
                   (1.0 if f32 or scalar else tensor_peak_scale(engine, hw)), 1.0)
         share = cpu_attention_share(engine, hw, tokens)
-        if share < 1.0:     # llama.cpp-cpu's F16 conversions cap its row kernels (cpu_kernels.attention_issue_share)
-            eta = min(eta, engine.compute_eff_for(hw) * share)
+        if share < 1.0:     # llama.cpp-cpu's row kernels on x86, measured (cpu_kernels.attention_issue_share) as a
+            # share of the FP32 FMA peak: they widen the halves to FP32 (a probed profile's FP16 figure is a GEMM's)
+            peak, eta = hw.vector_flops, min(eta, engine.compute_eff_for(hw) * share)
         value = peak * eta
         pmax = power_flops(engine, hw) if tiled and value else 0.0
         bounds = (Bound(BOARD_POWER, pmax),) if pmax else ()
-        listed = "FP32" if f32 else "vector FP16" if scalar else _tensor_figure(hw)
+        listed = "FP32" if f32 or share < 1.0 else "vector FP16" if scalar else _tensor_figure(hw)
         unit = f"{_vector_unit(hw)} (packed FP16)" if scalar else _matrix_unit(hw, listed)
         return Rate(unit, peak, eta, bounds, soft_min(value, pmax) if pmax else value, listed)
     kernel = mmq_kernel(engine, hw, fmt, tokens)

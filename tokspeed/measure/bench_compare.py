@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from ..engines.compat import llama_bench_backends, runtime_of
 from ..engines.cpu import with_threads
+from ..engines.eras import release_build
 from ..errors import UserError
 from ..hardware.catalog import get_hardware
 from ..hardware.spec import Hardware
@@ -49,6 +50,7 @@ class Compared:
     predicted_tok_s: float
     error_pct: float
     source: str
+    era: str = ""               # where the test's build is not its file's number: the one predicted at, and why
 
 
 def quant_of(row: BenchRow) -> str:
@@ -97,15 +99,32 @@ def device_of(row: BenchRow, engine: str) -> str:
     return name.strip()
 
 
+def build_of(row: BenchRow, engine: str) -> tuple[str | None, str]:
+    """(the engine version a test is predicted at, a note where that is not the file's build number).
+
+    The number is cmake's commit count (eras.toml ``llama_bench_since``): a release number on a full clone, 1 in a
+    shallow clone, 0 without git. One that places the build before llama-bench existed is not a release number: the
+    test is predicted at its run's month (a build is no newer than its run), or, where the format has no time (the
+    markdown table), at the newest calibrated era."""
+    m = re.search(r"\((\d{1,9})\)", row.build)
+    if m and release_build(engine, int(m.group(1))):
+        return f"b{int(m.group(1))}", ""
+    why = (f"build number {m.group(1)} is not a release number (a shallow clone or a source tree without git counts "
+           "its own commits)" if m else "the file gives no build number")
+    if row.test_time:
+        return row.test_time[:7], f"predicted at {row.test_time[:7]}, the month of the run: {why}"
+    return None, f"predicted at the newest calibrated build: {why}"
+
+
 def predicted_rate(row: BenchRow, model, hw, quant: str, engine: str) -> tuple[float, str]:
-    """The test's rate as ``predict`` gives it with the settings the test ran: its -fa, its build, its -ub / -b (the
-    prompt's micro-batches) and, on the CPU backend, its -t (``engines.cpu.with_threads``: the SIMD units it used)."""
+    """The test's rate as ``predict`` gives it with the settings the test ran: its -fa, its build (``build_of``), its
+    -ub / -b (the prompt's micro-batches) and, on the CPU backend, its -t (``engines.cpu.with_threads``: the SIMD
+    units it used)."""
     fa = {1: True, 0: False}.get(row.flash_attn)
-    build = re.search(r"\((\d+)\)", row.build)
     if engine == llama_bench_backends()[CPU_BACKEND] and row.n_threads > 0 and isinstance(hw, Hardware):
         hw = with_threads(hw, row.n_threads)
     p = predict(model, hw, quant=quant, engine=engine, prompt=row.n_prompt, gen=max(row.n_gen, 1),
-                context=row.n_depth, flash_attention=fa, engine_version=f"b{build.group(1)}" if build else None,
+                context=row.n_depth, flash_attention=fa, engine_version=build_of(row, engine)[0],
                 ubatch=row.n_ubatch, n_batch=row.n_batch)
     if row.metric == "prefill":
         return p.prefill.tok_s, p.engine_profile.source
@@ -117,21 +136,26 @@ def predicted_rate(row: BenchRow, model, hw, quant: str, engine: str) -> tuple[f
 
 def compare(rows, model: str | None = None, hardware=None) -> tuple[list[Compared], list[str]]:
     """(the tests predicted, one line per test that could not be: which and why)."""
-    out, skipped = [], []
+    out, skipped, unnamed = [], [], False
     for i, row in enumerate(rows):
         try:
             engine = engine_of(row)
             hw = hardware if hardware is not None else get_hardware(device_of(row, engine))
             m, q = model or model_of(row), quant_of(row)
+        except UserError as e:          # what ran, on what: the user can name it
+            skipped.append(f"test {i + 1} ({row.test}): {e.message}")
+            unnamed = True
+            continue
+        try:
             rate, source = predicted_rate(row, m, hw, q, engine)
         except UserError as e:
             skipped.append(f"test {i + 1} ({row.test}): {e.message}")
             continue
         out.append(Compared(row, m, q, engine, getattr(hw, "name", str(hw)), rate,
-                            (rate / row.avg_ts - 1) * 100, source))
+                            (rate / row.avg_ts - 1) * 100, source, build_of(row, engine)[1]))
     if not out:
         raise UserError("no test of the file could be predicted: " + (skipped[0] if skipped else "none"),
-                        "give the model (tokspeed measure MODEL `from_file` FILE) or `hardware`")
+                        "give the model (tokspeed measure MODEL `from_file` FILE) or `hardware`" if unnamed else "")
     return out, skipped
 
 

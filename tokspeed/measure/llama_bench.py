@@ -24,6 +24,7 @@ from ..guard.limits import csv_dict_rows, json_line
 from ..userfile import read_bytes
 from ..workload import MAX_PREFILL_PASSES, prefill_pass_count
 
+TEST_TIME = re.compile(r"20[0-9]{2}-(0[1-9]|1[0-2])-[0-3][0-9]T[0-9:]{8}Z")   # llama-bench's get_time_string (UTC)
 MAX_ROWS = 10_000            # a llama-bench run is tens of tests; more is not a bench file
 MAX_TOKENS = 10**7           # n_prompt / n_gen / n_depth beyond any context window
 # the prompt micro-batches a whole file asks tokspeed to time (each a ledger pass, 0.05-0.1 ms): 32 tests at the
@@ -53,6 +54,7 @@ class BenchRow:
     build: str = ""             # "<commit> (<number>)"
     gpu_info: str = ""
     cpu_info: str = ""
+    test_time: str = ""         # the test's start, "YYYY-MM-DDTHH:MM:SSZ" (not in the markdown table)
 
     @property
     def test(self) -> str:
@@ -227,7 +229,8 @@ def _row(rec: dict, where: str) -> BenchRow:
         model_filename=_text(rec, "model_filename"), model_type=_text(rec, "model_type"),
         model_size=_float(rec, "model_size", where), model_n_params=_float(rec, "model_n_params", where),
         backend=_text(rec, "backends") or _text(rec, "backend"),
-        n_gpu_layers=_int(rec, "n_gpu_layers", where, 99, 0, 10**6),
+        # llama.h: "a negative value means all layers" (-1: llama-bench's default in llama-cpp-python 0.3.36's copy)
+        n_gpu_layers=_int(rec, "n_gpu_layers", where, 99, -(1 << 31), 10**6),
         n_prompt=_int(rec, "n_prompt", where), n_gen=_int(rec, "n_gen", where), n_depth=_int(rec, "n_depth", where),
         avg_ts=_float(rec, "avg_ts", where), stddev_ts=_float(rec, "stddev_ts", where),
         n_batch=_int(rec, "n_batch", where, 2048, 1), n_ubatch=_int(rec, "n_ubatch", where, 512, 1),
@@ -235,7 +238,8 @@ def _row(rec: dict, where: str) -> BenchRow:
         flash_attn=_int(rec, "flash_attn", where, -1, -1, 2),
         build=" ".join(x for x in (_text(rec, "build_commit"), f"({_text(rec, 'build_number')})"
                                    if _text(rec, "build_number") else "") if x),
-        gpu_info=_text(rec, "gpu_info"), cpu_info=_text(rec, "cpu_info"))
+        gpu_info=_text(rec, "gpu_info"), cpu_info=_text(rec, "cpu_info"),
+        test_time=_text(rec, "test_time") if TEST_TIME.fullmatch(_text(rec, "test_time")) else "")
     if not (row.n_prompt or row.n_gen):
         raise UserError(f"{where}: neither n_prompt nor n_gen: no test to compare")
     if not row.avg_ts:
