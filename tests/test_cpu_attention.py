@@ -19,8 +19,10 @@ import pytest
 from tokspeed.engines.cpu_kernels import attention_issue_share, attention_path
 from tokspeed.engines.profile import get_engine
 from tokspeed.engines.rates import compute_rate
+from tokspeed.explain.journey import build_journey
 from tokspeed.hardware.catalog import get_hardware
 from tokspeed.ledger import Op, Role, Scope
+from tokspeed.predict import predict
 from tokspeed.timing import op_time
 
 # per score: K.Q written as F32 (4 B), soft_max reads and rewrites it (4 + 4 B), K.Q.V reads it (4 B) = 16 B;
@@ -121,3 +123,13 @@ def test_a_server_cpu_hides_the_scores_under_its_compute():
     t_off, _ = op_time(op, hw, get_engine("llama.cpp-cpu", hw, flash_attention=False), "F16", 512)
     t_on, _ = op_time(op, hw, get_engine("llama.cpp-cpu", hw, flash_attention=True), "F16", 512)
     assert t_off == t_on == pytest.approx(1e12 / (3.942e12 * 0.4), rel=1e-9)
+
+
+def test_explain_names_the_row_kernel_and_its_measured_share():
+    def note(hw, **kw):
+        p = predict("llama-3.1-8b", hw, quant="Q4_K_M", engine="llama.cpp-cpu", context=8192, **kw)
+        return next(st.note for st in build_journey(p).stages if st.label == "attention over the KV cache")
+
+    assert "one-row FlashAttention kernel at 0.05 of the FP32 peak" in note(EPYC)
+    assert "vec_dot_f16 per score (-fa off) at 0.09" in note(EPYC, flash_attention=False)
+    assert "of the FP32 peak" not in note(PI5)          # Arm: not measured, no share to name

@@ -108,6 +108,8 @@ def test_a_failure_that_naming_cannot_mend_gets_no_naming_hint(tmp_path):
     r = _run("measure", "--from", str(f), "--hardware", str(DATA / "here-cpu.toml"))
     assert r.returncode == 2 and "Traceback" not in r.stderr and "micro-batches" in r.stderr
     assert "measure MODEL --from FILE" not in r.stderr
+    # in the run's words: llama-bench's flags, not predict's parameter names
+    assert "at -ub 1 and -b 2048" in " ".join(r.stderr.split()) and "ubatch=" not in r.stderr
 
 
 @pytest.mark.parametrize("fmt", FULL)

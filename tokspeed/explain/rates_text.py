@@ -8,9 +8,11 @@
 from __future__ import annotations
 
 from ..engines.backends import coopmat1_share
+from ..engines.cpu_kernels import attention_path
 from ..engines.issue import fp32_lanes_per_core
 from ..engines.mmq import DP4A_OPS_PER_FP32_FLOP
-from ..engines.rates import BOARD_POWER, INT8_KERNELS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, MMQ_BOUND
+from ..engines.rates import BOARD_POWER, INT8_KERNELS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, MMQ_BOUND, \
+    cpu_attention_share
 
 
 def tflops(x: float) -> str:
@@ -61,6 +63,18 @@ def matmul_how(rate, hw, engine, quant: str, tokens: int) -> str:
     soft = any(b.name != INT8_KERNELS for b in rate.bounds)
     return (f"{quant} matmuls over {tokens:,} tokens run at {tflops(rate.value)}: " + ", ".join(parts)
             + (" (soft minimum)" if soft else ""))
+
+
+def cpu_attention_how(engine, hw, tokens: int) -> str:
+    """Where llama.cpp-cpu's attention over a pass of ``tokens`` runs on one of x86's row kernels: which, and its
+    measured share of the FP32 peak (cpu_kernels.ROW_ATTENTION_SHARE); "" elsewhere."""
+    share = cpu_attention_share(engine, hw, tokens)
+    if share >= 1.0:
+        return ""
+    path = attention_path(engine, max(int(tokens), 1), getattr(engine, "build_month", ""))
+    kernel = "one-row FlashAttention kernel" if path == "fa_row" else "vec_dot_f16 per score (-fa off)"
+    return (f"llama.cpp's {kernel} at {share:g} of the FP32 peak, measured per cached key and query head "
+            "(benchmarks/bench_cpu_attention.py)")
 
 
 def stream_how(s) -> str:

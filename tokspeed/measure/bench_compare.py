@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ..engines.compat import llama_bench_backends, runtime_of
 from ..engines.cpu import with_threads
 from ..engines.eras import release_build
-from ..errors import UserError
+from ..errors import UserError, reword
 from ..hardware.catalog import get_hardware
 from ..hardware.spec import Hardware
 from ..models.catalog import resolve_id
@@ -37,6 +37,8 @@ SIZE_WORD = {"small": "S", "medium": "M", "large": "L", "extra small": "XS"}
 OTHER_FTYPES = "|".join(sorted((n for n, r in format_rows().items()
                                 if r.ftype_id is not None and not re.fullmatch(r"I?Q\d\w*", n)), key=len, reverse=True))
 FILE_QUANT = re.compile(rf"[-._](?:UD-)?((?:I?Q\d[A-Z0-9_]*)|{OTHER_FTYPES})$", re.I)
+# predict's parameters as the llama-bench flags that set them: a test not predicted says why in the run's words
+BENCH_WORDS = {"ubatch": "-ub", "n_batch": "-b", "context": "-d", "prompt": "-p", "gen": "-n", "flash_attention": "-fa"}
 FTYPE_WORDS = re.compile(rf"\b(I?Q\d\w*|{OTHER_FTYPES})(?: - (Small|Medium|Large|Extra small))?\b", re.I)
 
 
@@ -149,7 +151,7 @@ def compare(rows, model: str | None = None, hardware=None) -> tuple[list[Compare
         try:
             rate, source = predicted_rate(row, m, hw, q, engine)
         except UserError as e:
-            skipped.append(f"test {i + 1} ({row.test}): {e.message}")
+            skipped.append(f"test {i + 1} ({row.test}): {reword(e.message, BENCH_WORDS, e.field)}")
             continue
         out.append(Compared(row, m, q, engine, getattr(hw, "name", str(hw)), rate,
                             (rate / row.avg_ts - 1) * 100, source, build_of(row, engine)[1]))
