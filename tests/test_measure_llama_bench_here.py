@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tokspeed.hardware.catalog import hardware_from_toml
-from tokspeed.measure.bench_compare import build_of, compare, engine_of
+from tokspeed.measure.bench_compare import build_of, calibrate_from, compare, engine_of
 from tokspeed.measure.llama_bench import BenchRow, read_bench
 
 DATA = Path(__file__).parent / "data" / "llama_bench"
@@ -124,3 +124,20 @@ def test_the_decode_slowdown_at_depth_is_the_measured_one(fmt):
     predicted = by_test["tg64"].predicted_tok_s / by_test["tg64 @ d512"].predicted_tok_s
     assert 1.4 < measured < 1.7
     assert predicted == pytest.approx(measured, rel=0.12)
+
+
+def test_calibrating_on_the_real_run_nets_out_the_attentions_compute(tmp_path):
+    # tg64 and tg64 @ d512: the second is 1.5x slower for 11.8 MB more KV (30 layers x 512 keys x 3 KV heads x 64 x
+    # 2 x 2 B) where the weights are 143 MB -- the CPU's attention compute, not its bandwidth. Fitted on the raw
+    # times, eta_kv would have to be ~0.1 and the two-point fit fell back to eta alone at 18 % RMS; net of the
+    # model's attention compute excess (measure.predicted.attention_compute_excess) the bandwidth terms fit both
+    prof = tmp_path / "here.toml"
+    prof.write_text((DATA / "here-cpu.toml").read_text())
+    compared, _ = compare(read_bench(DATA / f"{RUN}.jsonl"), hardware=hardware_from_toml(prof))
+    cal = calibrate_from(compared, hardware_from_toml(prof), prof)
+    assert cal.n_points == 2 and cal.attention_compute_net and cal.rms_rel_error < 0.03
+    again, _ = compare(read_bench(DATA / f"{RUN}.jsonl"), hardware=hardware_from_toml(prof))
+    for c in again:
+        if c.row.metric == "decode":
+            assert c.predicted_tok_s == pytest.approx(c.row.avg_ts, rel=0.05)
+            assert "this machine's calibration" in c.source

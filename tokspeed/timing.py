@@ -95,6 +95,12 @@ class PassRates:
         """``op_time`` of ``op`` in this pass."""
         if op.unit == "cpu":
             return 0.0, "memory"    # sampling cost is in the engine's fixed_s (ideal: none)
+        t_c, t_m, t_f16 = self.parts(op)
+        return (t_c + t_f16, "compute") if t_c > t_m else (t_m + t_f16, "memory")
+
+    def parts(self, op: Op) -> tuple[float, float, float]:
+        """(compute time, memory time, the F16 copy's time) of ``op`` in this pass: ``time`` takes the larger of
+        the first two plus the third."""
         engine, tokens = self.engine, self.tokens
         attn = bool(op.kv_read_bytes or op.kv_write_bytes)
         key = (op.unit, attn, op.pairs_per_expert)
@@ -115,7 +121,7 @@ class PassRates:
                   + extra_kv_bytes(op, engine.name, self.hw, tokens)) / (bw * engine.eta_kv)
                + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
         t_f16 = dequant_bytes(engine, op, self.quantized, tokens) / bw     # its own kernel, before the GEMM
-        return (t_c + t_f16, "compute") if t_c > t_m else (t_m + t_f16, "memory")
+        return t_c, t_m, t_f16
 
 
 def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0, shared: bool = False

@@ -293,11 +293,11 @@ def calibrated(profile: EngineProfile, hardware) -> EngineProfile:
     ``hardware`` is a probed profile carrying one for the backend that runs this engine.
 
     The machine calibration is ``t = weight_bytes / (BW · eta_mem) + kv_bytes / (BW · eta_kv) + overhead_s``
-    with BW the probe's read bandwidth (stored as ``eta_mem``; ``eta_memory``, its older name, is read
-    too); it replaces eta_mem, eta_kv and fixed_s (launches are inside overhead_s) and its own fit error
-    becomes the error band. A calibration ``attention_net`` counted, as KV bytes, the attention traffic its run's
-    engine model adds beyond one read of the cache (re-reads, unfused scores: ``measure.predicted``), so its
-    eta_kv holds for either attention and the profile keeps its own re-reads and score traffic."""
+    with BW the probe's read bandwidth (stored as ``eta_mem``; ``eta_memory``, its older name, is read too); it
+    replaces eta_mem, eta_kv and fixed_s (launches are inside overhead_s) and its own fit error becomes the error
+    band. A calibration ``attention_net`` counted, as KV bytes, the attention traffic its run's engine model adds
+    beyond one read of the cache (re-reads, unfused scores: ``measure.predicted``): its eta_kv holds for either
+    attention, the profile keeps its re-reads, scores and attention rate (``attention_compute_net``: fitted net)."""
     entry = (getattr(hardware, "calibration", None) or {}).get(MEASURED_BY.get(profile.name, ""))
     eta_key = "eta_mem" if (entry or {}).get("eta_mem") else "eta_memory"
     if not entry or not entry.get(eta_key):

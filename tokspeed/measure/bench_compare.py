@@ -174,10 +174,12 @@ def calibrate_from(compared: list[Compared], hw, profile_path):
         pred = predict_point(c.model, hw, runtime_of(c.engine), c.quant, c.row.n_depth, c.row.n_gen, 1, 0,
                              flash_attention={1: True, 0: False}.get(c.row.flash_attn))
         x = pred.get("attn_extra_bytes_per_step", 0.0)
-        pts.append((pred["bytes_per_step"] + x, 1.0 / c.row.avg_ts, pred["kv_bytes_per_step"] + x))
+        pts.append((pred["bytes_per_step"] + x, 1.0 / c.row.avg_ts - pred.get("attn_compute_excess_s", 0.0),
+                    pred["kv_bytes_per_step"] + x))
         fa.add(c.row.flash_attn)
     tests = sorted({f"{c.model} {c.quant} {c.row.test}" for c in dec})
     cal = fit(pts, hw.bandwidth_gbps, runtime_of(dec[0].engine), fitted_on="llama-bench: " + "; ".join(tests)[:400],
-              flash_attention={1: True, 0: False}.get(fa.pop()) if len(fa) == 1 else None, attention_net=True)
+              flash_attention={1: True, 0: False}.get(fa.pop()) if len(fa) == 1 else None, attention_net=True,
+              attention_compute_net=True)
     store_calibration(profile_path, cal)
     return cal

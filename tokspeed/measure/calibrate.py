@@ -33,6 +33,7 @@ class Calibration:
     eta_kv: float = 0.0        # 0 -> same as eta_memory
     flash_attention: bool | None = None   # llama.cpp: whether the run's attention was fused (None: not recorded)
     attention_net: bool = False   # fitted with the engine model's attention traffic beyond one KV read counted as KV
+    attention_compute_net: bool = False   # fitted on step times net of the model's attention compute excess
 
     def seconds_per_token(self, bytes_per_token: float, kv_bytes_per_token: float = 0.0) -> float:
         """Seconds for one step reading ``bytes_per_token`` in all, ``kv_bytes_per_token`` of them KV."""
@@ -58,7 +59,7 @@ def _lstsq_relative(rows, ts):
 
 
 def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "", flash_attention: bool | None = None,
-        attention_net: bool = False) -> Calibration:
+        attention_net: bool = False, attention_compute_net: bool = False) -> Calibration:
     """Fit over ``points`` = [(bytes_per_step, seconds_per_step[, kv_bytes_per_step])]. Tries
     (eta_memory, eta_kv, overhead), then (eta_memory, overhead) with KV counted like weights, then
     eta_memory alone, keeping the first whose terms are all physical (positive etas, overhead >= 0)."""
@@ -89,7 +90,7 @@ def fit(points, bandwidth_gbps: float, backend: str, fitted_on: str = "", flash_
         raise ValueError("no physical fit")
     cal = Calibration(backend, eta, over, bandwidth_gbps, len(pts), 0.0, fitted_on,
                       _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), eta_kv, flash_attention,
-                      attention_net)
+                      attention_net, attention_compute_net)
     rel = [(cal.seconds_per_token(b, kv) - t) / t for b, t, kv in pts]
     return Calibration(**{**asdict(cal), "rms_rel_error": (sum(r * r for r in rel) / len(rel)) ** 0.5})
 

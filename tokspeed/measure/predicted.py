@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..engines.profile import get_engine
 from ..predict import predict
 from ..quant.format_table import torch_dtypes
-from ..timing import kv_reads
+from ..timing import PassRates, kv_reads
 
 # Engine model used for the uncalibrated prediction of each backend. The reference decoder is a
 # gpt-fast-style decoder (fused weights, preallocated KV cache, one kernel per matrix), so it is
@@ -48,6 +48,9 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
     # the step's attention traffic beyond one read of the cache (linear in depth: the mean of the first and last)
     out["attn_extra_bytes_per_step"] = (attention_extra_bytes(pred, context)
                                         + attention_extra_bytes(pred, context + max(gen, 1) - 1)) / 2
+    # the step's attention compute beyond what its memory side takes (a CPU's row kernels at depth)
+    out["attn_compute_excess_s"] = (attention_compute_excess(pred, context, batch)
+                                    + attention_compute_excess(pred, context + max(gen, 1) - 1, batch)) / 2
     if prompt:
         pre = predict(spec, hardware, quant=q, kv_dtype=kv, engine=engine, prompt=prompt, gen=1, context=context,
                       batch=batch, flash_attention=fa).to_dict()["prefill"]
@@ -55,8 +58,9 @@ def predict_point(spec, hardware, backend: str, quant: str, context: int, gen: i
     if calibration is not None:
         out["uncalibrated_tok_s"] = out["tok_s"]
         extra = out["attn_extra_bytes_per_step"] if getattr(calibration, "attention_net", False) else 0.0
-        out["tok_s"] = batch / calibration.seconds_per_token(out["bytes_per_step"] + extra,
-                                                             out["kv_bytes_per_step"] + extra)
+        excess = out["attn_compute_excess_s"] if getattr(calibration, "attention_compute_net", False) else 0.0
+        out["tok_s"] = batch / (calibration.seconds_per_token(out["bytes_per_step"] + extra,
+                                                              out["kv_bytes_per_step"] + extra) + excess)
         out["source"] += (f" + this machine's calibration (eta {calibration.eta_memory:.3f}, "
                           f"eta_kv {calibration.eta_kv or calibration.eta_memory:.3f}, "
                           f"overhead {calibration.overhead_s * 1e3:.2f} ms/step)")
@@ -72,3 +76,15 @@ def attention_extra_bytes(pred, depth: int) -> float:
     eng = get_engine(eng.name, version=eng.version or None, flash_attention=eng.flash_attention)
     return sum(op.kv_read_bytes * (kv_reads(op, eng) - 1.0) + op.flops * eng.attn_bytes_per_flop
                for op in pred.decode_ops(depth) if op.kv_read_bytes or op.kv_write_bytes)
+
+
+def attention_compute_excess(pred, depth: int, batch: int = 1) -> float:
+    """Seconds one decode step at ``depth`` spends on attention compute beyond the attention's memory time, as the
+    prediction's engine times it (``timing.PassRates.parts``): llama.cpp-cpu's row kernels on x86 at depth
+    (cpu_kernels.ROW_ATTENTION_SHARE), ~0 where attention is memory-bound. A machine calibration fitted net of it
+    (``Calibration.attention_compute_net``) fits the bandwidths on what the step's memory took."""
+    eng = pred.engine_profile
+    eng = get_engine(eng.name, version=eng.version or None, flash_attention=eng.flash_attention)
+    rates = PassRates(pred.hw, eng, pred.quant, batch)
+    return sum(max(t_c - t_m, 0.0) for t_c, t_m, _ in (rates.parts(op) for op in pred.decode_ops(depth)
+                                                       if op.kv_read_bytes or op.kv_write_bytes))

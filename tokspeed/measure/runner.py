@@ -166,11 +166,15 @@ def calibrate_run(run: dict, hw, profile_path) -> object:
     # the median step: a step in which another process took the core says nothing about this machine
     # the attention traffic the engine model adds beyond one read of the cache (re-reads, unfused scores) counts
     # as KV traffic: eta_kv comes out net of the run's attention, so it holds for either attention
-    pts = [(p["predicted"]["bytes_per_step"] + x, p["decode_step"]["median_s"], p["predicted"]["kv_bytes_per_step"] + x)
-           for p in run["points"] for x in (p["predicted"].get("attn_extra_bytes_per_step", 0.0),)]
+    # and the time the model gives the attention's compute beyond its memory side comes off the step: the fit is
+    # of the step's memory time
+    pts = [(q["bytes_per_step"] + x, p["decode_step"]["median_s"] - q.get("attn_compute_excess_s", 0.0),
+            q["kv_bytes_per_step"] + x)
+           for p in run["points"] for q in (p["predicted"],) for x in (q.get("attn_extra_bytes_per_step", 0.0),)]
     cal = fit(pts, hw.bandwidth_gbps, run["backend"], fitted_on=f"{run['model']['id']} {run['quant']} depths "
               + ",".join(str(c) for c in run["settings"]["contexts"]),
-              flash_attention=run["settings"].get("flash_attention"), attention_net=True)
+              flash_attention=run["settings"].get("flash_attention"), attention_net=True,
+              attention_compute_net=True)
     store_calibration(profile_path, cal)
     return cal
 
