@@ -66,14 +66,15 @@ def matmul_how(rate, hw, engine, quant: str, tokens: int) -> str:
 
 
 def cpu_attention_how(engine, hw, tokens: int) -> str:
-    """Where llama.cpp-cpu's attention over a pass of ``tokens`` runs on one of x86's row kernels: which, and its
-    measured share of the FP32 peak (cpu_kernels.ROW_ATTENTION_SHARE); "" elsewhere."""
+    """Where ``engine``'s attention over a pass of ``tokens`` runs on one of x86's row kernels
+    (``rates.cpu_attention_share`` < 1): which, and its measured share of the FP32 peak
+    (cpu_kernels.ROW_ATTENTION_SHARE); "" elsewhere."""
     share = cpu_attention_share(engine, hw, tokens)
     if share >= 1.0:
         return ""
     path = attention_path(engine, max(int(tokens), 1), getattr(engine, "build_month", ""))
     kernel = "one-row FlashAttention kernel" if path == "fa_row" else "vec_dot_f16 per score (-fa off)"
-    return (f"llama.cpp's {kernel} at {share:g} of the FP32 peak, measured per cached key and query head "
+    return (f"{engine.name}'s {kernel} at {share:g} of the FP32 peak, measured per cached key and query head "
             "(benchmarks/bench_cpu_attention.py)")
 
 
