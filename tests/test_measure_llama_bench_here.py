@@ -68,6 +68,9 @@ def test_a_build_number_before_llama_bench_existed_is_not_a_release():
     version, note = build_of(_row("unknown (0)"), "llama.cpp-cuda")      # markdown: no time
     assert version is None and "newest calibrated build" in note
     assert build_of(_row(""), "llama.cpp-cuda")[0] is None
+    # no release has six digits yet (b7948 in 2026-02): a longer number is not one either, and says so
+    version, note = build_of(_row("abc (123456789)", "2026-05-01T00:00:00Z"), "llama.cpp-cuda")
+    assert version == "2026-05" and "build number 123456789 is not a release number" in note
 
 
 @pytest.mark.parametrize("fmt", FULL)

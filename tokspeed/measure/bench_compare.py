@@ -108,11 +108,12 @@ def build_of(row: BenchRow, engine: str) -> tuple[str | None, str]:
     shallow clone, 0 without git. One that places the build before llama-bench existed is not a release number: the
     test is predicted at its run's month (a build is no newer than its run), or, where the format has no time (the
     markdown table), at the newest calibrated era."""
-    m = re.search(r"\((\d{1,9})\)", row.build)
-    if m and release_build(engine, int(m.group(1))):
-        return f"b{int(m.group(1))}", ""
-    why = (f"build number {m.group(1)} is not a release number (a shallow clone or a source tree without git counts "
-           "its own commits)" if m else "the file gives no build number")
+    m = re.search(r"\((\d+)\)", row.build)
+    digits = m.group(1).lstrip("0") or "0" if m else ""
+    if m and len(digits) <= 5 and release_build(engine, int(digits)):      # b<number>: five digits at most
+        return f"b{digits}", ""
+    why = (f"build number {digits[:12]} is not a release number (a shallow clone or a source tree without git "
+           "counts its own commits)" if m else "the file gives no build number")
     if row.test_time:
         return row.test_time[:7], f"predicted at {row.test_time[:7]}, the month of the run: {why}"
     return None, f"predicted at the newest calibrated build: {why}"
