@@ -7,7 +7,8 @@ Writes a GGUF at SmolLM2-135M's shape (tests/files_fixtures.py: 30 layers, d_mod
 Q8_0 weights, zero-valued: timing does not depend on the values) into a temporary folder, runs the llama-bench that
 scripts/build_llama_server.sh built (or $TOKSPEED_LLAMA_BENCH) once per output format (-o json, jsonl, csv, md,
 sql: pp512, tg64 at depths 0 and 512, 2 threads, 3 repetitions), and writes each output as
-``here-cpu-smollm2-135m.<format>`` and this machine's probed profile as ``here-cpu.toml`` (``tokspeed probe
+``here-cpu-smollm2-135m.<format>`` (and two more runs: ``.threads.md``, a -t 1,2 sweep with -fa and -ub set;
+``.pg.json``, a pp128+tg16 test) and this machine's probed profile as ``here-cpu.toml`` (``tokspeed probe
 --device cpu``). The model file is named on llama-bench's command line without a folder, so the outputs name only
 ``SmolLM2-135M-Q8_0.gguf``. Each format is its own run: the speeds differ from file to file as runs do.
 """
@@ -29,6 +30,9 @@ from progress import llama_cpp_binary  # noqa: E402
 FORMATS = ("json", "jsonl", "csv", "md", "sql")
 MODEL = "SmolLM2-135M-Q8_0.gguf"
 ARGS = ["-p", "512", "-n", "64", "-d", "0,512", "-t", "2", "-r", "3"]
+# two more runs: a thread sweep with -ub and -fa set (the markdown table then prints those columns), a pp+tg test
+EXTRA = {"threads.md": ["-p", "64", "-n", "4", "-fa", "1", "-ub", "128", "-t", "1,2", "-r", "1", "-o", "md"],
+         "pg.json": ["-p", "0", "-n", "0", "-pg", "128,16", "-t", "2", "-r", "1", "-o", "json"]}
 
 
 def main(argv=None) -> int:
@@ -43,14 +47,15 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         write_loadable_llama(Path(tmp) / MODEL, SMOLLM2_135M, name="SmolLM2 135M")
-        for fmt in FORMATS:
-            run = subprocess.run([str(bench), "-m", MODEL, *ARGS, "-o", fmt], cwd=tmp, capture_output=True,
-                                 text=True, timeout=600)
+        runs = {fmt: [*ARGS, "-o", fmt] for fmt in FORMATS} | EXTRA
+        for suffix, args in runs.items():
+            run = subprocess.run([str(bench), "-m", MODEL, *args], cwd=tmp, capture_output=True, text=True,
+                                 timeout=600)
             if run.returncode != 0:
                 print(run.stderr[-2000:], file=sys.stderr)
                 return 1
-            (out / f"here-cpu-smollm2-135m.{fmt}").write_text(run.stdout)
-            print(f"wrote {out / f'here-cpu-smollm2-135m.{fmt}'}")
+            (out / f"here-cpu-smollm2-135m.{suffix}").write_text(run.stdout)
+            print(f"wrote {out / f'here-cpu-smollm2-135m.{suffix}'}")
     subprocess.run([sys.executable, "-m", "tokspeed", "probe", "--device", "cpu", "-o", str(out / "here-cpu.toml")],
                    check=True, capture_output=True, timeout=600)
     print(f"wrote {out / 'here-cpu.toml'}")

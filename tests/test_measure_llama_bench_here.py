@@ -144,3 +144,25 @@ def test_calibrating_on_the_real_run_nets_out_the_attentions_compute(tmp_path):
         if c.row.metric == "decode":
             assert c.predicted_tok_s == pytest.approx(c.row.avg_ts, rel=0.05)
             assert "this machine's calibration" in c.source
+
+
+def test_a_real_thread_sweep_with_its_columns_is_predicted_per_thread_count():
+    # -t 1,2 with -fa 1 and -ub 128: the markdown table prints threads, n_ubatch and fa; each test is predicted at
+    # its own thread count (measured pp64 309 / 566 tok/s on 1 / 2 threads: 1.83x)
+    hw = hardware_from_toml(DATA / "here-cpu.toml")
+    rows = read_bench(DATA / f"{RUN}.threads.md")
+    assert [(r.test, r.n_threads, r.n_ubatch, r.flash_attn) for r in rows] == [
+        ("pp64", 1, 128, 1), ("tg4", 1, 128, 1), ("pp64", 2, 128, 1), ("tg4", 2, 128, 1)]
+    compared, skipped = compare(rows, model="smollm2-135m", hardware=hw)
+    assert skipped == [] and all(0.75 < c.predicted_tok_s / c.row.avg_ts < 1.33 for c in compared)
+    pp1, pp2 = (c for c in compared if c.row.metric == "prefill")
+    assert pp2.predicted_tok_s / pp1.predicted_tok_s == pytest.approx(pp2.row.avg_ts / pp1.row.avg_ts, rel=0.15)
+
+
+def test_a_real_pp_plus_tg_test_counts_both_times():
+    # llama-bench's -pg 128,16: one rate over the prompt and the generated tokens, (128 + 16) / (t_pp + t_tg)
+    hw = hardware_from_toml(DATA / "here-cpu.toml")
+    compared, skipped = compare(read_bench(DATA / f"{RUN}.pg.json"), hardware=hw)
+    (c,) = compared
+    assert skipped == [] and c.row.test == "pp128+tg16" and c.row.metric == "mixed"
+    assert 0.75 < c.predicted_tok_s / c.row.avg_ts < 1.33
