@@ -119,15 +119,16 @@ def build_of(row: BenchRow, engine: str) -> tuple[str | None, str]:
     return None, f"predicted at the newest calibrated build: {why}"
 
 
-def predicted_rate(row: BenchRow, model, hw, quant: str, engine: str) -> tuple[float, str]:
+def predicted_rate(row: BenchRow, model, hw, quant: str, engine: str, version: tuple | None = None
+                   ) -> tuple[float, str]:
     """The test's rate as ``predict`` gives it with the settings the test ran: its -fa, its build (``build_of``), its
     -ub / -b (the prompt's micro-batches) and, on the CPU backend, its -t (``engines.cpu.with_threads``: the SIMD
-    units it used)."""
+    units it used). ``version``: ``build_of(row, engine)`` where the caller has it already."""
     fa = {1: True, 0: False}.get(row.flash_attn)
     if engine == llama_bench_backends()[CPU_BACKEND] and row.n_threads > 0 and isinstance(hw, Hardware):
         hw = with_threads(hw, row.n_threads)
     p = predict(model, hw, quant=quant, engine=engine, prompt=row.n_prompt, gen=max(row.n_gen, 1),
-                context=row.n_depth, flash_attention=fa, engine_version=build_of(row, engine)[0],
+                context=row.n_depth, flash_attention=fa, engine_version=(version or build_of(row, engine))[0],
                 ubatch=row.n_ubatch, n_batch=row.n_batch)
     if row.metric == "prefill":
         return p.prefill.tok_s, p.engine_profile.source
@@ -149,13 +150,14 @@ def compare(rows, model: str | None = None, hardware=None) -> tuple[list[Compare
             skipped.append(f"test {i + 1} ({row.test}): {e.message}")
             unnamed = True
             continue
+        version = build_of(row, engine)
         try:
-            rate, source = predicted_rate(row, m, hw, q, engine)
+            rate, source = predicted_rate(row, m, hw, q, engine, version)
         except UserError as e:
             skipped.append(f"test {i + 1} ({row.test}): {reword(e.message, BENCH_WORDS, e.field)}")
             continue
         out.append(Compared(row, m, q, engine, getattr(hw, "name", str(hw)), rate,
-                            (rate / row.avg_ts - 1) * 100, source, build_of(row, engine)[1]))
+                            (rate / row.avg_ts - 1) * 100, source, version[1]))
     if not out:
         raise UserError("no test of the file could be predicted: " + (skipped[0] if skipped else "none"),
                         "give the model (tokspeed measure MODEL `from_file` FILE) or `hardware`" if unnamed else "")
