@@ -69,7 +69,9 @@ from tokspeed.engines.driver import kernel_cost_sources  # noqa: E402
 from tokspeed.engines.kernel_cost import own_cost_drivers  # noqa: E402
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
+from tokspeed.engines.mmq import DP4A_FORMAT_PREFIX  # noqa: E402
 from tokspeed.engines.pooling import arch_family, vendor_key  # noqa: E402
+from tokspeed.engines.rates import mmq_kernel  # noqa: E402
 from tokspeed.toml_writer import Inline, dumps  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, prior_profile
 from tokspeed.quant.format_key import format_group
@@ -118,6 +120,11 @@ def attn_prior(prior: EngineProfile, engine: str, era: str) -> float:
     """Prior of attn_bytes_per_flop in an era: none where the era runs FlashAttention by default (the
     scores stay in on-chip memory), else the engine's documented unfused-attention prior."""
     return 0.0 if era_info(engine, era).get("flash_attention") else prior_profile(engine).attn_bytes_per_flop
+
+
+def dp4a_prompt(prior: EngineProfile, row) -> bool:
+    """Whether ``row``'s prompt matmuls run on the DP4A MMQ kernels (``rates.mmq_kernel`` at its micro-batch)."""
+    return mmq_kernel(prior, row.hw, row.quant, min(row.prompt, row.ubatch)) == "dp4a"
 
 
 def param_space(prior: EngineProfile, rows) -> list[Param]:
@@ -174,6 +181,10 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
         for g in sorted({format_group(r.quant) for r in pre} - {"float"}):
             out.append(Param("eta_compute_format", g, _clip(prior.compute_format_eff(g.upper()), 0.2, 1.5),
                              0.2, 1.5))
+        # the DP4A MMQ kernels unpack each format with code of their own: a factor per group their rows inform
+        for g in sorted({format_group(r.quant) for r in pre if dp4a_prompt(prior, r)} - {"float"}):
+            out.append(Param("eta_compute_format", DP4A_FORMAT_PREFIX + g,
+                             _clip(prior.compute_format_eff(g.upper()), 0.2, 1.5), 0.2, 1.5))
         out.append(Param("eta_attn", None, _clip(prior.eta_attn, 0.05, 1.0), 0.05, 1.0))
     if pre or any(r.batch > 1 for r in dec):
         out.append(Param("gemm_half_tokens", None, max(prior.gemm_half_tokens, 1.0), 1.0, 512.0))

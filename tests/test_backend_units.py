@@ -120,3 +120,18 @@ def test_vulkan_prompt_flash_attention_path_follows_ggml_vulkan():
     assert prompt.peak == 2 * b70.fp32_tflops * 1e12 < b70.fp16_tflops * 1e12
     # a decode pass keeps the matrix figure (GQA heads packed into rows; Xe2's xe_fa_opt split-K shaders)
     assert compute_rate(view, eng, "F16", 1, attn=True).peak == view.matmul_flops
+
+
+def test_dp4a_kernels_take_their_own_format_factor_where_fitted():
+    import math
+
+    from tokspeed.engines.profile import get_engine
+    from tokspeed.engines.rates import compute_rate
+
+    mi50, r9700 = get_hardware("mi50"), get_hardware("radeon-ai-pro-r9700")
+    base = replace(get_engine("llama.cpp-rocm"), eta_compute_format={"kquant": 0.8})
+    own = replace(base, eta_compute_format={"kquant": 0.8, "dp4a-kquant": 0.4})
+    # gfx906 runs MMQ on sdot4 (DP4A): its own unpacking of Q4_K, half the group's factor here
+    assert math.isclose(compute_rate(mi50, own, "Q4_K_M", 512).eta, compute_rate(mi50, base, "Q4_K_M", 512).eta / 2)
+    # RDNA4's WMMA kernels are not the DP4A ones: the group's factor
+    assert compute_rate(r9700, own, "Q4_K_M", 512).eta == compute_rate(r9700, base, "Q4_K_M", 512).eta

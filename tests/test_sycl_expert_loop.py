@@ -101,11 +101,11 @@ def test_fast_evaluator_equals_predict_on_sycl_rows():
 def test_a_routed_experts_gemm_ramps_over_its_own_tokens():
     from tokspeed.engines.rates import matmul_eff
 
-    # ggml-vulkan sizes mul_mat_id's tile for n_per_expert, ggml-cuda's MMQ (HIP) optimises mmq_x for ncols_opt,
-    # ggml-sycl runs one GEMM per expert: the ramp T / (T + half) takes T = the tokens routed to the expert
-    for name in ("llama.cpp-vulkan", "llama.cpp-rocm", "llama.cpp-sycl"):
+    # ggml-sycl runs one GEMM per expert (expert_tile "own"): the ramp T / (T + half) takes T = the tokens routed to
+    # the expert; the tile-sharing kernels of ggml-cuda and ggml-vulkan: tests/test_expert_tiles.py
+    for name in ("llama.cpp-sycl",):
         eng = replace(get_engine(name), gemm_half_tokens=32.0)
-        assert eng.expert_tiles
+        assert eng.expert_tile == "own"
         assert math.isclose(matmul_eff(eng, 512, 32.0), 32 / 64)        # top-8 of 128 experts, 512 tokens: 32 each
         assert math.isclose(matmul_eff(eng, 512), 512 / 544)              # a dense matmul: the pass's tokens
         assert matmul_eff(eng, 8, 4.0) == eng.eta_matvec                  # matrix-vector pass: unchanged

@@ -36,6 +36,9 @@ from __future__ import annotations
 
 DP4A_OPS_PER_FP32_FLOP = 4.0
 MMQ_DP4A_MAX_BATCH_SIZE = 64   # ggml-cuda mmq.cuh: above it a part with FP16 tensor cores (Volta) leaves DP4A MMQ
+# the DP4A kernels unpack each format with their own code (mmq.cuh vec_dot_<type>_q8_1_dp4a, not the _mma ones): their
+# eta_compute_format entries are keyed "dp4a-<group>" where fitted, else the group's (rates.compute_rate)
+DP4A_FORMAT_PREFIX = "dp4a-"
 
 
 def mmq_unit(hw, tokens: int) -> str:

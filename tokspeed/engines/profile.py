@@ -147,7 +147,7 @@ class EngineProfile:
     expert_loop_kernels: float = 0.0     # MoE: launches per touched expert of a host loop (moe_dispatch)
     expert_loop: str = ""                # when that loop runs: "multi-token" (ggml-sycl) | "float-no-mmf" (ggml-cuda)
     dequant_f16_prefill: bool = False    # tiled passes write quantized weights out as F16 before the GEMM
-    expert_tiles: bool = False           # a routed expert's GEMM ramps over its own tokens (rates.matmul_eff)
+    expert_tile: str = ""                # routed experts' GEMM tiles: "own" | "mmq" | "vulkan" (engines/expert_tiles)
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False
     eta_matvec: float = 1.0

@@ -42,8 +42,9 @@ from dataclasses import dataclass
 from ..quant.format_key import FormatKey, format_key
 from .backends import bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector, vector_fp16_tflops
 from .cpu_kernels import attention_issue_share, attention_path, gemm_path, matvec_key, matvec_peak, path_peak
+from .expert_tiles import fill, tile_columns
 from .issue import core_cycles_per_s, fp32_lanes_per_core
-from .mmq import DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
+from .mmq import DP4A_FORMAT_PREFIX, DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
 
 MATVEC_MAX_TOKENS = 8  # llama.cpp: MMVQ_MAX_BATCH_SIZE (CUDA) and the mul_mv_ext limit (Metal) are 8 rows
 # INT8 tensor ops per the energy of one FP16 tensor FLOP: every NVIDIA tensor-core generation since Turing lists
@@ -102,18 +103,23 @@ def compute_class(hw) -> str:
     return "geforce" if getattr(hw, "fp16_accumulate_2x", False) else hw.kind
 
 
-def matmul_eff(engine, tokens: int, pairs_per_expert: float = 0.0) -> float:
+def matmul_eff(engine, tokens: int, pairs_per_expert: float = 0.0, hw=None, fmt=None) -> float:
     """Matmul efficiency for a pass over ``tokens`` tokens (0 = unknown: 1): ``eta_matvec`` up to
     MATVEC_MAX_TOKENS, then the tiled GEMMs' ramp T / (T + gemm_half_tokens): each weight tile's load and dequantising
-    is shared by the T tokens of the tile. For a routed expert of an engine whose ``mul_mat_id`` tiles each expert's
-    own rows (``expert_tiles``: ggml-vulkan sizes the tile for ``n_per_expert``, ggml-sycl runs a GEMM per expert)
-    T is the tokens routed to it, ``pairs_per_expert``."""
+    is shared by the T tokens of the tile. For a routed expert (``pairs_per_expert`` tokens each, on ``hw``, ``fmt``
+    weights) the engine's expert kernels decide (``engines.expert_tiles``): a GEMM per expert ramps over its own tokens; a
+    tile of J columns shared by every expert ramps over J, times the share of its columns that are tokens."""
     if not tokens:
         return 1.0
     if tokens <= MATVEC_MAX_TOKENS:
         return engine.eta_matvec
-    t = min(tokens, pairs_per_expert) if pairs_per_expert and engine.expert_tiles else tokens
-    return t / (t + engine.gemm_half_tokens)
+    j = tile_columns(engine, hw, fmt, tokens, pairs_per_expert) if pairs_per_expert else -1
+    if j < 0:
+        return tokens / (tokens + engine.gemm_half_tokens)
+    if j == 0:
+        t = min(tokens, pairs_per_expert)
+        return t / (t + engine.gemm_half_tokens)
+    return j / (j + engine.gemm_half_tokens) * fill(tokens, pairs_per_expert, j)
 
 
 def tensor_peak_scale(engine, hw) -> float:
@@ -268,6 +274,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     kernel = mmq_kernel(engine, hw, fmt, tokens)
     peak, scale, listed = _weight_peak(hw, engine, fmt, tokens, kernel)
     fmt_eff, cpu_unit = engine.compute_format_eff(fmt), ""
+    if kernel == "dp4a":            # the DP4A kernels' own unpacking of the format, where fitted (mmq.py)
+        fmt_eff = engine.eta_compute_format.get(DP4A_FORMAT_PREFIX + fmt.group, fmt_eff)
     if pairs_per_expert:            # a routed expert's grouped GEMM (1 unless the profile lists its path)
         fmt_eff *= engine.expert_factors(fmt)[1]
     path = cpu_gemm_path(engine, hw, fmt)
@@ -276,7 +284,7 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         peak, scale, listed, cpu_unit = up.flops, 1.0, "FP32" if path.startswith("float") else "INT8", up.label
         fmt_eff = engine.eta_compute_format.get(path, fmt_eff)
     # eta_compute x (the format's x the pass's) x the usable multiple: the fit's evaluator multiplies in this order
-    ramp = matmul_eff(engine, tokens, pairs_per_expert)
+    ramp = matmul_eff(engine, tokens, pairs_per_expert, hw, fmt)
     if tiled:           # Vulkan without coopmat2: the coopmat1 shaders' share (backends.COOPMAT1_SHARE)
         ramp *= coopmat1_share(engine.name, hw, False, fmt)
     eta = min(engine.compute_eff_for(hw) * (fmt_eff * ramp) * scale, 1.0)

@@ -28,7 +28,7 @@ from ..quant.kv import kv_bytes
 from ..timing import kv_reads, pass_time
 from ..units import fmt_seconds
 from ..workload import Workload
-from .rates_text import cpu_attention_how, matmul_how, stream_how
+from .rates_text import cpu_attention_how, expert_tiles_how, matmul_how, stream_how
 from .roles import compute_unit, data_source, launch_path
 
 # operator role -> (row key, label); rows appear in the order of the ledger. Every Role has a row: a role
@@ -243,6 +243,8 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                            f"reads it once)")
             if op.role == Role.ATTN_CORE and not st.note:
                 st.note = cpu_attention_how(eng, hw, tokens)
+            if op.pairs_per_expert and op.unit == "tensor" and not st.note:
+                st.note = expert_tiles_how(eng, hw, pred.quant, tokens, op.pairs_per_expert)
             f16 = dequant_bytes(eng, op, quantized, tokens)     # the engine's F16 copy of the weights, if it makes one
             loop = round(expert_loop_kernels(eng, op, tokens, quantized))   # launches of a host loop over the experts
             if f16 or loop:

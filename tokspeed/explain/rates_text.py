@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..engines.backends import coopmat1_share
 from ..engines.cpu_kernels import attention_path
+from ..engines.expert_tiles import fill, tile_columns
 from ..engines.issue import fp32_lanes_per_core
 from ..engines.mmq import DP4A_OPS_PER_FP32_FLOP
 from ..engines.rates import BOARD_POWER, INT8_KERNELS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, MMQ_BOUND, \
@@ -76,6 +77,18 @@ def cpu_attention_how(engine, hw, tokens: int) -> str:
     kernel = "one-row FlashAttention kernel" if path == "fa_row" else "vec_dot_f16 per score (-fa off)"
     return (f"{engine.name}'s {kernel} at {share:g} of the FP32 peak, measured per cached key and query head "
             "(benchmarks/bench_cpu_attention.py)")
+
+
+def expert_tiles_how(engine, hw, quant: str, tokens: int, pairs_per_expert: float) -> str:
+    """Where ``engine`` multiplies a prompt's routed experts in tiles of one width (``expert_tiles.tile_columns``):
+    the width, the tokens an expert gets and the share of the tiles' columns they fill; "" elsewhere."""
+    if tokens <= MATVEC_MAX_TOKENS or not pairs_per_expert:
+        return ""
+    j = tile_columns(engine, hw, quant, tokens, pairs_per_expert)
+    if j <= 0:
+        return ""
+    return (f"{engine.name} multiplies every expert in tiles of {j} token columns; {pairs_per_expert:.3g} tokens an "
+            f"expert fill {fill(tokens, pairs_per_expert, j):.0%} of them (engines/expert_tiles.py)")
 
 
 def stream_how(s) -> str:

@@ -1,0 +1,120 @@
+"""How a routed expert's prompt GEMM fills its tiles: the columns (tokens) a tile is sized for, against the tokens
+each expert actually gets.
+
+A prompt pass of T tokens routes each to k of E experts; an expert gets n ~ Binomial(T, k / E) of them (uniform
+routing: the physics prior; a trained router's imbalance only adds tiles). How llama.cpp multiplies them depends on
+the engine's kernels (``EngineProfile.expert_tile``):
+
+- ``own``: one GEMM per expert over its own rows (ggml-sycl's per-expert loop; ggml-cuda's host loop of
+  ``ggml_cuda_mul_mat_id`` before ``MMQ_ID_SINCE``, and for float experts): the GEMM is sized for its n tokens and
+  ramps over them, n / (n + ``gemm_half_tokens``) (``rates.matmul_eff``).
+- ``mmq``: ggml-cuda's MMQ kernel with expert ids (mmq.cu ``ggml_cuda_mul_mat_id``, one launch for every expert
+  from ``MMQ_ID_SINCE``; also the HIP build): one tile width J for every expert, chosen in
+  ``mul_mat_q_switch_J`` (mmq.cuh) as the J (a multiple of 8 up to ``MMQ_X_MAX``) with the fewest tiles over
+  ``ncols_opt`` columns: the pass's T tokens, so J = 128 from a pass of 128 tokens, while each expert has T k / E of
+  them; on RDNA3 / RDNA4 from ``RDNA_MEAN_TILE_SINCE`` the mean T k / E instead. Each expert runs ceil(n / J) tiles
+  of J columns and the tile's MMA covers all J (the grid's columns past the expert's n exit, the last tile's rows
+  past n are computed and dropped).
+- ``vulkan``: ggml-vulkan's ``mul_mat_id`` shaders (``ggml_vk_mul_mat_id_q_f16``): the tile guessed for
+  ``n_per_expert`` = ceil(T k / E) by ``matmul_id_tile_selector`` (ggml-vulkan.cpp): the small tile (32 columns)
+  to 32, the medium (64) to 64, else the large (128); ceil(n / J) tiles per expert as above.
+- ``""``: the GEMM ramps over the pass's tokens (Metal; an engine without routed-expert kernels of its own).
+
+A tile costs its weight tile's loading and unpacking (a) and its J columns of multiply-adds (b J): its efficiency
+is J / (J + ``gemm_half_tokens``), the tiled GEMMs' ramp at the tile's width, times the share of its columns that
+are tokens, the fill: E[n] / (E[ceil(n / J)] J) over the experts touched (``fill``). Not modelled: each tile also
+re-reads its weight slice (ceil(n / J) reads of the expert's weights: a memory-side cost beside the compute).
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from ..quant.format_key import format_key
+from .cpu_kernels import before
+from .mmq import mmq_unit
+
+# mmq.cuh get_mmq_x_max_host: 128 columns on Turing+ tensor cores and AMD WMMA / MFMA, 64 with DP4A (Pascal, GCN)
+MMQ_X_MAX = {"mma": 128, "dp4a": 64}
+MMQ_X_STEP = 8                      # mul_mat_q_switch_J: J = 8, 16, ..., MMQ_X_MAX
+VULKAN_ID_TILES = (32, 64, 128)     # ggml-vulkan s / m / l mul_mat_id tiles' columns (s/m/l_mmqid_wg_denoms[1])
+# ggml-cuda mul_mat_id as one MMQ launch over every expert (expert bounds, ids on the device): in llama-cpp-python
+# 0.3.16's copy (PyPI 2025-08-15), the first copy seen (ASSUMED: it may have landed earlier); before it, a host loop
+# of one GEMM per expert over its own rows
+MMQ_ID_SINCE = "2025-08"
+# ggml-cuda mmq.cu: "On RDNA3 and RDNA4 it is faster to pick the tile size against" T k / E (``ncols_opt``): absent
+# from 0.3.24's copy, present in 0.3.36's, whose sources mention dates up to 2026-06 (ASSUMED: that month)
+RDNA_MEAN_TILE_SINCE = "2026-06"
+RDNA = ("rdna3", "rdna3.5", "rdna4")
+SPREAD_SDS = 12.0                   # the binomial's tails past 12 sd (+ 2) are left out: < 1e-10 even at a mean of 1
+
+
+def tile_columns(engine, hw, fmt, tokens: int, pairs_per_expert: float) -> int:
+    """The columns J of the tiles ``engine`` multiplies a routed expert's ``fmt`` weights in, in a pass of ``tokens``
+    tokens giving each touched expert ``pairs_per_expert`` on average; 0 where each expert's GEMM is sized for its
+    own tokens (``own``) and -1 where the GEMM ramps over the pass's tokens (no expert kernel of its own)."""
+    kind = getattr(engine, "expert_tile", "")
+    if not kind:
+        return -1
+    if kind == "vulkan":
+        mean = per_expert(pairs_per_expert)
+        return next((j for j in VULKAN_ID_TILES if mean <= j), VULKAN_ID_TILES[-1])
+    if kind != "mmq" or hw is None or before(getattr(engine, "build_month", ""), MMQ_ID_SINCE):
+        return 0
+    unit = mmq_unit(hw, tokens) if format_key(fmt).quantized else ""
+    if unit not in MMQ_X_MAX:        # float experts (MMF / the cuBLAS loop) or no MMQ there: a GEMM per expert
+        return 0
+    mean_tile = str(hw.arch or "") in RDNA and not before(getattr(engine, "build_month", ""), RDNA_MEAN_TILE_SINCE)
+    return best_tile(per_expert(pairs_per_expert) if mean_tile else tokens, MMQ_X_MAX[unit])
+
+
+def per_expert(pairs_per_expert: float) -> int:
+    """The kernels' integer tokens per expert, ceil(T k / E) (``pairs_per_expert`` up to rounding: 1e-6)."""
+    return math.ceil(pairs_per_expert - 1e-6)
+
+
+def best_tile(columns: int, j_max: int) -> int:
+    """``mul_mat_q_switch_J``: the first J (multiples of ``MMQ_X_STEP`` up to ``j_max``) with the fewest tiles over
+    ``columns`` columns."""
+    columns = max(int(columns), 1)
+    tiles = math.ceil(columns / j_max)
+    return min(j_max, MMQ_X_STEP * math.ceil(math.ceil(columns / tiles) / MMQ_X_STEP))
+
+
+def route_share(tokens: int, pairs_per_expert: float) -> float:
+    """p = k / E of a pass of ``tokens`` tokens whose touched experts get ``pairs_per_expert`` each on average:
+    pairs_per_expert = T p / (1 - (1 - p)^T), solved for p (bisection; it rises with p)."""
+    t = max(int(tokens), 1)
+    if pairs_per_expert >= t:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        p = (lo + hi) / 2
+        if t * p / (1 - (1 - p) ** t) < pairs_per_expert:
+            lo = p
+        else:
+            hi = p
+    return (lo + hi) / 2
+
+
+@lru_cache(maxsize=256)
+def expected_tiles(tokens: int, p: float, j: int) -> float:
+    """E[ceil(n / J) | n >= 1] for n ~ Binomial(``tokens``, ``p``): sum over m >= 0 of P(n > m J), over P(n >= 1)."""
+    t = max(int(tokens), 1)
+    if p >= 1.0:
+        return float(math.ceil(t / j))
+    mean, sd = t * p, math.sqrt(t * p * (1 - p))
+    lo, hi = max(0, int(mean - SPREAD_SDS * sd) - 1), min(t, int(mean + SPREAD_SDS * sd) + 2)
+    base = math.lgamma(t + 1)
+    pmf = {n: math.exp(base - math.lgamma(n + 1) - math.lgamma(t - n + 1) + n * math.log(p) + (t - n) * math.log1p(-p))
+           for n in range(lo, hi + 1)}
+    touched = 1.0 - (1.0 - p) ** t
+    above = sum(sum(v for n, v in pmf.items() if n > m * j) for m in range(1, hi // j + 1))
+    return (touched + above) / touched
+
+
+def fill(tokens: int, pairs_per_expert: float, j: int) -> float:
+    """The share of a routed expert's tile columns that are tokens: E[n] / (E[ceil(n / J)] J) over touched experts."""
+    p = route_share(tokens, pairs_per_expert)
+    return min(1.0, pairs_per_expert / (expected_tiles(int(tokens), round(p, 12), j) * j))
