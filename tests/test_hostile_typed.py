@@ -72,6 +72,15 @@ def test_the_gate_itself():
             parse(bad)
     with pytest.raises(UserError, match="x.json: nested too deeply"):
         loads("[" * 100_000, "x.json")
+    # a bracket inside a string is text: a prompt of 100 "[" (and an escaped quote before more) parses
+    assert parse('{"p": "' + "[" * 100 + '", "q": "a\\"' + "{" * 70 + '"}') == {"p": "[" * 100, "q": 'a"' + "{" * 70}
+    with pytest.raises(ValueError, match="nested too deeply"):
+        parse('["' + "[" * 70 + '", ' + "[" * 65 + "]" * 66)        # the same text, nested for real past 64
+    # strings left open or full of escaped quotes are skipped in one pass (a pattern that failed at the end would
+    # rescan from each escaped quote: 400,000 of them, ~10^11 steps) and end as invalid JSON
+    for bad in ('"' + '\\"' * 400_000 + "[" * 70, '{"a": "' + '\\"[' * 400_000 + "\\"):
+        with pytest.raises(ValueError, match="not valid JSON"):
+            parse(bad)
     assert count(3) == 3 and count(3.0) == 3 and count(-1) is None and count(True) is None and count(2.5) is None
     assert seconds(86_400) == 86_400 and seconds(86_401) is None and seconds(-0.1) is None
     assert rate(1e3) == 1e3 and rate(float("inf")) is None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 
 from ..errors import UserError
@@ -26,6 +27,9 @@ MAX_MAGNITUDE = float(2**53)      # any number from outside: ratios and products
 MIN_MAGNITUDE = 2.0**-53          # smaller non-zero magnitudes are noise (one part in 2**53 of a unit)
 MAX_SECONDS = 86_400.0            # a duration inside one run or request: a day (runs end by --duration/timeouts)
 MAX_DEPTH = 64                    # nesting of one document: real ones nest 3-6 levels
+# a JSON string literal, escapes included; one left open runs to the end of the text, so every quote starts a
+# match and the scan stays linear (a pattern that could fail would retry from each escaped quote: quadratic)
+JSON_STRING = re.compile(r'"(?:[^"\\]|\\.|\\\Z)*(?:"|\Z)', re.S)
 _MAX_DIGITS = getattr(sys.int_info, "default_max_str_digits", 4300)
 
 
@@ -64,10 +68,11 @@ def _constant(name: str):
 
 
 def _depth_ok(text: str, limit: int) -> bool:
-    """An upper bound on nesting: brackets opened before any closes (brackets inside strings may over-count,
-    which refuses only the absurd)."""
+    """Whether the brackets outside strings nest at most ``limit`` deep (a bracket inside a JSON string, escaped
+    quotes included, is text: a prompt of 100 "[" is not 100 levels). The strings go first (``JSON_STRING``,
+    in C), then what is left is walked a character at a time (no list of it is built)."""
     depth = 0
-    for ch in text:
+    for ch in JSON_STRING.sub("", text):
         if ch in "[{":
             depth += 1
             if depth > limit:
