@@ -78,6 +78,8 @@ def test_rdna_picks_the_tile_against_the_mean_in_current_builds():
 def test_vulkan_guesses_the_tile_from_tokens_per_expert():
     vk = get_engine("llama.cpp-vulkan")
     assert [tile_columns(vk, R9700, "Q4_K_M", 512, n) for n in (10.0, 32.0, 32.5, 64.0, 100.0)] == [32, 32, 64, 64, 128]
+    # NVIDIA's driver has coopmat2: the small and medium quantized mul_mat_id tiles are both 64 columns
+    assert [tile_columns(vk, RTX_4090, "Q4_K_M", 512, n) for n in (10.0, 32.0, 64.0, 100.0)] == [64, 64, 64, 128]
 
 
 def test_fill_is_a_share():

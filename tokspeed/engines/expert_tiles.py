@@ -17,7 +17,9 @@ the engine's kernels (``EngineProfile.expert_tile``):
   past n are computed and dropped).
 - ``vulkan``: ggml-vulkan's ``mul_mat_id`` shaders (``ggml_vk_mul_mat_id_q_f16``): the tile guessed for
   ``n_per_expert`` = ceil(T k / E) by ``matmul_id_tile_selector`` (ggml-vulkan.cpp): the small tile (32 columns)
-  to 32, the medium (64) to 64, else the large (128); ceil(n / J) tiles per expert as above.
+  to 32, the medium (64) to 64, else the large (128); under coopmat2 (NVIDIA's driver) the small and medium
+  quantized ``mul_mat_id`` tiles are both 64 columns wide (``s_mmqid_wg_denoms``, ``m_mmqid_wg_denoms``), so 64 up
+  to 64 and 128 beyond; ceil(n / J) tiles per expert as above.
 - ``""``: the GEMM ramps over the pass's tokens (Metal; an engine without routed-expert kernels of its own).
 
 A tile costs its weight tile's loading and unpacking (a) and its J columns of multiply-adds (b J): its efficiency
@@ -33,12 +35,14 @@ from functools import lru_cache
 
 from ..quant.format_key import format_key
 from .cpu_kernels import before
+from .driver import driver_family, features, resolve
 from .mmq import mmq_unit
 
 # mmq.cuh get_mmq_x_max_host: 128 columns on Turing+ tensor cores and AMD WMMA / MFMA, 64 with DP4A (Pascal, GCN)
 MMQ_X_MAX = {"mma": 128, "dp4a": 64}
 MMQ_X_STEP = 8                      # mul_mat_q_switch_J: J = 8, 16, ..., MMQ_X_MAX
 VULKAN_ID_TILES = (32, 64, 128)     # ggml-vulkan s / m / l mul_mat_id tiles' columns (s/m/l_mmqid_wg_denoms[1])
+VULKAN_ID_TILES_CM2 = (64, 64, 128)  # ... under coopmat2: s and m quantized mul_mat_id tiles are 64 columns wide
 # ggml-cuda mul_mat_id as one MMQ launch over every expert (expert bounds, ids on the device): in llama-cpp-python
 # 0.3.16's copy (PyPI 2025-08-15), the first copy seen (ASSUMED: it may have landed earlier); before it, a host loop
 # of one GEMM per expert over its own rows
@@ -58,8 +62,8 @@ def tile_columns(engine, hw, fmt, tokens: int, pairs_per_expert: float) -> int:
     if not kind:
         return -1
     if kind == "vulkan":
-        mean = per_expert(pairs_per_expert)
-        return next((j for j in VULKAN_ID_TILES if mean <= j), VULKAN_ID_TILES[-1])
+        mean, widths = per_expert(pairs_per_expert), vulkan_id_tiles(engine, hw)
+        return next((j for j in widths if mean <= j), widths[-1])
     if kind != "mmq" or hw is None or before(getattr(engine, "build_month", ""), MMQ_ID_SINCE):
         return 0
     unit = mmq_unit(hw, tokens) if format_key(fmt).quantized else ""
@@ -67,6 +71,13 @@ def tile_columns(engine, hw, fmt, tokens: int, pairs_per_expert: float) -> int:
         return 0
     mean_tile = str(hw.arch or "") in RDNA and not before(getattr(engine, "build_month", ""), RDNA_MEAN_TILE_SINCE)
     return best_tile(per_expert(pairs_per_expert) if mean_tile else tokens, MMQ_X_MAX[unit])
+
+
+def vulkan_id_tiles(engine, hw) -> tuple:
+    """The s / m / l ``mul_mat_id`` tile widths of ggml-vulkan on ``hw`` under its driver: coopmat2's where the driver
+    has it on the part's family (``driver.features``), else the other paths'."""
+    f = features(resolve(engine.name, hw), driver_family(hw)) if hw is not None else None
+    return VULKAN_ID_TILES_CM2 if f is not None and f.coopmat2 else VULKAN_ID_TILES
 
 
 def per_expert(pairs_per_expert: float) -> int:
