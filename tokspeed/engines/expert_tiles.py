@@ -102,27 +102,33 @@ def route_share(tokens: int, pairs_per_expert: float) -> float:
     lo, hi = 0.0, 1.0
     for _ in range(60):
         p = (lo + hi) / 2
-        if t * p / (1 - (1 - p) ** t) < pairs_per_expert:
+        if t * p / _touched(t, p) < pairs_per_expert:
             lo = p
         else:
             hi = p
     return (lo + hi) / 2
 
 
+def _touched(t: int, p: float) -> float:
+    """P(n >= 1) = 1 - (1 - p)^t, exact for small p (-expm1(t log1p(-p)): no 1 - 1 = 0)."""
+    return -math.expm1(t * math.log1p(-p)) if p < 1.0 else 1.0
+
+
 @lru_cache(maxsize=256)
 def expected_tiles(tokens: int, p: float, j: int) -> float:
-    """E[ceil(n / J) | n >= 1] for n ~ Binomial(``tokens``, ``p``): sum over m >= 0 of P(n > m J), over P(n >= 1)."""
+    """E[ceil(n / J) | n >= 1] for n ~ Binomial(``tokens``, ``p``), summed over the n within ``SPREAD_SDS`` standard
+    deviations of the mean (one pass: as many terms as that span, whatever ``tokens``)."""
     t = max(int(tokens), 1)
     if p >= 1.0:
         return float(math.ceil(t / j))
+    if p <= 0.0:                    # every touched expert has one token
+        return 1.0
     mean, sd = t * p, math.sqrt(t * p * (1 - p))
-    lo, hi = max(0, int(mean - SPREAD_SDS * sd) - 1), min(t, int(mean + SPREAD_SDS * sd) + 2)
-    base = math.lgamma(t + 1)
-    pmf = {n: math.exp(base - math.lgamma(n + 1) - math.lgamma(t - n + 1) + n * math.log(p) + (t - n) * math.log1p(-p))
-           for n in range(lo, hi + 1)}
-    touched = 1.0 - (1.0 - p) ** t
-    above = sum(sum(v for n, v in pmf.items() if n > m * j) for m in range(1, hi // j + 1))
-    return (touched + above) / touched
+    lo, hi = max(1, int(mean - SPREAD_SDS * sd) - 1), min(t, int(mean + SPREAD_SDS * sd) + 2)
+    base, lp, lq = math.lgamma(t + 1), math.log(p), math.log1p(-p)
+    total = sum(math.exp(base - math.lgamma(n + 1) - math.lgamma(t - n + 1) + n * lp + (t - n) * lq) * math.ceil(n / j)
+                for n in range(lo, hi + 1))
+    return total / _touched(t, p)
 
 
 def fill(tokens: int, pairs_per_expert: float, j: int) -> float:
