@@ -97,3 +97,14 @@ def test_explain_says_how_full_the_expert_tiles_are():
     assert "tiles of 128 token columns" in note and "64 tokens an expert fill 50%" in note
     dense = explain("llama-3.1-8b", "rtx-4090", prefill=512, engine="llama.cpp-cuda", with_levers=False).journey
     assert not any("tiles of" in (s.note or "") for s in dense.stages)
+
+
+def test_extreme_passes_stay_finite_and_quick():
+    # a million-token pass over two experts of four: n ~ 500,000 +- 500, spread evenly over the 128 residues, so
+    # E[ceil(n / 128)] = E[n] / 128 + 127 / 256
+    assert math.isclose(expected_tiles(10 ** 6, 0.5, 128), 500_000 / 128 + 127 / 256, rel_tol=1e-6)
+    # many experts, few tokens: pairs per expert barely above 1 (k / E of 1e-10) leaves one token a tile
+    p = route_share(512, 1 + 1e-7)
+    assert 0.0 < p < 1e-6
+    assert math.isclose(fill(512, 1 + 1e-7, 16), 1 / 16, rel_tol=1e-6)
+    assert expected_tiles(512, 0.0, 16) == 1.0
