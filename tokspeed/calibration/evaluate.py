@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..engines.era_builds import at_build
 from ..engines.profile import get_engine
 from ..predict import predict
 
@@ -18,13 +19,14 @@ def answer_kwargs(row) -> dict:
     return out
 
 
-def at_row_build(profile, row):
+def at_row_build(profile, row, eras: dict | None = None):
     """``profile`` (an EngineProfile of the row's era) as the build the row ran: its ``build_month`` the row's
-    (``CalibrationRow.month``), so the kernels chosen by month within an era are the row's; unchanged for a row
-    without one or a profile that is not an EngineProfile."""
+    (``CalibrationRow.month``), so the kernels chosen by month within an era are the row's, and the costs of a
+    kernel path that changed within the era the newest era's (``era_builds.at_build``; ``eras``: the fit's trial
+    profiles by era); unchanged for a row without one or a profile that is not an EngineProfile."""
     if not row.month or not hasattr(profile, "build_month") or profile.build_month == row.month:
         return profile
-    return replace(profile, build_month=row.month)
+    return at_build(replace(profile, build_month=row.month), row.hw, eras)
 
 
 def predicted(row, engine=None):

@@ -153,12 +153,14 @@ def profile_for(prof, row):
 
 def row_profiles(rs: RowSet, prof) -> list:
     """The profile that predicts each row of ``rs``: its era's (``profile_for``) at the row's build month
-    (``evaluate.at_row_build``, as ``evaluate.predicted``), one per distinct (era, month)."""
+    (``evaluate.at_row_build``, as ``evaluate.predicted``; a cost whose path changed within the era from ``prof``'s
+    newest era: ``era_builds``), one per distinct (era, month, architecture)."""
     made = {}
-    for r in rs.rows:
-        if (r.era, r.month) not in made:
-            made[r.era, r.month] = at_row_build(profile_for(prof, r), r)
-    return [made[r.era, r.month] for r in rs.rows]
+    for r in rs.rows:       # the device's architecture too: whether its build replays CUDA graphs on it
+        if (r.era, r.month, r.hw.arch) not in made:
+            made[r.era, r.month, r.hw.arch] = at_row_build(profile_for(prof, r), r,
+                                                           prof if isinstance(prof, dict) else None)
+    return [made[r.era, r.month, r.hw.arch] for r in rs.rows]
 
 
 def predict_rows(rs: RowSet, prof) -> np.ndarray:

@@ -1,8 +1,7 @@
 """EngineProfile: an engine's efficiency model, from physical terms that transfer to unseen devices.
 
-The record holds the values; the rates they make are computed in one place, ``tokspeed.engines.rates`` (FLOP/s:
-``compute_rate``) and ``tokspeed.engines.rates_stream`` (bytes/s: ``stream_bytes_s``); the tables they come from
-are read by ``tokspeed.engines.tables``.
+The record holds the values; the rates they make are computed in ``tokspeed.engines.rates`` (FLOP/s: ``compute_rate``)
+and ``tokspeed.engines.rates_stream`` (bytes/s); the tables they come from are read by ``tokspeed.engines.tables``.
 
 Time of one forward pass (``tokspeed.timing.pass_time``)::
 
@@ -111,6 +110,7 @@ from .compat import backend_for, engine_defaults, engine_key, engine_names, runt
 from .cpu import barrier_scale
 from .cpu_kernels import build_month_of
 from .driver import driver_fitted, resolve
+from .era_builds import at_build
 from .eras import era_family, flash_attention_available, flash_attention_since, parse_version
 from .kernel_cost import driver_fixed_s, driver_launch_s
 from .memory import memory_class
@@ -354,8 +354,8 @@ def get_engine(engine, hardware=None, version=None, flash_attention: bool | None
     profile = EngineProfile(name=e, version=label, build_month=build_month_of(version), **entry)
     if hardware is None:
         return profile
-    # a device of an architecture family with few or no rows in the fit answers nearer to (or at) the priors
-    profile = pooled(profile, prior_profile(e), _tables()[e], hardware)
+    # a family with few or no rows in the fit answers nearer to (or at) the priors; a build's costs (era_builds)
+    profile = at_build(pooled(profile, prior_profile(e), _tables()[e], hardware), hardware)
     return calibrated(with_band(with_driver(profile, hardware), hardware), hardware)
 
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..engines.compat import unmodelled_kernels
 from ..engines.cpu import barrier_scale
+from ..engines.era_builds import launch_note
 from ..engines.fa_tiles import extra_kv_bytes
 from ..engines.graph_kernels import op_kernels
 from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
@@ -273,7 +274,7 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                            + (f" + {fmt_seconds(own)} launch" if own > 1e-12 else "") + f"){per}")
     else:
         cpu_launch.note = (f"{kernels // n_pass:,} kernels per pass{extra_note} × {fmt_seconds(eng.launch_s)}{per}"
-                           if eng.launch_s else "no launch cost in this engine model")
+                           + launch_note(eng, hw) if eng.launch_s else "no launch cost in this engine model")
     samp = rows["sampling"]
     samp.unit = "CPU"
     samp.note = (f"{fmt_seconds(step_s)} per pass{per}: copy logits, sample, stop check, next step"

@@ -1,0 +1,97 @@
+"""ggml-cuda's changes inside llama.cpp's 2024 era (tokspeed/engines/era_builds.py, capabilities.toml within_era): CUDA graphs from 2024-06 builds
+on Ampere and later, MMQ on INT8 tensor cores from 2024-07 builds; checked against the month rules and the
+tables' values by hand."""
+
+import math
+from dataclasses import replace
+
+from tokspeed.engines.era_builds import at_build, changes_of, replays_graphs
+from tokspeed.engines.profile import get_engine, prior_profile
+from tokspeed.engines.tables import engine_entry
+from tokspeed.explain.journey import build_journey
+from tokspeed.hardware.catalog import get_hardware
+from tokspeed.predict import predict
+
+RTX_4090 = get_hardware("rtx-4090")
+
+
+class Arch:
+    def __init__(self, arch):
+        self.arch = arch
+
+
+def test_graphs_replay_from_2024_06_builds_on_ampere_and_later_only():
+    since = changes_of("llama.cpp-cuda")["graphs"]
+    assert since == "2024-06"                                     # the month after PR #6766's
+    assert not replays_graphs("2024-05", Arch("ada"), since)     # the month of the merge: its builds may predate it
+    assert replays_graphs("2024-06", Arch("ada"), since)
+    assert replays_graphs("", Arch("blackwell"), since)          # today's build
+    assert not replays_graphs("2025-08", Arch("turing"), since)  # cc < 8.0: disable_due_to_gpu_arch
+    assert not replays_graphs("2024-11", Arch("pascal"), since)
+    assert replays_graphs("2024-11", Arch(None), since)          # an unknown part: as the era's rows ran
+    assert not replays_graphs("2024-11", Arch("ada"), "")        # an engine without the change
+
+
+def test_only_cudas_builds_changed_inside_an_era():
+    assert changes_of("llama.cpp-cuda") == {"graphs": "2024-06", "int8_mmq": "2024-07"}
+    assert changes_of("llama.cpp-vulkan") == changes_of("llama.cpp-rocm") == changes_of("no-such-engine") == {}
+
+
+def test_an_older_eras_profile_takes_the_newest_eras_costs_for_the_paths_its_build_ran():
+    turing = replace(RTX_4090, arch="turing")
+    old = replace(prior_profile("llama.cpp-cuda"), version="2024", launch_s=5e-6, quant_flops_per_core_cycle=0.0,
+                  fitted=True, eta_compute={"default": 0.4}, eta_compute_format={"kquant": 0.9})
+    new = replace(old, version="2025", launch_s=1.8e-6, quant_flops_per_core_cycle=800.0, eta_compute={"default": 0.5},
+                  eta_compute_format={"kquant": 0.8, "legacy": 1.2})
+    eras = {"2025": new, "2024": old}
+    got = at_build(replace(old, build_month="2024-11"), RTX_4090, eras)
+    assert (got.launch_s, got.quant_flops_per_core_cycle) == (1.8e-6, 800.0)
+    # the quantized matmuls at the MMQ kernel's efficiency (0.5 x 0.8, 0.5 x 1.2, 0.5 x 1), the era's 0.4 kept
+    eff = {g: got.compute_eff_for(RTX_4090) * got.compute_format_eff(q) for g, q in
+           (("kquant", "Q4_K_M"), ("legacy", "Q4_0"), ("q8", "Q8_0"))}
+    assert all(math.isclose(eff[g], v) for g, v in (("kquant", 0.4), ("legacy", 0.6), ("q8", 0.5)))
+    assert got.compute_eff_for(RTX_4090) == 0.4 and got.compute_format_eff("F16") == 1.0
+    got = at_build(replace(old, build_month="2024-06"), RTX_4090, eras)      # graphs, not yet INT8 MMQ
+    assert (got.launch_s, got.quant_flops_per_core_cycle, got.eta_compute_format) == (1.8e-6, 0.0, {"kquant": 0.9})
+    got = at_build(replace(old, build_month="2024-11"), turing, eras)         # INT8 MMQ, no graphs before Ampere
+    assert (got.launch_s, got.quant_flops_per_core_cycle) == (5e-6, 800.0)
+    same = replace(old, build_month="2024-05")
+    assert at_build(same, RTX_4090, eras) is same                              # before both
+    newest = replace(new, build_month="2025-06")
+    assert at_build(newest, RTX_4090, eras) is newest                          # the newest era is its own
+    priors = replace(old, build_month="2024-11", fitted=False)
+    assert at_build(priors, RTX_4090) is priors                                # the priors keep their costs
+    vulkan = replace(old, name="llama.cpp-vulkan", build_month="2024-11")
+    assert at_build(vulkan, RTX_4090, eras) is vulkan
+
+
+def test_a_late_2024_build_decodes_faster_by_its_kernels_times_the_two_eras_launch_gap():
+    # the same pass (llama-2-7b Q4_0: 516 kernels, as explain counts them) one kernel gap apart: the tables' own
+    # fitted per-kernel costs of the 2024 era (host launches) and the newest (graph replay)
+    old, new = (engine_entry("llama.cpp-cuda", v)[0]["launch_s"] for v in ("2024", "2025"))
+    kw = dict(quant="Q4_0", engine="llama.cpp-cuda", prompt=0, gen=1, context=0)
+    before = predict("llama-2-7b", RTX_4090, engine_version="2024-05", **kw)
+    after = predict("llama-2-7b", RTX_4090, engine_version="2024-11", **kw)
+    assert build_journey(before).kernels == build_journey(after).kernels == 516
+    assert math.isclose(1 / before.decode.tok_s - 1 / after.decode.tok_s, 516 * (old - new), rel_tol=0.01)
+
+
+def test_the_int8_mmq_pr_speeds_a_4090s_k_quant_prompt_as_its_own_table_shows():
+    # calibration rows h0046 / h0047 (llama.cpp PR #7860): 5,611 -> 9,279 tok/s, 1.65x; the month before the
+    # change and the month after, on the same fitted 2024 era
+    kw = dict(quant="Q4_K_S", engine="llama.cpp-cuda", prompt=2048, gen=0, context=0)
+    a = predict("llama-3-8b", RTX_4090, engine_version="2024-06", **kw).prefill.tok_s
+    b = predict("llama-3-8b", RTX_4090, engine_version="2024-07", **kw).prefill.tok_s
+    assert 1.05 < b / a < 2.0
+    engine = get_engine("llama.cpp-cuda", RTX_4090, version="2024-07")
+    assert engine.quant_flops_per_core_cycle == engine_entry("llama.cpp-cuda", "2025")[0]["quant_flops_per_core_cycle"]
+
+
+def test_explain_says_why_a_late_2024_build_pays_the_newest_eras_kernel_cost():
+    kw = dict(quant="Q4_0", engine="llama.cpp-cuda", prompt=0, gen=1, context=0)
+    late = build_journey(predict("llama-2-7b", RTX_4090, engine_version="2024-11", **kw))
+    early = build_journey(predict("llama-2-7b", RTX_4090, engine_version="2024-05", **kw))
+    note = next(s.note for s in late.stages if s.note.startswith("516 kernels per pass"))
+    assert "2024-11 build replays CUDA graphs" in note and "2025 era's per-kernel cost" in note
+    assert not any("CUDA graphs" in s.note for s in early.stages)
+
