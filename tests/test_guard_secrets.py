@@ -67,3 +67,45 @@ def test_the_redactor_removes_what_it_was_told_and_what_looks_like_a_credential(
                      "api_key": "from $TOKSPEED_API_KEY", "nested": [{"X-Api-Key": "k-999"}]})
     assert doc == {"authorization": "***", "prompt_tokens": "128", "tokenizer": "/t/tokenizer.json",
                    "api_key": "from $TOKSPEED_API_KEY", "nested": [{"X-Api-Key": "***"}]}
+
+
+@pytest.mark.parametrize("text, secret, kept", [
+    # assignments in any spelling: environment style, YAML, spaced, Python's quotes, unquoted names
+    ("OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz", "sk-proj-abcdefghijklmnopqrstuvwxyz", "OPENAI_API_KEY="),
+    ("api_key: zq81-very-secret-value", "zq81-very-secret-value", "api_key: "),
+    ("password = hunter2hunter2", "hunter2hunter2", "password = "),
+    ("{'api_key': 'zq81-very-secret-value'}", "zq81-very-secret-value", "{'api_key': '"),
+    ("api-key=zq81verysecret&x=1", "zq81verysecret", "api-key="),
+    # a command line's flags
+    ("tokspeed bench-server --api-key zq81verysecretvalue --model x", "zq81verysecretvalue",
+     "tokspeed bench-server --api-key "),
+    ("--hf-token=zq81verysecretvalue", "zq81verysecretvalue", "--hf-token="),
+    # shapes of their own, with no name beside them
+    ("see hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789 there", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "see "),
+    ("Authorization: token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+     "Authorization: token "),
+    ("sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789", "abcdefghijklmnopqrstuvwxyz0123456789", ""),
+    ("key id AKIAIOSFODNN7EXAMPLE leaked", "AKIAIOSFODNN7EXAMPLE", "key id "),
+    ("AIzaSyAbCdEfGhIjKlMnOpQrStUvWxYz012345", "AIzaSyAbCdEfGhIjKlMnOpQrStUvWxYz012345", ""),
+])
+def test_credentials_are_masked_in_the_spellings_text_takes(text, secret, kept):
+    out = PLAIN.text(text)
+    assert secret not in out and "***" in out and out.startswith(kept)
+
+
+@pytest.mark.parametrize("text", [
+    "one decode token at context 0 = 8.12 ms (123 tok/s), averaged over 128 tokens",
+    "prompt_tokens: 51200000 max_tokens=12345678 --max-tokens 12345678 --ubatch 2048",
+    "task-abcdefghijklmnopqrstuvwxyz0123 and disk-abcdefghijklmnopqrstuvwxyz",
+    '"prompt_tokens": 512, "model": "llama-3-8b-instruct-long-name"',
+    "model: meta-llama/Llama-3.1-8B-Instruct  engine: llama.cpp-cuda  quant: Q4_K_M",
+    "token budget: 8192; tokenizer: sentencepiece-unigram",
+])
+def test_ordinary_output_is_left_as_it_is(text):
+    assert PLAIN.text(text) == text
+
+
+def test_a_figure_beside_a_credential_word_is_left_alone():
+    # JSON output: "joules_per_token" names a token (singular) and 1.2345678e-05 has a letter in it
+    text = '"joules_per_token": 1.2345678e-05, "bytes_per_token": 4696855296.0, --token-budget 1.5e+10'
+    assert PLAIN.text(text) == text

@@ -494,3 +494,18 @@ def test_every_record_is_an_entry_an_alias_or_left_out_with_a_reason():
             continue
         unaccounted.append(name)
     assert not unaccounted
+
+
+@pytest.mark.parametrize("field, value, kind", [
+    ("tied_embeddings", "false", "true or false"),     # bool("false") is True: the embeddings would be tied
+    ("qkv_bias", "no", "true or false"),
+    ("gated_mlp", 0, "true or false"),
+    ("rope_theta", "5e5", "a finite number"),
+    ("rope_theta", float("inf"), "a finite number"),
+    ("family", 3, "text"),
+])
+def test_a_model_file_takes_flags_numbers_and_words_only_of_their_type(field, value, kind):
+    raw = {**tomllib.loads((DATA / "llama-3-8b.toml").read_text()), "id": "m", field: value}
+    raw.pop("aliases", None)
+    with pytest.raises(UserError, match=f"model m: {field} must be {kind}, got"):
+        ModelSpec.from_dict(raw)

@@ -216,7 +216,7 @@ def test_missing_fields_named():
     ("[1, 2, 3]", "expected a JSON object"),
     ('{"model_type": "llama"}', "lacks"),
     ('{"model_type": "llama", "hidden_size": "big", "num_hidden_layers": 2, "num_attention_heads": 2,'
-     ' "vocab_size": 10, "intermediate_size": 8}', "d_model must be a positive integer"),
+     ' "vocab_size": 10, "intermediate_size": 8}', "field 'hidden_size' should be a whole number >= 0, got 'big'"),
 ])
 def test_bad_files_are_user_errors(tmp_path, text, what):
     p = tmp_path / "config.json"
@@ -252,5 +252,38 @@ def test_gpt_oss_without_layer_types_alternates():
 def test_bad_vision_field_is_user_error():
     cfg = json.loads(json.dumps(CONFIGS["gemma-3-4b"]))
     cfg["vision_config"]["hidden_size"] = "wide"
-    with pytest.raises(UserError, match="unreadable field value"):
+    with pytest.raises(UserError, match="vision_config: field 'hidden_size' should be a whole number >= 0, got 'wide'"):
         spec_from_hf_config(cfg)
+
+
+@pytest.mark.parametrize("field, value, kind", [
+    # what int() / float() / bool() would have taken: "32" -> 32, True -> 1, 32.9 -> 32, "false" -> True
+    ("num_hidden_layers", "32", "a whole number >= 0"),
+    ("num_hidden_layers", True, "a whole number >= 0"),
+    ("max_position_embeddings", 8192.5, "a whole number >= 0"),
+    ("max_position_embeddings", "8192", "a whole number >= 0"),
+    ("num_key_value_heads", -8, "a whole number >= 0"),
+    ("rope_theta", "500000", "a finite number"),
+    ("rope_theta", True, "a finite number"),
+    ("tie_word_embeddings", "false", "true or false"),
+    ("attention_bias", 2, "true or false"),
+    ("mlp_bias", "no", "true or false"),
+])
+def test_config_numbers_and_flags_are_taken_only_of_their_json_type(field, value, kind):
+    cfg = dict(CONFIGS["llama-3-8b"], **{field: value})
+    with pytest.raises(UserError, match=f"field '{field}' should be {kind}") as e:
+        spec_from_hf_config(cfg, where="config.json")
+    assert "\n" not in str(e.value) and str(e.value).startswith("config.json: ")
+
+
+def test_typed_fields_in_nested_parts_and_the_vision_tower():
+    cfg = dict(CONFIGS["llama-3-8b"], rope_parameters={"rope_theta": "1e6"})
+    with pytest.raises(UserError, match="rope_parameters: field 'rope_theta' should be a finite number"):
+        spec_from_hf_config(cfg, where="config.json")
+    cfg = dict(CONFIGS["llama-3-8b"], model_type="gemma3", vision_config={"patch_size": "14"})
+    with pytest.raises(UserError, match="vision_config: field 'patch_size' should be a whole number"):
+        spec_from_hf_config(cfg, where="config.json")
+    # null is absent, an integral float a count, as the real configs write them
+    assert spec_from_hf_config(dict(CONFIGS["llama-3-8b"], sliding_window=None, max_position_embeddings=131072.0)
+                               ).max_context == 131072
+

@@ -10,10 +10,12 @@ token, secret, password or auth).
 A known secret is removed in every spelling: raw, percent-encoded, JSON-escaped (``\\/`` and ``\\uXXXX``
 included), base64 (HTTP Basic credentials), and any prefix of 8 characters or more of any of these (a
 300-character excerpt that cuts a key still hides the part it kept). Credentials nobody told it of are
-removed by shape: the ``user:password@`` of any URL; the value of a query parameter, a JSON entry or a
-header whose name says key, token, secret, password, auth, sig, signature, cookie, session or
-subscription-key, in any spelling (``api_key``, ``apiKey``, ``X-Api-Key``, ``subscription-key``); ``Bearer …``
-/ ``Basic …`` values.
+removed by shape: the ``user:password@`` of any URL; the value of a query parameter, a JSON entry, a
+header, an assignment (``OPENAI_API_KEY=…``, ``api_key: …``, ``password = …``, ``'api_key': '…'``) or a command
+line flag (``--api-key …``) whose name says key, token, secret, password, auth, sig, signature, cookie, session
+or subscription-key, in any spelling (``api_key``, ``apiKey``, ``X-Api-Key``, ``subscription-key``); ``Bearer …``
+/ ``Basic …`` values; and the credentials whose issuers give them a shape of their own (``hf_…``, ``ghp_…``,
+``sk-…``, ``AIza…``, ``xoxb-…``, ``AKIA…``: ``_TOKEN_SHAPES``) wherever they stand.
 """
 
 from __future__ import annotations
@@ -42,6 +44,20 @@ _HEADER = re.compile(r"(?P<k>\b(?P<name>[A-Za-z][A-Za-z0-9-]{0,63}):[ \t]*)(?P<v
 # an Authorization value: "Bearer <token>" (any case) or "Basic <base64>"; 8+ characters, so prose ("basic usage")
 # is left alone
 _SCHEME_VALUE = re.compile(r"\b(?P<s>[Bb]earer|BEARER|Basic)\s+[A-Za-z0-9._~+/=-]{8,}")
+# an assignment in any spelling: ``OPENAI_API_KEY=sk-...``, ``api_key: ...``, ``password = ...``, Python's
+# ``'api_key': '...'`` (the name may be quoted, the value too); a header's ``X-Api-Key: ...`` is one of them
+# -- a value with a letter in it and not a number: a figure (``"bytes_per_token": 4.7e+09``) is no credential
+_ASSIGN = re.compile(r"(?P<k>(?<![A-Za-z0-9_.\-])(?P<name>[A-Za-z][A-Za-z0-9_.\-]{0,63})['\"]?[ \t]*[=:][ \t]*['\"]?)"
+                     r"(?P<v>(?=[^\s'\"&,;<>]*[A-Za-z])[^\s'\"&,;<>]{8,})")
+# a command line's ``--api-key VALUE`` / ``--hf-token=VALUE`` (a value with a letter in it, as above)
+_FLAG = re.compile(r"(?P<k>(?<![A-Za-z0-9-])--(?P<name>[A-Za-z][A-Za-z0-9-]{1,63})(?:=|[ \t]+))"
+                   r"(?P<v>(?=[^\s'\"]*[A-Za-z])[^\s'\"]{8,})")
+# credentials whose issuers give them a shape of their own, wherever they stand (no name beside them): Hugging
+# Face (hf_), GitHub (ghp_ gho_ ghu_ ghs_ ghr_, github_pat_), OpenAI / Anthropic (sk-, sk-proj-, sk-ant-), Google
+# API keys (AIza), Slack (xoxb- ...), AWS access key ids (AKIA / ASIA)
+_TOKEN_SHAPES = re.compile(r"\b(?:hf_[A-Za-z0-9]{30,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}"
+                           r"|sk-[A-Za-z0-9_\-]{20,}|AIza[0-9A-Za-z_\-]{30,}|xox[abprs]-[A-Za-z0-9-]{10,}"
+                           r"|(?:AKIA|ASIA)[0-9A-Z]{16})(?![A-Za-z0-9_\-])")
 
 
 def secret_name(name: str) -> bool:
@@ -116,6 +132,9 @@ class Redactor:
         value = _JSON_PAIR.sub(lambda m: (m["k"] + MASK + '"') if secret_name(m["name"]) and not _harmless(m["v"])
                                else m.group(), value)
         value = _HEADER.sub(named, value)
+        value = _ASSIGN.sub(lambda m: m.group() if _number(m["v"]) else named(m), value)
+        value = _FLAG.sub(lambda m: m.group() if _number(m["v"]) else named(m), value)
+        value = _TOKEN_SHAPES.sub(MASK, value)
         return _SCHEME_VALUE.sub(lambda m: m["s"] + " " + MASK, value)
 
     def obj(self, value):
@@ -129,6 +148,15 @@ class Redactor:
         if isinstance(value, (list, tuple)):
             return [self.obj(v) for v in value]
         return value
+
+
+def _number(text: str) -> bool:
+    """Whether ``text`` is a number (``1.2e-05``, ``inf``): a count or a figure, never a credential."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _mask_prefixes(value: str, secret: str) -> str:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..userfile import read_json_object, read_toml
+from .config_types import VISION_COUNTS
+from .config_types import check as check_types
 from .spec import ModelSpec
 from .unmodelled import refuse_unmodelled as _refuse_unmodelled
 
@@ -517,6 +519,9 @@ def spec_from_hf_config(cfg: dict, id: str = "", where: str = "config") -> Model
     model_type = str(flat.get("model_type") or "unknown")
     defaults, reader = _FAMILIES.get(model_type, ({}, _llama))
     flat = {**defaults, **flat}          # a field present as null stays null (Mistral v0.3 sliding_window)
+    check_types(flat, where)             # counts, numbers and flags of their JSON types: int("32") is no count
+    if isinstance(cfg.get("vision_config"), dict):
+        check_types(cfg["vision_config"], f"{where} vision_config", VISION_COUNTS)
     try:
         if model_type not in _FAMILIES:   # an unmodelled field is named before any field the reader lacks
             _refuse_unmodelled(flat, model_type)

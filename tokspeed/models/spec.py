@@ -7,6 +7,7 @@ and nowhere else.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field, fields
 
 from ..derived import hash_once
@@ -126,6 +127,15 @@ class ModelSpec:
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 bad(f"{f} must be a non-negative integer, got {v!r}")
             check_shape(f, v, f"model {self.id or '?'}")
+        for fd in fields(self):     # a flag, a number, a word of its own type: bool("false") is True
+            v, d = getattr(self, fd.name), fd.default
+            if isinstance(d, bool) and not isinstance(v, bool):
+                bad(f"{fd.name} must be true or false, got {v!r}")
+            real = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            if isinstance(d, float) and not real:
+                bad(f"{fd.name} must be a finite number, got {v!r}")
+            if isinstance(d, str) and not isinstance(v, str):
+                bad(f"{fd.name} must be text, got {v!r}")
         if isinstance(self.use, (list, tuple)):
             object.__setattr__(self, "use", tuple(self.use))
         bad_use = [u for u in self.use if u not in USES] if isinstance(self.use, tuple) else [self.use]
