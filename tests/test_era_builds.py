@@ -5,7 +5,9 @@ tables' values by hand."""
 import math
 from dataclasses import replace
 
-from tokspeed.engines.era_builds import at_build, changes_of, replays_graphs
+from tokspeed.calibration.evaluate import predicted
+from tokspeed.calibration.rows import load_rows
+from tokspeed.engines.era_builds import at_build, changes_of, replays_graphs, with_row_attention
 from tokspeed.engines.profile import get_engine, prior_profile
 from tokspeed.engines.tables import engine_entry
 from tokspeed.explain.journey import build_journey
@@ -95,3 +97,30 @@ def test_explain_says_why_a_late_2024_build_pays_the_newest_eras_kernel_cost():
     assert "2024-11 build replays CUDA graphs" in note and "2025 era's per-kernel cost" in note
     assert not any("CUDA graphs" in s.note for s in early.stages)
 
+
+
+def test_a_row_runs_attention_as_its_flags_state():
+    unfused = replace(prior_profile("llama.cpp-cuda"), version="2024", build_month="2024-11", fitted=True,
+                      flash_attention=False, kv_reread=0.23, attn_bytes_per_flop=0.049)
+    fused = replace(unfused, version="2025", build_month="2025-08", flash_attention=True, kv_reread=0.0,
+                    attn_bytes_per_flop=0.0)
+    eras = {"2025": fused, "2024": unfused}
+    # -fa 1 on a 2024 build: one read of each K/V head, the fused era's score traffic (none on CUDA)
+    got = with_row_attention(unfused, True, eras)
+    assert (got.flash_attention, got.kv_reread, got.attn_bytes_per_flop) == (True, 0.0, 0.0)
+    # -fa 0 on a 2025 build: the newest unfused era's share and traffic
+    got = with_row_attention(fused, False, eras)
+    assert (got.flash_attention, got.kv_reread, got.attn_bytes_per_flop) == (False, 0.23, 0.049)
+    assert with_row_attention(unfused, None, eras) is unfused                   # the flags say nothing
+    assert with_row_attention(unfused, False, eras) is unfused                  # what the era runs anyway
+    early = replace(unfused, version="2023", build_month="2023-11")
+    assert with_row_attention(early, True, eras) is early                        # no -fa before 2024-04 builds
+    sycl = replace(prior_profile("llama.cpp-sycl"), version="2025", build_month="2026-05", flash_attention=False)
+    assert with_row_attention(sycl, True) is sycl                                # no FlashAttention kernel assumed
+
+
+def test_the_calibration_rows_run_the_fa_their_flags_state():
+    rows = {r.id: r for r in load_rows() if r.id in ("c3-0239", "r0203")}
+    assert rows["c3-0239"].flash_attention is True and rows["c3-0239"].era == "2024"   # a 2024 build with -fa 1
+    assert predicted(rows["c3-0239"]).engine_profile.flash_attention is True
+    assert predicted(rows["r0203"]).engine_profile.flash_attention is True           # 2025: on by default

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..engines.era_builds import at_build
+from ..engines.era_builds import at_build, with_row_attention
 from ..engines.profile import get_engine
 from ..predict import predict
 
@@ -23,10 +23,13 @@ def at_row_build(profile, row, eras: dict | None = None):
     """``profile`` (an EngineProfile of the row's era) as the build the row ran: its ``build_month`` the row's
     (``CalibrationRow.month``), so the kernels chosen by month within an era are the row's, and the costs of a
     kernel path that changed within the era the newest era's (``era_builds.at_build``; ``eras``: the fit's trial
-    profiles by era); unchanged for a row without one or a profile that is not an EngineProfile."""
-    if not row.month or not hasattr(profile, "build_month") or profile.build_month == row.month:
+    profiles by era), with attention fused or not as its flags state (``-fa 1``: ``era_builds.with_row_attention``);
+    unchanged for a row without either or a profile that is not an EngineProfile."""
+    if not hasattr(profile, "build_month"):
         return profile
-    return at_build(replace(profile, build_month=row.month), row.hw, eras)
+    if row.month and profile.build_month != row.month:
+        profile = at_build(replace(profile, build_month=row.month), row.hw, eras)
+    return with_row_attention(profile, row.flash_attention, eras)      # the -fa its flags state
 
 
 def predicted(row, engine=None):

@@ -38,9 +38,9 @@ from functools import lru_cache
 
 from ..errors import UserError
 from ..quant.format_key import FORMAT_GROUPS
-from .compat import capabilities
+from .compat import capabilities, engine_defaults
 from .cpu_kernels import before
-from .eras import era_labels
+from .eras import era_family, era_labels, flash_attention_available, newest_unfused_era
 from .rates import compute_class
 from .tables import engine_entry
 
@@ -126,4 +126,31 @@ def launch_note(profile, hw) -> str:
         return ""
     return (f"; a {month} build replays CUDA graphs (builds from {since}, on Ampere and later): the "
             f"{era_labels(name)[-1]} era's per-kernel cost, not the {label} era's")
+
+
+def with_row_attention(profile, fused: bool | None, eras: dict | None = None):
+    """``profile`` (an era's, at a row's build) running attention as the row's flags state (``fused``: ``-fa 1`` /
+    ``-fa 0``; None: the era's default), as ``tables.with_attention`` makes a named engine: fused, each K/V head read
+    once and the score traffic of the newest era where that era runs fused by default (none elsewhere); unfused from
+    a fused era, the newest unfused era's re-read share and score traffic. From ``eras`` (the fit's trial profiles)
+    where given, else the engine tables. Unchanged where the flags say nothing or what the era runs anyway, where the
+    backend has no FlashAttention kernel (capabilities.toml) or the build predates it."""
+    name, month = getattr(profile, "name", ""), getattr(profile, "build_month", "")
+    now = getattr(profile, "flash_attention", None)
+    if fused is None or now is None or bool(fused) == bool(now) or not era_family(name):
+        return profile
+    if fused and not (engine_defaults(name).get("flash_attention", False)
+                      and flash_attention_available(name, month or None)):
+        return profile
+    label = era_labels(name)[-1] if fused else newest_unfused_era(name)
+    if not label:
+        return profile
+    src = (eras.get(label) or (eras.get("") if label == era_labels(name)[-1] else None)) if eras else None
+    src = src if src is not None else engine_entry(name, label)[0]
+    if fused:
+        runs_fused = bool(_get(src, "flash_attention", True))
+        return replace(profile, flash_attention=True, kv_reread=0.0,
+                       attn_bytes_per_flop=float(_get(src, "attn_bytes_per_flop", 0.0) or 0.0) if runs_fused else 0.0)
+    return replace(profile, flash_attention=False, kv_reread=float(_get(src, "kv_reread", 0.0) or 0.0),
+                   attn_bytes_per_flop=float(_get(src, "attn_bytes_per_flop", 0.0) or 0.0))
 
