@@ -26,6 +26,10 @@ previous fit wrote), else from the engine tables. A profile from the priors alon
 no fit) keeps its priors. Read by ``profile.get_engine`` (predict) and ``calibration.evaluate.at_row_build`` (the fit
 and its evaluator), so both time a row the same way.
 
+``with_row_attention(profile, fused, eras)``: a calibration row runs attention as its flags state (``-fa 1`` on a
+2024 build, whose era's default is off), with the values ``tables.with_attention`` gives a named engine (called by
+``calibration.evaluate.at_row_build`` after ``at_build``).
+
 Not modelled: the graph gate on parts before Ampere at today's builds (Volta and Turing replay graphs in 0.3.36's
 copy, not in 0.3.24's; Pascal never): no calibration row runs llama.cpp-cuda on them, so they answer from the
 priors, whose one per-kernel cost is a host launch ([LAUNCH] in priors.toml).
