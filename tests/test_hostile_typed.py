@@ -390,3 +390,27 @@ def test_a_gzip_body_of_blank_lines_is_read_in_bounded_memory(tmp_path):
     rec = [json.loads(x) for x in (tmp_path / "run" / "requests.jsonl").read_text().splitlines()
            if '"type":"request"' in x][0]
     assert rec["ok"], rec
+
+
+def test_a_document_of_many_small_objects_is_refused_before_it_is_built():
+    # "{}," is 3 bytes and an empty dict 64: 16 MiB of them would take ~450 MB. At the budget a document parses;
+    # one object more is one line; brackets inside strings are text, not objects
+    from tokspeed.guard.typed import MAX_CONTAINERS, parse
+
+    at = "[" + ",".join(["{}"] * (MAX_CONTAINERS - 1)) + "]"
+    assert len(parse(at)) == MAX_CONTAINERS - 1
+    with pytest.raises(ValueError, match=f"more than {MAX_CONTAINERS:,} objects and lists"):
+        parse("[" + ",".join(["{}"] * MAX_CONTAINERS) + "]")
+    assert parse(json.dumps(["{}" * MAX_CONTAINERS])) == ["{}" * MAX_CONTAINERS]
+    # a safetensors header at the tensor cap (2**18 tensors, three containers each) is a real document
+    header = {f"t{i}": {"dtype": "F16", "shape": [2, 2], "data_offsets": [8 * i, 8 * i + 8]} for i in range(2**18)}
+    assert len(parse(json.dumps(header))) == 2**18
+
+
+def test_a_config_of_empty_objects_is_one_line_within_a_memory_bound(tmp_path):
+    # 15 MB of "{}," under the 16 MiB document cap: it took ~450 MB of memory before the budget
+    p = tmp_path / "config.json"
+    p.write_text('{"model_type": "llama", "junk": [' + ",".join(["{}"] * 5_000_000) + "]}")
+    r, rss_mb, _ = cli(["predict", str(p), "--hardware", "rtx-4090"])
+    assert_hostile_ok(r, rss_mb, words=("objects and lists",))
+    assert rss_mb < 200, rss_mb

@@ -27,6 +27,10 @@ MAX_MAGNITUDE = float(2**53)      # any number from outside: ratios and products
 MIN_MAGNITUDE = 2.0**-53          # smaller non-zero magnitudes are noise (one part in 2**53 of a unit)
 MAX_SECONDS = 86_400.0            # a duration inside one run or request: a day (runs end by --duration/timeouts)
 MAX_DEPTH = 64                    # nesting of one document: real ones nest 3-6 levels
+# objects and lists in one document: each costs 56-64 bytes of memory however few bytes spell it ("{}," is 3), so a
+# 16 MiB file of empty objects would take ~450 MB. The largest real document is a safetensors header at MAX_TENSORS
+# (2**18) tensors, three per tensor (guard.limits)
+MAX_CONTAINERS = 2**20
 # a JSON string literal, escapes included; one left open runs to the end of the text, so every quote starts a
 # match and the scan stays linear (a pattern that could fail would retry from each escaped quote: quadratic)
 JSON_STRING = re.compile(r'"(?:[^"\\]|\\.|\\\Z)*(?:"|\Z)', re.S)
@@ -67,6 +71,12 @@ def _constant(name: str):
     raise OutOfRange(f"{name} is not a number tokspeed can use")
 
 
+def _containers(text: str) -> int:
+    """Objects and lists in ``text``: its brackets outside strings (``JSON_STRING``, as ``_depth_ok``)."""
+    rest = JSON_STRING.sub("", text)
+    return rest.count("[") + rest.count("{")
+
+
 def _depth_ok(text: str, limit: int) -> bool:
     """Whether the brackets outside strings nest at most ``limit`` deep (a bracket inside a JSON string, escaped
     quotes included, is text: a prompt of 100 "[" is not 100 levels). The strings go first (``JSON_STRING``,
@@ -88,8 +98,12 @@ def parse(text: str | bytes, max_depth: int = MAX_DEPTH):
     stream, a torn line of a run file)."""
     if isinstance(text, (bytes, bytearray)):
         text = bytes(text).decode("utf-8", errors="replace")
-    if text.count("[") + text.count("{") > max_depth and not _depth_ok(text, max_depth):
+    brackets = text.count("[") + text.count("{")
+    if brackets > max_depth and not _depth_ok(text, max_depth):
         raise ValueError(f"nested too deeply (more than {max_depth} levels)")
+    if brackets > MAX_CONTAINERS and _containers(text) > MAX_CONTAINERS:
+        raise ValueError(f"more than {MAX_CONTAINERS:,} objects and lists (no document tokspeed reads holds that "
+                         "many; each would cost memory far beyond its bytes)")
     try:
         return json.loads(text, parse_int=_int, parse_float=_float, parse_constant=_constant)
     except OutOfRange:
