@@ -2,7 +2,8 @@
 
 import pytest
 
-from tokspeed.ledger import _attended, expected_experts, forward_ops
+from tokspeed.attended import _attended, expected_experts
+from tokspeed.ledger import forward_ops
 from tokspeed.models.spec import ModelSpec
 from tokspeed.models.tensors import weight_tensors
 from tokspeed.quant.schemes import scheme_for

@@ -75,7 +75,7 @@ def test_closed_form_decode_equals_the_step_by_step_sum(model, engine, gen, cont
         calls.append(d)
         return timer(forward_ops(spec, st, 2.0, 1, 1, d), prof, 1, 1).seconds
 
-    from tokspeed.ledger import depth_kinks
+    from tokspeed.attended import depth_kinks
 
     assert depth_sum(step, first, gen, depth_kinks(spec)) == pytest.approx(brute, rel=1e-12)
     assert len(calls) < 20          # not one pass per token

@@ -88,6 +88,7 @@ def test_filters():
     assert all("code" in r.use for r in rank_models("rtx-4090", use="code"))
     assert {r.model for r in rank_models("rtx-4090", family="gemma3")} == {"gemma-3-1b", "gemma-3-4b", "gemma-3-12b",
                                                                             "gemma-3-27b"}
+    assert {r.model for r in rank_models("rtx-4090", family="gemma3n")} == {"gemma-3n-e4b"}   # not a gemma3
     assert len(rank_models("rtx-4090", top=3)) == 3
     with pytest.raises(UserError, match="^use must be one of"):
         rank_models("rtx-4090", use="poetry")

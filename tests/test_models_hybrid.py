@@ -9,7 +9,8 @@ import pytest
 
 from tokspeed import predict
 from tokspeed.errors import UserError
-from tokspeed.ledger import STATE_BYTES, Role, _attended_chunked, forward_ops
+from tokspeed.attended import _attended_chunked
+from tokspeed.ledger import STATE_BYTES, Role, forward_ops
 from tokspeed.models import ModelSpec
 from tokspeed.models.catalog import get_model
 from tokspeed.models.hf_config import spec_from_hf_config

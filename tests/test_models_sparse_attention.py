@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from tokspeed.errors import UserError
-from tokspeed.ledger import depth_kinks, forward_ops
+from tokspeed.attended import depth_kinks
+from tokspeed.ledger import forward_ops
 from tokspeed.memory import _max_context, kv_bytes
 from tokspeed.models.catalog import get_model
 from tokspeed.models.hf_config import spec_from_hf_config

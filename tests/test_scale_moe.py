@@ -3,7 +3,8 @@
 import pytest
 
 from scale_models import DEEPSEEK_V3, GEMMA2_9B, MIXTRAL
-from tokspeed.ledger import Role, expected_experts, forward_ops
+from tokspeed.attended import expected_experts
+from tokspeed.ledger import Role, forward_ops
 from tokspeed.memory import kv_bytes
 from tokspeed.quant.schemes import scheme_for
 

@@ -46,7 +46,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .derived import hash_once
-from .models.tensors import attention_shapes, indexer_shapes, weight_tensors
+from .attended import _attended, _attended_chunked, expected_experts
+from .models.tensors import attention_shapes, indexer_shapes, per_layer_stream_tensors, weight_tensors
 
 ACT_BYTES = 2.0
 NORM_FLOPS_PER_ELEMENT = 4
@@ -79,6 +80,7 @@ class Role(str, Enum):
     SHARED_EXPERTS = "shared_experts"
     SHARED_ACT = "shared_act"
     FFN_RESIDUAL = "ffn_residual"
+    PER_LAYER = "per_layer"             # Gemma 3n: per-layer inputs, AltUp streams, LAuReL (``_per_layer_ops``)
     FINAL_NORM = "final_norm"
     LM_HEAD = "lm_head"
     SAMPLE = "sample"                   # logits to the CPU, sampling
@@ -135,34 +137,6 @@ class Op:
         return self.flops / self.bytes if self.bytes else float("inf")
 
 
-def expected_experts(n_experts: int, k: int, tokens: int) -> float:
-    """Expected distinct experts touched when ``tokens`` tokens each pick k of E uniformly."""
-    if n_experts == 0:
-        return 0.0
-    return n_experts * (1.0 - (1.0 - k / n_experts) ** tokens)
-
-
-def _attended(depth: int, n: int, window: int) -> float:
-    """Sum over the n new queries of the number of keys each attends (causal, optional window)."""
-    total = n * depth + n * (n + 1) / 2
-    if not window or depth + n <= window:
-        return total
-    # queries i = 0..n-1 attend min(window, depth + i + 1)
-    first_capped = max(0, window - depth - 1)           # queries before this attend depth+i+1 < window
-    first_capped = min(first_capped, n)
-    uncapped = first_capped * depth + first_capped * (first_capped + 1) / 2
-    return uncapped + (n - first_capped) * window
-
-
-def _attended_chunked(depth: float, n: int, chunk: int) -> float:
-    """Keys attended by queries at positions depth..depth+n-1 when each attends only its own chunk of
-    ``chunk`` positions (Llama 4): the query at position p attends (p mod chunk) + 1 keys."""
-    def prefix(m: float) -> float:      # sum over p < m of (p mod chunk) + 1
-        full, rest = divmod(m, chunk)
-        return full * chunk * (chunk + 1) / 2 + rest * (rest + 1) / 2
-    return float(prefix(depth + n) - prefix(depth))
-
-
 STATE_BYTES = 4.0   # llama.cpp keeps recurrent states in F32 (recurrent_type_r/_s, src/llama-model.cpp)
 
 
@@ -217,6 +191,14 @@ def _attention_groups(spec) -> list[tuple[str, list, list, int]]:
     return out
 
 
+def _computing(spec, role: str, layers: list) -> list:
+    """The layers of ``layers`` that run projection ``role``: all, but K and V only on layers with a cache of their
+    own (the last ``kv_shared_layers`` attend an earlier layer's: llama.cpp gemma3n.cpp ``hparams.has_kv``)."""
+    if role not in ("attn_k", "attn_v") or not spec.kv_shared_layers:
+        return layers
+    return [i for i in layers if i < spec.n_layers - spec.kv_shared_layers]
+
+
 def _projections(spec) -> list[tuple[str, int, int]]:
     """(tensor role, rows, cols) of the attention input projections (of every layer, or of the sliding
     layers when the full-attention layers have their own shape)."""
@@ -261,7 +243,10 @@ def _build_weight_ledger(spec, storage) -> WeightLedger:
     by_role = {}
     for label, layers, projs, out_dim in _attention_groups(spec):
         for role, rows, cols in projs + [("attn_output", d, out_dim)]:
-            by_role[role + label] = sum(wb(role, i, rows, cols) for i in layers)
+            by_role[role + label] = sum(wb(role, i, rows, cols) for i in _computing(spec, role, layers))
+    for role, layer, rows, cols in per_layer_stream_tensors(spec):
+        if role != "norm":
+            by_role[role] = by_role.get(role, 0.0) + wb(role, layer, rows, cols)
     if spec.n_linear_layers:
         by_role["ssm"] = sum(wb("ssm_in", i, spec.linear_in_rows, d) + wb("ssm_out", i, d, spec.linear_value_dim)
                              for i in range(L) if spec.is_linear_layer(i))
@@ -286,6 +271,8 @@ def _build_weight_ledger(spec, storage) -> WeightLedger:
             embedding += b
         else:
             head += b
+    if spec.has_per_layer_streams:      # one row of the per-layer input table
+        by_role["per_layer_token_embd"] = wb("per_layer_token_embd", None, 1, L * spec.ple_dim)
     return WeightLedger(by_role, wb("token_embd", None, 1, d), storage.element_bytes("norm", 0),
                         storage.element_bytes("norm", None), resident, tuple(per_layer), embedding, head,
                         tuple(experts))
@@ -346,6 +333,8 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
     # -- embedding: one row per token ---------------------------------------------------------
     before.append(Op("token embedding gather", Role.EMBED, Scope.INPUT, "memory", 1,
                      weight_bytes=min(T, spec.vocab_size) * w.embed_row, act_bytes=T * d * ACT_BYTES))
+    streams = _per_layer_ops(spec, w, T) if spec.has_per_layer_streams else ((), (), ())
+    before.extend(streams[0])
 
     # -- attention -----------------------------------------------------------------------------
     norm_flops = NORM_FLOPS_PER_ELEMENT * d * T
@@ -353,8 +342,8 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
                      weight_bytes=L * d * w.norm_elem, act_bytes=L * 2 * T * d * ACT_BYTES))
     groups = _attention_groups(spec)    # a hybrid model's linear layers have no q/k/v, RoPE or KV cache
     for label, layers, projs, _ in groups:
-        La = len(layers)
         for role, rows, cols in projs:
+            La = len(_computing(spec, role, layers))
             before.append(Op(f"{role} projection{label}", Role.QKV, Scope.DENSE, "tensor", La, layers=span,
                              flops=La * 2 * T * rows * cols, weight_bytes=w.by_role[role + label],
                              act_bytes=La * T * (rows + cols) * ACT_BYTES))
@@ -395,6 +384,7 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
             after.extend(_mlp_ops(spec, w, suffix, d_ff, layers, T, 1.0))
     after.append(Op("residual add (FFN)", Role.FFN_RESIDUAL, Scope.DENSE, "vector", Lf, layers=(0, Lf),
                     flops=Lf * T * d, act_bytes=Lf * 3 * T * d * ACT_BYTES))
+    after.extend(streams[1] + streams[2])
 
     # -- head ----------------------------------------------------------------------------------
     rows_out = T if logits_all else B
@@ -405,6 +395,54 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
     after.append(Op("sampling (logits to CPU)", Role.SAMPLE, Scope.HEAD, "cpu", 1,
                     flops=SAMPLE_FLOPS_PER_LOGIT * B * spec.vocab_size, act_bytes=B * spec.vocab_size * 4))
     return tuple(before), tuple(after)
+
+
+# Kernels of Gemma 3n's extra graph nodes, counted from llama.cpp src/models/gemma3n.cpp (llama-cpp-python 0.3.36;
+# views, reshapes and permutes launch nothing; an RMSNorm with a weight is rms_norm + mul):
+PLE_INPUT_KERNELS = 9       # get_rows + scale of the table rows; mul_mat, scale, rms_norm, mul, add, scale, cont
+ALTUP_EXPAND_KERNELS = 11   # two magnitudes (sqr, sum_rows, sqrt), repeat, mul_mat, mul, div, concat
+ALTUP_LAYER_KERNELS = 22    # predict: router (rms_norm, mul, scale, mul_mat, tanh), mul_mat, cont, mul_mat, cont, add;
+#                             correct: router (5), sub, mul_mat, scale_bias, cont, repeat, mul, add
+LAUREL_KERNELS = 7          # mul_mat, mul_mat, rms_norm, mul, add; and the (attention + LAuReL) add, scale
+PLE_LAYER_KERNELS = 9       # mul (scale), mul_mat (gate), gelu, mul (this layer's input), mul_mat, rms_norm, mul,
+#                             add (to the other streams), concat
+SPARSITY_KERNELS = 10       # Gaussian top-k: mean, sub, sqr, sum_rows, scale, sqrt, scale, add, sub, relu
+ALTUP_MERGE_FIXED_KERNELS = 9   # two magnitudes, mul_mat, mul, div, scale; and one add per extra stream
+
+
+def _per_layer_ops(spec, w: WeightLedger, T: int) -> tuple:
+    """Gemma 3n's per-layer inputs, AltUp and LAuReL (llama.cpp gemma3n.cpp): (before the layers, in every layer,
+    after them). The n AltUp streams are n copies of the hidden state that every layer reads and writes several
+    times (counted as activation traffic: ~15 n d + 18 d values per token and layer, from the graph); the layers
+    that keep their FFN gate's top activations add a Gaussian top-k over the gate. Weights: ``per_layer_stream_tensors``."""
+    d, L, P, n, r = spec.d_model, spec.n_layers, spec.ple_dim, spec.altup_inputs, spec.laurel_rank
+    span, b, A = (0, L), w.by_role, ACT_BYTES
+    before = (
+        Op("per-layer input gather", Role.EMBED, Scope.INPUT, "memory", 1, kernels=PLE_INPUT_KERNELS - 7,
+           weight_bytes=min(T, spec.ple_vocab) * b["per_layer_token_embd"], act_bytes=T * L * P * A),
+        Op("per-layer input projection", Role.PER_LAYER, Scope.INPUT, "tensor", 1, kernels=7,
+           flops=2 * T * d * L * P, weight_bytes=b["per_layer_model_proj"], act_bytes=T * (d + 5 * L * P) * A),
+        Op("AltUp expansion", Role.PER_LAYER, Scope.INPUT, "tensor", 1, kernels=ALTUP_EXPAND_KERNELS,
+           flops=2 * T * (n - 1) * d * d, weight_bytes=b["altup_proj"], act_bytes=T * 6 * n * d * A))
+    layer = [
+        Op("AltUp predict + correct", Role.PER_LAYER, Scope.DENSE, "tensor", L, layers=span,
+           kernels=ALTUP_LAYER_KERNELS, flops=L * T * (4 * d * n + 2 * n ** 3 + 2 * n * n + 2 * n * n * d + 2 * n * d),
+           weight_bytes=b["altup_router"] + b["altup_predict_coef"] + b["altup_correct_coef"],
+           act_bytes=L * T * (15 * n * d + 18 * d) * A),
+        Op("LAuReL residual", Role.PER_LAYER, Scope.DENSE, "tensor", L, layers=span, kernels=LAUREL_KERNELS,
+           flops=L * T * (4 * d * r + 8 * d), weight_bytes=b["laurel_l"] + b["laurel_r"],
+           act_bytes=L * T * (2 * r + 10 * d) * A),
+        Op("per-layer input gate", Role.PER_LAYER, Scope.DENSE, "tensor", L, layers=span, kernels=PLE_LAYER_KERNELS,
+           flops=L * T * (4 * d * P + 8 * P + 4 * d + (n - 1) * d), weight_bytes=b["inp_gate"] + b["proj"],
+           act_bytes=L * T * (6 * d + 6 * P + 5 * n * d) * A)]
+    if spec.sparse_ffn_layers:
+        Ls = spec.sparse_ffn_layers
+        layer.append(Op("FFN gate top-k (activation sparsity)", Role.MLP_ACT, Scope.DENSE, "vector", Ls,
+                        layers=(0, Ls), kernels=SPARSITY_KERNELS, flops=Ls * T * spec.d_ff * 8,
+                        act_bytes=Ls * T * spec.d_ff * 8 * A))
+    after = (Op("AltUp merge", Role.PER_LAYER, Scope.HEAD, "tensor", 1, kernels=ALTUP_MERGE_FIXED_KERNELS + n - 1,
+                flops=2 * T * (n - 1) * d * d, weight_bytes=b["altup_unembd_proj"], act_bytes=T * 6 * n * d * A),)
+    return before, tuple(layer), after
 
 
 def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, depth: float) -> list[Op]:
@@ -419,7 +457,7 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
             _core_shapes.clear()
         shape = _core_shapes[key] = _core_shape(spec, kv_elem_bytes)
     out = []
-    for label, layers, window, kv_per_tok_layer, score_dim, value_dim, act_width, share in shape:
+    for label, layers, window, kv_per_tok_layer, score_dim, value_dim, act_width, share, writers in shape:
         if window and spec.chunked_attention:
             pairs = _attended_chunked(depth, n, window)
             cached = depth % window             # the chunk so far
@@ -435,7 +473,7 @@ def attention_core_ops(spec, kv_elem_bytes: float, batch: int, n_tokens: int, de
         out.append(Op("attention scores/softmax/values" + label, Role.ATTN_CORE, Scope.DENSE, "tensor", layers,
                       layers=(0, L), flops=flops,
                       kv_read_bytes=layers * B * (cached + n) * kv_per_tok_layer,
-                      kv_write_bytes=layers * B * n * kv_per_tok_layer,
+                      kv_write_bytes=writers * B * n * kv_per_tok_layer,
                       act_bytes=layers * T * act_width * ACT_BYTES,
                       kernels=ATTENTION_KERNELS, query_heads_per_kv=share,
                       kv_row_bytes=layers * B * pairs * share * kv_per_tok_layer, score_dim=score_dim))
@@ -463,7 +501,8 @@ _core_shapes: dict = {}
 
 def _core_shape(spec, kv_elem_bytes):
     """Per-model constants of the attention core, per group of full and sliding layers: (label, layers,
-    window, KV bytes per token-layer, score and value widths, activation width, query heads per K/V head).
+    window, KV bytes per token-layer, score and value widths, activation width, query heads per K/V head, layers
+    that write their own cache: a layer that reuses an earlier layer's reads that cache and writes none).
     Full-attention layers with their own head shape (Gemma 4) use it; with K = V one cached vector per
     KV head serves as key and value."""
     kv_per_tok_layer = spec.kv_elements_per_token_layer * kv_elem_bytes
@@ -480,19 +519,9 @@ def _core_shape(spec, kv_elem_bytes):
         full = (spec.kv_elements_per_token_full_layer * kv_elem_bytes, hd, hd, 2 * spec.n_heads * hd,
                 spec.n_heads / spec.full_kv_heads)
     windowed = " (chunked)" if spec.chunked_attention else " (sliding window)"
-    return tuple(g for g in (("", spec.n_full_layers, 0, *full),
+    return tuple(g for g in (("", spec.n_full_layers, 0, *full, spec.n_full_cached),
                              (windowed, spec.n_sliding_layers, spec.sliding_window, kv_per_tok_layer, score_dim,
-                              value_dim, act_width, share)) if g[1])
-
-
-def depth_kinks(spec) -> tuple[int, ...]:
-    """Decode depths where the attention core stops being linear in depth: a sliding window's edge."""
-    if spec.n_sliding_layers and spec.sliding_window and spec.chunked_attention:
-        # chunked attention restarts at every chunk boundary (Llama 4): up to 16M tokens of depth
-        return tuple(range(spec.sliding_window, (1 << 24) + 1, spec.sliding_window))
-    if spec.index_topk:         # sparse-indexed attention reads min(depth + 1, topk) latents
-        return (spec.index_topk,)
-    return (spec.sliding_window,) if spec.n_sliding_layers and spec.sliding_window else ()
+                              value_dim, act_width, share, spec.n_sliding_cached)) if g[1])
 
 
 def _linear_mixer_ops(spec, w: WeightLedger, B, T) -> list[Op]:

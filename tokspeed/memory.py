@@ -74,7 +74,7 @@ def _max_context(spec, kv_elem_bytes, batch, free, limit: int) -> int:
         return limit
     budget = (free - kv_bytes(spec, kv_elem_bytes, batch, 0)) / per      # token-layers that fit (after a
     #                                                                        hybrid model's fixed state)
-    nf, ns, w = spec.n_full_layers, spec.n_sliding_layers, spec.sliding_window
+    nf, ns, w = spec.n_full_cached, spec.n_sliding_cached, spec.sliding_window
     if not w or budget <= (nf + ns) * w:
         t = int(budget // (nf + ns))
     else:

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 from .engines.bands import question_of, stated_pct
 from .engines.profile import IDEAL, EngineProfile
-from .ledger import Op, depth_kinks, forward_ops
+from .attended import depth_kinks
+from .ledger import Op, forward_ops
 from .memory import Memory, memory_budget
 from .models import window as trained_window
 from .prediction_setup import Resolved, resolve

@@ -262,11 +262,24 @@ def _memory_check(hw, engine, ctx_of, prompt):
     return check, guess
 
 
+def _id_starts_with(mid: str, family: str) -> bool:
+    """Whether an id begins with a family name, dashes aside, and no letter runs on after it: "gemma3" is
+    gemma-3-12b's family and not gemma-3n-e4b's, "qwen" qwen3-8b's."""
+    want, i = family.replace("-", ""), 0
+    for ch in want:
+        while i < len(mid) and mid[i] == "-":
+            i += 1
+        if i == len(mid) or mid[i] != ch:
+            return False
+        i += 1
+    return i == len(mid) or not mid[i].isalpha()
+
+
 def _matches(spec, family, max_params, moe, use) -> bool:
     if family:
         f = family.lower()
         fam = spec.family.lower()
-        if not (fam == f or fam.startswith(f + "_") or spec.id.replace("-", "").startswith(f.replace("-", ""))):
+        if not (fam == f or fam.startswith(f + "_") or _id_starts_with(spec.id, f)):
             return False
     if max_params is not None and spec.n_params / 1e9 > max_params:
         return False

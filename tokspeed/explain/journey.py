@@ -53,10 +53,14 @@ _GROUPS = {
     Role.MLP: ("ffn", "FFN gate/up/down"),
     Role.MLP_ACT: ("ffn_act", "FFN activation"),
     Role.FFN_RESIDUAL: ("residual_ffn", "residual add"),
+    Role.PER_LAYER: ("per_layer", "AltUp, LAuReL, per-layer input gate"),
     Role.FINAL_NORM: ("final_norm", "final RMSNorm"),
     Role.LM_HEAD: ("lm_head", "LM head"),
     Role.SAMPLE: ("sampling", "sampling + loop control"),
 }
+# Gemma 3n's per-layer machinery also runs before and after the layers: a row of its own in each place
+_SCOPED_GROUPS = {(Role.PER_LAYER, Scope.INPUT): ("per_layer_in", "per-layer input projection, AltUp expansion"),
+                  (Role.PER_LAYER, Scope.HEAD): ("altup_merge", "AltUp merge")}
 _PHASE = {Scope.INPUT: "embedding", Scope.DENSE: "layer", Scope.MOE: "layer", Scope.HEAD: "head"}
 
 
@@ -137,6 +141,9 @@ class Journey:
 
 
 def _group(op) -> tuple[str, str]:
+    scoped = _SCOPED_GROUPS.get((op.role, op.scope))
+    if scoped:
+        return scoped
     try:
         return _GROUPS[op.role]
     except KeyError:

@@ -60,7 +60,9 @@ def lever_variants(pred, mode: str, model=None) -> list[tuple[str, str, object, 
                 dataclasses.replace(spec, id=f"{spec.id}-half", n_layers=half,
                                     n_sliding_layers=spec.n_sliding_layers * half // spec.n_layers,
                                     n_linear_layers=spec.n_linear_layers * half // spec.n_layers,
-                                    n_dense_layers=min(spec.n_dense_layers, half)), {}))
+                                    n_dense_layers=min(spec.n_dense_layers, half),
+                                    kv_shared_layers=spec.kv_shared_layers * half // spec.n_layers,
+                                    sparse_ffn_layers=min(spec.sparse_ffn_layers, half)), {}))
     four = _four_bit_format(pred)
     if four and pred.quant.upper() != four:
         out.append(("quant", f"{pred.quant} → {four}", spec, {"quant": four}))

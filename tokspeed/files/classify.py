@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 
 COMPONENTS = ("embedding", "attention", "ffn", "experts", "shared_experts", "router", "lm_head",
-              "norms", "other", "vision")
+              "per_layer", "norms", "other", "vision")
 
 ROLE_COMPONENT = {
     "token_embd": "embedding", "output": "lm_head",
@@ -32,6 +32,11 @@ ROLE_COMPONENT = {
     "ffn_gate_shexp": "shared_experts", "ffn_up_shexp": "shared_experts", "ffn_down_shexp": "shared_experts",
     "ffn_gate_up_shexp": "shared_experts", "ffn_gate_inp_shexp": "shared_experts",
     "norm": "norms",
+    # Gemma 3n: the per-layer input table is an embedding (one row read per token); its projection, AltUp's and
+    # LAuReL's matrices and the per-layer gate / projection are read whole (models/tensors.py)
+    "per_layer_token_embd": "embedding",
+    **{r: "per_layer" for r in ("per_layer_model_proj", "inp_gate", "proj", "altup_proj", "altup_unembd_proj",
+                                "altup_router", "altup_predict_coef", "altup_correct_coef", "laurel_l", "laurel_r")},
 }
 
 
@@ -44,11 +49,13 @@ class Part:
 
 
 _VISION = re.compile(r"^(v\.|mm\.|mmproj|vision_tower|vision_model|visual\.|multi_modal_projector|mm_projector"
-                     r"|model\.vision|model\.visual|model\.multi_modal|audio_tower|model\.audio)")
+                     r"|model\.vision|model\.visual|model\.multi_modal|audio_tower|model\.audio|model\.embed_vision"
+                     r"|model\.embed_audio)")
 
 # ---- GGUF ------------------------------------------------------------------------------------
 _GGUF_BLK = re.compile(r"^blk\.(\d+)\.(.+?)(?:\.(weight|bias|scale))?$")
 _GGUF_BIAS_ROLES = {"exp_probs_b": "router", "attn_sinks": "attention"}
+_GGUF_VECTORS = {"altup_correct_scale": "per_layer"}       # 1-D weights whose names do not say norm (Gemma 3n)
 
 
 def classify_gguf(name: str) -> Part:
@@ -70,6 +77,8 @@ def _from_role_name(base: str, layer: int | None, kind: str) -> Part:
         return Part("norm", layer, _GGUF_BIAS_ROLES[base], "bias")
     if "norm" in base:
         return Part("norm", layer, "norms", kind)
+    if base in _GGUF_VECTORS:
+        return Part("norm", layer, _GGUF_VECTORS[base], kind)
     comp = ROLE_COMPONENT.get(base)
     if comp is None:
         return Part(None, layer, "other", kind)
@@ -86,7 +95,10 @@ _AUX = ("qzeros", "scales", "g_idx", "weight_scale", "weight_scale_inv", "input_
         "weight_packed", "weight_shape", "output_scale", "k_scale", "v_scale")
 _HF_TOP = {"embed_tokens": "token_embd", "wte": "token_embd", "word_embeddings": "token_embd",
            "tok_embeddings": "token_embd", "embed_in": "token_embd", "embeddings": "token_embd",
-           "lm_head": "output", "embed_out": "output", "output": "output"}
+           "lm_head": "output", "embed_out": "output", "output": "output",
+           # Gemma 3n (transformers modeling_gemma3n): the per-layer input table and projection, AltUp's copies
+           "embed_tokens_per_layer": "per_layer_token_embd", "per_layer_model_projection": "per_layer_model_proj",
+           "altup_projections": "altup_proj", "altup_unembed_projections": "altup_unembd_proj"}
 _HF_PROJ = {  # last module name -> role (dense)
     "q_proj": "attn_q", "k_proj": "attn_k", "v_proj": "attn_v", "o_proj": "attn_output",
     "dense": "attn_output", "out_proj": "attn_output", "c_proj": None, "wq": "attn_q", "wk": "attn_k",
@@ -98,7 +110,11 @@ _HF_PROJ = {  # last module name -> role (dense)
     "w1": "ffn_gate", "w3": "ffn_up", "w2": "ffn_down", "fc1": "ffn_up", "fc2": "ffn_down",
     "c_fc": "ffn_up", "dense_h_to_4h": "ffn_up", "dense_4h_to_h": "ffn_down", "fc_in": "ffn_up",
     "fc_out": "ffn_down",
+    "per_layer_input_gate": "inp_gate", "per_layer_projection": "proj", "modality_router": "altup_router",
+    "prediction_coefs": "altup_predict_coef", "correction_coefs": "altup_correct_coef", "linear_left": "laurel_l",
+    "linear_right": "laurel_r",
 }
+_HF_VECTORS = ("correct_output_scale",)    # a 1-D parameter named without .weight (Gemma 3n AltUp)
 
 
 def classify_hf(name: str) -> Part:
@@ -107,6 +123,9 @@ def classify_hf(name: str) -> Part:
     rest = _HF_PREFIX.sub("", name, count=1)
     parts = rest.split(".")
     kind, last = "weight", parts[-1]
+    if last in _HF_VECTORS:
+        m = _HF_LAYER.match(".".join(parts))
+        return Part("norm", int(m.group(1)) if m else None, "per_layer")
     if last in ("weight", "qweight") or last.endswith("_blocks"):
         parts = parts[:-1] if last in ("weight", "qweight") else parts[:-1] + [last[: -len("_blocks")]]
     elif last == "bias":
@@ -119,6 +138,8 @@ def classify_hf(name: str) -> Part:
     m = _HF_LAYER.match(".".join(parts))
     if not m:
         base = parts[-1] if parts else ""
+        if base.isdigit() and len(parts) > 1:       # one of a list of matrices (Gemma 3n altup_projections.0)
+            base = parts[-2]
         if "norm" in base or base in ("ln_f", "final_layernorm"):
             return Part("norm", None, "norms", kind)
         role = _HF_TOP.get(base)

@@ -30,8 +30,8 @@ def footprint(mf: ModelFile, kv_dtype: str = "f16") -> dict:
         c["tensors"] += 1
         params += e.elements
         comp = e.part.component
-        if comp == "embedding" and e.part.role == "token_embd":
-            embd_bytes += t.n_bytes
+        if comp == "embedding" and e.part.role in ("token_embd", "per_layer_token_embd"):
+            embd_bytes += t.n_bytes if e.part.role == "token_embd" else 0
             c["read_bytes_per_token"] += t.n_bytes / max(1, t.rows)      # one row of (vocab, d_model)
         elif comp == "experts":
             c["read_bytes_per_token"] += t.n_bytes * share
@@ -41,7 +41,7 @@ def footprint(mf: ModelFile, kv_dtype: str = "f16") -> dict:
     if tied:
         comps["lm_head"]["read_bytes_per_token"] += embd_bytes
     kv_el = kv_bytes(kv_dtype)
-    kv_per_token = (spec.kv_cached_elements(1) if spec.has_global_shape
+    kv_per_token = (spec.kv_cached_elements(1) if spec.has_global_shape or spec.kv_shared_layers
                     else spec.n_layers * spec.kv_elements_per_token_layer) * kv_el + spec.index_cache_bytes(1)
     comps = {k: v for k, v in comps.items() if v["tensors"] or v["read_bytes_per_token"]}
     return {

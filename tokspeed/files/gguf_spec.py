@@ -141,6 +141,8 @@ def _attention(v: _View, n_layers: int, n_heads: int) -> dict:
         n_sliding = n_layers // 2                       # every other layer (llama.cpp gemma2)
     elif sliding and arch == "gemma3":
         n_sliding = n_layers - n_layers // 6            # 5 local : 1 global
+    elif sliding and arch == "gemma3n":
+        n_sliding = n_layers - n_layers // 5            # load_swa_pattern(ml, 5): 4 local : 1 global
     glob = {} if kv_lora else _global_shape(v.g.path, v.by_name, n_layers, n_heads)
     if glob:
         if not sliding:
@@ -158,7 +160,8 @@ def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
     tokens = g.get("tokenizer.ggml.tokens")
     vocab = embd.rows if embd else int(v.key("vocab_size", len(tokens) if tokens is not None else 0))
     norm_names = [b for (b, s) in v.blk0 if "norm" in b and s == "weight"
-                  and b not in ("attn_q_norm", "attn_k_norm", "attn_q_a_norm", "attn_kv_a_norm")]
+                  and b not in ("attn_q_norm", "attn_k_norm", "attn_q_a_norm", "attn_kv_a_norm",
+                                "post_norm", "altup_router_norm", "laurel_post_norm")]   # Gemma 3n's: per_layer_stream_tensors
     has0 = v.has0
     name = str(g.get("general.name", "") or "")
     return ModelSpec(
@@ -182,8 +185,28 @@ def spec_from_gguf(g: GGUFFile, id: str = "") -> ModelSpec:
         expert_bias=has0("ffn_up_exps", "bias") or v.any_tensor("ffn_up_exps.bias"),
         shared_expert_gate=v.any_tensor("ffn_gate_inp_shexp.weight"),
         source=str(g.path),
-        **_ffn(v, n_layers), **_attention(v, n_layers, n_heads),
+        **_ffn(v, n_layers), **_attention(v, n_layers, n_heads), **_per_layer_streams(v, n_layers),
     )
+
+
+# llama.cpp src/models/gemma3n.cpp and models.h fix these for the gemma3n architecture (no metadata key):
+GEMMA3N_KV_LAYERS = 20          # hparams.n_layer_kv_from_start: layers from the 20th on reuse an earlier cache
+GEMMA3N_SPARSE_LAYERS = 10      # n_layer_sparsity: the first 10 layers' FFN gates keep their top activations
+
+
+def _per_layer_streams(v: _View, n_layers: int) -> dict:
+    """Gemma 3n's per-layer inputs, AltUp and LAuReL, from the tensors' shapes (``per_layer_token_embd``: table rows x
+    n_layers * width; ``altup_router``: streams; ``laurel_l``: rank); {} for a file without them."""
+    table = v.by_name.get("per_layer_token_embd.weight")
+    router, laurel = v.blk0.get(("altup_router", "weight")), v.blk0.get(("laurel_l", "weight"))
+    if table is None:
+        return {}
+    if router is None or laurel is None or table.cols % n_layers:
+        raise UserError(f"{v.g.path}: a per-layer input table without AltUp / LAuReL tensors, or not "
+                        f"{n_layers} layers wide", "tokspeed reads Gemma 3n's layout (src/models/gemma3n.cpp)")
+    shared = int(v.key("attention.shared_kv_layers", max(0, n_layers - GEMMA3N_KV_LAYERS)))
+    return dict(ple_dim=table.cols // n_layers, ple_vocab=table.rows, altup_inputs=router.rows,
+                laurel_rank=laurel.rows, kv_shared_layers=shared, sparse_ffn_layers=min(n_layers, GEMMA3N_SPARSE_LAYERS))
 
 
 def _global_shape(path, by_name, n_layers: int, n_heads: int) -> dict:

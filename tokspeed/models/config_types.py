@@ -25,7 +25,7 @@ n_shared_experts first_k_dense_replace moe_layer_freq index_topk index_n_heads i
 linear_num_key_heads linear_key_head_dim linear_num_value_heads linear_value_head_dim linear_conv_kernel_dim
 mamba_n_groups mamba_d_state mamba_n_heads mamba_d_head mamba_d_conv shared_intermediate_size attention_chunk_size
 interleave_moe_layer_step intermediate_size_mlp kv_lora_rank q_lora_rank qk_rope_head_dim qk_nope_head_dim v_head_dim
-hidden_size_per_layer_input num_kv_shared_layers
+hidden_size_per_layer_input num_kv_shared_layers vocab_size_per_layer_input altup_num_inputs laurel_rank
 """.split())
 # a ``vision_config``'s, as the vision-tower readers take them (besides hidden_size, intermediate_size ...)
 VISION_COUNTS = COUNTS | frozenset("""

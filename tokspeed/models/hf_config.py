@@ -213,6 +213,35 @@ def _gemma3_text(cfg, kw):
         kw["n_sliding_layers"] = kw["n_layers"] - kw["n_layers"] // pattern
 
 
+def _gemma3n_text(cfg, kw):
+    """Gemma 3n (transformers Gemma3nTextConfig, modeling_gemma3n): Gemma 3's layers, each also fed a per-layer input
+    (``hidden_size_per_layer_input`` wide, a row of a ``vocab_size_per_layer_input`` table), carrying
+    ``altup_num_inputs`` AltUp copies of the hidden state and a ``laurel_rank`` LAuReL residual; the last
+    ``num_kv_shared_layers`` reuse earlier layers' caches; layers with a nonzero ``activation_sparsity_pattern``
+    keep their FFN gate's top activations. ``intermediate_size`` may be per layer (MatFormer): one width is
+    modelled."""
+    _gemma_common(cfg, kw)
+    kw["qk_norm"] = True
+    ff = kw.get("d_ff")
+    if isinstance(ff, list):
+        widths = {v for v in ff if v is not None}
+        if len(widths) != 1 or len(ff) != kw["n_layers"]:
+            raise UserError(f"gemma3n with per-layer intermediate_size {sorted(widths)[:4]} (MatFormer layers of "
+                            "several widths) is not modelled")
+        kw["d_ff"] = widths.pop()
+    if not kw.get("n_sliding_layers") and cfg.get("sliding_window"):
+        # transformers Gemma3nTextConfig without layer_types: layer i is full attention when i % 5 == 0
+        kw["sliding_window"] = int(cfg["sliding_window"])
+        kw["n_sliding_layers"] = kw["n_layers"] - (kw["n_layers"] + 4) // 5
+    sparsity = cfg.get("activation_sparsity_pattern") or []
+    if not isinstance(sparsity, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in sparsity):
+        raise UserError("gemma3n: activation_sparsity_pattern should be a list of numbers")
+    kw.update(ple_dim=int(cfg["hidden_size_per_layer_input"]), ple_vocab=int(cfg["vocab_size_per_layer_input"]),
+              altup_inputs=int(cfg["altup_num_inputs"]), laurel_rank=int(cfg["laurel_rank"]),
+              kv_shared_layers=int(cfg.get("num_kv_shared_layers") or 0),
+              sparse_ffn_layers=sum(1 for v in sparsity if v))
+
+
 def _gemma4_text(cfg, kw):
     """Gemma 4: Gemma 3's layers, with full-attention layers of their own head shape (``global_head_dim``,
     ``num_global_key_value_heads``, ``attention_k_eq_v``); with ``enable_moe_block`` every layer runs an MoE
@@ -439,6 +468,13 @@ _FAMILIES["glm_moe_dsa"] = ({"tie_word_embeddings": False}, _sparse_indexed)
 # llama.cpp converts it as its DEEPSEEK2 architecture (conversion/glm.py Glm4MoeLiteModel(DeepseekV2Model))
 _FAMILIES["glm4_moe_lite"] = ({"tie_word_embeddings": False}, _deepseek_v3)
 _FAMILIES["gemma4"] = _FAMILIES["gemma4_text"] = ({"tie_word_embeddings": True}, _gemma4_text)
+# Gemma3nTextConfig's defaults (transformers 4.53.0, documented as google/gemma-3n-E4B)
+_FAMILIES["gemma3n"] = _FAMILIES["gemma3n_text"] = (
+    {"tie_word_embeddings": True, "vocab_size": 262400, "vocab_size_per_layer_input": 262144, "hidden_size": 2048,
+     "hidden_size_per_layer_input": 256, "intermediate_size": 16384, "num_hidden_layers": 35,
+     "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256, "max_position_embeddings": 32768,
+     "rope_theta": 1e6, "sliding_window": 512, "altup_num_inputs": 4, "num_kv_shared_layers": 15, "laurel_rank": 64,
+     "activation_sparsity_pattern": [0.95] * 10 + [0.0] * 25}, _gemma3n_text)
 _FAMILIES["qwen3_5"] = _FAMILIES["qwen3_5_moe"] = ({"tie_word_embeddings": False}, _qwen3_5)
 _FAMILIES["qwen3_vl"] = ({"tie_word_embeddings": False}, _qwen3_vl)
 _FAMILIES["seed_oss"] = ({"tie_word_embeddings": False}, _seed_oss)

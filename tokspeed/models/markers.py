@@ -1,6 +1,6 @@
 """The short markers of a model's architecture that the catalog's tables and search show: MoE layout, MLA, sliding
 windows, full layers of their own shape, sparse-indexed attention, tied embeddings, parallel block, vision tower, hybrid
-layers, chunked attention."""
+layers, chunked attention, Gemma 3n's per-layer inputs and shared KV."""
 
 from __future__ import annotations
 
@@ -29,4 +29,8 @@ def markers(m) -> list[str]:
         out.append(f"hybrid {m.linear_kind} x{m.n_linear_layers}")
     if m.chunked_attention:
         out.append(f"chunked {m.sliding_window} x{m.n_sliding_layers}")
+    if m.has_per_layer_streams:
+        out.append(f"per-layer inputs {m.ple_dim}, AltUp x{m.altup_inputs}, LAuReL {m.laurel_rank}")
+    if m.kv_shared_layers:
+        out.append(f"KV shared x{m.kv_shared_layers}")
     return out

@@ -86,6 +86,15 @@ class ModelSpec:
     index_topk: int = 0             # keys each query attends (2048)
     index_n_heads: int = 0          # indexer heads (V3.2: 64, GLM-5: 32)
     index_head_dim: int = 0         # indexer head width (128); its key cache holds one such key per token-layer
+    # Gemma 3n (transformers Gemma3nTextConfig; the gemma3n graph, src/models/gemma3n.cpp): every layer also reads a
+    # per-layer input (a row of its own embedding table, gated in after the FFN), keeps AltUp's parallel copies of
+    # the hidden state, and adds a low-rank LAuReL residual; the last layers reuse earlier layers' KV cache
+    ple_dim: int = 0                # hidden_size_per_layer_input: width of each layer's input (256)
+    ple_vocab: int = 0              # vocab_size_per_layer_input: rows of the per-layer table (262,144)
+    altup_inputs: int = 0           # altup_num_inputs: copies of the hidden state carried through the layers (4)
+    laurel_rank: int = 0            # laurel_rank: rank of the learned residual (64)
+    kv_shared_layers: int = 0       # num_kv_shared_layers: the last layers attend an earlier layer's cache (15)
+    sparse_ffn_layers: int = 0      # leading layers whose FFN gate keeps its top activations (Gaussian top-k: 10)
     # Provenance
     source: str = ""                # where the numbers come from (HF config repo, paper)
     published_params: float = 0.0   # billions, as the authors state them (for the catalog test)
@@ -103,6 +112,8 @@ class ModelSpec:
     released_format_source: str = ""  # where that is stated (the config's quantization_config)
     record: str = ""                # name of the record in data/model-configs/models.jsonl it came from
     use: tuple = ()                 # what the authors made it for: chat, code, reasoning
+    published_params_effective: bool = False  # the authors' figure leaves out the per-layer input parameters
+    #                                           (Gemma 3n "E4B": effective parameters; docs/models.md)
     published_params_tol: float = 0.0   # billions: one unit of the last digit the authors stated
     published_active_tol: float = 0.0   # ("12B" -> 1.0, "2.4B" -> 0.1); 0 -> within 0.5 %
     extra: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
@@ -122,7 +133,8 @@ class ModelSpec:
                   "n_dense_layers", "kv_lora_rank", "q_lora_rank", "qk_rope_head_dim",
                   "qk_nope_head_dim", "v_head_dim", "rotary_dim", "n_linear_layers", "linear_k_heads",
                   "linear_k_dim", "linear_v_heads", "linear_v_dim", "linear_conv_kernel", "n_ffn_free_layers",
-                  "global_head_dim", "global_kv_heads", "index_topk", "index_n_heads", "index_head_dim"):
+                  "global_head_dim", "global_kv_heads", "index_topk", "index_n_heads", "index_head_dim",
+                  "ple_dim", "ple_vocab", "altup_inputs", "laurel_rank", "kv_shared_layers", "sparse_ffn_layers"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 bad(f"{f} must be a non-negative integer, got {v!r}")
@@ -192,6 +204,15 @@ class ModelSpec:
         if (self.index_topk or self.index_n_heads or self.index_head_dim) and not (
                 self.index_topk and self.index_n_heads and self.index_head_dim and self.is_mla and self.q_lora_rank):
             bad("sparse-indexed attention needs index_topk, index_n_heads and index_head_dim, on MLA with q_lora_rank")
+        if self.has_per_layer_streams:
+            if not (self.ple_dim and self.ple_vocab and self.altup_inputs >= 2 and self.laurel_rank):
+                bad("per-layer inputs (Gemma 3n) need ple_dim, ple_vocab, altup_inputs (>= 2) and laurel_rank")
+            if self.is_mla or self.is_moe or self.n_linear_layers or self.chunked_attention or self.has_global_shape:
+                bad("per-layer inputs, AltUp and LAuReL apply to dense plain-attention models only (Gemma 3n)")
+        if self.kv_shared_layers >= self.n_attn_layers or self.sparse_ffn_layers > self.n_layers:
+            bad("kv_shared_layers must leave an attention layer with its own cache; sparse_ffn_layers at most n_layers")
+        if self.kv_shared_layers and (self.is_mla or self.n_linear_layers):
+            bad("kv_shared_layers applies to plain attention (Gemma 3n), not MLA or hybrid models")
         if self.is_mla and not (self.qk_rope_head_dim and self.qk_nope_head_dim and self.v_head_dim):
             bad("MLA (kv_lora_rank) needs qk_rope_head_dim, qk_nope_head_dim and v_head_dim")
 
@@ -285,8 +306,48 @@ class ModelSpec:
         if not self.has_global_shape:
             return self.kv_cached_tokens(context) * self.kv_elements_per_token_layer
         sliding = min(context, self.sliding_window) if self.sliding_window else context
-        return (self.n_full_layers * context * self.kv_elements_per_token_full_layer
-                + self.n_sliding_layers * sliding * self.kv_elements_per_token_layer)
+        return (self.n_full_cached * context * self.kv_elements_per_token_full_layer
+                + self.n_sliding_cached * sliding * self.kv_elements_per_token_layer)
+
+    # ---- Gemma 3n: per-layer inputs, AltUp, LAuReL, shared KV -----------------------------------
+    @property
+    def has_per_layer_streams(self) -> bool:
+        return bool(self.ple_dim or self.ple_vocab or self.altup_inputs or self.laurel_rank)
+
+    @property
+    def n_kv_layers(self) -> int:
+        """Attention layers that compute and cache their own K and V (the rest reuse an earlier layer's)."""
+        return self.n_attn_layers - self.kv_shared_layers
+
+    def kv_sharing_counts(self) -> tuple[int, int]:
+        """(full, sliding) attention layers among the last ``kv_shared_layers``, which reuse an earlier layer's
+        cache (in the gemma3n graph: the last cached layer of the same kind) and hold none of their own."""
+        shared = range(self.n_layers - self.kv_shared_layers, self.n_layers)
+        full = sum(1 for i in shared if self.is_full_layer(i)) if self.n_sliding_layers else self.kv_shared_layers
+        return full, self.kv_shared_layers - full
+
+    @property
+    def n_full_cached(self) -> int:
+        """Full-attention layers holding a KV cache of their own."""
+        return self.n_full_layers - self.kv_sharing_counts()[0]
+
+    @property
+    def n_sliding_cached(self) -> int:
+        """Sliding-window layers holding a KV cache of their own."""
+        return self.n_sliding_layers - self.kv_sharing_counts()[1]
+
+    def per_layer_stream_params(self) -> dict[str, int]:
+        """Gemma 3n's extra parameters by component (transformers modeling_gemma3n): the per-layer input table
+        (ple_vocab x n_layers*ple_dim), its projection from the hidden state and norm, and per layer the input gate
+        (d -> ple_dim), projection (ple_dim -> d) and norm; AltUp's (n-1) up and (n-1) down projections (d x d)
+        and per layer its router (d -> n), router norm, prediction (n -> n^2) and correction (n -> n)
+        coefficients and output scale; LAuReL's per-layer d -> r -> d and norm."""
+        if not self.has_per_layer_streams:
+            return {}
+        d, L, P, n, r = self.d_model, self.n_layers, self.ple_dim, self.altup_inputs, self.laurel_rank
+        return {"per_layer_inputs": self.ple_vocab * L * P + d * L * P + P + L * (2 * d * P + d),
+                "altup": 2 * (n - 1) * d * d + L * (d * n + d + n ** 3 + n * n + d),
+                "laurel": L * (2 * d * r + d)}
 
     # ---- sparse-indexed attention (DeepSeek Sparse Attention) ------------------------------------
     @property
@@ -310,9 +371,9 @@ class ModelSpec:
 
     def kv_cached_tokens(self, context: int) -> int:
         """Token-layers held in the KV cache at a context length (sliding layers cap at the window,
-        chunked layers at the chunk)."""
+        chunked layers at the chunk; layers that reuse another's cache hold none)."""
         sliding = min(context, self.sliding_window) if self.sliding_window else context
-        return self.n_full_layers * context + self.n_sliding_layers * sliding
+        return self.n_full_cached * context + self.n_sliding_cached * sliding
 
     def is_linear_layer(self, i: int) -> bool:
         """Whether layer i is a linear/state-space layer: the attention layers are spread evenly,
@@ -446,6 +507,7 @@ class ModelSpec:
             "lm_head": 0 if self.tied_embeddings else self.vocab_size * self.d_model
             + (self.vocab_size if self.lm_head_bias else 0),
         }
+        counts.update(self.per_layer_stream_params())
         return counts
 
     @property

@@ -65,11 +65,29 @@ def _weight_tensors(spec) -> list[tuple[str, int | None, int, int]]:
             if spec.n_shared_experts:
                 out += _mlp(spec, i, "_shexp", (spec.d_ff_shared or spec.d_ff_expert) * spec.n_shared_experts, 1,
                             spec.mlp_bias)
+    out += per_layer_stream_tensors(spec)
     out.append(("norm", None, 1, norm_width * d))
     if not spec.tied_embeddings:
         out.append(("output", None, spec.vocab_size, d))
         if spec.lm_head_bias:
             out.append(("norm", None, 1, spec.vocab_size))
+    return out
+
+
+def per_layer_stream_tensors(spec) -> list[tuple[str, int | None, int, int]]:
+    """Gemma 3n's extra tensors in llama.cpp's GGUF names (src/models/gemma3n.cpp load_arch_tensors): the per-layer
+    input table and its projection (with a norm), AltUp's up / down projections (the (n-1) d x d matrices
+    stacked), and per layer the input gate and projection, AltUp's router and coefficients, LAuReL's two factors
+    and the four vectors (per-layer post norm, AltUp correction scale and router norm, LAuReL post norm)."""
+    if not spec.has_per_layer_streams:
+        return []
+    d, L, P, n, r = spec.d_model, spec.n_layers, spec.ple_dim, spec.altup_inputs, spec.laurel_rank
+    out = [("per_layer_token_embd", None, spec.ple_vocab, L * P), ("per_layer_model_proj", None, L * P, d),
+           ("norm", None, 1, P), ("altup_proj", None, (n - 1) * d, d), ("altup_unembd_proj", None, (n - 1) * d, d)]
+    for i in range(L):
+        out += [("inp_gate", i, P, d), ("proj", i, d, P), ("altup_router", i, n, d),
+                ("altup_predict_coef", i, n * n, n), ("altup_correct_coef", i, n, n), ("laurel_l", i, r, d),
+                ("laurel_r", i, d, r), ("norm", i, 1, 4 * d)]
     return out
 
 

@@ -170,6 +170,11 @@ def fallbacks() -> tuple[str, ...]:
     return tuple(_data()["defaults"]["fallbacks"])
 
 
+def converted_type() -> str:
+    """The GGML type a GGUF conversion writes matrices at, kept by tensors llama-quantize leaves alone."""
+    return _data()["defaults"]["converted"]
+
+
 def quality_for(quant: str) -> dict | None:
     """``{"ppl_delta", "measured_on", "source"}`` for a llama.cpp type with a published figure, else None."""
     r = row(quant)

@@ -9,7 +9,8 @@ default of ``llama-quantize``; published IQ1/IQ2 files need one and take the rul
 
 from __future__ import annotations
 
-from .format_table import gguf_ftypes
+from .format_table import converted_type, gguf_ftypes
+from .storage import KEPT_AS_CONVERTED
 
 # ftype -> default type of a 2-D weight (llama_model_quantize_impl's switch on ftype): formats.toml main_type
 DEFAULT = gguf_ftypes()
@@ -38,6 +39,10 @@ def tensor_type(ftype: str, role: str, layer: int | None, n_layers: int, cols: i
     i = layer or 0
     if role == "norm" or role == "ffn_gate_inp":
         return "F32"                       # 1-D tensors and the MoE router are never quantized
+    if role in KEPT_AS_CONVERTED:
+        return converted_type()
+    if role == "per_layer_token_embd":     # llama-quant.cpp: in the token-embedding category
+        role = "token_embd"
     if role == "output":          # also token_embd of a model with tied embeddings (no output.weight)
         if cols % QK_K:
             return "Q8_0"

@@ -51,6 +51,8 @@ class QuantScheme:
     def format_for(self, role: str, layer: int | None, cols: int) -> Format:
         if role == "token_embd" and self.tied:
             role = "output"
+        elif role == "per_layer_token_embd" and not self.ftype:     # a second embedding table (Gemma 3n)
+            role = "token_embd"
         if self.ik_ftype and role not in ("norm", "ffn_gate_inp"):
             return formats.ggml(ik_output_type(self.ik_ftype, cols) if role == "output" else self.ik_ftype)
         if self.ftype:

@@ -21,7 +21,15 @@ ROLES = (
     "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps",         # routed experts (all of a layer)
     "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp",      # shared experts
     "norm",                                                  # every norm / bias vector (small, kept F32)
-)
+) + ("per_layer_token_embd", "per_layer_model_proj", "inp_gate", "proj",   # Gemma 3n: per-layer inputs,
+     "altup_proj", "altup_unembd_proj", "altup_router", "altup_predict_coef", "altup_correct_coef",  # AltUp,
+     "laurel_l", "laurel_r")                                                 # LAuReL (models/tensors.py)
+
+# Tensors llama.cpp's quantizer leaves at the converted type (src/llama-quant.cpp tensor_allows_quantization:
+# names containing "altup" or "laurel" -- "very small" -- and per_layer_model_proj -- "not too big"):
+# convert_hf_to_gguf.py writes matrices at its --outtype, F16 by default (2 bytes, as BF16)
+KEPT_AS_CONVERTED = ("per_layer_model_proj", "altup_proj", "altup_unembd_proj", "altup_router", "altup_predict_coef",
+                     "altup_correct_coef", "laurel_l", "laurel_r")
 
 
 class WeightStorage(Protocol):

@@ -55,7 +55,8 @@ def _scaled(op: Op, f: float, weight_f: float | None = None) -> Op:
 
 
 # replicated on every TP rank: the CPU's share, norms and residual adds, and the (small) MoE router
-_TP_REPLICATED = NORM_ROLES | {Role.SAMPLE, Role.ROUTER}
+_TP_REPLICATED = NORM_ROLES | {Role.SAMPLE, Role.ROUTER, Role.PER_LAYER}   # Gemma 3n's small per-layer matrices:
+#                                                                           held whole by every rank (assumed)
 
 
 def _tp_shard(op: Op, spec, tp: int) -> Op:

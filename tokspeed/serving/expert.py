@@ -9,7 +9,7 @@ A pass over T tokens then takes, as vLLM, SGLang and TensorRT-LLM run it:
 - the non-expert operators over ``T / dp`` tokens on a ``tp`` group (the setup's layout timer: TP
   all-reduces included), their FLOPs, activations and KV traffic cut by ``dp``, weights not;
 - the routed-expert operators over all T tokens, FLOPs, activations and weight bytes cut by ``ep``
-  (experts touched are those of the whole batch: ``ledger.expected_experts(T)``, each on one GPU);
+  (experts touched are those of the whole batch: ``attended.expected_experts(T)``, each on one GPU);
 - how a MoE layer's tokens reach their experts and come back:
   - ``ep = tp`` (TP + EP, ``dp = 1``): after attention's all-reduce every rank of the group holds every
     token, so each runs its own experts on the tokens routed to them and the layer's output is summed by the

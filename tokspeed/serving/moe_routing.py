@@ -1,6 +1,6 @@
 """Routed experts under real routing: a MoE layer's time with tokens routed as a trained router sends them (a few
 experts hot) over its time with tokens spread evenly, which is what the ledger's expert operators assume
-(``ledger.expected_experts``: each token picks top-k of E uniformly).
+(``attended.expected_experts``: each token picks top-k of E uniformly).
 
 Under expert parallelism the layer ends when the rank holding the hottest experts does, so skew costs more the
 more ranks there are and the more tokens each expert gets; at a few tokens per expert fewer distinct experts are

@@ -28,7 +28,7 @@ from .worker import Parallelism
 
 FAMILIES = (
     ("GEMM (weights)", frozenset({Role.QKV, Role.O_PROJ, Role.MLP, Role.LINEAR_PROJ, Role.LM_HEAD,
-                                  Role.SHARED_EXPERTS, Role.ROUTER})),
+                                  Role.SHARED_EXPERTS, Role.ROUTER, Role.PER_LAYER})),
     ("attention (KV)", frozenset({Role.ATTN_CORE, Role.ROPE, Role.STATE_SCAN})),
     ("MoE experts", frozenset({Role.EXPERTS, Role.EXPERTS_ACT})),
     ("norms, activations, embed, sampling", None),       # every other role

@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import math
 
-from ..ledger import PassOps, _attended, _attended_chunked, attention_core_ops, forward_ops
+from ..attended import _attended, _attended_chunked
+from ..ledger import PassOps, attention_core_ops, forward_ops
 from .fitted import engine_seconds
 
 EXACT_TOKENS = 64
