@@ -13,6 +13,7 @@ from collections import defaultdict
 from ..scale.parallel import row_split_prefill
 from ..stats import band_error_pct, percentile
 from .evaluate import error_pct, metric_tok_s, predicted, predicted_tok_s, stated_band_pct
+from .rows import ANSWERED_NOT_FITTED
 
 # a row's ``skip`` text -> the group it falls in (what would have to be added to answer it)
 SKIP_GROUPS = (("model not in catalog", "model"), ("quant ", "quant"), ("engine ", "engine"),
@@ -24,7 +25,7 @@ NOT_SCORED = ("DUPLICATE_OF", "PARTIAL_CPU_OFFLOAD", "HOST_CONTENTION", "unknown
 def why_unanswered(row) -> tuple[str, str] | None:
     """(group, detail) of why ``row`` gets no prediction, None where it is answered. Groups: model, quant, engine,
     device, workload (what the row lacks), parallel (a multi-device setup tokspeed does not model), excluded (flags that keep a row out of scoring), error (predict refused)."""
-    skip = row.skip if row.skip != "multi-device" else ""
+    skip = "" if row.skip.startswith(ANSWERED_NOT_FITTED) else row.skip
     if skip:
         if skip.startswith(NOT_SCORED):
             return "excluded", skip
