@@ -83,27 +83,51 @@ def _is_expert_op(op: Op) -> bool:
     return op.role in (Role.EXPERTS, Role.EXPERTS_ACT)
 
 
-def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1, shared: bool = False) -> list[Op]:
+def stage_ops(ops: list[Op], spec, stage: Stage, micro: int = 1, shared: bool = False, memo: dict | None = None
+              ) -> list[Op]:
     """The stage's share of a whole-model ledger, per TP rank, for one of ``micro`` micro-batches.
     ``shared``: the shares of the ledger's shared depth-free segments are cut once per stage and kept on the
-    segment (``tokspeed.derived``)."""
+    segment (``tokspeed.derived``), equal cuts as one object; ``memo`` (one pass over a layout): the pass's own
+    attention core is cut once per stage size, as it spans every layer alike."""
     segs = getattr(ops, "segments", None)
     if not shared or not segs:
         return _stage_list(ops, spec, stage, micro)
-    parts = []
+    return _joined(_stage_parts(segs, spec, stage, micro, memo)[0])
+
+
+def _joined(parts: tuple) -> PassOps:
+    out = PassOps(op for part in parts for op in part)
+    out.segments = parts
+    return out
+
+
+def _stage_parts(segs, spec, stage: Stage, micro: int, memo: dict | None) -> tuple[tuple, tuple | None]:
+    """(the stage's cut of each of a pass's segments, what names those cuts: the kept cut objects and the attention
+    core's key in ``memo``; None where a cut is made afresh). The core stays a list: a ``pass_time`` keeps the
+    timing of tuples for good, and the core is new at every depth."""
+    parts, names = [], []
     for seg in segs:
         if isinstance(seg, tuple):
-            cuts = derived(seg).setdefault("stage_cuts", {})
+            kept = derived(seg)
+            cuts = kept.setdefault("stage_cuts", {})
             key = (tuple(stage.layers), stage.embedding, stage.head, stage.tp, stage.ops, micro)
             hit = cuts.get(key)
             if hit is None:
-                hit = cuts[key] = Segment(_stage_list(seg, spec, stage, micro))
+                made = Segment(_stage_list(seg, spec, stage, micro))
+                hit = cuts[key] = kept.setdefault("cut_values", {}).setdefault(made, made)   # equal stages: one cut
             parts.append(hit)
+            names.append(hit)
+        elif memo is not None and all(op.layers == (0, spec.n_layers) for op in seg):
+            key = ("core", stage.n_layers, stage.tp, stage.ops, micro)
+            hit = memo.get(key)
+            if hit is None:
+                hit = memo[key] = _stage_list(seg, spec, stage, micro)
+            parts.append(hit)
+            names.append(key)
         else:
             parts.append(_stage_list(seg, spec, stage, micro))
-    out = PassOps(op for part in parts for op in part)
-    out.segments = tuple(parts)
-    return out
+            names.append(None)
+    return tuple(parts), (None if None in names else tuple(names))
 
 
 def _stage_list(ops, spec, stage: Stage, micro: int) -> list[Op]:
@@ -196,17 +220,19 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     d = spec.d_model
     comp = mem = over = link = 0.0
     stage_rows, stage_times = [], []
+    segs = getattr(ops, "segments", None) if shared else None
+    memo = {} if segs else None        # stages of one size share their cut of this pass and its time
     for s in layout.stages:
-        sops = stage_ops(ops, spec, s, micro, shared)
+        sops = _stage_parts(segs, spec, s, micro, memo) if segs else stage_ops(ops, spec, s, micro)
         eng = IDEAL if ideal else s.engine
         extra = 0.0
         if s.kind == "cpu" and tokens >= GPU_OFFLOAD_MIN_BATCH and s.gpu is not None:
             gpu_eng = IDEAL if ideal else prof
-            pt = pass_time(sops, s.gpu, gpu_eng, quant, round(tokens / micro), shared)
+            pt = _stage_time(memo, sops, s.gpu, gpu_eng, quant, round(tokens / micro), shared)
             extra = layout.host.transfer_s(s.host_bytes, ideal)
             eng = gpu_eng
         else:
-            pt = pass_time(sops, s.hw, eng, quant, round(tokens / micro), shared)
+            pt = _stage_time(memo, sops, s.hw, eng, quant, round(tokens / micro), shared)
         if s.kind == "stream":
             extra = layout.host.transfer_s(s.host_bytes, ideal)
         extra += tp_link_s(layout, s, ops, spec, tokens / micro, micro, ideal, getattr(prof, "name", ""))
@@ -244,6 +270,26 @@ def layout_pass(layout: Layout, ops: list[Op], spec, quant: str, prof, batch: in
     seconds += fixed
     nbytes, wbytes, kv, flops = ledger_totals(ops, shared)
     return PassTime(seconds, comp, mem, over, nbytes, wbytes, kv, flops, [], link_s=link, stages=stage_rows)
+
+
+def _stage_time(memo: dict | None, sops, hw, engine, quant: str, tokens: int, shared: bool) -> PassTime:
+    """``pass_time`` of a stage's operators (a list; with ``memo``, ``_stage_parts``'s (parts, names)), once per pass
+    for stages whose cuts have the same names: equal cuts are kept as one object, compared by identity first."""
+    if memo is None:
+        return pass_time(sops, hw, engine, quant, tokens, shared)
+    parts, names = sops
+    if names is None:
+        return pass_time(_joined(parts), hw, engine, quant, tokens, shared)
+    engines = memo.setdefault("engines", [])     # profiles hold dicts (no value hash): told apart by identity
+    slot = next((i for i, e in enumerate(engines) if e is engine), None)
+    if slot is None:
+        slot = len(engines)
+        engines.append(engine)
+    key = ("time", names, hw, slot, quant, tokens)
+    hit = memo.get(key)
+    if hit is None:
+        hit = memo[key] = pass_time(_joined(parts), hw, engine, quant, tokens, shared)
+    return hit
 
 
 @dataclass
