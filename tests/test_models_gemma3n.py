@@ -164,3 +164,15 @@ def test_checkpoint_names_have_the_ledgers_roles(name, role, layer):
     part = classify_hf(name)
     assert (part.role, part.layer) == (role, layer)
     assert part.component == "vision" if role is None else part.component != "other"
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("intermediate_size", [128] * 9 + ["x"], "intermediate_size should be a whole number"),
+    ("intermediate_size", [128] * 9 + [0], "intermediate_size should be a whole number"),
+    ("hidden_size_per_layer_input", None, "lacks hidden_size_per_layer_input"),
+    ("laurel_rank", None, "lacks laurel_rank"),
+])
+def test_a_broken_gemma3n_config_is_one_line_naming_the_field(field, value, says):
+    cfg = {**TINY, "text_config": {**TINY["text_config"], field: value}}
+    with pytest.raises(UserError, match=says):
+        spec_from_hf_config(cfg)

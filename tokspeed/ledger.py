@@ -196,7 +196,7 @@ def _computing(spec, role: str, layers: list) -> list:
     own (the last ``kv_shared_layers`` attend an earlier layer's: llama.cpp gemma3n.cpp ``hparams.has_kv``)."""
     if role not in ("attn_k", "attn_v") or not spec.kv_shared_layers:
         return layers
-    return [i for i in layers if i < spec.n_layers - spec.kv_shared_layers]
+    return [i for i in layers if spec.has_own_cache(i)]
 
 
 def _projections(spec) -> list[tuple[str, int, int]]:
@@ -399,7 +399,8 @@ def _build_depth_free_ops(spec, w: WeightLedger, batch, n_tokens, logits_all):
 
 # Kernels of Gemma 3n's extra graph nodes, counted from llama.cpp src/models/gemma3n.cpp (llama-cpp-python 0.3.36;
 # views, reshapes and permutes launch nothing; an RMSNorm with a weight is rms_norm + mul):
-PLE_INPUT_KERNELS = 9       # get_rows + scale of the table rows; mul_mat, scale, rms_norm, mul, add, scale, cont
+PLE_GATHER_KERNELS = 2      # get_rows + scale of the table rows
+PLE_PROJECTION_KERNELS = 7  # mul_mat, scale, rms_norm, mul, add (the table rows), scale, cont
 ALTUP_EXPAND_KERNELS = 11   # two magnitudes (sqr, sum_rows, sqrt), repeat, mul_mat, mul, div, concat
 ALTUP_LAYER_KERNELS = 22    # predict: router (rms_norm, mul, scale, mul_mat, tanh), mul_mat, cont, mul_mat, cont, add;
 #                             correct: router (5), sub, mul_mat, scale_bias, cont, repeat, mul, add
@@ -418,9 +419,9 @@ def _per_layer_ops(spec, w: WeightLedger, T: int) -> tuple:
     d, L, P, n, r = spec.d_model, spec.n_layers, spec.ple_dim, spec.altup_inputs, spec.laurel_rank
     span, b, A = (0, L), w.by_role, ACT_BYTES
     before = (
-        Op("per-layer input gather", Role.EMBED, Scope.INPUT, "memory", 1, kernels=PLE_INPUT_KERNELS - 7,
+        Op("per-layer input gather", Role.EMBED, Scope.INPUT, "memory", 1, kernels=PLE_GATHER_KERNELS,
            weight_bytes=min(T, spec.ple_vocab) * b["per_layer_token_embd"], act_bytes=T * L * P * A),
-        Op("per-layer input projection", Role.PER_LAYER, Scope.INPUT, "tensor", 1, kernels=7,
+        Op("per-layer input projection", Role.PER_LAYER, Scope.INPUT, "tensor", 1, kernels=PLE_PROJECTION_KERNELS,
            flops=2 * T * d * L * P, weight_bytes=b["per_layer_model_proj"], act_bytes=T * (d + 5 * L * P) * A),
         Op("AltUp expansion", Role.PER_LAYER, Scope.INPUT, "tensor", 1, kernels=ALTUP_EXPAND_KERNELS,
            flops=2 * T * (n - 1) * d * d, weight_bytes=b["altup_proj"], act_bytes=T * 6 * n * d * A))

@@ -14,7 +14,7 @@ from .options import add_kv_dtype_option, print_json
 
 LABELS = {"embedding": "token embedding", "attention": "attention", "ffn": "FFN (dense)",
           "experts": "experts (routed)", "shared_experts": "shared experts", "router": "router",
-          "lm_head": "LM head", "norms": "norms", "other": "other layer weights", "vision": "vision/audio"}
+          "lm_head": "LM head", "per_layer": "AltUp, LAuReL, per-layer inputs", "norms": "norms", "other": "other layer weights", "vision": "vision/audio"}
 
 
 def add_parser(sub):

@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from ..errors import UserError
+from ..guard.typed import count
 from ..userfile import read_json_object, read_toml
 from .config_types import VISION_COUNTS
 from .config_types import check as check_types
@@ -214,17 +215,16 @@ def _gemma3_text(cfg, kw):
 
 
 def _gemma3n_text(cfg, kw):
-    """Gemma 3n (transformers Gemma3nTextConfig, modeling_gemma3n): Gemma 3's layers, each also fed a per-layer input
-    (``hidden_size_per_layer_input`` wide, a row of a ``vocab_size_per_layer_input`` table), carrying
-    ``altup_num_inputs`` AltUp copies of the hidden state and a ``laurel_rank`` LAuReL residual; the last
-    ``num_kv_shared_layers`` reuse earlier layers' caches; layers with a nonzero ``activation_sparsity_pattern``
-    keep their FFN gate's top activations. ``intermediate_size`` may be per layer (MatFormer): one width is
-    modelled."""
+    """Gemma 3n (transformers Gemma3nTextConfig): Gemma 3's layers plus per-layer inputs, AltUp copies, a LAuReL
+    residual, caches shared by the last layers, sparse FFN gates (docs/models.md, "Gemma 3n"); one FFN width
+    (a per-layer ``intermediate_size`` of several, MatFormer, is refused)."""
     _gemma_common(cfg, kw)
     kw["qk_norm"] = True
     ff = kw.get("d_ff")
     if isinstance(ff, list):
-        widths = {v for v in ff if v is not None}
+        widths = {count(v) for v in ff}
+        if None in widths or 0 in widths:
+            raise UserError("gemma3n: intermediate_size should be a whole number or a list of them, one per layer")
         if len(widths) != 1 or len(ff) != kw["n_layers"]:
             raise UserError(f"gemma3n with per-layer intermediate_size {sorted(widths)[:4]} (MatFormer layers of "
                             "several widths) is not modelled")
@@ -236,6 +236,10 @@ def _gemma3n_text(cfg, kw):
     sparsity = cfg.get("activation_sparsity_pattern") or []
     if not isinstance(sparsity, list) or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in sparsity):
         raise UserError("gemma3n: activation_sparsity_pattern should be a list of numbers")
+    missing = [f for f in ("hidden_size_per_layer_input", "vocab_size_per_layer_input", "altup_num_inputs",
+                           "laurel_rank") if cfg.get(f) is None]
+    if missing:
+        raise UserError(f"gemma3n lacks {', '.join(missing)}", "a Gemma 3n config.json states these")
     kw.update(ple_dim=int(cfg["hidden_size_per_layer_input"]), ple_vocab=int(cfg["vocab_size_per_layer_input"]),
               altup_inputs=int(cfg["altup_num_inputs"]), laurel_rank=int(cfg["laurel_rank"]),
               kv_shared_layers=int(cfg.get("num_kv_shared_layers") or 0),

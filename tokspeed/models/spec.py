@@ -314,15 +314,14 @@ class ModelSpec:
     def has_per_layer_streams(self) -> bool:
         return bool(self.ple_dim or self.ple_vocab or self.altup_inputs or self.laurel_rank)
 
-    @property
-    def n_kv_layers(self) -> int:
-        """Attention layers that compute and cache their own K and V (the rest reuse an earlier layer's)."""
-        return self.n_attn_layers - self.kv_shared_layers
+    def has_own_cache(self, i: int) -> bool:
+        """Whether layer i computes and caches its own K and V: all but the last ``kv_shared_layers``, which reuse an
+        earlier layer's cache (in the gemma3n graph: the last cached layer of the same kind)."""
+        return i < self.n_layers - self.kv_shared_layers
 
     def kv_sharing_counts(self) -> tuple[int, int]:
-        """(full, sliding) attention layers among the last ``kv_shared_layers``, which reuse an earlier layer's
-        cache (in the gemma3n graph: the last cached layer of the same kind) and hold none of their own."""
-        shared = range(self.n_layers - self.kv_shared_layers, self.n_layers)
+        """(full, sliding) attention layers among those without a cache of their own (``has_own_cache``)."""
+        shared = [i for i in range(self.n_layers - self.kv_shared_layers, self.n_layers) if not self.has_own_cache(i)]
         full = sum(1 for i in shared if self.is_full_layer(i)) if self.n_sliding_layers else self.kv_shared_layers
         return full, self.kv_shared_layers - full
 
