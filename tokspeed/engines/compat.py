@@ -48,7 +48,12 @@ def engine_key(name) -> str:
     "llama.cpp (CUDA)" / "llama.cpp (cuBLAS)" / "llama.cpp-hip" -> llama.cpp-cuda / llama.cpp-rocm, "ollama (CUDA)"
     -> ollama, "LM Studio" -> lm-studio, "TRT-LLM" -> tensorrt-llm (the table's ``[aliases]``); anything else lower-cased
     as given."""
-    e = re.sub(r"\s+", " ", str(name).strip().lower())
+    return _key_of(str(name))
+
+
+@lru_cache(maxsize=512)     # a prediction asks ~16 times; the table is read once
+def _key_of(name: str) -> str:
+    e = re.sub(r"\s+", " ", name.strip().lower())
     m = LLAMA_CPP_BACKEND.fullmatch(e)
     if m:
         e = "llama.cpp-" + BACKEND_SPELLINGS.get(m.group(1), m.group(1))

@@ -113,6 +113,7 @@ def gemm_kind(name: str) -> str:
     return r.gemm if r is not None else ""
 
 
+@lru_cache(maxsize=None)
 def engine_list(name: str) -> tuple[str, ...]:
     """The members of a named list of ``engines/capabilities.toml`` (``@gguf``): rows, then its globs."""
     return tuple(n for n, r in rows().items() if name in r.engine_lists) + tuple(_data()["engine_lists"][name])
