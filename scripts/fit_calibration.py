@@ -5,7 +5,8 @@
 
 Per engine backend, the EngineProfile parameters (eta_mem per memory technology -- hbm, gddr, lpddr,
 ddr --, bytes_per_core_cycle (the kernel bound: cores x clock x bytes, tokspeed.engines.issue),
-eta_format per weight-format group, eta_kv, launch_s, fixed_s for decode; eta_compute per hardware kind,
+eta_format per weight-format group, eta_kv, launch_s, fixed_s (and per Vulkan driver launch_by_driver and the decode
+FlashAttention's attn_decode_by_driver: tokspeed/engines/fa_decode.py) for decode; eta_compute per hardware kind,
 eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens and, in the newest era,
 quant_flops_per_core_cycle (the MMQ bound) for prefill; eta_matvec for batched decode; on GeForce,
 FP16-accumulating engines see twice the listed tensor peak) minimise the squared log error of predicted
@@ -68,6 +69,7 @@ from tokspeed.calibration.pooled_holdout import (POOL_GRID, SCHEMES, backend_ban
 from tokspeed.engines.driver import kernel_cost_sources  # noqa: E402
 from tokspeed.engines.kernel_cost import own_cost_drivers  # noqa: E402
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
+from tokspeed.engines.fa_decode import fit_drivers as attn_decode_drivers  # noqa: E402
 from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.mmq import DP4A_FORMAT_PREFIX  # noqa: E402
 from tokspeed.engines.pooling import arch_family, vendor_key  # noqa: E402
@@ -162,6 +164,8 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
         if not e:       # the newest era's per-kernel cost under each driver its decode rows ran (kernel_cost.py)
             for d in own_cost_drivers(prior.name, er):
                 out.append(Param("launch_by_driver", d, prior.launch_s * 1e6, 0.0, 50.0, 1e-6, False))
+            for d in attn_decode_drivers(prior.name, er):    # its decode FlashAttention's loop (fa_decode.py)
+                out.append(Param("attn_decode_by_driver", d, _clip(prior.eta_matvec, 0.005, 1.0), 0.005, 1.0))
         if not e and prior.quant_flops_per_core_cycle and any(r.kind == "prefill" and format_group(r.quant) != "float"
                                                     for r in er):
             out.append(Param("quant_flops_per_core_cycle", None, prior.quant_flops_per_core_cycle, 16.0, 8192.0,
@@ -197,7 +201,7 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
     """The trial profile for parameters ``x``: {era: EngineProfile} when the rows span eras (the
     newest under its label, older ones with their multipliers applied), else one EngineProfile."""
     dicts = {f: dict(getattr(prior, f)) for f in ("eta_mem", "eta_compute", "eta_format", "eta_compute_format",
-                                                  "launch_by_driver")}
+                                                  "launch_by_driver", "attn_decode_by_driver")}
     scalars, per_era = {}, {}
     for p, v in zip(space, x):
         val = float(v) * p.unit
@@ -221,6 +225,7 @@ def make_profile(prior: EngineProfile, space: list[Param], x):
         vals["kv_reread"] = share if unfused_attention(prior.name, era) else 0.0
         vals["flash_attention"] = not unfused_attention(prior.name, era)   # the era's default path
         vals["launch_by_driver"] = {}          # an older era's launches: its own launch_s under every driver
+        vals["attn_decode_by_driver"] = {}     # and its decode attention: the newest era's rows measure the loop
         out[era] = replace(base, version=era,
                            eta_mem={k: v * m for k, v in base.eta_mem.items()},
                            bytes_per_core_cycle=base.bytes_per_core_cycle * m,
@@ -545,8 +550,9 @@ def engine_table(res, results) -> dict:
                attn_bytes_per_flop=p.attn_bytes_per_flop, kv_reread=p.kv_reread,
                gemm_half_tokens=round(p.gemm_half_tokens, 1), eta_kv=p.eta_kv, bw_cap_gbps=0.0,
                launch_s=p.launch_s, fixed_s=p.fixed_s)
-    if p.launch_by_driver:
-        out["launch_by_driver"] = Inline(p.launch_by_driver)
+    for f in ("launch_by_driver", "attn_decode_by_driver"):
+        if getattr(p, f):
+            out[f] = Inline(getattr(p, f))
     out.update({k: getattr(p, k) for k in CORE_BOUNDS if getattr(p, k)})
     for kind in ("decode", "prefill"):
         out[f"{kind}_error_pct"] = float(round(band(res, kind, getattr(prior, f"{kind}_error_pct"))))
@@ -570,8 +576,9 @@ def engine_table(res, results) -> dict:
         eras[era] = {"eta_mem": Inline(era_mem), "eta_compute": Inline({k: v * c for k, v in eta_compute.items()})}
         # 0 = no bound in that era
         eras[era].update({k: getattr(ep, k) for k in ERA_SCALARS + tuple(b for b in CORE_BOUNDS if getattr(p, b))})
-        if p.launch_by_driver:      # an older era launches at its own launch_s (not the newest era's by driver)
-            eras[era]["launch_by_driver"] = Inline({})
+        for f in ("launch_by_driver", "attn_decode_by_driver"):   # an older era: its own launch_s and eta_matvec
+            if getattr(p, f):
+                eras[era][f] = Inline({})
     if eras:
         out["eras"] = eras
     return out

@@ -118,8 +118,13 @@ def test_vulkan_prompt_flash_attention_path_follows_ggml_vulkan():
     prompt = compute_rate(view, eng, "F16", 512, attn=True)
     # the prompt's attention at the packed-half vector rate: FP32 figure x 2 (Xe vector engines), not XMX's FP16
     assert prompt.peak == 2 * b70.fp32_tflops * 1e12 < b70.fp16_tflops * 1e12
-    # a decode pass keeps the matrix figure (GQA heads packed into rows; Xe2's xe_fa_opt split-K shaders)
-    assert compute_rate(view, eng, "F16", 1, attn=True).peak == view.matmul_flops
+    # a decode pass: FlashAttention's block loop off coopmat2, at the same packed-half vector rate (fa_decode.py);
+    # under NVIDIA's coopmat2 driver the matrix figure
+    assert compute_rate(view, eng, "F16", 1, attn=True).peak == 2 * b70.fp32_tflops * 1e12
+    ada = replace(get_hardware("rtx-4090"), driver="nvidia")
+    ada_view = backend_view("llama.cpp-vulkan", ada)
+    ada_eng = get_engine("llama.cpp-vulkan", ada)
+    assert compute_rate(ada_view, ada_eng, "F16", 1, attn=True).peak == ada_view.matmul_flops
 
 
 def test_dp4a_kernels_take_their_own_format_factor_where_fitted():

@@ -12,11 +12,12 @@ efficiency as the weighted geometric mean ``prior^(1-w) x fitted^w`` with
 no rows has ``w = 0``: the answer is the backend's prior, never a neighbour's residual, and it says so
 (``fitted = false``: its band is the priors' held-out band, ``tokspeed.engines.bands``).
 
-What is blended is what the fit moves: efficiencies, fixed costs and the band. The per-kernel and per-step costs
-(``launch_s``, ``fixed_s``, ``launch_by_driver``) are the engine's and its driver's, not the silicon's efficiency:
-where the family has rows (``w > 0``) they move by the weight of the backend's rows on the device's vendor,
-``n_v / (n_v + k)`` (``fitted.toml`` ``vendor_rows``), the rows of the same driver stack; a family without rows keeps
-the priors' costs like everything else. (Pooled by the family's own weight, a CUDA family measured only on prompts
+What is blended is what the fit moves: efficiencies (a driver's decode FlashAttention efficiency,
+``attn_decode_by_driver``, toward the prior's ``eta_matvec``), fixed costs and the band. The per-kernel and
+per-step costs (``launch_s``, ``fixed_s``, ``launch_by_driver``) are the engine's and its driver's, not the
+silicon's efficiency: where the family has rows (``w > 0``) they move by the weight of the backend's rows on the
+device's vendor, ``n_v / (n_v + k)`` (``fitted.toml`` ``vendor_rows``), the rows of the same driver stack; a family
+without rows keeps the priors' costs like everything else. (Pooled by the family's own weight, a CUDA family measured only on prompts
 -- Blackwell: 4 rows -- took the priors' pre-CUDA-graph launch cost, 4 us against the graph era's 1.8, and decoded
 llama-2-7b Q4_0 1.23x the RTX 4090's against a public 1.5x.) Attention traffic is the fit's
 wherever the family has rows and the priors' of the same path (none where attention is fused) where it has none. What says which kernel runs (an era without an MMQ bound) is the
@@ -87,6 +88,9 @@ def blend(prior, fitted, w: float, w_cost: float | None = None):
     # a driver's own per-kernel cost, toward the prior's one launch cost (none left where the family has no rows)
     out["launch_by_driver"] = {d: (1 - w_cost) * prior.launch_s + w_cost * v
                                for d, v in fitted.launch_by_driver.items()} if w > 0 else {}
+    # a driver's own decode FlashAttention efficiency (fa_decode), toward the prior's matrix-vector one, as one
+    out["attn_decode_by_driver"] = {d: _geo(prior.eta_matvec, v, w)
+                                    for d, v in fitted.attn_decode_by_driver.items()} if w > 0 else {}
     for f in STRUCTURAL:
         a, b = getattr(prior, f), getattr(fitted, f)
         out[f] = _geo(a, b, w) if a > 0 and b > 0 else b

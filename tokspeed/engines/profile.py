@@ -42,8 +42,7 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``expert_loop_kernels`` / ``dequant_f16_prefill``: an engine whose multi-token ``mul_mat_id`` loops over the
   touched experts on the host (launches per expert) and whose quantized prompt matmuls dequantise the weights to
   F16 in memory before the GEMM (ggml-sycl): ``tokspeed.engines.moe_dispatch``.
-- ``bw_cap_gbps``: an optional ceiling on the bandwidth the engine's kernels pull from one device
-  (0 = none; the fit no longer uses one: the memory technology's fraction replaced it).
+- ``bw_cap_gbps``: a ceiling on one device's bandwidth (0 = none; the fit uses none: eta_mem replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1): a factor on
   the kernel bound where the engine has one (dequantising is core work, ``stream_bytes_s``), else on the stream.
 - ``eta_kv``: fraction of bandwidth reached reading the KV cache (attention over a long context).
@@ -157,6 +156,7 @@ class EngineProfile:
     gemm_half_tokens: float = 0.0
     launch_s: float = 0.0
     launch_by_driver: dict = field(default_factory=dict)    # per GPU driver, fitted (kernel_cost.driver_launch_s)
+    attn_decode_by_driver: dict = field(default_factory=dict)   # per Vulkan driver: decode FA's eta (fa_decode)
     kernel_shares: tuple = ()           # server engines: ((ledger role, share of its kernels launched), ...) (graph_kernels)
     sync_s_per_thread: float = 0.0      # CPU engines: barrier after each graph node, per thread (x cpu_threads)
     fixed_s: float = 0.0

@@ -43,6 +43,7 @@ from ..quant.format_key import FormatKey, format_key
 from .backends import bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector, vector_fp16_tflops
 from .cpu_kernels import attention_issue_share, attention_path, gemm_path, matvec_key, matvec_peak, path_peak
 from .expert_tiles import fill, tile_columns
+from .fa_decode import decode_attn_factor
 from .issue import core_cycles_per_s, fp32_lanes_per_core
 from .mmq import DP4A_FORMAT_PREFIX, DP4A_OPS_PER_FP32_FLOP, has_tensor_cores, mmq_unit
 
@@ -253,12 +254,15 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         f32 = fmt.f32
         peak = hw.vector_flops if f32 else hw.matmul_flops
         scalar = not f32 and tiled and (flash_attn_on_vector(engine.name, hw) or hip_fa_on_vector(engine, hw))
-        if scalar:  # a prompt's FA tiles on the vector ALUs (Vulkan's FA_SCALAR, HIP's fattn-tile): packed half
-            peak = vector_fp16_tflops(hw) * 1e12
         # a decode pass (up to MATVEC_MAX_TOKENS queries) runs the attention core as a matrix-vector kernel (ggml-cuda
         # fattn-vec, ggml-metal kernel_flash_attn_ext_vec: one query row against the cached keys), at the pass's
-        # matrix-vector efficiency as the weight matvecs are; a tiled pass's FlashAttention tiles at eta_attn alone
-        vec = engine.eta_matvec if 0 < tokens <= MATVEC_MAX_TOKENS else coopmat1_share(engine.name, hw, True)
+        # matrix-vector efficiency as the weight matvecs are; off coopmat2, ggml-vulkan's block loop on the vector
+        # ALUs at its driver's own (engines.fa_decode); a tiled pass's FlashAttention tiles at eta_attn alone
+        driver, vec = decode_attn_factor(engine, hw) if 0 < tokens <= MATVEC_MAX_TOKENS else \
+            ("", coopmat1_share(engine.name, hw, True))
+        scalar = scalar or (bool(driver) and not f32)
+        if scalar:  # FA on the vector ALUs (Vulkan's FA_SCALAR and decode loop, HIP's fattn-tile): packed half
+            peak = vector_fp16_tflops(hw) * 1e12
         eta = min(engine.compute_eff_for(hw) * engine.eta_attn * vec *
                   (1.0 if f32 or scalar else tensor_peak_scale(engine, hw)), 1.0)
         share = cpu_attention_share(engine, hw, tokens)
