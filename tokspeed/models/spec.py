@@ -323,7 +323,7 @@ class ModelSpec:
         """(full, sliding) attention layers among those without a cache of their own (``has_own_cache``)."""
         if not self.kv_shared_layers:
             return 0, 0
-        shared = [i for i in range(self.n_layers - self.kv_shared_layers, self.n_layers) if not self.has_own_cache(i)]
+        shared = [i for i in range(self.n_layers) if not self.has_own_cache(i)]
         full = sum(1 for i in shared if self.is_full_layer(i)) if self.n_sliding_layers else self.kv_shared_layers
         return full, self.kv_shared_layers - full
 
