@@ -29,10 +29,10 @@ def hash_once(cls):
     by_value = cls.__hash__
 
     def __hash__(self):
-        d = derived(self)
-        h = d.get("hash")
+        kept = self.__dict__.get(SLOT)          # derived(self) inlined: a hash is asked many times an answer
+        h = kept.get("hash") if kept is not None else None
         if h is None:
-            h = d["hash"] = by_value(self)
+            h = derived(self)["hash"] = by_value(self)
         return h
 
     def __getstate__(self):

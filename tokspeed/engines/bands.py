@@ -142,28 +142,36 @@ def format_cell(profile, kind: str, format_group: str = "") -> tuple[float, str]
     ``calibration.pooled_holdout.format_cells``); (1, "") where the backend has no cells, the format none (a group
     the fit lacks: the backend's band and the unseen-format term), or the answer is not the fit's (priors, a
     machine's calibration)."""
-    if _calibrated(profile) or _unseen_family(profile) or not getattr(profile, "fitted", False) or not format_group:
+    cell = _format_cell(profile, kind, format_group)
+    if cell is None:
         return 1.0, ""
+    ratio, name, pct, rows, seen = cell
+    what = (f"{format_group} weights" if name == format_group
+            else f"the formats with few rows ({format_group} among them)")
+    return ratio, (f"{what}: ±{pct:g} % over {rows} held-out rows of that cell, where "
+                   f"{getattr(profile, 'name', '')}'s rows of every format give ±{seen:g} %")
+
+
+def _format_cell(profile, kind: str, format_group: str):
+    """``format_cell``'s (ratio, cell, its band %, its rows, the backend's band %), or None where it is 1."""
+    if _calibrated(profile) or _unseen_family(profile) or not getattr(profile, "fitted", False) or not format_group:
+        return None
     entry = _bands().get(getattr(profile, "name", "")) or {}
     cells, seen = entry.get(f"{kind}_format_pct") or {}, entry.get(f"{kind}_seen_pct")
     if not seen or format_group not in entry.get("formats", []):
-        return 1.0, ""
+        return None
     cell = format_group if format_group in cells else OTHER if OTHER in cells else ""
     if not cell:
-        return 1.0, ""
-    rows = (entry.get(f"{kind}_format_rows") or {}).get(cell, 0)
-    what = (f"{format_group} weights" if cell == format_group
-            else f"the formats with few rows ({format_group} among them)")
-    return cells[cell] / seen, (f"{what}: ±{cells[cell]:g} % over {rows} held-out rows of that cell, where "
-                                f"{getattr(profile, 'name', '')}'s rows of every format give ±{seen:g} %")
+        return None
+    return cells[cell] / seen, cell, cells[cell], (entry.get(f"{kind}_format_rows") or {}).get(cell, 0), seen
 
 
 def stated_pct(profile, kind: str, **question) -> float:
     """The band ``predict`` states for ``kind``: the profile's (device terms in), scaled to its weight format's cell
     (``format_cell``), times the question's terms."""
     base = profile.decode_error_pct if kind == "decode" else profile.prefill_error_pct
-    ratio = format_cell(profile, kind, question.get("format_group", ""))[0]
-    return base * ratio * product(workload_terms(profile, kind, **question))
+    cell = _format_cell(profile, kind, question.get("format_group", ""))     # the ratio alone, no text
+    return base * (cell[0] if cell else 1.0) * product(workload_terms(profile, kind, **question))
 
 
 def band_basis(profile, hw, **question) -> dict:

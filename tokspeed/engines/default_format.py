@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+from ..derived import derived
 from ..errors import UserError
 from ..ledger import resident_weight_bytes
 from ..quant.format_table import download_default, fallbacks
@@ -32,7 +33,17 @@ def _weights(spec, quant: str) -> float:
 def default_quant(spec, engine, hw) -> tuple[str, str]:
     """(format, why) for a model given without ``quant``: see the module docstring. ``engine`` is a name or
     an EngineProfile (its name), ``hw`` the device (what the engine runs there; None: any device, the released
-    format taken as runnable)."""
+    format taken as runnable). A function of the frozen spec, the engine's name and the frozen device: kept on
+    the spec (``tokspeed.derived``) per (engine name, device)."""
+    key = ("default_quant", getattr(engine, "name", engine), hw)
+    kept = derived(spec)
+    hit = kept.get(key)
+    if hit is None:
+        hit = kept[key] = _default_quant(spec, engine, hw)
+    return hit
+
+
+def _default_quant(spec, engine, hw) -> tuple[str, str]:
     released = released_format(spec)
     try:
         runs = set(supported_formats(engine, hw)) if hw is not None else {released}

@@ -82,7 +82,10 @@ class QuantScheme:
 LLAMA_BENCH_SIZES = {"SMALL": "S", "MEDIUM": "M", "LARGE": "L"}
 
 
+@lru_cache(maxsize=1024)
 def canonical(name: str) -> str:
+    """A format name as the tables spell it (upper case, llama-bench's and the hubs' spellings mapped); kept per
+    name (a pure function of the text: warm ``predict`` asks it several times an answer)."""
     q = re.sub(r"\s+", " ", name.strip().upper()).replace("GPTQ-INT4", "GPTQ-4B-G128")
     if q in ("FP16",):
         q = "F16"

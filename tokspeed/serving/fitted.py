@@ -54,7 +54,10 @@ def shared_key(vendor: str) -> str:
     return f"serving@{vendor.lower()}"
 
 
+@lru_cache(maxsize=256)
 def _key(engine_name: str, vendor: str = "") -> str | None:
+    """The table entry an engine on a vendor's devices reads (None: none), kept per (name, vendor): the table is
+    read once per process (``_table``)."""
     t = _table()
     for k in (fitted_key(engine_name, vendor), engine_name, scheduler_key(engine_name)):
         if t.get(k):

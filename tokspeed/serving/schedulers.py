@@ -79,8 +79,9 @@ def _table() -> dict:
         return tomllib.load(f)
 
 
+@lru_cache(maxsize=256)
 def scheduler_key(engine_name: str) -> str:
-    """The ``schedulers.toml`` entry of an engine profile name."""
+    """The ``schedulers.toml`` entry of an engine profile name (kept per name: the table is read once)."""
     table = _table()
     if engine_name in table:
         return engine_name
