@@ -124,3 +124,4 @@ def constants_note(fit: dict) -> str:
 
 def reload():
     _table.cache_clear()
+    _key.cache_clear()          # the entries it picked were the old table's
