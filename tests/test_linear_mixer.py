@@ -87,3 +87,60 @@ def test_explain_counts_them_among_the_launches_not_the_per_step_cost():
     assert j.fixed_s == pytest.approx(p.engine_profile.fixed_s - extra * p.engine_profile.launch_s, rel=1e-9)
     assert j.fixed_s == pytest.approx(get_engine("llama.cpp-cuda", hw, version="b7300").fixed_s, rel=1e-9)
     assert f"with {extra:,} the graph adds per pass" in launch.note
+
+
+def _scan(spec_, n_tokens=1, batch=1):
+    from tokspeed.ledger import Role, forward_ops
+    from tokspeed.quant.schemes import scheme_for
+    ops = forward_ops(spec_, scheme_for("Q4_K_M", spec_), 2.0, batch, n_tokens, 0)
+    (op,) = [o for o in ops if o.role is Role.STATE_SCAN]
+    return op
+
+
+def test_the_graph_moves_the_state_around_the_rule_by_hand():
+    # Qwen3-Next-80B: 36 GDN layers; a sequence's state per layer is the conv tail (4 - 1) x (2 x 16 x 128 + 32 x 128)
+    # = 24,576 values and the recurrent matrix 32 x 128 x 128 = 524,288, F32: 2,195,456 bytes, 79,036,416 in all
+    from tokspeed.engines.linear_mixer import GRAPH_STATE_PASSES, UNFUSED_RULE_PASSES, graph_state_bytes
+
+    state = 36 * (3 * (2 * 16 * 128 + 32 * 128) + 32 * 128 * 128) * 4
+    assert state == 79_036_416
+    op = _scan(spec("qwen3-next-80b-a3b"))
+    assert op.state_bytes == state and op.act_bytes == 2 * state and op.state_rule == "gated_deltanet"
+    # build_rs's gather (get_rows) and the copy back (cpy), a read and a write each: 4 passes on every build
+    assert GRAPH_STATE_PASSES == 4 and graph_state_bytes(op, "ggml", "") == 4 * state
+    # before the fused rule, build_delta_net_autoregressive's state-sized nodes read 8 and write 6 states where the
+    # fused op reads and writes one each: 12 more
+    assert UNFUSED_RULE_PASSES == 8 + 6 - 2
+    assert graph_state_bytes(op, "ggml-cuda", "2025-12") == 16 * state == 1_264_582_656
+    assert graph_state_bytes(op, "ggml", "2026-03") == 4 * state          # GDN_FUSED_SINCE
+    assert graph_state_bytes(op, "", "2025-12") == 0.0                     # a server engine: none of llama.cpp's graph
+    two = _scan(spec("qwen3-next-80b-a3b"), batch=2)
+    assert graph_state_bytes(two, "ggml", "2025-12") == 16 * 2 * state     # one state per sequence
+    # a prompt runs the chunked rule (its temporaries not counted) and a Mamba-2 layer ggml_ssm_scan: gather and copy
+    prompt = _scan(spec("qwen3-next-80b-a3b"), n_tokens=512)
+    assert prompt.state_rule == "gated_deltanet_chunk" and graph_state_bytes(prompt, "ggml", "2025-12") == 4 * state
+    mamba = _scan(spec("nemotron-3-nano-30b-a3b"))
+    assert mamba.state_rule == "mamba2" and graph_state_bytes(mamba, "ggml", "2025-12") == 4 * mamba.state_bytes
+    # an operator that is not a scan moves nothing more
+    from tokspeed.ledger import Role, forward_ops
+    from tokspeed.quant.schemes import scheme_for
+    nxt = spec("qwen3-next-80b-a3b")
+    others = [o for o in forward_ops(nxt, scheme_for("Q4_K_M", nxt), 2.0, 1, 1, 0) if o.role is not Role.STATE_SCAN]
+    assert all(graph_state_bytes(o, "ggml", "2025-12") == 0.0 for o in others)
+
+
+def test_a_pass_times_those_bytes_at_the_streams_rate():
+    # PassRates.parts: the scan's memory time grows by the graph's bytes over the pass's stream rate; a build before
+    # the fused rule by 12 more passes than today's
+    from tokspeed.engines.compat import mixer_graph
+    from tokspeed.timing import PassRates
+
+    hw = get_hardware("radeon-ai-pro-r9700")
+    op = _scan(spec("qwen3-next-80b-a3b"))
+    assert mixer_graph("llama.cpp-rocm") == "ggml-cuda" and mixer_graph("vllm") == ""
+    old = PassRates(hw, replace(get_engine("llama.cpp-rocm", hw), build_month="2025-12"), "Q4_K_M", 1)
+    new = PassRates(hw, replace(get_engine("llama.cpp-rocm", hw), build_month=""), "Q4_K_M", 1)
+    t_old, t_new = old.parts(op)[1], new.parts(op)[1]
+    assert old.bw == new.bw
+    assert t_old - t_new == pytest.approx(12 * op.state_bytes / old.bw, rel=1e-12)
+    assert t_new == pytest.approx((op.act_bytes + 4 * op.state_bytes) / new.bw, rel=1e-12)

@@ -123,6 +123,11 @@ class Op:
     # and the width of a key (the kernels' tile shapes depend on it)
     kv_row_bytes: float = 0.0
     score_dim: int = 0
+    # a linear mixer's scan: one pass over every sequence's state (all its layers), and the rule the graph runs for
+    # it (``gated_deltanet`` at one token a sequence, ``gated_deltanet_chunk`` over a prompt, ``mamba2``): what an
+    # engine's graph moves around it beyond the ledger's read and write (engines/linear_mixer.py graph_state_bytes)
+    state_bytes: float = 0.0
+    state_rule: str = ""
 
     def __post_init__(self):
         if not isinstance(self.role, Role) or not isinstance(self.scope, Scope):
@@ -536,8 +541,10 @@ def _linear_mixer_ops(spec, w: WeightLedger, B, T) -> list[Op]:
               flops=n * 2 * T * d * (spec.linear_in_rows + spec.linear_value_dim), weight_bytes=w.by_role["ssm"],
               act_bytes=n * T * (d + spec.linear_in_rows + spec.linear_value_dim + d) * ACT_BYTES)
     state = n * B * spec.state_elements_per_layer * STATE_BYTES
+    rule = spec.linear_kind + ("_chunk" if spec.linear_kind == "gated_deltanet" and T > B else "")
     scan = Op("conv + recurrent state update", Role.STATE_SCAN, Scope.DENSE, "vector", n, layers=span,
-              flops=n * T * spec.state_flops_per_token_layer, act_bytes=2 * state, kernels=STATE_SCAN_KERNELS)
+              flops=n * T * spec.state_flops_per_token_layer, act_bytes=2 * state, kernels=STATE_SCAN_KERNELS,
+              state_bytes=state, state_rule=rule)
     return [proj, scan]
 
 

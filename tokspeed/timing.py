@@ -23,7 +23,9 @@ from typing import Protocol
 
 from .derived import derived
 from .engines.fa_tiles import extra_kv_bytes
+from .engines.compat import mixer_graph
 from .engines.graph_kernels import op_kernels
+from .engines.linear_mixer import graph_state_bytes
 from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from .engines.profile import EngineProfile
 from .engines.rates import op_rate
@@ -116,7 +118,7 @@ class PassRates:
         if op.pairs_per_expert and op.unit == "tensor":     # routed experts' grouped GEMM: its own stream factor
             wbw *= engine.expert_factors(self.quant)[0]
         t_m = (op.weight_bytes * weight_reads(engine, op, tokens) / wbw
-               + op.act_bytes / bw
+               + (op.act_bytes + graph_state_bytes(op, mixer_graph(engine.name), engine.build_month)) / bw
                + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes
                   + extra_kv_bytes(op, engine.name, self.hw, tokens)) / (bw * engine.eta_kv)
                + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..engines.compat import unmodelled_kernels
+from ..engines.compat import mixer_graph, unmodelled_kernels
 from ..engines.fa_tiles import extra_kv_bytes
 from ..engines.kernel_cost import driver_fixed_s, driver_launch_s
+from ..engines.linear_mixer import graph_state_bytes
 from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from ..engines.profile import prior_profile
 from ..engines.rates import BOARD_POWER, CAP_SHARPNESS, INT8_KERNELS, MMQ_BOUND, compute_rate
@@ -101,6 +102,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None, step_of: d
         if row.engine not in priors:
             priors[row.engine] = prior_profile(row.engine)
         flags, quantized = priors[row.engine], format_key(row.quant).quantized
+        graph = mixer_graph(row.engine)
         measured.append(row.tok_s)
         handoff.append(handoff_s(row))
         numer.append(row.batch * row.prompt if row.kind == "prefill" else
@@ -123,7 +125,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None, step_of: d
                 O["attn"].append(attn)
                 O["tensor"].append(op.unit == "tensor")
                 O["wb"].append(op.weight_bytes)
-                O["ab"].append(op.act_bytes)
+                O["ab"].append(op.act_bytes + graph_state_bytes(op, graph, row.month))   # as PassRates.parts
                 O["f16"].append(dequant_bytes(flags, op, quantized, tokens))
                 O["kv"].append(op.kv_read_bytes + op.kv_write_bytes      # as PassRates.time: FA_SCALAR's re-reads
                                + extra_kv_bytes(op, row.engine, row.hw, tokens))

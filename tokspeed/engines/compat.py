@@ -286,6 +286,13 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
 FP8_ACTIVATION_FORMATS = ("FP8", "FP8-BLOCK")
 
 
+@lru_cache(maxsize=256)
+def mixer_graph(engine_name: str) -> str:
+    """The graph an engine runs a linear mixer in (capabilities ``kernels.linear_mixer``: ``ggml``, ``ggml-cuda``), ""
+    for one that runs none of llama.cpp's (``linear_mixer.graph_state_bytes``)."""
+    return _table()["engine"].get(engine_key(engine_name), {}).get("kernels", {}).get("linear_mixer", "")
+
+
 def unmodelled_kernels(engine, spec, quant: str, month: str | None = None) -> int:
     """Kernels per forward pass the operator ledger does not list but the engine launches (capabilities
     ``kernels``): MoE dispatch (routing top-k, block alignment/permutation, weighted sum) per MoE layer, the

@@ -32,9 +32,14 @@ copied back, ssm_conv, the conv bias added, silu (6); dt made contiguous and its
 
 Each launch costs the backend's ``launch_s`` (``compat.unmodelled_kernels`` puts them in the pass's fixed cost). A
 prompt pass is counted as one token's graph: the chunked delta rule of builds before the fused op (per chunk of
-64 tokens nine more launches, ``build_delta_net_chunking``) and the unfused rule's state-sized temporaries (about
-14 extra passes over the state per layer) are not counted; nor is the CPU backend's RMSNorm and weight multiply,
-two graph nodes there (one barrier more a layer).
+64 tokens nine more launches, ``build_delta_net_chunking``) and its temporaries are not counted; nor is the CPU
+backend's RMSNorm and weight multiply, two graph nodes there (one barrier more a layer).
+
+What the graph moves around the state beyond the ledger's one read and one write (``graph_state_bytes``, timed by
+``timing.PassRates`` and the fit's ``calibration.fast`` alike): the gather and the copy back on every build (4
+passes), and at one token a sequence before the fused rule the autoregressive rule's state-sized temporaries (12
+more). On the R9700 pair's Qwen3-Next-80B decode rows (2025-12 builds) the state is 79 MB a token and those 16 passes
+1.26 GB beside ~2 GB of weights: the rows' +23..+34 % (in sample, before this) were most of it.
 """
 
 from __future__ import annotations
@@ -79,6 +84,30 @@ def layer_kernels(spec, month: str = "", graph: str = "ggml") -> int:
     if spec.linear_k_heads < spec.linear_v_heads and (legacy or not fused):
         n += GDN_REPEAT
     return n + (GDN_LEGACY_MATMULS + GDN_LEGACY_SPLIT if legacy else GDN_SPLIT_MATMULS)
+
+
+# What llama.cpp's graph moves around a linear mixer's state beyond the rule's own read and write (the ledger's
+# ``act_bytes``), read from the copy vendored by llama-cpp-python 0.3.36 (``src/llama-graph.cpp`` build_rs,
+# ``src/models/delta-net-base.cpp``, ``mamba-base.cpp``): the cached states are gathered into the batch's tensor
+# (``get_rows``: a read and a write of each state) and the new state is copied back into the cache (``ggml_cpy``: a
+# read and a write): GRAPH_STATE_PASSES. Before the fused ``ggml_gated_delta_net`` (GDN_FUSED_SINCE) one token a
+# sequence takes ``build_delta_net_autoregressive``, whose state-sized nodes read 8 and write 6 states (mul by the
+# decay, mul by k, sum_rows; repeat k, mul by d, add; mul by q, sum_rows) where the fused op reads and writes one
+# each: UNFUSED_RULE_PASSES more. The chunked rule of a prompt before the fused op is not counted (module docstring).
+GRAPH_STATE_PASSES = 4
+UNFUSED_RULE_PASSES = 12
+
+
+def graph_state_bytes(op, graph: str, month: str = "") -> float:
+    """Bytes llama.cpp's graph (``graph``: the engine's capabilities ``kernels.linear_mixer``; "" for an engine that
+    runs another) moves around the linear-mixer scan ``op`` beyond its ledger bytes, in the build of ``month``
+    ("" = today's); 0 for any other operator or engine."""
+    if not graph or not getattr(op, "state_bytes", 0.0):
+        return 0.0
+    passes = GRAPH_STATE_PASSES
+    if op.state_rule == "gated_deltanet" and before(month, GDN_FUSED_SINCE):
+        passes += UNFUSED_RULE_PASSES
+    return passes * op.state_bytes
 
 
 def mixer_kernels(kernels: dict, spec, month: str = "") -> int:
