@@ -74,3 +74,22 @@ def test_every_released_format_in_the_catalog_is_a_quant_name_with_a_source():
         if m.released_format:
             assert m.released_format_source.startswith("https://"), m.id
             scheme_for(m.released_format, m)      # a --quant name this model can take
+
+
+def test_the_kept_answers_are_bounded_in_entries():
+    # one (engine, device) answer kept per pair on the spec, never more than KEPT_MAX: a device read from a new file
+    # on every request must not grow the model's cache without end
+    from dataclasses import replace
+
+    from tokspeed.derived import derived
+    from tokspeed.engines.default_format import KEPT_MAX, default_quant
+    from tokspeed.hardware.catalog import get_hardware
+    from tokspeed.models.catalog import get_model
+
+    spec = replace(get_model("llama-3-8b"))            # a fresh object: its own kept values
+    hw = get_hardware("rtx-4090")
+    first = default_quant(spec, "llama.cpp", hw)
+    assert default_quant(spec, "llama.cpp", hw) is first
+    for i in range(3 * KEPT_MAX):
+        assert default_quant(spec, "llama.cpp", replace(hw, bandwidth_gbps=1000.0 + i)) == first
+    assert 0 < len(derived(spec)["default_quant"]) <= KEPT_MAX

@@ -34,13 +34,19 @@ def default_quant(spec, engine, hw) -> tuple[str, str]:
     """(format, why) for a model given without ``quant``: see the module docstring. ``engine`` is a name or
     an EngineProfile (its name), ``hw`` the device (what the engine runs there; None: any device, the released
     format taken as runnable). A function of the frozen spec, the engine's name and the frozen device: kept on
-    the spec (``tokspeed.derived``) per (engine name, device)."""
-    key = ("default_quant", getattr(engine, "name", engine), hw)
-    kept = derived(spec)
+    the spec (``tokspeed.derived``) per (engine name, device), at most KEPT_MAX of them (a server answering for
+    many devices read from files keeps a bounded number, not one per request)."""
+    kept = derived(spec).setdefault("default_quant", {})
+    key = (getattr(engine, "name", engine), hw)
     hit = kept.get(key)
     if hit is None:
+        if len(kept) >= KEPT_MAX:
+            kept.clear()
         hit = kept[key] = _default_quant(spec, engine, hw)
     return hit
+
+
+KEPT_MAX = 64       # (engine, device) answers kept per model
 
 
 def _default_quant(spec, engine, hw) -> tuple[str, str]:
