@@ -128,6 +128,11 @@ class Op:
     # engine's graph moves around it beyond the ledger's read and write (engines/linear_mixer.py graph_state_bytes)
     state_bytes: float = 0.0
     state_rule: str = ""
+    # ... and the F32 token tensors through it, all its layers: the conv's input and output (``conv_io_bytes``),
+    # the rule's inputs (x, B, C or q, k, v, and the per-head gates) and output (``rule_io_bytes``): what crosses the
+    # host link where a backend runs either op on the CPU (engines/host_ops.py)
+    conv_io_bytes: float = 0.0
+    rule_io_bytes: float = 0.0
 
     def __post_init__(self):
         if not isinstance(self.role, Role) or not isinstance(self.scope, Scope):
@@ -542,9 +547,12 @@ def _linear_mixer_ops(spec, w: WeightLedger, B, T) -> list[Op]:
               act_bytes=n * T * (d + spec.linear_in_rows + spec.linear_value_dim + d) * ACT_BYTES)
     state = n * B * spec.state_elements_per_layer * STATE_BYTES
     rule = spec.linear_kind + ("_chunk" if spec.linear_kind == "gated_deltanet" and T > B else "")
+    gates = (2 if spec.linear_kind == "gated_deltanet" else 1) * spec.linear_v_heads    # beta and decay | dt
+    tok = n * T * STATE_BYTES
     scan = Op("conv + recurrent state update", Role.STATE_SCAN, Scope.DENSE, "vector", n, layers=span,
               flops=n * T * spec.state_flops_per_token_layer, act_bytes=2 * state, kernels=STATE_SCAN_KERNELS,
-              state_bytes=state, state_rule=rule)
+              state_bytes=state, state_rule=rule, conv_io_bytes=tok * 2 * spec.linear_conv_dim,
+              rule_io_bytes=tok * (spec.linear_conv_dim + gates + spec.linear_value_dim))
     return [proj, scan]
 
 

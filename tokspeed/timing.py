@@ -18,16 +18,19 @@ pass on one device; ``tokspeed.scale.timing.LayoutTimer`` times it over a multi-
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Protocol
 
 from .derived import derived
 from .engines.fa_tiles import extra_kv_bytes
-from .engines.compat import mixer_graph
+from .engines.compat import mixer_graph, offload_cpu_engine
 from .engines.graph_kernels import op_kernels
+from .engines.host_ops import DEFAULT_HOST, host_run, link_bytes_s
 from .engines.linear_mixer import graph_state_bytes
 from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
-from .engines.profile import EngineProfile
+from .engines.profile import EngineProfile, get_engine
+from .hardware.catalog import get_hardware
 from .engines.rates import op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
 from .quant.format_key import format_key
@@ -123,7 +126,36 @@ class PassRates:
                   + extra_kv_bytes(op, engine.name, self.hw, tokens)) / (bw * engine.eta_kv)
                + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
         t_f16 = dequant_bytes(engine, op, self.quantized, tokens) / bw     # its own kernel, before the GEMM
+        if op.state_rule:          # a linear mixer's ops on the host CPU, in builds whose backend lacks them
+            t_f16 += host_time(op, engine.name, self.hw, tokens, engine.build_month)
         return t_c, t_m, t_f16
+
+
+def host_time(op: Op, engine_name: str, hw, tokens: int, month: str = "") -> float:
+    """Seconds the host trips of the linear-mixer scan ``op`` add to a pass of ``tokens`` on ``hw`` under the engine
+    ``engine_name`` built in ``month`` ("" = today's build; engines/host_ops.py); 0 where the build runs its ops on
+    the device. The bytes cross ``hw``'s host link, half of them down and half back up; what comes back up is first
+    copied on the host into a buffer of its own (ggml-sycl's ``set_tensor``: malloc, memcpy, then the device copy), a
+    read and a write at the host's stream; the ops run on the default host CPU under llama.cpp's CPU backend (the
+    scan as the ledger has it, without the state's gather and copy back, which stay on the device; a conv alone, its
+    input and output streamed), one graph node and its threads' barrier each. Nothing here is fitted."""
+    run = host_run(op, engine_name, month)
+    if run is None:
+        return 0.0
+    view, cpu = _host_engine()
+    stream = stream_bytes_s(cpu, view)
+    t = run.link_bytes / link_bytes_s(hw) + run.link_bytes / stream + run.splits * cpu.launch_s
+    if "ssm_scan" in run.ops:
+        return t + PassRates(view, cpu, "F32", tokens).time(replace(op, state_bytes=0.0, state_rule=""))[0]
+    return t + op.conv_io_bytes / stream
+
+
+@lru_cache(maxsize=1)
+def _host_engine():
+    """(device view, engine) of the host CPU that runs a backend's missing ops: the default host's SIMD view and the
+    offload CPU engine with its per-node barrier (as an offload's CPU stage: scale/offload.py cpu_stage_engine)."""
+    view = get_hardware(DEFAULT_HOST).cpu_engine_view()
+    return view, get_engine(offload_cpu_engine()).with_barrier(view)
 
 
 def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0, shared: bool = False

@@ -33,6 +33,7 @@ from ..quant.format_key import format_key
 from ..quant.kv import kv_bytes
 from ..quant.schemes import scheme_for
 from ..resolve import resolve_model
+from ..timing import host_time
 from ..workload import Workload
 from .evaluate import at_row_build
 from .split_rows import handoff_s
@@ -63,6 +64,7 @@ class RowSet:
     bw: np.ndarray
     pairs_per_expert: np.ndarray   # routed experts: weight reads per pass under per-pair kernels (else 0)
     f16_bytes: np.ndarray          # an engine's F16 copy of quantized weights, a kernel before the GEMM (else 0)
+    host_s: np.ndarray             # a linear mixer's ops on the host CPU in builds without them (timing.host_time)
     # {backend: launch_s} of the backends whose per-kernel cost a driver borrows (kernel_cost.driver_launch_s), as
     # this fit has them; a backend not listed: the engine tables'
     launch_of: dict = field(default_factory=dict)
@@ -88,7 +90,8 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None, step_of: d
     """Flatten the ledgers of ``rows`` (scorable CalibrationRows); ``launch_of``, ``step_of``: RowSet's."""
     kvb = kv_bytes(kv_dtype)
     P = {k: [] for k in ("row", "w", "kern", "tok")}
-    O = {k: [] for k in ("pass", "row", "flops", "key", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe", "f16")}
+    O = {k: [] for k in ("pass", "row", "flops", "key", "attn", "tensor", "wb", "ab", "kv", "kvx", "bw", "ppe", "f16",
+                         "host")}
     kinds: dict = {}
     measured, numer, handoff = [], [], []
     specs, priors = {}, {}
@@ -127,6 +130,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None, step_of: d
                 O["wb"].append(op.weight_bytes)
                 O["ab"].append(op.act_bytes + graph_state_bytes(op, graph, row.month))   # as PassRates.parts
                 O["f16"].append(dequant_bytes(flags, op, quantized, tokens))
+                O["host"].append(host_time(op, row.engine, row.hw, tokens, row.month) if op.state_rule else 0.0)
                 O["kv"].append(op.kv_read_bytes + op.kv_write_bytes      # as PassRates.time: FA_SCALAR's re-reads
                                + extra_kv_bytes(op, row.engine, row.hw, tokens))
                 O["kvx"].append(op.kv_read_bytes * (op.query_heads_per_kv - 1))
@@ -141,6 +145,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None, step_of: d
                   wbytes=a(O["wb"], float), abytes=a(O["ab"], float), kvbytes=a(O["kv"], float),
                   kv_reread=a(O["kvx"], float),
                   bw=a(O["bw"], float), pairs_per_expert=a(O["ppe"], float), f16_bytes=a(O["f16"], float),
+                  host_s=a(O["host"], float),
                   launch_of=dict(launch_of or {}), step_of=dict(step_of or {}), handoff_s=a(handoff, float))
 
 
@@ -198,7 +203,8 @@ def predict_rows(rs: RowSet, prof) -> np.ndarray:
     kv = rs.kvbytes + rs.kv_reread * v["per_head"][o]      # as timing.kv_reads: the re-reads reaching memory
     t_m = (rs.wbytes * reads / np.where(rs.tensor, v["bw_w"][o], bw) + rs.abytes / bw
            + kv / (bw * v["kv"][o]) + np.where(rs.attn, rs.flops * v["abpf"][o], 0.0) / bw)
-    t_op = np.maximum(t_c, t_m) + rs.f16_bytes / bw      # as PassRates.time: the F16 copy runs before the GEMM
+    # as PassRates.time: the F16 copy runs before the GEMM; the host trips after the device's part of the graph
+    t_op = np.maximum(t_c, t_m) + rs.f16_bytes / bw + rs.host_s
     t_pass = np.bincount(rs.op_pass, weights=t_op, minlength=len(rs.pass_row))
     pr = rs.pass_row
     t_pass = t_pass + rs.pass_kernels * v["launch"][pr] + v["fixed"][pr]

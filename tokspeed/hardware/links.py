@@ -17,6 +17,9 @@ from .datafile import load_data
 from .names import NameIndex
 
 
+ASSUMED_GPU_LINK = "pcie-4-x16"   # a discrete GPU whose catalog entry names no host link
+
+
 @dataclass(frozen=True)
 class Link:
     id: str

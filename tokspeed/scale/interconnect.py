@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..hardware.links import get_link
+from ..hardware.links import ASSUMED_GPU_LINK, get_link
 
 # Synchronisation latency per operation (software + link round trip; bandwidth is counted separately).
 # Fitted by scripts/eval_scale_calibration.py --fit on the tensor-parallel decode rows of
@@ -99,9 +99,6 @@ def device_link(hw, n: int) -> Interconnect | None:
         return pcie
     return Interconnect(f"{NETWORK_LINK} across {-(-n // PCIE_PER_NODE)} servers", "network",
                         min(pcie.per_direction_bytes_s, NETWORK_PER_DIRECTION_BYTES_S))
-
-
-ASSUMED_GPU_LINK = "pcie-4-x16"   # a discrete GPU whose catalog entry names no host link
 
 
 def host_link(hw, kind: str = "host") -> Interconnect:

@@ -21,6 +21,7 @@ direction, 32x slower.
 from __future__ import annotations
 
 from ..engines.compat import offload_cpu_engine
+from ..engines.host_ops import DEFAULT_HOST
 from ..engines.profile import get_engine
 from ..errors import UserError
 from ..hardware.catalog import get_hardware
@@ -30,7 +31,7 @@ from .layout import Layout, Stage, device_memory, layer_expert_bytes, layer_weig
 from .parallel import Parallel
 
 MODES = ("none", "auto", "layers", "stream", "experts")
-DEFAULT_CPU = "ddr5-5600-2ch"   # a typical desktop: dual-channel DDR5-5600 (89.6 GB/s)
+DEFAULT_CPU = DEFAULT_HOST     # a typical desktop: dual-channel DDR5-5600 (89.6 GB/s)
 
 
 def normalize_mode(offload: str | None, gpu_layers: int | None) -> str:
