@@ -107,3 +107,13 @@ def test_the_fits_mirror_times_the_trips_as_predict_does():
     slow = np.array([predicted_tok_s(r, profs[r.era]) for r in rows])
     assert np.allclose(fast, slow, rtol=1e-6)
     assert build(rows).host_s.sum() > 0
+
+
+def test_explain_says_which_ops_run_on_the_host_and_what_they_cost():
+    from tokspeed.explain import explain
+    kw = dict(quant="Q4_K_M", engine="llama.cpp-sycl", with_levers=False)
+    old = explain("nemotron-3-nano-30b-a3b", "arc-pro-b70", engine_version="2026-05", **kw)
+    new = explain("nemotron-3-nano-30b-a3b", "arc-pro-b70", engine_version="2026-06", **kw)
+    note = lambda e: " ".join(s.note for s in e.journey.stages)       # noqa: E731
+    assert "runs ssm_scan on the host CPU" in note(old) and "23 trips a pass" in note(old)
+    assert "host CPU" not in note(new)

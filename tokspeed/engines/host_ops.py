@@ -88,3 +88,14 @@ def link_bytes_s(hw) -> float:
     if getattr(hw, "kind", "") == "gpu":
         return get_link(ASSUMED_GPU_LINK).per_direction_bytes_s
     return hw.bandwidth_bytes_s / 2
+
+
+def host_note(run: HostRun, engine_name: str, month: str, hw, seconds: float) -> str:
+    """One line for ``explain``: which ops this build runs on the host, the trips and what they add."""
+    until = host_until(engine_name)
+    built = ", ".join(f"{o} before {until[o]}" for o in run.ops)
+    link = f"{hw.host_link_gbps:g} GB/s" if getattr(hw, "host_link_gbps", 0.0) else (
+        f"{ASSUMED_GPU_LINK} assumed" if getattr(hw, "kind", "") == "gpu" else "a copy in its own memory")
+    return (f"this build ({engine_name} {month}; {built}) runs {' and '.join(run.ops)} on the host CPU ({DEFAULT_HOST}): "
+            f"{run.splits:,} trips a pass, {run.link_bytes / 1e6:,.1f} MB over the host link ({link}), "
+            f"{seconds * 1e3:.2f} ms of this stage (engines/host_ops.py)")

@@ -19,6 +19,7 @@ from ..engines.cpu import barrier_scale
 from ..engines.era_builds import launch_note
 from ..engines.fa_tiles import extra_kv_bytes
 from ..engines.graph_kernels import op_kernels
+from ..engines.host_ops import host_note, host_run
 from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
 from ..engines.rates import int8_rates, matmul_rate, op_rate
 from ..engines.rates_stream import stream_rate, weight_reads
@@ -26,7 +27,7 @@ from ..ledger import Role, Scope
 from ..predict import UBATCH, fit_of, prefill_passes
 from ..quant.format_key import format_key
 from ..quant.kv import kv_bytes
-from ..timing import kv_reads, pass_time
+from ..timing import host_time, kv_reads, pass_time
 from ..units import fmt_seconds
 from ..workload import Workload
 from .rates_text import cpu_attention_how, expert_tiles_how, matmul_how, stream_how
@@ -259,6 +260,9 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                 st.note = (f"{eng.name} writes the weights out as F16 before each GEMM (counted in the bytes)"
                            if f16 else "") + ("; " if f16 and loop else "") + (
                     f"one GEMM per touched expert: {loop / op.count:,.0f} launches per layer" if loop else "")
+            host = host_time(op, eng.name, hw, tokens, eng.build_month) if op.state_rule else 0.0
+            if host:            # a linear mixer's ops on the host CPU in this build (as PassRates.time)
+                st.note = host_note(host_run(op, eng.name, eng.build_month), eng.name, eng.build_month, hw, host)
             st.act_bytes += op.act_bytes + f16
             launched = op_kernels(eng, op)       # the engine's fusions (graph_kernels)
             st.kernels += round(launched) + loop
