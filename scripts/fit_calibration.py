@@ -46,6 +46,7 @@ Needs numpy and scipy (the tokspeed package itself does not).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -600,12 +601,32 @@ def scored_rows(path=None, engines=BACKENDS):
     return rows, {e: [r for r in rows if not r.skip and r.engine == e] for e in engines}
 
 
+def row_errors(results, k: float) -> list:
+    """Per scored row: its id, backend, metric, device, architecture family and source, and its signed % errors: in
+    sample, under the priors alone, and held out by source, by device and forward in time (pooled at ``k``; null
+    where the scheme does not hold it out), with whether its family had rows in each refit (``seen_*``)."""
+    def num(x):
+        return None if math.isnan(x) else round(float(x), 4)
+    out = []
+    for res in results:
+        for i, r in enumerate(res["rows"]):
+            d = {"id": r.id, "engine": res["engine"], "kind": r.kind, "device": r.hw.name,
+                 "family": arch_family(r.hw), "source": r.source, "insample": num(res["insample"][i]),
+                 "priors": num(res["prior_alone"][i])}
+            for s in SCHEMES:
+                d[s] = num(res["pooled"][s][k][i])
+                d[f"seen_{s}"] = bool(res["seen"][s][i])
+            out.append(d)
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", help="calibration.csv (default: data/validation/calibration.csv)")
     ap.add_argument("--write", action="store_true", help="write tokspeed/engines/fitted.toml")
     ap.add_argument("--engines", nargs="*", default=BACKENDS)
     ap.add_argument("--docs", action="store_true", help="rewrite the held-out tables in docs/calibration.md")
+    ap.add_argument("--dump", metavar="FILE", help="write every scored row's in-sample and held-out errors (JSON)")
     args = ap.parse_args(argv)
     t0 = time.time()
     rows, by_engine = scored_rows(args.csv, args.engines)
@@ -644,6 +665,9 @@ def main(argv=None) -> int:
     if args.docs:
         write_docs(tables)
         print(f"wrote the held-out tables into {DOCS.relative_to(REPO)}")
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(row_errors(results, k), indent=0, sort_keys=True))
+        print(f"wrote every row's errors into {args.dump}")
     print(f"total {time.time() - t0:.1f} s", file=sys.stderr)
     return 0
 
