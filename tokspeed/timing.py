@@ -33,7 +33,7 @@ from .engines.profile import EngineProfile, get_engine
 from .hardware.catalog import get_hardware
 from .engines.rates import op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
-from .quant.format_key import format_key
+from .quant.format_key import F32_NAMES, format_key
 from .ledger import Op
 
 
@@ -146,7 +146,7 @@ def host_time(op: Op, engine_name: str, hw, tokens: int, month: str = "") -> flo
     stream = stream_bytes_s(cpu, view)
     t = run.link_bytes / link_bytes_s(hw) + run.link_bytes / stream + run.splits * cpu.launch_s
     if "ssm_scan" in run.ops:
-        return t + PassRates(view, cpu, "F32", tokens).time(replace(op, state_bytes=0.0, state_rule=""))[0]
+        return t + PassRates(view, cpu, F32_NAMES[0], tokens).time(replace(op, state_bytes=0.0, state_rule=""))[0]
     return t + op.conv_io_bytes / stream
 
 
