@@ -96,6 +96,6 @@ def host_note(run: HostRun, engine_name: str, month: str, hw, seconds: float) ->
     built = ", ".join(f"{o} before {until[o]}" for o in run.ops)
     link = f"{hw.host_link_gbps:g} GB/s" if getattr(hw, "host_link_gbps", 0.0) else (
         f"{ASSUMED_GPU_LINK} assumed" if getattr(hw, "kind", "") == "gpu" else "a copy in its own memory")
-    return (f"this build ({engine_name} {month}; {built}) runs {' and '.join(run.ops)} on the host CPU ({DEFAULT_HOST}): "
-            f"{run.splits:,} trips a pass, {run.link_bytes / 1e6:,.1f} MB over the host link ({link}), "
+    return (f"this build ({engine_name} {month}; {built}) runs {' and '.join(run.ops)} on the host CPU "
+            f"({DEFAULT_HOST}): {run.splits:,} trips a pass, {run.link_bytes / 1e6:,.1f} MB over the host link ({link}), "
             f"{seconds * 1e3:.2f} ms of this stage (engines/host_ops.py)")
