@@ -610,8 +610,8 @@ def row_errors(results, k: float) -> list:
     out = []
     for res in results:
         for i, r in enumerate(res["rows"]):
-            d = {"id": r.id, "engine": res["engine"], "kind": r.kind, "device": r.hw.name,
-                 "family": arch_family(r.hw), "source": r.source, "insample": num(res["insample"][i]),
+            d = {"id": r.id, "engine": res["engine"], "kind": r.kind, "row_device": r.hw.name,
+                 "family": arch_family(r.hw), "row_source": r.source, "insample": num(res["insample"][i]),
                  "priors": num(res["prior_alone"][i])}
             for s in SCHEMES:
                 d[s] = num(res["pooled"][s][k][i])

@@ -217,3 +217,21 @@ def test_the_fit_hands_cudas_fitted_launch_cost_to_the_backends_fitted_after_it(
     assert calls[0][1] == {} and calls[1][1] == {"llama.cpp-cuda": 1.235e-6} == calls[2][1]
     assert calls[0][2] == {} and calls[1][2] == {"llama.cpp-cuda": 1.492e-4} == calls[2][2]     # and its step cost
     assert [r["engine"] for r in results] == ["llama.cpp-vulkan", "llama.cpp-metal", "llama.cpp-cuda"]
+
+
+def test_the_dump_writes_each_rows_errors_and_keeps_its_source_and_device(scored):
+    np = pytest.importorskip("numpy")
+    fit = _fit_module()
+    rows = [r for r in scored if r.engine == "llama.cpp-cuda"][:2]
+    nan = float("nan")
+    res = {"engine": "llama.cpp-cuda", "rows": rows, "insample": np.array([1.5, -2.0]),
+           "prior_alone": np.array([10.0, -20.0]),
+           "pooled": {s: {0.0: np.array([3.0, nan])} for s in ("source", "device", "time")},
+           "seen": {s: np.array([True, False]) for s in ("source", "device", "time")}}
+    out = fit.row_errors([res], 0.0)
+    assert [d["id"] for d in out] == [r.id for r in rows]
+    first, second = out
+    # the scheme's error never overwrites the row's source or device (the keys differ)
+    assert first["row_source"] == rows[0].source and first["row_device"] == rows[0].hw.name
+    assert first["insample"] == 1.5 and first["priors"] == 10.0 and first["source"] == 3.0 and first["seen_device"]
+    assert second["device"] is None and second["seen_time"] is False
