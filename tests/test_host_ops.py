@@ -13,7 +13,7 @@ from tokspeed.quant.kv import kv_bytes
 from tokspeed.quant.schemes import scheme_for
 from tokspeed.resolve import resolve_model
 from tokspeed.engines.rates_stream import stream_bytes_s
-from tokspeed.timing import _host_engine, host_time
+from tokspeed.timing import host_engine, host_time
 
 # Nemotron-3-Nano-30B-A3B (its config: 23 Mamba-2 layers, 64 heads x 64, 8 groups x d_state 128, conv 4):
 LAYERS, D_INNER, GROUPS, D_STATE, HEADS, CONV = 23, 64 * 64, 8, 128, 64, 4
@@ -74,7 +74,7 @@ def test_the_link_term_of_a_trip_by_hand():
     assert host_time(op, "llama.cpp-sycl", b70, 1, "2026-06") == 0.0
     # the rest at one token: what comes back up copied on the host first (read and write of half the crossing), the
     # scan's one read and one write of the state there (memory-bound), a node and its barrier per trip
-    view, cpu = _host_engine()
+    view, cpu = host_engine(b70)
     stream = stream_bytes_s(cpu, view)
     assert math.isclose(slow - crossing / 31.5e9,
                         crossing / stream + 2 * LAYERS * STATE / stream + LAYERS * cpu.launch_s, rel_tol=1e-9)
@@ -117,3 +117,15 @@ def test_explain_says_which_ops_run_on_the_host_and_what_they_cost():
     note = lambda e: " ".join(s.note for s in e.journey.stages)       # noqa: E731
     assert "runs ssm_scan on the host CPU" in note(old) and "23 trips a pass" in note(old)
     assert "host CPU" not in note(new)
+
+
+def test_a_socs_host_is_its_own_cpu_cluster_and_a_discrete_gpus_a_desktop():
+    soc = get_hardware("core-ultra-7-258v")
+    view, cpu = host_engine(soc)
+    assert view.bandwidth_gbps == soc.cpu_engine_view().bandwidth_gbps == 120.0 and cpu.name == "llama.cpp-cpu"
+    assert host_engine(get_hardware("arc-pro-b70"))[0].id == "ddr5-5600-2ch"
+    # the Lunar Lake iGPU under a SYCL build without the scan: its trips copy within its own memory
+    op = _scan()
+    t = host_time(op, "llama.cpp-sycl", soc, 1, "2026-05")
+    crossing = 2 * LAYERS * STATE + LAYERS * (CONV_DIM + HEADS + D_INNER) * 4
+    assert t > crossing / (soc.bandwidth_gbps * 1e9 / 2)

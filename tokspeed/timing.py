@@ -136,13 +136,13 @@ def host_time(op: Op, engine_name: str, hw, tokens: int, month: str = "") -> flo
     ``engine_name`` built in ``month`` ("" = today's build; engines/host_ops.py); 0 where the build runs its ops on
     the device. The bytes cross ``hw``'s host link, half of them down and half back up; what comes back up is first
     copied on the host into a buffer of its own (ggml-sycl's ``set_tensor``: malloc, memcpy, then the device copy), a
-    read and a write at the host's stream; the ops run on the default host CPU under llama.cpp's CPU backend (the
-    scan as the ledger has it, without the state's gather and copy back, which stay on the device; a conv alone, its
-    input and output streamed), one graph node and its threads' barrier each. Nothing here is fitted."""
+    read and a write at the host's stream; the ops run on the host CPU (``host_engine``) under llama.cpp's CPU
+    backend (the scan as the ledger has it, without the state's gather and copy back, which stay on the device; a conv
+    alone, its input and output streamed), one graph node and its threads' barrier each. Nothing here is fitted."""
     run = host_run(op, engine_name, month)
     if run is None:
         return 0.0
-    view, cpu = _host_engine()
+    view, cpu = host_engine(hw)
     stream = stream_bytes_s(cpu, view)
     t = run.link_bytes / link_bytes_s(hw) + run.link_bytes / stream + run.splits * cpu.launch_s
     if "ssm_scan" in run.ops:
@@ -150,11 +150,12 @@ def host_time(op: Op, engine_name: str, hw, tokens: int, month: str = "") -> flo
     return t + op.conv_io_bytes / stream
 
 
-@lru_cache(maxsize=1)
-def _host_engine():
-    """(device view, engine) of the host CPU that runs a backend's missing ops: the default host's SIMD view and the
-    offload CPU engine with its per-node barrier (as an offload's CPU stage: scale/offload.py cpu_stage_engine)."""
-    view = get_hardware(DEFAULT_HOST).cpu_engine_view()
+@lru_cache(maxsize=64)
+def host_engine(hw):
+    """(device view, engine) of the host CPU that runs the ops a backend lacks on ``hw``: a SoC's own CPU cluster, else
+    the default desktop host (``host_ops.DEFAULT_HOST``, as an offload's CPU stage: scale/offload.py), under the
+    offload CPU engine with its per-node barrier."""
+    view = (hw if getattr(hw, "kind", "") == "soc" else get_hardware(DEFAULT_HOST)).cpu_engine_view()
     return view, get_engine(offload_cpu_engine()).with_barrier(view)
 
 

@@ -13,8 +13,9 @@ part starts. Per layer and per op on the host, one pass pays (``host_cost``):
   assume; an integrated part copies within its own memory, a read and a write): for ``ssm_scan`` the recurrent state
   down and back (``Op.state_bytes`` each way) and the token tensors in and out (``Op.rule_io_bytes``: x, B, C, dt; y),
   for ``ssm_conv`` its input and output (``Op.conv_io_bytes``);
-- the node on the host: the ledger's scan on a typical desktop CPU (``DEFAULT_HOST``, as an offload's CPU stage
-  assumes) under llama.cpp's CPU backend, one graph node and its barrier (``timing.host_time``).
+- the node on the host: the ledger's scan on the host's CPU -- a SoC's own CPU cluster, else a typical desktop
+  (``DEFAULT_HOST``, as an offload's CPU stage assumes) -- under llama.cpp's CPU backend, one graph node and its
+  barrier (``timing.host_time``).
 
 Which ops and builds (capabilities.toml ``host_until``, read from the copies of llama.cpp vendored by
 llama-cpp-python, PyPI sdists): ggml-sycl has no ``ssm_conv`` in 0.3.16's copy (2025-08-15) and has it in 0.3.17's
@@ -90,12 +91,13 @@ def link_bytes_s(hw) -> float:
     return hw.bandwidth_bytes_s / 2
 
 
-def host_note(run: HostRun, engine_name: str, month: str, hw, seconds: float) -> str:
-    """One line for ``explain``: which ops this build runs on the host, the trips and what they add."""
+def host_note(run: HostRun, engine_name: str, month: str, hw, host: str, seconds: float) -> str:
+    """One line for ``explain``: which ops this build runs on ``host`` (the CPU's name), the trips and what they add
+    to a pass."""
     until = host_until(engine_name)
     built = ", ".join(f"{o} before {until[o]}" for o in run.ops)
     link = f"{hw.host_link_gbps:g} GB/s" if getattr(hw, "host_link_gbps", 0.0) else (
         f"{ASSUMED_GPU_LINK} assumed" if getattr(hw, "kind", "") == "gpu" else "a copy in its own memory")
-    return (f"this build ({engine_name} {month}; {built}) runs {' and '.join(run.ops)} on the host CPU "
-            f"({DEFAULT_HOST}): {run.splits:,} trips a pass, {run.link_bytes / 1e6:,.1f} MB over the host link ({link}), "
-            f"{seconds * 1e3:.2f} ms of this stage (engines/host_ops.py)")
+    return (f"this build ({engine_name} {month}; {built}) runs {' and '.join(run.ops)} on the host CPU ({host}): "
+            f"{run.splits:,} trips a pass, {run.link_bytes / 1e6:,.1f} MB over the host link ({link}), "
+            f"{seconds * 1e3:.2f} ms a pass (engines/host_ops.py)")

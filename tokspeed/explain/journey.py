@@ -27,7 +27,7 @@ from ..ledger import Role, Scope
 from ..predict import UBATCH, fit_of, prefill_passes
 from ..quant.format_key import format_key
 from ..quant.kv import kv_bytes
-from ..timing import host_time, kv_reads, pass_time
+from ..timing import host_engine, host_time, kv_reads, pass_time
 from ..units import fmt_seconds
 from ..workload import Workload
 from .rates_text import cpu_attention_how, expert_tiles_how, matmul_how, stream_how
@@ -262,7 +262,8 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                     f"one GEMM per touched expert: {loop / op.count:,.0f} launches per layer" if loop else "")
             host = host_time(op, eng.name, hw, tokens, eng.build_month) if op.state_rule else 0.0
             if host:            # a linear mixer's ops on the host CPU in this build (as PassRates.time)
-                st.note = host_note(host_run(op, eng.name, eng.build_month), eng.name, eng.build_month, hw, host)
+                st.note = host_note(host_run(op, eng.name, eng.build_month), eng.name, eng.build_month, hw,
+                                    host_engine(hw)[0].name, host)
             st.act_bytes += op.act_bytes + f16
             launched = op_kernels(eng, op)       # the engine's fusions (graph_kernels)
             st.kernels += round(launched) + loop
