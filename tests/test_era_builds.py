@@ -115,8 +115,13 @@ def test_a_row_runs_attention_as_its_flags_state():
     assert with_row_attention(unfused, False, eras) is unfused                  # what the era runs anyway
     early = replace(unfused, version="2023", build_month="2023-11")
     assert with_row_attention(early, True, eras) is early                        # no -fa before 2024-04 builds
+    # ggml-sycl's FlashAttention kernels: from 2026-03 builds (eras.toml backend_flash_attention_since); a -fa 1 row of
+    # 2026-05 runs them (one read of each K/V head), one of 2025-11 ran its attention unfused whatever its flags said
     sycl = replace(prior_profile("llama.cpp-sycl"), version="2025", build_month="2026-05", flash_attention=False)
-    assert with_row_attention(sycl, True) is sycl                                # no FlashAttention kernel assumed
+    got = with_row_attention(sycl, True)
+    assert (got.flash_attention, got.kv_reread) == (True, 0.0)
+    older = replace(sycl, build_month="2025-11")
+    assert with_row_attention(older, True) is older
 
 
 def test_the_calibration_rows_run_the_fa_their_flags_state():

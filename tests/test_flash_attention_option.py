@@ -41,16 +41,20 @@ def test_fa_on_needs_a_build_that_has_the_kernels(version, ok):
     assert get_engine("llama.cpp", hw, version=version, flash_attention=False).flash_attention is False
 
 
-def test_sycl_is_assumed_to_have_no_kernel():
-    # capabilities.toml: SYCL's -fa auto is assumed to fall back to unfused; -fa on is refused (llama.cpp picks SYCL
-    # on an Intel GPU); off and auto answer. LM Studio runs Vulkan there, which has the kernels.
+def test_sycl_has_flash_attention_in_its_builds_from_2026_03():
+    # ggml-sycl's fattn*.cpp: absent from llama-cpp-python 0.3.16's copy (2025-08), present in 0.3.17's (2026-03);
+    # llama.cpp picks SYCL on an Intel GPU. Today's build: -fa auto runs them and -fa on is accepted; a build before
+    # them runs attention unfused and refuses -fa on, naming the month
     hw = get_hardware("arc-a770")
-    assert get_engine("lm-studio", hw, flash_attention=True).flash_attention is True
     for engine in ("llama.cpp", "llama.cpp-sycl"):
-        with pytest.raises(UserError, match="no FlashAttention kernel"):
-            get_engine(engine, hw, flash_attention=True)
-    assert get_engine("llama.cpp", hw).flash_attention is False
-    assert get_engine("llama.cpp", hw, flash_attention=False).flash_attention is False
+        assert get_engine(engine, hw).flash_attention is True
+        assert get_engine(engine, hw, flash_attention=True).flash_attention is True
+        assert get_engine(engine, hw, version="2025-06").flash_attention is False
+        with pytest.raises(UserError, match="2026-03"):
+            get_engine(engine, hw, version="2025-06", flash_attention=True)
+        assert get_engine(engine, hw, flash_attention=False).flash_attention is False
+    # CUDA's kernels are the family's (2024-04)
+    assert get_engine("llama.cpp", get_hardware("rtx-4090"), version="2025-06", flash_attention=True).flash_attention
 
 
 def test_a_bad_version_or_value_says_so_first():

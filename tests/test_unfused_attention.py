@@ -229,8 +229,8 @@ def test_tensor_parallel_ranks_keep_their_own_group(tp, per_rank):
 def test_fused_2025_builds_drop_unfused_score_traffic_under_fa_auto():
     # ROCm, SYCL and Vulkan carry unfused attention's score traffic in their 2024 era (fitted since
     # calibration-3.csv; the unfused prior where a fit has no prefill rows to move it); a 2025 build runs -fa auto
-    # on ROCm and Vulkan (capabilities.toml) and keeps the scores on chip. SYCL is assumed to have no FlashAttention
-    # kernel: unfused in every era. ollama leaves FlashAttention off on every backend.
+    # on ROCm and Vulkan (capabilities.toml) and keeps the scores on chip; SYCL from the builds with its kernels
+    # (2026-03). ollama leaves FlashAttention off on every backend.
     from tokspeed.engines.tables import load_table
 
     prior = {e: load_table("priors.toml")[e]["attn_bytes_per_flop"] for e in ("llama.cpp-rocm", "llama.cpp-sycl")}
@@ -248,8 +248,15 @@ def test_fused_2025_builds_drop_unfused_score_traffic_under_fa_auto():
     vk_2025 = get_engine("llama.cpp-vulkan", version="b6500").attn_bytes_per_flop
     vk_2024 = get_engine("llama.cpp-vulkan", version="2024").attn_bytes_per_flop
     assert vk_2024 > 0 and vk_2025 < vk_2024 / 2
-    sycl = {get_engine("llama.cpp-sycl", version=v).attn_bytes_per_flop for v in (None, "2024", "b6500")}
-    assert len(sycl) == 1 and sycl.pop() == pytest.approx(prior["llama.cpp-sycl"], rel=0.1)
+    # SYCL: unfused in its 2024 era and in 2025 builds before its FlashAttention kernels (b6500 = 2025-09; kernels from
+    # 2026-03), each with the unfused era's score traffic (its prior: no prefill rows of that era moved it); fused in
+    # today's build, with the newest era's fitted traffic (0: fitted from the fused start on the B70's -fa 1 rows)
+    sycl = {v: get_engine("llama.cpp-sycl", version=v) for v in (None, "2024", "b6500", "2026-05")}
+    for v in ("2024", "b6500"):
+        assert sycl[v].flash_attention is False
+        assert sycl[v].attn_bytes_per_flop == pytest.approx(prior["llama.cpp-sycl"], rel=0.1)
+    for v in (None, "2026-05"):
+        assert sycl[v].flash_attention is True and sycl[v].attn_bytes_per_flop < prior["llama.cpp-sycl"] / 20
     assert get_engine("ollama", get_hardware("mi300x")).attn_bytes_per_flop == rocm_2024
 
 

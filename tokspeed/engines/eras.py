@@ -148,9 +148,15 @@ def nearest_era(engine: str, label: str, available) -> str:
 
 
 def flash_attention_since(engine: str) -> str:
-    """The month FlashAttention kernels (``-fa``) first shipped in ``engine``'s family ("" if not listed)."""
+    """The month FlashAttention kernels (``-fa``) first shipped in ``engine``'s family, or in ``engine`` itself where
+    its backend got them later (``backend_flash_attention_since``: ggml-sycl); "" if not listed."""
     fam = era_family(engine)
-    return _table()[fam].get("flash_attention_since", "") if fam else ""
+    if not fam:
+        return ""
+    table = _table()[fam]
+    since = table.get("flash_attention_since", "")
+    own = table.get("backend_flash_attention_since", {}).get(engine, "")
+    return max(since, own) if since and own else since or own
 
 
 def release_build(engine: str, number: int) -> bool:

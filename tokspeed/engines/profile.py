@@ -380,8 +380,9 @@ def check_engine_build(engine: str, engine_version=None, flash_attention: bool |
 
 def check_flash_attention(engine: str, version, on):
     """UserError unless ``engine`` lets its user choose FlashAttention (llama.cpp, its backends and front ends:
-    ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``) and its
-    backend too (capabilities.toml: SYCL is assumed to have none); else ``version`` parsed (``EngineVersion``)."""
+    ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``: the family's, and
+    a backend's own where they came later, ggml-sycl's) and its backend has them at all (capabilities.toml); else
+    ``version`` parsed (``EngineVersion``)."""
     if not isinstance(on, bool):
         raise UserError(f"flash_attention must be True, False or None, not {on!r}")
     if runtime_of(engine) != "llama.cpp":
@@ -391,7 +392,7 @@ def check_flash_attention(engine: str, version, on):
                         "drop `flash_attention`, or use `engine` llama.cpp, ollama, lm-studio", field="flash_attention")
     version = parse_version(engine, version)     # a malformed or too early version says so first
     if on and version is not None and not flash_attention_available(engine, version):
-        raise UserError(f"llama.cpp {version.text} has no FlashAttention (-fa arrived in "
+        raise UserError(f"{engine} {version.text} has no FlashAttention (its -fa kernels arrived in "
                         f"{flash_attention_since(engine)} builds)",
                         "set `flash_attention` off, or use a later `engine_version`", field="flash_attention")
     if on and engine.startswith("llama.cpp-") and not engine_defaults(engine).get("flash_attention", False):

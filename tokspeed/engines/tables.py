@@ -11,7 +11,8 @@ from pathlib import Path
 
 from ..errors import UserError, did_you_mean
 from .compat import engine_defaults
-from .eras import era_family, era_labels, nearest_era, newest_unfused_era, parse_version, unfused_attention
+from .eras import (era_family, era_labels, flash_attention_available, nearest_era, newest_unfused_era,
+                   parse_version, unfused_attention)
 
 HERE = Path(__file__).parent
 # fitted.toml's per-engine partial pooling (tokspeed.engines.pooling): rows per architecture family, pooling strength
@@ -72,7 +73,7 @@ def engine_entry(engine: str, version=None, flash_attention: bool | None = None)
     entry, label = _own_entry(engine, version)
     asked = version.label if version is not None and label else label     # not the nearest fitted
     if asked:
-        entry = with_attention(engine, entry, label, runs_flash_attention(engine, asked, flash_attention))
+        entry = with_attention(engine, entry, label, runs_flash_attention(engine, asked, flash_attention, version))
     of = entry.pop("kernels_of", None)
     if of:                                    # its decode memory model is that engine's (newest era)
         shared, shared_era = engine_entry(of)
@@ -80,13 +81,15 @@ def engine_entry(engine: str, version=None, flash_attention: bool | None = None)
     return entry, label
 
 
-def runs_flash_attention(engine: str, era: str, asked: bool | None = None) -> bool:
+def runs_flash_attention(engine: str, era: str, asked: bool | None = None, version=None) -> bool:
     """Whether an era of a llama.cpp backend runs attention fused: ``asked`` (True/False: ``-fa on|off``), else
     its default -- FlashAttention on by default in the era (eras.toml; ``-fa auto`` from 2025 builds) where the
-    backend has the kernel (capabilities.toml ``defaults.flash_attention``; SYCL is assumed not to)."""
+    backend has the kernel (capabilities.toml ``defaults.flash_attention``) in the build (``version``: a month or build
+    before the backend's kernels, eras.toml ``backend_flash_attention_since``, runs unfused; None: the era's)."""
     if asked is not None:
         return bool(asked)
-    return not unfused_attention(engine, era) and bool(engine_defaults(engine).get("flash_attention", False))
+    return (not unfused_attention(engine, era) and bool(engine_defaults(engine).get("flash_attention", False))
+            and flash_attention_available(engine, version if version is not None else era))
 
 
 def with_attention(engine: str, entry: dict, label: str, fused: bool) -> dict:
