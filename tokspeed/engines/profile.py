@@ -380,9 +380,8 @@ def check_engine_build(engine: str, engine_version=None, flash_attention: bool |
 
 def check_flash_attention(engine: str, version, on):
     """UserError unless ``engine`` lets its user choose FlashAttention (llama.cpp, its backends and front ends:
-    ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``: the family's, and
-    a backend's own where they came later, ggml-sycl's) and its backend has them at all (capabilities.toml); else
-    ``version`` parsed (``EngineVersion``)."""
+    ``-fa on|off``) and, for ``on``, its build has the kernels (``eras.flash_attention_available``: a backend's own
+    month where later, ggml-sycl's) and its backend at all (capabilities.toml); else ``version`` parsed."""
     if not isinstance(on, bool):
         raise UserError(f"flash_attention must be True, False or None, not {on!r}")
     if runtime_of(engine) != "llama.cpp":
