@@ -5,17 +5,20 @@ ggml's scheduler gives a graph node no device backend supports to the CPU backen
 ``ggml_backend_sched_split_graph``: the nodes a backend's ``supports_op`` refuses fall through to the last backend,
 the CPU), and cuts the graph there: the device runs its part and waits (``ggml_backend_synchronize``), the node's
 inputs are copied to host memory, the CPU backend runs the node, its output is copied back and the device's next
-part starts. Per layer and per op on the host, one pass pays (``host_cost``):
+part starts. Per layer and per op on the host, one pass pays (``timing.host_time``; nothing fitted):
 
-- one more device submission and wait: the engine's per-step cost ``fixed_s`` again (what a pass pays to be run
-  once; ASSUMED: the same for each part of a split graph);
 - the bytes across the host link (``host_link_gbps``; a discrete GPU without one: PCIe 4.0 x16, as offloads
   assume; an integrated part copies within its own memory, a read and a write): for ``ssm_scan`` the recurrent state
   down and back (``Op.state_bytes`` each way) and the token tensors in and out (``Op.rule_io_bytes``: x, B, C, dt; y),
   for ``ssm_conv`` its input and output (``Op.conv_io_bytes``);
+- what comes back up copied on the host first (ggml-sycl's ``set_tensor``: malloc, memcpy, then the device copy): a
+  read and a write of half the crossing at the host's stream;
 - the node on the host: the ledger's scan on the host's CPU -- a SoC's own CPU cluster, else a typical desktop
   (``DEFAULT_HOST``, as an offload's CPU stage assumes) -- under llama.cpp's CPU backend, one graph node and its
-  barrier (``timing.host_time``).
+  barrier.
+
+Not priced: the waits of a split graph (the device's queue drained, the copies' own latency). On the rows below they
+are what is left: 0.3-0.6 ms a trip against the priors / the fit (docs/engines.md).
 
 Which ops and builds (capabilities.toml ``host_until``, read from the copies of llama.cpp vendored by
 llama-cpp-python, PyPI sdists): ggml-sycl has no ``ssm_conv`` in 0.3.16's copy (2025-08-15) and has it in 0.3.17's
@@ -40,7 +43,6 @@ from .compat import capabilities
 from .cpu_kernels import before
 
 DEFAULT_HOST = "ddr5-5600-2ch"   # a typical desktop host: dual-channel DDR5-5600 (89.6 GB/s), 8 Zen 4 cores
-HOST_OPS = ("ssm_conv", "ssm_scan")
 # the ggml ops of each scan rule of the ledger (``Op.state_rule``) that can fall back to the host
 RULE_OPS = {"mamba2": ("ssm_conv", "ssm_scan"), "gated_deltanet": ("ssm_conv",),
             "gated_deltanet_chunk": ("ssm_conv",)}
