@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections import Counter
@@ -620,6 +621,20 @@ def row_errors(results, k: float) -> list:
     return out
 
 
+def dump_path_problem(path: str | None) -> str:
+    """Why ``--dump``'s file cannot be written ("" if it can, or none was asked for)."""
+    if not path:
+        return ""
+    p = Path(path)
+    if p.is_dir():
+        return "is a folder"
+    if not p.parent.is_dir():
+        return f"no folder {p.parent}"
+    if not os.access(p.parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        return "not writable"
+    return ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--csv", help="calibration.csv (default: data/validation/calibration.csv)")
@@ -628,6 +643,10 @@ def main(argv=None) -> int:
     ap.add_argument("--docs", action="store_true", help="rewrite the held-out tables in docs/calibration.md")
     ap.add_argument("--dump", metavar="FILE", help="write every scored row's in-sample and held-out errors (JSON)")
     args = ap.parse_args(argv)
+    bad = dump_path_problem(args.dump)
+    if bad:                          # said before the fit's twenty minutes, not after them
+        print(f"fit_calibration.py: --dump {args.dump}: {bad}", file=sys.stderr)
+        return 2
     t0 = time.time()
     rows, by_engine = scored_rows(args.csv, args.engines)
     skipped = {}

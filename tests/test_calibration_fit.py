@@ -235,3 +235,12 @@ def test_the_dump_writes_each_rows_errors_and_keeps_its_source_and_device(scored
     assert first["row_source"] == rows[0].source and first["row_device"] == rows[0].hw.name
     assert first["insample"] == 1.5 and first["priors"] == 10.0 and first["source"] == 3.0 and first["seen_device"]
     assert second["device"] is None and second["seen_time"] is False
+
+
+def test_a_dump_that_cannot_be_written_is_one_line_and_exit_2_before_the_fit(tmp_path, capsys):
+    fit = _fit_module()
+    for path, why in ((tmp_path / "missing" / "e.json", "no folder"), (tmp_path, "is a folder")):
+        assert fit.main(["--dump", str(path)]) == 2            # returns at once: no rows read, nothing fitted
+        err = capsys.readouterr().err.strip()
+        assert why in err and len(err.splitlines()) == 1
+    assert fit.dump_path_problem(str(tmp_path / "e.json")) == "" and fit.dump_path_problem(None) == ""

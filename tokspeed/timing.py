@@ -24,12 +24,12 @@ from typing import Protocol
 
 from .derived import derived
 from .engines.fa_tiles import extra_kv_bytes
-from .engines.compat import mixer_graph, offload_cpu_engine
+from .engines.compat import mixer_graph
 from .engines.graph_kernels import op_kernels
-from .engines.host_ops import DEFAULT_HOST, host_run, link_bytes_s
+from .engines.host_ops import DEFAULT_HOST, cpu_stage, host_run, link_bytes_s
 from .engines.linear_mixer import graph_state_bytes
 from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
-from .engines.profile import EngineProfile, get_engine
+from .engines.profile import EngineProfile
 from .hardware.catalog import get_hardware
 from .engines.rates import op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
@@ -155,8 +155,7 @@ def host_engine(hw):
     """(device view, engine) of the host CPU that runs the ops a backend lacks on ``hw``: a SoC's own CPU cluster, else
     the default desktop host (``host_ops.DEFAULT_HOST``, as an offload's CPU stage: scale/offload.py), under the
     offload CPU engine with its per-node barrier."""
-    view = (hw if getattr(hw, "kind", "") == "soc" else get_hardware(DEFAULT_HOST)).cpu_engine_view()
-    return view, get_engine(offload_cpu_engine()).with_barrier(view)
+    return cpu_stage(hw if getattr(hw, "kind", "") == "soc" else get_hardware(DEFAULT_HOST))
 
 
 def pass_time(ops: list[Op], hw, engine: EngineProfile, quant: str, tokens: int = 0, shared: bool = False

@@ -107,6 +107,15 @@ def engine_help() -> str:
     return ", ".join(out)
 
 
+def capability_table(engine: str, key: str) -> dict:
+    """The ``key`` table of ``engine``'s capabilities row (``within_era``, ``host_until``, ...), a copy; {} for an
+    engine without it or outside the table (a profile made by hand)."""
+    try:
+        return dict(capabilities(engine).get(key, {}))
+    except UserError:
+        return {}
+
+
 def capabilities(engine: str) -> dict:
     """The table row of one engine (a name), with ``@lists`` expanded in ``weights``."""
     e = engine_key(engine)

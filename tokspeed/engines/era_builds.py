@@ -40,9 +40,8 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
-from ..errors import UserError
 from ..quant.format_key import FORMAT_GROUPS
-from .compat import capabilities, engine_defaults
+from .compat import capability_table, engine_defaults
 from .cpu_kernels import before
 from .eras import era_family, era_labels, flash_attention_available, newest_unfused_era
 from .rates import compute_class
@@ -57,10 +56,7 @@ BEFORE_AMPERE = frozenset({"fermi", "kepler", "maxwell", "pascal", "pascal-gp100
 def changes_of(engine: str) -> dict:
     """{change: first build month} of ``engine``'s kernel paths that changed inside an era (capabilities.toml
     ``within_era``); {} for an engine without any or not in the table. Do not mutate: cached."""
-    try:
-        return dict(capabilities(engine).get("within_era", {}))
-    except UserError:           # an engine outside the capability table (a profile made by hand)
-        return {}
+    return capability_table(engine, "within_era")
 
 
 def replays_graphs(month: str, hw, since: str) -> bool:

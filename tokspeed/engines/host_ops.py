@@ -37,10 +37,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..errors import UserError
-from ..hardware.links import ASSUMED_GPU_LINK, get_link
-from .compat import capabilities
+from ..hardware.links import host_link_of
+from .compat import capability_table, offload_cpu_engine
 from .cpu_kernels import before
+from .profile import get_engine
 
 DEFAULT_HOST = "ddr5-5600-2ch"   # a typical desktop host: dual-channel DDR5-5600 (89.6 GB/s), 8 Zen 4 cores
 # the ggml ops of each scan rule of the ledger (``Op.state_rule``) that can fall back to the host
@@ -61,10 +61,7 @@ class HostRun:
 def host_until(engine_name: str) -> dict:
     """{op: first build month whose backend runs it}: capabilities.toml ``host_until``; {} for an engine without
     the entry or outside the table. Do not mutate: cached."""
-    try:
-        return dict(capabilities(engine_name).get("host_until", {}))
-    except UserError:           # an engine outside the capability table (a profile made by hand)
-        return {}
+    return capability_table(engine_name, "host_until")
 
 
 def host_run(op, engine_name: str, month: str = "") -> HostRun | None:
@@ -86,11 +83,17 @@ def link_bytes_s(hw) -> float:
     """Bytes per second one direction of ``hw``'s host link carries: its ``host_link_gbps``; a discrete GPU without
     one, PCIe 4.0 x16 (``hardware/links.toml``, as ``scale.interconnect.host_link`` assumes); an integrated part
     copies within its own memory (a read and a write: half its bandwidth)."""
-    if getattr(hw, "host_link_gbps", 0.0):
-        return hw.host_link_gbps * 1e9
-    if getattr(hw, "kind", "") == "gpu":
-        return get_link(ASSUMED_GPU_LINK).per_direction_bytes_s
-    return hw.bandwidth_bytes_s / 2
+    known = host_link_of(hw)
+    return known[1] if known is not None else hw.bandwidth_bytes_s / 2
+
+
+def cpu_stage(cpu_hw):
+    """(device view, engine) of a CPU that runs part of a model for a GPU -- an offload's CPU stage
+    (scale/offload.py), the ops a backend lacks (``timing.host_time``): the CPU's SIMD view (a SoC's CPU cluster) and
+    the table's offload CPU engine (llama.cpp's CPU backend, capabilities.toml) with its threads' barrier after each
+    graph node."""
+    view = cpu_hw.cpu_engine_view()
+    return view, get_engine(offload_cpu_engine()).with_barrier(view)
 
 
 def host_note(run: HostRun, engine_name: str, month: str, hw, host: str, seconds: float) -> str:
@@ -98,8 +101,8 @@ def host_note(run: HostRun, engine_name: str, month: str, hw, host: str, seconds
     to a pass."""
     until = host_until(engine_name)
     built = ", ".join(f"{o} before {until[o]}" for o in run.ops)
-    link = f"{hw.host_link_gbps:g} GB/s" if getattr(hw, "host_link_gbps", 0.0) else (
-        f"{ASSUMED_GPU_LINK} assumed" if getattr(hw, "kind", "") == "gpu" else "a copy in its own memory")
+    known = host_link_of(hw)
+    link = known[0] if known is not None else "a copy in its own memory"
     return (f"this build ({engine_name} {month}; {built}) runs {' and '.join(run.ops)} on the host CPU ({host}): "
             f"{run.splits:,} trips a pass, {run.link_bytes / 1e6:,.1f} MB over the host link ({link}), "
             f"{seconds * 1e3:.2f} ms a pass (engines/host_ops.py)")

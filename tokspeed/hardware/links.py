@@ -70,6 +70,17 @@ _PCIE = re.compile(r"PCIe\s*(?:Gen\s*)?(\d)(?:\.0)?\s*x(\d+)", re.I)
 _BIDIR = re.compile(r"(\d+(?:\.\d+)?)\s*GB/s\s*bidir", re.I)
 
 
+def host_link_of(hw) -> tuple[str, float] | None:
+    """(name, payload bytes/s one way) of ``hw``'s link to its host: its ``host_link_gbps``; a discrete GPU without
+    one, ``ASSUMED_GPU_LINK`` (named as assumed); None for any other part without one."""
+    if getattr(hw, "host_link_gbps", 0.0):
+        return hw.host_link or "host link", hw.host_link_gbps * 1e9
+    if getattr(hw, "kind", "") == "gpu":
+        link = get_link(ASSUMED_GPU_LINK)
+        return f"{link.name} (assumed: no host link in the catalog for {hw.id})", link.per_direction_bytes_s
+    return None
+
+
 def parse_host_link(text: str, links: list[Link] | None = None) -> tuple[float, str]:
     """Per-direction GB/s of a host-link description, and how it was derived (one line).
 

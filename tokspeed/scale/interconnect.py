@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import UserError
-from ..hardware.links import ASSUMED_GPU_LINK, get_link
+from ..hardware.links import host_link_of
 
 # Synchronisation latency per operation (software + link round trip; bandwidth is counted separately).
 # Fitted by scripts/eval_scale_calibration.py --fit on the tensor-parallel decode rows of
@@ -102,11 +102,8 @@ def device_link(hw, n: int) -> Interconnect | None:
 
 
 def host_link(hw, kind: str = "host") -> Interconnect:
-    if hw.host_link_gbps:
-        return Interconnect(hw.host_link or "host link", kind, hw.host_link_gbps * 1e9)
-    if hw.kind == "gpu":
-        link = get_link(ASSUMED_GPU_LINK)
-        return Interconnect(f"{link.name} (assumed: no host link in the catalog for {hw.id})", kind,
-                            link.per_direction_bytes_s)
+    known = host_link_of(hw)
+    if known is not None:
+        return Interconnect(known[0], kind, known[1])
     raise UserError(f"{hw.id}: no host link bandwidth in the catalog ({hw.host_link or 'none given'})",
                     "use a TOML hardware file with host_link_gbps")

@@ -20,9 +20,7 @@ direction, 32x slower.
 
 from __future__ import annotations
 
-from ..engines.compat import offload_cpu_engine
-from ..engines.host_ops import DEFAULT_HOST
-from ..engines.profile import get_engine
+from ..engines.host_ops import DEFAULT_HOST, cpu_stage
 from ..errors import UserError
 from ..hardware.catalog import get_hardware
 from ..hardware.spec import Hardware
@@ -31,7 +29,6 @@ from .layout import Layout, Stage, device_memory, layer_expert_bytes, layer_weig
 from .parallel import Parallel
 
 MODES = ("none", "auto", "layers", "stream", "experts")
-DEFAULT_CPU = DEFAULT_HOST     # a typical desktop: dual-channel DDR5-5600 (89.6 GB/s)
 
 
 def normalize_mode(offload: str | None, gpu_layers: int | None) -> str:
@@ -48,7 +45,7 @@ def normalize_mode(offload: str | None, gpu_layers: int | None) -> str:
 def resolve_cpu(cpu):
     if isinstance(cpu, Hardware):
         return cpu
-    return get_hardware(cpu or DEFAULT_CPU)
+    return get_hardware(cpu or DEFAULT_HOST)     # a typical desktop (engines/host_ops.py)
 
 
 def _host_bytes(spec, sizes, a, b, embedding, head) -> float:
@@ -56,19 +53,11 @@ def _host_bytes(spec, sizes, a, b, embedding, head) -> float:
     return sum(per_layer[a:b]) + (embd if embedding else 0.0) + (head_b if head else 0.0)
 
 
-def cpu_stage_engine(cpu_hw):
-    """(device, engine) of an offload's CPU stage, as ``compat.runnable`` sees a CPU engine: a SoC's CPU cluster or
-    a CPU's SIMD view, and the table's offload CPU engine (llama.cpp's CPU backend) with its threads' barrier after
-    each graph node."""
-    view = cpu_hw.cpu_engine_view()
-    return view, get_engine(offload_cpu_engine()).with_barrier(view)
-
-
 def llamacpp_layout(spec, storage, hw, prof, cpu_hw, n_gpu: int) -> Layout:
     sizes = layer_weight_bytes(spec, storage)
     L = spec.n_layers
     n_gpu = max(0, min(n_gpu, L + 1))
-    cpu_hw, cpu_eng = cpu_stage_engine(cpu_hw)
+    cpu_hw, cpu_eng = cpu_stage(cpu_hw)
     if n_gpu > L:
         stages = [Stage("gpu0", "gpu", hw, prof, (0, L), embedding=True, head=True)]
     else:
@@ -110,7 +99,7 @@ def experts_layout(spec, storage, hw, prof, cpu_hw, n_cpu_moe: int) -> Layout:
     if n:
         if n < L:
             stages.append(Stage("gpu0 (experts)", "gpu", hw, prof, (n, L), ops="experts"))
-        cpu_hw, cpu_eng = cpu_stage_engine(cpu_hw)
+        cpu_hw, cpu_eng = cpu_stage(cpu_hw)
         stages.append(Stage("cpu (experts)", "cpu", cpu_hw, cpu_eng, (0, n), gpu=hw,
                             host_bytes=sum(experts[:n]), ops="experts"))
     return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="experts")
