@@ -73,6 +73,20 @@ def test_a_cpu_engine_row_on_a_soc_sees_its_cpu_cluster():
     assert cpu < 0.7 * gpu
 
 
+def test_a_rows_memory_technology_is_its_catalog_devices():
+    """The CSV has no memory column: a row's device takes its catalog entry's memory type (the MI50 rows, named
+    "AMD Instinct MI50 32GB (gfx906)", are HBM2 as the catalog's mi50 is, and answer with the HBM efficiency a
+    user's `--hardware mi50` gets), else the class its name and kind imply."""
+    from tokspeed.calibration.rows import CALIBRATION_CSVS
+    from tokspeed.engines.memory import memory_class
+
+    rows = load_rows(list(CALIBRATION_CSVS))
+    mi50 = [r for r in rows if r.hw.arch == "gcn5"]
+    assert mi50 and all(memory_class(r.hw) == "hbm" == memory_class(get_hardware("mi50")) for r in mi50)
+    r9700 = [r for r in rows if "R9700" in r.hw.name]
+    assert r9700 and all(memory_class(r.hw) == "gddr" for r in r9700)
+
+
 def test_skip_rules(rows):
     with open(DEFAULT_CSV, newline="") as f:
         raw = {d["id"]: d for d in csv.DictReader(f)}

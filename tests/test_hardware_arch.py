@@ -118,6 +118,17 @@ def test_memory_class_reads_the_memory_type_not_the_name():
     assert memory_class(stated) == "gddr"
 
 
+@pytest.mark.parametrize("name,hbm", [
+    ("AMD Instinct MI50 32GB (gfx906)", True),     # Vega 20 with four HBM2 stacks (AMD's MI50 data sheet)
+    ("AMD Instinct MI25", True), ("AMD Radeon VII", True), ("AMD Radeon Pro VII", True), ("Radeon RX Vega 64", True),
+    ("NVIDIA TITAN V", True), ("NVIDIA Quadro GV100", True), ("AMD Instinct MI300X", True),
+    ("AMD Radeon RX 7900 XTX", False), ("AMD Radeon Pro W7900", False), ("NVIDIA GeForce RTX 4090", False),
+    ("Xiaomi 14 Ultra", False), ("AMD Radeon RX 6900 XT", False)])
+def test_hbm_only_parts_are_named_so(name, hbm):
+    hw = Hardware(id="x", name=name, kind="gpu", vendor="AMD", memory_gb=16, bandwidth_gbps=1000)
+    assert (memory_class(hw) == "hbm") is hbm
+
+
 def test_family_is_the_catalog_arch():
     assert device_family("NVIDIA Tesla P100 PCIe 16GB", "NVIDIA") == "NVIDIA Pascal"     # pascal-gp100
     assert device_family("NVIDIA A100 80GB (SXM4/PCIe unstated)", "NVIDIA") == "NVIDIA Ampere"

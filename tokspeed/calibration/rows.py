@@ -132,7 +132,8 @@ def _slug(name: str) -> str:
 
 
 def row_hardware(r: dict) -> Hardware:
-    """The row's device from its own columns; the memory technology (which the CSV does not state) is
+    """The row's device from its own columns; the memory technology (which the CSV does not state) is the catalog
+    entry's where the device has one (an AMD Instinct MI50 is HBM2 whatever its row calls it), else
     ``tokspeed.engines.memory.memory_class`` of the name and kind (HBM parts by name). A row without an
     FP16 peak takes the catalog's (a vendor figure, or one derived as units x clock x FLOPs per unit
     with its derivation in the catalog), so its prefill is scored. What the CSV has no column for comes from the
@@ -151,7 +152,7 @@ def row_hardware(r: dict) -> Hardware:
 
 # a row's device fields that the CSV does not carry, taken from its catalog entry (where found)
 CATALOG_FIELDS = ("fp16_accumulate_2x", "fp32_tflops", "tdp_w", "int8_tops", "cpu_bandwidth_gbps",
-                  "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "cpu_threads", "arch", "matrix_units")
+                  "cpu_bandwidth_band_pct", "cpu_fp32_tflops", "cpu_threads", "arch", "matrix_units", "memory_type")
 
 
 def _row_fp16_tflops(r: dict) -> float:
