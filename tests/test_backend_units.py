@@ -4,8 +4,6 @@ ggml_vk_khr_cooperative_matrix_support and ggml-cuda's amd_wmma/mfma_available),
 
 from dataclasses import replace
 
-import pytest
-
 from tokspeed.engines.backends import backend_view, uses_matrix_units
 from tokspeed.engines.compat import unmodelled_kernels
 from tokspeed.hardware.catalog import get_hardware
@@ -58,37 +56,6 @@ def test_moe_dispatch_kernels_per_layer():
     assert unmodelled_kernels("llama.cpp-cuda", spec, "Q4_K_M") == (7 + 7) * 48
     dense = resolve_model("llama-3.1-8b")[0]
     assert unmodelled_kernels("llama.cpp-cuda", dense, "Q4_K_M") == 0
-
-
-def test_vulkan_moe_dispatch_is_two_kernels_a_layer_from_the_fused_builds():
-    # ggml-vulkan (0.3.17's copy; none of it in 0.3.16's of 2025-08-15): topk_moe (the selection and the
-    # normalisation in one shader), the weighting mul inside mul_mat_id, the k - 1 adds as one multi_add
-    spec = resolve_model("qwen3-30b-a3b")[0]
-    assert unmodelled_kernels("llama.cpp-vulkan", spec, "Q4_K_M", "2025-08") == (7 + 7) * 48
-    assert unmodelled_kernels("llama.cpp-vulkan", spec, "Q4_K_M", "2025-12") == 2 * 48
-    assert unmodelled_kernels("llama.cpp-vulkan", spec, "Q4_K_M", "") == 2 * 48          # today's build
-    gpt_oss = resolve_model("gpt-oss-20b")[0]           # top-4 of 32: 7 + 3 a layer before, 2 after, 24 layers
-    assert unmodelled_kernels("llama.cpp-vulkan", gpt_oss, "MXFP4", "2025-08") == 10 * 24
-    assert unmodelled_kernels("llama.cpp-vulkan", gpt_oss, "MXFP4", "2026-05") == 2 * 24
-    # CUDA (and the HIP build) not modelled fused: every build counts ggml's graph
-    assert unmodelled_kernels("llama.cpp-cuda", spec, "Q4_K_M", "2026-05") == (7 + 7) * 48
-
-
-def test_the_fused_dispatch_saves_its_launches_in_a_vulkan_decode_step():
-    """A 2025-12 Vulkan build decodes Qwen3-30B-A3B faster than a 2025-08 one by exactly the 576 launches it no
-    longer makes, each at the driver's per-kernel cost (nothing else about the step changes between the two months:
-    the same era, the same kernels)."""
-    from tokspeed.engines.kernel_cost import driver_launch_s
-    from tokspeed.engines.profile import get_engine
-    from tokspeed.predict import predict
-
-    hw = get_hardware("radeon-ai-pro-r9700")
-    eng = get_engine("llama.cpp-vulkan", hw, version="2025-12")
-    old = replace(eng, build_month="2025-08")
-
-    def step(e):
-        return 1.0 / predict("qwen3-30b-a3b", hw, quant="Q4_K_M", engine=e, prompt=0, gen=1, context=0).decode.tok_s
-    assert step(old) - step(eng) == pytest.approx(576 * driver_launch_s(eng, hw), rel=1e-6)
 
 
 def test_rocm_mmq_on_sdot4_where_a_part_has_no_mfma_or_wmma():

@@ -313,9 +313,8 @@ def unmodelled_kernels(engine, spec, quant: str, month: str | None = None) -> in
     if not k or spec is None:
         return 0
 
-    month = getattr(engine, "build_month", "") if month is None else month
-    n = dispatch_kernels(k, spec, month)
-    n += mixer_kernels(k, spec, month)
+    n = dispatch_kernels(k, spec)
+    n += mixer_kernels(k, spec, getattr(engine, "build_month", "") if month is None else month)
     if (quant or "").strip().upper() in FP8_ACTIVATION_FORMATS:
         attn = 5 if spec.is_mla and spec.q_lora_rank else 4
         if k.get("fp8_quant_fused"):

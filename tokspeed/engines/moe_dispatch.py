@@ -16,18 +16,8 @@ llama-cpp-python 0.3.36):
 That is ``per_moe_layer`` = 7 plus ``per_moe_expert_used`` = 1 per selected expert beyond the first (capabilities.toml
 ``kernels`` of each llama.cpp backend): 14 per layer for Qwen3-30B-A3B (k = 8), 48 layers: 672 launches a token, ~2.7
 ms at the CUDA fit's 4 us per kernel, next to ~3.5 ms of weight reads on an RTX 4090. Newer CUDA and Vulkan builds
-fuse the selection and normalisation (``topk-moe.cu``, ``topk_moe.comp``) and chains of adds.
-
-ggml-vulkan's graph walk (``ggml_backend_vk_graph_compute``, llama-cpp-python 0.3.17's copy of 2026-03-23; none of
-it in 0.3.16's of 2025-08-15) runs the dispatch as 2 kernels a layer: the whole selection (soft_max or sigmoid,
-argsort, view, get_rows, and sum_rows / clamp / div where the weights are normalised) as one ``topk_moe`` shader,
-the weighting ``ggml_mul`` inside the down projection's ``mul_mat_id`` (the MUL_MAT_ID + MUL fusion), and the k - 1
-adds as one ``multi_add`` (up to MAX_FUSED_ADDS operands): capabilities.toml ``kernels.moe_fused`` (``since``:
-the month after the last copy without, as for its SSM ops, ``host_until``; ASSUMED within the copies' bracket).
-Qwen3-30B-A3B: 96 launches a token instead of 672. ggml-cuda (and so HIP) has the top-k fusion and add chains
-from the same bracket and the weighted reduction (mul and adds in one) first in 0.3.36's copy (2026-10-01; absent
-from 0.3.35's of 2026-08-17); its graph-replayed era's ``launch_s`` and the rows it was fitted on (CUDA's MoE rows
-are of 2025-08, before it; the R9700's ROCm MoE rows of 2025-12 show no MoE-only shortfall) leave it unmodelled.
+fuse the selection and normalisation (``topk-moe.cu``, ``topk_moe.comp``) and chains of adds; each era's fitted
+``launch_s`` absorbs what its builds fused (a per-build count would need the fusion's build number as data).
 Vendor engines list their own (``per_moe_layer`` of vLLM's fused_moe: 4).
 
 How a backend runs ``mul_mat_id`` over a prompt is below ``dispatch_kernels``: ggml-sycl's host loop over the
@@ -38,18 +28,13 @@ host loop for float experts MMF declines. How each expert's GEMM ramps over its 
 from __future__ import annotations
 
 from ..ledger import Role
-from .cpu_kernels import before
 from .rates import MATVEC_MAX_TOKENS
 
 
-def dispatch_kernels(kernels: dict, spec, month: str = "") -> int:
-    """Launches per forward pass for MoE dispatch under an engine's ``kernels`` table (capabilities.toml), in a
-    build of ``month`` ("" = today's): from ``moe_fused.since`` on, ``moe_fused.per_moe_layer`` a layer."""
+def dispatch_kernels(kernels: dict, spec) -> int:
+    """Launches per forward pass for MoE dispatch under an engine's ``kernels`` table (capabilities.toml)."""
     if spec is None or not getattr(spec, "n_moe_layers", 0):
         return 0
-    fused = kernels.get("moe_fused")
-    if fused and not before(month, fused["since"]):
-        return int(fused["per_moe_layer"] * spec.n_moe_layers)
     per_layer = kernels.get("per_moe_layer", 0)
     per_layer += kernels.get("per_moe_expert_used", 0) * max(getattr(spec, "n_active_experts", 1) - 1, 0)
     return int(per_layer * spec.n_moe_layers)
