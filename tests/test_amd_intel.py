@@ -87,6 +87,20 @@ def test_rocm_reproduces_the_public_figures_it_cites(hw_id, lo, hi):
     assert decode(get_hardware(hw_id)).tok_s == pytest.approx((lo + hi) / 2, rel=0.15)
 
 
+@pytest.mark.parametrize("hw_id", ["rtx-4090", "h100-sxm", "jetson-agx-orin-64g", "ryzen-ai-max-395", "radeon-ai-pro-r9700"])
+def test_the_priors_memory_fraction_is_the_memorys_whatever_the_api(hw_id):
+    """[VKMEM]: CUDA's priors (ROCm takes its kernels) and Vulkan's read weights at the memory technology's fraction
+    of the peak: HBM from gpt-fast's A100 figure (1,300+ of 2,039 GB/s: within 0.015), LPDDR from the M1 Max GPU's
+    measured 317.6 of 409.6 GB/s ([HWNOTES]), other memory 0.75."""
+    from tokspeed.engines.memory import memory_class
+    from tokspeed.engines.profile import prior_profile
+
+    hw = get_hardware(hw_id)
+    expected = {"hbm": 1300 / 2039, "lpddr": 317.6 / 409.6, "gddr": 0.75}[memory_class(hw)]
+    for engine in ("llama.cpp-cuda", "llama.cpp-rocm", "llama.cpp-vulkan"):
+        assert prior_profile(engine).mem_eff(memory_class(hw)) == pytest.approx(expected, abs=0.015)
+
+
 def test_strix_halo_is_memory_bound_not_kernel_bound():
     # 40 CUs x 2.9 GHz x ~7 B per core cycle ~ 0.8 TB/s of kernel bound against 256 GB/s of LPDDR5X: the memory
     # side decides (llama.cpp-cuda's fitted LPDDR fraction, from the Jetson Orin rows), where the old ROCm prior
