@@ -123,7 +123,8 @@ def test_memory_class_reads_the_memory_type_not_the_name():
     ("AMD Instinct MI25", True), ("AMD Radeon VII", True), ("AMD Radeon Pro VII", True), ("Radeon RX Vega 64", True),
     ("NVIDIA TITAN V", True), ("NVIDIA Quadro GV100", True), ("AMD Instinct MI300X", True),
     ("AMD Radeon RX 7900 XTX", False), ("AMD Radeon Pro W7900", False), ("NVIDIA GeForce RTX 4090", False),
-    ("Xiaomi 14 Ultra", False), ("AMD Radeon RX 6900 XT", False)])
+    ("Xiaomi 14 Ultra", False), ("AMD Radeon RX 6900 XT", False),
+    ("AMD Radeon Instinct MI6", False)])          # Polaris 10 with 16 GB of GDDR5
 def test_hbm_only_parts_are_named_so(name, hbm):
     hw = Hardware(id="x", name=name, kind="gpu", vendor="AMD", memory_gb=16, bandwidth_gbps=1000)
     assert (memory_class(hw) == "hbm") is hbm

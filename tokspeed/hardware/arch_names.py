@@ -17,10 +17,11 @@ from functools import lru_cache
 from .arch import name_patterns, pattern_vendors
 
 # parts that ship with HBM only (the memory technology of a device whose entry states none): NVIDIA's data-centre
-# parts from P100 and the Volta Titan V / Quadro GV100; every AMD Instinct MI part (MI25 .. MI355X: MI25 / MI50 /
-# MI60 are Vega HBM2 boards) and the Vega-era Radeons (Vega 56 / 64, Radeon VII, Radeon Pro VII: HBM2; Fury: HBM)
+# parts from P100 and the Volta Titan V / Quadro GV100; every AMD Instinct MI part from MI25 (MI25 .. MI355X: MI25 /
+# MI50 / MI60 are Vega HBM2 boards; not the Polaris MI6, GDDR5) and the Vega-era Radeons (Vega 56 / 64, Radeon VII,
+# Radeon Pro VII: HBM2; Fury: HBM)
 HBM_NAMES = (r"\b(v100|p100|a100|a800|h100|h200|h800|h20|gh200|b100|b200|b300|gb200|gb300|titan v\b|gv100|"
-             r"mi\d{2,3}x?|instinct|radeon (pro )?vii\b|vega (56|64)|r9 fury|radeon fury|tpu|gaudi)")
+             r"mi\d{2,3}x?|radeon (pro )?vii\b|vega (56|64)|r9 fury|radeon fury|tpu|gaudi)")
 
 
 @lru_cache(maxsize=1024)
