@@ -188,6 +188,7 @@ def hub(tmp_path, monkeypatch):
 # the tiny Llama by hand: embed + lm_head 2 x 256 x 64, per layer q,o 64x64, k,v 32x64, gate,up 128x64,
 # down 64x128, two norms of 64; final norm 64 -> parameters, at 2 bytes (BF16)
 PARAMS = 2 * 256 * 64 + 2 * (2 * 64 * 64 + 2 * 32 * 64 + 3 * 128 * 64 + 2 * 64) + 64
+EMBED_BYTES = 256 * 64 * 2       # the token embedding, which llama.cpp (the default engine) keeps in host RAM
 
 
 def test_sharded_repo_read_from_headers_only(hub):
@@ -202,7 +203,8 @@ def test_sharded_repo_read_from_headers_only(hub):
 
 def test_single_file_repo_and_predict(hub):
     p = predict("org/single", "rtx-4090")
-    assert p.model == "org/single" and p.memory.weights_bytes == 2 * PARAMS
+    assert p.model == "org/single" and p.memory.weights_bytes == 2 * PARAMS - EMBED_BYTES
+    assert p.memory.host_bytes == EMBED_BYTES
 
 
 def test_second_read_uses_the_cache_offline(hub, monkeypatch):
@@ -248,7 +250,8 @@ def test_catalog_alias_needs_no_network(hub):
 def test_cli_one_line_errors_and_json(hub):
     env_ok = run_cli("predict", "org/tiny", "--hardware", "rtx-4090", "--json")
     assert env_ok.returncode == 0, env_ok.stderr
-    assert json.loads(env_ok.stdout)["memory"]["weights_bytes"] == 2 * PARAMS
+    mem = json.loads(env_ok.stdout)["memory"]
+    assert mem["weights_bytes"] + mem["host_bytes"] == 2 * PARAMS and mem["host_bytes"] == EMBED_BYTES
     for repo, word in (("org/gated", "gated"), ("org/nope", "no Hugging Face repository")):
         r = run_cli("predict", repo, "--hardware", "rtx-4090")
         assert r.returncode == 2 and word in r.stderr

@@ -22,6 +22,8 @@ class Memory:
     fits: bool
     max_context: int           # largest total context (tokens) that fits at this batch
     max_batch: int             # largest batch that fits at this context
+    host_bytes: float = 0.0    # weights held in host RAM outside the devices and their capacity (llama.cpp's
+                               # token embedding on a discrete GPU: scale.parallel.input_layer_on_host)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -37,13 +39,23 @@ def kv_bytes(spec, kv_elem_bytes: float, batch: int, tokens: int) -> float:
 def activation_bytes(spec, batch: int, prompt: int, ubatch: int = UBATCH) -> float:
     """Workspace of one micro-batch at FP32: logits, FFN intermediates and a few d_model-wide buffers.
     An estimate of llama.cpp's compute buffer (it prints ~0.3-0.6 GB for 7-8B models at -ub 512)."""
-    tokens = min(max(batch * max(prompt, 1), batch), ubatch)
     ffn = max(spec.d_ff, spec.d_ff_expert * max(spec.n_active_experts, 1))
-    return tokens * (spec.vocab_size + 3 * ffn + 4 * spec.d_model) * 4
+    rest = _buffer_tokens(batch, prompt, ubatch) * (3 * ffn + 4 * spec.d_model) * 4
+    return logits_bytes(spec, batch, prompt, ubatch) + rest
+
+
+def logits_bytes(spec, batch: int, prompt: int, ubatch: int = UBATCH) -> float:
+    """The logits of one micro-batch at FP32, the part of ``activation_bytes`` only the device that runs the output
+    layer holds (a layer split's last device)."""
+    return _buffer_tokens(batch, prompt, ubatch) * spec.vocab_size * 4
+
+
+def _buffer_tokens(batch: int, prompt: int, ubatch: int) -> int:
+    return min(max(batch * max(prompt, 1), batch), ubatch)
 
 
 def memory_budget(spec, weights: float, kv_elem_bytes: float, batch: int, tokens: int, prompt: int,
-                  overhead: float, capacity: float, ubatch: int = UBATCH) -> Memory:
+                  overhead: float, capacity: float, ubatch: int = UBATCH, host_bytes: float = 0.0) -> Memory:
     kv = kv_bytes(spec, kv_elem_bytes, batch, tokens)
     act = activation_bytes(spec, batch, prompt, ubatch)
     total = weights + kv + act + overhead
@@ -51,7 +63,7 @@ def memory_budget(spec, weights: float, kv_elem_bytes: float, batch: int, tokens
     per_seq = kv_bytes(spec, kv_elem_bytes, 1, tokens)
     max_batch = int(free // per_seq) if free > 0 and per_seq > 0 else 0
     max_context = _max_context(spec, kv_elem_bytes, batch, free, spec.max_context or 1 << 40)
-    return Memory(weights, kv, act, overhead, total, capacity, total <= capacity, max_context, max_batch)
+    return Memory(weights, kv, act, overhead, total, capacity, total <= capacity, max_context, max_batch, host_bytes)
 
 
 def _max_context(spec, kv_elem_bytes, batch, free, limit: int) -> int:
@@ -85,3 +97,17 @@ def _max_context(spec, kv_elem_bytes, batch, free, limit: int) -> int:
     while t < limit and kv_bytes(spec, kv_elem_bytes, batch, t + 1) <= free:
         t += 1
     return t
+
+
+def edge_of_memory(devices: list[tuple[str, float, float]], reserve: float) -> str | None:
+    """A note when a device that fits has less left than ``reserve``, the engine's runtime reserve (an estimate:
+    ``runtime_overhead_gib``): there the backend's own buffers, not this budget, decide whether it fits. ``devices``:
+    (name, total bytes, capacity bytes) of each device."""
+    for name, total, cap in devices:
+        if 0 <= cap - total < reserve:
+            return (f"{name} has {(cap - total) / 1e9:.2f} GB of its {cap / 1e9:.2f} GB left, less than the "
+                    f"{reserve / 1e9:.2f} GB runtime reserve assumed: the backend's own buffers decide whether "
+                    "it fits, and a driver that pages the excess to host memory decodes several times slower "
+                    "(two Radeon AI PRO R9700s under Vulkan, gpt-oss-120b: 69 tok/s at a 16K depth, 8.9 at 32K; "
+                    "data/validation/calibration-3.csv)")
+    return None

@@ -22,12 +22,13 @@ from .engines.bands import question_of, stated_pct
 from .engines.profile import IDEAL, EngineProfile
 from .attended import depth_kinks
 from .ledger import Op, forward_ops
-from .memory import Memory, memory_budget
+from .memory import Memory, edge_of_memory, memory_budget
 from .models import window as trained_window
 from .prediction_setup import Resolved, resolve
 from .quant.kv import kv_bytes as kv_dtype_bytes
+from .scale.layout import one_device_input
 from .scale.options import ScaleOptions
-from .scale.parallel import ROW_SPLIT_PREFILL
+from .scale.parallel import ROW_SPLIT_PREFILL, buffer_prompt
 from .scale.sections import scale_sections
 from .scale.timing import pipelined_s, pipelines_prompt, split_in_turn
 from .serving.fitted import constants_note, engine_seconds, predict_constants
@@ -171,8 +172,11 @@ def memory(r: Resolved, work: Workload) -> Memory:
     if r.setup is not None:
         mem = r.setup.memory
     else:
-        mem = memory_budget(r.spec, r.weights_bytes, r.kv_elem_bytes, work.batch, work.tokens, work.prompt,
-                            r.profile.runtime_overhead_gib * 2**30, r.hw.usable_bytes, ubatch=work.micro_batch)
+        off_device, host = one_device_input(r.spec, r.storage, r.profile, r.hw)
+        mem = memory_budget(r.spec, r.weights_bytes - off_device, r.kv_elem_bytes, work.batch, work.tokens,
+                            buffer_prompt(r.profile, work.prompt, work.tokens, work.micro_batch),
+                            r.profile.runtime_overhead_gib * 2**30, r.hw.usable_bytes, ubatch=work.micro_batch,
+                            host_bytes=host)
     window = r.spec.max_context
     if window and mem.max_context > window:
         mem = replace(mem, max_context=window)
@@ -331,6 +335,11 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
     # a device whose file states no arch: the engine rules read the one its name implies -- said, not silent
     notes += [f"hardware {r.hw.id}: {d}" for d in r.hw.derived if d.startswith("arch: ") and "ASSUMED" in d]
     layout = r.setup.layout if r.setup else None
+    # (an offload fills the GPU to the edge by this budget on purpose: its layer count says so)
+    devices = ([] if layout is not None and layout.offload != "none" else
+               [(d.name, d.total_bytes, d.capacity_bytes) for d in r.setup.devices if d.kind == "gpu"] if r.setup
+               else [(r.hw.id, mem.total_bytes, mem.capacity_bytes)])
+    notes += filter(None, [edge_of_memory(devices, r.profile.runtime_overhead_gib * 2**30)])
     if layout is not None and layout.row_split and work.prompt:
         notes.append(ROW_SPLIT_PREFILL)
     fit = serving_fit(r)

@@ -25,6 +25,7 @@ from .quant.schemes import canonical, scheme_for
 from .resolve import resolve_model
 from .scale.configure import configure
 from .scale.options import ScaleOptions
+from .scale.parallel import buffer_prompt
 from .scale.timing import LayoutTimer
 from .serving.gemm_device import gemm_hardware
 from .serving.kernel_efficiency import kernel_profile
@@ -84,7 +85,8 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
     r = Resolved(spec, storage, quant, kv_dtype.lower(), kvb, hw, prof, scale, weights_bytes=weights,
                  quant_assumed=assumed)
     if scale.wants_layout:
-        r.setup = configure(spec, storage, hw, prof, kvb, work.batch, work.tokens, work.prompt,
+        r.setup = configure(spec, storage, hw, prof, kvb, work.batch, work.tokens,
+                            buffer_prompt(prof, work.prompt, work.tokens, work.micro_batch),
                             prof.runtime_overhead_gib * 2**30, gpus=scale.gpus, parallel=scale.parallel,
                             gpu_layers=scale.gpu_layers, offload=scale.offload, cpu=scale.cpu)
         r.timer = LayoutTimer(r.setup.layout, spec, quant)

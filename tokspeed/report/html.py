@@ -120,6 +120,7 @@ def _prediction_table(pred) -> str:
     m, d = pred.memory, pred.decode
     rows = [("weights", fmt_bytes(m.weights_bytes)), ("KV cache", fmt_bytes(m.kv_bytes)),
             ("activations / workspace", fmt_bytes(m.activations_bytes)), ("engine runtime", fmt_bytes(m.overhead_bytes)),
+            *([("token embedding in host RAM", fmt_bytes(m.host_bytes))] if getattr(m, "host_bytes", 0) else []),
             ("total / capacity", f"{fmt_bytes(m.total_bytes)} / {fmt_bytes(m.capacity_bytes)}"),
             ("largest context at this batch", f"{m.max_context:,} tokens" if m.max_context else
              "none: the weights and buffers alone exceed the capacity"),

@@ -105,7 +105,9 @@ def render_prediction(pred, console=None):
     fit = styled("fits", "green") if m.fits else styled("DOES NOT FIT", "bold red")
     t.row("memory", f"{fmt_bytes(m.total_bytes)} / {fmt_bytes(m.capacity_bytes)}",
           f"weights {fmt_bytes(m.weights_bytes)} + KV {fmt_bytes(m.kv_bytes)} + activations "
-          f"{fmt_bytes(m.activations_bytes)} + runtime {fmt_bytes(m.overhead_bytes)}")
+          f"{fmt_bytes(m.activations_bytes)} + runtime {fmt_bytes(m.overhead_bytes)}"
+          + (f"; token embedding {fmt_bytes(m.host_bytes)} in host RAM (the engine keeps its input layer there)"
+             if getattr(m, "host_bytes", 0) else ""))
     t.row("fits", fit, f"capacity is the device's usable memory ({usable_note(pred, m)})")
     t.row("largest context / batch", *context_cell(m, pred))
     t.row("bytes read per token", fmt_bytes(d.bytes_per_token),

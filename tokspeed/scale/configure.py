@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from ..errors import UserError
 from ..memory import Memory
 from .interconnect import device_link
-from .layout import DeviceMemory, Layout, Stage, device_memory
+from .layout import DeviceMemory, Layout, Stage, device_memory, host_input_bytes
 from .offload import normalize_mode, offload_layout
-from .parallel import Parallel, check_tp, parse_parallel, split_layers
+from .parallel import Parallel, check_tp, input_layer_on_host, llama_split_layers, parse_parallel, split_layers
 
 
 def matmuls_per_layer(spec) -> int:
@@ -22,7 +22,7 @@ def parallel_layout(spec, hw, prof, par: Parallel) -> Layout:
     llama = prof.runtime == "llama.cpp"
     if not llama:
         check_tp(spec, par.tp)      # llama.cpp's row split cuts rows anywhere; head-sharded TP cannot
-    blocks = split_layers(spec.n_layers, par.pp)
+    blocks = (llama_split_layers if llama and par.style == "split" else split_layers)(spec.n_layers, par.pp)
     stages = []
     for i, (a, b) in enumerate(blocks):
         first, last = i * par.tp, i * par.tp + par.tp - 1
@@ -30,7 +30,8 @@ def parallel_layout(spec, hw, prof, par: Parallel) -> Layout:
         stages.append(Stage(name, "gpu", hw, prof, (a, b), tp=par.tp, embedding=i == 0, head=i == len(blocks) - 1))
     return Layout(stages, par, link=device_link(hw, par.tp), pipe_link=device_link(hw, par.n_devices),
                   handoff_value_bytes=4.0 if llama else 2.0,
-                  syncs_per_layer=matmuls_per_layer(spec) if llama else 2, row_split=llama and par.tp > 1)
+                  syncs_per_layer=matmuls_per_layer(spec) if llama else 2, row_split=llama and par.tp > 1,
+                  input_on_host=input_layer_on_host(prof, hw))
 
 
 @dataclass
@@ -85,7 +86,7 @@ def system_memory(rows, layout, spec, storage, kvb, batch, tokens, prompt, overh
     over = sum(r.overhead_bytes * r.count for r in rows)
     cap = sum(r.capacity_bytes * r.count for r in rows)
     return Memory(weights, kv, act, over, weights + kv + act + over, cap, all(r.fits for r in rows),
-                  max_context, max_batch)
+                  max_context, max_batch, host_bytes=host_input_bytes(layout, spec, storage, rows))
 
 
 def _largest(ok, limit: int) -> int:

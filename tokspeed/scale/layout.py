@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ledger import weight_ledger
-from ..memory import activation_bytes
+from ..memory import activation_bytes, logits_bytes
 from .interconnect import Interconnect
-from .parallel import Parallel
+from .parallel import Parallel, input_layer_on_host
 
 
 @dataclass
@@ -77,6 +77,7 @@ class Layout:
     pipe_link: Interconnect | None = None # between pipeline stages (defaults to ``link``)
     gpu_layers: int | None = None         # offload: layers (incl. output) on the GPU
     cpu_hw: object = None                 # offload: the host memory system
+    input_on_host: bool = False           # llama.cpp on a discrete GPU: the token embedding stays in host RAM
     notes: list = field(default_factory=list)
 
 
@@ -108,15 +109,15 @@ def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: in
     per_layer, embd, head = layer_weight_bytes(spec, storage)
     experts = layer_expert_bytes(spec, storage) if any(s.ops != "all" for s in layout.stages) else None
     kv_all = batch * spec.kv_cached_elements(tokens) * kv_elem_bytes + batch * spec.index_cache_bytes(tokens)
-    act = activation_bytes(spec, batch, prompt)
+    act, logits = activation_bytes(spec, batch, prompt), logits_bytes(spec, batch, prompt)
     rows: dict[str, DeviceMemory] = {}
 
     def row(name, kind, hw, count=1):
         if name not in rows:
             cap = hw.usable_bytes
             rows[name] = DeviceMemory(name, kind, hw.id, count, capacity_bytes=cap)
-            if kind == "gpu":
-                rows[name].activations_bytes = act
+            if kind == "gpu":                # the logits are on the device that runs the output layer (below)
+                rows[name].activations_bytes = act - logits
                 rows[name].overhead_bytes = overhead_bytes
         return rows[name]
 
@@ -129,8 +130,9 @@ def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: in
                 row("host", "host", s.hw).weights_bytes += sum(experts[a:b])
                 row(gpu_name or "gpu0", "gpu", s.gpu).weights_bytes -= sum(experts[a:b])
             continue
-        w = sum(per_layer[a:b]) + (embd if s.embedding else 0.0) + (head if s.head else 0.0)
-        if s.head and spec.tied_embeddings and not s.embedding:
+        on_host = layout.input_on_host and s.kind == "gpu"      # parallel.input_layer_on_host
+        w = sum(per_layer[a:b]) + (embd if s.embedding and not on_host else 0.0) + (head if s.head else 0.0)
+        if s.head and spec.tied_embeddings and (on_host or not s.embedding):
             w += embd            # the LM head reads the tied table: the last stage needs its own copy
         kv = kv_all * (b - a) / spec.n_layers
         if s.kind == "gpu":
@@ -148,7 +150,36 @@ def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: in
             g = row(gpu_name or "gpu0", "gpu", s.hw)
             g.kv_bytes += kv
             stream_buf = max(stream_buf, max(per_layer[a:b], default=0.0))
+        # the logits: on the GPU that runs the output layer; llama.cpp runs a RAM-held output layer's prompt
+        # batches on the GPU too (op offload), so there they are in its buffer as well
+        target = s.name if s.kind == "gpu" else gpu_name or "gpu0"
+        if s.head and target in rows:
+            rows[target].activations_bytes += logits
     if stream_buf:
         rows[gpu_name or "gpu0"].activations_bytes += stream_buf   # Accelerate copies one layer at a time
+    if "host" in rows and input_off_device(layout):
+        rows["host"].weights_bytes += embd                          # offload: with the layers in RAM
     return list(rows.values())
 
+
+def input_off_device(layout: Layout) -> bool:
+    """The token embedding a GPU stage would hold is in host RAM instead (``Layout.input_on_host``)."""
+    return layout.input_on_host and any(s.embedding and s.kind == "gpu" for s in layout.stages)
+
+
+def one_device_input(spec, storage, prof, hw) -> tuple[float, float]:
+    """(bytes the device does not hold, bytes in host RAM) of llama.cpp's token embedding on one discrete GPU
+    (``parallel.input_layer_on_host``): the table stays in host RAM; a tied output layer keeps a copy on the
+    device, so only an untied model's device memory shrinks. (0, 0) for every other engine or device."""
+    if not input_layer_on_host(prof, hw):
+        return 0.0, 0.0
+    embd = layer_weight_bytes(spec, storage)[1]
+    return (0.0 if spec.tied_embeddings else embd), embd
+
+
+def host_input_bytes(layout: Layout, spec, storage, rows: list[DeviceMemory]) -> float:
+    """The token embedding llama.cpp holds in host RAM outside every device row (no offload's host row to
+    hold it): not counted against the devices' capacity, reported beside it."""
+    if not input_off_device(layout) or any(r.kind == "host" for r in rows):
+        return 0.0
+    return layer_weight_bytes(spec, storage)[1]

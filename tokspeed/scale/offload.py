@@ -25,8 +25,8 @@ from ..errors import UserError
 from ..hardware.catalog import get_hardware
 from ..hardware.spec import Hardware
 from .interconnect import host_link
-from .layout import Layout, Stage, device_memory, layer_expert_bytes, layer_weight_bytes
-from .parallel import Parallel
+from .layout import Layout, Stage, device_memory, input_off_device, layer_expert_bytes, layer_weight_bytes
+from .parallel import Parallel, input_layer_on_host
 
 MODES = ("none", "auto", "layers", "stream", "experts")
 
@@ -70,7 +70,8 @@ def llamacpp_layout(spec, storage, hw, prof, cpu_hw, n_gpu: int) -> Layout:
             stages.append(Stage("gpu0", "gpu", hw, prof, (first, L), embedding=not first))
         stages.append(Stage("cpu (output)", "cpu", cpu_hw, cpu_eng, (L, L), head=True, gpu=hw,
                             host_bytes=_host_bytes(spec, sizes, L, L, False, True)))
-    return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="layers")
+    return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="layers",
+                  input_on_host=input_layer_on_host(prof, hw))
 
 
 def stream_layout(spec, storage, hw, prof, cpu_hw, n_resident: int) -> Layout:
@@ -102,7 +103,8 @@ def experts_layout(spec, storage, hw, prof, cpu_hw, n_cpu_moe: int) -> Layout:
         cpu_hw, cpu_eng = cpu_stage(cpu_hw)
         stages.append(Stage("cpu (experts)", "cpu", cpu_hw, cpu_eng, (0, n), gpu=hw,
                             host_bytes=sum(experts[:n]), ops="experts"))
-    return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="experts")
+    return Layout(stages, Parallel(), host=host_link(hw), handoff_value_bytes=4.0, offload="experts",
+                  input_on_host=input_layer_on_host(prof, hw))
 
 
 def _gpu_fits(layout, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> bool:
@@ -182,4 +184,4 @@ def weights_in_ram_bytes(spec, storage, layout) -> float:
         if s.kind in ("cpu", "stream"):
             a, b = s.layers
             total += sum(per_layer[a:b]) + (embd if s.embedding else 0) + (head if s.head else 0)
-    return total
+    return total + (embd if input_off_device(layout) else 0.0)

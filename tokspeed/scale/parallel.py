@@ -102,6 +102,34 @@ def check_tp(spec, tp: int):
                         "choose a tp that divides the head count")
 
 
+def llama_split_layers(n_layers: int, devices: int) -> list[tuple[int, int]]:
+    """llama.cpp's layer split over ``devices`` equal devices (llama-model.cpp, ``load_tensors``): the split points
+    are the devices' cumulative shares of free memory (equal here), the output layer counts as layer ``n_layers``,
+    and layer ``il`` goes to the first device whose cumulative share exceeds ``il / (n_layers + 1)``, i.e.
+    ``il * devices // (n_layers + 1)``. The first devices hold one layer more than an even split where the
+    output tips the count: 48 layers over two GPUs are 25 + 23 (+ the output), 36 are 19 + 17."""
+    if devices > n_layers:
+        raise UserError(f"{devices} pipeline stages for {n_layers} layers", "use fewer stages")
+    starts = [-(-d * (n_layers + 1) // devices) for d in range(devices)] + [n_layers]
+    return [(starts[d], starts[d + 1]) for d in range(devices)]
+
+
+def input_layer_on_host(engine, hw) -> bool:
+    """llama.cpp keeps the token embedding (its input layer) in host RAM whatever ``-ngl`` says ("there is very
+    little benefit to offloading the input layer, so always keep it on the CPU": llama-model.cpp,
+    ``load_tensors``); a tied output layer is a copy of it on the last device. On a discrete GPU that table is
+    not in device memory; on a SoC host RAM is the device's memory, and it stays counted there."""
+    return runtime_of(engine) == "llama.cpp" and getattr(hw, "kind", "") == "gpu"
+
+
+def buffer_prompt(engine, prompt: int, tokens: int, ubatch: int) -> int:
+    """The prompt length a run's compute buffer is sized for (``memory.activation_bytes``): llama.cpp reserves its
+    worst-case graph when the context is made, a full micro-batch of ``min(n_ctx, n_ubatch)`` tokens whatever the
+    prompt (llama-context.cpp, "reserve worst-case graph"), so a decode-only run holds it too; other engines: the
+    prompt."""
+    return max(prompt, min(tokens, ubatch)) if runtime_of(engine) == "llama.cpp" else prompt
+
+
 def split_layers(n_layers: int, stages: int) -> list[tuple[int, int]]:
     """Contiguous blocks of layers, as even as possible. The first stage also holds the embedding
     and the last the LM head, so leftover layers go to the middle stages first."""

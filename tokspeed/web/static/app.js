@@ -204,6 +204,7 @@ function renderPrediction(d) {
     segs[i].style.width = (100 * v / scale).toFixed(3) + "%";
     segs[i].title = ["weights", "KV cache", "activations", "engine runtime"][i] + ": " + fmtBytes(v);
   });
+  if (m.host_bytes > 0) segs[0].title += " (and the token embedding, " + fmtBytes(m.host_bytes) + ", in host RAM)";
   $("memcap").style.left = (100 * m.capacity_bytes / scale).toFixed(3) + "%";
   $("memcap").title = "capacity " + fmtBytes(m.capacity_bytes);
   $("source").textContent = "engine model: " + d.engine_source;
