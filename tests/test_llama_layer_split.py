@@ -66,3 +66,16 @@ def test_gpt_oss_120b_on_two_r9700s_nears_gpu0s_capacity_between_16k_and_32k():
     one = predict("gpt-oss-120b", "m3-ultra", quant="MXFP4", engine="llama.cpp-metal", context=16384, prompt=0, gen=32)
     assert gpu0_16["weights_bytes"] + gpu1_16["weights_bytes"] + at16.memory.host_bytes == pytest.approx(
         one.memory.weights_bytes, rel=1e-12)
+
+
+def test_every_device_sizes_its_compute_buffer_for_the_runs_micro_batch():
+    # -ub 2048 at a 4,096-token context: llama.cpp reserves min(n_ctx, n_ubatch) = 2,048 tokens. Llama 3 8B's buffer
+    # per token is 3 x 14,336 + 4 x 4,096 floats on each GPU, and its 128,256 logits on the one that runs the
+    # output layer, all x 4 B (a 512-token prompt: the buffer is reserved for the full micro-batch all the same)
+    kw = dict(quant="Q4_K_M", engine="llama.cpp-cuda", gpus=2, prompt=512, gen=16, ubatch=2048, n_batch=2048)
+    gpu0, gpu1 = predict("llama-3-8b", "rtx-4090", context=4096, **kw).extra["devices"]["per_device"]
+    assert gpu0["activations_bytes"] == 2048 * (3 * 14336 + 4 * 4096) * 4
+    assert gpu1["activations_bytes"] == 2048 * (3 * 14336 + 4 * 4096 + 128256) * 4
+    # no context beyond the run: n_ctx = 512 + 16 = 528 tokens bound the reserve
+    gpu0, _ = predict("llama-3-8b", "rtx-4090", context=0, **kw).extra["devices"]["per_device"]
+    assert gpu0["activations_bytes"] == 528 * (3 * 14336 + 4 * 4096) * 4

@@ -88,7 +88,8 @@ def resolve(model, hardware, quant: str | None, kv_dtype: str, engine, engine_ve
         r.setup = configure(spec, storage, hw, prof, kvb, work.batch, work.tokens,
                             buffer_prompt(prof, work.prompt, work.tokens, work.micro_batch),
                             prof.runtime_overhead_gib * 2**30, gpus=scale.gpus, parallel=scale.parallel,
-                            gpu_layers=scale.gpu_layers, offload=scale.offload, cpu=scale.cpu)
+                            gpu_layers=scale.gpu_layers, offload=scale.offload, cpu=scale.cpu,
+                            ubatch=work.micro_batch)
         r.timer = LayoutTimer(r.setup.layout, spec, quant)
     else:
         r.timer = _roofline_timer(hw, quant)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import UserError
 from ..memory import Memory
+from ..workload import UBATCH
 from .interconnect import device_link
 from .layout import DeviceMemory, Layout, Stage, device_memory, host_input_bytes
 from .offload import normalize_mode, offload_layout
@@ -46,24 +47,27 @@ class ScaleSetup:
 
 
 def configure(spec, storage, hw, prof, kvb, batch, tokens, prompt, overhead, *, gpus=1, parallel=None,
-              gpu_layers=None, offload="none", cpu=None) -> ScaleSetup:
+              gpu_layers=None, offload="none", cpu=None, ubatch: int = UBATCH) -> ScaleSetup:
     mode = normalize_mode(offload, gpu_layers)
     par = parse_parallel(parallel, gpus, prof.name)
     if mode != "none":
         if par.n_devices > 1:
             raise UserError("offload with several GPUs is not modelled", "use either `gpus`/`parallel` or `offload`",
                             field="offload")
-        layout = offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, tokens, prompt, overhead)
+        layout = offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, tokens, prompt, overhead,
+                                ubatch)
     else:
         layout = parallel_layout(spec, hw, prof, par)
-    rows = device_memory(layout, spec, storage, kvb, batch, tokens, prompt, overhead, host_hw=layout.cpu_hw)
-    return ScaleSetup(layout, rows, system_memory(rows, layout, spec, storage, kvb, batch, tokens, prompt, overhead))
+    rows = device_memory(layout, spec, storage, kvb, batch, tokens, prompt, overhead, host_hw=layout.cpu_hw,
+                         ubatch=ubatch)
+    return ScaleSetup(layout, rows, system_memory(rows, layout, spec, storage, kvb, batch, tokens, prompt, overhead,
+                                                  ubatch))
 
 
-def system_memory(rows, layout, spec, storage, kvb, batch, tokens, prompt, overhead) -> Memory:
+def system_memory(rows, layout, spec, storage, kvb, batch, tokens, prompt, overhead, ubatch: int = UBATCH) -> Memory:
     """Totals over devices (weights once, KV once, activations and runtime per GPU), fits when every
     device fits; largest batch and context bounded by the tightest device."""
-    unit = device_memory(layout, spec, storage, kvb, 1, 1, prompt, overhead, host_hw=layout.cpu_hw)
+    unit = device_memory(layout, spec, storage, kvb, 1, 1, prompt, overhead, host_hw=layout.cpu_hw, ubatch=ubatch)
     unit_kv = {r.name: r.kv_bytes for r in unit}
     per_token_all = spec.kv_elements_per_token_layer * kvb           # kv_all(1, t) = per_token_all * cached(t)
     cached = spec.kv_cached_tokens

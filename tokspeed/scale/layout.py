@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ..ledger import weight_ledger
 from ..memory import activation_bytes, logits_bytes
+from ..workload import UBATCH
 from .interconnect import Interconnect
 from .parallel import Parallel, input_layer_on_host
 
@@ -103,13 +104,13 @@ def kv_share(spec, tp: int) -> float:
 
 
 def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: int, tokens: int, prompt: int,
-                  overhead_bytes: float, host_hw=None) -> list[DeviceMemory]:
+                  overhead_bytes: float, host_hw=None, ubatch: int = UBATCH) -> list[DeviceMemory]:
     """Memory per device: one row per GPU stage (standing for its ``tp`` ranks), plus host RAM when
-    weights are offloaded."""
+    weights are offloaded; each GPU's compute buffer for micro-batches of ``ubatch`` tokens."""
     per_layer, embd, head = layer_weight_bytes(spec, storage)
     experts = layer_expert_bytes(spec, storage) if any(s.ops != "all" for s in layout.stages) else None
     kv_all = batch * spec.kv_cached_elements(tokens) * kv_elem_bytes + batch * spec.index_cache_bytes(tokens)
-    act, logits = activation_bytes(spec, batch, prompt), logits_bytes(spec, batch, prompt)
+    act, logits = activation_bytes(spec, batch, prompt, ubatch), logits_bytes(spec, batch, prompt, ubatch)
     rows: dict[str, DeviceMemory] = {}
 
     def row(name, kind, hw, count=1):

@@ -24,6 +24,7 @@ from ..engines.host_ops import DEFAULT_HOST, cpu_stage
 from ..errors import UserError
 from ..hardware.catalog import get_hardware
 from ..hardware.spec import Hardware
+from ..workload import UBATCH
 from .interconnect import host_link
 from .layout import Layout, Stage, device_memory, input_off_device, layer_expert_bytes, layer_weight_bytes
 from .parallel import Parallel, input_layer_on_host
@@ -107,8 +108,8 @@ def experts_layout(spec, storage, hw, prof, cpu_hw, n_cpu_moe: int) -> Layout:
                   input_on_host=input_layer_on_host(prof, hw))
 
 
-def _gpu_fits(layout, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> bool:
-    rows = device_memory(layout, spec, storage, kvb, batch, tokens, prompt, overhead, host_hw=cpu_hw)
+def _gpu_fits(layout, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw, ubatch) -> bool:
+    rows = device_memory(layout, spec, storage, kvb, batch, tokens, prompt, overhead, host_hw=cpu_hw, ubatch=ubatch)
     return all(r.fits for r in rows if r.kind == "gpu")
 
 
@@ -125,21 +126,23 @@ def first_true(pred, lo: int, hi: int) -> int:
     return lo
 
 
-def max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> int:
+def max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw, ubatch: int = UBATCH) -> int:
     """Largest N (0..L+1) whose layout fits the GPU (GPU memory grows with N)."""
-    n = first_true(lambda k: not _gpu_fits(build(k), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw),
+    n = first_true(lambda k: not _gpu_fits(build(k), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw,
+                                           ubatch),
                    0, spec.n_layers + 1)
     return max(0, n - 1)
 
 
-def min_cpu_moe(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw) -> int:
+def min_cpu_moe(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw, ubatch: int = UBATCH) -> int:
     """Fewest layers whose experts must leave VRAM (GPU memory falls as N grows); all if none fits."""
-    n = first_true(lambda k: _gpu_fits(build(k), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw),
+    n = first_true(lambda k: _gpu_fits(build(k), spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw, ubatch),
                    0, spec.n_layers)
     return min(n, spec.n_layers)
 
 
-def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, tokens, prompt, overhead):
+def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, tokens, prompt, overhead,
+                   ubatch: int = UBATCH):
     if hw.kind != "gpu":
         raise UserError(f"offload needs a discrete GPU; {hw.id} is a {hw.kind} (one memory: nothing to offload)",
                         "use a GPU, e.g. hardware='rtx-4090'", field="offload")
@@ -151,7 +154,8 @@ def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, t
         build = lambda n: experts_layout(spec, storage, hw, prof, cpu_hw, n)   # noqa: E731
         L = spec.n_layers        # --gpu-layers N: the experts of the last N layers stay on the GPU
         n = L - min(gpu_layers, L) if gpu_layers is not None else min_cpu_moe(build, spec, storage, kvb, batch,
-                                                                                tokens, prompt, overhead, cpu_hw)
+                                                                                tokens, prompt, overhead, cpu_hw,
+                                                                                ubatch)
         layout = build(n)
         layout.gpu_layers = spec.n_layers - min(n, spec.n_layers)
         layout.cpu_hw = cpu_hw
@@ -162,7 +166,7 @@ def offload_layout(mode, spec, storage, hw, prof, kvb, gpu_layers, cpu, batch, t
     else:
         build = lambda n: stream_layout(spec, storage, hw, prof, cpu_hw, n)     # noqa: E731
     if gpu_layers is None:
-        gpu_layers = max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw)
+        gpu_layers = max_gpu_layers(build, spec, storage, kvb, batch, tokens, prompt, overhead, cpu_hw, ubatch)
     elif gpu_layers < 0:
         raise UserError(f"gpu_layers must be >= 0, got {gpu_layers}", field="gpu_layers")
     layout = build(gpu_layers)
