@@ -24,8 +24,16 @@ START, END = "<!-- user view: start (scripts/calibration_coverage.py --docs) -->
 
 def main(argv=None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in args or "--help" in args:
+        print(__doc__.strip())
+        return 0
     docs = "--docs" in args
     paths = [a for a in args if a != "--docs"] or None
+    bad = next((p for p in paths or () if p.startswith("-") or not Path(p).is_file()), None)
+    if bad:
+        print(f"calibration_coverage.py: {bad}: {'unknown option' if bad.startswith('-') else 'no such file'}",
+              file=sys.stderr)
+        return 2
     rows = load_rows(paths)
     print(report(rows))
     table = user_table(user_view(rows))

@@ -65,9 +65,10 @@ from tokspeed.stats import percentile
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
 from tokspeed.calibration.holdout import (CONDITIONS, band_results, bands_toml, held_out_tables,  # noqa: E402
                                           is_moe)
-from tokspeed.calibration.pooled_holdout import (POOL_GRID, SCHEMES, backend_bands, band_rows,  # noqa: E402
-                                                 choose_k, era_blend, format_cells, held_out_eras, pooled_errors,
+from tokspeed.calibration.pooled_holdout import (POOL_GRID, SCHEMES, backend_bands, band_cells,  # noqa: E402
+                                                 band_rows, choose_k, era_blend, held_out_eras, pooled_errors,
                                                  pooled_tables, seen_mask, test_masks)
+from tokspeed.engines.backends import F32_GEMM, bf16_as_f32  # noqa: E402
 from tokspeed.engines.driver import kernel_cost_sources  # noqa: E402
 from tokspeed.engines.kernel_cost import own_cost_drivers  # noqa: E402
 from tokspeed.engines.eras import era_info, unfused_attention  # noqa: E402
@@ -191,6 +192,10 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
         for g in sorted({format_group(r.quant) for r in pre if dp4a_prompt(prior, r)} - {"float"}):
             out.append(Param("eta_compute_format", DP4A_FORMAT_PREFIX + g,
                              _clip(prior.compute_format_eff(g.upper()), 0.2, 1.5), 0.2, 1.5))
+        # BF16 weights converted for an F32 GEMM on the vector ALUs (backends.F32_GEMM): the SGEMM's own share
+        if any(bf16_as_f32(prior.name, r.hw, r.quant, min(r.prompt, r.ubatch)) for r in pre):
+            out.append(Param("eta_compute_format", F32_GEMM,
+                             _clip(prior.eta_compute_format.get(F32_GEMM, 1.0), 0.2, 8.0), 0.2, 8.0))
         out.append(Param("eta_attn", None, _clip(prior.eta_attn, 0.05, 1.0), 0.05, 1.0))
     if pre or any(r.batch > 1 for r in dec):
         out.append(Param("gemm_half_tokens", None, max(prior.gemm_half_tokens, 1.0), 1.0, 512.0))
@@ -659,7 +664,7 @@ def main(argv=None) -> int:
     k = choose_k(results)
     bands = backend_bands(results, k)
     for res in results:
-        res.update(pool_k=k, bands=bands[res["engine"]], format_bands=format_cells(res, k), band_rows={
+        res.update(pool_k=k, bands=bands[res["engine"]], cell_bands=band_cells(res, k), band_rows={
             f"{d}_band_rows": sum(len(band_rows(res, kind, k, d)) for kind in ("decode", "prefill"))
             for d in ("seen", "unseen")})
     print()

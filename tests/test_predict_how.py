@@ -68,7 +68,7 @@ def test_band_top_is_the_bound_where_the_fitted_error_would_pass_it(hw):
     p = tokspeed.predict("llama-3.1-8b", hw, quant="Q4_K_M")
     d = p.decode
     # the band the answer states (the profile's, in its weight format's cell: K-quants on a fitted CUDA or Metal
-    # family, tests/test_format_cells.py); max(predicted / measured, measured / predicted) <= 1 + b
+    # family, tests/test_band_cells.py); max(predicted / measured, measured / predicted) <= 1 + b
     b = bands.stated_pct(p.engine_profile, "decode", **bands.question_of(p.spec, p.quant, p.context, 1)) / 100
     assert d.tok_s_high == pytest.approx(min(d.tok_s * (1 + b), d.bound_tok_s))
     assert d.tok_s_low == pytest.approx(d.tok_s / (1 + b))

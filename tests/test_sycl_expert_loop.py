@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from tokspeed.engines.moe_dispatch import EXPERT_LOOP_CALL_KERNELS, F16_BYTES, dequant_bytes, expert_loop_kernels
+from tokspeed.engines.moe_dispatch import (EXPERT_LOOP_CALL_KERNELS, F16_BYTES, F32_BYTES, dequant_bytes,
+                                          expert_loop_kernels)
 from tokspeed.engines.profile import get_engine
 from tokspeed.ledger import Role, forward_ops
 from tokspeed.quant.schemes import scheme_for
@@ -52,17 +53,67 @@ def test_f16_copy_bytes_by_hand():
                 if op.name.startswith("ffn_gate_exps"))
     # every touched expert's gate matrix (768 x 2048) in 48 layers, written as F16 and read back: 4 B a weight
     weights = 128 * (1 - (1 - 8 / 128) ** 512) * 768 * 2048 * 48
-    assert math.isclose(dequant_bytes(sycl, gate, True, 512), 4 * weights, rel_tol=1e-9)
+    assert math.isclose(dequant_bytes(sycl, gate, "Q4_K_M", 512), 4 * weights, rel_tol=1e-9)
     assert math.isclose(4 * weights, 38_654_705_664, rel_tol=1e-9)
-    assert dequant_bytes(sycl, gate, False, 512) == 0                # F16 / BF16 weights: no copy
-    assert dequant_bytes(sycl, gate, True, 8) == 0                   # 8 tokens: the matrix-vector kernels
+    assert dequant_bytes(sycl, gate, "F16", 512) == 0                # F16 weights: the GEMM reads them as they are
+    assert dequant_bytes(sycl, gate, "Q4_K_M", 8) == 0                  # 8 tokens: the matrix-vector kernels
     router = next(op for op in forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 1, 512, 0) if op.role is Role.ROUTER)
-    assert dequant_bytes(sycl, router, True, 512) == 0
+    assert dequant_bytes(sycl, router, "Q4_K_M", 512) == 0
     head = next(op for op in forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 1, 512, 0) if op.role is Role.LM_HEAD)
-    assert dequant_bytes(sycl, head, True, 512) == 0                 # one row: the last position's logits
+    assert dequant_bytes(sycl, head, "Q4_K_M", 512) == 0                # one row: the last position's logits
     dense = resolve_model("llama-2-7b")[0]
     q = next(op for op in forward_ops(dense, scheme_for("Q4_0", dense), 2.0, 1, 512, 0) if op.name.startswith("attn_q"))
-    assert math.isclose(dequant_bytes(sycl, q, True, 512), 4 * 4096 * 4096 * 32, rel_tol=1e-9)   # 2.15 GB
+    assert math.isclose(dequant_bytes(sycl, q, "Q4_0", 512), 4 * 4096 * 4096 * 32, rel_tol=1e-9)   # 2.15 GB
+
+
+# Llama 3.1 8B's matmul weights by hand (its config.json: d 4096, 32 layers, 8 KV heads of 128, d_ff 14,336, vocab
+# 128,256, untied): per layer q 4096^2 + k, v 4096 x 1024 each + o 4096^2 + gate/up/down 3 x 4096 x 14,336 =
+# 218,103,808, x 32 = 6,979,321,856, + the LM head 4096 x 128,256 = 525,336,576: 7,504,658,432 weights
+LLAMA31_8B_MATMUL_WEIGHTS = 7_504_658_432
+
+
+def test_bf16_weights_take_the_f32_branch_in_every_pass():
+    from tokspeed.engines.backends import bf16_as_f32
+    from tokspeed.hardware.catalog import get_hardware
+
+    spec = resolve_model("llama-3.1-8b")[0]
+    sycl = get_engine("llama.cpp-sycl")
+    b70 = get_hardware("arc-pro-b70")
+    # ggml_sycl_mul_mat: BF16 has no DMMV / MMVQ / MMQ kernel and is neither F16 nor quantized, so a decode step and
+    # a prompt both convert the weights to F32 (read 2 B, write 4 B) and run an SGEMM over the copy (read 4 B)
+    assert bf16_as_f32("llama.cpp-sycl", b70, "BF16", 1) and bf16_as_f32("llama.cpp-sycl", b70, "BF16", 512)
+    assert not bf16_as_f32("llama.cpp-sycl", b70, "F16", 512) and not bf16_as_f32("llama.cpp-sycl", b70, "Q4_0", 512)
+    for tokens in (1, 512):
+        ops = forward_ops(spec, scheme_for("BF16", spec), 2.0, 1, tokens, 0)
+        extra = sum(dequant_bytes(sycl, op, "BF16", tokens) for op in ops)
+        # beyond the ledger's 2 B read: 2 x 4 B per weight, the LM head's included: 60,037,267,456 B
+        assert extra == 2 * F32_BYTES * LLAMA31_8B_MATMUL_WEIGHTS == 60_037_267_456
+        assert sum(dequant_bytes(sycl, op, "F16", tokens) for op in ops) == 0
+        assert sum(dequant_bytes(get_engine("llama.cpp-rocm"), op, "BF16", tokens) for op in ops) == 0
+
+
+def test_a_bf16_decode_step_on_sycl_pays_the_copy():
+    from tokspeed.engines.rates import matmul_rate
+    from tokspeed.engines.rates_stream import stream_bytes_s
+    from tokspeed.hardware.catalog import get_hardware
+    from tokspeed.timing import pass_time
+
+    spec = resolve_model("llama-3.1-8b")[0]
+    b70 = get_hardware("arc-pro-b70")
+    sycl = get_engine("llama.cpp-sycl")
+    plain = replace(sycl, dequant_f16_prefill=False)
+    ops = forward_ops(spec, scheme_for("BF16", spec), 2.0, 1, 1, 0)
+    added = pass_time(ops, b70, sycl, "BF16", 1).seconds - pass_time(ops, b70, plain, "BF16", 1).seconds
+    # 60.04 GB more through the B70's memory: at 608 GB/s x eta_mem, ~0.1 s a token: a 5x slower step
+    assert math.isclose(added, 2 * F32_BYTES * LLAMA31_8B_MATMUL_WEIGHTS / stream_bytes_s(sycl, b70), rel_tol=1e-9)
+    assert added > 4 * LLAMA31_8B_MATMUL_WEIGHTS * 2 / (608e9 * 1.05)
+    # a prompt's SGEMM runs at the FP32 figure (19.66 TFLOPS on the B70), not XMX's 157.29, at its own factor
+    rate = matmul_rate(b70, sycl, "BF16", 512)
+    assert rate.listed == "FP32" and rate.peak == 19.66e12
+    base = replace(sycl, eta_compute_format={k: v for k, v in sycl.eta_compute_format.items() if k != "f32-gemm"})
+    own = replace(base, eta_compute_format={**base.eta_compute_format, "f32-gemm": 3.0})
+    assert math.isclose(matmul_rate(b70, own, "BF16", 512).eta, min(3.0 * matmul_rate(b70, base, "BF16", 512).eta, 1.0))
+    assert matmul_rate(b70, own, "F16", 512).eta == matmul_rate(b70, base, "F16", 512).eta
 
 
 def test_the_loop_adds_its_launches_and_copy_to_the_pass():
@@ -76,7 +127,7 @@ def test_the_loop_adds_its_launches_and_copy_to_the_pass():
     ops = forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 1, 512, 0)
     with_loop, without = pass_time(ops, hw, sycl, "Q4_K_M", 512), pass_time(ops, hw, plain, "Q4_K_M", 512)
     from tokspeed.engines.rates_stream import stream_bytes_s
-    f16 = sum(dequant_bytes(sycl, op, True, 512) for op in ops) / stream_bytes_s(sycl, hw)
+    f16 = sum(dequant_bytes(sycl, op, "Q4_K_M", 512) for op in ops) / stream_bytes_s(sycl, hw)
     launches = sum(expert_loop_kernels(sycl, op, 512) for op in ops) * sycl.launch_s
     assert math.isclose(with_loop.seconds - without.seconds, f16 + launches, rel_tol=1e-9)
 
@@ -124,7 +175,7 @@ def test_explain_counts_the_loop_and_the_copy():
     # (3 x 128 + 5) launches per mul_mat_id (rounded expected count), 3 per layer, 48 layers
     assert "389 launches per layer" in experts.note
     assert experts.kernels - 3 * 48 == 3 * 389 * 48                   # beside the ledger's own launch per layer
-    assert "F16" in experts.note and experts.act_bytes > 4 * 128 * 768 * 2048 * 48 * 3 * 0.999
+    assert "16-bit floats" in experts.note and experts.act_bytes > 4 * 128 * 768 * 2048 * 48 * 3 * 0.999
 
 
 def test_rocm_loops_over_float_experts_mmf_declines():

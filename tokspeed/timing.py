@@ -125,7 +125,7 @@ class PassRates:
                + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes
                   + extra_kv_bytes(op, engine.name, self.hw, tokens)) / (bw * engine.eta_kv)
                + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
-        t_f16 = dequant_bytes(engine, op, self.quantized, tokens) / bw     # its own kernel, before the GEMM
+        t_f16 = dequant_bytes(engine, op, self.quant, tokens) / bw     # its own kernel, before the GEMM
         if op.state_rule:          # a linear mixer's ops on the host CPU, in builds whose backend lacks them
             t_f16 += host_time(op, engine.name, self.hw, tokens, engine.build_month)
         return t_c, t_m, t_f16

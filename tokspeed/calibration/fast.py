@@ -129,7 +129,7 @@ def build(rows, kv_dtype: str = "f16", launch_of: dict | None = None, step_of: d
                 O["tensor"].append(op.unit == "tensor")
                 O["wb"].append(op.weight_bytes)
                 O["ab"].append(op.act_bytes + graph_state_bytes(op, graph, row.month))   # as PassRates.parts
-                O["f16"].append(dequant_bytes(flags, op, quantized, tokens))
+                O["f16"].append(dequant_bytes(flags, op, row.quant, tokens))
                 O["host"].append(host_time(op, row.engine, row.hw, tokens, row.month) if op.state_rule else 0.0)
                 O["kv"].append(op.kv_read_bytes + op.kv_write_bytes      # as PassRates.time: FA_SCALAR's re-reads
                                + extra_kv_bytes(op, row.engine, row.hw, tokens))

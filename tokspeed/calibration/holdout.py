@@ -215,9 +215,10 @@ HEADER = """# Written by scripts/fit_calibration.py: do not edit by hand (tokspe
 # [terms.<kind>]: factors pooled over the backends; per engine: what its fit covers (vendors, families, weight-format
 # groups, the deepest context, MoE rows) and its own factors where it has enough held-out rows. A factor is the p90
 # of the held-out band error / band over the rows held out that way; tokspeed/engines/bands.py multiplies the band by
-# each factor that applies. <kind>_format_pct: the seen-family band per weight-format cell (its held-out rows alone,
-# <kind>_format_rows of them; "other": the groups with few rows, pooled), <kind>_seen_pct: the backend's over every
-# format (fitted.toml's <kind>_error_pct), whose ratio bands.format_cell applies.
+# each factor that applies. <kind>_cell_pct: the seen-family band per cell (MoE models, each dense weight-format group
+# with enough rows, "other": the rest pooled; or "moe" against "dense"), over its held-out rows alone (<kind>_cell_rows
+# of them), <kind>_seen_pct: the backend's over them all (fitted.toml's <kind>_error_pct), whose ratio bands.band_cell
+# applies.
 """
 
 
@@ -235,12 +236,12 @@ def bands_data(results) -> dict:
                      # the GPU drivers of its rows (engines/driver.py: driver_fitted reads this list)
                      drivers=sorted({r.driver for r in rows if getattr(r, "driver", "")}))
             e.update(res.get("band_rows", {}))   # held-out rows behind the band (pooled_holdout.band_rows)
-            for k in KINDS:       # the seen-family band by weight-format cell (pooled_holdout.format_cells)
-                cells = {c: v for (kind, c), v in res.get("format_bands", {}).items() if kind == k}
+            for k in KINDS:       # the seen-family band by cell (pooled_holdout.band_cells)
+                cells = {c: v for (kind, c), v in res.get("cell_bands", {}).items() if kind == k}
                 if cells:
                     e[f"{k}_seen_pct"] = float(round(res["bands"][(k, "seen")]))    # as fitted.toml rounds it
-                    e[f"{k}_format_pct"] = Inline({c: float(round(b)) for c, (b, _) in cells.items()})
-                    e[f"{k}_format_rows"] = Inline({c: n for c, (_, n) in cells.items()})
+                    e[f"{k}_cell_pct"] = Inline({c: float(round(b)) for c, (b, _) in cells.items()})
+                    e[f"{k}_cell_rows"] = Inline({c: n for c, (_, n) in cells.items()})
             for k in KINDS:       # the backend's own factors where it has enough held-out rows (else pooled)
                 own = {"unseen_vendor": vendor_factor(res, k)}
                 own.update({t: _factor(condition_pairs([res], t, k)) for t in CONDITIONS + ("multi_device",)})

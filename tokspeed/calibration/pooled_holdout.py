@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from ..engines.bands import OTHER
+from ..engines.bands import CELL_LABEL, DENSE, MOE, OTHER
 from ..engines.pooling import arch_family, blend, pool_weight, vendor_key
 from ..quant.format_key import format_group
 from ..stats import percentile
@@ -34,7 +34,7 @@ POOL_GRID = (0.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0)
 SCHEMES = ("source", "device", "time")
 COVER = 90                           # the quantile a band covers (conformal: of held-out |log error|)
 MIN_BAND_ROWS = 10                   # fewer held-out rows of a backend x metric x distance: the pooled band
-MIN_CELL_ROWS = 20                   # held-out rows a weight-format cell needs for a band of its own
+MIN_CELL_ROWS = 20                   # held-out rows a cell (a weight format, MoE) needs for a band of its own
 
 
 def group_folds(groups, n_folds: int) -> list[np.ndarray]:
@@ -140,41 +140,57 @@ def conformal(abs_log: list, cover: float = COVER) -> float:
     return (math.exp(xs[rank - 1]) - 1) * 100
 
 
+def cell_key(res, i: int) -> str:
+    """The cell row ``i`` of a backend's result falls in: ``MOE`` for a mixture-of-experts model (its expert dispatch
+    and routed reads are kernels of their own, whatever the format), else its weight format's group."""
+    moe = res.get("moe")
+    return MOE if moe is not None and moe[i] else format_group(res["rows"][i].quant)
+
+
 def band_rows(res, kind: str, k: float, distance: str, group=None) -> list:
     """|log error| of the backend's ``kind`` rows held out by source and by device at strength ``k``, whose family
-    was ``seen`` in the refit (or ``unseen``: the priors); ``group``: only those whose weight format's group is
-    in it (a set of ``format_group`` names)."""
+    was ``seen`` in the refit (or ``unseen``: the priors); ``group``: only those whose cell (``cell_key``: MoE, else
+    the weight format's group) is in it."""
     out = []
     for s in ("source", "device"):
         err, seen = res["pooled"][s][k], res["seen"][s]
         pick = seen if distance == "seen" else ~seen
-        out += [x for r, e, p, x in zip(res["rows"], err, pick, _log_abs(err))
-                if r.kind == kind and p and not math.isnan(e) and (group is None or format_group(r.quant) in group)]
+        out += [x for i, (r, e, p, x) in enumerate(zip(res["rows"], err, pick, _log_abs(err)))
+                if r.kind == kind and p and not math.isnan(e) and (group is None or cell_key(res, i) in group)]
     return out
 
 
 def cell_groups(res, kind: str, k: float) -> dict:
-    """{cell: format groups} of the backend's seen-family ``kind`` rows held out at strength ``k``: a cell per group
-    with MIN_CELL_ROWS held-out rows, the rest pooled (``OTHER``) where they are as many; {} where that leaves one
-    cell (the backend's band is that cell's)."""
-    groups = sorted({format_group(r.quant) for r in res["rows"] if r.kind == kind})
-    count = {g: len(band_rows(res, kind, k, "seen", {g})) for g in groups}
-    cells = {g: {g} for g in groups if count[g] >= MIN_CELL_ROWS}
-    rest = {g for g in groups if g not in cells}
-    if sum(count[g] for g in rest) >= MIN_CELL_ROWS:
+    """{cell: cell keys} of the backend's seen-family ``kind`` rows held out at strength ``k``: MoE models and each
+    dense weight-format group with MIN_CELL_ROWS held-out rows a cell of their own, the rest pooled (``OTHER``); where
+    that leaves one cell, MoE models against dense ones (a backend with few rows of each format); {} where neither
+    splits the rows (the backend's band is that of them all)."""
+    keys = sorted({cell_key(res, i) for i, r in enumerate(res["rows"]) if r.kind == kind})
+    count = {g: len(band_rows(res, kind, k, "seen", {g})) for g in keys}
+    cells = {g: {g} for g in keys if count[g] >= MIN_CELL_ROWS}
+    rest = {g for g in keys if g not in cells and count[g]}
+    if cells and rest:
         cells[OTHER] = rest
-    return cells if len(cells) > 1 else {}
+    if len(cells) > 1:
+        return cells
+    dense = {g for g in keys if g != MOE and count[g]}
+    if count.get(MOE) and dense and max(count[MOE], sum(count[g] for g in dense)) >= MIN_CELL_ROWS:
+        return {MOE: {MOE}, DENSE: dense}
+    return {}
 
 
-def format_cells(res, k: float) -> dict:
-    """{(kind, cell): (band %, held-out rows)}: the backend's seen-family band split by the weight format's group
-    (``cell_groups``; Mondrian conformal: each held-out row in one cell, each cell's own COVER % quantile); a
-    question in a cell without a band takes the backend's."""
+def band_cells(res, k: float) -> dict:
+    """{(kind, cell): (band %, held-out rows)}: the backend's seen-family band split into ``cell_groups`` (Mondrian
+    conformal: each held-out row in one cell, each cell its own COVER % quantile); a cell of fewer than MIN_CELL_ROWS
+    rows never narrower than the backend's band over them all (few rows: the wider of the two). A question in no
+    cell takes the backend's band."""
     out = {}
     for kind in ("decode", "prefill"):
+        everything = conformal(band_rows(res, kind, k, "seen"))
         for name, groups in cell_groups(res, kind, k).items():
             xs = band_rows(res, kind, k, "seen", groups)
-            out[(kind, name)] = (conformal(xs), len(xs))
+            out[(kind, name)] = (conformal(xs) if len(xs) >= MIN_CELL_ROWS else max(conformal(xs), everything),
+                                 len(xs))
     return out
 
 
@@ -257,10 +273,11 @@ def band_table(results, k: float, bands: dict) -> str:
                 if xs:
                     lines.append(_band_line(res["engine"], kind, "family in the fit" if d == "seen" else
                                             "family unseen", xs, bands[res["engine"]][(kind, d)]))
-            cells = res.get("format_bands") or {}      # the fit's (format_cells); none: no cell rows
+            cells = res.get("cell_bands") or {}      # the fit's (band_cells); none: no cell rows
             for c, groups in sorted(cell_groups(res, kind, k).items() if cells else ()):
                 xs = band_rows(res, kind, k, "seen", groups)
-                lines.append(_band_line(res["engine"], kind, f"in the fit, {c} weights", xs, cells[(kind, c)][0]))
+                lines.append(_band_line(res["engine"], kind, f"in the fit, {CELL_LABEL.get(c, c + ' weights')}", xs,
+                                        cells[(kind, c)][0]))
     return "\n".join(lines)
 
 
@@ -289,8 +306,9 @@ def pooled_tables(results, k: float) -> str:
         check, "",
         "Bands: the split-conformal 90 % quantile of the held-out |log error| (by source and by device) per backend, "
         "metric and distance (the device's family in the fit, or not: its priors); fewer than 10 held-out rows take "
-        "every backend's. A family in the fit is split by the weight format's group where a group has "
-        f"{MIN_CELL_ROWS} held-out rows or more (\"other\": the rest, pooled; a question takes its format's cell). "
+        "every backend's. A family in the fit is split into cells: MoE models and each dense weight-format group "
+        f"with {MIN_CELL_ROWS} held-out rows or more (\"other\": the rest, pooled), else MoE against dense models; a "
+        "cell of fewer rows is never narrower than the backend's band (a question takes its cell's band). "
         "The coverage is over the rows the band is built from (about 90 % by construction); the interval score "
         "is Winkler's at 90 % in log units (lower is sharper).", "",
         band_table(results, k, {r["engine"]: r["bands"] for r in results})])

@@ -20,7 +20,8 @@ the kernels (llama.cpp as vendored by llama-cpp-python 0.3.36, ggml/src):
 BF16 weights on ROCm where the part has no fast BF16 (``fast_bf16_hardware_available``: RDNA3+ or CDNA, the parts
 listing ``wmma-fp16`` or ``mfma``) are multiplied in F32 above ``BF16_F32_ABOVE_TOKENS`` tokens
 (``ggml_cuda_mul_mat_cublas``: ``compute_type = GGML_TYPE_F32`` for AMD when ``src1->ne[1] > 32``): the FP32 figure
-(``bf16_as_f32``; GCN gfx906 such as the MI50, RDNA1/2).
+(``bf16_as_f32``; GCN gfx906 such as the MI50, RDNA1/2). BF16 weights on SYCL are multiplied in F32 in every pass
+(``SYCL_BF16_F32``).
 
 On the vector ALUs the FP16 rate is the FP32 figure times ``VECTOR_FP16_PER_FP32`` (packed half precision: 2 on
 AMD GCN/RDNA and Intel Xe, 1 on NVIDIA since Ampere's GA10x). A device that states neither an arch nor units (a
@@ -88,6 +89,17 @@ HOST_STAGED_DEVICE_COPY = {
 # Q4_0 pp2048 at depth 32,768 +205 -> +2 %, pp512 +39 / +81 -> -5 / +25 %, the class's median +155 -> +33 %.
 COOPMAT1_SHARE = {"matmul": 0.679, "attn": 0.272}
 BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD without fast BF16
+# ggml-sycl.cpp ggml_sycl_mul_mat (llama-cpp-python 0.3.16's copy of 2025-08 and 0.3.17's of 2026-03 alike): BF16
+# weights have no matrix-vector kernel (ggml_sycl_supports_dmmv lists F16 and the quants, can_use_mul_mat_vec_q the
+# quants) and no MMQ, so every pass of them, a decode step's included, goes to ggml_sycl_op_mul_mat_sycl, whose F16
+# branch takes F16 and quantized weights only: BF16 takes the F32 one -- the weights converted to F32 in a pool
+# buffer (to_fp32_sycl) and an F32 GEMM (oneDNN's or oneMKL's SGEMM) on the vector ALUs, whatever GGML_SYCL_F16 and
+# GGML_SYCL_DNNL say. Its copy's bytes: moe_dispatch.dequant_bytes.
+SYCL_BF16_F32 = "llama.cpp-sycl"
+# the eta_compute_format key of such an F32 GEMM over converted BF16 weights (SYCL's, ROCm's above): a vendor BLAS
+# SGEMM on the vector ALUs, whose share of the FP32 figure is not the backend's matrix-unit GEMMs' share of theirs;
+# prior 1 (the backend's eta_compute), fitted where rows run it (scripts/fit_calibration.py)
+F32_GEMM = "f32-gemm"
 VECTOR_FP16_PER_FP32 = {"amd": 2.0, "intel": 2.0, "nvidia": 1.0}
 # ggml-cuda's FlashAttention on a HIP build: in llama-cpp-python 0.3.16's vendored copy (PyPI 2025-08-15) fattn.cu
 # ggml_cuda_flash_attn_ext takes the WMMA kernel on AMD only under GGML_HIP_ROCWMMA_FATTN (common.cuh
@@ -136,9 +148,18 @@ def vector_fp16_tflops(hw) -> float:
 
 def bf16_as_f32(backend: str, hw, fmt, tokens: int) -> bool:
     """Whether ``backend`` multiplies ``fmt`` (BF16) weights in F32 in a pass of ``tokens`` tokens on ``hw``: ROCm on
-    a part without BF16 matrix units (the module docstring), above ``BF16_F32_ABOVE_TOKENS`` tokens."""
-    return (backend == "llama.cpp-rocm" and str(fmt).upper() == "BF16" and tokens > BF16_F32_ABOVE_TOKENS
-            and uses_matrix_units(backend, hw) is False)
+    a part without BF16 matrix units (the module docstring), above ``BF16_F32_ABOVE_TOKENS`` tokens; SYCL in every
+    pass (``SYCL_BF16_F32``)."""
+    if str(fmt).upper() != "BF16":
+        return False
+    return sycl_bf16_copy(backend, fmt) or (backend == "llama.cpp-rocm" and tokens > BF16_F32_ABOVE_TOKENS
+                                            and uses_matrix_units(backend, hw) is False)
+
+
+def sycl_bf16_copy(backend: str, fmt) -> bool:
+    """Whether ``backend`` converts ``fmt`` weights to F32 in memory for an SGEMM in every pass (``SYCL_BF16_F32``;
+    the copy's bytes: ``moe_dispatch.dequant_bytes``)."""
+    return backend == SYCL_BF16_F32 and str(fmt).upper() == "BF16"
 
 
 def copies_through_host(backend: str) -> bool:

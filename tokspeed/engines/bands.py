@@ -32,7 +32,9 @@ from ..quant.format_key import format_group
 from .compat import runtime_of
 from .tables import HERE, load_table
 
-OTHER = "other"      # the cell of the format groups with few held-out rows (calibration.pooled_holdout.OTHER)
+OTHER = "other"      # the cell of the format groups with few held-out rows (calibration.pooled_holdout.cell_groups)
+MOE, DENSE = "moe", "dense"     # the cells of mixture-of-experts and of dense models
+CELL_LABEL = {MOE: "MoE models", DENSE: "dense models", OTHER: "other (the cells with few rows)"}
 
 TABLE = HERE / "bands.toml"
 KINDS = ("decode", "prefill")
@@ -136,41 +138,42 @@ def question_of(spec, quant, context: int, n_devices: int, in_turn: tuple = ()) 
             "n_devices": int(n_devices or 1), "in_turn": tuple(in_turn)}
 
 
-def format_cell(profile, kind: str, format_group: str = "") -> tuple[float, str]:
-    """(ratio, why): the seen-family band of the weight format's cell over the backend's (bands.toml
-    ``<kind>_format_pct``: the held-out rows split by format group, Mondrian conformal,
-    ``calibration.pooled_holdout.format_cells``); (1, "") where the backend has no cells, the format none (a group
-    the fit lacks: the backend's band and the unseen-format term), or the answer is not the fit's (priors, a
-    machine's calibration)."""
-    cell = _format_cell(profile, kind, format_group)
+def band_cell(profile, kind: str, format_group: str = "", moe: bool = False) -> tuple[float, str]:
+    """(ratio, why): the seen-family band of the question's cell over the backend's (bands.toml ``<kind>_cell_pct``:
+    the held-out rows split into MoE models and dense weight-format groups, or MoE against dense models, Mondrian
+    conformal, ``calibration.pooled_holdout.band_cells``); (1, "") where the backend has no cells, the format none
+    (a group the fit lacks: the backend's band and the unseen-format term), or the answer is not the fit's (priors,
+    a machine's calibration)."""
+    cell = _band_cell(profile, kind, format_group, moe)
     if cell is None:
         return 1.0, ""
     ratio, name, pct, rows, seen = cell
-    what = (f"{format_group} weights" if name == format_group
-            else f"the formats with few rows ({format_group} among them)")
+    what = (f"{format_group} weights" if name == format_group else CELL_LABEL[name] if name != OTHER
+            else f"the cells with few rows ({'MoE models' if moe else format_group + ' weights'} among them)")
     return ratio, (f"{what}: ±{pct:g} % over {rows} held-out rows of that cell, where "
-                   f"{getattr(profile, 'name', '')}'s rows of every format give ±{seen:g} %")
+                   f"{getattr(profile, 'name', '')}'s rows of every kind give ±{seen:g} %")
 
 
-def _format_cell(profile, kind: str, format_group: str):
-    """``format_cell``'s (ratio, cell, its band %, its rows, the backend's band %), or None where it is 1."""
+def _band_cell(profile, kind: str, format_group: str, moe: bool):
+    """``band_cell``'s (ratio, cell, its band %, its rows, the backend's band %), or None where it is 1."""
     if _calibrated(profile) or _unseen_family(profile) or not getattr(profile, "fitted", False) or not format_group:
         return None
     entry = _bands().get(getattr(profile, "name", "")) or {}
-    cells, seen = entry.get(f"{kind}_format_pct") or {}, entry.get(f"{kind}_seen_pct")
-    if not seen or format_group not in entry.get("formats", []):
-        return None
-    cell = format_group if format_group in cells else OTHER if OTHER in cells else ""
+    cells, seen = entry.get(f"{kind}_cell_pct") or {}, entry.get(f"{kind}_seen_pct")
+    if not seen or format_group not in entry.get("formats", []) or (moe and not entry.get("moe")):
+        return None          # the unseen-format or MoE-unseen term widens the backend's band instead
+    own = (MOE,) if moe else (DENSE, format_group)
+    cell = next((c for c in own + (OTHER,) if c in cells), "")
     if not cell:
         return None
-    return cells[cell] / seen, cell, cells[cell], (entry.get(f"{kind}_format_rows") or {}).get(cell, 0), seen
+    return cells[cell] / seen, cell, cells[cell], (entry.get(f"{kind}_cell_rows") or {}).get(cell, 0), seen
 
 
 def stated_pct(profile, kind: str, **question) -> float:
-    """The band ``predict`` states for ``kind``: the profile's (device terms in), scaled to its weight format's cell
-    (``format_cell``), times the question's terms."""
+    """The band ``predict`` states for ``kind``: the profile's (device terms in), scaled to its question's cell
+    (``band_cell``: MoE or dense, the weight format), times the question's terms."""
     base = profile.decode_error_pct if kind == "decode" else profile.prefill_error_pct
-    cell = _format_cell(profile, kind, question.get("format_group", ""))     # the ratio alone, no text
+    cell = _band_cell(profile, kind, question.get("format_group", ""), question.get("moe", False))   # the ratio alone
     return base * (cell[0] if cell else 1.0) * product(workload_terms(profile, kind, **question))
 
 
@@ -204,7 +207,7 @@ def band_basis(profile, hw, **question) -> dict:
         terms = device_terms(profile, hw, kind) + workload_terms(profile, kind, **question)
         shown = profile.decode_error_pct if kind == "decode" else profile.prefill_error_pct
         dev = product(device_terms(profile, hw, kind))
-        ratio, cell = format_cell(profile, kind, question.get("format_group", ""))
+        ratio, cell = band_cell(profile, kind, question.get("format_group", ""), question.get("moe", False))
         out[f"{kind}_base_pct"] = shown * ratio / dev
         out[f"{kind}_cell"] = cell
         out[f"{kind}_terms"] = [{"term": t, "factor": f, "why": w} for t, f, w in terms]

@@ -28,6 +28,8 @@ host loop for float experts MMF declines. How each expert's GEMM ramps over its 
 from __future__ import annotations
 
 from ..ledger import Role
+from ..quant.format_key import format_key
+from .backends import sycl_bf16_copy
 from .rates import MATVEC_MAX_TOKENS
 
 
@@ -53,7 +55,10 @@ def dispatch_kernels(kernels: dict, spec) -> int:
 # That F16 copy of the weights is written to memory and read back by the GEMM in every quantized prompt matmul,
 # dense or expert (priors.toml ``dequant_f16_prefill``): 2 x ``F16_BYTES`` per weight the pass multiplies, a cost
 # the prompt's tokens share -- all of them for a dense matmul, only the tokens routed to it for an expert (about
-# 32 of a 512-token chunk at top-8 of 128), which is why MoE prefill pays it many times over.
+# 32 of a 512-token chunk at top-8 of 128), which is why MoE prefill pays it many times over. BF16 weights take
+# that function's F32 branch in every pass, a decode step's too (``backends.SYCL_BF16_F32``): each weight read as
+# BF16, written as F32 and read back by the SGEMM, 2 x ``F32_BYTES`` per weight beyond the ledger's read, the LM
+# head's included (it has no matrix-vector kernel either).
 #
 # ggml-cuda, and so the HIP build (``ggml-cuda.cu``, ``ggml_cuda_mul_mat_id``), takes the same host loop for float
 # (F16/BF16) experts where neither its matrix-vector kernels (at most ``MMVQ_MAX_BATCH_SIZE`` = 8 tokens) nor MMF
@@ -63,6 +68,7 @@ def dispatch_kernels(kernels: dict, spec) -> int:
 # back: 3 launches (priors.toml ``expert_loop = "float-no-mmf"``; quantized experts take MMQ, one launch).
 EXPERT_LOOP_CALL_KERNELS = 5
 F16_BYTES = 2
+F32_BYTES, BF16_BYTES = 4, 2
 MMF_ID_ROWS = 1024
 MMF_ID_MAX_TOKENS = {True: 512, False: 128}     # expert matrix of at most MMF_ID_ROWS rows: 512, else 128
 
@@ -85,16 +91,22 @@ def expert_loop_kernels(engine, op, tokens: int, quantized: bool = True) -> floa
     return (per_expert * op.experts_touched + EXPERT_LOOP_CALL_KERNELS) * op.count
 
 
-def dequant_bytes(engine, op, quantized: bool, tokens: int) -> float:
-    """Bytes the weight matmul ``op`` (weights ``quantized`` or not) moves, beyond its ledger's, in a tiled pass of
-    ``tokens`` tokens under an engine that dequantises to F16 in memory first: each weight the pass multiplies
-    written as F16 and read back, 2 x ``F16_BYTES``. The weights multiplied are FLOPs / (2 x the tokens each meets:
-    the pass's, or for a routed expert ``op.pairs_per_expert``). 0 for the router (F32 weights), the LM head (the
-    sequences' last positions only: a matrix-vector product), attention, float weights, matrix-vector passes and
-    other engines."""
-    if not (getattr(engine, "dequant_f16_prefill", False) and quantized and tokens > MATVEC_MAX_TOKENS
-            and op.unit == "tensor" and op.weight_bytes and op.role not in (Role.ROUTER, Role.LM_HEAD)
-            and not (op.kv_read_bytes or op.kv_write_bytes)):
+def dequant_bytes(engine, op, fmt, tokens: int) -> float:
+    """Bytes the weight matmul ``op`` (weights of format ``fmt``) moves, beyond its ledger's, in a pass of ``tokens``
+    tokens under an engine that copies the weights in memory before its GEMM (the comment above): quantized weights
+    in a tiled pass each written as F16 and read back, 2 x ``F16_BYTES`` per weight multiplied (FLOPs / (2 x the
+    tokens each meets: the pass's, or for a routed expert ``op.pairs_per_expert``)), not the LM head's (the
+    sequences' last positions only: a matrix-vector product); BF16 weights in every pass written as F32 and read
+    back, 2 x ``F32_BYTES`` per weight read. 0 for the router (F32 weights), attention, other float weights,
+    quantized matrix-vector passes and other engines."""
+    if not (getattr(engine, "dequant_f16_prefill", False) and op.unit == "tensor" and op.weight_bytes
+            and op.role != Role.ROUTER and not (op.kv_read_bytes or op.kv_write_bytes)):
+        return 0.0
+    if not fmt:
+        return 0.0
+    fmt = format_key(fmt)
+    if sycl_bf16_copy(getattr(engine, "name", ""), fmt):
+        return 2 * F32_BYTES / BF16_BYTES * op.weight_bytes
+    if not fmt.quantized or tokens <= MATVEC_MAX_TOKENS or op.role == Role.LM_HEAD:
         return 0.0
     return 2 * F16_BYTES * op.flops / (2 * (op.pairs_per_expert or tokens))
-

@@ -40,7 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
-from .backends import bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector, vector_fp16_tflops
+from .backends import (F32_GEMM, bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector,
+                       vector_fp16_tflops)
 from .cpu_kernels import attention_issue_share, attention_path, gemm_path, matvec_key, matvec_peak, path_peak
 from .expert_tiles import fill, tile_columns
 from .fa_decode import decode_attn_factor
@@ -280,6 +281,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     fmt_eff, cpu_unit = engine.compute_format_eff(fmt), ""
     if kernel == "dp4a":            # the DP4A kernels' own unpacking of the format, where fitted (mmq.py)
         fmt_eff = engine.eta_compute_format.get(DP4A_FORMAT_PREFIX + fmt.group, fmt_eff)
+    elif bf16_as_f32(engine.name, hw, fmt, tokens):     # BF16 weights converted for an F32 GEMM (F32_GEMM)
+        fmt_eff = engine.eta_compute_format.get(F32_GEMM, fmt_eff)
     if pairs_per_expert:            # a routed expert's grouped GEMM (1 unless the profile lists its path)
         fmt_eff *= engine.expert_factors(fmt)[1]
     path = cpu_gemm_path(engine, hw, fmt)

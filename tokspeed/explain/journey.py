@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from ..engines.backends import sycl_bf16_copy
 from ..engines.compat import unmodelled_kernels
 from ..engines.cpu import barrier_scale
 from ..engines.era_builds import launch_note
@@ -254,10 +255,12 @@ def build_journey(pred, mode: str = "decode") -> Journey:
                 st.note = cpu_attention_how(eng, hw, tokens)
             if op.pairs_per_expert and op.unit == "tensor" and not st.note:
                 st.note = expert_tiles_how(eng, hw, pred.quant, tokens, op.pairs_per_expert)
-            f16 = dequant_bytes(eng, op, quantized, tokens)     # the engine's F16 copy of the weights, if it makes one
+            f16 = dequant_bytes(eng, op, pred.quant, tokens)     # the engine's F16 copy of the weights, if it makes one
             loop = round(expert_loop_kernels(eng, op, tokens, quantized))   # launches of a host loop over the experts
             if f16 or loop:
-                st.note = (f"{eng.name} writes the weights out as F16 before each GEMM (counted in the bytes)"
+                bits = 32 if sycl_bf16_copy(eng.name, pred.quant) else 16
+                st.note = (f"{eng.name} writes the weights out as {bits}-bit floats before each GEMM (counted in "
+                           "the bytes)"
                            if f16 else "") + ("; " if f16 and loop else "") + (
                     f"one GEMM per touched expert: {loop / op.count:,.0f} launches per layer" if loop else "")
             host = host_time(op, eng.name, hw, tokens, eng.build_month) if op.state_rule else 0.0
