@@ -108,3 +108,32 @@ def test_extreme_passes_stay_finite_and_quick():
     assert 0.0 < p < 1e-6
     assert math.isclose(fill(512, 1 + 1e-7, 16), 1 / 16, rel_tol=1e-6)
     assert expected_tiles(512, 0.0, 16) == 1.0
+
+
+def test_vulkan_bf16_experts_take_the_tiles_at_one_token():
+    # ggml_vk_use_mul_mat_vec_id: F32, F16 and quantized experts only -> BF16 experts of a decode step run the
+    # mul_mat_id tiles: the small tile (32 columns) holds the expert's one token: 32 / (32 + gemm_half) x 1 / 32
+    vk = get_engine("llama.cpp-vulkan")
+    half = vk.gemm_half_tokens
+    assert math.isclose(matmul_eff(vk, 1, 1.0, R9700, "BF16"), 32 / (32 + half) / 32)
+    assert matmul_eff(vk, 1, 1.0, R9700, "Q4_K_M") == vk.eta_matvec           # quantized: mul_mat_vec_id
+    assert matmul_eff(vk, 1, 1.0, R9700, "F16") == vk.eta_matvec              # F16: mul_mat_vec_id
+    assert matmul_eff(vk, 1, 0.0, R9700, "BF16") == vk.eta_matvec             # a dense BF16 matrix: mul_mat_vec
+    # ROCm and CUDA run BF16 experts of one token through their matrix-vector kernels
+    for name in ("llama.cpp-rocm", "llama.cpp-cuda"):
+        eng = get_engine(name)
+        assert matmul_eff(eng, 1, 1.0, R9700, "BF16") == eng.eta_matvec
+
+
+def test_explain_says_a_decode_steps_bf16_experts_run_in_tiles():
+    from tokspeed.explain import explain
+
+    # Qwen3-Coder-30B-A3B BF16 on the R9700 under Vulkan: each of the 8 experts a token picks has one token in a
+    # 32-column tile: 1 / 32 = 3 % of its columns
+    j = explain("qwen3-coder-30b-a3b", "radeon-ai-pro-r9700", quant="BF16", engine="llama.cpp-vulkan",
+                with_levers=False).journey
+    note = next(s.note for s in j.stages if s.key == "experts")
+    assert "tiles of 32 token columns" in note and "1 tokens an expert fill 3%" in note
+    q4 = explain("qwen3-coder-30b-a3b", "radeon-ai-pro-r9700", quant="Q4_K_M", engine="llama.cpp-vulkan",
+                 with_levers=False).journey
+    assert "tiles of" not in (next(s.note for s in q4.stages if s.key == "experts") or "")

@@ -156,6 +156,16 @@ def bf16_as_f32(backend: str, hw, fmt, tokens: int) -> bool:
                                             and uses_matrix_units(backend, hw) is False)
 
 
+def vulkan_bf16_experts_tiled(backend: str, fmt) -> bool:
+    """Whether ``backend`` multiplies routed experts of ``fmt`` weights with its tiled ``mul_mat_id`` shaders at any
+    token count: ggml-vulkan's ``ggml_vk_use_mul_mat_vec_id`` (``ggml_vk_mul_mat_id`` in llama-cpp-python 0.3.16's
+    copy of 2025-08, the same test in 0.3.17's of 2026-03) sends F32, F16 and quantized experts of one token (up to 8
+    in 0.3.17) to the matrix-vector ``mul_mat_vec_id`` shaders and BF16 experts never, though a BF16 pipeline is
+    built: a decode step's BF16 experts run ``ggml_vk_mul_mat_id_q_f16``'s tiles (``rates.matmul_eff``: the small
+    tile's 32 columns for one token each, ``expert_tiles.fill``)."""
+    return api_of(backend) == "vulkan" and str(fmt).upper() == "BF16"
+
+
 def sycl_bf16_copy(backend: str, fmt) -> bool:
     """Whether ``backend`` converts ``fmt`` weights to F32 in memory for an SGEMM in every pass (``SYCL_BF16_F32``;
     the copy's bytes: ``moe_dispatch.dequant_bytes``)."""

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
 from .backends import (F32_GEMM, bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector,
-                       vector_fp16_tflops)
+                       vector_fp16_tflops, vulkan_bf16_experts_tiled)
 from .cpu_kernels import attention_issue_share, attention_path, gemm_path, matvec_key, matvec_peak, path_peak
 from .expert_tiles import fill, tile_columns
 from .fa_decode import decode_attn_factor
@@ -113,7 +113,7 @@ def matmul_eff(engine, tokens: int, pairs_per_expert: float = 0.0, hw=None, fmt=
     tile of J columns shared by every expert ramps over J, times the share of its columns that are tokens."""
     if not tokens:
         return 1.0
-    if tokens <= MATVEC_MAX_TOKENS:
+    if tokens <= MATVEC_MAX_TOKENS and not (pairs_per_expert and vulkan_bf16_experts_tiled(engine.name, fmt)):
         return engine.eta_matvec
     j = tile_columns(engine, hw, fmt, tokens, pairs_per_expert) if pairs_per_expert else -1
     if j < 0:
