@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import pytest
 
-from tokspeed.engines.moe_dispatch import (EXPERT_LOOP_CALL_KERNELS, F16_BYTES, F32_BYTES, dequant_bytes,
-                                          expert_loop_kernels)
+from tokspeed.engines.moe_dispatch import EXPERT_LOOP_CALL_KERNELS, expert_loop_kernels
 from tokspeed.engines.profile import get_engine
+from tokspeed.engines.weight_copy import F16_BYTES, F32_BYTES, dequant_bytes
 from tokspeed.ledger import Role, forward_ops
 from tokspeed.quant.schemes import scheme_for
 from tokspeed.resolve import resolve_model

@@ -28,11 +28,12 @@ from .engines.compat import mixer_graph
 from .engines.graph_kernels import op_kernels
 from .engines.host_ops import DEFAULT_HOST, cpu_stage, host_run, link_bytes_s
 from .engines.linear_mixer import graph_state_bytes
-from .engines.moe_dispatch import dequant_bytes, expert_loop_kernels
+from .engines.moe_dispatch import expert_loop_kernels
 from .engines.profile import EngineProfile
 from .hardware.catalog import get_hardware
 from .engines.rates import op_rate
 from .engines.rates_stream import stream_bytes_s, weight_reads
+from .engines.weight_copy import dequant_bytes
 from .quant.format_key import F32_NAMES, format_key
 from .ledger import Op
 
@@ -77,7 +78,7 @@ def op_time(op: Op, hw, engine: EngineProfile, quant, tokens: int = 0) -> tuple[
     eta_kv (where the engine's attention is unfused, re-read by each query head, the share ``kv_reread`` from
     memory: ``kv_reads``; under ggml-vulkan's FA_SCALAR once per block of query rows: ``fa_tiles``), unfused
     attention's score matrix at attn_bytes_per_flop x the attention FLOPs. Where an
-    engine first writes quantized weights out as F16 (``moe_dispatch.dequant_bytes``), that kernel's bytes /
+    engine first writes quantized weights out as F16 (``weight_copy.dequant_bytes``), that kernel's bytes /
     bandwidth add to the time: it runs before the GEMM, not beside it.
     ``tokspeed.calibration.fast`` takes the same rates for the fit; a test holds the two equal."""
     return PassRates(hw, engine, quant, tokens).time(op)

@@ -23,10 +23,11 @@ from ..engines.compat import mixer_graph, unmodelled_kernels
 from ..engines.fa_tiles import extra_kv_bytes
 from ..engines.kernel_cost import driver_fixed_s, driver_launch_s
 from ..engines.linear_mixer import graph_state_bytes
-from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
+from ..engines.moe_dispatch import expert_loop_kernels
 from ..engines.profile import prior_profile
 from ..engines.rates import BOARD_POWER, CAP_SHARPNESS, INT8_KERNELS, MMQ_BOUND, compute_rate
 from ..engines.rates_stream import stream_bytes_s
+from ..engines.weight_copy import dequant_bytes
 from ..ledger import forward_ops
 from ..predict import decode_steps
 from ..quant.format_key import format_key

@@ -94,7 +94,7 @@ BF16_F32_ABOVE_TOKENS = 32     # ggml-cuda.cu ggml_cuda_mul_mat_cublas, AMD with
 # quants) and no MMQ, so every pass of them, a decode step's included, goes to ggml_sycl_op_mul_mat_sycl, whose F16
 # branch takes F16 and quantized weights only: BF16 takes the F32 one -- the weights converted to F32 in a pool
 # buffer (to_fp32_sycl) and an F32 GEMM (oneDNN's or oneMKL's SGEMM) on the vector ALUs, whatever GGML_SYCL_F16 and
-# GGML_SYCL_DNNL say. Its copy's bytes: moe_dispatch.dequant_bytes.
+# GGML_SYCL_DNNL say. Its copy's bytes: weight_copy.dequant_bytes.
 SYCL_BF16_F32 = "llama.cpp-sycl"
 # the eta_compute_format key of such an F32 GEMM over converted BF16 weights (SYCL's, ROCm's above): a vendor BLAS
 # SGEMM on the vector ALUs, whose share of the FP32 figure is not the backend's matrix-unit GEMMs' share of theirs;
@@ -168,7 +168,7 @@ def vulkan_bf16_experts_tiled(backend: str, fmt) -> bool:
 
 def sycl_bf16_copy(backend: str, fmt) -> bool:
     """Whether ``backend`` converts ``fmt`` weights to F32 in memory for an SGEMM in every pass (``SYCL_BF16_F32``;
-    the copy's bytes: ``moe_dispatch.dequant_bytes``)."""
+    the copy's bytes: ``weight_copy.dequant_bytes``)."""
     return backend == SYCL_BF16_F32 and str(fmt).upper() == "BF16"
 
 

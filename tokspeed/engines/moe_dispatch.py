@@ -21,15 +21,12 @@ fuse the selection and normalisation (``topk-moe.cu``, ``topk_moe.comp``) and ch
 Vendor engines list their own (``per_moe_layer`` of vLLM's fused_moe: 4).
 
 How a backend runs ``mul_mat_id`` over a prompt is below ``dispatch_kernels``: ggml-sycl's host loop over the
-experts and its F16 copy of quantized weights (``expert_loop_kernels``, ``dequant_bytes``), and ggml-cuda's (HIP)
+experts (``expert_loop_kernels``; its F16 copy of quantized weights: ``engines.weight_copy``), and ggml-cuda's (HIP)
 host loop for float experts MMF declines. How each expert's GEMM ramps over its own tokens: ``rates.matmul_eff``.
 """
 
 from __future__ import annotations
 
-from ..ledger import Role
-from ..quant.format_key import format_key
-from .backends import sycl_bf16_copy
 from .rates import MATVEC_MAX_TOKENS
 
 
@@ -51,14 +48,8 @@ def dispatch_kernels(kernels: dict, spec) -> int:
 # ``EXPERT_LOOP_CALL_KERNELS`` = 5 launches per call (the wait counted as one) plus, per touched expert, those of
 # ``ggml_sycl_mul_mat`` -- for more than 8 rows ``ggml_sycl_op_mul_mat_sycl``: dequantise the expert to F16
 # (``to_fp16_sycl`` on src0), convert its rows to F16 (on src1), the oneDNN/oneMKL GEMM: 3
-# (priors.toml ``expert_loop_kernels``; its MMQ is off, ``ggml_sycl_supports_mmq`` returns false).
-# That F16 copy of the weights is written to memory and read back by the GEMM in every quantized prompt matmul,
-# dense or expert (priors.toml ``dequant_f16_prefill``): 2 x ``F16_BYTES`` per weight the pass multiplies, a cost
-# the prompt's tokens share -- all of them for a dense matmul, only the tokens routed to it for an expert (about
-# 32 of a 512-token chunk at top-8 of 128), which is why MoE prefill pays it many times over. BF16 weights take
-# that function's F32 branch in every pass, a decode step's too (``backends.SYCL_BF16_F32``): each weight read as
-# BF16, written as F32 and read back by the SGEMM, 2 x ``F32_BYTES`` per weight beyond the ledger's read, the LM
-# head's included (it has no matrix-vector kernel either).
+# (priors.toml ``expert_loop_kernels``; its MMQ is off, ``ggml_sycl_supports_mmq`` returns false). That F16 copy's
+# bytes, which every quantized prompt matmul pays, dense or expert: ``engines.weight_copy``.
 #
 # ggml-cuda, and so the HIP build (``ggml-cuda.cu``, ``ggml_cuda_mul_mat_id``), takes the same host loop for float
 # (F16/BF16) experts where neither its matrix-vector kernels (at most ``MMVQ_MAX_BATCH_SIZE`` = 8 tokens) nor MMF
@@ -67,8 +58,6 @@ def dispatch_kernels(kernels: dict, spec) -> int:
 # through ``ggml_cuda_mul_mat_cublas``: its rows converted to the compute type, the GEMM, the result converted
 # back: 3 launches (priors.toml ``expert_loop = "float-no-mmf"``; quantized experts take MMQ, one launch).
 EXPERT_LOOP_CALL_KERNELS = 5
-F16_BYTES = 2
-F32_BYTES, BF16_BYTES = 4, 2
 MMF_ID_ROWS = 1024
 MMF_ID_MAX_TOKENS = {True: 512, False: 128}     # expert matrix of at most MMF_ID_ROWS rows: 512, else 128
 
@@ -89,24 +78,3 @@ def expert_loop_kernels(engine, op, tokens: int, quantized: bool = True) -> floa
     elif rule != "multi-token":
         return 0.0
     return (per_expert * op.experts_touched + EXPERT_LOOP_CALL_KERNELS) * op.count
-
-
-def dequant_bytes(engine, op, fmt, tokens: int) -> float:
-    """Bytes the weight matmul ``op`` (weights of format ``fmt``) moves, beyond its ledger's, in a pass of ``tokens``
-    tokens under an engine that copies the weights in memory before its GEMM (the comment above): quantized weights
-    in a tiled pass each written as F16 and read back, 2 x ``F16_BYTES`` per weight multiplied (FLOPs / (2 x the
-    tokens each meets: the pass's, or for a routed expert ``op.pairs_per_expert``)), not the LM head's (the
-    sequences' last positions only: a matrix-vector product); BF16 weights in every pass written as F32 and read
-    back, 2 x ``F32_BYTES`` per weight read. 0 for the router (F32 weights), attention, other float weights,
-    quantized matrix-vector passes and other engines."""
-    if not (getattr(engine, "dequant_f16_prefill", False) and op.unit == "tensor" and op.weight_bytes
-            and op.role != Role.ROUTER and not (op.kv_read_bytes or op.kv_write_bytes)):
-        return 0.0
-    if not fmt:
-        return 0.0
-    fmt = format_key(fmt)
-    if sycl_bf16_copy(getattr(engine, "name", ""), fmt):
-        return 2 * F32_BYTES / BF16_BYTES * op.weight_bytes
-    if not fmt.quantized or tokens <= MATVEC_MAX_TOKENS or op.role == Role.LM_HEAD:
-        return 0.0
-    return 2 * F16_BYTES * op.flops / (2 * (op.pairs_per_expert or tokens))

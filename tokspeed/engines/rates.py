@@ -105,6 +105,13 @@ def compute_class(hw) -> str:
     return "geforce" if getattr(hw, "fp16_accumulate_2x", False) else hw.kind
 
 
+def runs_tiles(engine, tokens: int, pairs_per_expert: float = 0.0, fmt=None) -> bool:
+    """Whether a weight matmul of a pass of ``tokens`` tokens runs the engine's tiled GEMM kernels rather than its
+    matrix-vector ones: above ``MATVEC_MAX_TOKENS`` tokens, and a routed expert's BF16 weights on Vulkan at any count
+    (``backends.vulkan_bf16_experts_tiled``)."""
+    return tokens > MATVEC_MAX_TOKENS or bool(pairs_per_expert and vulkan_bf16_experts_tiled(engine.name, fmt))
+
+
 def matmul_eff(engine, tokens: int, pairs_per_expert: float = 0.0, hw=None, fmt=None) -> float:
     """Matmul efficiency for a pass over ``tokens`` tokens (0 = unknown: 1): ``eta_matvec`` up to
     MATVEC_MAX_TOKENS, then the tiled GEMMs' ramp T / (T + gemm_half_tokens): each weight tile's load and dequantising
@@ -113,7 +120,7 @@ def matmul_eff(engine, tokens: int, pairs_per_expert: float = 0.0, hw=None, fmt=
     tile of J columns shared by every expert ramps over J, times the share of its columns that are tokens."""
     if not tokens:
         return 1.0
-    if tokens <= MATVEC_MAX_TOKENS and not (pairs_per_expert and vulkan_bf16_experts_tiled(engine.name, fmt)):
+    if not runs_tiles(engine, tokens, pairs_per_expert, fmt):
         return engine.eta_matvec
     j = tile_columns(engine, hw, fmt, tokens, pairs_per_expert) if pairs_per_expert else -1
     if j < 0:

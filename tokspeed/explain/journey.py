@@ -21,9 +21,10 @@ from ..engines.era_builds import launch_note
 from ..engines.fa_tiles import extra_kv_bytes
 from ..engines.graph_kernels import op_kernels
 from ..engines.host_ops import host_note, host_run
-from ..engines.moe_dispatch import dequant_bytes, expert_loop_kernels
+from ..engines.moe_dispatch import expert_loop_kernels
 from ..engines.rates import int8_rates, matmul_rate, op_rate
 from ..engines.rates_stream import stream_rate, weight_reads
+from ..engines.weight_copy import dequant_bytes
 from ..ledger import Role, Scope
 from ..predict import UBATCH, fit_of, prefill_passes
 from ..quant.format_key import format_key

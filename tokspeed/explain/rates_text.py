@@ -7,13 +7,13 @@
 
 from __future__ import annotations
 
-from ..engines.backends import coopmat1_share, vulkan_bf16_experts_tiled
+from ..engines.backends import coopmat1_share
 from ..engines.cpu_kernels import attention_path
 from ..engines.expert_tiles import fill, tile_columns
 from ..engines.issue import fp32_lanes_per_core
 from ..engines.mmq import DP4A_OPS_PER_FP32_FLOP
 from ..engines.rates import BOARD_POWER, INT8_KERNELS, INT8_OPS_PER_FP16_ENERGY, MATVEC_MAX_TOKENS, MMQ_BOUND, \
-    cpu_attention_share
+    cpu_attention_share, runs_tiles
 
 
 def tflops(x: float) -> str:
@@ -82,8 +82,8 @@ def cpu_attention_how(engine, hw, tokens: int) -> str:
 def expert_tiles_how(engine, hw, quant: str, tokens: int, pairs_per_expert: float) -> str:
     """Where ``engine`` multiplies a prompt's routed experts in tiles of one width (``expert_tiles.tile_columns``):
     the width, the tokens an expert gets and the share of the tiles' columns they fill; "" elsewhere."""
-    if not pairs_per_expert or (tokens <= MATVEC_MAX_TOKENS and not vulkan_bf16_experts_tiled(engine.name, quant)):
-        return ""       # (a decode step's BF16 experts on Vulkan skip the matrix-vector kernels: backends.py)
+    if not pairs_per_expert or not runs_tiles(engine, tokens, pairs_per_expert, quant):
+        return ""
     j = tile_columns(engine, hw, quant, tokens, pairs_per_expert)
     if j <= 0:
         return ""

@@ -132,9 +132,8 @@ def device_memory(layout: Layout, spec, storage, kv_elem_bytes: float, batch: in
                 row(gpu_name or "gpu0", "gpu", s.gpu).weights_bytes -= sum(experts[a:b])
             continue
         on_host = layout.input_on_host and s.kind == "gpu"      # parallel.input_layer_on_host
-        w = sum(per_layer[a:b]) + (embd if s.embedding and not on_host else 0.0) + (head if s.head else 0.0)
-        if s.head and spec.tied_embeddings and (on_host or not s.embedding):
-            w += embd            # the LM head reads the tied table: the last stage needs its own copy
+        w = (sum(per_layer[a:b]) + embd * embedding_tables(spec, s.embedding, s.head, on_host)
+             + (head if s.head else 0.0))
         kv = kv_all * (b - a) / spec.n_layers
         if s.kind == "gpu":
             r = row(s.name, "gpu", s.hw, s.tp)
@@ -175,7 +174,14 @@ def one_device_input(spec, storage, prof, hw) -> tuple[float, float]:
     if not input_layer_on_host(prof, hw):
         return 0.0, 0.0
     embd = layer_weight_bytes(spec, storage)[1]
-    return (0.0 if spec.tied_embeddings else embd), embd
+    return embd * (1 - embedding_tables(spec, True, True, True)), embd
+
+
+def embedding_tables(spec, embedding: bool, head: bool, on_host: bool) -> int:
+    """The token-embedding tables a device stage holds: the input layer's where it runs it and llama.cpp does not
+    keep it in host RAM (``on_host``), else, where it runs a tied output layer, the head's own copy of it (the LM head
+    reads the tied table: llama.cpp's TENSOR_DUPLICATED on the last device)."""
+    return int((embedding and not on_host) or (head and spec.tied_embeddings))
 
 
 def host_input_bytes(layout: Layout, spec, storage, rows: list[DeviceMemory]) -> float:
