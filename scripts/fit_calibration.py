@@ -5,8 +5,9 @@
 
 Per engine backend, the EngineProfile parameters (eta_mem per memory technology -- hbm, gddr, lpddr,
 ddr --, bytes_per_core_cycle (the kernel bound: cores x clock x bytes, tokspeed.engines.issue),
-eta_format per weight-format group, eta_kv, launch_s, fixed_s (and per Vulkan driver launch_by_driver and the decode
-FlashAttention's attn_decode_by_driver: tokspeed/engines/fa_decode.py) for decode; eta_compute per hardware kind,
+eta_format per weight-format group (and ggml-vulkan's subgroup MMVQ path's: engines/vk_matvec.py), eta_kv, launch_s,
+fixed_s (and per Vulkan driver launch_by_driver and the decode FlashAttention's attn_decode_by_driver:
+tokspeed/engines/fa_decode.py) for decode; eta_compute per hardware kind,
 eta_compute_format per group, eta_attn, attn_bytes_per_flop, gemm_half_tokens and, in the newest era,
 quant_flops_per_core_cycle (the MMQ bound) for prefill; eta_matvec for batched decode; on GeForce,
 FP16-accumulating engines see twice the listed tensor peak) minimise the squared log error of predicted
@@ -77,6 +78,7 @@ from tokspeed.engines.memory import memory_class  # noqa: E402
 from tokspeed.engines.mmq import DP4A_FORMAT_PREFIX  # noqa: E402
 from tokspeed.engines.pooling import arch_family, vendor_key  # noqa: E402
 from tokspeed.engines.rates import mmq_kernel  # noqa: E402
+from tokspeed.engines.vk_matvec import MMVQ_SUBGROUP, runs_mmvq_subgroup  # noqa: E402
 from tokspeed.toml_writer import Inline, dumps  # noqa: E402
 from tokspeed.engines.profile import EngineProfile, prior_profile
 from tokspeed.quant.format_key import format_group
@@ -151,6 +153,10 @@ def param_space(prior: EngineProfile, rows) -> list[Param]:
     groups = sorted({format_group(r.quant) for r in rows} - {"float"})
     for g in groups:
         out.append(Param("eta_format", g, _clip(prior.eta_format.get(g, 1.0), 0.2, 1.0), 0.2, 1.0))
+    # the Q8_1 matrix-vector shaders in subgroup-sized workgroups (Mesa ANV): a factor of their own times the group's
+    if any(r.kind == "decode" and runs_mmvq_subgroup(prior.name, r.hw, r.quant, r.month) for r in rows):
+        out.append(Param("eta_format", MMVQ_SUBGROUP, _clip(prior.eta_format.get(MMVQ_SUBGROUP, 1.0), 0.2, 1.0),
+                         0.2, 1.0))
     if dec:
         out.append(Param("eta_kv", None, _clip(prior.eta_kv, 0.1, 1.0), 0.1, 1.0))
     abpf = bool(prior_profile(prior.name).attn_bytes_per_flop)   # the engine's unfused prior (0 in a fused newest era)

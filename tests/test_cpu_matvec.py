@@ -119,26 +119,36 @@ def test_explain_says_the_matmuls_run_on_int8_and_the_stages_still_sum():
         s for s in e4.journey.stages if s.key == "ffn").note
 
 
-def test_a_routed_experts_block_is_shared_only_by_the_tokens_routed_to_it():
+def test_routed_experts_run_one_token_at_a_time_on_ggml_cpu():
     """qwen3-30b-a3b at 8 tokens: 128 experts, 8 active -> 128 x (1 - (120/128)^8) = 51.6 experts touched by 64
-    (token, expert) pairs: 1.24 tokens share each expert's weight blocks, not 8. On the M1 Max CPU cluster the
-    expert projection runs at T / (a + b T) with T = 1.24; Q4_K is repacked on Arm dotprod (q4_K_8x4): 1 / (a + b) =
-    one token's gemv, 4 x 0.819 x int8_matvec[repack] TFLOP/s, and 1 / b = the GEMM's, eta[repack] x 4 x 0.819."""
+    (token, expert) pairs: 1.24 tokens to each. Q4_K is repacked on Arm dotprod (q4_K_8x4), and ggml-cpu's mul_mat_id
+    calls the repacked gemv once per (expert, token) pair (priors.toml [CPUMOE]): on the M1 Max CPU cluster the
+    expert projection runs at one token's gemv, 4 x 0.819 x int8_matvec[repack] TFLOP/s, at 8 tokens as at 512.
+    An engine whose expert matmuls are GEMMs shares each block's work among the tokens routed to the expert:
+    T / (a + b T) with T = 1.24, 1 / (a + b) = that gemv and 1 / b = the GEMM's, eta[repack] x 4 x 0.819."""
     from tokspeed.ledger import forward_ops
     from tokspeed.quant.schemes import scheme_for
     from tokspeed.resolve import resolve_model
     from tokspeed.timing import op_time
 
     spec = resolve_model("qwen3-30b-a3b")[0]
-    op = next(o for o in forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 8, 1, 0) if o.name == "ffn_up_exps projection")
-    pairs = 64 / (128 * (1 - (120 / 128) ** 8))
-    assert op.pairs_per_expert == pytest.approx(pairs, rel=1e-9)
     hw = get_hardware("m1-max-32").cpu_cluster()
     prof = get_engine("llama.cpp-cpu")
     gemm, mv = 4 * 0.819e12 * prof.eta_compute_format["repack"], 4 * 0.819e12 * prof.int8_matvec["repack"]
+    for tokens in (8, 512):
+        op = next(o for o in forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, tokens, 1, 0)
+                  if o.name == "ffn_up_exps projection")
+        t, bound = op_time(op, hw, prof, "Q4_K_M", tokens=tokens)
+        assert bound == "compute" and t == pytest.approx(op.flops / mv, rel=1e-9)
+    op = next(o for o in forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 8, 1, 0)
+              if o.name == "ffn_up_exps projection")
+    pairs = 64 / (128 * (1 - (120 / 128) ** 8))
+    assert op.pairs_per_expert == pytest.approx(pairs, rel=1e-9)
     rate = pairs / (pairs / gemm + 1 / mv - 1 / gemm)
-    t, bound = op_time(op, hw, get_engine("llama.cpp-cpu"), "Q4_K_M", tokens=8)
+    t, bound = op_time(op, hw, replace(prof, expert_gemv_per_token=False), "Q4_K_M", tokens=8)
     assert bound == "compute" and t == pytest.approx(op.flops / rate, rel=1e-9)
+    # ik_llama.cpp's iqk_mul_mat_moe (ASSUMED: GEMMs over an expert's tokens) does not take the per-token path
+    assert not get_engine("ik_llama.cpp-cpu").expert_gemv_per_token
 
 
 def test_offload_to_a_socs_cpu_runs_on_its_cpu_cluster():

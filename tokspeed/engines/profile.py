@@ -35,10 +35,9 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
   ``INT8_OPS_PER_FP16_ENERGY`` on INT8 tensor cores (``power_flops``), soft-minimum with the other compute bounds
   (an RTX 6000 Ada at 300 W prefills at 0.71x an RTX 4090 at 450 W on the same die). Fitted for llama.cpp-cuda; an
   older era's value is the newest's / its ``era_compute``.
-- ``expert_pairs_below_tokens``: MoE decode in small batches: below this many tokens per pass the engine
-  multiplies every (token, expert) pair with its own matrix-vector kernel, so each touched expert's weights
-  are read once per pair, not once per pass (llama.cpp Metal: ``mul_mv_id`` below 32 rows, ``mul_mm_id``
-  from 32).
+- ``expert_pairs_below_tokens``: MoE decode in small batches: below this many tokens per pass the engine multiplies
+  every (token, expert) pair with its own matrix-vector kernel, so each touched expert's weights are read once per
+  pair, not once per pass (llama.cpp Metal: ``mul_mv_id`` below 32 rows, ``mul_mm_id`` from 32).
 - ``expert_loop_kernels`` / ``dequant_f16_prefill``: an engine whose multi-token ``mul_mat_id`` loops over the
   touched experts on the host (launches per expert) and whose quantized prompt matmuls dequantise the weights to
   F16 in memory before the GEMM (ggml-sycl): ``tokspeed.engines.moe_dispatch``.
@@ -143,6 +142,7 @@ class EngineProfile:
     mmq_dp4a: bool = False       # quantized tiled matmuls as DP4A int8 dot products on parts without tensor cores
     pj_per_flop: float = 0.0     # tiled passes: FLOP/s <= board power (tdp_w) / this energy per FLOP (0 = none)
     expert_pairs_below_tokens: int = 0   # MoE: below this many tokens per pass each (token, expert) pair re-reads
+    expert_gemv_per_token: bool = False  # MoE: experts one token at a time (ggml-cpu mul_mat_id: priors [CPUMOE])
     expert_loop_kernels: float = 0.0     # MoE: launches per touched expert of a host loop (moe_dispatch)
     expert_loop: str = ""                # when that loop runs: "multi-token" (ggml-sycl) | "float-no-mmf" (ggml-cuda)
     dequant_f16_prefill: bool = False    # tiled passes write quantized weights out as F16 before the GEMM

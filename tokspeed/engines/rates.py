@@ -213,10 +213,13 @@ def int8_bound(engine, hw, fmt, tokens: int, gemm_rate: float, pairs_per_expert:
     ``pairs_per_expert`` tokens routed to it -- while the multiply-adds grow with them: time = a + b x T, so
     rate = T / (a + b T), through one token's int8 rate (``int8_matvec_flops``, T = 1) and ``gemm_rate``, the
     prompt kernels' rate (T large). benchmarks/bench_cpu_ramp.py measures the curve. ``gemm_rate`` unchanged
-    where the engine has no such kernels (or they are no slower)."""
+    where the engine has no such kernels (or they are no slower); one token's rate for a routed expert where the
+    engine multiplies experts one token at a time (``EngineProfile.expert_gemv_per_token``)."""
     mv = int8_matvec_flops(engine, hw, fmt)
     if not mv or mv >= gemm_rate:
         return gemm_rate
+    if pairs_per_expert and engine.expert_gemv_per_token:   # one token at a time: none shares a block's work
+        return mv
     share = min(tokens, pairs_per_expert) if pairs_per_expert else tokens
     return share / (share / gemm_rate + 1 / mv - 1 / gemm_rate)
 

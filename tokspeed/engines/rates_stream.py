@@ -20,6 +20,7 @@ from ..quant.format_key import format_key
 from .issue import core_cycles_per_s
 from .memory import memory_class
 from .rates import soft_min
+from .vk_matvec import MMVQ_SUBGROUP, format_eff_on
 
 
 def kernel_bytes_s(engine, hw) -> float:
@@ -31,7 +32,7 @@ def kernel_bytes_s(engine, hw) -> float:
 def stream_bytes_s(engine, hw, fmt=None) -> float:
     """Bandwidth ``engine`` streams ``fmt`` weights at on ``hw`` (None: traffic with no format); the module
     docstring says how."""
-    eff = engine.format_eff(fmt) if fmt else 1.0
+    eff = format_eff_on(engine, hw, fmt) if fmt else 1.0
     bw = hw.bandwidth_bytes_s * min(engine.mem_eff_for(hw), 1.0)
     if not engine.bytes_per_core_cycle:         # an engine without a kernel bound: the format costs everywhere
         return soft_min(bw, engine.bw_cap_gbps * 1e9) * eff
@@ -52,8 +53,9 @@ def weight_reads(engine, op, tokens: int) -> float:
 @dataclass(frozen=True)
 class Stream:
     """``value`` bytes/s and its parts: the memory (``memory`` technology at ``peak`` x ``eta_mem``), the kernel bound
-    (``core_cycles`` per second x ``bytes_per_core_cycle`` x the format's ``eta_format`` of ``group``; 0 = none),
-    the engine's cap (0 = none)."""
+    (``core_cycles`` per second x ``bytes_per_core_cycle`` x the format's ``eta_format`` of ``group`` x that of
+    the matrix-vector ``path`` where it has one of its own, ``path_eff``: ``vk_matvec``; 0 = none), the engine's
+    cap (0 = none)."""
     fmt: str
     memory: str
     peak: float
@@ -64,16 +66,22 @@ class Stream:
     eta_format: float
     cap: float
     value: float
+    path: str = ""
+    path_eff: float = 1.0
 
     @property
     def kernel(self) -> float:
-        return self.core_cycles * self.bytes_per_core_cycle * self.eta_format if self.bytes_per_core_cycle else 0.0
+        return (self.core_cycles * self.bytes_per_core_cycle * self.eta_format * self.path_eff
+                if self.bytes_per_core_cycle else 0.0)
 
 
 def stream_rate(engine, hw, fmt=None) -> Stream:
     """``stream_bytes_s`` with its parts."""
     kern = kernel_bytes_s(engine, hw)
+    group_eff = engine.format_eff(fmt) if fmt else 1.0
+    path_eff = format_eff_on(engine, hw, fmt) / group_eff if fmt and group_eff else 1.0
     return Stream(str(fmt or ""), memory_class(hw), hw.bandwidth_bytes_s, min(engine.mem_eff_for(hw), 1.0),
                   core_cycles_per_s(hw), engine.bytes_per_core_cycle if kern else 0.0,
-                  format_key(fmt).group if fmt else "", engine.format_eff(fmt) if fmt else 1.0,
-                  engine.bw_cap_gbps * 1e9, stream_bytes_s(engine, hw, fmt))
+                  format_key(fmt).group if fmt else "", group_eff,
+                  engine.bw_cap_gbps * 1e9, stream_bytes_s(engine, hw, fmt),
+                  MMVQ_SUBGROUP if path_eff != 1.0 else "", path_eff)

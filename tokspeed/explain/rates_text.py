@@ -93,7 +93,8 @@ def expert_tiles_how(engine, hw, quant: str, tokens: int, pairs_per_expert: floa
 
 def stream_how(s) -> str:
     """How a ``Stream`` comes about, in one line with its numbers."""
-    group = f"eta_format[{s.group}] {s.eta_format:.2f}" if s.eta_format != 1.0 else ""
+    group = " x ".join(f"eta_format[{k}] {v:.2f}" for k, v in ((s.group, s.eta_format), (s.path, s.path_eff))
+                       if k and v != 1.0)
     what = f"{s.fmt} weights" if s.fmt else "weights"
     out = (f"{what} stream at {gbs(s.value)} ({s.value / s.peak:.0%} of {gbs(s.peak)}): "
            f"{s.memory.upper()} at {gbs(s.peak)} x eta_mem {s.eta_mem:.2f} = {gbs(s.peak * s.eta_mem)}")
