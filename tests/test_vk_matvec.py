@@ -76,3 +76,27 @@ def test_shipped_tables_keep_the_path_factor_off_other_vendors():
         hw = get_hardware(name)
         eng = get_engine(VK, hw)
         assert format_eff_on(eng, hw, "Q4_K_M") == eng.format_eff("Q4_K_M")
+
+
+def test_the_fit_takes_the_path_factor_only_where_decode_rows_run_the_path():
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from tokspeed.calibration.rows import load_rows
+    from tokspeed.engines.profile import prior_profile
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "fit_calibration.py"
+    spec = importlib.util.spec_from_file_location("fit_calibration", path)
+    fit = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = fit
+    spec.loader.exec_module(fit)
+    rows = [r for r in load_rows(None) if r.engine == VK and not r.skip]
+    on = [r for r in rows if r.kind == "decode" and runs_mmvq_subgroup(VK, r.hw, r.quant, r.month)]
+    # the Arc Pro B70's K-quant and MXFP4 decode rows (kyuz0, b9039) and Lunar Lake's UD-Q4_K_XL one
+    assert {r.hw.name.split(" (")[0] for r in on} == {"Intel Arc Pro B70", "Intel Core Ultra 7 258V"} and len(on) == 11
+
+    def keys(rs):
+        return {(p.field, p.key) for p in fit.param_space(prior_profile(VK), rs)}
+    assert ("eta_format", MMVQ_SUBGROUP) in keys(rows)
+    assert ("eta_format", MMVQ_SUBGROUP) not in keys([r for r in rows if r not in on])
