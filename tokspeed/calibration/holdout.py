@@ -218,7 +218,8 @@ HEADER = """# Written by scripts/fit_calibration.py: do not edit by hand (tokspe
 # each factor that applies. <kind>_cell_pct: the seen-family band per cell (MoE models, each dense weight-format group
 # with enough rows, "other": the rest pooled; or "moe" against "dense"), over its held-out rows alone (<kind>_cell_rows
 # of them), <kind>_seen_pct: the backend's over them all (fitted.toml's <kind>_error_pct), whose ratio bands.band_cell
-# applies.
+# applies; <kind>_unseen_cell_pct / _rows and <kind>_unseen_pct: the same for a device whose family the fit lacks
+# (its priors; fitted.toml's <kind>_unseen_pct).
 """
 
 
@@ -236,12 +237,14 @@ def bands_data(results) -> dict:
                      # the GPU drivers of its rows (engines/driver.py: driver_fitted reads this list)
                      drivers=sorted({r.driver for r in rows if getattr(r, "driver", "")}))
             e.update(res.get("band_rows", {}))   # held-out rows behind the band (pooled_holdout.band_rows)
-            for k in KINDS:       # the seen-family band by cell (pooled_holdout.band_cells)
-                cells = {c: v for (kind, c), v in res.get("cell_bands", {}).items() if kind == k}
-                if cells:
-                    e[f"{k}_seen_pct"] = float(round(res["bands"][(k, "seen")]))    # as fitted.toml rounds it
-                    e[f"{k}_cell_pct"] = Inline({c: float(round(b)) for c, (b, _) in cells.items()})
-                    e[f"{k}_cell_rows"] = Inline({c: n for c, (_, n) in cells.items()})
+            for k in KINDS:       # the band by cell at each distance (pooled_holdout.band_cells)
+                for d, pre in (("seen", k), ("unseen", f"{k}_unseen")):
+                    cells = {c: v for (kind, dist, c), v in res.get("cell_bands", {}).items()
+                             if kind == k and dist == d}
+                    if cells:
+                        e[f"{k}_{d}_pct"] = float(round(res["bands"][(k, d)]))    # as fitted.toml rounds it
+                        e[f"{pre}_cell_pct"] = Inline({c: float(round(b)) for c, (b, _) in cells.items()})
+                        e[f"{pre}_cell_rows"] = Inline({c: n for c, (_, n) in cells.items()})
             for k in KINDS:       # the backend's own factors where it has enough held-out rows (else pooled)
                 own = {"unseen_vendor": vendor_factor(res, k)}
                 own.update({t: _factor(condition_pairs([res], t, k)) for t in CONDITIONS + ("multi_device",)})

@@ -160,14 +160,16 @@ def band_rows(res, kind: str, k: float, distance: str, group=None) -> list:
     return out
 
 
-def cell_groups(res, kind: str, k: float) -> dict:
-    """{cell: cell keys} of the backend's seen-family ``kind`` rows held out at strength ``k``: MoE models and each
-    dense weight-format group with MIN_CELL_ROWS held-out rows a cell of their own, the rest pooled (``OTHER``); where
-    that leaves one cell, MoE models against dense ones (a backend with few rows of each format); {} where neither
-    splits the rows (the backend's band is that of them all)."""
+def cell_groups(res, kind: str, k: float, distance: str = "seen") -> dict:
+    """{cell: cell keys} of the backend's ``kind`` rows held out at strength ``k`` at ``distance``. Their family in
+    the refit (``seen``): MoE models and each dense weight-format group with MIN_CELL_ROWS held-out rows a cell of
+    their own, the rest pooled (``OTHER``); where that leaves one cell, MoE models against dense ones (a backend with
+    few rows of each format). A family the refit lacked (``unseen``: the priors, fitted per format nowhere, and a
+    few devices' rows): MoE models against dense ones. {} where neither splits the rows (the backend's band is that
+    of them all)."""
     keys = sorted({cell_key(res, i) for i, r in enumerate(res["rows"]) if r.kind == kind})
-    count = {g: len(band_rows(res, kind, k, "seen", {g})) for g in keys}
-    cells = {g: {g} for g in keys if count[g] >= MIN_CELL_ROWS}
+    count = {g: len(band_rows(res, kind, k, distance, {g})) for g in keys}
+    cells = {g: {g} for g in keys if count[g] >= MIN_CELL_ROWS} if distance == "seen" else {}
     rest = {g for g in keys if g not in cells and count[g]}
     if cells and rest:
         cells[OTHER] = rest
@@ -180,17 +182,22 @@ def cell_groups(res, kind: str, k: float) -> dict:
 
 
 def band_cells(res, k: float) -> dict:
-    """{(kind, cell): (band %, held-out rows)}: the backend's seen-family band split into ``cell_groups`` (Mondrian
-    conformal: each held-out row in one cell, each cell its own COVER % quantile); a cell of fewer than MIN_CELL_ROWS
-    rows never narrower than the backend's band over them all (few rows: the wider of the two). A question in no
-    cell takes the backend's band."""
+    """{(kind, distance, cell): (band %, held-out rows)}: the backend's band at each distance (its family in the fit,
+    or unseen: the priors) split into ``cell_groups`` (Mondrian conformal: each held-out row in one cell, each cell
+    its own COVER % quantile); a cell of fewer than MIN_CELL_ROWS rows never narrower than the backend's band over
+    them all (few rows: the wider of the two). A distance with fewer than MIN_BAND_ROWS held-out rows of the backend
+    has no cells (its band is every backend's). A question in no cell takes the backend's band."""
     out = {}
     for kind in ("decode", "prefill"):
-        everything = conformal(band_rows(res, kind, k, "seen"))
-        for name, groups in cell_groups(res, kind, k).items():
-            xs = band_rows(res, kind, k, "seen", groups)
-            out[(kind, name)] = (conformal(xs) if len(xs) >= MIN_CELL_ROWS else max(conformal(xs), everything),
-                                 len(xs))
+        for distance in ("seen", "unseen"):
+            rows = band_rows(res, kind, k, distance)
+            if len(rows) < MIN_BAND_ROWS:
+                continue
+            everything = conformal(rows)
+            for name, groups in cell_groups(res, kind, k, distance).items():
+                xs = band_rows(res, kind, k, distance, groups)
+                out[(kind, distance, name)] = (conformal(xs) if len(xs) >= MIN_CELL_ROWS
+                                               else max(conformal(xs), everything), len(xs))
     return out
 
 
@@ -274,10 +281,13 @@ def band_table(results, k: float, bands: dict) -> str:
                     lines.append(_band_line(res["engine"], kind, "family in the fit" if d == "seen" else
                                             "family unseen", xs, bands[res["engine"]][(kind, d)]))
             cells = res.get("cell_bands") or {}      # the fit's (band_cells); none: no cell rows
-            for c, groups in sorted(cell_groups(res, kind, k).items() if cells else ()):
-                xs = band_rows(res, kind, k, "seen", groups)
-                lines.append(_band_line(res["engine"], kind, f"in the fit, {CELL_LABEL.get(c, c + ' weights')}", xs,
-                                        cells[(kind, c)][0]))
+            for d, where in (("seen", "in the fit"), ("unseen", "unseen")):
+                for c, groups in sorted(cell_groups(res, kind, k, d).items() if cells else ()):
+                    if (kind, d, c) not in cells:
+                        continue
+                    xs = band_rows(res, kind, k, d, groups)
+                    lines.append(_band_line(res["engine"], kind, f"{where}, {CELL_LABEL.get(c, c + ' weights')}",
+                                            xs, cells[(kind, d, c)][0]))
     return "\n".join(lines)
 
 
@@ -306,9 +316,10 @@ def pooled_tables(results, k: float) -> str:
         check, "",
         "Bands: the split-conformal 90 % quantile of the held-out |log error| (by source and by device) per backend, "
         "metric and distance (the device's family in the fit, or not: its priors); fewer than 10 held-out rows take "
-        "every backend's. A family in the fit is split into cells: MoE models and each dense weight-format group "
+        "every backend's. The rows at each distance are split into cells: MoE models and each dense weight-format group "
         f"with {MIN_CELL_ROWS} held-out rows or more (\"other\": the rest, pooled), else MoE against dense models; a "
-        "cell of fewer rows is never narrower than the backend's band (a question takes its cell's band). "
+        "cell of fewer rows is never narrower than the backend's band (a question takes its cell's band at its "
+        "device's distance). "
         "The coverage is over the rows the band is built from (about 90 % by construction); the interval score "
         "is Winkler's at 90 % in log units (lower is sharper).", "",
         band_table(results, k, {r["engine"]: r["bands"] for r in results})])

@@ -139,34 +139,38 @@ def question_of(spec, quant, context: int, n_devices: int, in_turn: tuple = ()) 
 
 
 def band_cell(profile, kind: str, format_group: str = "", moe: bool = False) -> tuple[float, str]:
-    """(ratio, why): the seen-family band of the question's cell over the backend's (bands.toml ``<kind>_cell_pct``:
-    the held-out rows split into MoE models and dense weight-format groups, or MoE against dense models, Mondrian
-    conformal, ``calibration.pooled_holdout.band_cells``); (1, "") where the backend has no cells, the format none
-    (a group the fit lacks: the backend's band and the unseen-format term), or the answer is not the fit's (priors,
-    a machine's calibration)."""
+    """(ratio, why): the band of the question's cell over the backend's at the device's distance from the fit
+    (bands.toml ``<kind>_cell_pct`` for a family in the fit, ``<kind>_unseen_cell_pct`` for one the fit lacks, whose
+    answer is the priors: the held-out rows split into MoE models and dense weight-format groups, or MoE against dense
+    models, Mondrian conformal, ``calibration.pooled_holdout.band_cells``); (1, "") where the backend has no cells
+    there, the format none (a group the fit lacks: the backend's band and the unseen-format term), or the answer is
+    not the fit's nor its priors' on an unseen family (a machine's calibration, an engine without a fit)."""
     cell = _band_cell(profile, kind, format_group, moe)
     if cell is None:
         return 1.0, ""
     ratio, name, pct, rows, seen = cell
     what = (f"{format_group} weights" if name == format_group else CELL_LABEL[name] if name != OTHER
             else f"the cells with few rows ({'MoE models' if moe else format_group + ' weights'} among them)")
-    return ratio, (f"{what}: ±{pct:g} % over {rows} held-out rows of that cell, where "
+    whose = "families held out of the fit" if _unseen_family(profile) else "that cell"
+    return ratio, (f"{what}: ±{pct:g} % over {rows} held-out rows of {whose}, where "
                    f"{getattr(profile, 'name', '')}'s rows of every kind give ±{seen:g} %")
 
 
 def _band_cell(profile, kind: str, format_group: str, moe: bool):
     """``band_cell``'s (ratio, cell, its band %, its rows, the backend's band %), or None where it is 1."""
-    if _calibrated(profile) or _unseen_family(profile) or not getattr(profile, "fitted", False) or not format_group:
+    unseen = _unseen_family(profile)
+    if _calibrated(profile) or not (unseen or getattr(profile, "fitted", False)) or not format_group:
         return None
     entry = _bands().get(getattr(profile, "name", "")) or {}
-    cells, seen = entry.get(f"{kind}_cell_pct") or {}, entry.get(f"{kind}_seen_pct")
-    if not seen or format_group not in entry.get("formats", []) or (moe and not entry.get("moe")):
+    pre = f"{kind}_unseen" if unseen else kind
+    cells, base = entry.get(f"{pre}_cell_pct") or {}, entry.get(f"{kind}_{'unseen' if unseen else 'seen'}_pct")
+    if not base or format_group not in entry.get("formats", []) or (moe and not entry.get("moe")):
         return None          # the unseen-format or MoE-unseen term widens the backend's band instead
     own = (MOE,) if moe else (DENSE, format_group)
     cell = next((c for c in own + (OTHER,) if c in cells), "")
     if not cell:
         return None
-    return cells[cell] / seen, cell, cells[cell], (entry.get(f"{kind}_cell_rows") or {}).get(cell, 0), seen
+    return cells[cell] / base, cell, cells[cell], (entry.get(f"{pre}_cell_rows") or {}).get(cell, 0), base
 
 
 def stated_pct(profile, kind: str, **question) -> float:
