@@ -1,7 +1,8 @@
-"""The band split into cells at each distance from the fit (Mondrian conformal: calibration/pooled_holdout.band_cells) and its use by a
-prediction (engines/bands.band_cell): every held-out row in one cell (MoE models, each dense weight-format group),
-each cell its own 90 % quantile, the groups with few rows pooled, MoE against dense models where the formats leave
-one cell, a cell of few rows never narrower than the backend's band, a question in its own cell."""
+"""The band split into cells at each distance from the fit (Mondrian conformal: calibration/pooled_holdout.band_cells)
+and its use by a prediction (engines/bands.band_cell): every held-out row in one cell (MoE models, each dense
+weight-format group; for a family the fit lacks, MoE against dense), each cell its own 90 % quantile, the groups with
+few rows pooled, MoE against dense models where the formats leave one cell, a cell of few rows never narrower than
+the backend's band, a question in its own cell."""
 
 from __future__ import annotations
 

@@ -316,8 +316,8 @@ def pooled_tables(results, k: float) -> str:
         check, "",
         "Bands: the split-conformal 90 % quantile of the held-out |log error| (by source and by device) per backend, "
         "metric and distance (the device's family in the fit, or not: its priors); fewer than 10 held-out rows take "
-        "every backend's. The rows at each distance are split into cells: MoE models and each dense weight-format group "
-        f"with {MIN_CELL_ROWS} held-out rows or more (\"other\": the rest, pooled), else MoE against dense models; a "
+        "every backend's. The rows at each distance are split into cells: MoE models and each dense weight-format "
+        f"group with {MIN_CELL_ROWS} held-out rows or more (\"other\": the rest, pooled), else MoE against dense models; a "
         "cell of fewer rows is never narrower than the backend's band (a question takes its cell's band at its "
         "device's distance). "
         "The coverage is over the rows the band is built from (about 90 % by construction); the interval score "

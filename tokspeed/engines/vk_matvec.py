@@ -7,7 +7,8 @@ and, where the driver exposes integer dot products, MMVQ (quantise the activatio
 2026-03) picks per vendor. On Intel: never under the Windows driver (issue 17628: "MMVQ performance is worse than
 fp16"), never for k < 2048, never for Q4_0 / Q5_1 ("from tests on A770 Linux") nor Q3_K / Q6_K (any vendor: "2-byte
 alignment"), else yes; and ``ggml_vk_get_dequantize_mul_mat_vec`` runs Intel's Q8_1 shaders in subgroup-sized
-workgroups (``DMMV_WG_SIZE_SUBGROUP``) where every other vendor's take the large ones. Which types a driver sends
+workgroups (``DMMV_WG_SIZE_SUBGROUP``) where its DMMV shaders take the large ones (m <= 8192, k >= 1024; AMD's
+take the subgroup size for both, NVIDIA's the large ones for DMMV). Which types a driver sends
 down this path is data: drivers.toml ``mmvq_subgroup`` (the types with Q8_1 shaders, less the exceptions), listed
 on Mesa ANV only (the Windows driver has none). ``mul_mat_vec_id`` (routed experts) takes the same test.
 
@@ -18,8 +19,8 @@ B70's MMVQ rows (0.37) slowed every Vulkan device's K-quant decode, NVIDIA's and
 Llama 3.1 8B Q4_K_M 75 tok/s against CUDA's 133).
 
 Not modelled: the k < 2048 rule (the attention projections of a model narrower than 2,048 take DMMV: Qwen2.5
-0.5B / 1.5B; the path is decided per format, not per matrix); AMD's and NVIDIA's MMVQ (on AMD the same shaders in
-the large workgroups, k >= 2048; on NVIDIA k > 4096): the group's factor alone, as before.
+0.5B / 1.5B; the path is decided per format, not per matrix); AMD's and NVIDIA's MMVQ (k >= 2048 on AMD, k > 4096
+on NVIDIA): the group's factor alone, as before (the R9700's K-quant rows fit within it).
 """
 
 from __future__ import annotations
