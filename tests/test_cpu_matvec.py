@@ -129,6 +129,7 @@ def test_routed_experts_run_one_token_at_a_time_on_ggml_cpu():
     from tokspeed.ledger import forward_ops
     from tokspeed.quant.schemes import scheme_for
     from tokspeed.resolve import resolve_model
+    from tokspeed.engines.rates import op_rate
     from tokspeed.timing import op_time
 
     spec = resolve_model("qwen3-30b-a3b")[0]
@@ -140,6 +141,8 @@ def test_routed_experts_run_one_token_at_a_time_on_ggml_cpu():
                   if o.name == "ffn_up_exps projection")
         t, bound = op_time(op, hw, prof, "Q4_K_M", tokens=tokens)
         assert bound == "compute" and t == pytest.approx(op.flops / mv, rel=1e-9)
+        # explain's "runs on" names the kernel that runs, not the GEMM of the dense matmuls
+        assert "one (expert, token) pair at a time" in op_rate(op, hw, prof, "Q4_K_M", tokens).unit
     op = next(o for o in forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 8, 1, 0)
               if o.name == "ffn_up_exps projection")
     pairs = 64 / (128 * (1 - (120 / 128) ** 8))

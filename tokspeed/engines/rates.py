@@ -313,6 +313,8 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         if ramp != value:
             bounds.append(Bound(INT8_KERNELS, ramp))
             value = ramp
+            if pairs_per_expert and engine.expert_gemv_per_token and cpu_unit:     # not the GEMM its label names
+                cpu_unit = cpu_unit.split(" (")[0] + " (int8 gemv / vec_dot, one (expert, token) pair at a time)"
     if tiled and value:
         qmax = quant_matmul_flops(engine, hw, fmt, tokens) * ramp
         pmax = power_flops(engine, hw, int8=kernel == "mma")
