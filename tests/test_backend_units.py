@@ -40,6 +40,16 @@ def test_vulkan_on_alchemist_runs_on_the_vector_alus():
     assert view.fp16_tflops == 2 * a770.fp32_tflops < a770.fp16_tflops
     assert backend_view("llama.cpp-vulkan", view) == view                # idempotent
     assert backend_view("llama.cpp-sycl", a770) is a770
+    # what explain says runs the prompt's matmuls: the vector ALUs at the packed-half figure, not the XMX it lists
+    # (nor matrix cores on an RDNA2 part, which has none); SYCL's oneDNN does run on XMX
+    from tokspeed.engines.profile import get_engine
+    from tokspeed.engines.rates import matmul_rate
+    for name in ("arc-a770", "rx-6800-xt"):
+        hw = backend_view("llama.cpp-vulkan", get_hardware(name))
+        rate = matmul_rate(hw, get_engine("llama.cpp-vulkan", hw), "Q4_0", 512)
+        assert rate.unit == "GPU vector ALUs (packed FP16)" and rate.peak == hw.fp16_tflops * 1e12
+    sycl = matmul_rate(a770, get_engine("llama.cpp-sycl", a770), "F16", 512)
+    assert sycl.unit == "matrix units (FP16)"
 
 
 def test_rdna3_and_nvidia_keep_their_matrix_figure():

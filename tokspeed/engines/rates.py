@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
 from .backends import (F32_GEMM, bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector,
-                       vector_fp16_tflops, vulkan_bf16_experts_tiled)
+                       uses_matrix_units, vector_fp16_tflops, vulkan_bf16_experts_tiled)
 from .cpu_kernels import attention_issue_share, attention_path, gemm_path, matvec_key, matvec_peak, path_peak
 from .expert_tiles import fill, tile_columns
 from .fa_decode import decode_attn_factor
@@ -381,4 +381,6 @@ def _weight_unit(hw, engine, fmt: FormatKey, tokens: int, kernel: str, listed: s
             return "CUDA cores (DP4A, MMVQ)" if mmq_unit(hw, 1) else "CUDA cores (MMVQ)"
         if tokens == 1 or not has_tensor_cores(hw):     # MMVF; a few tokens of float weights: MMF's tensor-core tiles
             return "CUDA cores (matrix-vector)"
+    if listed != "FP32" and not nvidia and uses_matrix_units(engine.name, hw) is False:
+        return f"{_vector_unit(hw)} (packed FP16)"      # backends.backend_view: the vector rate, not matrix units
     return _matrix_unit(hw, listed)
