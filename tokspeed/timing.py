@@ -88,14 +88,15 @@ class PassRates:
     """The rates of one pass shape (device, engine, format, tokens), each worked out once: the Rate of each kind
     of operator (ledger unit, attention or not, tokens per routed expert) and the two streams."""
 
-    __slots__ = ("hw", "engine", "quant", "tokens", "rates", "segments", "bw", "wbw", "quantized")
+    __slots__ = ("hw", "engine", "quant", "tokens", "rates", "segments", "bw", "wbw", "fmt", "quantized")
 
     def __init__(self, hw, engine: EngineProfile, quant, tokens: int):
         self.hw, self.engine, self.quant, self.tokens = hw, engine, quant, tokens
         self.rates = {}
         self.segments = {}      # a shared ledger segment (ledger.Segment) -> its _segment in this pass shape
         self.bw = self.wbw = None
-        self.quantized = format_key(quant).quantized if quant else False
+        self.fmt = format_key(quant) if quant else None        # parsed once for every operator of the pass
+        self.quantized = self.fmt.quantized if quant else False
 
     def time(self, op: Op) -> tuple[float, str]:
         """``op_time`` of ``op`` in this pass."""
@@ -126,7 +127,7 @@ class PassRates:
                + (op.kv_read_bytes * kv_reads(op, engine) + op.kv_write_bytes
                   + extra_kv_bytes(op, engine.name, self.hw, tokens)) / (bw * engine.eta_kv)
                + (op.flops * engine.attn_bytes_per_flop / bw if attn else 0.0))
-        t_f16 = dequant_bytes(engine, op, self.quant, tokens) / bw     # its own kernel, before the GEMM
+        t_f16 = dequant_bytes(engine, op, self.fmt, tokens) / bw     # its own kernel, before the GEMM
         if op.state_rule:          # a linear mixer's ops on the host CPU, in builds whose backend lacks them
             t_f16 += host_time(op, engine.name, self.hw, tokens, engine.build_month)
         return t_c, t_m, t_f16

@@ -158,6 +158,11 @@ def gemm_path(engine, hw, fmt, month: str = "") -> str:
     return "llamafile" if t in LLAMAFILE[kind] else "vec_dot"
 
 
+# what runs a routed expert's matmul under ggml-cpu's mul_mat_id (EngineProfile.expert_gemv_per_token): the repacked
+# type's gemv or the type's vec_dot, one (expert, token) pair at a time (priors.toml [CPUMOE])
+EXPERT_GEMV_UNIT = "CPU cores (int8 gemv / vec_dot, one (expert, token) pair at a time)"
+
+
 @dataclass(frozen=True)
 class UnitPeak:
     flops: float      # ops/s of the units the path runs on

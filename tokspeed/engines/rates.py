@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from ..quant.format_key import FormatKey, format_key
 from .backends import (F32_GEMM, bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector,
                        uses_matrix_units, vector_fp16_tflops, vulkan_bf16_experts_tiled)
-from .cpu_kernels import attention_issue_share, attention_path, gemm_path, matvec_key, matvec_peak, path_peak
+from .cpu_kernels import (EXPERT_GEMV_UNIT, attention_issue_share, attention_path, gemm_path, matvec_key,
+                          matvec_peak, path_peak)
 from .expert_tiles import fill, tile_columns
 from .fa_decode import decode_attn_factor
 from .issue import core_cycles_per_s, fp32_lanes_per_core
@@ -314,7 +315,7 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
             bounds.append(Bound(INT8_KERNELS, ramp))
             value = ramp
             if pairs_per_expert and engine.expert_gemv_per_token and cpu_unit:     # not the GEMM its label names
-                cpu_unit = cpu_unit.split(" (")[0] + " (int8 gemv / vec_dot, one (expert, token) pair at a time)"
+                cpu_unit = EXPERT_GEMV_UNIT
     if tiled and value:
         qmax = quant_matmul_flops(engine, hw, fmt, tokens) * ramp
         pmax = power_flops(engine, hw, int8=kernel == "mma")

@@ -20,7 +20,7 @@ from ..quant.format_key import format_key
 from .issue import core_cycles_per_s
 from .memory import memory_class
 from .rates import soft_min
-from .vk_matvec import MMVQ_SUBGROUP, format_eff_on
+from .vk_matvec import format_eff_on, path_factor
 
 
 def kernel_bytes_s(engine, hw) -> float:
@@ -79,9 +79,9 @@ def stream_rate(engine, hw, fmt=None) -> Stream:
     """``stream_bytes_s`` with its parts."""
     kern = kernel_bytes_s(engine, hw)
     group_eff = engine.format_eff(fmt) if fmt else 1.0
-    path_eff = format_eff_on(engine, hw, fmt) / group_eff if fmt and group_eff else 1.0
+    path, path_eff = path_factor(engine, hw, fmt) if fmt else ("", 1.0)
     return Stream(str(fmt or ""), memory_class(hw), hw.bandwidth_bytes_s, min(engine.mem_eff_for(hw), 1.0),
                   core_cycles_per_s(hw), engine.bytes_per_core_cycle if kern else 0.0,
                   format_key(fmt).group if fmt else "", group_eff,
                   engine.bw_cap_gbps * 1e9, stream_bytes_s(engine, hw, fmt),
-                  MMVQ_SUBGROUP if path_eff != 1.0 else "", path_eff)
+                  path, path_eff)

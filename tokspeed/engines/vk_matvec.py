@@ -50,11 +50,16 @@ def runs_mmvq_subgroup(backend: str, hw, fmt, month: str = "") -> bool:
     return f is not None and f.integer_dot
 
 
-def format_eff_on(engine, hw, fmt) -> float:
-    """``engine``'s weight-stream factor for ``fmt`` on ``hw``: its format group's ``eta_format``, times
-    ``eta_format[MMVQ_SUBGROUP]`` where the weights take that path."""
-    eff = engine.format_eff(fmt)
+def path_factor(engine, hw, fmt) -> tuple[str, float]:
+    """(key, factor) of the matrix-vector path ``fmt`` weights take on ``hw`` under ``engine`` where that path has a
+    factor of its own in the engine's ``eta_format`` (``MMVQ_SUBGROUP``), else ("", 1.0)."""
     if MMVQ_SUBGROUP in engine.eta_format and runs_mmvq_subgroup(engine.name, hw, fmt,
                                                                  getattr(engine, "build_month", "")):
-        eff *= engine.eta_format[MMVQ_SUBGROUP]
-    return eff
+        return MMVQ_SUBGROUP, engine.eta_format[MMVQ_SUBGROUP]
+    return "", 1.0
+
+
+def format_eff_on(engine, hw, fmt) -> float:
+    """``engine``'s weight-stream factor for ``fmt`` on ``hw``: its format group's ``eta_format`` times its
+    matrix-vector path's (``path_factor``)."""
+    return engine.format_eff(fmt) * path_factor(engine, hw, fmt)[1]
