@@ -24,10 +24,10 @@ def test_the_kernel_constants_are_the_sources():
     sycl = get_engine("llama.cpp-sycl")
     # to_fp16(src0), to_fp16(src1), the GEMM per expert; ids to host + wait, row map, gather, scatter per call
     assert sycl.expert_loop_kernels == 3 and sycl.expert_loop == "multi-token" and EXPERT_LOOP_CALL_KERNELS == 5
-    assert sycl.dequant_f16_prefill and F16_BYTES == 2
+    assert sycl.copies_weights_for_gemm and F16_BYTES == 2
     for other in ("llama.cpp-cuda", "llama.cpp-vulkan", "llama.cpp-metal"):
-        assert not get_engine(other).expert_loop_kernels and not get_engine(other).dequant_f16_prefill
-    assert not get_engine("llama.cpp-rocm").dequant_f16_prefill      # MMQ: no F16 copy (its loop: float experts)
+        assert not get_engine(other).expert_loop_kernels and not get_engine(other).copies_weights_for_gemm
+    assert not get_engine("llama.cpp-rocm").copies_weights_for_gemm      # MMQ: no F16 copy (its loop: float experts)
 
 
 def test_expert_loop_launches_by_hand():
@@ -101,7 +101,7 @@ def test_a_bf16_decode_step_on_sycl_pays_the_copy():
     spec = resolve_model("llama-3.1-8b")[0]
     b70 = get_hardware("arc-pro-b70")
     sycl = get_engine("llama.cpp-sycl")
-    plain = replace(sycl, dequant_f16_prefill=False)
+    plain = replace(sycl, copies_weights_for_gemm=False)
     ops = forward_ops(spec, scheme_for("BF16", spec), 2.0, 1, 1, 0)
     added = pass_time(ops, b70, sycl, "BF16", 1).seconds - pass_time(ops, b70, plain, "BF16", 1).seconds
     # 60.04 GB more through the B70's memory: at 608 GB/s x eta_mem, ~0.1 s a token: a 5x slower step
@@ -123,7 +123,7 @@ def test_the_loop_adds_its_launches_and_copy_to_the_pass():
     spec = resolve_model("qwen3-30b-a3b")[0]
     hw = get_hardware("arc-pro-b70")
     sycl = get_engine("llama.cpp-sycl")
-    plain = replace(sycl, expert_loop_kernels=0.0, dequant_f16_prefill=False)
+    plain = replace(sycl, expert_loop_kernels=0.0, copies_weights_for_gemm=False)
     ops = forward_ops(spec, scheme_for("Q4_K_M", spec), 2.0, 1, 512, 0)
     with_loop, without = pass_time(ops, hw, sycl, "Q4_K_M", 512), pass_time(ops, hw, plain, "Q4_K_M", 512)
     from tokspeed.engines.rates_stream import stream_bytes_s

@@ -304,17 +304,18 @@ def mixer_graph(engine_name: str) -> str:
 
 def unmodelled_kernels(engine, spec, quant: str, month: str | None = None) -> int:
     """Kernels per forward pass the operator ledger does not list but the engine launches (capabilities
-    ``kernels``): MoE dispatch (routing top-k, block alignment/permutation, weighted sum) per MoE layer, the
-    launches of llama.cpp's graph for a linear-mixer layer beyond the ledger's (``linear_mixer.mixer_kernels``, in
-    the build of ``month``: None = the engine profile's ``build_month``) and the activation quantisation before
+    ``kernels``): MoE dispatch (routing top-k, block alignment/permutation, weighted sum) per MoE layer
+    (``moe_dispatch.dispatch_kernels``), the launches of llama.cpp's graph for a linear-mixer layer beyond the
+    ledger's (``linear_mixer.mixer_kernels``), both in the build of ``month`` (None = the engine profile's
+    ``build_month``) and the activation quantisation before
     every FP8 GEMM. Each costs the engine's per-kernel ``launch_s``."""
     row = _table()["engine"].get(engine_key(getattr(engine, "name", engine)), {})
     k = row.get("kernels", {})
     if not k or spec is None:
         return 0
 
-    n = dispatch_kernels(k, spec)
-    n += mixer_kernels(k, spec, getattr(engine, "build_month", "") if month is None else month)
+    month = getattr(engine, "build_month", "") if month is None else month
+    n = dispatch_kernels(k, spec, month) + mixer_kernels(k, spec, month)
     if (quant or "").strip().upper() in FP8_ACTIVATION_FORMATS:
         attn = 5 if spec.is_mla and spec.q_lora_rank else 4
         if k.get("fp8_quant_fused"):

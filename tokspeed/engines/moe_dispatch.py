@@ -15,10 +15,28 @@ llama-cpp-python 0.3.36):
 
 That is ``per_moe_layer`` = 7 plus ``per_moe_expert_used`` = 1 per selected expert beyond the first (capabilities.toml
 ``kernels`` of each llama.cpp backend): 14 per layer for Qwen3-30B-A3B (k = 8), 48 layers: 672 launches a token, ~2.7
-ms at the CUDA fit's 4 us per kernel, next to ~3.5 ms of weight reads on an RTX 4090. Newer CUDA and Vulkan builds
-fuse the selection and normalisation (``topk-moe.cu``, ``topk_moe.comp``) and chains of adds; each era's fitted
-``launch_s`` absorbs what its builds fused (a per-build count would need the fusion's build number as data).
-Vendor engines list their own (``per_moe_layer`` of vLLM's fused_moe: 4).
+ms at 4 us per kernel, next to ~3.5 ms of weight reads on an RTX 4090. Vendor engines list their own
+(``per_moe_layer`` of vLLM's fused_moe: 4).
+
+Later builds run that dispatch as fewer kernels (``MOE_FUSIONS``, by the graph a backend's ``kernels.moe_fusion``
+names; read in llama-cpp-python 0.3.17's copy of 2026-03, absent from 0.3.16's of 2025-08):
+
+- ggml-cuda, and so its HIP build (``ggml-cuda.cu`` graph evaluation, ``topk-moe.cu``): ``ggml_cuda_op_topk_moe``
+  runs the gating, top-k, get_rows and the weight normalisation as one kernel where the expert count is a power of
+  two up to 512, or 576 (``ggml_cuda_should_use_topk_moe``); ``ggml_cuda_op_fused_add`` sums a chain of up to 8 adds
+  in one kernel. The weighting ``mul`` stays a kernel of its own.
+- ggml-vulkan (``ggml_vk_build_graph``'s fusions): ``topk_moe.comp`` likewise for up to 512 experts
+  (``ggml_vk_can_fuse_topk_moe``); ``multi_add.comp`` up to ``MAX_FUSED_ADDS`` = 9 adds (where the device has
+  ``shaderRoundingModeRTEFloat16``: ASSUMED of the drivers in drivers.toml); and the weighting rides on the down
+  projection's matrix-vector kernel (``MUL_MAT_ID_MUL``, at most 8 tokens: ``ggml_vk_use_mul_mat_vec_id``; counted at
+  every token count: over a prompt the one kernel it saves is nothing against the GEMMs).
+
+Qwen3-30B-A3B at one token: 14 kernels a layer -> 3 under ggml-cuda, 2 under ggml-vulkan. CUDA and ROCm name
+ggml-cuda's; the Vulkan engine names none: with its fusions counted, the Arc Pro B70's MoE rows, already predicted
+fast for a cost of their own that nothing here models, went further off than the R9700's came closer
+(docs/calibration.md, "Landed ... fused MoE dispatch"). ggml-metal and ggml-sycl are not read for this and keep the
+graph's count; a build before ``MOE_FUSED_SINCE`` keeps it too. Not counted: ggml-cuda's later fusion of the
+weighting mul with the adds (in 0.3.36's copy, not 0.3.35's of 2026-08).
 
 How a backend runs ``mul_mat_id`` over a prompt is below ``dispatch_kernels``: ggml-sycl's host loop over the
 experts (``expert_loop_kernels``; its F16 copy of quantized weights: ``engines.weight_copy``), and ggml-cuda's (HIP)
@@ -27,16 +45,55 @@ host loop for float experts MMF declines. How each expert's GEMM ramps over its 
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
+from .cpu_kernels import before
 from .rates import MATVEC_MAX_TOKENS
 
+SELECTION_KERNELS = 6      # of per_moe_layer: gating, top-k, get_rows and the normalisation's three (the 7th: the mul)
+# ASSUMED: the fusions below are in 0.3.17's copy (2026-03) and not in 0.3.16's (2025-08); the month between is not
+# pinned by a copy. Every calibration row of a llama.cpp GPU backend and an MoE model is of 2025-08 or earlier (CUDA,
+# Metal, ROCm on the MI50) or of 2025-12 and later (the R9700 pair's build b7423, the Arc Pro B70's b9039).
+MOE_FUSED_SINCE = "2025-10"
 
-def dispatch_kernels(kernels: dict, spec) -> int:
-    """Launches per forward pass for MoE dispatch under an engine's ``kernels`` table (capabilities.toml)."""
+
+@dataclass(frozen=True)
+class MoeFusion:
+    """How a graph runs the MoE dispatch once fused (module docstring): the expert counts its top-k kernel takes
+    (up to ``topk_max_experts``; powers of two only where ``topk_pow2``, or one of ``topk_also``), the adds one kernel
+    sums, and whether the weighting rides on the down projection's kernel."""
+    topk_max_experts: int
+    topk_pow2: bool
+    adds_per_kernel: int
+    weighting_fused: bool
+    topk_also: tuple = ()
+
+    def fuses_topk(self, n_experts: int) -> bool:
+        if n_experts in self.topk_also:
+            return True
+        pow2 = n_experts > 0 and n_experts & (n_experts - 1) == 0
+        return 0 < n_experts <= self.topk_max_experts and (pow2 or not self.topk_pow2)
+
+
+MOE_FUSIONS = {"ggml-cuda": MoeFusion(512, True, 8, False, (576,)), "ggml-vulkan": MoeFusion(512, False, 9, True)}
+
+
+def dispatch_kernels(kernels: dict, spec, month: str = "") -> int:
+    """Launches per forward pass for MoE dispatch under an engine's ``kernels`` table (capabilities.toml) in the
+    build of ``month`` ("" = today's): the graph's count, or fewer where the table's ``moe_fusion`` names a graph of
+    ``MOE_FUSIONS`` and the build has its fusions (``MOE_FUSED_SINCE``)."""
     if spec is None or not getattr(spec, "n_moe_layers", 0):
         return 0
     per_layer = kernels.get("per_moe_layer", 0)
-    per_layer += kernels.get("per_moe_expert_used", 0) * max(getattr(spec, "n_active_experts", 1) - 1, 0)
-    return int(per_layer * spec.n_moe_layers)
+    adds = kernels.get("per_moe_expert_used", 0) * max(getattr(spec, "n_active_experts", 1) - 1, 0)
+    fusion = MOE_FUSIONS.get(kernels.get("moe_fusion", ""))
+    if fusion is not None and not before(month, MOE_FUSED_SINCE) and per_layer > SELECTION_KERNELS:
+        if fusion.fuses_topk(getattr(spec, "n_experts", 0)):
+            per_layer -= SELECTION_KERNELS - 1
+        per_layer -= 1 if fusion.weighting_fused else 0
+        adds = math.ceil(adds / fusion.adds_per_kernel)
+    return int((per_layer + adds) * spec.n_moe_layers)
 
 
 # -- an engine whose multi-token mul_mat_id loops over the experts on the host (ggml-sycl) --------------------------

@@ -38,9 +38,9 @@ with the refinements below (the full per-operator arithmetic is ``tokspeed.timin
 - ``expert_pairs_below_tokens``: MoE decode in small batches: below this many tokens per pass the engine multiplies
   every (token, expert) pair with its own matrix-vector kernel, so each touched expert's weights are read once per
   pair, not once per pass (llama.cpp Metal: ``mul_mv_id`` below 32 rows, ``mul_mm_id`` from 32).
-- ``expert_loop_kernels`` / ``dequant_f16_prefill``: an engine whose multi-token ``mul_mat_id`` loops over the
-  touched experts on the host (launches per expert) and whose quantized prompt matmuls dequantise the weights to
-  F16 in memory before the GEMM (ggml-sycl): ``tokspeed.engines.moe_dispatch``.
+- ``expert_loop_kernels`` / ``copies_weights_for_gemm``: an engine whose multi-token ``mul_mat_id`` loops over the
+  touched experts on the host (launches per expert) and which copies a matmul's weights to memory before its GEMM
+  (ggml-sycl: quantized prompt weights to F16, BF16 to F32 in every pass): ``moe_dispatch``, ``weight_copy``.
 - ``bw_cap_gbps``: a ceiling on one device's bandwidth (0 = none; the fit uses none: eta_mem replaced it).
 - ``eta_format``: relative cost of dequantising a weight format in the matvec kernels (F16 = 1): a factor on
   the kernel bound where the engine has one (dequantising is core work, ``stream_bytes_s``), else on the stream.
@@ -145,7 +145,7 @@ class EngineProfile:
     expert_gemv_per_token: bool = False  # MoE: experts one token at a time (ggml-cpu mul_mat_id: priors [CPUMOE])
     expert_loop_kernels: float = 0.0     # MoE: launches per touched expert of a host loop (moe_dispatch)
     expert_loop: str = ""                # when that loop runs: "multi-token" (ggml-sycl) | "float-no-mmf" (ggml-cuda)
-    dequant_f16_prefill: bool = False    # tiled passes write quantized weights out as F16 before the GEMM
+    copies_weights_for_gemm: bool = False    # weights copied to memory before the GEMM (weight_copy.py)
     expert_tile: str = ""                # routed experts' GEMM tiles: "own" | "mmq" | "vulkan" (engines/expert_tiles)
     bytes_per_core_cycle: float = 0.0    # kernel bound: cores x clock x this (tokspeed.engines.issue; 0 = none)
     fp16_accumulate: bool = False

@@ -285,7 +285,7 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         pmax = power_flops(engine, hw) if tiled and value else 0.0
         bounds = (Bound(BOARD_POWER, pmax),) if pmax else ()
         listed = "FP32" if f32 or share < 1.0 else "vector FP16" if scalar else _tensor_figure(hw)
-        unit = f"{_vector_unit(hw)} (packed FP16)" if scalar else _matrix_unit(hw, listed)
+        unit = _packed_half_unit(hw) if scalar else _matrix_unit(hw, listed)
         return Rate(unit, peak, eta, bounds, soft_min(value, pmax) if pmax else value, listed)
     kernel = mmq_kernel(engine, hw, fmt, tokens)
     peak, scale, listed = _weight_peak(hw, engine, fmt, tokens, kernel)
@@ -352,6 +352,12 @@ def _vector_unit(hw) -> str:
         else "vector units"
 
 
+def _packed_half_unit(hw) -> str:
+    """The vector units at their packed-FP16 rate: where a backend's kernels do not reach the matrix units
+    (``backends.backend_view``), or an attention kernel without them."""
+    return f"{_vector_unit(hw)} (packed FP16)"
+
+
 def _matrix_unit(hw, listed: str) -> str:
     """The units a GEMM at the ``listed`` figure runs on: the FP32 figure on the vector units, the FP16 one on the
     part's matrix units (NVIDIA tensor cores from Volta; half2 on the CUDA cores of GP100)."""
@@ -383,5 +389,5 @@ def _weight_unit(hw, engine, fmt: FormatKey, tokens: int, kernel: str, listed: s
         if tokens == 1 or not has_tensor_cores(hw):     # MMVF; a few tokens of float weights: MMF's tensor-core tiles
             return "CUDA cores (matrix-vector)"
     if listed != "FP32" and not nvidia and uses_matrix_units(engine.name, hw) is False:
-        return f"{_vector_unit(hw)} (packed FP16)"      # backends.backend_view: the vector rate, not matrix units
+        return _packed_half_unit(hw)      # backends.backend_view: the vector rate, not matrix units
     return _matrix_unit(hw, listed)

@@ -3,7 +3,7 @@
 ggml-sycl (``ggml-sycl.cpp``, ``ggml_sycl_op_mul_mat_sycl``; read in llama-cpp-python 0.3.16's copy of 2025-08 and
 0.3.17's of 2026-03): its MMQ is off (``ggml_sycl_supports_mmq`` returns false), so a quantized matmul over more than
 8 tokens, dense or routed expert, dequantises the weights to F16 in a pool buffer (``to_fp16_sycl``) and the
-oneDNN/oneMKL GEMM reads them back (priors.toml ``dequant_f16_prefill``): 2 x ``F16_BYTES`` per weight the pass
+oneDNN/oneMKL GEMM reads them back (priors.toml ``copies_weights_for_gemm``): 2 x ``F16_BYTES`` per weight the pass
 multiplies, a cost the prompt's tokens share -- all of them for a dense matmul, only the tokens routed to it for an
 expert (about 32 of a 512-token chunk at top-8 of 128), which is why MoE prefill pays it many times over. BF16
 weights take that function's F32 branch in every pass, a decode step's too (``backends.SYCL_BF16_F32``): each weight
@@ -31,7 +31,7 @@ def dequant_bytes(engine, op, fmt, tokens: int) -> float:
     sequences' last positions only: a matrix-vector product); BF16 weights in every pass written as F32 and read
     back, 2 x ``F32_BYTES`` per weight read. 0 for the router (F32 weights), attention, other float weights,
     quantized matrix-vector passes and other engines."""
-    if not (fmt and getattr(engine, "dequant_f16_prefill", False) and op.unit == "tensor" and op.weight_bytes
+    if not (fmt and getattr(engine, "copies_weights_for_gemm", False) and op.unit == "tensor" and op.weight_bytes
             and op.role != Role.ROUTER and not (op.kv_read_bytes or op.kv_write_bytes)):
         return 0.0
     fmt = format_key(fmt)
