@@ -79,3 +79,16 @@ def test_the_engine_build_month_decides():
     assert unmodelled_kernels(replace(rocm, build_month=AFTER), spec, "MXFP4", BEFORE) == (7 + 3) * 24
     dense = resolve_model("llama-3.1-8b")[0]
     assert unmodelled_kernels(rocm, dense, "Q4_K_M") == 0
+
+
+def test_explain_says_which_count_it_charges():
+    from tokspeed.engines.compat import moe_dispatch_how
+
+    spec = resolve_model("qwen3-30b-a3b")[0]
+    cuda = get_engine("llama.cpp-cuda")
+    assert moe_dispatch_how(cuda, spec, AFTER) == \
+        f"MoE dispatch 3 a layer, ggml-cuda's fused top-k and adds (builds from {MOE_FUSED_SINCE})"
+    assert moe_dispatch_how(cuda, spec, BEFORE) == "MoE dispatch 14 a layer, as ggml's graph lists them"
+    assert moe_dispatch_how(get_engine("llama.cpp-vulkan"), spec, AFTER) == \
+        "MoE dispatch 14 a layer, as ggml's graph lists them"
+    assert moe_dispatch_how(cuda, resolve_model("llama-3.1-8b")[0], AFTER) == ""

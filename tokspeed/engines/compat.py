@@ -24,7 +24,7 @@ from ..quant.format_table import engine_list, offered_names
 from .backends import backend_view
 from .graph_kernels import kernel_shares
 from .linear_mixer import mixer_kernels
-from .moe_dispatch import dispatch_kernels
+from .moe_dispatch import dispatch_how, dispatch_kernels
 
 TABLE = Path(__file__).parent / "capabilities.toml"
 
@@ -327,6 +327,13 @@ def unmodelled_kernels(engine, spec, quant: str, month: str | None = None) -> in
             gemms = spec.n_layers * (attn + (3 if spec.gated_mlp else 2)) + 2 * spec.n_moe_layers
         n += k.get("per_fp8_gemm", 0) * gemms
     return n
+
+
+def moe_dispatch_how(engine, spec, month: str | None = None) -> str:
+    """``moe_dispatch.dispatch_how`` under ``engine``'s capabilities ``kernels`` in the build of ``month`` (None:
+    the profile's ``build_month``)."""
+    k = _table()["engine"].get(engine_key(getattr(engine, "name", engine)), {}).get("kernels", {})
+    return dispatch_how(k, spec, getattr(engine, "build_month", "") if month is None else month) if k and spec else ""
 
 
 def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None, spec=None):

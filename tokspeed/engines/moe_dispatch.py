@@ -96,6 +96,18 @@ def dispatch_kernels(kernels: dict, spec, month: str = "") -> int:
     return int((per_layer + adds) * spec.n_moe_layers)
 
 
+def dispatch_how(kernels: dict, spec, month: str = "") -> str:
+    """``explain``'s words for ``dispatch_kernels``: the launches a MoE layer's dispatch costs and whether they are
+    the graph's own or its fused form; "" for a dense model or an engine that adds none."""
+    n = dispatch_kernels(kernels, spec, month)
+    if not n:
+        return ""
+    graph = kernels.get("moe_fusion", "")
+    fused = graph in MOE_FUSIONS and not before(month, MOE_FUSED_SINCE)
+    how = f"{graph}'s fused top-k and adds (builds from {MOE_FUSED_SINCE})" if fused else "as ggml's graph lists them"
+    return f"MoE dispatch {n / spec.n_moe_layers:g} a layer, {how}"
+
+
 # -- an engine whose multi-token mul_mat_id loops over the experts on the host (ggml-sycl) --------------------------
 #
 # ggml-sycl (``ggml-sycl.cpp``, ``ggml_sycl_mul_mat_id``; llama.cpp as vendored by llama-cpp-python 0.3.36): one

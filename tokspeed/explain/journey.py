@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..engines.backends import sycl_bf16_copy
-from ..engines.compat import unmodelled_kernels
+from ..engines.compat import moe_dispatch_how, unmodelled_kernels
 from ..engines.cpu import barrier_scale
 from ..engines.era_builds import launch_note
 from ..engines.fa_tiles import extra_kv_bytes
@@ -279,8 +279,10 @@ def build_journey(pred, mode: str = "decode") -> Journey:
         rows["sampling"].seconds += step_s
         kernels += graph_extra
     cpu_launch.kernels = kernels
+    moe_how = moe_dispatch_how(eng, pred.spec) if graph_extra else ""
     extra_note = (f" (with {graph_extra:,} the graph adds per pass that the operators above do not list: MoE "
-                  f"dispatch, hybrid layers, FP8 quantisation)") if graph_extra else ""
+                  f"dispatch, hybrid layers, FP8 quantisation" + (f"; {moe_how}" if moe_how else "") + ")"
+                  ) if graph_extra else ""
     per = f" × {n_pass} passes" if n_pass > 1 else ""
     if barrier:
         per_thread = eng.sync_s_per_thread * barrier_scale(hw)         # more where the threads span CCDs
