@@ -92,9 +92,13 @@ def write_model(path: Path, qtype: str, shape: dict) -> None:
 def step_seconds(bench: Path, model: Path, threads: int, repack: int) -> float:
     """llama-bench's mean decode step (s) over STEPS tokens at depth 0."""
     out = subprocess.run([str(bench), "-m", str(model), "-p", "0", "-n", str(STEPS), "-t", str(threads), "-r", "1",
-                          "--repack", str(repack), "-o", "csv"], capture_output=True, text=True, check=True).stdout
+                          "--repack", str(repack), "-o", "csv"], capture_output=True, text=True, check=True,
+                         timeout=600).stdout
     row = list(csv.DictReader(io.StringIO(out)))[-1]
-    return float(row["avg_ns"]) / STEPS / 1e9
+    seconds = float(row["avg_ns"]) / STEPS / 1e9
+    if not 0 < seconds < 60:        # NaN, negative or absurd: not a step time
+        raise ValueError(f"avg_ns {row['avg_ns'][:40]!r}")
+    return seconds
 
 
 def measure(bench: Path, tmp: Path, rounds: int, threads: int) -> list[dict]:
@@ -138,13 +142,26 @@ def table(rows: list[dict], peak: float, how: str, threads: int, bench: Path) ->
     return "\n".join(lines)
 
 
+def _count(lo: int, hi: int):
+    """An argparse type: a whole number in [lo, hi] (one clear line otherwise)."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text[:40]!r}") from None
+        if not lo <= n <= hi:
+            raise argparse.ArgumentTypeError(f"{n} is outside {lo}..{hi}")
+        return n
+    return parse
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     cache = Path(os.environ.get("TOKSPEED_CACHE", Path.home() / ".cache" / "tokspeed"))
     found = sorted(cache.glob("llama-server-*/llama-bench"))
     ap.add_argument("--llama-bench", type=Path, default=found[-1] if found else None)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=_count(1, 100), default=3)
+    ap.add_argument("--threads", type=_count(1, 1024), default=2)
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     if args.llama_bench is None or not args.llama_bench.is_file():
@@ -154,7 +171,13 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as d:
         exe = pre.build_fma_peak(Path(d))
         peak, how = pre.fp32_peak_flops(exe, args.threads)
-        rows = measure(args.llama_bench, Path(d), args.rounds, args.threads)
+        try:
+            rows = measure(args.llama_bench, Path(d), args.rounds, args.threads)
+        except (OSError, subprocess.SubprocessError, KeyError, IndexError, ValueError, ZeroDivisionError) as e:
+            # not a llama-bench, one that failed, or CSV without a usable avg_ns: one line, nothing written
+            print(f"bench_cpu_matvec_types.py: {ascii(args.llama_bench.name)} gave no usable timing "
+                  f"({type(e).__name__})", file=sys.stderr)
+            return 2
         peak = max(peak, pre.fp32_peak_flops(exe, args.threads)[0])   # a reading disturbed by a tenant reads low
     text = table(rows, peak, how, args.threads, args.llama_bench)
     print(text)

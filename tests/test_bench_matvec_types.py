@@ -35,3 +35,19 @@ def test_written_tensors_are_of_the_type_and_size(tmp_path, qtype):
     # every 2-byte field's high byte has its exponent below Inf / NaN (0x7C00 of an fp16)
     raw = np.asarray(down.data).reshape(-1)
     assert raw.size == down.n_bytes and int((raw[1::2] & 0x7C).max()) < 0x7C
+
+
+@pytest.mark.parametrize("args", [["--rounds", "0"], ["--threads", "-3"], ["--threads", "99999"], ["--rounds", "x"]])
+def test_bad_counts_are_one_line_and_exit_2(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        bench.main([*args, "--no-write"])
+    assert e.value.code == 2 and "Traceback" not in capsys.readouterr().err
+
+
+def test_a_binary_that_is_not_llama_bench_gives_one_line(tmp_path, capsys):
+    fake = tmp_path / "llama-bench\x1b[31m"         # a name with a terminal escape: printed escaped
+    fake.write_text("#!/bin/sh\necho 'avg_ns'\necho nan\n")
+    fake.chmod(0o755)
+    assert bench.main(["--llama-bench", str(fake), "--rounds", "1", "--no-write"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gave no usable timing" in err and "\x1b" not in err

@@ -295,11 +295,21 @@ def check(engine, hw, quant: str | None = None, kv_dtype: str | None = None) -> 
 FP8_ACTIVATION_FORMATS = ("FP8", "FP8-BLOCK")
 
 
+def kernels_of(engine) -> dict:
+    """An engine's (a profile or a name) capabilities ``kernels`` table; {} where it has none."""
+    return _table()["engine"].get(engine_key(getattr(engine, "name", engine)), {}).get("kernels", {})
+
+
+def _build_month(engine, month: str | None) -> str:
+    """``month``, or where None the engine profile's ``build_month`` ("" = today's build)."""
+    return getattr(engine, "build_month", "") if month is None else month
+
+
 @lru_cache(maxsize=256)
 def mixer_graph(engine_name: str) -> str:
     """The graph an engine runs a linear mixer in (capabilities ``kernels.linear_mixer``: ``ggml``, ``ggml-cuda``), ""
     for one that runs none of llama.cpp's (``linear_mixer.graph_state_bytes``)."""
-    return _table()["engine"].get(engine_key(engine_name), {}).get("kernels", {}).get("linear_mixer", "")
+    return kernels_of(engine_name).get("linear_mixer", "")
 
 
 def unmodelled_kernels(engine, spec, quant: str, month: str | None = None) -> int:
@@ -309,12 +319,11 @@ def unmodelled_kernels(engine, spec, quant: str, month: str | None = None) -> in
     ledger's (``linear_mixer.mixer_kernels``), both in the build of ``month`` (None = the engine profile's
     ``build_month``) and the activation quantisation before
     every FP8 GEMM. Each costs the engine's per-kernel ``launch_s``."""
-    row = _table()["engine"].get(engine_key(getattr(engine, "name", engine)), {})
-    k = row.get("kernels", {})
+    k = kernels_of(engine)
     if not k or spec is None:
         return 0
 
-    month = getattr(engine, "build_month", "") if month is None else month
+    month = _build_month(engine, month)
     n = dispatch_kernels(k, spec, month) + mixer_kernels(k, spec, month)
     if (quant or "").strip().upper() in FP8_ACTIVATION_FORMATS:
         attn = 5 if spec.is_mla and spec.q_lora_rank else 4
@@ -332,8 +341,8 @@ def unmodelled_kernels(engine, spec, quant: str, month: str | None = None) -> in
 def moe_dispatch_how(engine, spec, month: str | None = None) -> str:
     """``moe_dispatch.dispatch_how`` under ``engine``'s capabilities ``kernels`` in the build of ``month`` (None:
     the profile's ``build_month``)."""
-    k = _table()["engine"].get(engine_key(getattr(engine, "name", engine)), {}).get("kernels", {})
-    return dispatch_how(k, spec, getattr(engine, "build_month", "") if month is None else month) if k and spec else ""
+    k = kernels_of(engine)
+    return dispatch_how(k, spec, _build_month(engine, month)) if k and spec else ""
 
 
 def runnable(profile, hw, quant: str | None = None, kv_dtype: str | None = None, spec=None):

@@ -79,6 +79,12 @@ class MoeFusion:
 MOE_FUSIONS = {"ggml-cuda": MoeFusion(512, True, 8, False, (576,)), "ggml-vulkan": MoeFusion(512, False, 9, True)}
 
 
+def _fusion(kernels: dict, month: str) -> MoeFusion | None:
+    """The fused dispatch of the graph an engine's ``kernels`` table names, where the build of ``month`` has it."""
+    fusion = MOE_FUSIONS.get(kernels.get("moe_fusion", ""))
+    return None if fusion is None or before(month, MOE_FUSED_SINCE) else fusion
+
+
 def dispatch_kernels(kernels: dict, spec, month: str = "") -> int:
     """Launches per forward pass for MoE dispatch under an engine's ``kernels`` table (capabilities.toml) in the
     build of ``month`` ("" = today's): the graph's count, or fewer where the table's ``moe_fusion`` names a graph of
@@ -87,8 +93,8 @@ def dispatch_kernels(kernels: dict, spec, month: str = "") -> int:
         return 0
     per_layer = kernels.get("per_moe_layer", 0)
     adds = kernels.get("per_moe_expert_used", 0) * max(getattr(spec, "n_active_experts", 1) - 1, 0)
-    fusion = MOE_FUSIONS.get(kernels.get("moe_fusion", ""))
-    if fusion is not None and not before(month, MOE_FUSED_SINCE) and per_layer > SELECTION_KERNELS:
+    fusion = _fusion(kernels, month)
+    if fusion is not None and per_layer > SELECTION_KERNELS:
         if fusion.fuses_topk(getattr(spec, "n_experts", 0)):
             per_layer -= SELECTION_KERNELS - 1
         per_layer -= 1 if fusion.weighting_fused else 0
@@ -102,9 +108,8 @@ def dispatch_how(kernels: dict, spec, month: str = "") -> str:
     n = dispatch_kernels(kernels, spec, month)
     if not n:
         return ""
-    graph = kernels.get("moe_fusion", "")
-    fused = graph in MOE_FUSIONS and not before(month, MOE_FUSED_SINCE)
-    how = f"{graph}'s fused top-k and adds (builds from {MOE_FUSED_SINCE})" if fused else "as ggml's graph lists them"
+    how = (f"{kernels['moe_fusion']}'s fused top-k and adds (builds from {MOE_FUSED_SINCE})"
+           if _fusion(kernels, month) else "as ggml's graph lists them")
     return f"MoE dispatch {n / spec.n_moe_layers:g} a layer, {how}"
 
 
