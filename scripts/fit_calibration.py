@@ -67,6 +67,7 @@ from tokspeed.calibration.family_bias import family_bias_table  # noqa: E402
 from tokspeed.calibration.fast import RowSet, build, predict_rows  # noqa: E402
 from tokspeed.calibration.holdout import (CONDITIONS, band_results, bands_toml, held_out_tables,  # noqa: E402
                                           is_moe)
+from tokspeed.calibration.memory_edge import choose_edge, edge_bands, row_fills  # noqa: E402
 from tokspeed.calibration.pooled_holdout import (POOL_GRID, SCHEMES, backend_bands, band_cells,  # noqa: E402
                                                  band_rows, choose_k, era_blend, held_out_eras, pooled_errors,
                                                  pooled_tables, seen_mask, test_masks)
@@ -674,11 +675,14 @@ def main(argv=None) -> int:
           + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items(), key=lambda kv: -kv[1])))
     results = fit_engines(by_engine)
     k = choose_k(results)
+    for res in results:          # the share of the memory each row's run takes: the band's edge cell
+        res["fill"] = row_fills(res["rows"])
+    edge_fill, edge_scores = choose_edge(results, k)
     bands = backend_bands(results, k)
     for res in results:
         res.update(pool_k=k, bands=bands[res["engine"]], cell_bands=band_cells(res, k), band_rows={
             f"{d}_band_rows": sum(len(band_rows(res, kind, k, d)) for kind in ("decode", "prefill"))
-            for d in ("seen", "unseen")})
+            for d in ("seen", "unseen")}, edge_bands=edge_bands(res, k), edge_fill=edge_fill, edge_scores=edge_scores)
     print()
     print(table(results))
     print()

@@ -99,6 +99,15 @@ def _max_context(spec, kv_elem_bytes, batch, free, limit: int) -> int:
     return t
 
 
+def memory_fill(mem: Memory, layout=None) -> float | None:
+    """The share of its devices' memory a run takes (total / capacity), which places its band in the edge-of-memory
+    cell or not (engines/bands.py ``edge_band``); None for an offload, which fills the GPU to the edge on purpose (its
+    layer count says so), or a device of unknown capacity."""
+    if layout is not None and getattr(layout, "offload", "none") != "none":
+        return None
+    return mem.total_bytes / mem.capacity_bytes if mem.capacity_bytes > 0 else None
+
+
 def edge_of_memory(devices: list[tuple[str, float, float]], reserve: float) -> str | None:
     """A note when a device that fits has less left than ``reserve``, the engine's runtime reserve (an estimate:
     ``runtime_overhead_gib``): there the backend's own buffers, not this budget, decide whether it fits. ``devices``:

@@ -22,7 +22,7 @@ from .engines.bands import question_of, stated_pct
 from .engines.profile import IDEAL, EngineProfile
 from .attended import depth_kinks
 from .ledger import Op, forward_ops
-from .memory import Memory, edge_of_memory, memory_budget
+from .memory import Memory, edge_of_memory, memory_budget, memory_fill
 from .models import window as trained_window
 from .prediction_setup import Resolved, resolve
 from .quant.kv import kv_bytes as kv_dtype_bytes
@@ -183,7 +183,7 @@ def memory(r: Resolved, work: Workload) -> Memory:
     return mem
 
 
-def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
+def decode(r: Resolved, work: Workload, fill: float | None = None) -> tuple[Decode, PassTime]:
     """Decode: the mean step time over the ``gen`` generated tokens (and the first step's pass)."""
     spec, storage, kvb, B = r.spec, r.storage, r.kv_elem_bytes, work.batch
     first, n = work.decode_first, work.decode_steps
@@ -208,7 +208,7 @@ def decode(r: Resolved, work: Workload) -> tuple[Decode, PassTime]:
     # bytes the device reads from its memory (the logits' trip to the CPU is not one of them)
     cpu = [o for o in ledgers[first] if o.unit == "cpu"]
     band = fitted_band(fit, "tpot") or stated_pct(r.profile, "decode", **question_of(
-        r.spec, r.quant, work.context, r.scale.gpus, in_turn_kinds(r, work))) / 100
+        r.spec, r.quant, work.context, r.scale.gpus, in_turn_kinds(r, work), fill)) / 100
     tok_s = 1 / step_s               # per sequence: one token for each of the batch every step
     bound_tok_s = 1 / ideal_s
     return Decode(bytes_per_token=(pt0.bytes - sum(o.bytes for o in cpu)) / B,
@@ -269,7 +269,7 @@ def prefill_passes(spec, storage, kvb: float, work: Workload, ubatch: int | None
         yield forward_ops(spec, storage, kvb, work.batch, chunk, depth), depth, chunk
 
 
-def prefill(r: Resolved, work: Workload) -> Prefill:
+def prefill(r: Resolved, work: Workload, fill: float | None = None) -> Prefill:
     """Prefill of the prompt in micro-batches; unknown without a FLOP/s figure for the device."""
     if not work.prompt:
         return Prefill(tok_s=0.0, seconds=0.0, bound="none")
@@ -291,7 +291,7 @@ def prefill(r: Resolved, work: Workload) -> Prefill:
         bounds[pt.bound] = bounds.get(pt.bound, 0.0) + s
     tok_s = work.batch * work.prompt / seconds
     band = fitted_band(fit, "ttft") or stated_pct(r.profile, "prefill", **question_of(
-        r.spec, r.quant, work.context, r.scale.gpus, in_turn_kinds(r, work))) / 100
+        r.spec, r.quant, work.context, r.scale.gpus, in_turn_kinds(r, work), fill)) / 100
     bound_tok_s = work.batch * work.prompt / ideal
     return Prefill(tok_s=tok_s, seconds=seconds, bound=max(bounds, key=bounds.get),
                    bound_tok_s=bound_tok_s, tok_s_low=band_low(tok_s, band),
@@ -388,8 +388,9 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
 def predict_workload(r: Resolved, work: Workload) -> Prediction:
     """A prediction for an already resolved setup (``sweep`` resolves once and varies the workload)."""
     mem = memory(r, work)
-    dec, first = decode(r, work)
-    return assemble(r, work, mem, dec, first, prefill(r, work))
+    fill = memory_fill(mem, r.setup.layout if r.setup else None)     # the band's edge-of-memory cell
+    dec, first = decode(r, work, fill)
+    return assemble(r, work, mem, dec, first, prefill(r, work, fill))
 
 
 def sweep(model, hardware, contexts, batches=(1,), quants=(None,), *, prompt: int = 0, gen: int = 1,

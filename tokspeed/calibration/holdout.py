@@ -219,7 +219,9 @@ HEADER = """# Written by scripts/fit_calibration.py: do not edit by hand (tokspe
 # with enough rows, "other": the rest pooled; or "moe" against "dense"), over its held-out rows alone (<kind>_cell_rows
 # of them), <kind>_seen_pct: the backend's over them all (fitted.toml's <kind>_error_pct), whose ratio bands.band_cell
 # applies; <kind>_unseen_cell_pct / _rows and <kind>_unseen_pct: the same for a device whose family the fit lacks
-# (its priors; fitted.toml's <kind>_unseen_pct).
+# (its priors; fitted.toml's <kind>_unseen_pct). [edge] fill: the share of the devices' memory where the edge-of-memory
+# cell starts (0: none), chosen on [edge] grid by the mean interval score; <kind>_edge_pct / _rows: the backend's band
+# there (tokspeed/calibration/memory_edge.py), its edge rows left out of every other band.
 """
 
 
@@ -227,6 +229,11 @@ def bands_data(results) -> dict:
     """The content of ``tokspeed/engines/bands.toml`` (``tokspeed.toml_writer`` writes it)."""
     pooled = factors(results)
     data = {"terms": {k: {t: round(v[k], 2) for t, v in pooled.items() if v[k] is not None} for k in KINDS}}
+    scores = next((res["edge_scores"] for res in results if res.get("edge_scores")), None)
+    if scores:             # the edge-of-memory cell (calibration/memory_edge.py): where it starts (0: no cell)
+        fill = next(res["edge_fill"] for res in results if res.get("edge_scores"))
+        data["edge"] = {"fill": float(fill or 0.0), "grid": [float(f or 0.0) for f in scores],
+                        "interval_score": [round(v, 4) for v in scores.values()]}
     for res in results:
         rows = res["rows"]
         e = {"fitted": bool(res.get("fitted")), "rows": len(rows)}
@@ -237,6 +244,8 @@ def bands_data(results) -> dict:
                      # the GPU drivers of its rows (engines/driver.py: driver_fitted reads this list)
                      drivers=sorted({r.driver for r in rows if getattr(r, "driver", "")}))
             e.update(res.get("band_rows", {}))   # held-out rows behind the band (pooled_holdout.band_rows)
+            for k, (b, n) in (res.get("edge_bands") or {}).items() if res.get("edge_fill") else ():
+                e.update({f"{k}_edge_pct": float(round(b)), f"{k}_edge_rows": n})    # memory_edge.edge_bands
             for k in KINDS:       # the band by cell at each distance (pooled_holdout.band_cells)
                 for d, pre in (("seen", k), ("unseen", f"{k}_unseen")):
                     cells = {c: v for (kind, dist, c), v in res.get("cell_bands", {}).items()

@@ -147,16 +147,19 @@ def cell_key(res, i: int) -> str:
     return MOE if moe is not None and moe[i] else format_group(res["rows"][i].quant)
 
 
-def band_rows(res, kind: str, k: float, distance: str, group=None) -> list:
+def band_rows(res, kind: str, k: float, distance: str, group=None, edge: bool = False) -> list:
     """|log error| of the backend's ``kind`` rows held out by source and by device at strength ``k``, whose family
-    was ``seen`` in the refit (or ``unseen``: the priors); ``group``: only those whose cell (``cell_key``: MoE, else
-    the weight format's group) is in it."""
+    was ``seen`` in the refit (or ``unseen``: the priors, or ``any``); ``group``: only those whose cell (``cell_key``:
+    MoE, else the weight format's group) is in it; ``edge``: the rows at the edge of their devices' memory
+    (``res["edge"]``, calibration/memory_edge.py) instead of the others."""
+    at_edge = res.get("edge")
     out = []
     for s in ("source", "device"):
         err, seen = res["pooled"][s][k], res["seen"][s]
-        pick = seen if distance == "seen" else ~seen
+        pick = seen if distance == "seen" else ~seen if distance == "unseen" else np.ones(len(seen), bool)
         out += [x for i, (r, e, p, x) in enumerate(zip(res["rows"], err, pick, _log_abs(err)))
-                if r.kind == kind and p and not math.isnan(e) and (group is None or cell_key(res, i) in group)]
+                if r.kind == kind and p and not math.isnan(e) and (group is None or cell_key(res, i) in group)
+                and bool(at_edge is not None and at_edge[i]) == edge]
     return out
 
 
@@ -288,6 +291,10 @@ def band_table(results, k: float, bands: dict) -> str:
                     xs = band_rows(res, kind, k, d, groups)
                     lines.append(_band_line(res["engine"], kind, f"{where}, {CELL_LABEL.get(c, c + ' weights')}",
                                             xs, cells[(kind, d, c)][0]))
+            edge = (res.get("edge_bands") or {}).get(kind) if res.get("edge_fill") else None
+            if edge:                 # calibration/memory_edge.py: its rows are in no other line
+                where = f"at the edge of memory (≥ {100 * res['edge_fill']:.0f} %)"
+                lines.append(_band_line(res["engine"], kind, where, band_rows(res, kind, k, "any", edge=True), edge[0]))
     return "\n".join(lines)
 
 
@@ -299,6 +306,17 @@ def _band_line(engine: str, kind: str, where: str, xs: list, b: float) -> str:
     score = sum(2 * half + (2 / alpha) * max(0.0, x - half) for x in xs) / len(xs)
     return (f"| {engine} | {kind} | {where} | {len(xs)} | ±{b:.0f} % | {100 * inside / len(xs):.0f} % | "
             f"×{(1 + b / 100) ** 2:.2f} | {score:.2f} |")
+
+
+def _edge_choice(results) -> str:
+    """The sentence saying where the edge-of-memory cell starts and the interval scores that chose it."""
+    scores = next((res["edge_scores"] for res in results if res.get("edge_scores")), None)
+    if not scores:
+        return ""
+    fill = results[0].get("edge_fill")
+    shown = ", ".join(f"{'none' if f is None else f'{100 * f:.0f} %'} {v:.4f}" for f, v in scores.items())
+    return (f" The edge cell starts at {'no share (none)' if fill is None else f'{100 * fill:.0f} % of the memory'}"
+            f" (mean interval score over every held-out row: {shown}).")
 
 
 def pooled_tables(results, k: float) -> str:
@@ -319,7 +337,9 @@ def pooled_tables(results, k: float) -> str:
         "every backend's. The rows at each distance are split into cells: MoE models and each dense weight-format "
         f"group with {MIN_CELL_ROWS} held-out rows or more (\"other\": the rest, pooled), else MoE against dense models; a "
         "cell of fewer rows is never narrower than the backend's band (a question takes its cell's band at its "
-        "device's distance). "
+        "device's distance). A row whose run takes at least the edge share of its devices' memory (chosen by the "
+        "interval score, tokspeed/calibration/memory_edge.py) is in its backend's edge cell instead, both distances "
+        "pooled, and in no other; a question there states at least that band. "
         "The coverage is over the rows the band is built from (about 90 % by construction); the interval score "
-        "is Winkler's at 90 % in log units (lower is sharper).", "",
+        "is Winkler's at 90 % in log units (lower is sharper)." + _edge_choice(results), "",
         band_table(results, k, {r["engine"]: r["bands"] for r in results})])

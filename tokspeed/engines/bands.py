@@ -29,6 +29,7 @@ from functools import lru_cache
 
 from ..errors import UserError
 from ..quant.format_key import format_group
+from ..memory import memory_fill
 from .compat import runtime_of
 from .tables import HERE, load_table
 
@@ -84,10 +85,11 @@ def device_terms(profile, hw, kind: str) -> list[tuple[str, float, str]]:
 
 
 def workload_terms(profile, kind: str, *, moe: bool = False, format_group: str = "", context: int = 0,
-                   n_devices: int = 1, in_turn: tuple = ()) -> list[tuple[str, float, str]]:
+                   n_devices: int = 1, in_turn: tuple = (), fill: float | None = None) -> list[tuple[str, float, str]]:
     """(term, factor, why) for how far the question lies from ``profile``'s fitted rows: a format group, a depth or
     MoE the fit has no rows of, several devices (not for the kinds ``in_turn``: a layer split whose passes run its
-    stages one after another, which the fit takes: calibration/split_rows.py)."""
+    stages one after another, which the fit takes: calibration/split_rows.py). ``fill``: not a term (the
+    edge-of-memory cell, ``edge_band``)."""
     if _calibrated(profile) or not (getattr(profile, "fitted", False) or _unfitted_llama(profile)):
         return []
     name = getattr(profile, "name", "")
@@ -125,9 +127,10 @@ def with_band(profile, hw):
                    prefill_error_pct=profile.prefill_error_pct * p)
 
 
-def question_of(spec, quant, context: int, n_devices: int, in_turn: tuple = ()) -> dict:
+def question_of(spec, quant, context: int, n_devices: int, in_turn: tuple = (), fill: float | None = None) -> dict:
     """``workload_terms``' keywords for a prediction's model spec, weight format, context depth and devices
-    (``in_turn``: the kinds whose passes run a layer split's stages one after another)."""
+    (``in_turn``: the kinds whose passes run a layer split's stages one after another; ``fill``: the share of the
+    devices' memory the run takes, ``memory.memory_fill``)."""
     group = getattr(quant, "group", "")
     if not group and quant:
         try:
@@ -135,7 +138,7 @@ def question_of(spec, quant, context: int, n_devices: int, in_turn: tuple = ()) 
         except UserError:          # a file's own format: no group, no term
             group = ""
     return {"moe": bool(getattr(spec, "n_experts", 0)), "format_group": group, "context": int(context or 0),
-            "n_devices": int(n_devices or 1), "in_turn": tuple(in_turn)}
+            "n_devices": int(n_devices or 1), "in_turn": tuple(in_turn), "fill": fill}
 
 
 def band_cell(profile, kind: str, format_group: str = "", moe: bool = False) -> tuple[float, str]:
@@ -173,12 +176,30 @@ def _band_cell(profile, kind: str, format_group: str, moe: bool):
     return cells[cell] / base, cell, cells[cell], (entry.get(f"{pre}_cell_rows") or {}).get(cell, 0), base
 
 
+def edge_band(profile, kind: str, fill: float | None) -> tuple[float, str] | None:
+    """(band %, why) of the edge-of-memory cell where the run takes at least bands.toml ``[edge] fill`` of its
+    devices' memory and the backend has held-out rows there (``<kind>_edge_pct`` over ``<kind>_edge_rows``,
+    calibration/memory_edge.py): near the edge the driver's own buffers decide, and a driver that pages the excess to
+    host memory decodes several times slower; None elsewhere (and for a machine's own calibration)."""
+    edge = _bands().get("edge") or {}
+    entry = _bands().get(getattr(profile, "name", "")) or {}
+    pct = entry.get(f"{kind}_edge_pct")
+    if fill is None or not edge.get("fill") or fill < edge["fill"] or pct is None or _calibrated(profile):
+        return None
+    return float(pct), (f"the run takes {100 * fill:.0f} % of its devices' memory, {100 * edge['fill']:.0f} % or more: "
+                        f"{entry.get(f'{kind}_edge_rows', 0)} held-out rows there; a driver that pages the excess to "
+                        "host memory decodes several times slower")
+
+
 def stated_pct(profile, kind: str, **question) -> float:
     """The band ``predict`` states for ``kind``: the profile's (device terms in), scaled to its question's cell
-    (``band_cell``: MoE or dense, the weight format), times the question's terms."""
+    (``band_cell``: MoE or dense, the weight format), times the question's terms; at the edge of the devices' memory
+    never narrower than the edge cell's (``edge_band``)."""
     base = profile.decode_error_pct if kind == "decode" else profile.prefill_error_pct
     cell = _band_cell(profile, kind, question.get("format_group", ""), question.get("moe", False))   # the ratio alone
-    return base * (cell[0] if cell else 1.0) * product(workload_terms(profile, kind, **question))
+    band = base * (cell[0] if cell else 1.0) * product(workload_terms(profile, kind, **question))
+    edge = edge_band(profile, kind, question.get("fill"))
+    return max(band, edge[0]) if edge else band
 
 
 def band_basis(profile, hw, **question) -> dict:
@@ -215,6 +236,8 @@ def band_basis(profile, hw, **question) -> dict:
         out[f"{kind}_base_pct"] = shown * ratio / dev
         out[f"{kind}_cell"] = cell
         out[f"{kind}_terms"] = [{"term": t, "factor": f, "why": w} for t, f, w in terms]
+        edge = edge_band(profile, kind, question.get("fill"))
+        out[f"{kind}_edge"] = {"pct": edge[0], "why": edge[1]} if edge else None
         out[f"{kind}_pct"] = stated_pct(profile, kind, **question)
     return out
 
@@ -225,7 +248,10 @@ def describe(basis: dict, kind: str) -> str:
     text = f"±{basis[f'{kind}_base_pct']:.0f} % {basis['basis']} ({basis['detail']}{'; ' + cell if cell else ''})"
     for t in basis[f"{kind}_terms"]:
         text += f" × {t['factor']:.2f} {TERM_LABEL.get(t['term'], t['term'])} ({t['why']})"
-    return text + (f" = ±{basis[f'{kind}_pct']:.0f} %" if basis[f"{kind}_terms"] else "")
+    edge = basis.get(f"{kind}_edge")
+    if edge:
+        text += f"; at the edge of memory at least ±{edge['pct']:.0f} % ({edge['why']})"
+    return text + (f" = ±{basis[f'{kind}_pct']:.0f} %" if basis[f"{kind}_terms"] or edge else "")
 
 
 def prediction_basis(p) -> dict:
@@ -233,4 +259,5 @@ def prediction_basis(p) -> dict:
     layout = getattr(p, "layout", None)
     n = layout.parallel.n_devices if layout is not None and getattr(layout, "parallel", None) else 1
     return band_basis(p.engine_profile, p.hw, **question_of(p.spec, p.quant, p.context, n,
-                                                           getattr(p, "band_in_turn", ())))
+                                                           getattr(p, "band_in_turn", ()),
+                                                           memory_fill(p.memory, layout) if p.memory else None))
