@@ -337,9 +337,9 @@ def pooled_tables(results, k: float) -> str:
         "every backend's. The rows at each distance are split into cells: MoE models and each dense weight-format "
         f"group with {MIN_CELL_ROWS} held-out rows or more (\"other\": the rest, pooled), else MoE against dense models; a "
         "cell of fewer rows is never narrower than the backend's band (a question takes its cell's band at its "
-        "device's distance). A row whose run takes at least the edge share of its devices' memory (chosen by the "
-        "interval score, tokspeed/calibration/memory_edge.py) is in its backend's edge cell instead, both distances "
-        "pooled, and in no other; a question there states at least that band. "
+        "device's distance). A decode row whose run takes at least the edge share of its devices' memory (chosen by "
+        "the interval score, tokspeed/calibration/memory_edge.py) is in its backend's edge cell instead, both "
+        "distances pooled, and in no other; a decode question there states at least that band. "
         "The coverage is over the rows the band is built from (about 90 % by construction); the interval score "
         "is Winkler's at 90 % in log units (lower is sharper)." + _edge_choice(results), "",
         band_table(results, k, {r["engine"]: r["bands"] for r in results})])

@@ -34,6 +34,7 @@ from dataclasses import replace
 
 from ..hardware.arch import ARCHS, arch_row, kernel_units, vulkan_fa_coopmat1
 from .cpu_kernels import before
+from .eras import flash_attention_since
 from .driver import api_of, bf16_fallback, driver_family, features, gate_matrix_units, resolve
 
 # backend -> the hw.matrix_units words (tokspeed.hardware.arch.MATRIX_UNITS) its prompt GEMMs run on, any one of them
@@ -202,6 +203,17 @@ def flash_attn_on_vector(backend: str, hw) -> bool:
     if f is None or f.coopmat2:
         return False
     return not vulkan_fa_coopmat1(driver_family(hw)) or bool(arch_row(getattr(hw, "arch", None)).get("vulkan_fa_scalar"))
+
+
+def sycl_fa_on_vector(engine, hw) -> bool:
+    """Whether llama.cpp-sycl's prompt FlashAttention runs on the vector ALUs although its matmuls use ``hw``'s XMX
+    units: ggml-sycl's FlashAttention kernels are ports of ggml-cuda's fattn-tile and fattn-vec alone (0.3.17's copy,
+    2026-03, fattn.cpp ``ggml_sycl_get_best_fattn_kernel``: "Todo: Use the XMX kernel if possible", the tile kernel
+    otherwise); -fa on, in a build that has them (``eras.flash_attention_since``, ``engine.build_month``; "" = today's).
+    Without them the attention core is two oneDNN GEMMs, on the XMX units."""
+    if engine.name != "llama.cpp-sycl" or engine.flash_attention is False or not uses_matrix_units(engine.name, hw):
+        return False
+    return not before(getattr(engine, "build_month", ""), flash_attention_since(engine.name))
 
 
 def hip_fa_on_vector(engine, hw) -> bool:
