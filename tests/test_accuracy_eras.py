@@ -36,10 +36,10 @@ def test_build_numbers_map_to_the_months_printed_beside_them():
     assert build_month("llama.cpp-cuda", 1988) == "2024-01"
     assert build_month("llama.cpp-cuda", 5163) == "2025-04"
     assert build_month("llama.cpp-cuda", 7948) == "2026-02"
-    # calibration-3.csv: the Arc Pro B70 toolbox's b9039 logs, system_info 2026-05-06; b8000 between: 2026-02 +
-    # round(3 x 52 / 1091 = 0.14) -> 2026-02
+    # calibration-3.csv: the Arc Pro B70 toolbox's b9039 logs, system_info 2026-05-06; b8676 between: 2026-02 +
+    # round(3 x 728 / 1091 = 2.002) -> 2026-04 (every build past b7948 read as 2026-02 before the anchor)
     assert build_month("llama.cpp-sycl", 9039) == "2026-05"
-    assert build_month("llama.cpp-cuda", 8000) == "2026-02"
+    assert build_month("llama.cpp-cuda", 8676) == "2026-04"
 
 
 @pytest.mark.parametrize("version,era", [("b1500", "2023"), ("1500", "2023"), ("2023-12", "2023"),

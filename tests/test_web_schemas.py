@@ -30,8 +30,9 @@ def docs():
 def test_models_are_the_records_fields():
     for record, model in ((Memory, schemas.Memory), (Decode, schemas.Decode), (Prefill, schemas.Prefill)):
         assert set(model.model_fields) == {f.name for f in dataclasses.fields(record)}, record
-    # objects, not JSON; and the band's bookkeeping (which kinds ran a layer split in turn: bands.prediction_basis)
-    in_memory = {"spec", "hw", "storage", "engine_profile", "layout", "band_in_turn"}
+    # objects, not JSON; and the band's bookkeeping (which kinds ran a layer split in turn, the fullest device's share
+    # of its memory: bands.prediction_basis)
+    in_memory = {"spec", "hw", "storage", "engine_profile", "layout", "band_in_turn", "band_fill"}
     assert set(schemas.Prediction.model_fields) == {f.name for f in dataclasses.fields(Prediction)} - in_memory | {
         "hypothetical"}
     assert schemas.Prediction.model_fields["memory"].annotation is schemas.Memory

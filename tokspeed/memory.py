@@ -99,13 +99,16 @@ def _max_context(spec, kv_elem_bytes, batch, free, limit: int) -> int:
     return t
 
 
-def memory_fill(mem: Memory, layout=None) -> float | None:
-    """The share of its devices' memory a run takes (total / capacity), which places its band in the edge-of-memory
-    cell or not (engines/bands.py ``edge_band``); None for an offload, which fills the GPU to the edge on purpose (its
-    layer count says so), or a device of unknown capacity."""
-    if layout is not None and getattr(layout, "offload", "none") != "none":
+def memory_fill(mem: Memory, devices=(), on_host: bool = False) -> float | None:
+    """The largest share of a device's memory a run takes, which places its band in the edge-of-memory cell or not
+    (engines/bands.py ``edge_band``): the fullest of ``devices`` ((total, capacity) bytes of each GPU of a multi-device
+    setup: a layer split fills its devices unevenly), else the budget's total over its capacity; None where layers or
+    weights are on the host (``on_host``: an offload fills the GPU to the edge on purpose) or no capacity is known."""
+    if on_host:
         return None
-    return mem.total_bytes / mem.capacity_bytes if mem.capacity_bytes > 0 else None
+    shares = [t / c for t, c in devices if c > 0] or ([mem.total_bytes / mem.capacity_bytes] if mem.capacity_bytes > 0
+                                                      else [])
+    return max(shares) if shares else None
 
 
 def edge_of_memory(devices: list[tuple[str, float, float]], reserve: float) -> str | None:

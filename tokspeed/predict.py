@@ -110,6 +110,7 @@ class Prediction:
     driver: str | None = None          # the GPU driver the backend runs under (engines.driver; None: no choice)
     driver_assumed: str | None = None  # no driver named: which one was assumed and why
     band_in_turn: tuple = field(default=(), repr=False)   # kinds whose passes run a layer split in turn (in_turn_kinds)
+    band_fill: float | None = field(default=None, repr=False)   # the fullest device's share (band_fill: the edge cell)
 
     @property
     def hypothetical(self) -> bool:
@@ -325,7 +326,8 @@ def band_high(tok_s: float, band: float, bound_tok_s: float) -> float:
     return max(tok_s, min(tok_s * (1 + band), bound_tok_s))
 
 
-def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill) -> Prediction:
+def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassTime, pre: Prefill,
+             fill: float | None = None) -> Prediction:
     notes = []
     window = r.spec.max_context
     if not trained_window.within(window, work.context, work.prompt, work.gen):
@@ -361,7 +363,7 @@ def assemble(r: Resolved, work: Workload, mem: Memory, dec: Decode, first: PassT
                       ttft_lead_tokens=lead if ttft is not None and dec.ms_per_token else 0.0,
                       quant_assumed=r.quant_assumed, driver=getattr(r.profile, "driver", "") or None,
                       driver_assumed=getattr(r.profile, "driver_assumed", None),
-                      band_in_turn=in_turn_kinds(r, work), **sections)
+                      band_in_turn=in_turn_kinds(r, work), band_fill=fill, **sections)
 
 
 def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", engine: str = DEFAULT_ENGINE,
@@ -388,9 +390,19 @@ def predict(model, hardware, quant: str | None = None, kv_dtype: str = "f16", en
 def predict_workload(r: Resolved, work: Workload) -> Prediction:
     """A prediction for an already resolved setup (``sweep`` resolves once and varies the workload)."""
     mem = memory(r, work)
-    fill = memory_fill(mem, r.setup.layout if r.setup else None)     # the band's edge-of-memory cell
+    fill = band_fill(r, mem)
     dec, first = decode(r, work, fill)
-    return assemble(r, work, mem, dec, first, prefill(r, work, fill))
+    return assemble(r, work, mem, dec, first, prefill(r, work, fill), fill)
+
+
+def band_fill(r: Resolved, mem: Memory) -> float | None:
+    """The share of its fullest device's memory the run takes (``memory.memory_fill``: the band's edge-of-memory
+    cell); None with layers or weights on the host (an ``--offload`` that leaves every layer on the GPU has none)."""
+    layout = r.setup.layout if r.setup else None
+    on_host = layout is not None and layout.offload != "none" and not (
+        layout.offload == "layers" and (layout.gpu_layers or 0) >= r.spec.n_layers + 1)
+    devices = [(d.total_bytes, d.capacity_bytes) for d in r.setup.devices if d.kind == "gpu"] if r.setup else []
+    return memory_fill(mem, devices, on_host)
 
 
 def sweep(model, hardware, contexts, batches=(1,), quants=(None,), *, prompt: int = 0, gen: int = 1,

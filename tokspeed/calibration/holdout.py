@@ -66,16 +66,23 @@ def ratio_factor(errs, bases, groups=None) -> float | None:
 # ---- the held-out pairs (error, band without the term) of each term --------------------------------------------
 
 
+def off_edge(res, errs) -> list:
+    """(row, error) of a backend's rows outside its edge-of-memory cell (``res["edge"]``, calibration/memory_edge.py):
+    the edge rows are in no other band, the distance factors' included."""
+    edge = res.get("edge")
+    return [(r, e) for i, (r, e) in enumerate(zip(res["rows"], errs)) if edge is None or not edge[i]]
+
+
 def vendor_pairs(res, kind: str, skip_vendor: str | None = None):
     """(LOVO error, fitted band, engine) of a fitted backend's ``kind`` rows (without ``skip_vendor``'s)."""
-    return [(e, res["band"][kind], res["engine"]) for r, e in zip(res["rows"], res["lovo"])
+    return [(e, res["band"][kind], res["engine"]) for r, e in off_edge(res, res["lovo"])
             if r.kind == kind and r.hw.vendor != skip_vendor]
 
 
 def backend_pairs(results, kind: str, skip_engine: str | None = None):
     """(error of the priors, prior band, engine) of every engine's ``kind`` rows (without ``skip_engine``'s)."""
     return [(e, res["prior_band"][kind], res["engine"]) for res in results if res["engine"] != skip_engine
-            for r, e in zip(res["rows"], res["prior_err"]) if r.kind == kind]
+            for r, e in off_edge(res, res["prior_err"]) if r.kind == kind]
 
 
 def condition_pairs(results, term: str, kind: str, skip_engine: str | None = None):
@@ -88,7 +95,7 @@ def condition_pairs(results, term: str, kind: str, skip_engine: str | None = Non
             out += [(e, b, res["engine"]) for r, e, b in zip(res["multi_rows"], res["multi_err"], res["multi_base"])
                     if r.kind == kind]
         else:
-            out += [(e, res["band"][kind], res["engine"]) for r, e in zip(res["rows"], res["loco"][term])
+            out += [(e, res["band"][kind], res["engine"]) for r, e in off_edge(res, res["loco"][term])
                     if r.kind == kind]
     return out
 

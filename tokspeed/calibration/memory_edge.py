@@ -10,13 +10,14 @@ predicted; its band is.
 
 Mondrian conformal over one more cell, for decode (EDGE_KINDS: a decode step reads every paged byte once per token; a
 prompt reads the weights once per micro-batch of hundreds of tokens, and the R9700 pair's prompts at 32K run at the
-speed of the 16K ones): a held-out decode row whose run takes at least ``fill`` of its devices' memory (the memory
-model's total over the capacity, ``memory.memory_fill``, a property of the question, not of the measurement) is
-scored in its backend's edge cell and left out of every other cell and band. The edge cell's band is the COVER %
+speed of the 16K ones): a held-out decode row whose run takes at least ``fill`` of its fullest device's memory (the
+memory budget over the capacity, ``memory.memory_fill``, a property of the question, not of the measurement) is
+scored in its backend's edge cell and left out of every other cell, band and distance factor. The edge cell's band is the COVER %
 quantile of its rows' |log error| (both distances from the fit; with few rows, nearly their largest); a question at
 the edge states at least that band and never less than its own cell's. ``fill`` is the EDGE_GRID value with the least
 mean interval score (Winkler's at 90 %, log units) over every backend's rows held out by source and by device, each
-against the band its question gets (None: no edge cell, kept on a tie).
+against the band its question gets (on a tie: none, else the largest share). A backend whose edge rows are no wider
+than its other rows keeps no edge cell (``mark_edge``): its questions would never state it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import math
 
 import numpy as np
 
-from ..memory import memory_fill
 from .evaluate import predicted
 from .pooled_holdout import (COVER, _log_abs, backend_bands, band_cells, band_rows, cell_groups, cell_key,
                              conformal)
@@ -38,21 +38,22 @@ EDGE_KINDS = ("decode",)                        # the metrics with an edge cell
 def row_fills(rows) -> np.ndarray:
     """The share of its devices' memory each calibration row's run takes, as ``predict`` answers it (NaN where the
     answer has no capacity)."""
-    out = []
-    for row in rows:
-        p = predicted(row)
-        f = memory_fill(p.memory, p.layout)
-        out.append(np.nan if f is None else f)
-    return np.array(out, dtype=float)
+    return np.array([np.nan if p.band_fill is None else p.band_fill for p in map(predicted, rows)], dtype=float)
 
 
-def mark_edge(results, fill: float | None) -> None:
+def mark_edge(results, fill: float | None, k: float | None = None) -> None:
     """Set each backend's ``edge`` mask: its EDGE_KINDS rows whose run takes at least ``fill`` of the memory (none
-    for None)."""
+    for None). With ``k``, a backend whose edge rows held out at ``k`` are no wider (their COVER % quantile) than its
+    other rows keeps none of that kind: a question states the larger of its cell's band and the edge cell's, so a
+    narrower edge cell is never stated, and its rows stay in the cells they belong to."""
     for res in results:
         fills = np.nan_to_num(res["fill"], nan=0.0)
         kinds = np.array([r.kind in EDGE_KINDS for r in res["rows"]], bool)
         res["edge"] = np.zeros(len(fills), bool) if fill is None else kinds & (fills >= fill)
+        for kind in EDGE_KINDS if k is not None and res["edge"].any() else ():
+            xs = band_rows(res, kind, k, "any", edge=True)
+            if xs and conformal(xs) <= conformal(band_rows(res, kind, k, "any")):
+                res["edge"] &= ~np.array([r.kind == kind for r in res["rows"]], bool)
 
 
 def edge_bands(res, k: float) -> dict:
@@ -107,9 +108,10 @@ def choose_edge(results, k: float) -> tuple[float | None, dict]:
     ``fill`` (``row_fills``)."""
     scores = {}
     for fill in EDGE_GRID:
-        mark_edge(results, fill)
+        mark_edge(results, fill, k)
         bands = backend_bands(results, k)
         scores[fill] = interval_score([p for res in results for p in stated_bands(res, k, bands[res["engine"]])])
-    best = min(EDGE_GRID, key=lambda f: (round(scores[f], 9), f is not None))
-    mark_edge(results, best)
+    # ties: no cell, else the largest share (the fewest questions widened)
+    best = min(EDGE_GRID, key=lambda f: (round(scores[f], 9), f is not None, -(f or 0.0)))
+    mark_edge(results, best, k)
     return best, scores

@@ -29,7 +29,6 @@ from functools import lru_cache
 
 from ..errors import UserError
 from ..quant.format_key import format_group
-from ..memory import memory_fill
 from .compat import runtime_of
 from .tables import HERE, load_table
 
@@ -177,18 +176,19 @@ def _band_cell(profile, kind: str, format_group: str, moe: bool):
 
 
 def edge_band(profile, kind: str, fill: float | None) -> tuple[float, str] | None:
-    """(band %, why) of the edge-of-memory cell where the run takes at least bands.toml ``[edge] fill`` of its
-    devices' memory and the backend has held-out rows there (``<kind>_edge_pct`` over ``<kind>_edge_rows``,
-    calibration/memory_edge.py): near the edge the driver's own buffers decide, and a driver that pages the excess to
-    host memory decodes several times slower; None elsewhere (and for a machine's own calibration)."""
+    """(band %, why) of the edge-of-memory cell where the run takes at least bands.toml ``[edge] fill`` of its fullest
+    device's memory and the backend has an edge cell (``<kind>_edge_pct`` over ``<kind>_edge_rows`` held-out entries,
+    calibration/memory_edge.py: its rows held out by source and by device, each counted once per way): near the edge
+    the backend's own buffers decide whether the run fits, and a driver that pages the excess to host memory instead
+    of failing decodes several times slower; None elsewhere (and for a machine's own calibration)."""
     edge = _bands().get("edge") or {}
     entry = _bands().get(getattr(profile, "name", "")) or {}
     pct = entry.get(f"{kind}_edge_pct")
     if fill is None or not edge.get("fill") or fill < edge["fill"] or pct is None or _calibrated(profile):
         return None
-    return float(pct), (f"the run takes {100 * fill:.0f} % of its devices' memory, {100 * edge['fill']:.0f} % or more: "
-                        f"{entry.get(f'{kind}_edge_rows', 0)} held-out rows there; a driver that pages the excess to "
-                        "host memory decodes several times slower")
+    return float(pct), (f"the run takes {100 * fill:.0f} % of its fullest device's memory, {100 * edge['fill']:.0f} % "
+                        f"or more: ±{pct:g} % over {entry.get(f'{kind}_edge_rows', 0)} held-out entries there, where "
+                        "a driver that pages the excess to host memory decodes several times slower")
 
 
 def stated_pct(profile, kind: str, **question) -> float:
@@ -237,8 +237,9 @@ def band_basis(profile, hw, **question) -> dict:
         out[f"{kind}_cell"] = cell
         out[f"{kind}_terms"] = [{"term": t, "factor": f, "why": w} for t, f, w in terms]
         edge = edge_band(profile, kind, question.get("fill"))
-        out[f"{kind}_edge"] = {"pct": edge[0], "why": edge[1]} if edge else None
         out[f"{kind}_pct"] = stated_pct(profile, kind, **question)
+        # said where it widens the band: a narrower edge cell is not the band stated
+        out[f"{kind}_edge"] = {"pct": edge[0], "why": edge[1]} if edge and edge[0] >= out[f"{kind}_pct"] else None
     return out
 
 
@@ -260,4 +261,4 @@ def prediction_basis(p) -> dict:
     n = layout.parallel.n_devices if layout is not None and getattr(layout, "parallel", None) else 1
     return band_basis(p.engine_profile, p.hw, **question_of(p.spec, p.quant, p.context, n,
                                                            getattr(p, "band_in_turn", ()),
-                                                           memory_fill(p.memory, layout) if p.memory else None))
+                                                           getattr(p, "band_fill", None)))
