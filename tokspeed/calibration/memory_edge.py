@@ -12,9 +12,9 @@ Mondrian conformal over one more cell, for decode (EDGE_KINDS: a decode step rea
 prompt reads the weights once per micro-batch of hundreds of tokens, and the R9700 pair's prompts at 32K run at the
 speed of the 16K ones): a held-out decode row whose run takes at least ``fill`` of its fullest device's memory (the
 memory budget over the capacity, ``memory.memory_fill``, a property of the question, not of the measurement) is
-scored in its backend's edge cell and left out of every other cell, band and distance factor. The edge cell's band is the COVER %
-quantile of its rows' |log error| (both distances from the fit; with few rows, nearly their largest); a question at
-the edge states at least that band and never less than its own cell's. ``fill`` is the EDGE_GRID value with the least
+scored in its backend's edge cell and left out of every other cell, band and distance factor. The edge cell's band
+is the COVER % quantile of its rows' |log error| (both distances from the fit; with few rows, nearly their largest); a
+question at the edge states at least that band and never less than its own cell's. ``fill`` is the EDGE_GRID value with the least
 mean interval score (Winkler's at 90 %, log units) over every backend's rows held out by source and by device, each
 against the band its question gets (on a tie: none, else the largest share). A backend whose edge rows are no wider
 than its other rows keeps no edge cell (``mark_edge``): its questions would never state it.
