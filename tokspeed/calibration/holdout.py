@@ -226,9 +226,9 @@ HEADER = """# Written by scripts/fit_calibration.py: do not edit by hand (tokspe
 # with enough rows, "other": the rest pooled; or "moe" against "dense"), over its held-out rows alone (<kind>_cell_rows
 # of them), <kind>_seen_pct: the backend's over them all (fitted.toml's <kind>_error_pct), whose ratio bands.band_cell
 # applies; <kind>_unseen_cell_pct / _rows and <kind>_unseen_pct: the same for a device whose family the fit lacks
-# (its priors; fitted.toml's <kind>_unseen_pct). [edge] fill: the share of the devices' memory where the edge-of-memory
-# cell starts (0: none), chosen on [edge] grid by the mean interval score; <kind>_edge_pct / _rows: the backend's band
-# there (tokspeed/calibration/memory_edge.py), its edge rows left out of every other band.
+# (its priors; fitted.toml's <kind>_unseen_pct). [edge] fill: the share of its fullest device's memory where a run's
+# edge-of-memory cell starts (0: none), chosen on [edge] grid by the mean interval score; <kind>_edge_pct / _rows:
+# the backend's band there (tokspeed/calibration/memory_edge.py), its edge rows left out of every other band.
 """
 
 
