@@ -12,7 +12,7 @@ from tokspeed.calibration.evaluate import at_row_build, predicted_tok_s
 from tokspeed.calibration.fast import build, predict_rows
 from tokspeed.calibration.pooled_holdout import held_out_eras
 from tokspeed.calibration.rows import row_month
-from tokspeed.engines.backends import hip_fa_on_vector
+from tokspeed.engines.backends import fa_tile_on_vector
 from tokspeed.engines.profile import EngineProfile, get_engine
 
 
@@ -62,9 +62,9 @@ def test_a_rocm_row_runs_the_flashattention_of_its_build(rocm_fa_rows):
     # kernel; the era's profile alone (no month: today's build) runs the MMA kernel for both
     today = get_engine("llama.cpp-rocm", version="2025")
     for r in rocm_fa_rows:
-        assert not hip_fa_on_vector(today, r.hw)
+        assert not fa_tile_on_vector(today, r.hw)
         at = at_row_build(today, r)
-        assert at.build_month == r.month and hip_fa_on_vector(at, r.hw) == (r.month == "2025-12")
+        assert at.build_month == r.month and fa_tile_on_vector(at, r.hw) == (r.month == "2025-12")
 
 
 def test_the_fit_mirror_predicts_each_row_at_its_build(rocm_fa_rows):

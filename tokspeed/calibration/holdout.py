@@ -236,10 +236,10 @@ def bands_data(results) -> dict:
     """The content of ``tokspeed/engines/bands.toml`` (``tokspeed.toml_writer`` writes it)."""
     pooled = factors(results)
     data = {"terms": {k: {t: round(v[k], 2) for t, v in pooled.items() if v[k] is not None} for k in KINDS}}
-    scores = next((res["edge_scores"] for res in results if res.get("edge_scores")), None)
-    if scores:             # the edge-of-memory cell (calibration/memory_edge.py): where it starts (0: no cell)
-        fill = next(res["edge_fill"] for res in results if res.get("edge_scores"))
-        data["edge"] = {"fill": float(fill or 0.0), "grid": [float(f or 0.0) for f in scores],
+    chosen = next((res for res in results if res.get("edge_scores")), None)
+    if chosen:             # the edge-of-memory cell (calibration/memory_edge.py): where it starts (0: no cell)
+        scores = chosen["edge_scores"]
+        data["edge"] = {"fill": float(chosen["edge_fill"] or 0.0), "grid": [float(f or 0.0) for f in scores],
                         "interval_score": [round(v, 4) for v in scores.values()]}
     for res in results:
         rows = res["rows"]

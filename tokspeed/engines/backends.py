@@ -205,21 +205,22 @@ def flash_attn_on_vector(backend: str, hw) -> bool:
     return not vulkan_fa_coopmat1(driver_family(hw)) or bool(arch_row(getattr(hw, "arch", None)).get("vulkan_fa_scalar"))
 
 
-def sycl_fa_on_vector(engine, hw) -> bool:
-    """Whether llama.cpp-sycl's prompt FlashAttention runs on the vector ALUs although its matmuls use ``hw``'s XMX
-    units: ggml-sycl's FlashAttention kernels are ports of ggml-cuda's fattn-tile and fattn-vec alone (0.3.17's copy,
-    2026-03, fattn.cpp ``ggml_sycl_get_best_fattn_kernel``: "Todo: Use the XMX kernel if possible", the tile kernel
-    otherwise); -fa on, in a build that has them (``eras.flash_attention_since``, ``engine.build_month``; "" = today's).
-    Without them the attention core is two oneDNN GEMMs, on the XMX units."""
-    if engine.name != "llama.cpp-sycl" or engine.flash_attention is False or not uses_matrix_units(engine.name, hw):
-        return False
-    return not before(getattr(engine, "build_month", ""), flash_attention_since(engine.name))
+# backend -> (first build month, first month no longer: "" = open) of the builds whose prompt FlashAttention runs on
+# the vector ALUs although their matmuls use the part's matrix units (``fa_tile_on_vector``):
+# - llama.cpp-rocm: fattn-tile until ggml-cuda's native WMMA / MFMA kernel (HIP_FA_MMA_SINCE), built without
+#   GGML_HIP_ROCWMMA_FATTN (llama.cpp's default; ASSUMED for every row and prediction);
+# - llama.cpp-sycl: from its first FlashAttention kernels (eras.toml backend_flash_attention_since, 0.3.17's copy of
+#   2026-03), ports of ggml-cuda's fattn-tile and fattn-vec alone (fattn.cpp ``ggml_sycl_get_best_fattn_kernel``:
+#   "Todo: Use the XMX kernel if possible"); before them (or -fa off) two oneDNN GEMMs on the XMX units.
+FA_TILE_ON_VECTOR = {"llama.cpp-rocm": ("", HIP_FA_MMA_SINCE),
+                     "llama.cpp-sycl": (flash_attention_since("llama.cpp-sycl"), "")}
 
 
-def hip_fa_on_vector(engine, hw) -> bool:
-    """Whether llama.cpp-rocm's prompt FlashAttention runs on the vector ALUs (fattn-tile) although its matmuls use
-    ``hw``'s WMMA/MFMA units: -fa on, in a build before ``HIP_FA_MMA_SINCE`` (``engine.build_month``; "" = today's),
-    built without GGML_HIP_ROCWMMA_FATTN (llama.cpp's default; ASSUMED for every row and prediction)."""
-    if engine.name != "llama.cpp-rocm" or engine.flash_attention is False or not uses_matrix_units(engine.name, hw):
+def fa_tile_on_vector(engine, hw) -> bool:
+    """Whether ``engine``'s prompt FlashAttention runs on the vector ALUs although its matmuls use ``hw``'s matrix
+    units: -fa on, in a build (``engine.build_month``; "" = today's) of its ``FA_TILE_ON_VECTOR`` window."""
+    window = FA_TILE_ON_VECTOR.get(engine.name)
+    if window is None or engine.flash_attention is False or not uses_matrix_units(engine.name, hw):
         return False
-    return before(getattr(engine, "build_month", ""), HIP_FA_MMA_SINCE)
+    month, (since, until) = getattr(engine, "build_month", ""), window
+    return not before(month, since) and (not until or before(month, until))

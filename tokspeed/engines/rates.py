@@ -40,8 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..quant.format_key import FormatKey, format_key
-from .backends import (F32_GEMM, bf16_as_f32, coopmat1_share, flash_attn_on_vector, hip_fa_on_vector,
-                       sycl_fa_on_vector, uses_matrix_units, vector_fp16_tflops, vulkan_bf16_experts_tiled)
+from .backends import (F32_GEMM, bf16_as_f32, coopmat1_share, fa_tile_on_vector, flash_attn_on_vector,
+                       uses_matrix_units, vector_fp16_tflops, vulkan_bf16_experts_tiled)
 from .cpu_kernels import (EXPERT_GEMV_UNIT, attention_issue_share, attention_path, gemm_path, matvec_key,
                           matvec_peak, path_peak)
 from .expert_tiles import fill, tile_columns
@@ -265,8 +265,7 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
     if attn:        # the FP16-accumulate doubling is of the tensor figure: an F32 model's attention runs in FP32
         f32 = fmt.f32
         peak = hw.vector_flops if f32 else hw.matmul_flops
-        scalar = not f32 and tiled and (flash_attn_on_vector(engine.name, hw) or hip_fa_on_vector(engine, hw)
-                                        or sycl_fa_on_vector(engine, hw))
+        scalar = not f32 and tiled and (flash_attn_on_vector(engine.name, hw) or fa_tile_on_vector(engine, hw))
         # a decode pass (up to MATVEC_MAX_TOKENS queries) runs the attention core as a matrix-vector kernel (ggml-cuda
         # fattn-vec, ggml-metal kernel_flash_attn_ext_vec: one query row against the cached keys), at the pass's
         # matrix-vector efficiency as the weight matvecs are; off coopmat2, ggml-vulkan's block loop on the vector
@@ -274,7 +273,7 @@ def compute_rate(hw, engine, fmt, tokens: int, unit: str = "tensor", attn: bool 
         driver, vec = decode_attn_factor(engine, hw) if 0 < tokens <= MATVEC_MAX_TOKENS else \
             ("", coopmat1_share(engine.name, hw, True))
         scalar = scalar or (bool(driver) and not f32)
-        if scalar:  # FA on the vector ALUs (Vulkan's FA_SCALAR and decode loop, HIP's fattn-tile): packed half
+        if scalar:  # FA on the vector ALUs (Vulkan's FA_SCALAR and decode loop, HIP's and SYCL's fattn-tile): packed half
             peak = vector_fp16_tflops(hw) * 1e12
         eta = min(engine.compute_eff_for(hw) * engine.eta_attn * vec *
                   (1.0 if f32 or scalar else tensor_peak_scale(engine, hw)), 1.0)
